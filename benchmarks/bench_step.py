@@ -156,13 +156,19 @@ def report(results, elapsed) -> str:
 
 
 def write_results(section: str) -> None:
-    """Replace this script's section of RESULTS.md (from MARK to the end), keep the rest."""
+    """Replace this script's section of RESULTS.md (from MARK to the next benchmark's
+    marker or the end), keep the rest."""
     path = os.path.join(HERE, "RESULTS.md")
     text = open(path).read() if os.path.exists(path) else "# Benchmarks\n"
+    rest = ""
     if MARK in text:
-        text = text[:text.index(MARK)]
+        start = text.index(MARK)
+        end = text.find("<!-- bench", start + len(MARK))
+        rest = text[end:] if end >= 0 else ""
+        text = text[:start]
     with open(path, "w") as f:
-        f.write(text.rstrip("\n") + "\n\n" + section)
+        f.write(text.rstrip("\n") + "\n\n" + section.rstrip("\n") + "\n"
+                + ("\n" + rest if rest else ""))
 
 
 def main():

@@ -386,11 +386,11 @@ def main(argv=None) -> int:
         with open(os.path.join(args.out, "results.json"), "w") as f:
             json.dump(results, f, indent=1)
         md_path = os.path.join(args.out, "RESULTS.md")
-        kept = ""  # the section bench_step.py writes (from its marker on) survives
-        if os.path.exists(md_path):
+        kept = ""  # the sections the other bench_*.py scripts write (from the first
+        if os.path.exists(md_path):  # "<!-- bench" marker on) survive
             old = open(md_path).read()
-            if "<!-- bench_step.py -->" in old:
-                kept = "\n" + old[old.index("<!-- bench_step.py -->"):]
+            if "<!-- bench" in old:
+                kept = "\n" + old[old.index("<!-- bench"):]
         with open(md_path, "w") as f:
             f.write(text + "\n" + kept)
         console.print(f"wrote {args.out}/results.json and RESULTS.md "

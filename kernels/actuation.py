@@ -340,22 +340,19 @@ def actuator_disabled(group, disableactuator):
 @ti.kernel
 def _actuation(
     # model
-    actuator_trntype: ND, actuator_dyntype: ND, actuator_gaintype: ND,
-    actuator_biastype: ND, actuator_trnid: ND, actuator_actadr: ND, actuator_actnum: ND,
-    actuator_group: ND, actuator_ctrllimited: ND, actuator_forcelimited: ND,
-    actuator_actlimited: ND, actuator_dynprm: ND, actuator_gainprm: ND,
-    actuator_biasprm: ND, actuator_actearly: ND, actuator_ctrlrange: ND,
-    actuator_forcerange: ND, actuator_actrange: ND, actuator_acc0: ND,
-    actuator_lengthrange: ND, tendon_actfrclimited: ND, tendon_actfrcrange: ND,
-    jnt_type: ND, jnt_dofadr: ND, jnt_actfrclimited: ND, jnt_actfrcrange: ND,
-    jnt_actgravcomp: ND, nu: ti.i32, ntendon: ti.i32, njnt: ti.i32,
-    clampctrl: ti.i32, disableactuator: ti.i32, has_gravcomp: ti.i32, timestep: float,
+    actuator_dyntype: ND, actuator_gaintype: ND, actuator_biastype: ND,
+    actuator_actadr: ND, actuator_actnum: ND, actuator_group: ND,
+    actuator_ctrllimited: ND, actuator_actlimited: ND, actuator_dynprm: ND,
+    actuator_gainprm: ND, actuator_biasprm: ND, actuator_actearly: ND,
+    actuator_ctrlrange: ND, actuator_actrange: ND, actuator_acc0: ND,
+    actuator_lengthrange: ND, nu: ti.i32, clampctrl: ti.i32, disableactuator: ti.i32,
+    timestep: float,
     # data in
     ctrl: ND, act: ND, actuator_length: ND, actuator_velocity: ND,
-    actuator_moment_dense: ND, qfrc_gravcomp: ND,
     # data out
-    act_dot: ND, actuator_force: ND, ten_actfrc_total: ND, qfrc_actuator: ND,
+    act_dot: ND, actuator_force: ND,
 ):
+    """Activation derivatives and unclamped actuator forces (gain * ctrl/act + bias)."""
     nworld = ctrl.shape[0]
     for worldid, actid in ti.ndrange(nworld, nu):
         # controls: clamped; any bad control zeroes all of this world's controls
@@ -418,6 +415,23 @@ def _actuation(
             elif biastype == BIAS_MUSCLE:
                 force += muscle_bias(length, lrange, acc0, bprm)
         actuator_force[worldid, actid] = force
+
+
+@ti.kernel
+def _actuation_limits(
+    # model
+    actuator_trntype: ND, actuator_trnid: ND, actuator_forcelimited: ND,
+    actuator_forcerange: ND, tendon_actfrclimited: ND, tendon_actfrcrange: ND,
+    jnt_type: ND, jnt_dofadr: ND, jnt_actfrclimited: ND, jnt_actfrcrange: ND,
+    jnt_actgravcomp: ND, nu: ti.i32, ntendon: ti.i32, njnt: ti.i32, has_gravcomp: ti.i32,
+    # data in
+    actuator_moment_dense: ND, qfrc_gravcomp: ND,
+    # data out
+    actuator_force: ND, ten_actfrc_total: ND, qfrc_actuator: ND,
+):
+    """Tendon and actuator force limits, then qfrc_actuator = moment' force (+ actuator
+    gravcomp), clamped per joint."""
+    nworld = actuator_force.shape[0]
     # total actuator force on each force-limited tendon
     for worldid, tenid in ti.ndrange(nworld, ntendon):
         total = 0.0
@@ -472,7 +486,7 @@ def _zero2(a: ND, n: ti.i32):
 
 
 def actuation(m, d):
-    """Actuator forces and activation derivatives, as mj_fwdActuation (one launch).
+    """Actuator forces and activation derivatives, as mj_fwdActuation (two launches).
 
     Reads ctrl, act, actuator_length, actuator_velocity, actuator_moment_dense,
     qfrc_gravcomp; writes act_dot, actuator_force, qfrc_actuator. Honours clampctrl,
@@ -494,20 +508,21 @@ def actuation(m, d):
                                   "not supported yet")
     gravity = not opt.disabled("gravity") and any(float(x) for x in opt.gravity)
     has_gravcomp = gravity and np.any(np.asarray(a.body_gravcomp) != 0)
-    _actuation(m.actuator_trntype, m.actuator_dyntype, m.actuator_gaintype,
-               m.actuator_biastype, m.actuator_trnid, m.actuator_actadr,
-               m.actuator_actnum, m.actuator_group, m.actuator_ctrllimited,
-               m.actuator_forcelimited, m.actuator_actlimited, m.actuator_dynprm,
+    _actuation(m.actuator_dyntype, m.actuator_gaintype, m.actuator_biastype,
+               m.actuator_actadr, m.actuator_actnum, m.actuator_group,
+               m.actuator_ctrllimited, m.actuator_actlimited, m.actuator_dynprm,
                m.actuator_gainprm, m.actuator_biasprm, m.actuator_actearly,
-               m.actuator_ctrlrange, m.actuator_forcerange, m.actuator_actrange,
-               m.actuator_acc0, m.actuator_lengthrange, m.tendon_actfrclimited,
-               m.tendon_actfrcrange, m.jnt_type, m.jnt_dofadr, m.jnt_actfrclimited,
-               m.jnt_actfrcrange, m.jnt_actgravcomp, m.nu, m.ntendon, m.njnt,
-               int(not opt.disabled("clampctrl")), int(opt.disableactuator),
-               int(has_gravcomp), float(opt.timestep),
+               m.actuator_ctrlrange, m.actuator_actrange, m.actuator_acc0,
+               m.actuator_lengthrange, m.nu, int(not opt.disabled("clampctrl")),
+               int(opt.disableactuator), float(opt.timestep),
                d.ctrl, d.act, d.actuator_length, d.actuator_velocity,
-               d.actuator_moment_dense, d.qfrc_gravcomp,
-               d.act_dot, d.actuator_force, d.ten_actfrc_total, d.qfrc_actuator)
+               d.act_dot, d.actuator_force)
+    _actuation_limits(m.actuator_trntype, m.actuator_trnid, m.actuator_forcelimited,
+                      m.actuator_forcerange, m.tendon_actfrclimited, m.tendon_actfrcrange,
+                      m.jnt_type, m.jnt_dofadr, m.jnt_actfrclimited, m.jnt_actfrcrange,
+                      m.jnt_actgravcomp, m.nu, m.ntendon, m.njnt, int(has_gravcomp),
+                      d.actuator_moment_dense, d.qfrc_gravcomp,
+                      d.actuator_force, d.ten_actfrc_total, d.qfrc_actuator)
 
 
 @ti.kernel

@@ -1,7 +1,9 @@
-"""Integrators: semi-implicit Euler (with implicit dof damping) and position integration."""
+"""Integrators: semi-implicit Euler (with implicit dof damping), RK4, implicit and
+implicitfast (mj_Euler, mj_RungeKutta, mj_implicit), and position integration."""
 import taichi as ti
 
 from .actuation import advance_activation
+from .derivative import smooth_vel, velocity_dependent
 from .math import quat_integrate
 from .smooth import ld_factor, ld_solve, row_end
 
@@ -116,14 +118,15 @@ RK4_B = (1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0)
 @ti.kernel
 def _rk4_stage(
     # model
-    jnt_type: ND, jnt_qposadr: ND, jnt_dofadr: ND, nq: ti.i32, nv: ti.i32, njnt: ti.i32,
-    timestep: float,
-    # stage: the slot that gets (qvel, qacc), the weights of slots 0..3, final update?
+    jnt_type: ND, jnt_qposadr: ND, jnt_dofadr: ND, nq: ti.i32, nv: ti.i32, na: ti.i32,
+    njnt: ti.i32, timestep: float,
+    # stage: the slot that gets (qvel, qacc, act_dot), the weights of slots 0..3, final?
     slot: ti.i32, c0: float, c1: float, c2: float, c3: float, final: ti.i32,
-    # data in: qacc; in/out: qpos, qvel, time; out: qacc_warmstart
-    qacc: ND, qpos: ND, qvel: ND, time: ND, qacc_warmstart: ND,
-    # scratch: X0 (qpos0, qvel0), F (kvel, kacc: (4, nworld, nv)), dX velocity part
-    qpos0: ND, qvel0: ND, kvel: ND, kacc: ND, dxvel: ND,
+    # data in: qacc, act_dot; in/out: qpos, qvel, act, time; out: qacc_warmstart
+    qacc: ND, act_dot: ND, qpos: ND, qvel: ND, act: ND, time: ND, qacc_warmstart: ND,
+    # scratch: X0 (qpos0, qvel0, act0), F (kvel, kacc, kact: (4, nworld, n)), dX's
+    # velocity and act_dot parts
+    qpos0: ND, qvel0: ND, act0: ND, kvel: ND, kacc: ND, kact: ND, dxvel: ND, dxact: ND,
 ):
     nworld = qpos.shape[0]
     if slot == 0:
@@ -134,6 +137,10 @@ def _rk4_stage(
             qvel0[worldid, dofid] = qvel[worldid, dofid]
         kvel[slot, worldid, dofid] = qvel[worldid, dofid]
         kacc[slot, worldid, dofid] = qacc[worldid, dofid]
+    for worldid, i in ti.ndrange(nworld, na):
+        if slot == 0:
+            act0[worldid, i] = act[worldid, i]
+        kact[slot, worldid, i] = act_dot[worldid, i]
     for worldid, i in ti.ndrange(nworld, nq):
         qpos[worldid, i] = qpos0[worldid, i]
     for worldid, dofid in ti.ndrange(nworld, nv):
@@ -145,6 +152,16 @@ def _rk4_stage(
         qvel[worldid, dofid] = qvel0[worldid, dofid] + timestep * da
         if final != 0:
             qacc_warmstart[worldid, dofid] = qacc[worldid, dofid]
+    # activations: plain Euler combination in the stages (no clamping, as MuJoCo); the
+    # final update keeps act0 here and is made by advance_activation with dX's act_dot
+    for worldid, i in ti.ndrange(nworld, na):
+        da = c0 * kact[0, worldid, i] + c1 * kact[1, worldid, i] + \
+            c2 * kact[2, worldid, i] + c3 * kact[3, worldid, i]
+        dxact[worldid, i] = da
+        if final != 0:
+            act[worldid, i] = act0[worldid, i]
+        else:
+            act[worldid, i] = act0[worldid, i] + timestep * da
     for worldid, jntid in ti.ndrange(nworld, njnt):
         _integrate_joint(worldid, jntid, jnt_type, jnt_qposadr, jnt_dofadr, qpos, dxvel,
                          timestep)
@@ -157,127 +174,83 @@ def _rk4_scratch(m, d):
     scratch = getattr(d, "_rk4_scratch", None)
     if scratch is None:
         dtype = d.qvel.dtype
-        nworld, nq, nv = d.nworld, max(1, m.nq), max(1, m.nv)
+        nworld, nq, nv, na = d.nworld, max(1, m.nq), max(1, m.nv), max(1, m.na)
         scratch = (ti.ndarray(dtype, (nworld, nq)), ti.ndarray(dtype, (nworld, nv)),
+                   ti.ndarray(dtype, (nworld, na)),
                    ti.ndarray(dtype, (4, nworld, nv)), ti.ndarray(dtype, (4, nworld, nv)),
-                   ti.ndarray(dtype, (nworld, nv)))
+                   ti.ndarray(dtype, (4, nworld, na)),
+                   ti.ndarray(dtype, (nworld, nv)), ti.ndarray(dtype, (nworld, na)))
         d._rk4_scratch = scratch
     return scratch
 
 
 def rk4_stage(m, d, slot: int, coefs, final: bool = False):
-    """One RK4 stage update (one launch), as one pass of mj_RungeKutta's loop.
+    """One RK4 stage update, as one pass of mj_RungeKutta's loop (one launch; the final
+    one with activations two).
 
-    Saves (qvel, qacc) of the state just evaluated as F[slot] (slot 0 also saves X0 =
-    qpos, qvel), then sets qvel = qvel0 + h sum_j c_j qacc_j and qpos = qpos0 '+' h
-    sum_j c_j qvel_j (quaternion-aware). ``final``: also time += h, qacc_warmstart = qacc.
+    Saves (qvel, qacc, act_dot) of the state just evaluated as F[slot] (slot 0 also
+    saves X0 = qpos, qvel, act), then sets qvel = qvel0 + h sum_j c_j qacc_j, act = act0
+    + h sum_j c_j act_dot_j and qpos = qpos0 '+' h sum_j c_j qvel_j (quaternion-aware).
+    ``final``: act advances from act0 with the combined act_dot as mj_advance does
+    (exact for filterexact, clamped to actrange), time += h, qacc_warmstart = qacc.
     Scratch arrays live on ``d`` (allocated on first use).
     """
-    qpos0, qvel0, kvel, kacc, dxvel = _rk4_scratch(m, d)
+    qpos0, qvel0, act0, kvel, kacc, kact, dxvel, dxact = _rk4_scratch(m, d)
     c = list(coefs) + [0.0] * (4 - len(coefs))
-    _rk4_stage(m.jnt_type, m.jnt_qposadr, m.jnt_dofadr, m.nq, m.nv, m.njnt,
+    _rk4_stage(m.jnt_type, m.jnt_qposadr, m.jnt_dofadr, m.nq, m.nv, m.na, m.njnt,
                float(m.opt.timestep), slot, float(c[0]), float(c[1]), float(c[2]),
-               float(c[3]), int(final), d.qacc, d.qpos, d.qvel, d.time, d.qacc_warmstart,
-               qpos0, qvel0, kvel, kacc, dxvel)
-
-
-def implicitfast(m, d):
-    """Implicit-in-velocity step with the symmetric velocity derivative, as mj_implicit
-    for the implicitfast integrator on models without actuators, tendons or fluid (one
-    launch).
-
-    qDeriv is then -diag(dof_damping) (zero with the damper flag disabled), so
-    qvel += h inv(M + h diag(dof_damping)) qfrc_smooth; qpos integrated with the new
-    qvel, time += h, qacc_warmstart = qacc.
-    Reads qM, qfrc_smooth, qacc; writes qpos, qvel, time, qH_tree, qHDiagInv,
-    qacc_warmstart.
-    """
-    if m.nu > 0 or m.ntendon > 0:
-        raise NotImplementedError("implicitfast: actuator/tendon velocity derivatives")
-    if m.opt.density > 0 or m.opt.viscosity > 0:
-        raise NotImplementedError("implicitfast: fluid force velocity derivatives")
-    damper = not m.opt.disabled("damper")
-    _velocity_step(m, d, implicit=True, add_damping=damper)
+               float(c[3]), int(final), d.qacc, d.act_dot, d.qpos, d.qvel, d.act, d.time,
+               d.qacc_warmstart, qpos0, qvel0, act0, kvel, kacc, kact, dxvel, dxact)
+    if final:
+        advance_activation(m, d, dxact)
 
 
 @ti.kernel
-def _implicit_init(dof_damping: ND, nv: ti.i32, damper: ti.i32, qvel: ND, qvel0: ND,
-                   qDeriv: ND):
-    nworld = qvel.shape[0]
-    for worldid, i, j in ti.ndrange(nworld, nv, nv):
-        value = 0.0
-        if i == j:
-            qvel0[worldid, i] = qvel[worldid, i]
-            if damper != 0:
-                value = -dof_damping[worldid % dof_damping.shape[0], i]
-        qDeriv[worldid, i, j] = value
-
-
-@ti.kernel
-def _implicit_perturb(nv: ti.i32, dofid: ti.i32, delta: float, qvel0: ND, qvel: ND):
-    """qvel = qvel0 + delta e_dofid (dofid < 0: qvel = qvel0)."""
-    nworld = qvel.shape[0]
-    for worldid, i in ti.ndrange(nworld, nv):
-        v = qvel0[worldid, i]
-        if i == dofid:
-            v += delta
-        qvel[worldid, i] = v
-
-
-@ti.kernel
-def _implicit_record(nv: ti.i32, dofid: ti.i32, scale: float, qfrc_bias: ND, qDeriv: ND):
-    nworld = qfrc_bias.shape[0]
-    for worldid, i in ti.ndrange(nworld, nv):
-        qDeriv[worldid, i, dofid] += scale * qfrc_bias[worldid, i]
-
-
-@ti.kernel
-def _implicit_solve(
+def _implicit_step(
     # model
-    dof_parentid: ND, dof_Madr: ND, jnt_type: ND, jnt_qposadr: ND, jnt_dofadr: ND,
-    nv: ti.i32, njnt: ti.i32, timestep: float,
-    # data in
-    qM: ND, qDeriv: ND, qfrc_smooth: ND, qacc: ND,
+    tree_dofadr: ND, tree_dofnum: ND, dof_parentid: ND, dof_Madr: ND, dof_simplenum: ND,
+    jnt_type: ND, jnt_qposadr: ND, jnt_dofadr: ND,
+    ntree: ti.i32, nv: ti.i32, nM: ti.i32, njnt: ti.i32, timestep: float,
+    # data in: qM, qDeriv (qM's layout: lo = qDeriv(i, j), up = qDeriv(j, i)), forces
+    qM: ND, qDeriv_lo: ND, qDeriv_up: ND, qfrc_smooth: ND, qacc: ND,
     # data in/out
     qpos: ND, qvel: ND, time: ND,
-    # data out (qLU: dense LU factors of M - h qDeriv; qacc_warmstart: scratch, then qacc)
-    qLU: ND, qacc_warmstart: ND,
+    # data out: the factor of M - h qDeriv (LDL: lo and diaginv; LU: lo and up),
+    # qacc_warmstart (first the integrated acceleration, then qacc)
+    fac_lo: ND, fac_up: ND, diaginv: ND, qacc_warmstart: ND,
+    # LU of the full matrix (implicit) or L'DL of its lower part (implicitfast)
+    lu: ti.template(),
 ):
     nworld = qpos.shape[0]
-    for worldid in range(nworld):
-        for i in range(nv):
-            for j in range(nv):
-                qLU[worldid, i, j] = -timestep * qDeriv[worldid, i, j]
-        for i in range(nv):
-            madr = dof_Madr[i]
-            qLU[worldid, i, i] += qM[worldid, madr]
-            j = dof_parentid[i]
-            adr = madr + 1
-            while j >= 0:
-                qLU[worldid, i, j] += qM[worldid, adr]
-                qLU[worldid, j, i] += qM[worldid, adr]
-                adr += 1
-                j = dof_parentid[j]
-        # LU without pivoting (M - h qDeriv is dominated by the SPD M), then solve
-        for k in range(nv):
-            for i in range(k + 1, nv):
-                if qLU[worldid, i, k] != 0.0:
-                    factor = qLU[worldid, i, k] / qLU[worldid, k, k]
-                    qLU[worldid, i, k] = factor
-                    for j in range(k + 1, nv):
-                        qLU[worldid, i, j] -= factor * qLU[worldid, k, j]
-        for i in range(nv):
-            acc = qfrc_smooth[worldid, i]
-            for j in range(i):
-                acc -= qLU[worldid, i, j] * qacc_warmstart[worldid, j]
-            qacc_warmstart[worldid, i] = acc
-        for ii in range(nv):
-            i = nv - 1 - ii
-            acc = qacc_warmstart[worldid, i]
-            for j in range(i + 1, nv):
-                acc -= qLU[worldid, i, j] * qacc_warmstart[worldid, j]
-            qacc_warmstart[worldid, i] = acc / qLU[worldid, i, i]
-        for i in range(nv):
+    for worldid, treeid in ti.ndrange(nworld, ntree):
+        start = tree_dofadr[treeid]
+        num = tree_dofnum[treeid]
+        if num > 0:
+            for i in range(start, start + num):
+                madr = dof_Madr[i]
+                for adr in range(madr, row_end(i, dof_Madr, nv, nM)):
+                    value = qM[worldid, adr]
+                    if ti.static(lu):
+                        value -= timestep * qDeriv_lo[worldid, adr]
+                        fac_up[worldid, adr] = qM[worldid, adr] - \
+                            timestep * qDeriv_up[worldid, adr]
+                    elif adr == madr or dof_simplenum[i] == 0:
+                        # implicitfast keeps M's reduced sparsity: a simple dof's row
+                        # has only its diagonal
+                        value -= timestep * qDeriv_lo[worldid, adr]
+                    fac_lo[worldid, adr] = value
+            for i in range(start, start + num):
+                qacc_warmstart[worldid, i] = qfrc_smooth[worldid, i]
+            if ti.static(lu):
+                _lu_factor(worldid, start, num, fac_lo, fac_up, dof_parentid, dof_Madr)
+                _lu_solve(worldid, start, num, fac_lo, fac_up, qacc_warmstart,
+                          dof_parentid, dof_Madr)
+            else:
+                ld_factor(worldid, start, num, fac_lo, diaginv, dof_parentid, dof_Madr,
+                          dof_simplenum, nv, nM)
+                ld_solve(worldid, start, num, fac_lo, diaginv, qacc_warmstart,
+                         dof_parentid, dof_Madr, dof_simplenum)
+        for i in range(start, start + num):
             qvel[worldid, i] += timestep * qacc_warmstart[worldid, i]
             qacc_warmstart[worldid, i] = qacc[worldid, i]
     for worldid, jntid in ti.ndrange(nworld, njnt):
@@ -287,50 +260,122 @@ def _implicit_solve(
         time[worldid] += timestep
 
 
-def _implicit_scratch(m, d):
-    scratch = getattr(d, "_implicit_scratch", None)
+@ti.func
+def _lu_factor(worldid, start, num, lo: ti.template(), up: ti.template(),
+               dof_parentid: ti.template(), dof_Madr: ti.template()):
+    """In-place reverse-order LU of one tree's dofs, A = (U + I) L, no fill-in (as
+    mju_factorLUSparse). A(i, j) for j an ancestor of i is in lo, A(j, i) in up, both
+    at the qM address of (i, j); L (with its diagonal) ends in lo, U in up."""
+    for ii in range(num):
+        i = start + num - 1 - ii
+        madr_i = dof_Madr[i]
+        diag = lo[worldid, madr_i]
+        # rows j above i with A(j, i) != 0: the ancestors of i (chain position pj)
+        j = dof_parentid[i]
+        pj = 1
+        while j >= 0:
+            u = up[worldid, madr_i + pj] / diag
+            up[worldid, madr_i + pj] = u
+            # A(j, k) -= L(i, k) u for the ancestors k of i (chain position pk)
+            k = dof_parentid[i]
+            pk = 1
+            while k >= 0:
+                delta = lo[worldid, madr_i + pk] * u
+                if pk > pj:  # k is an ancestor of j: lower part of row j
+                    lo[worldid, dof_Madr[j] + pk - pj] -= delta
+                elif pk == pj:
+                    lo[worldid, dof_Madr[j]] -= delta
+                else:  # k lies between j and i: upper part, stored in row k
+                    up[worldid, dof_Madr[k] + pj - pk] -= delta
+                k = dof_parentid[k]
+                pk += 1
+            j = dof_parentid[j]
+            pj += 1
+
+
+@ti.func
+def _lu_solve(worldid, start, num, lo: ti.template(), up: ti.template(), x: ti.template(),
+              dof_parentid: ti.template(), dof_Madr: ti.template()):
+    """x <- inv((U + I) L) x in place for one tree's dofs (as mju_solveLUSparse)."""
+    # (U + I) y = x, last dof first: each finished y_i updates its ancestors' rows
+    for ii in range(num):
+        i = start + num - 1 - ii
+        xi = x[worldid, i]
+        adr = dof_Madr[i] + 1
+        j = dof_parentid[i]
+        while j >= 0:
+            x[worldid, j] -= up[worldid, adr] * xi
+            adr += 1
+            j = dof_parentid[j]
+    # L x = y, first dof first
+    for i in range(start, start + num):
+        madr = dof_Madr[i]
+        acc = x[worldid, i]
+        adr = madr + 1
+        j = dof_parentid[i]
+        while j >= 0:
+            acc -= lo[worldid, adr] * x[worldid, j]
+            adr += 1
+            j = dof_parentid[j]
+        x[worldid, i] = acc / lo[worldid, madr]
+
+
+def _lu_scratch(m, d):
+    scratch = getattr(d, "_lu_scratch", None)
     if scratch is None:
         dtype = d.qvel.dtype
-        nv = max(1, m.nv)
-        scratch = (ti.ndarray(dtype, (d.nworld, nv)), ti.ndarray(dtype, (d.nworld, nv, nv)),
-                   ti.ndarray(dtype, (d.nworld, nv, nv)))
-        d._implicit_scratch = scratch
+        nM = max(1, m.nM)
+        scratch = (ti.ndarray(dtype, (d.nworld, nM)), ti.ndarray(dtype, (d.nworld, nM)))
+        d._lu_scratch = scratch
     return scratch
+
+
+def _deriv_step(m, d, flg_bias: bool):
+    """qDeriv (smooth_vel), then act advances, then the velocity solve and integration."""
+    qderiv_lo, qderiv_up = smooth_vel(m, d, flg_bias)
+    advance_activation(m, d)
+    if flg_bias:
+        fac_lo, fac_up = _lu_scratch(m, d)
+    else:
+        fac_lo, fac_up = d.qH_tree, d.qH_tree
+    _implicit_step(m.tree_dofadr, m.tree_dofnum, m.dof_parentid, m.dof_Madr,
+                   m.dof_simplenum, m.jnt_type, m.jnt_qposadr, m.jnt_dofadr,
+                   m.ntree, m.nv, m.nM, m.njnt, float(m.opt.timestep),
+                   d.qM, qderiv_lo, qderiv_up, d.qfrc_smooth, d.qacc,
+                   d.qpos, d.qvel, d.time, fac_lo, fac_up, d.qHDiagInv, d.qacc_warmstart,
+                   bool(flg_bias))
+
+
+def implicitfast(m, d):
+    """Implicit-in-velocity step with the symmetric part of the velocity derivative, as
+    mj_implicit for the implicitfast integrator.
+
+    qDeriv = d (qfrc_actuator + qfrc_passive) / d qvel (smooth_vel without RNE; the
+    ellipsoid fluid terms symmetrized), qH = M - h qDeriv on M's lower part (a simple
+    dof keeps only its diagonal), factored L'DL along the tree. Activations advance
+    (with act_dot), qvel += h inv(qH) qfrc_smooth, qpos integrated with the new qvel,
+    time += h, qacc_warmstart = qacc. With nothing velocity-dependent but dof damping
+    qH = M + h diag(dof_damping) (one launch), else three.
+    Reads qM, qfrc_smooth, qacc, act_dot (+ what smooth_vel reads); writes act, qpos,
+    qvel, time, qH_tree, qHDiagInv, qacc_warmstart.
+    """
+    if velocity_dependent(m):
+        _deriv_step(m, d, flg_bias=False)
+    else:
+        advance_activation(m, d)
+        _velocity_step(m, d, implicit=True, add_damping=not m.opt.disabled("damper"))
 
 
 def implicit(m, d):
     """Implicit-in-velocity step with the full velocity derivative, as mj_implicit for
-    the implicit integrator on models without actuators, tendons or fluid.
+    the implicit integrator.
 
-    qDeriv = -diag(dof_damping) - d qfrc_bias / d qvel. The bias derivative comes from
-    central differences of com_vel + rne with one dof's velocity perturbed at a time:
-    qfrc_bias is quadratic in qvel, so these are exact up to roundoff (MuJoCo's
-    mjd_rne_vel is analytic). Costs 2 nv (com_vel + rne) evaluations, then one dense
-    LU solve of (M - h qDeriv) qacc = qfrc_smooth per world; qvel += h qacc, qpos
-    integrated, time += h, qacc_warmstart = qacc. cvel, cdof_dot and qfrc_bias are
-    recomputed at the unperturbed qvel at the end.
-    Reads qM, qfrc_smooth, qacc (+ what com_vel/rne read); writes qpos, qvel, time,
-    qacc_warmstart; scratch (qDeriv and its LU, dense) lives on ``d``.
+    qDeriv = d (qfrc_actuator + qfrc_passive - qfrc_bias) / d qvel (smooth_vel with the
+    analytic RNE derivative), then (M - h qDeriv) qacc = qfrc_smooth by a reverse-order
+    LU along the tree (no fill-in, as mju_factorLUSparse); activations advance (with
+    act_dot), qvel += h qacc, qpos integrated, time += h, qacc_warmstart = qacc (three
+    launches, four with activations).
+    Reads qM, qfrc_smooth, qacc, act_dot (+ what smooth_vel reads); writes act, qpos,
+    qvel, time, qacc_warmstart; the LU factors are scratch on ``d``.
     """
-    from .smooth import com_vel, rne
-    if m.nu > 0 or m.ntendon > 0:
-        raise NotImplementedError("implicit: actuator/tendon velocity derivatives")
-    if m.opt.density > 0 or m.opt.viscosity > 0:
-        raise NotImplementedError("implicit: fluid force velocity derivatives")
-    qvel0, qDeriv, qLU = _implicit_scratch(m, d)
-    nv = m.nv
-    damper = not m.opt.disabled("damper")
-    _implicit_init(m.dof_damping, nv, int(damper), d.qvel, qvel0, qDeriv)
-    delta = 1.0
-    for dofid in range(nv):
-        for sign in (1.0, -1.0):
-            _implicit_perturb(nv, dofid, sign * delta, qvel0, d.qvel)
-            com_vel(m, d)
-            rne(m, d)
-            _implicit_record(nv, dofid, -sign / (2.0 * delta), d.qfrc_bias, qDeriv)
-    _implicit_perturb(nv, -1, 0.0, qvel0, d.qvel)
-    com_vel(m, d)
-    rne(m, d)
-    _implicit_solve(m.dof_parentid, m.dof_Madr, m.jnt_type, m.jnt_qposadr, m.jnt_dofadr,
-                    nv, m.njnt, float(m.opt.timestep), d.qM, qDeriv, d.qfrc_smooth, d.qacc,
-                    d.qpos, d.qvel, d.time, qLU, d.qacc_warmstart)
+    _deriv_step(m, d, flg_bias=True)

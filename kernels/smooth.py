@@ -12,6 +12,7 @@ import taichi as ti
 
 from .math import (axis_angle2quat, cross_force, cross_motion, dof_com, inert_com,
                    mul_inert_vec, quat2mat, quat_mul, quat_normalize, rot_vec_quat)
+from .tendon import tendon_jdot_qvel
 
 ND = ti.types.ndarray()
 
@@ -90,13 +91,12 @@ def _kinematics(
     body_parentid: ND, body_mocapid: ND, body_jntnum: ND, body_jntadr: ND, body_depth: ND,
     body_pos: ND, body_quat: ND, body_ipos: ND, body_iquat: ND, jnt_type: ND,
     jnt_qposadr: ND, jnt_pos: ND, jnt_axis: ND, qpos0: ND, geom_bodyid: ND, geom_pos: ND,
-    geom_quat: ND, site_bodyid: ND, site_pos: ND, site_quat: ND,
-    nbody: ti.i32, ngeom: ti.i32, nsite: ti.i32,
+    geom_quat: ND, nbody: ti.i32, ngeom: ti.i32,
     # data in
     qpos: ND, mocap_pos: ND, mocap_quat: ND,
     # data out
     xpos: ND, xquat: ND, xmat: ND, xipos: ND, ximat: ND, xanchor: ND, xaxis: ND,
-    geom_xpos: ND, geom_xmat: ND, site_xpos: ND, site_xmat: ND,
+    geom_xpos: ND, geom_xmat: ND,
     # algorithm: per-world serial tree pass (many worlds) or per-body chains (few worlds)
     serial: ti.template(),
 ):
@@ -147,6 +147,13 @@ def _kinematics(
             xpos[worldid, bodyid], xmat[worldid, bodyid],
             geom_pos[worldid % geom_pos.shape[0], geomid],
             geom_quat[worldid % geom_quat.shape[0], geomid])
+
+
+@ti.kernel
+def _site_poses(site_bodyid: ND, site_pos: ND, site_quat: ND, nsite: ti.i32,
+                xpos: ND, xmat: ND, site_xpos: ND, site_xmat: ND):
+    # a kernel of its own: SPIR-V backends bind at most 32 ndarrays per kernel
+    nworld = xpos.shape[0]
     for worldid, siteid in ti.ndrange(nworld, nsite):
         bodyid = site_bodyid[siteid]
         site_xpos[worldid, siteid], site_xmat[worldid, siteid] = _local2global(
@@ -162,7 +169,7 @@ def _local2global(body_xpos, body_xmat, pos, quat):
 
 
 def kinematics(m, d):
-    """Forward kinematics (one launch).
+    """Forward kinematics (one launch, two with sites).
 
     Parent pose -> child pose goes exactly as mj_kinematics (the parent's xmat is
     the rotation matrix of its normalized xquat, so results agree bit for bit).
@@ -173,12 +180,13 @@ def kinematics(m, d):
     _kinematics(m.body_parentid, m.body_mocapid, m.body_jntnum, m.body_jntadr, m.body_depth,
                 m.body_pos, m.body_quat, m.body_ipos, m.body_iquat, m.jnt_type,
                 m.jnt_qposadr, m.jnt_pos, m.jnt_axis, m.qpos0, m.geom_bodyid, m.geom_pos,
-                m.geom_quat, m.site_bodyid, m.site_pos, m.site_quat,
-                m.nbody, m.ngeom, m.nsite,
+                m.geom_quat, m.nbody, m.ngeom,
                 d.qpos, d.mocap_pos, d.mocap_quat,
                 d.xpos, d.xquat, d.xmat, d.xipos, d.ximat, d.xanchor, d.xaxis,
-                d.geom_xpos, d.geom_xmat, d.site_xpos, d.site_xmat,
-                d.nworld >= SERIAL_TREE_MIN_WORLDS)
+                d.geom_xpos, d.geom_xmat, d.nworld >= SERIAL_TREE_MIN_WORLDS)
+    if m.nsite:
+        _site_poses(m.site_bodyid, m.site_pos, m.site_quat, m.nsite, d.xpos, d.xmat,
+                    d.site_xpos, d.site_xmat)
 
 
 @ti.kernel
@@ -397,6 +405,43 @@ def ld_solve(worldid, start, num, L: ti.template(), diaginv: ti.template(),
             x[worldid, i] = acc
 
 
+@ti.func
+def _crb_body(worldid, bodyid, body_subtree_adr: ti.template(),
+              body_subtree_num: ti.template(), body_subtree: ti.template(),
+              cinert: ti.template(), crb: ti.template()):
+    acc = cinert[worldid, bodyid]
+    if bodyid > 0:  # the world's crb stays its own (zero) cinert, as in MuJoCo
+        acc = ti.Vector.zero(float, 10)
+        adr = body_subtree_adr[bodyid]
+        for k in range(body_subtree_num[bodyid]):
+            acc += cinert[worldid, body_subtree[adr + k]]
+    crb[worldid, bodyid] = acc
+
+
+@ti.func
+def _crb_dof(worldid, dofid, dof_bodyid: ti.template(), dof_parentid: ti.template(),
+             dof_Madr: ti.template(), dof_simplenum: ti.template(),
+             dof_armature: ti.template(), cdof: ti.template(), crb: ti.template(),
+             qM: ti.template()):
+    """Row dofid of qM: M(i, i) incl. dof armature, then M(i, j) for i's ancestors j."""
+    madr = dof_Madr[dofid]
+    cdof_i = cdof[worldid, dofid]
+    buf = mul_inert_vec(crb[worldid, dof_bodyid[dofid]], cdof_i)
+    qM[worldid, madr] = dof_armature[worldid % dof_armature.shape[0], dofid] + \
+        cdof_i.dot(buf)
+    # simple dofs (constant diagonal inertia): off-diagonals are exactly zero
+    simple = dof_simplenum[dofid] != 0
+    j = dof_parentid[dofid]
+    t = 1
+    while j >= 0:
+        val = 0.0
+        if not simple:
+            val = cdof[worldid, j].dot(buf)
+        qM[worldid, madr + t] = val
+        t += 1
+        j = dof_parentid[j]
+
+
 @ti.kernel
 def _crb(
     # model
@@ -410,40 +455,72 @@ def _crb(
 ):
     nworld = cinert.shape[0]
     for worldid, bodyid in ti.ndrange(nworld, nbody):
-        acc = cinert[worldid, bodyid]
-        if bodyid > 0:  # the world's crb stays its own (zero) cinert, as in MuJoCo
-            acc = ti.Vector.zero(float, 10)
-            adr = body_subtree_adr[bodyid]
-            for k in range(body_subtree_num[bodyid]):
-                acc += cinert[worldid, body_subtree[adr + k]]
-        crb[worldid, bodyid] = acc
+        _crb_body(worldid, bodyid, body_subtree_adr, body_subtree_num, body_subtree,
+                  cinert, crb)
     for worldid, dofid in ti.ndrange(nworld, nv):
+        _crb_dof(worldid, dofid, dof_bodyid, dof_parentid, dof_Madr, dof_simplenum,
+                 dof_armature, cdof, crb, qM)
+
+
+@ti.kernel
+def _crb_tendon(
+    # model
+    body_subtree_adr: ND, body_subtree_num: ND, body_subtree: ND, dof_bodyid: ND,
+    dof_parentid: ND, dof_Madr: ND, dof_simplenum: ND, dof_armature: ND,
+    tendon_armature: ND, nbody: ti.i32, nv: ti.i32, ntendon: ti.i32,
+    # data in
+    cinert: ND, cdof: ND, ten_J: ND,
+    # data out
+    crb: ND, qM: ND,
+):
+    nworld = cinert.shape[0]
+    for worldid, bodyid in ti.ndrange(nworld, nbody):
+        _crb_body(worldid, bodyid, body_subtree_adr, body_subtree_num, body_subtree,
+                  cinert, crb)
+    for worldid, dofid in ti.ndrange(nworld, nv):
+        _crb_dof(worldid, dofid, dof_bodyid, dof_parentid, dof_Madr, dof_simplenum,
+                 dof_armature, cdof, crb, qM)
+        # mj_tendonArmature: M(i, j) += armature J_i J_j for j = i and i's ancestors;
+        # MuJoCo's reduced sparsity keeps only the diagonal of a simple dof
         madr = dof_Madr[dofid]
-        cdof_i = cdof[worldid, dofid]
-        buf = mul_inert_vec(crb[worldid, dof_bodyid[dofid]], cdof_i)
-        qM[worldid, madr] = dof_armature[worldid % dof_armature.shape[0], dofid] + \
-            cdof_i.dot(buf)
-        # simple dofs (constant diagonal inertia): off-diagonals are exactly zero
         simple = dof_simplenum[dofid] != 0
-        j = dof_parentid[dofid]
-        t = 1
-        while j >= 0:
-            val = 0.0
-            if not simple:
-                val = cdof[worldid, j].dot(buf)
-            qM[worldid, madr + t] = val
-            t += 1
-            j = dof_parentid[j]
+        for tenid in range(ntendon):
+            arm = tendon_armature[worldid % tendon_armature.shape[0], tenid]
+            jac_i = ten_J[worldid, tenid, dofid]
+            if arm != 0.0 and jac_i != 0.0:
+                scaled = arm * jac_i
+                qM[worldid, madr] += scaled * jac_i
+                if not simple:
+                    j = dof_parentid[dofid]
+                    t = 1
+                    while j >= 0:
+                        qM[worldid, madr + t] += scaled * ten_J[worldid, tenid, j]
+                        t += 1
+                        j = dof_parentid[j]
+
+
+def _tendon_armature_on(m) -> bool:
+    return m.ntendon > 0 and bool(np.any(np.asarray(m.arrays.tendon_armature) != 0))
 
 
 def crb(m, d):
     """Composite rigid-body inertias and the joint-space inertia matrix (one launch).
 
-    Reads cinert, cdof; writes crb, qM (MuJoCo's sparse layout, incl. dof_armature).
+    qM includes dof_armature and, as mj_makeM, tendon armature (armature J' J added
+    only inside qM's tree sparsity; ten_J must be current). Models without tendon
+    armature use a kernel without the tendon arguments (each costs launch time).
+    Reads cinert, cdof (and ten_J with tendon armature); writes crb, qM (MuJoCo's
+    sparse layout).
     """
-    _crb(m.body_subtree_adr, m.body_subtree_num, m.body_subtree, m.dof_bodyid,
-         m.dof_parentid, m.dof_Madr, m.dof_simplenum, m.dof_armature, m.nbody, m.nv,
-         d.cinert, d.cdof, d.crb, d.qM)
+    if _tendon_armature_on(m):
+        _crb_tendon(m.body_subtree_adr, m.body_subtree_num, m.body_subtree, m.dof_bodyid,
+                    m.dof_parentid, m.dof_Madr, m.dof_simplenum, m.dof_armature,
+                    m.tendon_armature, m.nbody, m.nv, m.ntendon, d.cinert, d.cdof, d.ten_J,
+                    d.crb, d.qM)
+    else:
+        _crb(m.body_subtree_adr, m.body_subtree_num, m.body_subtree, m.dof_bodyid,
+             m.dof_parentid, m.dof_Madr, m.dof_simplenum, m.dof_armature, m.nbody, m.nv,
+             d.cinert, d.cdof, d.crb, d.qM)
 
 
 @ti.kernel
@@ -647,6 +724,44 @@ def com_vel(m, d):
              d.nworld >= SERIAL_TREE_MIN_WORLDS)
 
 
+@ti.func
+def _rne_body(worldid, bodyid, body_parentid: ti.template(), body_depth: ti.template(),
+              body_dofnum: ti.template(), body_dofadr: ti.template(), gravity,
+              qvel: ti.template(), cdof_dot: ti.template(), cinert: ti.template(),
+              cvel: ti.template(), rne_cfrc: ti.template()):
+    """rne_cfrc of one body: cinert cacc + cvel x (cinert cvel), with
+    cacc = -gravity + the chain's cdof_dot qvel (qacc = 0)."""
+    cacc = ti.Vector([0.0, 0.0, 0.0, -gravity[0], -gravity[1], -gravity[2]])
+    depth = body_depth[bodyid]
+    for level in range(1, depth + 1):
+        b = _ancestor(body_parentid, bodyid, depth - level)
+        bda = body_dofadr[b]
+        tmp = ti.Vector.zero(float, 6)
+        for j in range(body_dofnum[b]):
+            tmp += cdof_dot[worldid, bda + j] * qvel[worldid, bda + j]
+        cacc += tmp
+    frc = ti.Vector.zero(float, 6)
+    if bodyid > 0:
+        inert = cinert[worldid, bodyid]
+        vel = cvel[worldid, bodyid]
+        frc = mul_inert_vec(inert, cacc) + cross_force(vel, mul_inert_vec(inert, vel))
+    rne_cfrc[worldid, bodyid] = frc
+
+
+@ti.func
+def _rne_dof(worldid, dofid, body_subtree_adr: ti.template(),
+             body_subtree_num: ti.template(), body_subtree: ti.template(),
+             dof_bodyid: ti.template(), cdof: ti.template(), rne_cfrc: ti.template(),
+             qfrc_bias: ti.template()):
+    """qfrc_bias of one dof: cdof . (the forces of its body's subtree)."""
+    bodyid = dof_bodyid[dofid]
+    adr = body_subtree_adr[bodyid]
+    acc = ti.Vector.zero(float, 6)
+    for k in range(body_subtree_num[bodyid]):
+        acc += rne_cfrc[worldid, body_subtree[adr + k]]
+    qfrc_bias[worldid, dofid] = cdof[worldid, dofid].dot(acc)
+
+
 @ti.kernel
 def _rne(
     # model
@@ -659,39 +774,73 @@ def _rne(
     rne_cfrc: ND, qfrc_bias: ND,
 ):
     nworld = qvel.shape[0]
+    gravity = ti.Vector([gx, gy, gz])
     for worldid, bodyid in ti.ndrange(nworld, nbody):
-        # cacc = -gravity + sum over the chain of cdof_dot * qvel (qacc = 0)
-        cacc = ti.Vector([0.0, 0.0, 0.0, -gx, -gy, -gz])
-        depth = body_depth[bodyid]
-        for level in range(1, depth + 1):
-            b = _ancestor(body_parentid, bodyid, depth - level)
-            bda = body_dofadr[b]
-            tmp = ti.Vector.zero(float, 6)
-            for j in range(body_dofnum[b]):
-                tmp += cdof_dot[worldid, bda + j] * qvel[worldid, bda + j]
-            cacc += tmp
-        frc = ti.Vector.zero(float, 6)
-        if bodyid > 0:
-            inert = cinert[worldid, bodyid]
-            vel = cvel[worldid, bodyid]
-            frc = mul_inert_vec(inert, cacc) + cross_force(vel, mul_inert_vec(inert, vel))
-        rne_cfrc[worldid, bodyid] = frc
+        _rne_body(worldid, bodyid, body_parentid, body_depth, body_dofnum, body_dofadr,
+                  gravity, qvel, cdof_dot, cinert, cvel, rne_cfrc)
     for worldid, dofid in ti.ndrange(nworld, nv):
-        bodyid = dof_bodyid[dofid]
-        adr = body_subtree_adr[bodyid]
-        acc = ti.Vector.zero(float, 6)
-        for k in range(body_subtree_num[bodyid]):
-            acc += rne_cfrc[worldid, body_subtree[adr + k]]
-        qfrc_bias[worldid, dofid] = cdof[worldid, dofid].dot(acc)
+        _rne_dof(worldid, dofid, body_subtree_adr, body_subtree_num, body_subtree,
+                 dof_bodyid, cdof, rne_cfrc, qfrc_bias)
+
+
+@ti.kernel
+def _rne_tendon(
+    # model
+    body_parentid: ND, body_depth: ND, body_dofnum: ND, body_dofadr: ND,
+    body_subtree_adr: ND, body_subtree_num: ND, body_subtree: ND, body_rootid: ND,
+    dof_bodyid: ND, dof_parentid: ND, dof_jntid: ND, jnt_type: ND, jnt_dofadr: ND,
+    site_bodyid: ND, tendon_adr: ND, tendon_num: ND, tendon_armature: ND, wrap_type: ND,
+    wrap_objid: ND, wrap_prm: ND, nbody: ti.i32, nv: ti.i32, ntendon: ti.i32,
+    gx: float, gy: float, gz: float,
+    # data in
+    qvel: ND, cdof: ND, cdof_dot: ND, cinert: ND, cvel: ND, site_xpos: ND, subtree_com: ND,
+    ten_J: ND,
+    # data out
+    rne_cfrc: ND, qfrc_bias: ND,
+):
+    nworld = qvel.shape[0]
+    gravity = ti.Vector([gx, gy, gz])
+    for worldid, bodyid in ti.ndrange(nworld, nbody):
+        _rne_body(worldid, bodyid, body_parentid, body_depth, body_dofnum, body_dofadr,
+                  gravity, qvel, cdof_dot, cinert, cvel, rne_cfrc)
+    for worldid, dofid in ti.ndrange(nworld, nv):
+        _rne_dof(worldid, dofid, body_subtree_adr, body_subtree_num, body_subtree,
+                 dof_bodyid, cdof, rne_cfrc, qfrc_bias)
+    # mj_tendonBias: qfrc_bias += ten_J' armature (d/dt ten_J) qvel, tendon by tendon
+    for worldid in range(nworld):
+        for tenid in range(ntendon):
+            arm = tendon_armature[worldid % tendon_armature.shape[0], tenid]
+            if arm != 0.0:
+                coef = arm * tendon_jdot_qvel(
+                    worldid, tenid, tendon_adr, tendon_num, wrap_type, wrap_objid,
+                    wrap_prm, site_bodyid, body_parentid, body_dofnum, body_dofadr,
+                    body_rootid, dof_parentid, dof_bodyid, dof_jntid, jnt_type,
+                    jnt_dofadr, site_xpos, cdof, cdof_dot, cvel, subtree_com, qvel)
+                if coef != 0.0:
+                    for dofid in range(nv):
+                        qfrc_bias[worldid, dofid] += coef * ten_J[worldid, tenid, dofid]
 
 
 def rne(m, d):
-    """Bias forces C(qpos, qvel) incl. gravity: RNE with zero acceleration (one launch).
+    """Bias forces C(qpos, qvel) incl. gravity: RNE with zero acceleration, plus the
+    tendon-armature bias ten_J' armature (d/dt ten_J) qvel that mj_fwdVelocity adds
+    (one launch; models without tendon armature use a kernel without its arguments).
 
-    Honours the gravity disable flag. Reads qvel, cdof, cdof_dot, cinert, cvel;
-    writes qfrc_bias (and the scratch rne_cfrc).
+    Honours the gravity disable flag. Reads qvel, cdof, cdof_dot, cinert, cvel (and
+    site_xpos, subtree_com, ten_J with tendon armature); writes qfrc_bias (and the
+    scratch rne_cfrc).
     """
     g = (0.0, 0.0, 0.0) if m.opt.disabled("gravity") else tuple(m.opt.gravity)
-    _rne(m.body_parentid, m.body_depth, m.body_dofnum, m.body_dofadr, m.body_subtree_adr,
-         m.body_subtree_num, m.body_subtree, m.dof_bodyid, m.nbody, m.nv, *g,
-         d.qvel, d.cdof, d.cdof_dot, d.cinert, d.cvel, d.rne_cfrc, d.qfrc_bias)
+    if _tendon_armature_on(m):
+        _rne_tendon(m.body_parentid, m.body_depth, m.body_dofnum, m.body_dofadr,
+                    m.body_subtree_adr, m.body_subtree_num, m.body_subtree, m.body_rootid,
+                    m.dof_bodyid, m.dof_parentid, m.dof_jntid, m.jnt_type, m.jnt_dofadr,
+                    m.site_bodyid, m.tendon_adr, m.tendon_num, m.tendon_armature,
+                    m.wrap_type, m.wrap_objid, m.wrap_prm, m.nbody, m.nv, m.ntendon, *g,
+                    d.qvel, d.cdof, d.cdof_dot, d.cinert, d.cvel, d.site_xpos,
+                    d.subtree_com, d.ten_J, d.rne_cfrc, d.qfrc_bias)
+    else:
+        _rne(m.body_parentid, m.body_depth, m.body_dofnum, m.body_dofadr,
+             m.body_subtree_adr, m.body_subtree_num, m.body_subtree, m.dof_bodyid, m.nbody,
+             m.nv, *g, d.qvel, d.cdof, d.cdof_dot, d.cinert, d.cvel, d.rne_cfrc,
+             d.qfrc_bias)

@@ -5,6 +5,8 @@ side of a sidesite) and split into pulley branches scaled by a divisor.
 """
 import taichi as ti
 
+from .math import cross_motion
+
 ND = ti.types.ndarray()
 
 MINVAL = 1e-15
@@ -412,3 +414,95 @@ def tendon(m, d):
             m.ntendon, m.nv,
             d.qpos, d.site_xpos, d.geom_xpos, d.geom_xmat, d.cdof, d.subtree_com,
             d.ten_wrapadr, d.ten_wrapnum, d.ten_J, d.ten_length, d.wrap_obj, d.wrap_xpos)
+
+
+# ---------------------------------------------------------------------------------------
+# tendon armature: the velocity-product (bias) term
+# ---------------------------------------------------------------------------------------
+
+@ti.func
+def _site_vel_acc(worldid, siteid, site_bodyid: ti.template(), body_parentid: ti.template(),
+                  body_dofnum: ti.template(), body_dofadr: ti.template(),
+                  body_rootid: ti.template(), dof_parentid: ti.template(),
+                  dof_bodyid: ti.template(), dof_jntid: ti.template(),
+                  jnt_type: ti.template(), jnt_dofadr: ti.template(),
+                  site_xpos: ti.template(), cdof: ti.template(), cdof_dot: ti.template(),
+                  cvel: ti.template(), subtree_com: ti.template(), qvel: ti.template()):
+    """Linear velocity of a site and d/dt(its translation Jacobian) qvel, as
+    mj_objectVelocity and mj_jacDot (whose quaternion dofs use their body's full cvel)."""
+    bodyid = site_bodyid[siteid]
+    offset = site_xpos[worldid, siteid] - subtree_com[worldid, body_rootid[bodyid]]
+    cv = cvel[worldid, bodyid]
+    vel = ti.Vector([cv[3], cv[4], cv[5]]) + ti.Vector([cv[0], cv[1], cv[2]]).cross(offset)
+    acc = ti.Vector([0.0, 0.0, 0.0])
+    dofid = last_dof(body_parentid, body_dofnum, body_dofadr, bodyid)
+    while dofid >= 0:
+        cd = cdof[worldid, dofid]
+        cdd = cdof_dot[worldid, dofid]
+        jntid = dof_jntid[dofid]
+        jtype = jnt_type[jntid]
+        if jtype == 1 or (jtype == 0 and dofid >= jnt_dofadr[jntid] + 3):
+            cdd = cross_motion(cvel[worldid, dof_bodyid[dofid]], cd)
+        rot = ti.Vector([cd[0], cd[1], cd[2]])
+        rot_dot = ti.Vector([cdd[0], cdd[1], cdd[2]])
+        lin_dot = ti.Vector([cdd[3], cdd[4], cdd[5]])
+        acc += (lin_dot + rot_dot.cross(offset) + rot.cross(vel)) * qvel[worldid, dofid]
+        dofid = dof_parentid[dofid]
+    return vel, acc
+
+
+@ti.func
+def tendon_jdot_qvel(worldid, tenid, tendon_adr: ti.template(), tendon_num: ti.template(),
+                     wrap_type: ti.template(), wrap_objid: ti.template(),
+                     wrap_prm: ti.template(), site_bodyid: ti.template(),
+                     body_parentid: ti.template(), body_dofnum: ti.template(),
+                     body_dofadr: ti.template(), body_rootid: ti.template(),
+                     dof_parentid: ti.template(), dof_bodyid: ti.template(),
+                     dof_jntid: ti.template(), jnt_type: ti.template(),
+                     jnt_dofadr: ti.template(), site_xpos: ti.template(),
+                     cdof: ti.template(), cdof_dot: ti.template(), cvel: ti.template(),
+                     subtree_com: ti.template(), qvel: ti.template()):
+    """d/dt(ten_J) . qvel of one tendon, as mj_tendonDot dotted with qvel.
+
+    Fixed tendons: 0. Spatial tendons: per straight segment between sites on different
+    bodies, (Jdot1 - Jdot0) qvel along the segment plus the change of its direction
+    times the endpoint velocity difference, over the pulley divisor. Geom wraps do not
+    occur (the compiler rejects tendon armature with wrapping geoms, as MuJoCo).
+    """
+    res = 0.0
+    adr = tendon_adr[tenid]
+    num = tendon_num[tenid]
+    if wrap_type[adr] != WRAP_JOINT:
+        divisor = 1.0
+        j = 0
+        while j < num - 1:
+            type0 = wrap_type[adr + j]
+            type1 = wrap_type[adr + j + 1]
+            if type0 == WRAP_PULLEY or type1 == WRAP_PULLEY:
+                if type0 == WRAP_PULLEY:
+                    divisor = wrap_prm[adr + j]
+            else:
+                id0 = wrap_objid[adr + j]
+                id1 = wrap_objid[adr + j + 1]
+                if site_bodyid[id0] != site_bodyid[id1]:
+                    v0, a0 = _site_vel_acc(
+                        worldid, id0, site_bodyid, body_parentid, body_dofnum, body_dofadr,
+                        body_rootid, dof_parentid, dof_bodyid, dof_jntid, jnt_type,
+                        jnt_dofadr, site_xpos, cdof, cdof_dot, cvel, subtree_com, qvel)
+                    v1, a1 = _site_vel_acc(
+                        worldid, id1, site_bodyid, body_parentid, body_dofnum, body_dofadr,
+                        body_rootid, dof_parentid, dof_bodyid, dof_jntid, jnt_type,
+                        jnt_dofadr, site_xpos, cdof, cdof_dot, cvel, subtree_com, qvel)
+                    dif = site_xpos[worldid, id1] - site_xpos[worldid, id0]
+                    norm = dif.norm()
+                    direction = ti.Vector([1.0, 0.0, 0.0])
+                    if norm >= MINVAL:
+                        direction = dif / norm
+                    dvel = v1 - v0
+                    # d/dt(direction): the velocity difference normal to the segment / length
+                    ddir = ti.Vector([0.0, 0.0, 0.0])
+                    if norm > MINVAL:
+                        ddir = (dvel - direction * direction.dot(dvel)) / norm
+                    res += (direction.dot(a1 - a0) + ddir.dot(dvel)) / divisor
+            j += 1
+    return res

@@ -11,7 +11,7 @@ from tiphys.types import MODEL_FIELDS, numpy_shape
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Sections compiled by later issues: stripped (in both engines) for stage tests.
-LATER_SECTIONS = ("tendon", "actuator", "sensor", "equality", "contact", "deformable",
+LATER_SECTIONS = ("tendon", "actuator", "sensor", "equality", "deformable",
                   "extension")
 
 
@@ -197,3 +197,125 @@ def stripped_corpus_pair(rel: str, group: str, record):
             record(group, rel, "not yet: " + str(exc).split(": ", 1)[1])
             return None
     return m, mjm
+
+
+# ------------------------------------------------------------------------------------
+# contacts
+# ------------------------------------------------------------------------------------
+
+CONTACT_FLOATS = ("dist", "pos", "frame", "includemargin", "friction", "solref",
+                  "solreffriction", "solimp")
+CONTACT_INTS = ("dim", "geom", "flex", "elem", "vert", "exclude")
+
+
+def mujoco_contacts(mjd) -> list[dict]:
+    """MuJoCo's contacts of one MjData as dicts of numpy arrays (after mj_collision)."""
+    out = []
+    for c in mjd.contact[:mjd.ncon]:
+        out.append({k: np.array(getattr(c, k), dtype=np.float64).reshape(-1)
+                    for k in CONTACT_FLOATS + CONTACT_INTS})
+    return out
+
+
+def tiphys_contacts(d, world: int, arrays=None) -> list[dict]:
+    """tiphys' contacts of one world, in the same form as mujoco_contacts
+    (``arrays``: the contact arrays already fetched with contact_arrays(d))."""
+    arrays = arrays or contact_arrays(d)
+    n = int(arrays["ncon"][world])
+    return [{k: np.array(arrays[k][world, i], dtype=np.float64).reshape(-1)
+             for k in CONTACT_FLOATS + CONTACT_INTS} for i in range(n)]
+
+
+def contact_arrays(d) -> dict:
+    """Every contact array of d as numpy (one copy each), plus ncon."""
+    out = {k: d.numpy("contact_" + k) for k in CONTACT_FLOATS + CONTACT_INTS}
+    out["ncon"] = d.numpy("ncon")
+    return out
+
+
+def compare_contacts(ours, theirs, atol=1e-9, frame_atol=None) -> list[str]:
+    """Mismatches between two contact lists, compared in order (MuJoCo's order).
+
+    ``frame_atol``: tolerance for the tangent rows of the frame (they follow the
+    normal; detectors that differ only in tangent hints can be checked looser)."""
+    errors = []
+    if len(ours) != len(theirs):
+        geoms_o = [tuple(c["geom"].astype(int)) for c in ours]
+        geoms_t = [tuple(c["geom"].astype(int)) for c in theirs]
+        return [f"ncon {len(ours)} != {len(theirs)}: ours {geoms_o}, MuJoCo {geoms_t}"]
+    for i, (a, b) in enumerate(zip(ours, theirs)):
+        for k in CONTACT_INTS:
+            if not np.array_equal(a[k], b[k]):
+                errors.append(f"contact {i} {k}: {a[k]} != {b[k]}")
+        for k in CONTACT_FLOATS:
+            tol = atol
+            va, vb = a[k], b[k]
+            if k == "frame":
+                if not np.allclose(va[:3], vb[:3], atol=atol, rtol=0):
+                    errors.append(f"contact {i} normal: {va[:3]} != {vb[:3]}")
+                tol = atol if frame_atol is None else frame_atol
+                va, vb = va[3:], vb[3:]
+            if not np.allclose(va, vb, atol=tol, rtol=1e-9):
+                errors.append(f"contact {i} {k}: {va} != {vb}")
+    return errors
+
+
+def random_free_qpos(mjm, rng, nworld, spread=0.3, center=(0.0, 0.0, 0.0)):
+    """Random qpos for ``nworld`` worlds: free joints get positions around their
+    qpos0 (+ center) within +-spread and uniformly random orientations; other joints
+    get small random offsets."""
+    import mujoco
+    qpos = np.tile(mjm.qpos0, (nworld, 1))
+    for j in range(mjm.njnt):
+        adr = mjm.jnt_qposadr[j]
+        t = mjm.jnt_type[j]
+        for w in range(nworld):
+            if t == mujoco.mjtJoint.mjJNT_FREE:
+                qpos[w, adr:adr + 3] += np.asarray(center) + rng.uniform(-spread, spread, 3)
+                q = rng.normal(size=4)
+                qpos[w, adr + 3:adr + 7] = q / np.linalg.norm(q)
+            elif t == mujoco.mjtJoint.mjJNT_BALL:
+                q = rng.normal(size=4)
+                qpos[w, adr:adr + 4] = q / np.linalg.norm(q)
+            else:
+                qpos[w, adr] += rng.uniform(-spread, spread)
+    return qpos
+
+
+def collide_both(m, d, mjm, qpos):
+    """Run tiphys kinematics + collision on all worlds of ``d`` and MuJoCo's
+    mj_kinematics + mj_collision per world from the same qpos; returns
+    (ours, theirs): per-world contact lists."""
+    import mujoco
+    import tiphys
+    from tiphys.contacts import collision
+    nworld = d.nworld
+    d.qpos.from_numpy(_pad(qpos, d.qpos))
+    tiphys.kinematics(m, d)
+    _poison_contacts(d)
+    collision(m, d)
+    mjd = mujoco.MjData(mjm)
+    ours, theirs = [], []
+    arrays = contact_arrays(d)
+    for w in range(nworld):
+        mjd.qpos[:] = qpos[w]
+        mujoco.mj_kinematics(mjm, mjd)
+        mujoco.mj_collision(mjm, mjd)
+        theirs.append(mujoco_contacts(mjd))
+        ours.append(tiphys_contacts(d, w, arrays))
+    return ours, theirs
+
+
+def _pad(values, arr):
+    full = np.zeros(arr.shape, dtype=np.float64)
+    full[tuple(slice(0, n) for n in values.shape)] = values
+    return full
+
+
+def _poison_contacts(d):
+    for name in ("contact_dist", "contact_pos", "contact_frame", "contact_includemargin",
+                 "contact_friction", "contact_solref", "contact_solreffriction",
+                 "contact_solimp"):
+        arr = getattr(d, name)
+        arr.from_numpy(np.full(arr.shape + tuple(getattr(arr, "element_shape", ())),
+                               np.nan))

@@ -153,16 +153,6 @@ def test_step_raises_for_contacts():
         tiphys.forward(m, d)
 
 
-@pytest.mark.parametrize("integrator", ["implicit"])
-def test_other_integrators_raise(integrator):
-    """implicit with fluid forces (their velocity derivative) is not implemented."""
-    m, _ = load_both("gym/swimmer.xml", {"contact": "disable", "constraint": "disable"},
-                     integrator=integrator)
-    d = tiphys.make_data(m, 1)
-    with pytest.raises(NotImplementedError, match="integrator"):
-        tiphys.step(m, d)
-
-
 @pytest.mark.parametrize("xml, what", [
     ('<body><joint limited="true" range="-1 1"/><geom size=".1" contype="0"/></body>',
      "limits"),

@@ -15,6 +15,7 @@ from .kernels.tendon import tendon
 from .kernels.actuation import actuation, advance_activation, transmission, velocity
 from .kernels.passive import tendon_passive
 from .forward import inverse, step1, step2
+from .contacts import collision
 from .kernels.jac import apply_ft, jac, jac_body, jac_body_com, jac_geom, jac_site, jac_subtree_com
 
 __version__ = "0.1.0"
@@ -29,4 +30,5 @@ __all__ = [
     "step1", "step2", "inverse", "jac", "jac_body", "jac_body_com", "jac_site", "jac_geom",
     "jac_subtree_com", "apply_ft",
     "tendon", "transmission", "velocity", "actuation", "advance_activation", "tendon_passive",
+    "collision",
 ]

@@ -8,6 +8,7 @@ import numpy as np
 
 from .compiler.compile import compile_spec
 from .errors import ModelError
+from .lengthrange import set_length_range
 from .model import Model, ModelArrays
 from .spec import Spec, parse_xml
 from .types import MODEL_EXTRA_FIELDS, MODEL_FIELDS, MODEL_SIZES, numpy_shape
@@ -24,8 +25,10 @@ def load_spec(path: str, assets: Optional[dict] = None) -> Spec:
 
 
 def compile_model(spec: Spec) -> Model:
-    """Compile a Spec into a device Model."""
-    return Model(compile_spec(spec))
+    """Compile a Spec into a device Model (actuator length ranges simulated on it)."""
+    m = Model(compile_spec(spec))
+    set_length_range(m)
+    return m
 
 
 def load_model(path: str, assets: Optional[dict] = None) -> Model:

@@ -1,7 +1,8 @@
 """The pipeline: forward and step as fixed sequences of stage launches.
 
-Contacts, constraints, actuators and tendons are not plugged in yet; a model that
-would need them raises NotImplementedError instead of silently dropping forces.
+Contacts are detected (tiphys.collision) but constraint forces (contacts, limits,
+friction loss, equalities) need the solver of the next issue: a model that would
+need them raises NotImplementedError instead of silently dropping forces.
 """
 from __future__ import annotations
 
@@ -20,32 +21,11 @@ _INTEGRATOR_NAMES = {0: "Euler", 1: "RK4", 2: "implicit", 3: "implicitfast"}
 
 
 def contacts_possible(m: Model) -> bool:
-    """True if some geom pair may collide (contact filtering as mj_broadphase, without
-    <exclude>), or the model has explicit <pair>s; False when contacts are disabled."""
-    opt = m.opt
-    if opt.disabled("contact") or opt.disabled("constraint"):
-        return False
-    a = m.arrays
-    if m.npair > 0:
-        return True
-    if m.ngeom < 2:
-        return False
-    contype = np.asarray(a.geom_contype)[:m.ngeom]
-    conaff = np.asarray(a.geom_conaffinity)[:m.ngeom]
-    active = (contype != 0) | (conaff != 0)
-    idx = np.nonzero(active)[0]
-    if len(idx) < 2:
-        return False
-    ct, ca = contype[idx], conaff[idx]
-    match = ((ct[:, None] & ca[None, :]) != 0) | ((ca[:, None] & ct[None, :]) != 0)
-    weld = np.asarray(a.body_weldid)[np.asarray(a.geom_bodyid)[idx]]
-    weldparent = np.asarray(a.body_weldid)[np.asarray(a.body_parentid)[weld]]
-    ok = match & (weld[:, None] != weld[None, :])
-    if not opt.disabled("filterparent"):
-        nonworld = (weld[:, None] != 0) & (weld[None, :] != 0)
-        related = (weld[:, None] == weldparent[None, :]) | (weld[None, :] == weldparent[:, None])
-        ok &= ~(nonworld & related)
-    return bool(np.triu(ok, 1).any())
+    """True if some geom pair may collide: the model has collision candidates
+    (contype/conaffinity, weld/parent filters, <exclude>, explicit <pair>s, as
+    mj_collision filters them); False when contacts or constraints are disabled."""
+    from .contacts import plan
+    return plan(m).ncand > 0
 
 
 def check_supported(m: Model) -> None:
@@ -57,7 +37,9 @@ def check_supported(m: Model) -> None:
     no_constraint = opt.disabled("constraint")
     reasons = []
     if contacts_possible(m):
-        reasons.append("contacts (disable with <flag contact=\"disable\"/>)")
+        reasons.append("contact forces (tiphys.collision(m, d) detects the contacts; the "
+                       "constraint solver that applies them comes next; disable with "
+                       "<flag contact=\"disable\"/>)")
     if m.njnt and not (no_constraint or opt.disabled("limit")) and \
             np.any(np.asarray(a.jnt_limited)[:m.njnt]):
         reasons.append("joint limits")
@@ -66,8 +48,6 @@ def check_supported(m: Model) -> None:
         reasons.append("dof frictionloss")
     if m.neq and not (no_constraint or opt.disabled("equality")):
         reasons.append("equality constraints")
-    if m.ntendon and np.any(np.asarray(a.tendon_armature) != 0):
-        reasons.append("tendon armature")
     if m.ntendon and not (no_constraint or opt.disabled("limit")) and \
             np.any(np.asarray(a.tendon_limited)[:m.ntendon]):
         reasons.append("tendon limits")
@@ -85,9 +65,9 @@ def forward(m: Model, d: Data) -> None:
     """Forward dynamics of every world, as mj_forward for constraint-free models.
 
     Runs kinematics, com_pos, camlight, tendon, crb, factor_m, transmission, velocity,
-    com_vel, passive, rne, actuation, fwd_acceleration; qacc = qacc_smooth (no constraints). Raises NotImplementedError
-    for models with contacts, limits, frictionloss, equalities, tendon armature or
-    body transmissions.
+    com_vel, passive, rne, actuation, fwd_acceleration; qacc = qacc_smooth (no
+    constraints). Raises NotImplementedError for models with contacts, limits,
+    frictionloss, equalities or body transmissions.
     """
     check_supported(m)
     _forward(m, d)
@@ -123,8 +103,8 @@ def _forward(m: Model, d: Data) -> None:
 def step(m: Model, d: Data) -> None:
     """Advance every world by one timestep: forward, then the model's integrator.
 
-    Euler, RK4, implicit and implicitfast (implicit ones: without actuators, tendons
-    or fluid, else NotImplementedError).
+    Euler, RK4, implicit and implicitfast, as MuJoCo's (the implicit ones with the
+    analytic velocity derivatives of actuators, dampers, fluid and, for implicit, RNE).
     """
     check_supported(m)
     integrator = m.opt.integrator
@@ -142,16 +122,8 @@ def step(m: Model, d: Data) -> None:
 
 def _check_integrator(m: Model) -> None:
     integrator = m.opt.integrator
-    name = _INTEGRATOR_NAMES.get(integrator, integrator)
-    if integrator == 1 and m.na > 0:
-        raise NotImplementedError("step: RK4 with actuator activations not supported yet")
-    if integrator == 2 and (m.opt.density > 0 or m.opt.viscosity > 0):
-        raise NotImplementedError("step: integrator implicit with fluid forces (their "
-                                  "velocity derivatives) not supported yet")
-    if integrator in (2, 3) and (m.nu > 0 or m.ntendon > 0):
-        raise NotImplementedError(f"step: integrator {name} with actuators/tendons "
-                                  "(their velocity derivatives) not supported yet")
     if integrator not in (0, 1, 2, 3):
+        name = _INTEGRATOR_NAMES.get(integrator, integrator)
         raise NotImplementedError(f"step: integrator {name}")
 
 

@@ -88,11 +88,18 @@ class Model:
 class Data:
     """Simulation state and results for ``nworld`` worlds; every field is (nworld, ...)."""
 
-    def __init__(self, m: Model, nworld: int):
+    def __init__(self, m: Model, nworld: int, nconmax: Optional[int] = None):
         if nworld < 1:
             raise ValueError("nworld must be >= 1")
         self.nworld = int(nworld)
         sizes = dict(m.arrays.sizes)
+        if nconmax is None:
+            from .contacts import default_nconmax
+            nconmax = default_nconmax(m)
+        if int(nconmax) < 0:
+            raise ValueError("nconmax must be >= 0")
+        self.nconmax = int(nconmax)
+        sizes["nconmax"] = self.nconmax
         for name, shape, dtype, _ in DATA_FIELDS + DATA_EXTRA_FIELDS:
             setattr(self, name, _make_array(shape, dtype, sizes, nworld=self.nworld))
         self._sizes = sizes
@@ -118,9 +125,14 @@ class ModelArrays(SimpleNamespace):
     """Host (numpy) model: every table field plus sizes, opt, stat, vis, names."""
 
 
-def make_data(m: Model, nworld: int = 1, keyframe=None) -> Data:
-    """Allocate Data for ``nworld`` worlds and reset every world to qpos0 (or a keyframe)."""
-    d = Data(m, nworld)
+def make_data(m: Model, nworld: int = 1, keyframe=None, nconmax: Optional[int] = None) -> Data:
+    """Allocate Data for ``nworld`` worlds and reset every world to qpos0 (or a keyframe).
+
+    ``nconmax``: contact slots per world (default from the model's candidate geom
+    pairs; a collision that finds more keeps the first nconmax in pair order and
+    warns, naming this option).
+    """
+    d = Data(m, nworld, nconmax)
     reset_data(m, d, keyframe)
     return d
 

@@ -612,7 +612,9 @@ def _common_dof(a, b0, b1):
 
 
 def actuator_constants(a, acts, k, Minv, dof_M0, ten_length, ten_J, lropt):
-    """actuator_length0, actuator_acc0, dampratio -> biasprm[2], lengthrange."""
+    """actuator_length0, actuator_acc0, dampratio -> biasprm[2], and the length ranges
+    that come from joint/tendon limits; ``a.lengthrange_pending`` lists the actuators
+    whose range must be simulated (mj_setLengthRange), after set0 as in MuJoCo."""
     length, moment = transmission(a, k, ten_length, ten_J)
     a.actuator_length0 = length
     nv = len(a.dof_bodyid)
@@ -631,21 +633,15 @@ def actuator_constants(a, acts, k, Minv, dof_M0, ten_length, ten_J, lropt):
             if trn2 > MINVAL:
                 mass += dof_M0[d] / trn2
         b[2] = -(b[2] * 2 * math.sqrt(g[0] * mass))
-    mode, useexisting, uselimit = lropt
-    for i, st in enumerate(acts):
-        ismuscle = a.actuator_gaintype[i] == 2 or a.actuator_biastype[i] == 2
-        isuser = a.actuator_gaintype[i] == 3 or a.actuator_biastype[i] == 3
-        if mode == 0 or (mode == 1 and not ismuscle) or \
-                (mode == 2 and not ismuscle and not isuser):
-            continue
-        lr = a.actuator_lengthrange[i]
-        if useexisting and lr[0] < lr[1]:
+    pending = []
+    for i in range(len(acts)):
+        if not needs_lengthrange(a, i, lropt):
             continue
         # MuJoCo 3.4.0 reads the transmission id as actuator_trnid[index] (the flat
         # array, not [2*index]); mirror it so the same limits are (or are not) copied
         tid = int(a.actuator_trnid.reshape(-1)[i])
         trn = a.actuator_trntype[i]
-        if uselimit and tid >= 0:
+        if lropt.uselimit and tid >= 0:
             if trn in (TRN_JOINT, TRN_JOINTINPARENT) and tid < len(a.jnt_limited) \
                     and a.jnt_limited[tid]:
                 a.actuator_lengthrange[i] = a.jnt_range[tid]
@@ -653,21 +649,52 @@ def actuator_constants(a, acts, k, Minv, dof_M0, ten_length, ten_J, lropt):
             if trn == TRN_TENDON and tid < len(a.tendon_limited) and a.tendon_limited[tid]:
                 a.actuator_lengthrange[i] = a.tendon_range[tid]
                 continue
-        el = st.el
-        raise NotImplementedError(
-            f"{el.xml_file or '<string>'}:{el.xml_line}: <{el.tag}> length range computation "
-            f"(simulated mj_setLengthRange; give lengthrange explicitly) is not supported yet")
+        pending.append(i)
+    # simulated on the device once the Model exists (tiphys/lengthrange.py)
+    a.lengthrange_pending = pending
+    a.lropt = lropt
 
 
-def read_lropt(spec):
-    mode, useexisting, uselimit = 1, True, False
+def needs_lengthrange(a, i, lropt) -> bool:
+    """mj_setLengthRange's first tests: does actuator i get a range by mode (muscle,
+    muscleuser, all) and lack a usable existing one?"""
+    ismuscle = a.actuator_gaintype[i] == 2 or a.actuator_biastype[i] == 2
+    isuser = a.actuator_gaintype[i] == 3 or a.actuator_biastype[i] == 3
+    mode = lropt.mode
+    if mode == 0 or (mode == 1 and not ismuscle) or (mode == 2 and not ismuscle and not isuser):
+        return False
+    lr = a.actuator_lengthrange[i]
+    return not (lropt.useexisting and lr[0] < lr[1])
+
+
+@dataclass(frozen=True)
+class LROpt:
+    """mjLROpt: <compiler><lengthrange>, options of the actuator length-range computation."""
+    mode: int = 1  # muscle
+    useexisting: bool = True
+    uselimit: bool = False
+    accel: float = 20.0  # target acceleration used to compute the force
+    maxforce: float = 0.0  # force cap; 0: none
+    timeconst: float = 1.0  # velocity reduction time constant; min 0.01
+    timestep: float = 0.01  # simulation timestep; 0: the model's
+    inttotal: float = 10.0  # total simulated time
+    interval: float = 2.0  # evaluation interval at the end
+    tolrange: float = 0.05  # convergence tolerance, relative to the range
+
+
+def read_lropt(spec) -> LROpt:
+    values = {}
     for comp in spec.sections("compiler"):
         for el in comp.find("lengthrange"):
             a = Attrs(el)
-            mode = a.keyword("mode", LRMODE, mode)
-            useexisting = bool(a.bool("useexisting", useexisting))
-            uselimit = bool(a.bool("uselimit", uselimit))
-    return mode, useexisting, uselimit
+            cur = LROpt(**values)
+            values["mode"] = a.keyword("mode", LRMODE, cur.mode)
+            values["useexisting"] = bool(a.bool("useexisting", cur.useexisting))
+            values["uselimit"] = bool(a.bool("uselimit", cur.uselimit))
+            for name in ("accel", "maxforce", "timeconst", "timestep", "inttotal",
+                         "interval", "tolrange"):
+                values[name] = a.float(name, getattr(cur, name))
+    return LROpt(**values)
 
 
 # ------------------------------------------------------------------------------------
@@ -679,6 +706,41 @@ def _nuser(size, key, objs):
     if n == -1:
         n = max([len(o.user) for o in objs] + [0])
     return n
+
+
+def invweight0(out, k0, Minv):
+    """body_invweight0 and dof_invweight0 at qpos0, as setConst (set0) computes them:
+    the averaged diagonal of J inv(M) J' for each body's com and each joint."""
+    nbody = len(out.body_parentid)
+    nv = len(out.dof_bodyid)
+    bw = np.zeros((nbody, 2))
+    for b in range(1, nbody):
+        if out.body_weldid[b] == 0:
+            continue
+        if out.body_simple[b] == 2:
+            bw[b, 0] = 1.0 / max(1e-15, out.body_mass[b])
+        elif nv:
+            jp, jr = k0.jac(k0.xipos[b], b)
+            J = np.vstack([jp, jr])
+            A = J @ Minv @ J.T
+            bw[b] = (np.trace(A[:3, :3]) / 3, np.trace(A[3:, 3:]) / 3)
+    dw = np.zeros(nv)
+    for j in range(len(out.jnt_type)):
+        adr, body = out.jnt_dofadr[j], out.jnt_bodyid[j]
+        if out.body_simple[body] == 2:
+            dw[adr] = 1.0 / max(1e-15, out.body_mass[body])
+            continue
+        dnum = {0: 6, 1: 3}.get(int(out.jnt_type[j]), 1)
+        A = Minv[adr:adr + dnum, adr:adr + dnum]
+        if dnum == 6:
+            dw[adr:adr + 3] = np.trace(A[:3, :3]) / 3
+            dw[adr + 3:adr + 6] = np.trace(A[3:, 3:]) / 3
+        elif dnum == 3:
+            dw[adr:adr + 3] = np.trace(A) / 3
+        else:
+            dw[adr] = A[0, 0]
+    out.body_invweight0 = bw
+    out.dof_invweight0 = dw
 
 
 def compile_tendons_and_actuators(spec, defaults, builder, ctx, out, size):
@@ -734,6 +796,8 @@ def compile_tendons_and_actuators(spec, defaults, builder, ctx, out, size):
     else:
         Minv = np.zeros((0, 0))
         out.tendon_invweight0 = np.zeros(len(tendons))
+    out.dof_M0 = dof_M0
+    invweight0(out, k0, Minv)
     actuator_constants(out, acts, k0, Minv, dof_M0, L0, J0, read_lropt(spec))
     unset = [i for i, t in enumerate(tendons) if out.tendon_lengthspring[i, 0] == -1
              and out.tendon_lengthspring[i, 1] == -1]

@@ -15,6 +15,7 @@ from .attrs import BOOL, Attrs
 from .defaults import DefaultTree
 from .options import read_option, read_size, read_statistic, read_visual
 from .actuator import compile_tendons_and_actuators
+from .contact import compile_contact, referenced_geom_names
 from .setconst import set_const
 from .tree import TreeBuilder
 
@@ -22,7 +23,7 @@ from .tree import TreeBuilder
 # Spec, but compiling a model that uses them raises NotImplementedError.
 _LATER = {
     "sensor": "sensors",
-    "equality": "equality constraints", "contact": "contact pairs/excludes",
+    "equality": "equality constraints",
     "deformable": "flex/skin", "extension": "plugins",
 }
 
@@ -120,7 +121,7 @@ def compile_spec(spec) -> ModelArrays:
         builder.fuse_static(_referenced_body_names(spec))
         bodies = builder.bodies
     if ctx.discardvisual:
-        builder.discard_visual()
+        builder.discard_visual(referenced_geom_names(spec))
         ctx.assets.discard_unused_meshes(bodies)
     _check_moving_mass(bodies)
     if ctx.settotalmass > 0:
@@ -138,6 +139,7 @@ def compile_spec(spec) -> ModelArrays:
     _assemble(out, builder, ctx, size)
     ctx.assets.fill(out)
     compile_tendons_and_actuators(spec, defaults, builder, ctx, out, size)
+    compile_contact(spec, defaults, builder, out)
     try:
         _keyframes(spec, out, size.get("nkey", 0))
     except MemoryError:
@@ -716,6 +718,7 @@ def _names(spec, builder, assets, out):
         "numeric": out.numeric_names, "text": out.text_names, "tuple": out.tuple_names,
         "key": [k.attr("name") or "" for s in spec.sections("keyframe") for k in s.children],
         "tendon": out.tendon_names, "actuator": out.actuator_names,
+        "pair": out.pair_names, "exclude": out.exclude_names,
     }
     names.update(assets.names())
     objects = {
@@ -726,6 +729,7 @@ def _names(spec, builder, assets, out):
         "camera": [c.el for b in bodies for c in b.cameras],
         "light": [li.el for b in bodies for li in b.lights],
         "tendon": out.tendon_els, "actuator": out.actuator_els,
+        "pair": out.pair_els, "exclude": out.exclude_els,
     }
     for kind, lst in names.items():
         seen = {}

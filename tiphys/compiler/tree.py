@@ -170,12 +170,14 @@ class TreeBuilder:
             for body in self.bodies[1:]:
                 body.weldid = body.id if body.joints else body.parent.weldid
 
-    def discard_visual(self) -> None:
-        """compiler discardvisual: drop geoms that cannot collide (contype=conaffinity=0).
+    def discard_visual(self, keep=()) -> None:
+        """compiler discardvisual: drop geoms that cannot collide (contype=conaffinity=0),
+        except those named in ``keep`` (geoms of explicit <pair>s).
 
         Body inertias were computed with them and stay as they are (as MuJoCo)."""
         for b in self.bodies:
-            b.geoms = [g for g in b.geoms if g.contype != 0 or g.conaffinity != 0]
+            b.geoms = [g for g in b.geoms
+                       if g.contype != 0 or g.conaffinity != 0 or (g.name and g.name in keep)]
 
     def _cls(self, el, childclass):
         cls = el.attr("class") if "class" in el.attr_names else None

@@ -1,0 +1,110 @@
+"""Sweep-and-prune broadphase: per world, the candidate pairs whose bounding spheres
+overlap along one axis, as per-world lists for the narrowphase kernels.
+
+Used for scenes with many geoms (tiphys/contacts.py picks it by size), where testing
+every candidate pair of every world costs more than sorting. One thread per world:
+1. each geom's interval along the sweep axis (centre +- rbound + margin);
+2. insertion sort of the world's persistent geom order (nearly sorted from the last
+   call, so this is close to linear);
+3. sweep: pairs whose intervals overlap, looked up in the model's (geom, geom) ->
+   candidate map, kept if their bounding spheres overlap, appended to the list of
+   their detector kind.
+Candidates that SAP cannot bound (planes: infinite extent, explicit <pair>s: their
+own margin) are copied into every world's lists first. A world whose list would
+overflow gets ``overflow[w] = 1`` and the host redoes the call with all candidates.
+"""
+import taichi as ti
+
+from .collision import pair_margin, sphere_filter
+
+ND = ti.types.ndarray()
+
+
+@ti.kernel
+def _sap(
+    override: ti.template(), o_margin: float, axis: ti.types.vector(3, float),
+    # model
+    geom_type: ND, geom_rbound: ND, geom_margin: ND, pair_margin_arr: ND, ngeom: ti.i32,
+    sap_geom: ND, nsap: ti.i32, pairmap: ND, cand_geom: ND, cand_pair: ND, cand_kind: ND,
+    fixed: ND, nfixed: ti.i32,
+    # data
+    geom_xpos: ND, geom_xmat: ND,
+    # scratch / out
+    order: ND, lo: ND, hi: ND, lists: ND, counts: ND, overflow: ND,
+):
+    nworld = geom_xpos.shape[0]
+    nkind = counts.shape[1]
+    cap = lists.shape[2]
+    for worldid in range(nworld):
+        rw = worldid % geom_rbound.shape[0]
+        mw = worldid % geom_margin.shape[0]
+        for k in range(nkind):
+            counts[worldid, k] = 0
+        overflow[worldid] = 0
+        for i in range(nfixed):
+            cand = fixed[i]
+            kind = cand_kind[cand]
+            n = counts[worldid, kind]
+            if n < cap:
+                lists[worldid, kind, n] = cand
+                counts[worldid, kind] = n + 1
+            else:
+                overflow[worldid] = 1
+        # intervals, then insertion sort of the persistent order by lower bound
+        for i in range(nsap):
+            g = sap_geom[i]
+            c = geom_xpos[worldid, g].dot(axis)
+            r = geom_rbound[rw, g] + geom_margin[mw, g]
+            lo[worldid, i] = c - r
+            hi[worldid, i] = c + r
+        for i in range(1, nsap):
+            j = i
+            while j > 0 and lo[worldid, order[worldid, j - 1]] > lo[worldid, order[worldid, j]]:
+                tmp = order[worldid, j - 1]
+                order[worldid, j - 1] = order[worldid, j]
+                order[worldid, j] = tmp
+                j -= 1
+        for i in range(nsap):
+            a = order[worldid, i]
+            hia = hi[worldid, a]
+            j = i + 1
+            while j < nsap:
+                b = order[worldid, j]
+                if lo[worldid, b] > hia:
+                    break
+                cand = pairmap[ti.min(a, b), ti.max(a, b)]
+                if cand >= 0:
+                    g1 = cand_geom[cand, 0]
+                    g2 = cand_geom[cand, 1]
+                    margin = pair_margin(worldid, g1, g2, cand_pair[cand], geom_margin,
+                                         pair_margin_arr, override, o_margin)
+                    if not sphere_filter(worldid, g1, g2, margin, geom_type, geom_rbound,
+                                         geom_xpos, geom_xmat):
+                        kind = cand_kind[cand]
+                        n = counts[worldid, kind]
+                        if n < cap:
+                            lists[worldid, kind, n] = cand
+                            counts[worldid, kind] = n + 1
+                        else:
+                            overflow[worldid] = 1
+                j += 1
+
+
+@ti.kernel
+def _init_order(order: ND, nsap: ti.i32):
+    for worldid, i in ti.ndrange(order.shape[0], nsap):
+        order[worldid, i] = i
+
+
+def sap(m, d, sp):
+    """Fill ``sp.lists`` (nworld, nkind, cap) and ``sp.counts`` (nworld, nkind) for the
+    worlds of ``d``; ``sp`` is the per-Data SAP state made by tiphys/contacts.py."""
+    opt = m.opt
+    if not sp.initialized:
+        _init_order(sp.order, sp.nsap)
+        sp.initialized = True
+    _sap(bool(opt.enabled("override")), float(opt.o_margin), sp.axis,
+         m.geom_type, m.geom_rbound, m.geom_margin, m.pair_margin, m.ngeom,
+         sp.sap_geom, sp.nsap, sp.pairmap, sp.cand_geom, sp.cand_pair, sp.cand_kind,
+         sp.fixed, sp.nfixed, d.geom_xpos, d.geom_xmat,
+         sp.order, sp.lo, sp.hi, sp.lists, sp.counts, sp.overflow)

@@ -1,0 +1,459 @@
+"""Collision driver: bounding filter, narrowphase dispatch, contact buffer, parameters.
+
+The host (tiphys/contacts.py) builds each model's candidate geom pairs once, in
+MuJoCo's order, from the static filters (contype/conaffinity, weld and parent rules,
+<exclude>, explicit <pair>s). On the device every (world, candidate) pair is tested:
+bounding spheres (mj_filterSphere), then the pair's narrowphase function, which
+fills a small local contact list (``ContactList``). ``emit`` claims buffer slots
+with one atomic per contact and writes dist, pos, frame (normal and optional
+tangent hint) and a sort key (candidate * 64 + detector index). ``finalize`` then
+clamps to nconmax (counting what was dropped), sorts each world's contacts by key
+(MuJoCo's order, reproducible despite atomics), and sets the mixed parameters,
+includemargin, exclude and the completed frame as mj_collideGeoms/mj_setContact do.
+
+Narrowphase functions (``kernels/collide_*.py``) share one signature::
+
+    f(out, margin, pos1, mat1, size1, pos2, mat2, size2)
+
+and call ``add(out, dist, pos, normal)`` / ``add_tangent(...)`` per contact; the
+normal points from geom 1 to geom 2, geom 1 being the one of lower type (MuJoCo's
+order). Convex and heightfield detectors, which need mesh/hfield data, run their
+own kernels with the same ``emit``.
+"""
+import functools
+
+import taichi as ti
+
+from .. import backend  # noqa: E402 (tiphys.backend)
+
+ND = ti.types.ndarray()
+
+
+MAXCONPAIR = 50  # mjMAXCONPAIR: most contacts one detector may return
+KEY_STRIDE = 64
+MINVAL = 1e-15
+MINMU = 1e-5  # mjMINMU
+
+(PLANE, HFIELD, SPHERE, CAPSULE, ELLIPSOID, CYLINDER, BOX, MESH, SDF) = range(9)
+NGEOMTYPES = 9
+
+
+@functools.lru_cache(maxsize=None)
+def _contact_list(n: int, precision: str):
+    return ti.types.struct(n=ti.i32, dist=ti.types.vector(n, float),
+                           pos=ti.types.matrix(n, 3, float),
+                           normal=ti.types.matrix(n, 3, float),
+                           tangent=ti.types.matrix(n, 3, float))
+
+
+def contact_list(n: int):
+    """The local contact-list struct type for detectors returning up to ``n`` contacts."""
+    return _contact_list(int(n), backend.precision())
+
+
+@ti.func
+def new_list(n: ti.template()):
+    """An empty local contact list with room for ``n`` contacts."""
+    return ti.types.struct(n=ti.i32, dist=ti.types.vector(n, float),
+                           pos=ti.types.matrix(n, 3, float), normal=ti.types.matrix(n, 3, float),
+                           tangent=ti.types.matrix(n, 3, float))(
+        n=0, dist=ti.Vector.zero(float, n), pos=ti.Matrix.zero(float, n, 3),
+        normal=ti.Matrix.zero(float, n, 3), tangent=ti.Matrix.zero(float, n, 3))
+
+
+@ti.func
+def add_tangent(out: ti.template(), dist, pos, normal, tangent):
+    """Append one contact (silently ignored past the list's capacity, which each
+    detector sizes to the most it can return)."""
+    cap = ti.static(out.dist.n)
+    if out.n < cap:
+        i = out.n
+        out.dist[i] = dist
+        for k in ti.static(range(3)):
+            out.pos[i, k] = pos[k]
+            out.normal[i, k] = normal[k]
+            out.tangent[i, k] = tangent[k]
+        out.n += 1
+
+
+@ti.func
+def add(out: ti.template(), dist, pos, normal):
+    add_tangent(out, dist, pos, normal, ti.Vector([0.0, 0.0, 0.0]))
+
+
+@ti.func
+def geom_pose(worldid, g, geom_xpos: ti.template(), geom_xmat: ti.template(),
+              geom_size: ti.template()):
+    pos = geom_xpos[worldid, g]
+    mat = geom_xmat[worldid, g]
+    size = geom_size[worldid % geom_size.shape[0], g]
+    return pos, mat, size
+
+
+@ti.func
+def pair_margin(worldid, g1, g2, pairid, geom_margin: ti.template(),
+                pair_margin_arr: ti.template(), override: ti.template(), o_margin):
+    """Margin of a candidate (mj_assignMargin of the geoms' max or the pair's)."""
+    margin = 0.0
+    if ti.static(override):
+        margin = o_margin
+    else:
+        if pairid >= 0:
+            margin = pair_margin_arr[worldid % pair_margin_arr.shape[0], pairid]
+        else:
+            gw = worldid % geom_margin.shape[0]
+            margin = ti.max(geom_margin[gw, g1], geom_margin[gw, g2])
+    return margin
+
+
+@ti.func
+def sphere_filter(worldid, g1, g2, margin, geom_type: ti.template(),
+                  geom_rbound: ti.template(), geom_xpos: ti.template(),
+                  geom_xmat: ti.template()):
+    """True if the bounding spheres (or a plane's half space) rule contact out."""
+    rw = worldid % geom_rbound.shape[0]
+    r1 = geom_rbound[rw, g1]
+    r2 = geom_rbound[rw, g2]
+    p1 = geom_xpos[worldid, g1]
+    p2 = geom_xpos[worldid, g2]
+    out = False
+    if r1 > 0 and r2 > 0:
+        bound = r1 + r2 + margin
+        out = (p1 - p2).norm_sqr() > bound * bound
+    else:
+        if geom_type[g1] == PLANE and r2 > 0:
+            mat = geom_xmat[worldid, g1]
+            normal = ti.Vector([mat[0, 2], mat[1, 2], mat[2, 2]])
+            out = (p2 - p1).dot(normal) > margin + r2
+        if geom_type[g2] == PLANE and r1 > 0:
+            mat = geom_xmat[worldid, g2]
+            normal = ti.Vector([mat[0, 2], mat[1, 2], mat[2, 2]])
+            out = out or (p1 - p2).dot(normal) > margin + r1
+    return out
+
+
+@ti.func
+def emit(worldid, cand, out: ti.template(), ncon: ti.template(),
+         contact_dist: ti.template(), contact_pos: ti.template(),
+         contact_frame: ti.template(), contact_key: ti.template()):
+    """Claim slots in the world's buffer for the listed contacts (ncon counts every
+    claim, also past capacity: finalize turns the excess into contact_overflow)."""
+    nconmax = contact_dist.shape[1]
+    for i in range(out.n):
+        key = cand * KEY_STRIDE + i
+        slot = ti.atomic_add(ncon[worldid], 1)
+        if slot >= nconmax and nconmax > 0:
+            # full: replace the largest key if this one is smaller, so that a serial
+            # re-run (collision() does one for overflowing worlds) keeps the nconmax
+            # contacts of lowest (candidate, index), whatever order detectors ran in
+            slot = -1
+            kmax = key
+            for j in range(nconmax):
+                if contact_key[worldid, j] > kmax:
+                    kmax = contact_key[worldid, j]
+                    slot = j
+        if slot >= 0 and slot < nconmax:
+            contact_dist[worldid, slot] = out.dist[i]
+            contact_pos[worldid, slot] = ti.Vector([out.pos[i, 0], out.pos[i, 1],
+                                                    out.pos[i, 2]])
+            contact_frame[worldid, slot] = ti.Matrix([
+                [out.normal[i, 0], out.normal[i, 1], out.normal[i, 2]],
+                [out.tangent[i, 0], out.tangent[i, 1], out.tangent[i, 2]],
+                [0.0, 0.0, 0.0]])
+            contact_key[worldid, slot] = key
+
+
+# ------------------------------------------------------------------------------------
+# primitive narrowphase: one launch for every analytic pair type the model has
+# ------------------------------------------------------------------------------------
+
+PRIMITIVE_DETECTORS = {
+    # (type1, type2): (module, function name, max contacts) -- MuJoCo's analytic pairs
+    (PLANE, SPHERE): ("collide_primitive", "plane_sphere", 1),
+    (PLANE, CAPSULE): ("collide_primitive", "plane_capsule", 2),
+    (PLANE, CYLINDER): ("collide_primitive", "plane_cylinder", 4),
+    (PLANE, BOX): ("collide_primitive", "plane_box", 4),
+    (SPHERE, SPHERE): ("collide_primitive", "sphere_sphere", 1),
+    (SPHERE, CAPSULE): ("collide_primitive", "sphere_capsule", 1),
+    (SPHERE, CYLINDER): ("collide_primitive", "sphere_cylinder", 1),
+    (CAPSULE, CAPSULE): ("collide_primitive", "capsule_capsule", 2),
+    (SPHERE, BOX): ("collide_box", "sphere_box", 1),
+    (CAPSULE, BOX): ("collide_box", "capsule_box", 2),
+    (BOX, BOX): ("collide_box", "box_box", 9),
+}
+
+
+def primitive_table():
+    """(type1, type2) -> (detector, max contacts) for the analytic pairs implemented."""
+    import importlib
+    table = {}
+    for pair, (module, name, maxcon) in PRIMITIVE_DETECTORS.items():
+        try:
+            mod = importlib.import_module(f"{__package__}.{module}")
+        except ModuleNotFoundError:
+            continue
+        if hasattr(mod, name):
+            table[pair] = (getattr(mod, name), maxcon)
+    return table
+
+
+@ti.kernel
+def _narrow_primitive(
+    code: ti.template(), detector: ti.template(), maxcon: ti.template(),
+    serial: ti.template(),
+    override: ti.template(), o_margin: float,
+    # candidates: lists[l, KIND_PRIMITIVE, k] for k < counts[l, 0], l = world or 0
+    cand_geom: ND, cand_pair: ND, cand_code: ND, lists: ND, counts: ND, cap: ti.i32,
+    # model
+    geom_type: ND, geom_size: ND, geom_rbound: ND, geom_margin: ND, pair_margin_arr: ND,
+    # data
+    geom_xpos: ND, geom_xmat: ND, world_mask: ND,
+    ncon: ND, contact_dist: ND, contact_pos: ND, contact_frame: ND, contact_key: ND,
+):
+    nworld = geom_xpos.shape[0]
+    if ti.static(serial):
+        ti.loop_config(serialize=True)
+    for worldid, k in ti.ndrange(nworld, cap):
+        lw = worldid % counts.shape[0]
+        cand = -1
+        if world_mask[worldid] != 0 and k < counts[lw, 0]:
+            cand = lists[lw, 0, k]
+        if cand >= 0 and cand_code[cand] == code:
+            g1 = cand_geom[cand, 0]
+            g2 = cand_geom[cand, 1]
+            margin = pair_margin(worldid, g1, g2, cand_pair[cand], geom_margin,
+                                 pair_margin_arr, override, o_margin)
+            if not sphere_filter(worldid, g1, g2, margin, geom_type, geom_rbound,
+                                 geom_xpos, geom_xmat):
+                pos1, mat1, size1 = geom_pose(worldid, g1, geom_xpos, geom_xmat, geom_size)
+                pos2, mat2, size2 = geom_pose(worldid, g2, geom_xpos, geom_xmat, geom_size)
+                out = new_list(maxcon)
+                detector(out, margin, pos1, mat1, size1, pos2, mat2, size2)
+                emit(worldid, cand, out, ncon, contact_dist, contact_pos, contact_frame,
+                     contact_key)
+
+
+def narrow_primitive(m, d, plan, serial=False):
+    """Analytic pairs of every world: one launch per geom type pair the model has (a
+    kernel per detector compiles once and serves every model)."""
+    if plan.prim_count == 0:
+        return
+    opt = m.opt
+    table = primitive_table()
+    lists = plan.lists(d)
+    mask = plan.world_mask(d, serial)
+    for code in plan.prim_codes:
+        detector, maxcon = table[(code // NGEOMTYPES, code % NGEOMTYPES)]
+        _narrow_primitive(code, detector, maxcon, bool(serial),
+                          bool(opt.enabled("override")), float(opt.o_margin),
+                          plan.cand_geom, plan.cand_pair, plan.cand_code, *lists,
+                          m.geom_type, m.geom_size, m.geom_rbound,
+                          m.geom_margin, m.pair_margin, d.geom_xpos, d.geom_xmat,
+                          mask, d.ncon, d.contact_dist, d.contact_pos,
+                          d.contact_frame, d.contact_key)
+
+
+# ------------------------------------------------------------------------------------
+# finalize: clamp, sort, parameters
+# ------------------------------------------------------------------------------------
+
+@ti.func
+def make_frame(normal, hint):
+    """mju_makeFrame: unit normal, tangent from the hint (or y/z axis), binormal."""
+    n = normal / ti.max(normal.norm(), MINVAL)
+    t = hint
+    if t.dot(t) < 0.25:
+        t = ti.Vector([0.0, 0.0, 0.0])
+        if n[1] < 0.5 and n[1] > -0.5:
+            t[1] = 1.0
+        else:
+            t[2] = 1.0
+    t = t - n * n.dot(t)
+    tnorm = t.norm()
+    if tnorm < MINVAL:  # hint along the normal: mju_normalize3 gives the x axis
+        t = ti.Vector([1.0, 0.0, 0.0])
+    else:
+        t = t / tnorm
+    b = n.cross(t)
+    return ti.Matrix.rows([n, t, b])
+
+
+@ti.func
+def _swap(a: ti.template(), worldid, i, j):
+    tmp = a[worldid, i]
+    a[worldid, i] = a[worldid, j]
+    a[worldid, j] = tmp
+
+
+@ti.kernel
+def _finalize_sort(ncon: ND, contact_overflow: ND, contact_key: ND, contact_dist: ND,
+                   contact_pos: ND, contact_frame: ND):
+    nworld = ncon.shape[0]
+    nconmax = contact_dist.shape[1]
+    for worldid in range(nworld):
+        n = ncon[worldid]
+        kept = ti.min(n, nconmax)
+        contact_overflow[worldid] = n - kept
+        ncon[worldid] = kept
+        # insertion sort by key (few contacts per world; already nearly sorted)
+        for i in range(1, kept):
+            j = i
+            while j > 0 and contact_key[worldid, j - 1] > contact_key[worldid, j]:
+                _swap(contact_key, worldid, j - 1, j)
+                _swap(contact_dist, worldid, j - 1, j)
+                _swap(contact_pos, worldid, j - 1, j)
+                _swap(contact_frame, worldid, j - 1, j)
+                j -= 1
+
+
+@ti.kernel
+def _finalize(
+    override: ti.template(), o_solref: ti.types.vector(2, float),
+    o_solimp: ti.types.vector(5, float), o_friction: ti.types.vector(5, float),
+    # candidates
+    cand_geom: ND, cand_pair: ND, cand_margin_override: float,
+    # model
+    geom_priority: ND, geom_condim: ND, geom_solmix: ND, geom_solref: ND, geom_solimp: ND,
+    geom_friction: ND, geom_margin: ND, geom_gap: ND,
+    pair_dim: ND, pair_solref: ND, pair_solreffriction: ND, pair_solimp: ND,
+    pair_margin_arr: ND, pair_gap: ND, pair_friction: ND,
+    # data
+    ncon: ND, contact_dist: ND, contact_key: ND, contact_includemargin: ND,
+    contact_friction: ND, contact_solref: ND, contact_solreffriction: ND, contact_solimp: ND,
+    contact_dim: ND, contact_exclude: ND,
+):
+    nworld = ncon.shape[0]
+    nconmax = contact_dist.shape[1]
+    for worldid, conid in ti.ndrange(nworld, nconmax):
+        if conid < ncon[worldid]:
+            cand = contact_key[worldid, conid] // KEY_STRIDE
+            g1 = cand_geom[cand, 0]
+            g2 = cand_geom[cand, 1]
+            pairid = cand_pair[cand]
+            condim = 3
+            margin = 0.0
+            gap = 0.0
+            solref = ti.Vector([0.0, 0.0])
+            solreffriction = ti.Vector([0.0, 0.0])
+            solimp = ti.Vector([0.0, 0.0, 0.0, 0.0, 0.0])
+            friction = ti.Vector([0.0, 0.0, 0.0, 0.0, 0.0])
+            if pairid >= 0:
+                pw = worldid % pair_solref.shape[0]
+                condim = pair_dim[pairid]
+                margin = pair_margin_arr[worldid % pair_margin_arr.shape[0], pairid]
+                gap = pair_gap[worldid % pair_gap.shape[0], pairid]
+                solref = pair_solref[pw, pairid]
+                solimp = pair_solimp[worldid % pair_solimp.shape[0], pairid]
+                friction = pair_friction[worldid % pair_friction.shape[0], pairid]
+                srf = pair_solreffriction[worldid % pair_solreffriction.shape[0], pairid]
+                if srf[0] != 0 or srf[1] != 0:
+                    solreffriction = srf
+            else:
+                gw = worldid % geom_margin.shape[0]
+                margin = ti.max(geom_margin[gw, g1], geom_margin[gw, g2])
+                ggw = worldid % geom_gap.shape[0]
+                gap = ti.max(geom_gap[ggw, g1], geom_gap[ggw, g2])
+                p1 = geom_priority[g1]
+                p2 = geom_priority[g2]
+                fw = worldid % geom_friction.shape[0]
+                rw = worldid % geom_solref.shape[0]
+                iw = worldid % geom_solimp.shape[0]
+                fri = ti.Vector([0.0, 0.0, 0.0])
+                if p1 != p2:
+                    g = g1 if p1 > p2 else g2
+                    condim = geom_condim[g]
+                    solref = geom_solref[rw, g]
+                    solimp = geom_solimp[iw, g]
+                    fri = geom_friction[fw, g]
+                else:
+                    condim = ti.max(geom_condim[g1], geom_condim[g2])
+                    mw = worldid % geom_solmix.shape[0]
+                    s1 = geom_solmix[mw, g1]
+                    s2 = geom_solmix[mw, g2]
+                    mix = 0.5
+                    if s1 >= MINVAL and s2 >= MINVAL:
+                        mix = s1 / (s1 + s2)
+                    elif s1 < MINVAL and s2 < MINVAL:
+                        mix = 0.5
+                    elif s1 < MINVAL:
+                        mix = 0.0
+                    else:
+                        mix = 1.0
+                    r1 = geom_solref[rw, g1]
+                    r2 = geom_solref[rw, g2]
+                    if r1[0] > 0 and r2[0] > 0:
+                        solref = mix * r1 + (1.0 - mix) * r2
+                    else:
+                        solref = ti.min(r1, r2)
+                    solimp = mix * geom_solimp[iw, g1] + (1.0 - mix) * geom_solimp[iw, g2]
+                    fri = ti.max(geom_friction[fw, g1], geom_friction[fw, g2])
+                friction = ti.Vector([fri[0], fri[0], fri[1], fri[2], fri[2]])
+            if ti.static(override):
+                margin = cand_margin_override
+                solref = o_solref
+                solreffriction = o_solref  # mj_assignRef overrides both references
+                solimp = o_solimp
+                friction = o_friction
+            for k in ti.static(range(5)):
+                friction[k] = ti.max(MINMU, friction[k])
+            includemargin = margin - gap
+            dist = contact_dist[worldid, conid]
+            contact_dim[worldid, conid] = condim
+            contact_includemargin[worldid, conid] = includemargin
+            contact_solref[worldid, conid] = solref
+            contact_solreffriction[worldid, conid] = solreffriction
+            contact_solimp[worldid, conid] = solimp
+            contact_friction[worldid, conid] = friction
+            contact_exclude[worldid, conid] = 1 if dist >= includemargin else 0
+
+
+@ti.kernel
+def _finalize_ids(cand_geom: ND, ncon: ND, contact_key: ND, contact_frame: ND,
+                  contact_mu: ND, contact_geom: ND, contact_flex: ND, contact_elem: ND,
+                  contact_vert: ND, contact_efc_address: ND):
+    nworld = ncon.shape[0]
+    nconmax = contact_key.shape[1]
+    for worldid, conid in ti.ndrange(nworld, nconmax):
+        if conid < ncon[worldid]:
+            cand = contact_key[worldid, conid] // KEY_STRIDE
+            frame = contact_frame[worldid, conid]
+            contact_frame[worldid, conid] = make_frame(
+                ti.Vector([frame[0, 0], frame[0, 1], frame[0, 2]]),
+                ti.Vector([frame[1, 0], frame[1, 1], frame[1, 2]]))
+            contact_efc_address[worldid, conid] = -1
+            contact_mu[worldid, conid] = 0.0
+            contact_geom[worldid, conid] = ti.Vector([cand_geom[cand, 0], cand_geom[cand, 1]])
+            contact_flex[worldid, conid] = ti.Vector([-1, -1])
+            contact_elem[worldid, conid] = ti.Vector([-1, -1])
+            contact_vert[worldid, conid] = ti.Vector([-1, -1])
+
+
+def finalize(m, d, plan):
+    """Clamp each world's contacts to nconmax (contact_overflow counts the rest), sort
+    them into MuJoCo's order and set their parameters (mj_contactParam, mj_setContact)."""
+    opt = m.opt
+    _finalize_sort(d.ncon, d.contact_overflow, d.contact_key, d.contact_dist, d.contact_pos,
+                   d.contact_frame)
+    _finalize(bool(opt.enabled("override")), opt.o_solref, opt.o_solimp, opt.o_friction,
+              plan.cand_geom, plan.cand_pair, float(opt.o_margin),
+              m.geom_priority, m.geom_condim, m.geom_solmix, m.geom_solref, m.geom_solimp,
+              m.geom_friction, m.geom_margin, m.geom_gap,
+              m.pair_dim, m.pair_solref, m.pair_solreffriction, m.pair_solimp,
+              m.pair_margin, m.pair_gap, m.pair_friction,
+              d.ncon, d.contact_dist, d.contact_key, d.contact_includemargin,
+              d.contact_friction, d.contact_solref, d.contact_solreffriction, d.contact_solimp,
+              d.contact_dim, d.contact_exclude)
+    _finalize_ids(plan.cand_geom, d.ncon, d.contact_key, d.contact_frame, d.contact_mu,
+                  d.contact_geom, d.contact_flex, d.contact_elem, d.contact_vert,
+                  d.contact_efc_address)
+
+
+@ti.kernel
+def _reset_ncon(world_mask: ND, ncon: ND):
+    for worldid in range(ncon.shape[0]):
+        if world_mask[worldid] != 0:
+            ncon[worldid] = 0
+
+
+def reset_ncon(d, mask):
+    _reset_ncon(mask, d.ncon)

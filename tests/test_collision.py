@@ -1,0 +1,203 @@
+"""Collision driver against MuJoCo 3.4.0: filtering, pair merging, contact order and
+parameters, nconmax overflow, world isolation. Detectors have their own files
+(test_collide_*.py); these models use spheres, capsules and planes."""
+import warnings
+
+import mujoco
+import numpy as np
+import pytest
+
+import tiphys
+from tiphys.contacts import candidate_pairs, collision, plan
+from oracle import collide_both, compare_contacts, random_free_qpos
+
+NWORLD = 24
+
+FILTERS = """
+<mujoco>
+  <option><flag filterparent="{filterparent}"/></option>
+  <default><geom size=".1"/></default>
+  <worldbody>
+    <geom name="floor" type="plane" size="5 5 .1" priority="1" friction=".7 .01 .001"/>
+    <geom name="wall" type="plane" size="5 5 .1" pos="0 .35 0" euler="90 0 0"
+          contype="2" conaffinity="2" solref="-500 -10"/>
+    <body name="static" pos=".3 .3 .1"><geom name="post" type="capsule" size=".05 .2"/></body>
+    <body name="a" pos="0 0 .1">
+      <freejoint/>
+      <geom name="a1" solmix="3" solref=".03 .9" solimp=".8 .9 .002 .4 3"/>
+      <geom name="a2" type="capsule" size=".05 .1" pos=".1 0 0" margin=".02" gap=".01"/>
+      <body name="a_child" pos=".12 0 0">
+        <joint type="ball"/>
+        <geom name="ac" size=".08" condim="6" friction="1.2 .02 .003"/>
+        <body name="a_grandchild" pos=".1 0 0">
+          <joint axis="0 1 0"/>
+          <geom name="agc" size=".07" contype="3"/>
+        </body>
+      </body>
+    </body>
+    <body name="b" pos=".15 .1 .1">
+      <freejoint/>
+      <geom name="b1" type="capsule" size=".06 .12" solmix="0" condim="4"/>
+    </body>
+    <body name="c" pos="-.1 .1 .1">
+      <freejoint/>
+      <geom name="c1" contype="2" conaffinity="1" priority="2" condim="1" margin=".05"/>
+    </body>
+    <body name="d" pos="-.1 -.1 .1">
+      <freejoint/>
+      <geom name="d1" contype="0" conaffinity="0"/>
+    </body>
+  </worldbody>
+  <contact>
+    <exclude body1="a" body2="b"/>
+    <pair geom1="d1" geom2="floor" condim="3" margin=".03" gap=".01" solreffriction=".05 1"/>
+    <pair geom1="b1" geom2="a1" condim="6" friction=".1 .1 .01 .001 .001"/>
+    <pair geom1="d1" geom2="a2"/>
+  </contact>
+</mujoco>
+"""
+
+
+def _check(xml, nworld=NWORLD, seed=0, spread=0.12, center=(0, 0, 0.05), **kw):
+    m = tiphys.load_model_from_string(xml)
+    mjm = mujoco.MjModel.from_xml_string(xml)
+    d = tiphys.make_data(m, nworld, **kw)
+    rng = np.random.default_rng(seed)
+    qpos = random_free_qpos(mjm, rng, nworld, spread=spread, center=center)
+    ours, theirs = collide_both(m, d, mjm, qpos)
+    errors = {w: e for w in range(nworld) if (e := compare_contacts(ours[w], theirs[w]))}
+    return m, d, ours, theirs, errors
+
+
+@pytest.mark.parametrize("filterparent", ["enable", "disable"])
+def test_filters_pairs_and_parameters_match_mujoco(filterparent):
+    m, d, ours, theirs, errors = _check(FILTERS.format(filterparent=filterparent))
+    assert not errors, errors
+    ncon = sum(len(c) for c in theirs)
+    assert ncon > 3 * NWORLD  # the poses really collide
+    pairs = {tuple(c["geom"].astype(int)) for w in theirs for c in w}
+    mjm = mujoco.MjModel.from_xml_string(FILTERS.format(filterparent=filterparent))
+    gid = {mujoco.mj_id2name(mjm, mujoco.mjtObj.mjOBJ_GEOM, i): i for i in range(mjm.ngeom)}
+    # explicit pairs collide although the geoms' bitmasks would not
+    assert (gid["floor"], gid["d1"]) in pairs
+    # excluded body pair (a, b) only through its explicit pair
+    assert (gid["a2"], gid["b1"]) not in pairs
+
+
+def test_candidates_follow_static_filters():
+    xml = FILTERS.format(filterparent="enable")
+    m = tiphys.load_model_from_string(xml)
+    mjm = mujoco.MjModel.from_xml_string(xml)
+    cands = candidate_pairs(m.arrays, m.opt)
+    name = lambda g: mujoco.mj_id2name(mjm, mujoco.mjtObj.mjOBJ_GEOM, g)  # noqa: E731
+    got = {(name(g1), name(g2)) for g1, g2, _ in cands}
+    assert ("floor", "wall") not in got and ("wall", "floor") not in got  # both static
+    assert ("a1", "ac") not in got  # parent-child
+    assert ("a1", "agc") in got  # grandchild: not filtered
+    assert ("floor", "d1") in got  # explicit pair
+    assert not any("d1" in p and "floor" not in p and "a2" not in p for p in got)
+    m2 = tiphys.load_model_from_string(xml.replace('filterparent="enable"',
+                                                   'filterparent="disable"'))
+    got2 = {(name(g1), name(g2)) for g1, g2, _ in candidate_pairs(m2.arrays, m2.opt)}
+    assert ("a1", "ac") in got2 or ("ac", "a1") in got2
+    m3 = tiphys.load_model_from_string(xml.replace("<flag ", '<flag contact="disable" '))
+    assert plan(m3).ncand == 0
+
+
+def test_override_flag_parameters():
+    xml = FILTERS.format(filterparent="enable").replace(
+        "<option>", '<option o_margin=".04" o_solref=".01 .5" o_solimp=".7 .8 .01 .3 1" '
+        'o_friction=".2 .2 .002 .0001 0">').replace("<flag ", '<flag override="enable" ')
+    m, d, ours, theirs, errors = _check(xml, seed=1)
+    assert not errors, errors
+    assert sum(len(c) for c in theirs) > NWORLD
+    # friction is clamped at mjMINMU
+    assert min(c["friction"].min() for w in ours for c in w) == pytest.approx(1e-5)
+
+
+def test_overflow_warns_and_keeps_first_contacts_deterministically():
+    xml = FILTERS.format(filterparent="enable")
+    mjm = mujoco.MjModel.from_xml_string(xml)
+    m = tiphys.load_model_from_string(xml)
+    rng = np.random.default_rng(3)
+    qpos = random_free_qpos(mjm, rng, NWORLD, spread=0.05, center=(0, 0, 0.02))
+    full = tiphys.make_data(m, NWORLD)
+    ours_full, theirs = collide_both(m, full, mjm, qpos)
+    counts = np.array([len(c) for c in theirs])
+    cap = int(np.median(counts)) - 1
+    assert cap >= 1 and (counts > cap).any()
+    small = tiphys.make_data(m, NWORLD, nconmax=cap)
+    with pytest.warns(RuntimeWarning, match="nconmax"):
+        ours, _ = collide_both(m, small, mjm, qpos)
+    over = small.numpy("contact_overflow")
+    assert np.array_equal(over, np.maximum(counts - cap, 0))
+    for w in range(NWORLD):
+        # the kept contacts are MuJoCo's first ones (candidate order)
+        assert compare_contacts(ours[w], theirs[w][:cap]) == []
+    with pytest.warns(RuntimeWarning):
+        again, _ = collide_both(m, small, mjm, qpos)
+    assert all(compare_contacts(a, b, atol=0) == [] for a, b in zip(ours, again))
+
+
+def test_nan_in_one_world_stays_there():
+    xml = FILTERS.format(filterparent="enable")
+    mjm = mujoco.MjModel.from_xml_string(xml)
+    m = tiphys.load_model_from_string(xml)
+    d = tiphys.make_data(m, 4)
+    qpos = random_free_qpos(mjm, np.random.default_rng(5), 4, spread=0.1,
+                            center=(0, 0, 0.05))
+    ours_ref, theirs = collide_both(m, d, mjm, qpos)
+    qpos[2, :] = np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        ours, _ = collide_both(m, d, mjm, qpos)
+    for w in (0, 1, 3):
+        assert compare_contacts(ours[w], theirs[w]) == []
+    assert sum(len(c) for c in theirs) > 0
+
+
+def test_ncon_shape_and_no_candidates():
+    m = tiphys.load_model_from_string(
+        '<mujoco><worldbody><body><freejoint/><geom size=".1"/></body></worldbody></mujoco>')
+    d = tiphys.make_data(m, 3)
+    assert d.nconmax == 0 and d.numpy("ncon").shape == (3,)
+    tiphys.kinematics(m, d)
+    collision(m, d)
+    assert list(d.numpy("ncon")) == [0, 0, 0]
+
+
+def _pile(n=40):
+    shapes = ('size=".08"', 'type="capsule" size=".05 .06"')
+    bodies = "\n".join(
+        f'<body pos="{(i % 5) * .15:.2f} {((i // 5) % 4) * .15:.2f} {.1 + (i // 20) * .15:.2f}">'
+        f'<freejoint/><geom {shapes[i % 2]}/></body>' for i in range(n))
+    return f"""<mujoco><worldbody><geom type="plane" size="5 5 .1"/>
+      <geom type="plane" size="5 5 .1" pos="0 .6 0" euler="80 0 0"/>
+      {bodies}</worldbody></mujoco>"""
+
+
+PILE = _pile()
+
+
+@pytest.mark.parametrize("cap", [None, 3])
+def test_sweep_and_prune_matches_mujoco(monkeypatch, cap):
+    import tiphys.contacts as tc
+    monkeypatch.setattr(tc, "SAP_MIN_CANDIDATES", 0)
+    xml = PILE
+    m = tiphys.load_model_from_string(xml)
+    p = plan(m)
+    assert p.sap and p.sap_nfixed > 0  # plane candidates stay fixed
+    if cap is not None:
+        p.sap_cap = cap  # too small: the call falls back to testing every pair
+    mjm = mujoco.MjModel.from_xml_string(xml)
+    d = tiphys.make_data(m, 6)
+    total = 0
+    for seed in range(3):  # moving states: the persistent order gets re-sorted
+        qpos = random_free_qpos(mjm, np.random.default_rng(seed), 6, spread=0.04,
+                                center=(0, 0, 0))
+        ours, theirs = collide_both(m, d, mjm, qpos)
+        for w in range(6):
+            assert compare_contacts(ours[w], theirs[w]) == [], (seed, w)
+        total += sum(len(c) for c in theirs)
+        assert d._tiphys_sap.active == (cap is None)
+    assert total > 100

@@ -1,0 +1,350 @@
+"""Collision detection on the host side: candidate pairs, buffers, the collision stage.
+
+The static part of MuJoCo's broadphase is decided once per model here: which geom
+pairs may ever collide (body-level contype/conaffinity, weld and parent filters,
+<exclude>, geom-level bitmasks, a detector for the type pair) and the explicit
+<pair>s, merged by body signature exactly as mj_collision does, so that the
+candidate order is MuJoCo's contact order. The device then tests bounding volumes
+and runs the detectors for every (world, candidate) (kernels/collision.py).
+"""
+from __future__ import annotations
+
+import warnings
+from types import SimpleNamespace
+
+import numpy as np
+import taichi as ti
+
+from .kernels import collision as kc
+
+PRIMITIVE_MAXCON = {pair: v[2] for pair, v in kc.PRIMITIVE_DETECTORS.items()}
+
+GEOM_TYPE_NAMES = ("plane", "hfield", "sphere", "capsule", "ellipsoid", "cylinder", "box",
+                   "mesh", "sdf")
+
+
+def detector_kind(t1: int, t2: int):
+    """'primitive' | 'convex' | 'hfield' | 'sdf' | None for a type pair with t1 <= t2
+    (MuJoCo's mjCOLLISIONFUNC table)."""
+    if (t1, t2) in PRIMITIVE_MAXCON:
+        return "primitive"
+    if t1 == kc.PLANE:
+        if t2 in (kc.ELLIPSOID, kc.MESH):
+            return "convex"  # mjc_PlaneConvex
+        if t2 == kc.SDF:
+            return "sdf"
+        return None  # plane-plane, plane-hfield
+    if t1 == kc.HFIELD:
+        if t2 == kc.HFIELD:
+            return None
+        return "sdf" if t2 == kc.SDF else "hfield"
+    if t2 == kc.SDF or t1 == kc.SDF:
+        return "sdf"
+    return "convex"  # mjc_Convex
+
+
+def _pair_ok_bitmask(ct1, ca1, ct2, ca2) -> bool:
+    return bool((ct1 & ca2) or (ct2 & ca1))
+
+
+def candidate_pairs(a, opt):
+    """Geom-pair candidates in MuJoCo's order: list of (g1, g2, pairid), with g1 the
+    geom of lower type (as mj_collideGeoms orders them) and pairid -1 unless explicit."""
+    nbody = len(a.body_parentid)
+    if opt.disabled("constraint") or opt.disabled("contact") or nbody < 2:
+        return []
+    geom_type = np.asarray(a.geom_type)
+    contype = np.asarray(a.geom_contype)
+    conaff = np.asarray(a.geom_conaffinity)
+    gadr = np.asarray(a.body_geomadr)
+    gnum = np.asarray(a.body_geomnum)
+    weld = np.asarray(a.body_weldid)
+    parent = np.asarray(a.body_parentid)
+    npair = len(a.pair_geom1)
+    excl = set(int(s) for s in np.asarray(a.exclude_signature))
+    filterparent = not opt.disabled("filterparent")
+    bct = np.zeros(nbody, dtype=np.int64)
+    bca = np.zeros(nbody, dtype=np.int64)
+    for b in range(nbody):
+        for g in range(gadr[b], gadr[b] + gnum[b]):
+            bct[b] |= contype[g]
+            bca[b] |= conaff[g]
+
+    entries = []  # (signature, 0 explicit / 1 dynamic, order, (g1, g2, pairid))
+    explicit = {}
+    for p in range(npair):
+        g1, g2 = int(a.pair_geom1[p]), int(a.pair_geom2[p])
+        sig = int(a.pair_signature[p])
+        explicit.setdefault(sig, set()).update({(g1, g2), (g2, g1)})
+        entries.append((sig, 0, p, _ordered(geom_type, g1, g2, p)))
+    order = 0
+    for b1 in range(nbody):
+        if not (bct[b1] or bca[b1]) or gnum[b1] == 0:
+            continue
+        for b2 in range(b1 + 1, nbody):
+            if not (bct[b2] or bca[b2]) or gnum[b2] == 0:
+                continue
+            if not _pair_ok_bitmask(bct[b1], bca[b1], bct[b2], bca[b2]):
+                continue
+            w1, w2 = weld[b1], weld[b2]
+            if w1 == w2:
+                continue
+            if filterparent and w1 != 0 and w2 != 0 and \
+                    (w1 == weld[parent[w2]] or w2 == weld[parent[w1]]):
+                continue
+            sig = (b1 << 16) + b2
+            if sig in excl:
+                continue
+            merged = explicit.get(sig, ())
+            for g1 in range(gadr[b1], gadr[b1] + gnum[b1]):
+                for g2 in range(gadr[b2], gadr[b2] + gnum[b2]):
+                    if (g1, g2) in merged:
+                        continue
+                    if not _pair_ok_bitmask(contype[g1], conaff[g1], contype[g2], conaff[g2]):
+                        continue
+                    t1, t2 = sorted((geom_type[g1], geom_type[g2]))
+                    if detector_kind(t1, t2) is None:
+                        continue
+                    entries.append((sig, 1, order, _ordered(geom_type, g1, g2, -1)))
+                    order += 1
+    entries.sort(key=lambda e: e[:3])
+    out = []
+    for e in entries:
+        g1, g2, p = e[3]
+        t1, t2 = geom_type[g1], geom_type[g2]
+        if detector_kind(t1, t2) is None:
+            continue  # explicit pair of a type pair without a detector
+        out.append(e[3])
+    return out
+
+
+def _ordered(geom_type, g1, g2, p):
+    if geom_type[g1] > geom_type[g2]:
+        g1, g2 = g2, g1
+    return (int(g1), int(g2), int(p))
+
+
+def _maxcon(kind, t1, t2):
+    if kind == "primitive":
+        return PRIMITIVE_MAXCON[(t1, t2)]
+    if kind == "hfield":
+        return kc.MAXCONPAIR
+    return 5 if kind == "convex" else 1
+
+
+KINDS = ("primitive", "convex", "hfield")  # detector kinds with their own kernels
+SAP_MIN_CANDIDATES = 2000  # sweep-and-prune above this many boundable candidates
+
+
+class CollisionPlan(SimpleNamespace):
+    """A model's candidate pairs on the device, grouped by detector kind."""
+
+    def world_mask(self, d, serial: bool):
+        if serial:
+            return self.serial_mask
+        ones = self._ones.get(d.nworld)
+        if ones is None:
+            ones = ti.ndarray(ti.i32, shape=(d.nworld,))
+            ones.fill(1)
+            self._ones[d.nworld] = ones
+        return ones
+
+    def lists(self, d):
+        """(lists, counts, cap) for the narrowphase kernels: lists[l, kind, k] < counts[l,
+        kind] are candidate ids; l = world (sweep-and-prune) or 0 (every world tests all
+        candidates of the kind)."""
+        sp = getattr(d, "_tiphys_sap", None)
+        if sp is not None and sp.active:
+            return sp.lists, sp.counts, sp.cap
+        return self.static_lists, self.static_counts, self.static_cap
+
+
+def _int_array(values, shape):
+    arr = ti.ndarray(ti.i32, shape=tuple(max(1, n) for n in shape))
+    v = np.asarray(values, dtype=np.int32).reshape(shape)
+    if v.size:
+        full = np.zeros(arr.shape, dtype=np.int32)
+        full[tuple(slice(0, n) for n in v.shape)] = v
+        arr.from_numpy(full)
+    return arr
+
+
+def plan(m) -> CollisionPlan:
+    """The model's collision plan (built on first use, rebuilt when options change)."""
+    cached = getattr(m, "_tiphys_collision_plan", None)
+    key = (m.opt.disableflags, m.opt.enableflags)
+    if cached is not None and cached.key == key:
+        return cached
+    a = m.arrays
+    cands = candidate_pairs(a, m.opt)
+    geom_type = np.asarray(a.geom_type)
+    kinds, codes, maxcons = [], [], []
+    for g1, g2, _ in cands:
+        t1, t2 = int(geom_type[g1]), int(geom_type[g2])
+        kind = detector_kind(t1, t2)
+        kinds.append(kind)
+        codes.append(t1 * kc.NGEOMTYPES + t2)
+        maxcons.append(_maxcon(kind, t1, t2))
+    p = CollisionPlan(key=key, ncand=len(cands), kinds=kinds, _ones={})
+    p.cand_geom = _int_array([c[:2] for c in cands], (len(cands), 2))
+    p.cand_pair = _int_array([c[2] for c in cands], (len(cands),))
+    p.cand_code = _int_array(codes, (len(cands),))
+    p.cand_host = np.array(cands, dtype=np.int64).reshape(-1, 3)
+    p.total_maxcon = int(sum(maxcons))
+    kind_id = [KINDS.index(k) if k in KINDS else -1 for k in kinds]
+    p.cand_kind = _int_array(kind_id, (len(cands),))
+    per_kind = [[i for i, k in enumerate(kind_id) if k == j] for j in range(len(KINDS))]
+    p.static_cap = max([len(x) for x in per_kind] + [1])
+    lists = np.full((1, len(KINDS), p.static_cap), -1, dtype=np.int32)
+    for j, x in enumerate(per_kind):
+        lists[0, j, :len(x)] = x
+    p.static_lists = _int_array(lists, lists.shape)
+    p.static_counts = _int_array([[len(x) for x in per_kind]], (1, len(KINDS)))
+    for kind, x in zip(KINDS, per_kind):
+        short = {"primitive": "prim"}.get(kind, kind)
+        setattr(p, short + "_count", len(x))
+        setattr(p, short + "_codes", tuple(sorted({codes[i] for i in x})))
+        setattr(p, short + "_maxcon", max([maxcons[i] for i in x] + [1]))
+    _plan_sap(p, a, cands, kind_id)
+    p.serial_mask = None
+    m._tiphys_collision_plan = p
+    return p
+
+
+def _plan_sap(p, a, cands, kind_id):
+    """Host tables for sweep-and-prune: which geoms are swept, the (geom, geom) ->
+    candidate map over them, and the candidates every world keeps (planes, pairs)."""
+    geom_type = np.asarray(a.geom_type)
+    boundable = [i for i, (g1, g2, pid) in enumerate(cands) if pid < 0 and kind_id[i] >= 0
+                 and geom_type[g1] != kc.PLANE and geom_type[g2] != kc.PLANE]
+    p.sap = len(boundable) >= SAP_MIN_CANDIDATES
+    if not p.sap:
+        return
+    geoms = sorted({int(g) for i in boundable for g in cands[i][:2]})
+    local = {g: k for k, g in enumerate(geoms)}
+    pairmap = np.full((len(geoms), len(geoms)), -1, dtype=np.int32)
+    for i in boundable:
+        g1, g2 = local[cands[i][0]], local[cands[i][1]]
+        pairmap[min(g1, g2), max(g1, g2)] = i
+    fixed = sorted(set(i for i in range(len(cands)) if kind_id[i] >= 0) - set(boundable))
+    p.sap_geom = _int_array(geoms, (len(geoms),))
+    p.sap_n = len(geoms)
+    p.sap_pairmap = _int_array(pairmap, pairmap.shape)
+    p.sap_fixed = _int_array(fixed, (len(fixed),))
+    p.sap_nfixed = len(fixed)
+    p.sap_cap = int(min(p.static_cap, len(fixed) + max(256, 16 * len(geoms))))
+
+
+def _sap_state(m, d, p):
+    """Per-Data sweep-and-prune scratch (persistent geom order), made on first use."""
+    sp = getattr(d, "_tiphys_sap", None)
+    if sp is not None and sp.plan is p:
+        return sp
+    from . import backend
+    fdt = backend.float_dtype()
+    n, nw = p.sap_n, d.nworld
+    sp = SimpleNamespace(
+        plan=p, active=True, initialized=False, nsap=n, sap_geom=p.sap_geom,
+        pairmap=p.sap_pairmap, cand_geom=p.cand_geom, cand_pair=p.cand_pair,
+        cand_kind=p.cand_kind, fixed=p.sap_fixed, nfixed=p.sap_nfixed, cap=p.sap_cap,
+        axis=ti.Vector(list(np.array([1.0, 0.7, 0.3]) / np.linalg.norm([1.0, 0.7, 0.3]))),
+        order=ti.ndarray(ti.i32, shape=(nw, n)), lo=ti.ndarray(fdt, shape=(nw, n)),
+        hi=ti.ndarray(fdt, shape=(nw, n)),
+        lists=ti.ndarray(ti.i32, shape=(nw, len(KINDS), p.sap_cap)),
+        counts=ti.ndarray(ti.i32, shape=(nw, len(KINDS))),
+        overflow=ti.ndarray(ti.i32, shape=(nw,)))
+    d._tiphys_sap = sp
+    return sp
+
+
+def check_detectors(m) -> None:
+    """NotImplementedError naming the geom type pairs tiphys cannot collide yet."""
+    p = plan(m)
+    missing = set()
+    t = np.asarray(m.arrays.geom_type)
+    prim = kc.primitive_table()
+    for (g1, g2, _), kind in zip(p.cand_host, p.kinds):
+        pair = (int(t[g1]), int(t[g2]))
+        if (kind == "primitive" and pair not in prim) or \
+                (kind != "primitive" and not _kind_available(kind)):
+            missing.add(f"{GEOM_TYPE_NAMES[pair[0]]}-{GEOM_TYPE_NAMES[pair[1]]}")
+    if missing:
+        raise NotImplementedError("collision: no detector yet for geom pairs "
+                                  + ", ".join(sorted(missing)))
+
+
+def _kind_available(kind) -> bool:
+    import importlib
+    module = {"convex": "collide_convex", "hfield": "collide_hfield"}.get(kind)
+    if module is None:
+        return False
+    try:
+        mod = importlib.import_module(f"tiphys.kernels.{module}")
+    except ImportError:
+        return False
+    return hasattr(mod, "narrow_" + kind)
+
+
+def default_nconmax(m) -> int:
+    """Contact slots per world: what the candidates could return, within reason."""
+    p = plan(m)
+    if p.ncand == 0:
+        return 0
+    moving = int(np.sum(np.asarray(m.arrays.body_weldid)[np.asarray(m.arrays.geom_bodyid)]
+                        != 0))
+    return int(min(p.total_maxcon, max(64, 8 * moving)))
+
+
+def collision(m, d) -> None:
+    """Contacts of every world, as mj_collision: reads geom_xpos/geom_xmat (run
+    kinematics first); writes ncon and the contact_* arrays (first ncon[w] slots of
+    world w, in MuJoCo's order). When a world finds more than nconmax contacts, the
+    first nconmax in pair order are kept, contact_overflow[w] counts the rest, and a
+    RuntimeWarning names ``make_data(..., nconmax=)``."""
+    p = plan(m)
+    d.ncon.fill(0)
+    if p.ncand == 0 or d.nconmax == 0:
+        if p.ncand and d.nconmax == 0:
+            _overflow_check(m, d, p)
+        return
+    check_detectors(m)
+    if p.sap:
+        from .kernels.broadphase import sap
+        sp = _sap_state(m, d, p)
+        sp.active = True
+        sap(m, d, sp)
+        if sp.overflow.to_numpy().any():  # a world's pair list is full: test all pairs
+            sp.active = False
+    _narrow(m, d, p, serial=False)
+    kc.finalize(m, d, p)
+    _overflow_check(m, d, p)
+
+
+def _narrow(m, d, p, serial):
+    kc.narrow_primitive(m, d, p, serial)
+    if p.convex_count:
+        from .kernels.collide_convex import narrow_convex
+        narrow_convex(m, d, p, serial)
+    if p.hfield_count:
+        from .kernels.collide_hfield import narrow_hfield
+        narrow_hfield(m, d, p, serial)
+
+
+def _overflow_check(m, d, p):
+    over = d.contact_overflow.to_numpy()[:d.nworld] if d.nconmax else None
+    if d.nconmax == 0:
+        return
+    bad = np.nonzero(over > 0)[0]
+    if not len(bad):
+        return
+    warnings.warn(
+        f"collision: nconmax={d.nconmax} contact slots were not enough in "
+        f"{len(bad)} world(s) (world {bad[0]} dropped {over[bad[0]]}); raise it with "
+        f"make_data(m, nworld, nconmax=...)", RuntimeWarning, stacklevel=3)
+    # deterministic contents: redo the flagged worlds serially, in candidate order
+    mask = np.zeros(d.nworld, dtype=np.int32)
+    mask[bad] = 1
+    p.serial_mask = _int_array(mask, (d.nworld,))
+    kc.reset_ncon(d, p.serial_mask)
+    _narrow(m, d, p, serial=True)
+    kc.finalize(m, d, p)
