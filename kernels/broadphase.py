@@ -22,7 +22,7 @@ ND = ti.types.ndarray()
 
 @ti.kernel
 def _sap(
-    override: ti.template(), o_margin: float, axis: ti.types.vector(3, float),
+    override: ti.template(), o_margin: float, ax: float, ay: float, az: float,
     # model
     geom_type: ND, geom_rbound: ND, geom_margin: ND, pair_margin_arr: ND, ngeom: ti.i32,
     sap_geom: ND, nsap: ti.i32, pairmap: ND, cand_geom: ND, cand_pair: ND, cand_kind: ND,
@@ -33,6 +33,7 @@ def _sap(
     order: ND, lo: ND, hi: ND, lists: ND, counts: ND, overflow: ND,
 ):
     nworld = geom_xpos.shape[0]
+    axis = ti.Vector([ax, ay, az])
     nkind = counts.shape[1]
     cap = lists.shape[2]
     for worldid in range(nworld):
@@ -103,7 +104,7 @@ def sap(m, d, sp):
     if not sp.initialized:
         _init_order(sp.order, sp.nsap)
         sp.initialized = True
-    _sap(bool(opt.enabled("override")), float(opt.o_margin), sp.axis,
+    _sap(bool(opt.enabled("override")), float(opt.o_margin), *sp.axis,
          m.geom_type, m.geom_rbound, m.geom_margin, m.pair_margin, m.ngeom,
          sp.sap_geom, sp.nsap, sp.pairmap, sp.cand_geom, sp.cand_pair, sp.cand_kind,
          sp.fixed, sp.nfixed, d.geom_xpos, d.geom_xmat,

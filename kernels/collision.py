@@ -308,8 +308,9 @@ def _finalize_sort(ncon: ND, contact_overflow: ND, contact_key: ND, contact_dist
 
 @ti.kernel
 def _finalize(
-    override: ti.template(), o_solref: ti.types.vector(2, float),
-    o_solimp: ti.types.vector(5, float), o_friction: ti.types.vector(5, float),
+    override: ti.template(), osr0: float, osr1: float, osi0: float, osi1: float,
+    osi2: float, osi3: float, osi4: float, of0: float, of1: float, of2: float, of3: float,
+    of4: float,
     # candidates
     cand_geom: ND, cand_pair: ND, cand_margin_override: float,
     # model
@@ -390,10 +391,11 @@ def _finalize(
                 friction = ti.Vector([fri[0], fri[0], fri[1], fri[2], fri[2]])
             if ti.static(override):
                 margin = cand_margin_override
-                solref = o_solref
-                solreffriction = o_solref  # mj_assignRef overrides both references
-                solimp = o_solimp
-                friction = o_friction
+                # (scalars: vector kernel arguments take Taichi's pre-init float type)
+                solref = ti.Vector([osr0, osr1])
+                solreffriction = solref  # mj_assignRef overrides both references
+                solimp = ti.Vector([osi0, osi1, osi2, osi3, osi4])
+                friction = ti.Vector([of0, of1, of2, of3, of4])
             for k in ti.static(range(5)):
                 friction[k] = ti.max(MINMU, friction[k])
             includemargin = margin - gap
@@ -434,7 +436,9 @@ def finalize(m, d, plan):
     opt = m.opt
     _finalize_sort(d.ncon, d.contact_overflow, d.contact_key, d.contact_dist, d.contact_pos,
                    d.contact_frame)
-    _finalize(bool(opt.enabled("override")), opt.o_solref, opt.o_solimp, opt.o_friction,
+    _finalize(bool(opt.enabled("override")),
+              *(float(x) for x in tuple(opt.o_solref) + tuple(opt.o_solimp)
+                + tuple(opt.o_friction)),
               plan.cand_geom, plan.cand_pair, float(opt.o_margin),
               m.geom_priority, m.geom_condim, m.geom_solmix, m.geom_solref, m.geom_solimp,
               m.geom_friction, m.geom_margin, m.geom_gap,

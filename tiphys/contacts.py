@@ -134,6 +134,8 @@ def _maxcon(kind, t1, t2):
 
 KINDS = ("primitive", "convex", "hfield")  # detector kinds with their own kernels
 SAP_MIN_CANDIDATES = 2000  # sweep-and-prune above this many boundable candidates
+SAP_AXIS = np.array([1.0, 0.7, 0.3]) / np.linalg.norm([1.0, 0.7, 0.3])  # oblique: stacks
+# and grids aligned with the world axes do not all overlap along it
 
 
 class CollisionPlan(SimpleNamespace):
@@ -247,7 +249,7 @@ def _sap_state(m, d, p):
         plan=p, active=True, initialized=False, nsap=n, sap_geom=p.sap_geom,
         pairmap=p.sap_pairmap, cand_geom=p.cand_geom, cand_pair=p.cand_pair,
         cand_kind=p.cand_kind, fixed=p.sap_fixed, nfixed=p.sap_nfixed, cap=p.sap_cap,
-        axis=ti.Vector(list(np.array([1.0, 0.7, 0.3]) / np.linalg.norm([1.0, 0.7, 0.3]))),
+        axis=tuple(float(x) for x in SAP_AXIS),
         order=ti.ndarray(ti.i32, shape=(nw, n)), lo=ti.ndarray(fdt, shape=(nw, n)),
         hi=ti.ndarray(fdt, shape=(nw, n)),
         lists=ti.ndarray(ti.i32, shape=(nw, len(KINDS), p.sap_cap)),
