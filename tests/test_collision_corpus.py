@@ -12,6 +12,7 @@ import pytest
 import tiphys
 from conftest import record
 from oracle import collide_both, compare_contacts, corpus_models, stripped_corpus_pair
+from test_collide_convex import within_mujoco_noise
 from tiphys.contacts import detector_kind
 
 NWORLD = 4
@@ -64,10 +65,15 @@ def test_corpus_contacts(rel):
     errors = []
     for w in range(NWORLD):
         if len(ours[w]) != len(theirs[w]):
-            errors += compare_contacts(ours[w], theirs[w])
-            continue
-        for a, b in zip(ours[w], theirs[w]):
-            errors += compare_contacts([a], [b], atol=_atol(mjm, b))
+            world_errors = compare_contacts(ours[w], theirs[w])
+        else:
+            world_errors = []
+            for a, b in zip(ours[w], theirs[w]):
+                world_errors += compare_contacts([a], [b], atol=_atol(mjm, b))
+        # GJK/EPA on curved or mesh shapes: MuJoCo's own answer moves this much when qpos
+        # moves by round-off; accept ours if it is one of those answers
+        if world_errors and not within_mujoco_noise(mjm, qpos[w], ours[w], 1e-5):
+            errors += world_errors
     ncon = sum(len(c) for c in theirs)
     record(GROUP, rel, f"match ({ncon} contacts)" if not errors else
            f"MISMATCH: {errors[0]}")
