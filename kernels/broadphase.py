@@ -15,9 +15,21 @@ overflow gets ``overflow[w] = 1`` and the host redoes the call with all candidat
 """
 import taichi as ti
 
-from .collision import pair_margin, sphere_filter
+from .collision import near_pair
 
 ND = ti.types.ndarray()
+
+
+@ti.func
+def _append(worldid, kind, cand, lists: ti.template(), counts: ti.template(),
+            overflow: ti.template()):
+    """Add a candidate to the world's list of its kind; flag the world when full."""
+    n = counts[worldid, kind]
+    if n < lists.shape[2]:
+        lists[worldid, kind, n] = cand
+        counts[worldid, kind] = n + 1
+    else:
+        overflow[worldid] = 1
 
 
 @ti.kernel
@@ -35,7 +47,6 @@ def _sap(
     nworld = geom_xpos.shape[0]
     axis = ti.Vector([ax, ay, az])
     nkind = counts.shape[1]
-    cap = lists.shape[2]
     for worldid in range(nworld):
         rw = worldid % geom_rbound.shape[0]
         mw = worldid % geom_margin.shape[0]
@@ -43,14 +54,7 @@ def _sap(
             counts[worldid, k] = 0
         overflow[worldid] = 0
         for i in range(nfixed):
-            cand = fixed[i]
-            kind = cand_kind[cand]
-            n = counts[worldid, kind]
-            if n < cap:
-                lists[worldid, kind, n] = cand
-                counts[worldid, kind] = n + 1
-            else:
-                overflow[worldid] = 1
+            _append(worldid, cand_kind[fixed[i]], fixed[i], lists, counts, overflow)
         # intervals, then insertion sort of the persistent order by lower bound
         for i in range(nsap):
             g = sap_geom[i]
@@ -75,19 +79,11 @@ def _sap(
                     break
                 cand = pairmap[ti.min(a, b), ti.max(a, b)]
                 if cand >= 0:
-                    g1 = cand_geom[cand, 0]
-                    g2 = cand_geom[cand, 1]
-                    margin = pair_margin(worldid, g1, g2, cand_pair[cand], geom_margin,
-                                         pair_margin_arr, override, o_margin)
-                    if not sphere_filter(worldid, g1, g2, margin, geom_type, geom_rbound,
-                                         geom_xpos, geom_xmat):
-                        kind = cand_kind[cand]
-                        n = counts[worldid, kind]
-                        if n < cap:
-                            lists[worldid, kind, n] = cand
-                            counts[worldid, kind] = n + 1
-                        else:
-                            overflow[worldid] = 1
+                    _, _, _, near = near_pair(worldid, cand, cand_geom, cand_pair, geom_type,
+                                              geom_rbound, geom_margin, pair_margin_arr,
+                                              geom_xpos, geom_xmat, override, o_margin)
+                    if near:
+                        _append(worldid, cand_kind[cand], cand, lists, counts, overflow)
                 j += 1
 
 

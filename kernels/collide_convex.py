@@ -46,8 +46,8 @@ from taichi.lang import impl
 
 from .. import backend
 from .collision import (BOX, CAPSULE, CYLINDER, ELLIPSOID, MESH, ND, PLANE, SPHERE, add,
-                        emit, geom_pose, make_frame, new_list, pair_margin, primitive_table,
-                        sphere_filter)
+                        emit, geom_pose, list_candidate, make_frame, near_pair, new_list,
+                        primitive_table)
 
 MINVAL = 1e-15
 MINVAL2 = MINVAL * MINVAL
@@ -1279,15 +1279,12 @@ def _narrow_convex(
     if ti.static(serial):
         ti.loop_config(serialize=True)
     for worldid, k in ti.ndrange(nworld, cap_cand):
-        lw = worldid % counts.shape[0]
-        if world_mask[worldid] != 0 and k < counts[lw, KIND_CONVEX]:
-            cand = lists[lw, KIND_CONVEX, k]
-            g1 = cand_geom[cand, 0]
-            g2 = cand_geom[cand, 1]
-            margin = pair_margin(worldid, g1, g2, cand_pair[cand], geom_margin,
-                                 pair_margin_arr, override, o_margin)
-            if not sphere_filter(worldid, g1, g2, margin, geom_type, geom_rbound,
-                                 geom_xpos, geom_xmat):
+        cand = list_candidate(worldid, k, KIND_CONVEX, lists, counts, world_mask)
+        if cand >= 0:
+            g1, g2, margin, near = near_pair(worldid, cand, cand_geom, cand_pair, geom_type,
+                                             geom_rbound, geom_margin, pair_margin_arr,
+                                             geom_xpos, geom_xmat, override, o_margin)
+            if near:
                 out = new_list(maxcon)
                 rw = worldid % geom_rbound.shape[0]
                 o2 = _object(worldid, g2, margin, geom_type, geom_dataid, geom_size,

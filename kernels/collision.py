@@ -133,6 +133,36 @@ def sphere_filter(worldid, g1, g2, margin, geom_type: ti.template(),
 
 
 @ti.func
+def list_candidate(worldid, k, kind, lists: ti.template(), counts: ti.template(),
+                   world_mask: ti.template()):
+    """The candidate in slot ``k`` of the world's list of detector ``kind`` (lists and
+    counts are per world under sweep-and-prune, shared otherwise); -1 when the slot is
+    empty or the world is masked out."""
+    lw = worldid % counts.shape[0]
+    cand = -1
+    if world_mask[worldid] != 0 and k < counts[lw, kind]:
+        cand = lists[lw, kind, k]
+    return cand
+
+
+@ti.func
+def near_pair(worldid, cand, cand_geom: ti.template(), cand_pair: ti.template(),
+              geom_type: ti.template(), geom_rbound: ti.template(),
+              geom_margin: ti.template(), pair_margin_arr: ti.template(),
+              geom_xpos: ti.template(), geom_xmat: ti.template(), override: ti.template(),
+              o_margin):
+    """(g1, g2, margin, near) of a candidate: its geoms, its margin, and whether the
+    bounding volumes leave contact possible."""
+    g1 = cand_geom[cand, 0]
+    g2 = cand_geom[cand, 1]
+    margin = pair_margin(worldid, g1, g2, cand_pair[cand], geom_margin, pair_margin_arr,
+                         override, o_margin)
+    far = sphere_filter(worldid, g1, g2, margin, geom_type, geom_rbound, geom_xpos,
+                        geom_xmat)
+    return g1, g2, margin, not far
+
+
+@ti.func
 def emit(worldid, cand, out: ti.template(), ncon: ti.template(),
          contact_dist: ti.template(), contact_pos: ti.template(),
          contact_frame: ti.template(), contact_key: ti.template()):
@@ -214,17 +244,12 @@ def _narrow_primitive(
     if ti.static(serial):
         ti.loop_config(serialize=True)
     for worldid, k in ti.ndrange(nworld, cap):
-        lw = worldid % counts.shape[0]
-        cand = -1
-        if world_mask[worldid] != 0 and k < counts[lw, 0]:
-            cand = lists[lw, 0, k]
+        cand = list_candidate(worldid, k, 0, lists, counts, world_mask)
         if cand >= 0 and cand_code[cand] == code:
-            g1 = cand_geom[cand, 0]
-            g2 = cand_geom[cand, 1]
-            margin = pair_margin(worldid, g1, g2, cand_pair[cand], geom_margin,
-                                 pair_margin_arr, override, o_margin)
-            if not sphere_filter(worldid, g1, g2, margin, geom_type, geom_rbound,
-                                 geom_xpos, geom_xmat):
+            g1, g2, margin, near = near_pair(worldid, cand, cand_geom, cand_pair, geom_type,
+                                             geom_rbound, geom_margin, pair_margin_arr,
+                                             geom_xpos, geom_xmat, override, o_margin)
+            if near:
                 pos1, mat1, size1 = geom_pose(worldid, g1, geom_xpos, geom_xmat, geom_size)
                 pos2, mat2, size2 = geom_pose(worldid, g2, geom_xpos, geom_xmat, geom_size)
                 out = new_list(maxcon)

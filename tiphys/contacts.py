@@ -306,8 +306,6 @@ def collision(m, d) -> None:
     p = plan(m)
     d.ncon.fill(0)
     if p.ncand == 0 or d.nconmax == 0:
-        if p.ncand and d.nconmax == 0:
-            _overflow_check(m, d, p)
         return
     check_detectors(m)
     if p.sap:
@@ -333,9 +331,7 @@ def _narrow(m, d, p, serial):
 
 
 def _overflow_check(m, d, p):
-    over = d.contact_overflow.to_numpy()[:d.nworld] if d.nconmax else None
-    if d.nconmax == 0:
-        return
+    over = d.contact_overflow.to_numpy()[:d.nworld]
     bad = np.nonzero(over > 0)[0]
     if not len(bad):
         return

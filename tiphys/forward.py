@@ -112,12 +112,8 @@ def step(m: Model, d: Data) -> None:
     _forward(m, d)
     if integrator == 1:
         _rk4(m, d)
-    elif integrator == 3:
-        implicitfast(m, d)
-    elif integrator == 2:
-        implicit(m, d)
     else:
-        euler(m, d)
+        _integrate(m, d)
 
 
 def _check_integrator(m: Model) -> None:
@@ -148,10 +144,15 @@ def step2(m: Model, d: Data) -> None:
     """Second half of step, as mj_step2: acceleration, then Euler, or the implicit
     integrators (RK4 uses Euler here, as MuJoCo)."""
     check_supported(m)
-    integrator = m.opt.integrator
-    if integrator in (2, 3):
-        _check_integrator(m)
+    _check_integrator(m)
     _acceleration(m, d)
+    _integrate(m, d)
+
+
+def _integrate(m: Model, d: Data) -> None:
+    """The integration after the acceleration stages: implicitfast, implicit, or Euler
+    (for Euler and, as in mj_step2, for RK4)."""
+    integrator = m.opt.integrator
     if integrator == 3:
         implicitfast(m, d)
     elif integrator == 2:
