@@ -39,7 +39,6 @@ run: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/run.py
 	$(PY) benchmarks/bench_step.py
-	$(PY) benchmarks/bench_collision.py
 
 clean:
 	rm -rf $(VENV) .cache build dist *.egg-info
