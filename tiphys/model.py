@@ -88,7 +88,8 @@ class Model:
 class Data:
     """Simulation state and results for ``nworld`` worlds; every field is (nworld, ...)."""
 
-    def __init__(self, m: Model, nworld: int, nconmax: Optional[int] = None):
+    def __init__(self, m: Model, nworld: int, nconmax: Optional[int] = None,
+                 njmax: Optional[int] = None):
         if nworld < 1:
             raise ValueError("nworld must be >= 1")
         self.nworld = int(nworld)
@@ -100,6 +101,13 @@ class Data:
             raise ValueError("nconmax must be >= 0")
         self.nconmax = int(nconmax)
         sizes["nconmax"] = self.nconmax
+        if njmax is None:
+            from .constraints import default_njmax
+            njmax = default_njmax(m, self.nconmax)
+        if int(njmax) < 0:
+            raise ValueError("njmax must be >= 0")
+        self.njmax = int(njmax)
+        sizes["njmax"] = self.njmax
         for name, shape, dtype, _ in DATA_FIELDS + DATA_EXTRA_FIELDS:
             setattr(self, name, _make_array(shape, dtype, sizes, nworld=self.nworld))
         self._sizes = sizes
@@ -125,14 +133,17 @@ class ModelArrays(SimpleNamespace):
     """Host (numpy) model: every table field plus sizes, opt, stat, vis, names."""
 
 
-def make_data(m: Model, nworld: int = 1, keyframe=None, nconmax: Optional[int] = None) -> Data:
+def make_data(m: Model, nworld: int = 1, keyframe=None, nconmax: Optional[int] = None,
+              njmax: Optional[int] = None) -> Data:
     """Allocate Data for ``nworld`` worlds and reset every world to qpos0 (or a keyframe).
 
     ``nconmax``: contact slots per world (default from the model's candidate geom
     pairs; a collision that finds more keeps the first nconmax in pair order and
-    warns, naming this option).
+    warns, naming this option). ``njmax``: constraint rows per world (default: every
+    equality, friction and limit row the model can have plus the rows of nconmax
+    contacts; make_constraint warns, naming this option, when a world needs more).
     """
-    d = Data(m, nworld, nconmax)
+    d = Data(m, nworld, nconmax, njmax)
     reset_data(m, d, keyframe)
     return d
 

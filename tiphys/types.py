@@ -335,6 +335,7 @@ DATA_FIELDS = (
     ("qfrc_actuator", "nworld nv", "f", "actuator force"),
     ("qfrc_smooth", "nworld nv", "f", "net unconstrained force"),
     ("qacc_smooth", "nworld nv", "f", "unconstrained acceleration"),
+    ("qfrc_constraint", "nworld nv", "f", "constraint force"),
     ("qfrc_inverse", "nworld nv", "f", "net external force; should equal "
      "qfrc_applied + J'*xfrc_applied + qfrc_actuator"),
 )
@@ -373,6 +374,30 @@ DATA_EXTRA_FIELDS = (
     ("contact_key", "nworld nconmax", "i", "scratch: candidate pair * 64 + detector index"),
     ("contact_overflow", "nworld", "i",
      "contacts dropped by the last collision because nconmax was reached"),
+    # constraint rows (mjData's efc_* fields, dense Jacobian), njmax rows per world; the
+    # first nefc[w] are world w's rows: equality, friction, limit, contact, as MuJoCo
+    ("solver_niter", "nworld", "i", "number of solver iterations of the last solve"),
+    ("ne", "nworld", "i", "number of equality constraint rows"),
+    ("nf", "nworld", "i", "number of friction constraint rows"),
+    ("nl", "nworld", "i", "number of limit constraint rows"),
+    ("nefc", "nworld", "i", "number of constraint rows"),
+    ("efc_type", "nworld njmax", "i", "constraint type (mjtConstraint)"),
+    ("efc_id", "nworld njmax", "i", "id of object of the given type"),
+    ("efc_J", "nworld njmax nv", "f", "constraint Jacobian (dense)"),
+    ("efc_pos", "nworld njmax", "f", "constraint position (equality, contact)"),
+    ("efc_margin", "nworld njmax", "f", "inclusion margin (contact)"),
+    ("efc_frictionloss", "nworld njmax", "f", "frictionloss (friction)"),
+    ("efc_diagApprox", "nworld njmax", "f", "approximation to diagonal of A"),
+    ("efc_KBIP", "nworld njmax 4", "f", "stiffness, damping, impedance, imp'"),
+    ("efc_D", "nworld njmax", "f", "constraint mass"),
+    ("efc_R", "nworld njmax", "f", "inverse constraint mass"),
+    ("efc_vel", "nworld njmax", "f", "velocity in constraint space: J*qvel"),
+    ("efc_aref", "nworld njmax", "f", "reference pseudo-acceleration"),
+    ("efc_b", "nworld njmax", "f", "linear cost term: J*qacc_smooth - aref"),
+    ("efc_state", "nworld njmax", "i", "constraint state (mjtConstraintState)"),
+    ("efc_force", "nworld njmax", "f", "constraint force in constraint space"),
+    ("efc_overflow", "nworld", "i",
+     "constraint rows dropped by the last make_constraint because njmax was reached"),
 )
 
 
