@@ -79,9 +79,10 @@ def _sap(
                     break
                 cand = pairmap[ti.min(a, b), ti.max(a, b)]
                 if cand >= 0:
-                    _, _, _, near = near_pair(worldid, cand, cand_geom, cand_pair, geom_type,
-                                              geom_rbound, geom_margin, pair_margin_arr,
-                                              geom_xpos, geom_xmat, override, o_margin)
+                    _g1, _g2, _margin, near = near_pair(
+                        worldid, cand, cand_geom, cand_pair, geom_type, geom_rbound,
+                        geom_margin, pair_margin_arr, geom_xpos, geom_xmat, override,
+                        o_margin)
                     if near:
                         _append(worldid, cand_kind[cand], cand, lists, counts, overflow)
                 j += 1

@@ -45,8 +45,9 @@ import taichi as ti
 from taichi.lang import impl
 
 from .. import backend
-from .collision import (BOX, CAPSULE, CYLINDER, ELLIPSOID, MESH, ND, PLANE, SPHERE, add,
-                        emit, geom_pose, list_candidate, make_frame, near_pair, new_list,
+from .collision import (BOX, CAPSULE, CYLINDER, ELLIPSOID, HFIELD, MESH, ND, PLANE, SPHERE,
+                        add, emit, geom_pose, list_count, list_entry, make_frame, near_pair,
+                        new_list,
                         primitive_table)
 
 MINVAL = 1e-15
@@ -248,32 +249,63 @@ def _support_one(gtype, pos, mat, size, margin, shrink, vadr, vnum, gadr, vidx, 
     return res, vidx, midx
 
 
+def _is_prism(obj) -> bool:
+    """Compile-time test: a heightfield prism object (collide_hfield's _new_prism)."""
+    return "prism" in obj.keys
+
+
+@ti.func
+def _prism_support(prism, direction):
+    """mjc_prism_support: the best of the three bottom (direction z < 0) or top vertices
+    of the triangular prism (rows 0-2 bottom, 3-5 top)."""
+    base = 0 if direction[2] < 0 else 3
+    ibest = base
+    best = _row(prism, base).dot(direction)
+    for k in ti.static(range(1, 3)):
+        vdot = _row(prism, base + k).dot(direction)
+        if vdot > best:
+            best = vdot
+            ibest = base + k
+    return _row(prism, ibest)
+
+
 @ti.func
 def _support_pair(o1: ti.template(), o2: ti.template(), direction,
                   mesh_vert: ti.template(), mesh_graph: ti.template()):
     """support() of engine_collision_gjk.c: the support points of object 1 along
     ``direction`` and of object 2 against it. One loop over the two objects, so that
-    the support code is inlined once per call site (it dominates compile time)."""
+    the support code is inlined once per call site (it dominates compile time). A
+    heightfield prism (always object 1) has its own support function."""
     p1 = ti.Vector([0.0, 0.0, 0.0])
     p2 = ti.Vector([0.0, 0.0, 0.0])
-    for j in range(2):
-        first = j == 0
+    if ti.static(_is_prism(o1)):
+        p1 = _prism_support(o1.prism, direction)
         res, vidx, midx = _support_one(
-            ti.select(first, o1.type, o2.type), ti.select(first, o1.pos, o2.pos),
-            ti.select(first, o1.mat, o2.mat), ti.select(first, o1.size, o2.size),
-            ti.select(first, o1.margin, o2.margin), ti.select(first, o1.shrink, o2.shrink),
-            ti.select(first, o1.vadr, o2.vadr), ti.select(first, o1.vnum, o2.vnum),
-            ti.select(first, o1.gadr, o2.gadr), ti.select(first, o1.vidx, o2.vidx),
-            ti.select(first, o1.midx, o2.midx), ti.select(first, direction, -direction),
-            mesh_vert, mesh_graph)
-        if first:
-            p1 = res
-            o1.vidx = vidx
-            o1.midx = midx
-        else:
-            p2 = res
-            o2.vidx = vidx
-            o2.midx = midx
+            o2.type, o2.pos, o2.mat, o2.size, o2.margin, o2.shrink, o2.vadr, o2.vnum,
+            o2.gadr, o2.vidx, o2.midx, -direction, mesh_vert, mesh_graph)
+        p2 = res
+        o2.vidx = vidx
+        o2.midx = midx
+    else:
+        for j in range(2):
+            first = j == 0
+            res, vidx, midx = _support_one(
+                ti.select(first, o1.type, o2.type), ti.select(first, o1.pos, o2.pos),
+                ti.select(first, o1.mat, o2.mat), ti.select(first, o1.size, o2.size),
+                ti.select(first, o1.margin, o2.margin),
+                ti.select(first, o1.shrink, o2.shrink),
+                ti.select(first, o1.vadr, o2.vadr), ti.select(first, o1.vnum, o2.vnum),
+                ti.select(first, o1.gadr, o2.gadr), ti.select(first, o1.vidx, o2.vidx),
+                ti.select(first, o1.midx, o2.midx), ti.select(first, direction, -direction),
+                mesh_vert, mesh_graph)
+            if first:
+                p1 = res
+                o1.vidx = vidx
+                o1.midx = midx
+            else:
+                p2 = res
+                o2.vidx = vidx
+                o2.midx = midx
     return p1, p2
 
 
@@ -307,8 +339,9 @@ def _hillclimb(gadr, vadr, midx, local, mesh_vert: ti.template(), mesh_graph: ti
 
 @ti.func
 def _discrete(o1: ti.template(), o2: ti.template()):
-    return o1.margin == 0 and o2.margin == 0 and (o1.type == MESH or o1.type == BOX) and \
-        (o2.type == MESH or o2.type == BOX)
+    return o1.margin == 0 and o2.margin == 0 and \
+        (o1.type == MESH or o1.type == BOX or o1.type == HFIELD) and \
+        (o2.type == MESH or o2.type == BOX or o2.type == HFIELD)
 
 
 # ------------------------------------------------------------------------------------
@@ -1266,7 +1299,7 @@ def _narrow_convex(
     serial: ti.template(), override: ti.template(), o_margin: float, tol: float,
     kmax: ti.i32,
     # candidates: lists[l, KIND_CONVEX, k] for k < counts[l, KIND_CONVEX], l = world or 0
-    cand_geom: ND, cand_pair: ND, lists: ND, counts: ND, cap_cand: ti.i32,
+    cand_geom: ND, cand_pair: ND, lists: ND, counts: ND, lanes: ti.i32,
     # model
     geom_type: ND, geom_dataid: ND, geom_size: ND, geom_rbound: ND, geom_margin: ND,
     pair_margin_arr: ND, mesh_vertadr: ND, mesh_vertnum: ND, mesh_graphadr: ND,
@@ -1278,9 +1311,12 @@ def _narrow_convex(
     nworld = geom_xpos.shape[0]
     if ti.static(serial):
         ti.loop_config(serialize=True)
-    for worldid, k in ti.ndrange(nworld, cap_cand):
-        cand = list_candidate(worldid, k, KIND_CONVEX, lists, counts, world_mask)
-        if cand >= 0:
+    for worldid, lane in ti.ndrange(nworld, lanes):
+        n = list_count(worldid, KIND_CONVEX, counts, world_mask)
+        k = lane
+        while k < n:
+            cand = list_entry(worldid, KIND_CONVEX, k, lists)
+            k += lanes
             g1, g2, margin, near = near_pair(worldid, cand, cand_geom, cand_pair, geom_type,
                                              geom_rbound, geom_margin, pair_margin_arr,
                                              geom_xpos, geom_xmat, override, o_margin)

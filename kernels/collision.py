@@ -133,16 +133,20 @@ def sphere_filter(worldid, g1, g2, margin, geom_type: ti.template(),
 
 
 @ti.func
-def list_candidate(worldid, k, kind, lists: ti.template(), counts: ti.template(),
-                   world_mask: ti.template()):
-    """The candidate in slot ``k`` of the world's list of detector ``kind`` (lists and
-    counts are per world under sweep-and-prune, shared otherwise); -1 when the slot is
-    empty or the world is masked out."""
-    lw = worldid % counts.shape[0]
-    cand = -1
-    if world_mask[worldid] != 0 and k < counts[lw, kind]:
-        cand = lists[lw, kind, k]
-    return cand
+def list_count(worldid, kind, counts: ti.template(), world_mask: ti.template()):
+    """How many candidates of detector ``kind`` the world tests (lists and counts are
+    per world under sweep-and-prune, shared otherwise); 0 when the world is masked
+    out. Narrowphase kernels run ``lanes`` threads per world, thread ``lane`` taking
+    slots lane, lane + lanes, ... below this count."""
+    n = 0
+    if world_mask[worldid] != 0:
+        n = counts[worldid % counts.shape[0], kind]
+    return n
+
+
+@ti.func
+def list_entry(worldid, kind, k, lists: ti.template()):
+    return lists[worldid % lists.shape[0], kind, k]
 
 
 @ti.func
@@ -168,29 +172,39 @@ def emit(worldid, cand, out: ti.template(), ncon: ti.template(),
          contact_frame: ti.template(), contact_key: ti.template()):
     """Claim slots in the world's buffer for the listed contacts (ncon counts every
     claim, also past capacity: finalize turns the excess into contact_overflow)."""
-    nconmax = contact_dist.shape[1]
     for i in range(out.n):
-        key = cand * KEY_STRIDE + i
-        slot = ti.atomic_add(ncon[worldid], 1)
-        if slot >= nconmax and nconmax > 0:
-            # full: replace the largest key if this one is smaller, so that a serial
-            # re-run (collision() does one for overflowing worlds) keeps the nconmax
-            # contacts of lowest (candidate, index), whatever order detectors ran in
-            slot = -1
-            kmax = key
-            for j in range(nconmax):
-                if contact_key[worldid, j] > kmax:
-                    kmax = contact_key[worldid, j]
-                    slot = j
-        if slot >= 0 and slot < nconmax:
-            contact_dist[worldid, slot] = out.dist[i]
-            contact_pos[worldid, slot] = ti.Vector([out.pos[i, 0], out.pos[i, 1],
-                                                    out.pos[i, 2]])
-            contact_frame[worldid, slot] = ti.Matrix([
-                [out.normal[i, 0], out.normal[i, 1], out.normal[i, 2]],
-                [out.tangent[i, 0], out.tangent[i, 1], out.tangent[i, 2]],
-                [0.0, 0.0, 0.0]])
-            contact_key[worldid, slot] = key
+        emit_one(worldid, cand * KEY_STRIDE + i, out.dist[i],
+                 ti.Vector([out.pos[i, 0], out.pos[i, 1], out.pos[i, 2]]),
+                 ti.Vector([out.normal[i, 0], out.normal[i, 1], out.normal[i, 2]]),
+                 ti.Vector([out.tangent[i, 0], out.tangent[i, 1], out.tangent[i, 2]]),
+                 ncon, contact_dist, contact_pos, contact_frame, contact_key)
+
+
+@ti.func
+def emit_one(worldid, key, dist, pos, normal, tangent, ncon: ti.template(),
+             contact_dist: ti.template(), contact_pos: ti.template(),
+             contact_frame: ti.template(), contact_key: ti.template()):
+    """One contact with sort key ``key`` (candidate * KEY_STRIDE + detector index)."""
+    nconmax = contact_dist.shape[1]
+    slot = ti.atomic_add(ncon[worldid], 1)
+    if slot >= nconmax and nconmax > 0:
+        # full: replace the largest key if this one is smaller, so that a serial
+        # re-run (collision() does one for overflowing worlds) keeps the nconmax
+        # contacts of lowest (candidate, index), whatever order detectors ran in
+        slot = -1
+        kmax = key
+        for j in range(nconmax):
+            if contact_key[worldid, j] > kmax:
+                kmax = contact_key[worldid, j]
+                slot = j
+    if slot >= 0 and slot < nconmax:
+        contact_dist[worldid, slot] = dist
+        contact_pos[worldid, slot] = pos
+        contact_frame[worldid, slot] = ti.Matrix([
+            [normal[0], normal[1], normal[2]],
+            [tangent[0], tangent[1], tangent[2]],
+            [0.0, 0.0, 0.0]])
+        contact_key[worldid, slot] = key
 
 
 # ------------------------------------------------------------------------------------
@@ -233,7 +247,7 @@ def _narrow_primitive(
     serial: ti.template(),
     override: ti.template(), o_margin: float,
     # candidates: lists[l, KIND_PRIMITIVE, k] for k < counts[l, 0], l = world or 0
-    cand_geom: ND, cand_pair: ND, cand_code: ND, lists: ND, counts: ND, cap: ti.i32,
+    cand_geom: ND, cand_pair: ND, cand_code: ND, lists: ND, counts: ND, lanes: ti.i32,
     # model
     geom_type: ND, geom_size: ND, geom_rbound: ND, geom_margin: ND, pair_margin_arr: ND,
     # data
@@ -243,19 +257,26 @@ def _narrow_primitive(
     nworld = geom_xpos.shape[0]
     if ti.static(serial):
         ti.loop_config(serialize=True)
-    for worldid, k in ti.ndrange(nworld, cap):
-        cand = list_candidate(worldid, k, 0, lists, counts, world_mask)
-        if cand >= 0 and cand_code[cand] == code:
-            g1, g2, margin, near = near_pair(worldid, cand, cand_geom, cand_pair, geom_type,
-                                             geom_rbound, geom_margin, pair_margin_arr,
-                                             geom_xpos, geom_xmat, override, o_margin)
-            if near:
-                pos1, mat1, size1 = geom_pose(worldid, g1, geom_xpos, geom_xmat, geom_size)
-                pos2, mat2, size2 = geom_pose(worldid, g2, geom_xpos, geom_xmat, geom_size)
-                out = new_list(maxcon)
-                detector(out, margin, pos1, mat1, size1, pos2, mat2, size2)
-                emit(worldid, cand, out, ncon, contact_dist, contact_pos, contact_frame,
-                     contact_key)
+    for worldid, lane in ti.ndrange(nworld, lanes):
+        n = list_count(worldid, 0, counts, world_mask)
+        k = lane
+        while k < n:
+            cand = list_entry(worldid, 0, k, lists)
+            k += lanes
+            if cand_code[cand] == code:
+                g1, g2, margin, near = near_pair(worldid, cand, cand_geom, cand_pair,
+                                                 geom_type, geom_rbound, geom_margin,
+                                                 pair_margin_arr, geom_xpos, geom_xmat,
+                                                 override, o_margin)
+                if near:
+                    pos1, mat1, size1 = geom_pose(worldid, g1, geom_xpos, geom_xmat,
+                                                  geom_size)
+                    pos2, mat2, size2 = geom_pose(worldid, g2, geom_xpos, geom_xmat,
+                                                  geom_size)
+                    out = new_list(maxcon)
+                    detector(out, margin, pos1, mat1, size1, pos2, mat2, size2)
+                    emit(worldid, cand, out, ncon, contact_dist, contact_pos, contact_frame,
+                         contact_key)
 
 
 def narrow_primitive(m, d, plan, serial=False):
@@ -303,32 +324,67 @@ def make_frame(normal, hint):
     return ti.Matrix.rows([n, t, b])
 
 
-@ti.func
-def _swap(a: ti.template(), worldid, i, j):
-    tmp = a[worldid, i]
-    a[worldid, i] = a[worldid, j]
-    a[worldid, j] = tmp
+@ti.kernel
+def _finalize_rank(ncon: ND, contact_key: ND, contact_dist: ND, contact_pos: ND,
+                   contact_frame: ND, tmp_key: ND, tmp_dist: ND, tmp_pos: ND, tmp_frame: ND):
+    """Each kept contact goes to slot = its rank by key in the scratch arrays (keys are
+    unique: candidate * KEY_STRIDE + detector index), one thread per contact."""
+    nworld = ncon.shape[0]
+    nconmax = contact_dist.shape[1]
+    for worldid, conid in ti.ndrange(nworld, nconmax):
+        kept = ti.min(ncon[worldid], nconmax)
+        if conid < kept:
+            key = contact_key[worldid, conid]
+            rank = 0
+            for j in range(kept):
+                if contact_key[worldid, j] < key:
+                    rank += 1
+            tmp_key[worldid, rank] = key
+            tmp_dist[worldid, rank] = contact_dist[worldid, conid]
+            tmp_pos[worldid, rank] = contact_pos[worldid, conid]
+            tmp_frame[worldid, rank] = contact_frame[worldid, conid]
 
 
 @ti.kernel
-def _finalize_sort(ncon: ND, contact_overflow: ND, contact_key: ND, contact_dist: ND,
-                   contact_pos: ND, contact_frame: ND):
+def _finalize_gather(ncon: ND, contact_overflow: ND, contact_key: ND, contact_dist: ND,
+                     contact_pos: ND, contact_frame: ND, tmp_key: ND, tmp_dist: ND,
+                     tmp_pos: ND, tmp_frame: ND):
+    """Sorted contacts back from the scratch arrays; ncon clamped to nconmax and the
+    excess counted in contact_overflow. (Thread 0 of a world writes ncon while the
+    others read it: both values give the same min(ncon, nconmax).)"""
     nworld = ncon.shape[0]
     nconmax = contact_dist.shape[1]
-    for worldid in range(nworld):
+    for worldid, conid in ti.ndrange(nworld, nconmax):
         n = ncon[worldid]
         kept = ti.min(n, nconmax)
-        contact_overflow[worldid] = n - kept
-        ncon[worldid] = kept
-        # insertion sort by key (few contacts per world; already nearly sorted)
-        for i in range(1, kept):
-            j = i
-            while j > 0 and contact_key[worldid, j - 1] > contact_key[worldid, j]:
-                _swap(contact_key, worldid, j - 1, j)
-                _swap(contact_dist, worldid, j - 1, j)
-                _swap(contact_pos, worldid, j - 1, j)
-                _swap(contact_frame, worldid, j - 1, j)
-                j -= 1
+        if conid == 0:
+            contact_overflow[worldid] = n - kept
+            ncon[worldid] = kept
+        if conid < kept:
+            contact_key[worldid, conid] = tmp_key[worldid, conid]
+            contact_dist[worldid, conid] = tmp_dist[worldid, conid]
+            contact_pos[worldid, conid] = tmp_pos[worldid, conid]
+            contact_frame[worldid, conid] = tmp_frame[worldid, conid]
+
+
+def _sort_scratch(d):
+    """Scratch copies of the sorted contact arrays (allocated on first use)."""
+    s = getattr(d, "_contact_sort_scratch", None)
+    if s is None or s[0].shape != d.contact_key.shape:
+        s = tuple(_like(getattr(d, name)) for name in
+                  ("contact_key", "contact_dist", "contact_pos", "contact_frame"))
+        d._contact_sort_scratch = s
+    return s
+
+
+def _like(arr):
+    shape = tuple(arr.shape)
+    elem = tuple(getattr(arr, "element_shape", ()) or ())
+    if not elem:
+        return ti.ndarray(arr.dtype, shape=shape)
+    if len(elem) == 1:
+        return ti.Vector.ndarray(elem[0], arr.dtype, shape=shape)
+    return ti.Matrix.ndarray(elem[0], elem[1], arr.dtype, shape=shape)
 
 
 @ti.kernel
@@ -459,8 +515,11 @@ def finalize(m, d, plan):
     """Clamp each world's contacts to nconmax (contact_overflow counts the rest), sort
     them into MuJoCo's order and set their parameters (mj_contactParam, mj_setContact)."""
     opt = m.opt
-    _finalize_sort(d.ncon, d.contact_overflow, d.contact_key, d.contact_dist, d.contact_pos,
-                   d.contact_frame)
+    scratch = _sort_scratch(d)
+    _finalize_rank(d.ncon, d.contact_key, d.contact_dist, d.contact_pos, d.contact_frame,
+                   *scratch)
+    _finalize_gather(d.ncon, d.contact_overflow, d.contact_key, d.contact_dist,
+                     d.contact_pos, d.contact_frame, *scratch)
     _finalize(bool(opt.enabled("override")),
               *(float(x) for x in tuple(opt.o_solref) + tuple(opt.o_solimp)
                 + tuple(opt.o_friction)),

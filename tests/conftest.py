@@ -36,5 +36,5 @@ def pytest_terminal_summary(terminalreporter):
         summary = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
         tr.write_line(f"{group}: {len(results)} models: {summary}")
         for model, status in sorted(results.items()):
-            if not status.startswith("match"):
+            if not status.startswith("match") or os.environ.get("TIPHYS_REPORT_ALL"):
                 tr.write_line(f"    {model}: {status}")

@@ -139,6 +139,14 @@ def test_overflow_warns_and_keeps_first_contacts_deterministically():
     assert all(compare_contacts(a, b, atol=0) == [] for a, b in zip(ours, again))
 
 
+def test_zero_contact_slots_with_candidates_is_an_error():
+    m = tiphys.load_model_from_string(FILTERS.format(filterparent="enable"))
+    d = tiphys.make_data(m, 2, nconmax=0)
+    tiphys.kinematics(m, d)
+    with pytest.raises(ValueError, match=r"nconmax=0 .* make_data\(m, nworld, nconmax"):
+        tiphys.collision(m, d)
+
+
 def test_nan_in_one_world_stays_there():
     xml = FILTERS.format(filterparent="enable")
     mjm = mujoco.MjModel.from_xml_string(xml)

@@ -152,13 +152,24 @@ class CollisionPlan(SimpleNamespace):
         return ones
 
     def lists(self, d):
-        """(lists, counts, cap) for the narrowphase kernels: lists[l, kind, k] < counts[l,
-        kind] are candidate ids; l = world (sweep-and-prune) or 0 (every world tests all
-        candidates of the kind)."""
+        """(lists, counts, lanes) for the narrowphase kernels: lists[l, kind, k] for k <
+        counts[l, kind] are candidate ids; l = world (sweep-and-prune) or 0 (every world
+        tests all candidates of the kind); ``lanes`` threads per world share a list."""
         sp = getattr(d, "_tiphys_sap", None)
         if sp is not None and sp.active:
-            return sp.lists, sp.counts, sp.cap
-        return self.static_lists, self.static_counts, self.static_cap
+            return sp.lists, sp.counts, _lanes(sp.cap, d.nworld)
+        return self.static_lists, self.static_counts, _lanes(self.static_cap, d.nworld)
+
+
+LANE_THREADS = 4096  # narrowphase threads per launch to aim for (worlds x lanes)
+
+
+def _lanes(cap, nworld):
+    """Threads per world over a candidate list of capacity ``cap``: enough for about
+    LANE_THREADS in all, so that one world still spreads its pairs over the cores,
+    while many worlds run few threads each, looping over short strides of the list
+    instead of launching a thread for every (mostly empty) slot."""
+    return int(max(1, min(cap, -(-LANE_THREADS // nworld))))
 
 
 def _int_array(values, shape):
@@ -305,8 +316,13 @@ def collision(m, d) -> None:
     RuntimeWarning names ``make_data(..., nconmax=)``."""
     p = plan(m)
     d.ncon.fill(0)
-    if p.ncand == 0 or d.nconmax == 0:
+    if p.ncand == 0:
         return
+    if d.nconmax == 0:
+        raise ValueError(
+            f"collision: this Data has nconmax=0 contact slots but the model has "
+            f"{p.ncand} candidate geom pair(s); allocate slots with make_data(m, nworld, "
+            f"nconmax=...) or turn contacts off with <flag contact=\"disable\"/>")
     check_detectors(m)
     if p.sap:
         from .kernels.broadphase import sap

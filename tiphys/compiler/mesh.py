@@ -1397,6 +1397,11 @@ def compile_hfield(*, name: str = "", file_bytes: Optional[bytes] = None,
 
     if nrow < 1 or ncol < 1 or data is None or data.size == 0:
         raise ModelError("hfield not specified")
+    if nrow < 2 or ncol < 2:
+        # MuJoCo accepts these, then divides by ncol-1 / nrow-1 in every collision
+        source = f"file '{file_name}'" if has_file and file_name else "data"
+        raise ModelError(f"hfield {source} has {nrow} row(s) and {ncol} column(s); a "
+                         f"height field needs at least 2 rows and 2 columns")
     data = data.astype(np.float32)
     emin = min(_F32(1e10), data.min())
     emax = max(_F32(-1e10), data.max())
