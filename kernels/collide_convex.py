@@ -1462,8 +1462,8 @@ def geom_distance(m, d, g1: int, g2: int, distmax: float):
 
     Reads geom_xpos/geom_xmat (run kinematics first). Convex pairs and box-box use the
     native ccd in distance mode; the other pairs (plane, analytic) run their collision
-    function with distmax as margin, as MuJoCo does. Heightfields and SDFs raise
-    NotImplementedError."""
+    function with distmax as margin, as MuJoCo does (heightfields: mjc_ConvexHField).
+    SDFs raise NotImplementedError."""
     from tiphys.contacts import GEOM_TYPE_NAMES, detector_kind
     g1, g2 = int(g1), int(g2)
     gtype = np.asarray(m.arrays.geom_type)
@@ -1490,6 +1490,11 @@ def geom_distance(m, d, g1: int, g2: int, distmax: float):
                 f"{GEOM_TYPE_NAMES[t2]}")
         mode = "primitive"
         detector, maxcon = table[(t1, t2)]
+    elif kind == "hfield":
+        from .collide_hfield import hfield_distance
+        ga, gb = (g2, g1) if flip else (g1, g2)
+        hfield_distance(m, d, ga, gb, flip, distmax, dist, fromto)
+        return dist.to_numpy().astype(np.float64), fromto.to_numpy().astype(np.float64)
     else:
         raise NotImplementedError(
             f"geom_distance: {GEOM_TYPE_NAMES[t1]}-{GEOM_TYPE_NAMES[t2]} ({kind}) pairs")

@@ -34,6 +34,14 @@ KIND_HFIELD = 2  # index of "hfield" in tiphys.contacts.KINDS
 
 
 @ti.func
+def _new_best(dist):
+    """The deepest contact so far (geom_distance): dist, pos, normal, count."""
+    return ti.types.struct(dist=float, pos=ti.types.vector(3, float),
+                           normal=ti.types.vector(3, float), n=ti.i32)(
+        dist=dist, pos=ti.Vector.zero(float, 3), normal=ti.Vector.zero(float, 3), n=0)
+
+
+@ti.func
 def _new_prism():
     """A prism object: collide_convex's object fields (type HFIELD, identity frame, no
     margin) plus its six vertices, rows 0-2 bottom and 3-5 top."""
@@ -71,7 +79,8 @@ def _grid_vertex(p: ti.template(), r, c, i, dx, dy, size0, size1, size2, margin,
 
 
 @ti.func
-def _hfield_convex(worldid, cand, g1, g2, margin, cap: ti.template(), tol, kmax,
+def _hfield_convex(worldid, cand, g1, g2, margin, record: ti.template(), best: ti.template(),
+                   cap: ti.template(), tol, kmax,
                    geom_type: ti.template(), geom_dataid: ti.template(),
                    geom_size: ti.template(), geom_rbound: ti.template(),
                    hfield_size: ti.template(), hfield_nrow: ti.template(),
@@ -165,10 +174,17 @@ def _hfield_convex(worldid, cand, g1, g2, margin, cap: ti.template(), tol, kmax,
                                 if st.dist < 0:
                                     normal = mat1 @ _normalize(st.x1 - st.x2)
                                     pos = mat1 @ (0.5 * (st.x1 + st.x2)) + pos1
-                                    emit_one(worldid, cand * KEY_STRIDE + n, st.dist, pos,
-                                             normal, ti.Vector([0.0, 0.0, 0.0]), ncon,
-                                             contact_dist, contact_pos, contact_frame,
-                                             contact_key)
+                                    if ti.static(record):
+                                        if st.dist < best.dist:  # geom_distance
+                                            best.dist = st.dist
+                                            best.pos = pos
+                                            best.normal = normal
+                                            best.n += 1
+                                    else:
+                                        emit_one(worldid, cand * KEY_STRIDE + n, st.dist,
+                                                 pos, normal, ti.Vector([0.0, 0.0, 0.0]),
+                                                 ncon, contact_dist, contact_pos,
+                                                 contact_frame, contact_key)
                                     n += 1
                     c += 1
                 r += 1
@@ -199,7 +215,9 @@ def _narrow_hfield(
                                              geom_rbound, geom_margin, pair_margin_arr,
                                              geom_xpos, geom_xmat, override, o_margin)
             if near:
-                _hfield_convex(worldid, cand, g1, g2, margin, cap, tol, kmax, geom_type,
+                best = _new_best(0.0)  # unused: contacts are emitted
+                _hfield_convex(worldid, cand, g1, g2, margin, False, best, cap, tol, kmax,
+                               geom_type,
                                geom_dataid, geom_size, geom_rbound, hfield_size, hfield_nrow,
                                hfield_ncol, hfield_adr, hfield_data, mesh_vertadr,
                                mesh_vertnum, mesh_graphadr, mesh_vert, mesh_graph,
@@ -228,3 +246,44 @@ def narrow_hfield(m, d, plan, serial=False):
             m.mesh_graphadr, m.mesh_vert, m.mesh_graph, d.geom_xpos, d.geom_xmat,
             plan.world_mask(d, serial), d.ncon, d.contact_dist, d.contact_pos,
             d.contact_frame, d.contact_key)
+
+
+@ti.kernel
+def _hfield_distance(
+    cap: ti.template(), g1: ti.i32, g2: ti.i32, flip: ti.i32, distmax: float, tol: float,
+    kmax: ti.i32, geom_type: ND, geom_dataid: ND, geom_size: ND, geom_rbound: ND,
+    hfield_size: ND, hfield_nrow: ND, hfield_ncol: ND, hfield_adr: ND, hfield_data: ND,
+    mesh_vertadr: ND, mesh_vertnum: ND, mesh_graphadr: ND, mesh_vert: ND, mesh_graph: ND,
+    geom_xpos: ND, geom_xmat: ND, dist_out: ND, fromto_out: ND,
+    ncon: ND, contact_dist: ND, contact_pos: ND, contact_frame: ND, contact_key: ND,
+):
+    for worldid in range(geom_xpos.shape[0]):
+        best = _new_best(distmax)
+        _hfield_convex(worldid, -1, g1, g2, distmax, True, best, cap, tol, kmax,
+                       geom_type, geom_dataid, geom_size, geom_rbound, hfield_size,
+                       hfield_nrow, hfield_ncol, hfield_adr, hfield_data, mesh_vertadr,
+                       mesh_vertnum, mesh_graphadr, mesh_vert, mesh_graph, geom_xpos,
+                       geom_xmat, ncon, contact_dist, contact_pos, contact_frame,
+                       contact_key)
+        fromto = ti.Vector.zero(float, 6)
+        if best.n > 0:
+            sign = -1.0 if flip else 1.0
+            for i in ti.static(range(3)):
+                fromto[i] = best.pos[i] - 0.5 * sign * best.dist * best.normal[i]
+                fromto[3 + i] = best.pos[i] + 0.5 * sign * best.dist * best.normal[i]
+        dist_out[worldid] = best.dist
+        fromto_out[worldid] = fromto
+
+
+def hfield_distance(m, d, g1, g2, flip, distmax, dist, fromto):
+    """geom_distance for a heightfield pair (geoms ordered hfield first): MuJoCo calls
+    mjc_ConvexHField with distmax as margin and keeps the deepest contact."""
+    opt = m.opt
+    with _light_compile():
+        _hfield_distance(
+            polytope_capacity(opt.ccd_iterations), int(g1), int(g2), int(flip),
+            float(distmax), float(opt.ccd_tolerance), int(opt.ccd_iterations), m.geom_type,
+            m.geom_dataid, m.geom_size, m.geom_rbound, m.hfield_size, m.hfield_nrow,
+            m.hfield_ncol, m.hfield_adr, m.hfield_data, m.mesh_vertadr, m.mesh_vertnum,
+            m.mesh_graphadr, m.mesh_vert, m.mesh_graph, d.geom_xpos, d.geom_xmat, dist,
+            fromto, d.ncon, d.contact_dist, d.contact_pos, d.contact_frame, d.contact_key)

@@ -429,7 +429,7 @@ def test_corpus_convex_contacts_match_mujoco(rel):
     d = tiphys.make_data(m, nworld)
     try:
         ours, theirs = collide_both(m, d, mjm, qpos)
-    except NotImplementedError as exc:  # other detectors (heightfields) not written yet
+    except NotImplementedError as exc:  # detectors not written yet (SDF plugins)
         record(group, rel, "not yet: " + str(exc).split(": ", 1)[-1])
         return
     msgs, touching, ncon, worst, noisy = errors_of(ours, theirs, TOL_SMOOTH, mjm, qpos)

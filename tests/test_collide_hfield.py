@@ -133,3 +133,32 @@ def test_hfield_explicit_pair_and_world_nan():
             assert len(ours_nan[w]) == len(ours[w])
             for a, b in zip(ours_nan[w], ours[w]):
                 np.testing.assert_array_equal(a["pos"], b["pos"])
+
+
+@pytest.mark.parametrize("b", ["sphere", "box"])
+def test_hfield_geom_distance_matches_mujoco(b):
+    """mj_geomDistance on a heightfield pair runs mjc_ConvexHField with distmax as
+    margin and keeps the deepest contact (either geom order)."""
+    from tiphys.kernels.collide_convex import geom_distance
+    xml = hfield_xml(b)
+    m = tiphys.load_model_from_string(xml)
+    mjm = mujoco.MjModel.from_xml_string(xml)
+    rng = np.random.default_rng(zlib.crc32(f"dist-{b}".encode()))
+    qpos = random_free_qpos(mjm, rng, 16, spread=0.0)
+    qpos[:, :2] = rng.uniform(-0.4, 0.4, (16, 2))
+    qpos[:, 2] = rng.uniform(0.1, 0.6, 16)
+    d = tiphys.make_data(m, 16)
+    collide_both(m, d, mjm, qpos)  # sets qpos and runs kinematics
+    mjd = mujoco.MjData(mjm)
+    found = 0
+    for g1, g2 in ((0, 1), (1, 0)):
+        dist, fromto = geom_distance(m, d, g1, g2, 0.05)
+        for w in range(16):
+            mjd.qpos[:] = qpos[w]
+            mujoco.mj_kinematics(mjm, mjd)
+            ft = np.zeros(6)
+            ref = mujoco.mj_geomDistance(mjm, mjd, g1, g2, 0.05, ft)
+            found += ref < 0.05
+            np.testing.assert_allclose(dist[w], ref, atol=TOL_SMOOTH, rtol=0)
+            np.testing.assert_allclose(fromto[w], ft, atol=TOL_SMOOTH * 10, rtol=0)
+    assert 0 < found < 32
