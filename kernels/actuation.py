@@ -2,6 +2,7 @@
 (mj_fwdActuation) and activation integration (as mj_advance)."""
 import taichi as ti
 
+from .check import WARN_BADCTRL, is_bad
 from .math import quat_mul, quat_normalize, rot_vec_quat, sub_quat
 from .tendon import add_jac_dot
 
@@ -337,6 +338,16 @@ def actuator_disabled(group, disableactuator):
     return res
 
 
+@ti.func
+def _clamped_ctrl(worldid, actid, ctrl: ti.template(), clampctrl,
+                  actuator_ctrllimited: ti.template(), actuator_ctrlrange: ti.template()):
+    u = ctrl[worldid, actid]
+    if clampctrl != 0 and actuator_ctrllimited[actid] != 0:
+        rng = actuator_ctrlrange[worldid % actuator_ctrlrange.shape[0], actid]
+        u = _clip(u, rng[0], rng[1])
+    return u
+
+
 @ti.kernel
 def _actuation(
     # model
@@ -350,23 +361,27 @@ def _actuation(
     # data in
     ctrl: ND, act: ND, actuator_length: ND, actuator_velocity: ND,
     # data out
-    act_dot: ND, actuator_force: ND,
+    act_dot: ND, actuator_force: ND, warning_number: ND, warning_lastinfo: ND,
 ):
     """Activation derivatives and unclamped actuator forces (gain * ctrl/act + bias)."""
     nworld = ctrl.shape[0]
     for worldid, actid in ti.ndrange(nworld, nu):
-        # controls: clamped; any bad control zeroes all of this world's controls
-        bad = 0
-        for k in range(nu):
-            c = ctrl[worldid, k]
-            if c != c or ti.abs(c) > 1e10:
-                bad = 1
+        # controls, clamped; any bad one zeroes all of this world's controls (not ctrl
+        # itself) and raises mjWARN_BADCTRL
+        bad = -1
         u = 0.0
-        if bad == 0:
-            u = ctrl[worldid, actid]
-            if clampctrl != 0 and actuator_ctrllimited[actid] != 0:
-                rng = actuator_ctrlrange[worldid % actuator_ctrlrange.shape[0], actid]
-                u = _clip(u, rng[0], rng[1])
+        for k in range(nu):
+            c = _clamped_ctrl(worldid, k, ctrl, clampctrl, actuator_ctrllimited,
+                              actuator_ctrlrange)
+            if k == actid:
+                u = c
+            if bad < 0 and is_bad(c):
+                bad = k
+        if bad >= 0:
+            u = 0.0
+            if actid == 0:
+                warning_number[worldid][WARN_BADCTRL] += 1
+                warning_lastinfo[worldid][WARN_BADCTRL] = bad
         dynprm = actuator_dynprm[worldid % actuator_dynprm.shape[0], actid]
         dyntype = actuator_dyntype[actid]
         actadr = actuator_actadr[actid]
@@ -516,7 +531,7 @@ def actuation(m, d):
                m.actuator_lengthrange, m.nu, int(not opt.disabled("clampctrl")),
                int(opt.disableactuator), float(opt.timestep),
                d.ctrl, d.act, d.actuator_length, d.actuator_velocity,
-               d.act_dot, d.actuator_force)
+               d.act_dot, d.actuator_force, d.warning_number, d.warning_lastinfo)
     _actuation_limits(m.actuator_trntype, m.actuator_trnid, m.actuator_forcelimited,
                       m.actuator_forcerange, m.tendon_actfrclimited, m.tendon_actfrcrange,
                       m.jnt_type, m.jnt_dofadr, m.jnt_actfrclimited, m.jnt_actfrcrange,

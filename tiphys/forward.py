@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .kernels.actuation import actuation, transmission, velocity
+from .kernels.check import check
 from .kernels.forward import fwd_acceleration
 from .kernels.integrate import RK4_A, RK4_B, euler, implicit, implicitfast, rk4_stage
 from .kernels.inverse import inverse_combine
@@ -109,7 +110,10 @@ def step(m: Model, d: Data) -> None:
     check_supported(m)
     integrator = m.opt.integrator
     _check_integrator(m)
+    check(m, d, "pos")
+    check(m, d, "vel")
     _forward(m, d)
+    check(m, d, "acc")
     if integrator == 1:
         _rk4(m, d)
     else:
@@ -137,6 +141,8 @@ def step1(m: Model, d: Data) -> None:
     Set ctrl, qfrc_applied or xfrc_applied afterwards, then call step2.
     """
     check_supported(m)
+    check(m, d, "pos")
+    check(m, d, "vel")
     _position_velocity(m, d)
 
 
@@ -146,6 +152,7 @@ def step2(m: Model, d: Data) -> None:
     check_supported(m)
     _check_integrator(m)
     _acceleration(m, d)
+    check(m, d, "acc")
     _integrate(m, d)
 
 

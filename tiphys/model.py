@@ -171,6 +171,8 @@ def reset_data(m: Model, d: Data, keyframe=None, world: Optional[int] = None) ->
                      ctrl=np.tile(a.key_ctrl[k], (nw, 1)),
                      mocap_pos=np.tile(a.key_mpos[k].reshape(-1, 3), (nw, 1, 1)),
                      mocap_quat=np.tile(a.key_mquat[k].reshape(-1, 4), (nw, 1, 1)))
+    if world is None:
+        d._reset_state = reset_state_arrays(m, d, keyframe)
     for name, _, _, _ in DATA_FIELDS + DATA_EXTRA_FIELDS:
         field = getattr(d, name)
         if name in state:
@@ -182,6 +184,36 @@ def reset_data(m: Model, d: Data, keyframe=None, world: Optional[int] = None) ->
             current[world] = value[world]
             value = current
         _set_padded(field, value)
+
+
+RESET_FIELDS = ("time", "qpos", "qvel", "act", "ctrl", "mocap_pos", "mocap_quat")
+
+
+def reset_state_arrays(m: Model, d: Data, keyframe=None) -> dict:
+    """One world's reset state (qpos0 or the keyframe) as device arrays shaped like
+    the Data fields with nworld = 1: what autoreset (kernels/check.py) restores."""
+    a = m.arrays
+    state = {"time": np.zeros(1), "qpos": np.asarray(a.qpos0).reshape(1, -1),
+             "qvel": np.zeros((1, m.nv)), "act": np.zeros((1, m.na)),
+             "ctrl": np.zeros((1, m.nu)),
+             "mocap_pos": np.asarray(a.mocap_pos0).reshape(1, -1, 3),
+             "mocap_quat": np.asarray(a.mocap_quat0).reshape(1, -1, 4)}
+    if keyframe is not None:
+        k = keyframe if isinstance(keyframe, (int, np.integer)) else name2id(m, "key", keyframe)
+        state.update(time=np.full(1, a.key_time[k]), qpos=a.key_qpos[k].reshape(1, -1),
+                     qvel=a.key_qvel[k].reshape(1, -1), act=a.key_act[k].reshape(1, -1),
+                     ctrl=a.key_ctrl[k].reshape(1, -1),
+                     mocap_pos=a.key_mpos[k].reshape(1, -1, 3),
+                     mocap_quat=a.key_mquat[k].reshape(1, -1, 4))
+    shapes = {name: (shape, dtype) for name, shape, dtype, _ in DATA_FIELDS}
+    out = {}
+    for name in RESET_FIELDS:
+        shape, dtype = shapes[name]
+        arr = _make_array(shape, dtype, d._sizes, nworld=1)
+        _set_padded(arr, np.asarray(state[name], dtype=np.float64).reshape(
+            numpy_shape(shape, d._sizes, 1)))
+        out[name] = arr
+    return out
 
 
 def _set_padded(field, value: np.ndarray) -> None:

@@ -398,6 +398,9 @@ DATA_EXTRA_FIELDS = (
     ("efc_force", "nworld njmax", "f", "constraint force in constraint space"),
     ("efc_overflow", "nworld", "i",
      "constraint rows dropped by the last make_constraint because njmax was reached"),
+    # mjData.warning per world: counts and last info of each mjtWarning
+    ("warning_number", "nworld 8", "i", "how many times each warning was raised"),
+    ("warning_lastinfo", "nworld 8", "i", "info from the last warning of each kind"),
 )
 
 

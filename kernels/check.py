@@ -1,0 +1,119 @@
+"""Bad-state checks of every world (mj_checkPos, mj_checkVel, mj_checkAcc and the
+control check of mj_fwdActuation), counted in ``warning_number`` / ``warning_lastinfo``.
+
+A value is bad when it is NaN or beyond +-1e10 (mju_isBad). A world with a bad qpos,
+qvel or qacc is counted under mjWARN_BADQPOS / BADQVEL / BADQACC with the first bad
+index as lastinfo and, unless the ``autoreset`` disable flag is set, reset on the
+device to the reset state of its Data (qpos0 or the keyframe given to make_data /
+reset_data): time, qpos, qvel, act, ctrl, mocap poses, qacc_warmstart, applied forces.
+Other worlds are never read or written, so a diverging world cannot disturb them.
+
+One deviation from MuJoCo, to avoid a host round trip per step: after a bad qacc
+MuJoCo resets and runs mj_forward again before integrating; here the reset world's
+qacc is set to zero, so it rests at its reset state for that step and simulates
+normally from the next one.
+
+Bad controls (after clamping) are handled in kernels/actuation.py as in
+mj_fwdActuation: that world's actuators see zero controls (ctrl itself is kept) and
+mjWARN_BADCTRL is counted.
+"""
+import numpy as np
+import taichi as ti
+
+from .. import backend
+
+ND = ti.types.ndarray()
+
+# mjtWarning
+WARN_INERTIA, WARN_CONTACTFULL, WARN_CNSTRFULL, WARN_VGEOMFULL = 0, 1, 2, 3
+WARN_BADQPOS, WARN_BADQVEL, WARN_BADQACC, WARN_BADCTRL = 4, 5, 6, 7
+MAXVAL = 1e10  # mjMAXVAL
+
+# what each check reads: the state vector and its warning
+_CHECKS = {"pos": WARN_BADQPOS, "vel": WARN_BADQVEL, "acc": WARN_BADQACC}
+
+
+@ti.func
+def is_bad(x):
+    """NaN, +-inf (all exponent bits set: read from the bits, since fast-math may fold
+    x != x away) or beyond +-MAXVAL."""
+    special = False
+    if ti.static(backend.precision() == "f64"):
+        special = ((ti.bit_cast(ti.cast(x, ti.f64), ti.u64) >> 52) & 0x7FF) == 0x7FF
+    else:
+        special = ((ti.bit_cast(ti.cast(x, ti.f32), ti.u32) >> 23) & 0xFF) == 0xFF
+    return special or x > MAXVAL or x < -MAXVAL
+
+
+@ti.kernel
+def _check(warn: ti.template(), autoreset: ti.template(), n: ti.i32, values: ND,
+           warning_number: ND, warning_lastinfo: ND,
+           # reset state (one world) and the state it overwrites
+           r_time: ND, r_qpos: ND, r_qvel: ND, r_act: ND, r_ctrl: ND, r_mocap_pos: ND,
+           r_mocap_quat: ND, nq: ti.i32, nv: ti.i32, na: ti.i32, nu: ti.i32, nmocap: ti.i32,
+           nbody: ti.i32, time: ND, qpos: ND, qvel: ND, act: ND, ctrl: ND, mocap_pos: ND,
+           mocap_quat: ND, qacc_warmstart: ND, qfrc_applied: ND, xfrc_applied: ND, qacc: ND):
+    for worldid in range(values.shape[0]):
+        bad = -1
+        for i in range(n):
+            if bad < 0 and is_bad(values[worldid, i]):
+                bad = i
+        if bad >= 0:
+            # mj_warning counts once; without a reset mj_check* counts again (MuJoCo
+            # 3.4.0 counts twice), with one the reset clears the world's warnings first
+            if ti.static(autoreset):
+                for k in ti.static(range(8)):
+                    warning_number[worldid][k] = 0
+                warning_number[worldid][warn] = 1
+            else:
+                warning_number[worldid][warn] += 2
+            warning_lastinfo[worldid][warn] = bad
+            if ti.static(autoreset):
+                time[worldid] = r_time[0]
+                for i in range(nq):
+                    qpos[worldid, i] = r_qpos[0, i]
+                for i in range(nv):
+                    qvel[worldid, i] = r_qvel[0, i]
+                    qacc_warmstart[worldid, i] = 0.0
+                    qfrc_applied[worldid, i] = 0.0
+                    qacc[worldid, i] = 0.0
+                for i in range(na):
+                    act[worldid, i] = r_act[0, i]
+                for i in range(nu):
+                    ctrl[worldid, i] = r_ctrl[0, i]
+                for i in range(nmocap):
+                    mocap_pos[worldid, i] = r_mocap_pos[0, i]
+                    mocap_quat[worldid, i] = r_mocap_quat[0, i]
+                for i in range(nbody):
+                    xfrc_applied[worldid, i] = ti.Vector.zero(float, 6)
+
+
+def _reset_state(m, d):
+    """One world's reset state on the device (set by make_data / reset_data)."""
+    state = getattr(d, "_reset_state", None)
+    if state is None:
+        from ..model import reset_state_arrays
+        state = reset_state_arrays(m, d, None)
+        d._reset_state = state
+    return state
+
+
+def check(m, d, what: str) -> None:
+    """mj_checkPos / mj_checkVel / mj_checkAcc (``what`` = 'pos', 'vel', 'acc') on
+    every world."""
+    warn = _CHECKS[what]
+    values = {"pos": d.qpos, "vel": d.qvel, "acc": d.qacc}[what]
+    n = {"pos": m.nq, "vel": m.nv, "acc": m.nv}[what]
+    if n == 0:
+        return
+    r = _reset_state(m, d)
+    _check(warn, not m.opt.disabled("autoreset"), n, values, d.warning_number,
+           d.warning_lastinfo, r["time"], r["qpos"], r["qvel"], r["act"], r["ctrl"],
+           r["mocap_pos"], r["mocap_quat"], m.nq, m.nv, m.na, m.nu, m.nmocap, m.nbody,
+           d.time, d.qpos, d.qvel, d.act, d.ctrl, d.mocap_pos, d.mocap_quat,
+           d.qacc_warmstart, d.qfrc_applied, d.xfrc_applied, d.qacc)
+
+
+def warnings_of(d) -> np.ndarray:
+    """(nworld, 8) warning counts, columns in mjtWarning order."""
+    return d.warning_number.to_numpy()[:d.nworld]
