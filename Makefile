@@ -39,6 +39,7 @@ run: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/run.py
 	$(PY) benchmarks/bench_step.py
+	$(PY) benchmarks/bench_collision.py
 
 clean:
 	rm -rf $(VENV) .cache build dist *.egg-info

@@ -3,9 +3,6 @@
     python benchmarks/bench_collision.py           # nworld 1, 64, 1024; appends to RESULTS.md
     python benchmarks/bench_collision.py --quick   # nworld 1 and 64, nothing written
 
-Not part of `make bench` yet: heightfield contacts are not implemented, so the scene
-raises NotImplementedError until they are (then add it to the Makefile's bench target).
-
 The scene (``pile_xml``): a 32x32 heightfield and N free objects (boxes, spheres,
 capsules, cylinders, ellipsoids, convex meshes) stacked in a jittered grid so that
 neighbours touch and the bottom layer presses into the terrain. Each world gets its own
