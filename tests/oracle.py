@@ -61,35 +61,38 @@ def _inline_includes(root, basedir):
             parent.insert(idx + k, child)
 
 
-def strip_later_sections(path: str) -> bytes:
+def strip_later_sections(path: str, sections=LATER_SECTIONS) -> bytes:
     """The model's own XML with the sections of later issues removed.
 
-    Includes are inlined first; keyframe ctrl/act go too (they index actuators).
-    Everything else (units, defaults, frames...) stays as the author wrote it.
+    Includes are inlined first; keyframe ctrl/act go too when actuators do (they
+    index actuators). Everything else (units, defaults, frames...) stays as the
+    author wrote it.
     """
     parser = etree.XMLParser(remove_comments=True)
     root = etree.parse(path, parser).getroot()
     _inline_includes(root, os.path.dirname(path))
-    for tag in LATER_SECTIONS:
+    for tag in sections:
         for el in root.findall(tag):
             root.remove(el)
-    for key in root.iter("key"):
-        for attr in ("ctrl", "act"):
-            key.attrib.pop(attr, None)
+    if "actuator" in sections:
+        for key in root.iter("key"):
+            for attr in ("ctrl", "act"):
+                key.attrib.pop(attr, None)
     return etree.tostring(root)
 
 
 class StrippedModel:
     """A stripped copy written next to the original (so asset paths resolve)."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, sections=LATER_SECTIONS):
         self.path = path
+        self.sections = tuple(sections)
         self.tmp = os.path.join(os.path.dirname(path),
                                 f".tiphys_stripped_{os.getpid()}_{os.path.basename(path)}")
 
     def __enter__(self):
         with open(self.tmp, "wb") as f:
-            f.write(strip_later_sections(self.path))
+            f.write(strip_later_sections(self.path, self.sections))
         return self.tmp
 
     def __exit__(self, *exc):

@@ -52,15 +52,15 @@ def test_info_on_bundled_scene(capsys):
         assert word in out
 
 
-def test_info_on_corpus_model_with_equality_reports_missing_feature(capsys):
-    path = os.path.join(corpus_dir(), "mjwarp", "constraints.xml")
+def test_info_on_corpus_model_with_sensors_reports_missing_feature(capsys):
+    path = os.path.join(corpus_dir(), "mjtest", "model.xml")
     if not os.path.isfile(path):
         pytest.skip("corpus not fetched (make corpus)")
     assert main(["info", path]) == 0
     out = capsys.readouterr().out
     assert "not compiled yet" in out
-    assert "equality" in out
-    assert "connect" in out  # spec-level counts of the uncompiled section
+    assert "sensor" in out
+    assert "rangefinder" in out  # spec-level counts of the uncompiled section
     assert "body" in out and "timestep" in out
 
 

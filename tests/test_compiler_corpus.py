@@ -3,7 +3,9 @@
 Every corpus model is compiled by both engines from the same file and every
 Model field both have is compared (1e-6 relative). A model may fail only with
 NotImplementedError naming an element a later issue adds; the same model with
-those sections stripped (in both engines) must then match.
+those sections stripped (in both engines) must then match. Only the sections the
+compiler does not handle yet are stripped (stage tests strip more: see
+oracle.LATER_SECTIONS).
 """
 import os
 
@@ -15,6 +17,8 @@ from oracle import (StrippedModel, compare_model, corpus_dir, corpus_models, muj
 from conftest import record
 
 MODELS = corpus_models()
+# sections the compiler refuses (NotImplementedError) until a later issue adds them
+COMPILER_LATER = ("sensor", "deformable", "extension")
 
 
 def test_corpus_is_present():
@@ -59,7 +63,7 @@ def test_compile_without_later_sections_matches_mujoco(rel):
     path = os.path.join(corpus_dir(), rel)
     if isinstance(_mujoco_or_none(path), Exception):
         return  # covered by the test above
-    with StrippedModel(path) as tmp:
+    with StrippedModel(path, COMPILER_LATER) as tmp:
         mjm = _mujoco_or_none(tmp)
         if isinstance(mjm, Exception):
             # only models whose geoms/meshes need plugin instances end up here

@@ -49,6 +49,17 @@ def _png(width, height) -> bytes:
 # A hinge body with mass, for cases that need a valid moving body around the error.
 ARM = '    <body name="arm">\n      <joint name="hinge"/>\n      <geom size="0.1"/>\n    </body>'
 
+
+def eq(inner: str) -> str:
+    """A model with a hinge arm (site "s"), a ball body, a fixed tendon "t", and
+    ``inner`` inside <equality> starting on line 14."""
+    return ('<mujoco>\n  <worldbody>\n    <body name="arm">\n      <joint name="hinge"/>\n'
+            '      <geom size="0.1"/>\n      <site name="s"/>\n    </body>\n'
+            '    <body name="ball">\n      <joint name="b" type="ball"/>\n'
+            '      <geom size="0.1"/>\n    </body>\n  </worldbody>\n  <equality>\n'
+            f'{inner}\n  </equality>\n  <tendon>\n    <fixed name="t">\n'
+            '      <joint joint="hinge" coef="1"/>\n    </fixed>\n  </tendon>\n</mujoco>\n')
+
 # MuJoCo's verdict on each case: it rejects the text too ("reject"), or it accepts
 # it and tiphys rejects deliberately ("accept": see the reason in the case).
 REJECT, ACCEPT = "reject", "accept"
@@ -189,6 +200,13 @@ CASES = [
          "hfield", None, "error decoding PNG", assets={"h.png": b"notapng"}),
     Case("truncated-png-hfield", asset('    <hfield file="h.png" size="1 1 1 1"/>'), 3,
          "hfield", None, "error decoding PNG", assets={"h.png": _png(4, 3)[:40]}),
+    Case("hfield-png-one-row", asset('    <hfield file="h.png" size="1 1 1 1"/>'), 3,
+         "hfield", None, "at least 2 rows and 2 columns", assets={"h.png": _png(5, 1)},
+         mujoco=ACCEPT, why="MuJoCo divides by nrow-1 = 0 in every heightfield collision"),
+    Case("hfield-inline-one-column",
+         asset('    <hfield name="h" nrow="3" ncol="1" size="1 1 1 1"/>'), 3, "hfield",
+         None, "at least 2 rows and 2 columns", mujoco=ACCEPT,
+         why="MuJoCo divides by ncol-1 = 0 in every heightfield collision"),
     Case("hfield-binary-wrong-size", asset('    <hfield file="h.bin" size="1 1 1 1"/>'), 3,
          "hfield", None, "unexpected file size",
          assets={"h.bin": struct.pack("<ii", 2, 2) + b"\0" * 8}),
@@ -356,6 +374,50 @@ CASES = [
          "<mujoco>\n", '<mujoco>\n  <size nuser_geom="2147483647"/>\n'), 2, "size",
          "nuser_geom", "could not allocate memory", mujoco=None,
          why="MuJoCo tries to allocate ~17 GB; tiphys refuses arrays over 4 GiB"),
+    # -- equality constraints -------------------------------------------------------------
+    Case("eq-unknown-body", eq('    <connect body1="nope" anchor="0 0 0"/>'), 14, "connect",
+         "body1", "unknown element 'nope'"),
+    Case("eq-unknown-body2", eq('    <weld body1="arm" body2="nope"/>'), 14, "weld", "body2",
+         "unknown element 'nope'"),
+    Case("eq-unknown-site", eq('    <weld site1="s" site2="nope"/>'), 14, "weld", "site2",
+         "unknown element 'nope'"),
+    Case("eq-unknown-joint", eq('    <joint joint1="nope"/>'), 14, "joint", "joint1",
+         "unknown element 'nope'"),
+    Case("eq-unknown-tendon", eq('    <tendon tendon1="t" tendon2="nope"/>'), 14, "tendon",
+         "tendon2", "unknown element 'nope'"),
+    Case("eq-mixed-body-site", eq('    <connect body1="arm" anchor="0 0 0" site2="s"/>'), 14,
+         "connect", "site2", "cannot be mixed"),
+    Case("eq-connect-without-anchor", eq('    <connect body1="arm"/>'), 14, "connect",
+         "anchor", "both body1 and anchor"),
+    Case("eq-weld-one-site", eq('    <weld site1="s"/>'), 14, "weld", "site2",
+         "site1 and site2 must be defined"),
+    Case("eq-weld-body2-only", eq('    <weld body2="arm"/>'), 14, "weld", "body1",
+         "either body1 must be defined"),
+    Case("eq-anchor-two-numbers", eq('    <connect body1="arm" anchor="0 0"/>'), 14,
+         "connect", "anchor", "does not have enough data"),
+    Case("eq-relpose-eight-numbers", eq('    <weld body1="arm" relpose="0 0 0 1 0 0 0 1"/>'),
+         14, "weld", "relpose", "too much data"),
+    Case("eq-polycoef-six-numbers", eq('    <joint joint1="hinge" polycoef="0 1 0 0 0 0"/>'),
+         14, "joint", "polycoef", "too much data"),
+    Case("eq-polycoef-not-numbers", eq('    <tendon tendon1="t" polycoef="0 one"/>'), 14,
+         "tendon", "polycoef", "expected numbers"),
+    Case("eq-joint1-missing", eq('    <joint joint2="hinge"/>'), 14, "joint", "joint1",
+         "required attribute missing"),
+    Case("eq-repeated-joint", eq('    <joint joint1="hinge" joint2="hinge"/>'), 14, "joint",
+         "joint2", "is repeated"),
+    Case("eq-weld-world-to-itself", eq('    <weld body1="world"/>'), 14, "weld", "body1",
+         "is repeated"),
+    Case("eq-ball-joint", eq('    <joint joint1="hinge" joint2="b"/>'), 14, "joint", "joint2",
+         "only HINGE and SLIDE"),
+    Case("eq-bad-active", eq('    <joint joint1="hinge" active="maybe"/>'), 14, "joint",
+         "active", "invalid keyword"),
+    Case("eq-unknown-class", eq('    <joint joint1="hinge" class="nope"/>'), 14, "joint",
+         "class", "unknown default class 'nope'"),
+    Case("eq-solref-three-numbers", eq('    <joint joint1="hinge" solref="1 2 3"/>'), 14,
+         "joint", "solref", "expected 1 to 2 numbers"),
+    Case("eq-repeated-name", eq('    <joint name="e" joint1="hinge"/>\n'
+                                '    <weld name="e" body1="arm"/>'), 15,
+         "weld", "name", "repeated name 'e'"),
 ]
 
 # Inertia eigenvalues that violate A + B >= C by less than the mesh tolerance.

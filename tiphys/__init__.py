@@ -17,6 +17,7 @@ from .kernels.passive import tendon_passive
 from .forward import inverse, step1, step2
 from .contacts import collision
 from .kernels.collide_convex import geom_distance
+from .kernels.constraint import make_constraint, reference_constraint
 from .kernels.jac import apply_ft, jac, jac_body, jac_body_com, jac_geom, jac_site, jac_subtree_com
 
 __version__ = "0.1.0"
@@ -31,5 +32,5 @@ __all__ = [
     "step1", "step2", "inverse", "jac", "jac_body", "jac_body_com", "jac_site", "jac_geom",
     "jac_subtree_com", "apply_ft",
     "tendon", "transmission", "velocity", "actuation", "advance_activation", "tendon_passive",
-    "collision", "geom_distance",
+    "collision", "geom_distance", "make_constraint", "reference_constraint",
 ]

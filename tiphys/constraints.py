@@ -22,7 +22,7 @@ def default_njmax(m, nconmax: int) -> int:
             rows += EQ_ROWS[int(t)] if int(t) < len(EQ_ROWS) else 0
     if m.nv:
         rows += int(np.count_nonzero(np.any(
-            np.asarray(a.dof_frictionloss).reshape(-1, m.nv) > 0, axis=0)))
+            np.asarray(a.dof_frictionloss).reshape(-1, m.nv) != 0, axis=0)))
     if m.ntendon:
         rows += int(np.count_nonzero(np.any(
             np.asarray(a.tendon_frictionloss).reshape(-1, m.ntendon) > 0, axis=0)))

@@ -159,6 +159,7 @@ def reset_data(m: Model, d: Data, keyframe=None, world: Optional[int] = None) ->
         "time": np.zeros(nw), "qpos": np.tile(a.qpos0, (nw, 1)),
         "qvel": np.zeros((nw, m.nv)), "act": np.zeros((nw, m.na)),
         "ctrl": np.zeros((nw, m.nu)),
+        "eq_active": np.tile(np.asarray(a.eq_active0).reshape(-1)[:m.neq], (nw, 1)),
         "mocap_pos": np.tile(a.mocap_pos0, (nw, 1, 1)),
         "mocap_quat": np.tile(a.mocap_quat0, (nw, 1, 1)),
     }

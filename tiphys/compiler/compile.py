@@ -16,6 +16,7 @@ from .defaults import DefaultTree
 from .options import read_option, read_size, read_statistic, read_visual
 from .actuator import compile_tendons_and_actuators
 from .contact import compile_contact, referenced_geom_names
+from .equality import compile_equality
 from .setconst import set_const
 from .tree import TreeBuilder
 
@@ -23,7 +24,6 @@ from .tree import TreeBuilder
 # Spec, but compiling a model that uses them raises NotImplementedError.
 _LATER = {
     "sensor": "sensors",
-    "equality": "equality constraints",
     "deformable": "flex/skin", "extension": "plugins",
 }
 
@@ -140,6 +140,7 @@ def compile_spec(spec) -> ModelArrays:
     ctx.assets.fill(out)
     compile_tendons_and_actuators(spec, defaults, builder, ctx, out, size)
     compile_contact(spec, defaults, builder, out)
+    compile_equality(spec, defaults, builder, out)
     try:
         _keyframes(spec, out, size.get("nkey", 0))
     except MemoryError:
@@ -719,6 +720,7 @@ def _names(spec, builder, assets, out):
         "key": [k.attr("name") or "" for s in spec.sections("keyframe") for k in s.children],
         "tendon": out.tendon_names, "actuator": out.actuator_names,
         "pair": out.pair_names, "exclude": out.exclude_names,
+        "equality": out.eq_names,
     }
     names.update(assets.names())
     objects = {
@@ -730,6 +732,7 @@ def _names(spec, builder, assets, out):
         "light": [li.el for b in bodies for li in b.lights],
         "tendon": out.tendon_els, "actuator": out.actuator_els,
         "pair": out.pair_els, "exclude": out.exclude_els,
+        "equality": out.eq_els,
     }
     for kind, lst in names.items():
         seen = {}

@@ -1,0 +1,1077 @@
+"""Constraint rows: make_constraint (mj_makeConstraint) and reference_constraint
+(mj_referenceConstraint), batched over worlds, dense Jacobian.
+
+Each world's rows come in MuJoCo's order: equalities (connect 3, weld 6, joint and
+tendon 1, active ones only), friction loss (dofs, then tendons), limits (joints: both
+sides of hinges and slides, balls; then tendons), contacts (frictionless 1, pyramidal
+2(dim-1), elliptic dim). The rows' addresses are fixed before any row is written:
+
+1. ``_count_equality`` (one thread per (world, equality)) stores how many rows each
+   equality makes (0 when inactive, or, as MuJoCo's dense path, when its Jacobian is
+   all zeros);
+2. ``_scan`` (one thread per world) counts the rows of every other element, walks all
+   elements in MuJoCo's order and gives each its first row (-1: none). Rows past
+   ``njmax`` are not kept: the first element that does not fit, and every element
+   after it, is dropped whole (so a kept weld or contact always has all its rows),
+   and ``efc_overflow`` counts the rows lost;
+3. fill kernels (one thread per (world, element)) write their rows: Jacobian, pos,
+   margin, frictionloss, type, id and the soft-constraint parameters (KBIP, R) as
+   mj_diagApprox + mj_makeImpedance, which only need the element's own rows;
+4. ``_finish`` sets D = 1/R and diagApprox = R imp / (1 - imp) on every row.
+
+Per-world parameters ("*" fields) are indexed ``worldid % shape[0]``.
+"""
+import warnings
+
+import numpy as np
+import taichi as ti
+
+from .math import quat_mul
+from .tendon import last_dof
+
+ND = ti.types.ndarray()
+
+MINVAL = 1e-15  # mjMINVAL
+MINIMP = 0.0001  # mjMINIMP
+MAXIMP = 0.9999  # mjMAXIMP
+
+# mjtConstraint
+(EQUALITY, FRICTION_DOF, FRICTION_TENDON, LIMIT_JOINT, LIMIT_TENDON,
+ CONTACT_FRICTIONLESS, CONTACT_PYRAMIDAL, CONTACT_ELLIPTIC) = range(8)
+# mjtEq, mjtObj (site), mjtJoint
+EQ_CONNECT, EQ_WELD, EQ_JOINT, EQ_TENDON = range(4)
+OBJ_SITE = 6
+JNT_BALL, JNT_SLIDE, JNT_HINGE = 1, 2, 3
+
+
+# ------------------------------------------------------------------------------------
+# shared funcs: Jacobian columns, soft-constraint parameters
+# ------------------------------------------------------------------------------------
+
+@ti.func
+def _dif_column(worldid, dofid, plus, minus, off_plus, off_minus, cdof: ti.template()):
+    """Column ``dofid`` of jac(plus point) - jac(minus point): (translation, rotation).
+
+    ``plus``/``minus``: whether the dof moves that point; offsets are the points
+    relative to their tree's subtree_com. A dof moving both gives the difference."""
+    cd = cdof[worldid, dofid]
+    ang = ti.Vector([cd[0], cd[1], cd[2]])
+    lin = ti.Vector([cd[3], cd[4], cd[5]])
+    jp = ti.Vector([0.0, 0.0, 0.0])
+    jr = ti.Vector([0.0, 0.0, 0.0])
+    if plus:
+        jp = lin + ang.cross(off_plus)
+        jr = ang
+    if minus:
+        jp = jp - (lin + ang.cross(off_minus))
+        jr = jr - ang
+    return jp, jr
+
+
+@ti.func
+def _solref_checked(ref, timestep, refsafe: ti.template(), fallback0, fallback1):
+    """getsolparam: a mixed-sign reference becomes the fallback; refsafe clamps the
+    time constant to 2 timesteps."""
+    out = ref
+    if (ref[0] > 0) != (ref[1] > 0):
+        out = ti.Vector([fallback0, fallback1])
+    if ti.static(refsafe):
+        if out[0] > 0:
+            out[0] = ti.max(out[0], 2.0 * timestep)
+    return out
+
+
+@ti.func
+def _solimp_checked(solimp):
+    out = solimp
+    out[0] = ti.min(MAXIMP, ti.max(MINIMP, solimp[0]))
+    out[1] = ti.min(MAXIMP, ti.max(MINIMP, solimp[1]))
+    out[2] = ti.max(0.0, solimp[2])
+    out[3] = ti.min(MAXIMP, ti.max(MINIMP, solimp[3]))
+    out[4] = ti.max(1.0, solimp[4])
+    return out
+
+
+@ti.func
+def _power(a, b):
+    out = a
+    if b == 2:
+        out = a * a
+    elif b != 1:
+        out = ti.pow(a, b)
+    return out
+
+
+@ti.func
+def _impedance(solimp, pos, margin):
+    """getimpedance: (imp, imp') of a constraint at distance pos - margin."""
+    imp = 0.5 * (solimp[0] + solimp[1])
+    impp = 0.0
+    if solimp[0] != solimp[1] and solimp[2] > MINVAL:
+        x = (pos - margin) / solimp[2]
+        sgn = 1.0
+        if x < 0:
+            x = -x
+            sgn = -1.0
+        if x >= 1 or x <= 0:
+            imp = solimp[1] if x >= 1 else solimp[0]
+            impp = 0.0
+        else:
+            y = x
+            yp = 1.0
+            p = solimp[4]
+            mid = solimp[3]
+            if p != 1:
+                if x <= mid:
+                    a = 1.0 / _power(mid, p - 1)
+                    y = a * _power(x, p)
+                    yp = p * a * _power(x, p - 1)
+                else:
+                    b = 1.0 / _power(1 - mid, p - 1)
+                    y = 1 - b * _power(1 - x, p)
+                    yp = p * b * _power(1 - x, p - 1)
+            imp = solimp[0] + y * (solimp[1] - solimp[0])
+            impp = yp * sgn * (solimp[1] - solimp[0]) / solimp[2]
+    return imp, impp
+
+
+@ti.func
+def _kbip(ref, solimp, imp, impp, frictional):
+    """efc_KBIP of one row: stiffness (0 for friction rows), damping, imp, imp'."""
+    dmax = solimp[1]
+    k = 0.0
+    if not frictional:
+        if ref[0] > 0:
+            k = 1.0 / ti.max(MINVAL, dmax * dmax * ref[0] * ref[0] * ref[1] * ref[1])
+        else:
+            k = -ref[0] / ti.max(MINVAL, dmax * dmax)
+    b = 0.0
+    if ref[1] > 0:
+        b = 2.0 / ti.max(MINVAL, dmax * ref[0])
+    else:
+        b = -ref[1] / ti.max(MINVAL, dmax)
+    return ti.Vector([k, b, imp, impp])
+
+
+@ti.func
+def _r_of(imp, diag):
+    return ti.max(MINVAL, (1.0 - imp) * diag / imp)
+
+
+@ti.func
+def _zero_row(worldid, row, nv, efc_J: ti.template()):
+    for dofid in range(nv):
+        efc_J[worldid, row, dofid] = 0.0
+
+
+@ti.func
+def _row_head(worldid, row, ctype, objid, pos, margin, frictionloss, efc_type: ti.template(),
+              efc_id: ti.template(), efc_pos: ti.template(), efc_margin: ti.template(),
+              efc_frictionloss: ti.template()):
+    efc_type[worldid, row] = ctype
+    efc_id[worldid, row] = objid
+    efc_pos[worldid, row] = pos
+    efc_margin[worldid, row] = margin
+    efc_frictionloss[worldid, row] = frictionloss
+
+
+# ------------------------------------------------------------------------------------
+# equality: connect and weld (body points, site frames)
+# ------------------------------------------------------------------------------------
+
+@ti.func
+def _eq_frames(worldid, eqid, eq_obj1id: ti.template(), eq_obj2id: ti.template(),
+               eq_objtype: ti.template(), eq_data: ti.template(), site_bodyid: ti.template(),
+               site_quat: ti.template(), xpos: ti.template(), xmat: ti.template(),
+               xquat: ti.template(), site_xpos: ti.template(), weld):
+    """Bodies, global points and (weld) orientation quaternions of a connect/weld:
+    (b0, b1, p0, p1, quat = q0 * relpose, quat1 = neg(q1))."""
+    id0 = eq_obj1id[eqid]
+    id1 = eq_obj2id[eqid]
+    data = eq_data[worldid % eq_data.shape[0], eqid]
+    b0 = id0
+    b1 = id1
+    p0 = ti.Vector([0.0, 0.0, 0.0])
+    p1 = ti.Vector([0.0, 0.0, 0.0])
+    quat = ti.Vector([1.0, 0.0, 0.0, 0.0])
+    quat1 = ti.Vector([1.0, 0.0, 0.0, 0.0])
+    if eq_objtype[eqid] == OBJ_SITE:
+        b0 = site_bodyid[id0]
+        b1 = site_bodyid[id1]
+        p0 = site_xpos[worldid, id0]
+        p1 = site_xpos[worldid, id1]
+        if weld:
+            sw = worldid % site_quat.shape[0]
+            quat = quat_mul(xquat[worldid, b0], site_quat[sw, id0])
+            qs1 = quat_mul(xquat[worldid, b1], site_quat[sw, id1])
+            quat1 = ti.Vector([qs1[0], -qs1[1], -qs1[2], -qs1[3]])
+    else:
+        # connect: anchor of body k at data[3k:3k+3]; weld: body 0's at data[3:6],
+        # body 1's at data[0:3]
+        a0 = ti.Vector([data[0], data[1], data[2]])
+        a1 = ti.Vector([data[3], data[4], data[5]])
+        if weld:
+            a0, a1 = a1, a0
+        p0 = xmat[worldid, b0] @ a0 + xpos[worldid, b0]
+        p1 = xmat[worldid, b1] @ a1 + xpos[worldid, b1]
+        if weld:
+            quat = quat_mul(xquat[worldid, b0], ti.Vector([data[6], data[7], data[8], data[9]]))
+            q1 = xquat[worldid, b1]
+            quat1 = ti.Vector([q1[0], -q1[1], -q1[2], -q1[3]])
+    return b0, b1, p0, p1, quat, quat1
+
+
+@ti.func
+def _weld_rot_column(jr, quat, quat1, torquescale):
+    """Rotation rows of a weld column: 0.5 * neg(q1) * jr * q0 * relpose, scaled."""
+    q2 = ti.Vector([-quat1[1] * jr[0] - quat1[2] * jr[1] - quat1[3] * jr[2],
+                    quat1[0] * jr[0] + quat1[2] * jr[2] - quat1[3] * jr[1],
+                    quat1[0] * jr[1] + quat1[3] * jr[0] - quat1[1] * jr[2],
+                    quat1[0] * jr[2] + quat1[1] * jr[1] - quat1[2] * jr[0]])
+    q3 = quat_mul(q2, quat)
+    return ti.Vector([0.5 * q3[1], 0.5 * q3[2], 0.5 * q3[3]]) * torquescale
+
+
+@ti.func
+def _eq_body_rows(worldid, eqid, row, write: ti.template(),
+                  eq_type: ti.template(), eq_obj1id: ti.template(), eq_obj2id: ti.template(),
+                  eq_objtype: ti.template(), eq_data: ti.template(),
+                  site_bodyid: ti.template(), site_quat: ti.template(), xpos: ti.template(),
+                  xmat: ti.template(), xquat: ti.template(), site_xpos: ti.template(),
+                  subtree_com: ti.template(), cdof: ti.template(),
+                  body_rootid: ti.template(), body_parentid: ti.template(),
+                  body_dofnum: ti.template(), body_dofadr: ti.template(),
+                  dof_parentid: ti.template(), efc_J: ti.template()):
+    """Jacobian of a connect (3 rows) or weld (6 rows) over the merged dof chain of
+    its two bodies. With ``write``, the rows from ``row`` on are filled (the caller
+    zeroed them); returns (nonzero, b0, b1, cpos): whether any entry is nonzero, the
+    two bodies, and the position error (3 or 6 values, rest 0)."""
+    weld = eq_type[eqid] == EQ_WELD
+    b0, b1, p0, p1, quat, quat1 = _eq_frames(
+        worldid, eqid, eq_obj1id, eq_obj2id, eq_objtype, eq_data, site_bodyid, site_quat,
+        xpos, xmat, xquat, site_xpos, weld)
+    torquescale = eq_data[worldid % eq_data.shape[0], eqid][10]
+    off0 = p0 - subtree_com[worldid, body_rootid[b0]]
+    off1 = p1 - subtree_com[worldid, body_rootid[b1]]
+    nonzero = 0
+    d0 = last_dof(body_parentid, body_dofnum, body_dofadr, b0)
+    d1 = last_dof(body_parentid, body_dofnum, body_dofadr, b1)
+    while d0 >= 0 or d1 >= 0:
+        dofid = ti.max(d0, d1)
+        jp, jr = _dif_column(worldid, dofid, dofid == d0, dofid == d1, off0, off1, cdof)
+        rr = ti.Vector([0.0, 0.0, 0.0])
+        if weld:
+            rr = _weld_rot_column(jr, quat, quat1, torquescale)
+        for k in ti.static(range(3)):
+            if jp[k] != 0 or rr[k] != 0:
+                nonzero = 1
+        if ti.static(write):
+            for k in ti.static(range(3)):
+                efc_J[worldid, row + k, dofid] = jp[k]
+            if weld:
+                for k in ti.static(range(3)):
+                    efc_J[worldid, row + 3 + k, dofid] = rr[k]
+        if dofid == d0:
+            d0 = dof_parentid[d0]
+        if dofid == d1:
+            d1 = dof_parentid[d1]
+    cpos = ti.Vector.zero(float, 6)
+    dp = p0 - p1
+    for k in ti.static(range(3)):
+        cpos[k] = dp[k]
+    if weld:
+        q2 = quat_mul(quat1, quat)
+        for k in ti.static(range(3)):
+            cpos[3 + k] = q2[1 + k] * torquescale
+    return nonzero, b0, b1, cpos
+
+
+@ti.func
+def _coupling(data, pos0, ref0, pos1, ref1, has2):
+    """Joint/tendon coupling: (position error, d(polynomial)/d(object 2 position))."""
+    cpos = pos0 - ref0 - data[0]
+    deriv = 0.0
+    if has2:
+        dif = pos1 - ref1
+        cpos = pos0 - ref0 - data[0] - (data[1] * dif + data[2] * dif * dif
+                                        + data[3] * dif * dif * dif
+                                        + data[4] * dif * dif * dif * dif)
+        deriv = data[1] + 2 * data[2] * dif + 3 * data[3] * dif * dif \
+            + 4 * data[4] * dif * dif * dif
+    return cpos, deriv
+
+
+@ti.func
+def _tendon_coupling(worldid, eqid, eq_obj1id: ti.template(), eq_obj2id: ti.template(),
+                     eq_data: ti.template(), ten_length: ti.template(),
+                     tendon_length0: ti.template()):
+    id0 = eq_obj1id[eqid]
+    id1 = eq_obj2id[eqid]
+    pos1 = 0.0
+    ref1 = 0.0
+    if id1 >= 0:
+        pos1 = ten_length[worldid, id1]
+        ref1 = tendon_length0[id1]
+    return _coupling(eq_data[worldid % eq_data.shape[0], eqid], ten_length[worldid, id0],
+                     tendon_length0[id0], pos1, ref1, id1 >= 0)
+
+
+@ti.kernel
+def _count_equality(
+    nv: ti.i32, neq: ti.i32,
+    # model
+    eq_type: ND, eq_obj1id: ND, eq_obj2id: ND, eq_objtype: ND, eq_data: ND,
+    site_bodyid: ND, site_quat: ND, body_rootid: ND, body_parentid: ND, body_dofnum: ND,
+    body_dofadr: ND, dof_parentid: ND, tendon_length0: ND,
+    # data in
+    eq_active: ND, xpos: ND, xmat: ND, xquat: ND, site_xpos: ND, subtree_com: ND, cdof: ND,
+    ten_J: ND, ten_length: ND,
+    # out: rows per equality (the scan turns them into addresses)
+    efc_adr: ND, efc_J: ND,
+):
+    nworld = efc_adr.shape[0]
+    for worldid, eqid in ti.ndrange(nworld, neq):
+        n = 0
+        if eq_active[worldid, eqid] != 0:
+            etype = eq_type[eqid]
+            if etype == EQ_CONNECT or etype == EQ_WELD:
+                nonzero, _b0, _b1, _cpos = _eq_body_rows(
+                    worldid, eqid, 0, False, eq_type, eq_obj1id, eq_obj2id, eq_objtype,
+                    eq_data, site_bodyid, site_quat, xpos, xmat, xquat, site_xpos,
+                    subtree_com, cdof, body_rootid, body_parentid, body_dofnum, body_dofadr,
+                    dof_parentid, efc_J)
+                if nonzero:
+                    n = 6 if etype == EQ_WELD else 3
+            elif etype == EQ_JOINT:
+                n = 1
+            elif etype == EQ_TENDON:
+                _cpos, deriv = _tendon_coupling(worldid, eqid, eq_obj1id, eq_obj2id,
+                                                eq_data, ten_length, tendon_length0)
+                id0 = eq_obj1id[eqid]
+                id1 = eq_obj2id[eqid]
+                for dofid in range(nv):
+                    v = ten_J[worldid, id0, dofid]
+                    if id1 >= 0:
+                        v = v + ten_J[worldid, id1, dofid] * (-deriv)
+                    if v != 0:
+                        n = 1
+        efc_adr[worldid, eqid] = n
+
+
+# ------------------------------------------------------------------------------------
+# scan: row counts of friction, limits, contacts; addresses; counters and overflow
+# ------------------------------------------------------------------------------------
+
+@ti.func
+def _ball_angle(worldid, jntid, jnt_qposadr: ti.template(), qpos: ti.template()):
+    """(rotation angle, unit axis) of a ball joint's quaternion, as mj_instantiateLimit."""
+    adr = jnt_qposadr[jntid]
+    q = ti.Vector([qpos[worldid, adr], qpos[worldid, adr + 1], qpos[worldid, adr + 2],
+                   qpos[worldid, adr + 3]])
+    qn = ti.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+    if qn < MINVAL:
+        q = ti.Vector([1.0, 0.0, 0.0, 0.0])
+    elif ti.abs(qn - 1) > MINVAL:
+        q = q * (1.0 / qn)
+    axis = ti.Vector([q[1], q[2], q[3]])
+    sin_a_2 = ti.sqrt(axis[0] * axis[0] + axis[1] * axis[1] + axis[2] * axis[2])
+    if sin_a_2 < MINVAL:
+        axis = ti.Vector([1.0, 0.0, 0.0])
+    else:
+        axis = axis * (1.0 / sin_a_2)
+    speed = 2.0 * ti.atan2(sin_a_2, q[0])
+    if speed > 3.14159265358979323846:
+        speed -= 2.0 * 3.14159265358979323846
+    vel = axis * speed
+    value = ti.sqrt(vel[0] * vel[0] + vel[1] * vel[1] + vel[2] * vel[2])
+    if value < MINVAL:
+        vel = ti.Vector([1.0, 0.0, 0.0])
+    else:
+        vel = vel * (1.0 / value)
+    return value, vel
+
+
+@ti.func
+def _limit_sides(lo, hi, value, margin):
+    """Which sides of a scalar limit are active: (lower, upper) as 0/1."""
+    lower = 1 if -1.0 * (lo - value) < margin else 0
+    upper = 1 if 1.0 * (hi - value) < margin else 0
+    return lower, upper
+
+
+@ti.func
+def _contact_rows(dim, elliptic: ti.template()):
+    n = 1
+    if dim > 1:
+        if ti.static(elliptic):
+            n = dim
+        else:
+            n = 2 * (dim - 1)
+    return n
+
+
+@ti.func
+def _tendon_nonzero(worldid, tenid, nv, ten_J: ti.template()):
+    nonzero = 0
+    for dofid in range(nv):
+        if ten_J[worldid, tenid, dofid] != 0:
+            nonzero = 1
+    return nonzero
+
+
+@ti.kernel
+def _scan(
+    eq_on: ti.template(), fric_on: ti.template(), lim_on: ti.template(),
+    con_on: ti.template(), elliptic: ti.template(), sparse: ti.template(),
+    nv: ti.i32, neq: ti.i32, ntendon: ti.i32, njnt: ti.i32, nconmax: ti.i32, njmax: ti.i32,
+    # model
+    dof_frictionloss: ND, tendon_frictionloss: ND, jnt_type: ND, jnt_limited: ND,
+    jnt_qposadr: ND, jnt_range: ND, jnt_margin: ND, tendon_limited: ND, tendon_range: ND,
+    tendon_margin: ND, geom_bodyid: ND, body_parentid: ND, body_dofnum: ND,
+    body_dofadr: ND,
+    # data in
+    qpos: ND, ten_J: ND, ten_length: ND, ncon: ND, contact_dim: ND, contact_geom: ND,
+    # data in/out
+    contact_exclude: ND, efc_adr: ND,
+    # out
+    ne: ND, nf: ND, nl: ND, nefc: ND, efc_overflow: ND,
+):
+    nworld = efc_adr.shape[0]
+    for worldid in range(nworld):
+        kept = 0
+        total = 0
+        full = 0
+        counts = ti.Vector([0, 0, 0])  # ne, nf, nl
+        elem = 0
+        # element order: equalities, dof friction, tendon friction, joint limits,
+        # tendon limits, contacts
+        nelem = neq + nv + ntendon + njnt + ntendon + nconmax
+        while elem < nelem:
+            n = 0
+            group = 3
+            if elem < neq:
+                group = 0
+                if ti.static(eq_on):
+                    n = efc_adr[worldid, elem]
+            elif elem < neq + nv:
+                group = 1
+                if ti.static(fric_on):
+                    dofid = elem - neq
+                    if dof_frictionloss[worldid % dof_frictionloss.shape[0], dofid] != 0:
+                        n = 1
+            elif elem < neq + nv + ntendon:
+                group = 1
+                if ti.static(fric_on):
+                    tenid = elem - neq - nv
+                    if tendon_frictionloss[worldid % tendon_frictionloss.shape[0], tenid] > 0:
+                        n = _tendon_nonzero(worldid, tenid, nv, ten_J)
+            elif elem < neq + nv + ntendon + njnt:
+                group = 2
+                jntid = elem - neq - nv - ntendon
+                if ti.static(lim_on):
+                    if jnt_limited[jntid] != 0:
+                        rng = jnt_range[worldid % jnt_range.shape[0], jntid]
+                        margin = jnt_margin[worldid % jnt_margin.shape[0], jntid]
+                        jtype = jnt_type[jntid]
+                        if jtype == JNT_SLIDE or jtype == JNT_HINGE:
+                            value = qpos[worldid, jnt_qposadr[jntid]]
+                            lower, upper = _limit_sides(rng[0], rng[1], value, margin)
+                            n = lower + upper
+                        elif jtype == JNT_BALL:
+                            value, _axis = _ball_angle(worldid, jntid, jnt_qposadr, qpos)
+                            if ti.max(rng[0], rng[1]) - value < margin:
+                                n = 1
+            elif elem < neq + nv + 2 * ntendon + njnt:
+                group = 2
+                tenid = elem - neq - nv - ntendon - njnt
+                if ti.static(lim_on):
+                    if tendon_limited[tenid] != 0:
+                        rng = tendon_range[worldid % tendon_range.shape[0], tenid]
+                        margin = tendon_margin[worldid % tendon_margin.shape[0], tenid]
+                        lower, upper = _limit_sides(rng[0], rng[1],
+                                                    ten_length[worldid, tenid], margin)
+                        n = (lower + upper) * _tendon_nonzero(worldid, tenid, nv, ten_J)
+            else:
+                conid = elem - neq - nv - 2 * ntendon - njnt
+                if ti.static(con_on):
+                    if conid < ncon[worldid] and nv > 0:
+                        if contact_exclude[worldid, conid] == 0:
+                            n = _contact_rows(contact_dim[worldid, conid], elliptic)
+                            if ti.static(sparse):
+                                # sparse Jacobians: a contact whose bodies have no dofs
+                                # is excluded (mjEXCLUDE 3)
+                                geoms = contact_geom[worldid, conid]
+                                d1 = last_dof(body_parentid, body_dofnum, body_dofadr,
+                                              geom_bodyid[geoms[0]])
+                                d2 = last_dof(body_parentid, body_dofnum, body_dofadr,
+                                              geom_bodyid[geoms[1]])
+                                if d1 < 0 and d2 < 0:
+                                    n = 0
+                                    contact_exclude[worldid, conid] = 3
+            adr = -1
+            if n > 0:
+                total += n
+                if full == 0 and kept + n <= njmax:
+                    adr = kept
+                    kept += n
+                    if group < 3:
+                        counts[group] += n
+                else:
+                    full = 1
+            efc_adr[worldid, elem] = adr
+            elem += 1
+        ne[worldid] = counts[0]
+        nf[worldid] = counts[1]
+        nl[worldid] = counts[2]
+        nefc[worldid] = kept
+        efc_overflow[worldid] = total - kept
+
+
+# ------------------------------------------------------------------------------------
+# fill: equality rows
+# ------------------------------------------------------------------------------------
+
+@ti.kernel
+def _fill_eq_body(
+    refsafe: ti.template(), timestep: float, nv: ti.i32, neq: ti.i32,
+    # model
+    eq_type: ND, eq_obj1id: ND, eq_obj2id: ND, eq_objtype: ND, eq_data: ND, eq_solref: ND,
+    eq_solimp: ND, site_bodyid: ND, site_quat: ND, body_rootid: ND, body_parentid: ND,
+    body_dofnum: ND, body_dofadr: ND, dof_parentid: ND, body_invweight0: ND,
+    # data in
+    xpos: ND, xmat: ND, xquat: ND, site_xpos: ND, subtree_com: ND, cdof: ND, efc_adr: ND,
+    # out
+    efc_type: ND, efc_id: ND, efc_J: ND, efc_pos: ND, efc_margin: ND,
+    efc_frictionloss: ND, efc_KBIP: ND, efc_R: ND,
+):
+    nworld = efc_adr.shape[0]
+    for worldid, eqid in ti.ndrange(nworld, neq):
+        row = efc_adr[worldid, eqid]
+        etype = eq_type[eqid]
+        if row >= 0 and (etype == EQ_CONNECT or etype == EQ_WELD):
+            nrow = 6 if etype == EQ_WELD else 3
+            for r in range(nrow):
+                _zero_row(worldid, row + r, nv, efc_J)
+            _nz, b0, b1, cpos = _eq_body_rows(
+                worldid, eqid, row, True, eq_type, eq_obj1id, eq_obj2id, eq_objtype,
+                eq_data, site_bodyid, site_quat, xpos, xmat, xquat, site_xpos, subtree_com,
+                cdof, body_rootid, body_parentid, body_dofnum, body_dofadr, dof_parentid,
+                efc_J)
+            ew = worldid % eq_solref.shape[0]
+            solref = _solref_checked(eq_solref[ew, eqid], timestep, refsafe, 0.02, 1.0)
+            solimp = _solimp_checked(eq_solimp[worldid % eq_solimp.shape[0], eqid])
+            norm2 = 0.0
+            for r in range(nrow):
+                norm2 += cpos[r] * cpos[r]
+            imp, impp = _impedance(solimp, ti.sqrt(norm2), 0.0)
+            kbip = _kbip(solref, solimp, imp, impp, False)
+            bw = worldid % body_invweight0.shape[0]
+            iw0 = body_invweight0[bw, b0]
+            iw1 = body_invweight0[bw, b1]
+            for r in range(nrow):
+                _row_head(worldid, row + r, EQUALITY, eqid, cpos[r], 0.0, 0.0, efc_type,
+                          efc_id, efc_pos, efc_margin, efc_frictionloss)
+                diag = iw0[0] + iw1[0]
+                if r >= 3:
+                    diag = iw0[1] + iw1[1]
+                efc_KBIP[worldid, row + r] = kbip
+                efc_R[worldid, row + r] = _r_of(imp, diag)
+
+
+@ti.kernel
+def _fill_eq_scalar(
+    refsafe: ti.template(), timestep: float, nv: ti.i32, neq: ti.i32,
+    # model
+    eq_type: ND, eq_obj1id: ND, eq_obj2id: ND, eq_data: ND, eq_solref: ND, eq_solimp: ND,
+    jnt_qposadr: ND, jnt_dofadr: ND, qpos0: ND, tendon_length0: ND, dof_invweight0: ND,
+    tendon_invweight0: ND,
+    # data in
+    qpos: ND, ten_J: ND, ten_length: ND, efc_adr: ND,
+    # out
+    efc_type: ND, efc_id: ND, efc_J: ND, efc_pos: ND, efc_margin: ND,
+    efc_frictionloss: ND, efc_KBIP: ND, efc_R: ND,
+):
+    nworld = efc_adr.shape[0]
+    for worldid, eqid in ti.ndrange(nworld, neq):
+        row = efc_adr[worldid, eqid]
+        etype = eq_type[eqid]
+        if row >= 0 and (etype == EQ_JOINT or etype == EQ_TENDON):
+            id0 = eq_obj1id[eqid]
+            id1 = eq_obj2id[eqid]
+            joint = etype == EQ_JOINT
+            qw = worldid % qpos0.shape[0]
+            pos0 = 0.0
+            ref0 = 0.0
+            pos1 = 0.0
+            ref1 = 0.0
+            if joint:
+                pos0 = qpos[worldid, jnt_qposadr[id0]]
+                ref0 = qpos0[qw, jnt_qposadr[id0]]
+                if id1 >= 0:
+                    pos1 = qpos[worldid, jnt_qposadr[id1]]
+                    ref1 = qpos0[qw, jnt_qposadr[id1]]
+            else:
+                pos0 = ten_length[worldid, id0]
+                ref0 = tendon_length0[id0]
+                if id1 >= 0:
+                    pos1 = ten_length[worldid, id1]
+                    ref1 = tendon_length0[id1]
+            cpos, deriv = _coupling(eq_data[worldid % eq_data.shape[0], eqid], pos0, ref0,
+                                    pos1, ref1, id1 >= 0)
+            diag = 0.0
+            if joint:
+                dw = worldid % dof_invweight0.shape[0]
+                _zero_row(worldid, row, nv, efc_J)
+                efc_J[worldid, row, jnt_dofadr[id0]] = 1.0
+                diag = dof_invweight0[dw, jnt_dofadr[id0]]
+                if id1 >= 0:
+                    dof1 = jnt_dofadr[id1]
+                    efc_J[worldid, row, dof1] = efc_J[worldid, row, dof1] + 1.0 * (-deriv)
+                    diag += dof_invweight0[dw, dof1]
+            else:
+                for dofid in range(nv):
+                    v = ten_J[worldid, id0, dofid]
+                    if id1 >= 0:
+                        v = v + ten_J[worldid, id1, dofid] * (-deriv)
+                    efc_J[worldid, row, dofid] = v
+                diag = tendon_invweight0[id0]
+                if id1 >= 0:
+                    diag += tendon_invweight0[id1]
+            ew = worldid % eq_solref.shape[0]
+            solref = _solref_checked(eq_solref[ew, eqid], timestep, refsafe, 0.02, 1.0)
+            solimp = _solimp_checked(eq_solimp[worldid % eq_solimp.shape[0], eqid])
+            imp, impp = _impedance(solimp, cpos, 0.0)
+            _row_head(worldid, row, EQUALITY, eqid, cpos, 0.0, 0.0, efc_type, efc_id,
+                      efc_pos, efc_margin, efc_frictionloss)
+            efc_KBIP[worldid, row] = _kbip(solref, solimp, imp, impp, False)
+            efc_R[worldid, row] = _r_of(imp, diag)
+
+
+# ------------------------------------------------------------------------------------
+# fill: friction loss and limits
+# ------------------------------------------------------------------------------------
+
+@ti.kernel
+def _fill_friction(
+    refsafe: ti.template(), timestep: float, nv: ti.i32, neq: ti.i32, ntendon: ti.i32,
+    # model
+    dof_frictionloss: ND, dof_solref: ND, dof_solimp: ND, dof_invweight0: ND,
+    tendon_frictionloss: ND, tendon_solref_fri: ND, tendon_solimp_fri: ND,
+    tendon_invweight0: ND,
+    # data in
+    ten_J: ND, efc_adr: ND,
+    # out
+    efc_type: ND, efc_id: ND, efc_J: ND, efc_pos: ND, efc_margin: ND,
+    efc_frictionloss: ND, efc_KBIP: ND, efc_R: ND,
+):
+    nworld = efc_adr.shape[0]
+    for worldid, k in ti.ndrange(nworld, nv + ntendon):  # dofs, then tendons
+        row = efc_adr[worldid, neq + k]
+        if row >= 0:
+            ctype = FRICTION_DOF
+            objid = k
+            frictionloss = 0.0
+            diag = 0.0
+            solref = ti.Vector([0.0, 0.0])
+            solimp = ti.Vector.zero(float, 5)
+            if k < nv:
+                dw = worldid % dof_frictionloss.shape[0]
+                frictionloss = dof_frictionloss[dw, objid]
+                _zero_row(worldid, row, nv, efc_J)
+                efc_J[worldid, row, objid] = 1.0
+                diag = dof_invweight0[worldid % dof_invweight0.shape[0], objid]
+                solref = dof_solref[worldid % dof_solref.shape[0], objid]
+                solimp = dof_solimp[worldid % dof_solimp.shape[0], objid]
+            else:
+                ctype = FRICTION_TENDON
+                objid = k - nv
+                tw = worldid % tendon_frictionloss.shape[0]
+                frictionloss = tendon_frictionloss[tw, objid]
+                for dofid in range(nv):
+                    efc_J[worldid, row, dofid] = ten_J[worldid, objid, dofid]
+                diag = tendon_invweight0[objid]
+                solref = tendon_solref_fri[worldid % tendon_solref_fri.shape[0], objid]
+                solimp = tendon_solimp_fri[worldid % tendon_solimp_fri.shape[0], objid]
+            solref = _solref_checked(solref, timestep, refsafe, 0.02, 1.0)
+            solimp = _solimp_checked(solimp)
+            imp, impp = _impedance(solimp, 0.0, 0.0)
+            _row_head(worldid, row, ctype, objid, 0.0, 0.0, frictionloss, efc_type,
+                      efc_id, efc_pos, efc_margin, efc_frictionloss)
+            efc_KBIP[worldid, row] = _kbip(solref, solimp, imp, impp, True)
+            efc_R[worldid, row] = _r_of(imp, diag)
+
+
+@ti.kernel
+def _fill_limit(
+    refsafe: ti.template(), timestep: float, nv: ti.i32, base: ti.i32, njnt: ti.i32,
+    ntendon: ti.i32,
+    # model
+    dof_invweight0: ND, tendon_invweight0: ND, jnt_type: ND, jnt_qposadr: ND,
+    jnt_dofadr: ND, jnt_range: ND, jnt_margin: ND, jnt_solref: ND, jnt_solimp: ND,
+    tendon_range: ND, tendon_margin: ND, tendon_solref_lim: ND, tendon_solimp_lim: ND,
+    # data in
+    qpos: ND, ten_J: ND, ten_length: ND, efc_adr: ND,
+    # out
+    efc_type: ND, efc_id: ND, efc_J: ND, efc_pos: ND, efc_margin: ND,
+    efc_frictionloss: ND, efc_KBIP: ND, efc_R: ND,
+):
+    nworld = efc_adr.shape[0]
+    for worldid, k in ti.ndrange(nworld, njnt + ntendon):  # joints, then tendons
+        row = efc_adr[worldid, base + k]
+        if row >= 0:
+            if k < njnt:  # joint limit
+                jntid = k
+                margin = jnt_margin[worldid % jnt_margin.shape[0], jntid]
+                rng = jnt_range[worldid % jnt_range.shape[0], jntid]
+                solref = _solref_checked(jnt_solref[worldid % jnt_solref.shape[0], jntid],
+                                         timestep, refsafe, 0.02, 1.0)
+                solimp = _solimp_checked(jnt_solimp[worldid % jnt_solimp.shape[0], jntid])
+                dofadr = jnt_dofadr[jntid]
+                diag = dof_invweight0[worldid % dof_invweight0.shape[0], dofadr]
+                if jnt_type[jntid] == JNT_BALL:
+                    value, axis = _ball_angle(worldid, jntid, jnt_qposadr, qpos)
+                    dist = ti.max(rng[0], rng[1]) - value
+                    _zero_row(worldid, row, nv, efc_J)
+                    for c in ti.static(range(3)):
+                        efc_J[worldid, row, dofadr + c] = axis[c] * -1.0
+                    imp, impp = _impedance(solimp, dist, margin)
+                    _row_head(worldid, row, LIMIT_JOINT, jntid, dist, margin, 0.0, efc_type,
+                              efc_id, efc_pos, efc_margin, efc_frictionloss)
+                    efc_KBIP[worldid, row] = _kbip(solref, solimp, imp, impp, False)
+                    efc_R[worldid, row] = _r_of(imp, diag)
+                else:
+                    value = qpos[worldid, jnt_qposadr[jntid]]
+                    r = row
+                    for s in ti.static(range(2)):
+                        side = -1.0 if s == 0 else 1.0
+                        dist = side * (rng[s] - value)
+                        if dist < margin:
+                            _zero_row(worldid, r, nv, efc_J)
+                            efc_J[worldid, r, dofadr] = -side
+                            imp, impp = _impedance(solimp, dist, margin)
+                            _row_head(worldid, r, LIMIT_JOINT, jntid, dist, margin, 0.0,
+                                      efc_type, efc_id, efc_pos, efc_margin,
+                                      efc_frictionloss)
+                            efc_KBIP[worldid, r] = _kbip(solref, solimp, imp, impp, False)
+                            efc_R[worldid, r] = _r_of(imp, diag)
+                            r += 1
+            else:  # tendon limit
+                tenid = k - njnt
+                margin = tendon_margin[worldid % tendon_margin.shape[0], tenid]
+                rng = tendon_range[worldid % tendon_range.shape[0], tenid]
+                solref = _solref_checked(
+                    tendon_solref_lim[worldid % tendon_solref_lim.shape[0], tenid], timestep,
+                    refsafe, 0.02, 1.0)
+                solimp = _solimp_checked(
+                    tendon_solimp_lim[worldid % tendon_solimp_lim.shape[0], tenid])
+                diag = tendon_invweight0[tenid]
+                value = ten_length[worldid, tenid]
+                r = row
+                for s in ti.static(range(2)):
+                    side = -1.0 if s == 0 else 1.0
+                    dist = side * (rng[s] - value)
+                    if dist < margin:
+                        for dofid in range(nv):
+                            efc_J[worldid, r, dofid] = ten_J[worldid, tenid, dofid] * (-side)
+                        imp, impp = _impedance(solimp, dist, margin)
+                        _row_head(worldid, r, LIMIT_TENDON, tenid, dist, margin, 0.0,
+                                  efc_type, efc_id, efc_pos, efc_margin, efc_frictionloss)
+                        efc_KBIP[worldid, r] = _kbip(solref, solimp, imp, impp, False)
+                        efc_R[worldid, r] = _r_of(imp, diag)
+                        r += 1
+
+
+# ------------------------------------------------------------------------------------
+# fill: contacts
+# ------------------------------------------------------------------------------------
+
+@ti.kernel
+def _fill_contact(
+    refsafe: ti.template(), elliptic: ti.template(), timestep: float, impratio: float,
+    nv: ti.i32, base: ti.i32,
+    # model
+    geom_bodyid: ND, body_rootid: ND, body_parentid: ND, body_dofnum: ND, body_dofadr: ND,
+    dof_parentid: ND, body_invweight0: ND,
+    # data in
+    subtree_com: ND, cdof: ND, ncon: ND, contact_dist: ND, contact_pos: ND,
+    contact_frame: ND, contact_includemargin: ND, contact_friction: ND, contact_solref: ND,
+    contact_solreffriction: ND, contact_solimp: ND, contact_dim: ND, contact_geom: ND,
+    efc_adr: ND,
+    # out
+    contact_mu: ND, contact_efc_address: ND, efc_type: ND, efc_id: ND, efc_J: ND,
+    efc_pos: ND, efc_margin: ND, efc_frictionloss: ND, efc_KBIP: ND, efc_R: ND,
+):
+    nworld = efc_adr.shape[0]
+    nconmax = contact_dist.shape[1]
+    for worldid, conid in ti.ndrange(nworld, nconmax):
+        if conid < ncon[worldid]:
+            row = efc_adr[worldid, base + conid]
+            contact_efc_address[worldid, conid] = row
+            contact_mu[worldid, conid] = 0.0
+            if row >= 0:
+                dim = contact_dim[worldid, conid]
+                nrow = _contact_rows(dim, elliptic)
+                ctype = CONTACT_FRICTIONLESS
+                if dim > 1:
+                    ctype = CONTACT_ELLIPTIC if ti.static(elliptic) else CONTACT_PYRAMIDAL
+                geoms = contact_geom[worldid, conid]
+                b1 = geom_bodyid[geoms[0]]
+                b2 = geom_bodyid[geoms[1]]
+                frame = contact_frame[worldid, conid]
+                friction = contact_friction[worldid, conid]
+                point = contact_pos[worldid, conid]
+                off1 = point - subtree_com[worldid, body_rootid[b1]]
+                off2 = point - subtree_com[worldid, body_rootid[b2]]
+                for r in range(nrow):
+                    _zero_row(worldid, row + r, nv, efc_J)
+                # jac(b2) - jac(b1) over the merged dof chain, rotated into the frame
+                d1 = last_dof(body_parentid, body_dofnum, body_dofadr, b1)
+                d2 = last_dof(body_parentid, body_dofnum, body_dofadr, b2)
+                while d1 >= 0 or d2 >= 0:
+                    dofid = ti.max(d1, d2)
+                    jp, jr = _dif_column(worldid, dofid, dofid == d2, dofid == d1, off2, off1,
+                                         cdof)
+                    col = ti.Vector.zero(float, 6)
+                    for r in ti.static(range(3)):
+                        col[r] = frame[r, 0] * jp[0] + frame[r, 1] * jp[1] + frame[r, 2] * jp[2]
+                        col[3 + r] = frame[r, 0] * jr[0] + frame[r, 1] * jr[1] \
+                            + frame[r, 2] * jr[2]
+                    if ti.static(elliptic):
+                        for r in range(dim):
+                            efc_J[worldid, row + r, dofid] = col[r]
+                    else:
+                        if dim == 1:
+                            efc_J[worldid, row, dofid] = col[0]
+                        else:
+                            for k in range(1, dim):
+                                mu = friction[k - 1]
+                                efc_J[worldid, row + 2 * (k - 1), dofid] = col[0] + col[k] * mu
+                                efc_J[worldid, row + 2 * (k - 1) + 1, dofid] = \
+                                    col[0] + col[k] * (-mu)
+                    if dofid == d1:
+                        d1 = dof_parentid[d1]
+                    if dofid == d2:
+                        d2 = dof_parentid[d2]
+                # parameters
+                dist = contact_dist[worldid, conid]
+                margin = contact_includemargin[worldid, conid]
+                solref = _solref_checked(contact_solref[worldid, conid], timestep, refsafe,
+                                         0.02, 1.0)
+                srf = _solref_checked(contact_solreffriction[worldid, conid], timestep,
+                                      refsafe, 0.0, 0.0)
+                solimp = _solimp_checked(contact_solimp[worldid, conid])
+                imp, impp = _impedance(solimp, dist, margin)
+                bw = worldid % body_invweight0.shape[0]
+                iw1 = body_invweight0[bw, b1]
+                iw2 = body_invweight0[bw, b2]
+                tran = iw1[0] + iw2[0]
+                rot = iw1[1] + iw2[1]
+                r0 = 0.0
+                for r in range(nrow):
+                    pos = dist
+                    mrg = margin
+                    diag = tran
+                    frictional = False
+                    ref = solref
+                    if ti.static(elliptic):
+                        if r > 0:
+                            pos = 0.0
+                            mrg = 0.0
+                            frictional = True
+                            if srf[0] != 0 or srf[1] != 0:
+                                ref = srf
+                        if r >= 3:
+                            diag = rot
+                    elif dim > 1:
+                        fri = friction[r // 2]
+                        diag = tran + fri * fri * (tran if r // 2 < 2 else rot)
+                    _row_head(worldid, row + r, ctype, conid, pos, mrg, 0.0, efc_type,
+                              efc_id, efc_pos, efc_margin, efc_frictionloss)
+                    efc_KBIP[worldid, row + r] = _kbip(ref, solimp, imp, impp, frictional)
+                    rr = _r_of(imp, diag)
+                    if r == 0:
+                        r0 = rr
+                    efc_R[worldid, row + r] = rr
+                if dim > 1:
+                    # friction: R[1] = R[0] / impratio, regularized cone mu
+                    r1 = r0 / ti.max(MINVAL, impratio)
+                    mu = friction[0] * ti.sqrt(r1 / r0)
+                    contact_mu[worldid, conid] = mu
+                    if ti.static(elliptic):
+                        efc_R[worldid, row + 1] = r1
+                        for j in range(1, dim - 1):
+                            efc_R[worldid, row + j + 1] = r1 * friction[0] * friction[0] / (
+                                friction[j] * friction[j])
+                    else:
+                        rpy = 2 * mu * mu * r0
+                        for r in range(nrow):
+                            efc_R[worldid, row + r] = rpy
+
+
+# ------------------------------------------------------------------------------------
+# finish, reference
+# ------------------------------------------------------------------------------------
+
+@ti.kernel
+def _finish(nefc: ND, efc_KBIP: ND, efc_R: ND, efc_D: ND, efc_diagApprox: ND):
+    nworld = nefc.shape[0]
+    njmax = efc_R.shape[1]
+    for worldid, row in ti.ndrange(nworld, njmax):
+        if row < nefc[worldid]:
+            r = efc_R[worldid, row]
+            imp = efc_KBIP[worldid, row][2]
+            efc_D[worldid, row] = 1.0 / r
+            efc_diagApprox[worldid, row] = r * imp / (1.0 - imp)
+
+
+@ti.kernel
+def _reference(nv: ti.i32, nefc: ND, efc_J: ND, efc_KBIP: ND, efc_pos: ND, efc_margin: ND,
+               qvel: ND, efc_vel: ND, efc_aref: ND):
+    nworld = nefc.shape[0]
+    njmax = efc_pos.shape[1]
+    for worldid, row in ti.ndrange(nworld, njmax):
+        if row < nefc[worldid]:
+            vel = 0.0
+            for dofid in range(nv):
+                vel += efc_J[worldid, row, dofid] * qvel[worldid, dofid]
+            kbip = efc_KBIP[worldid, row]
+            efc_vel[worldid, row] = vel
+            efc_aref[worldid, row] = -kbip[1] * vel - kbip[0] * kbip[2] * (
+                efc_pos[worldid, row] - efc_margin[worldid, row])
+
+
+# ------------------------------------------------------------------------------------
+# host
+# ------------------------------------------------------------------------------------
+
+def _is_sparse(m) -> bool:
+    """mj_isSparse: opt.jacobian sparse, or auto with nv >= 60."""
+    jac = m.opt.jacobian
+    return jac == 1 or (jac == 2 and m.nv >= 60)
+
+
+def _scratch(m, d):
+    """Per-Data element table: rows (then first row) of every element, per world."""
+    nelem = m.neq + m.nv + 2 * m.ntendon + m.njnt + d.nconmax
+    adr = getattr(d, "_tiphys_efc_adr", None)
+    if adr is None or adr.shape != (d.nworld, max(1, nelem)):
+        adr = ti.ndarray(ti.i32, shape=(d.nworld, max(1, nelem)))
+        d._tiphys_efc_adr = adr
+    return adr
+
+
+def _host_flags(m):
+    """What the model can produce at all (host-side launch skipping), cached per
+    options: (equalities, friction loss, limits, contacts, body/scalar equalities)."""
+    key = (m.opt.disableflags, m.opt.enableflags, m.opt.jacobian)
+    cached = getattr(m, "_tiphys_constraint_flags", None)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    a = m.arrays
+    opt = m.opt
+    on = not opt.disabled("constraint")
+    eq_type = np.asarray(a.eq_type)[:m.neq]
+    eq_on = on and m.neq > 0 and not opt.disabled("equality")
+    fric_on = on and not opt.disabled("frictionloss") and (
+        bool(np.any(np.asarray(a.dof_frictionloss)[..., :m.nv] != 0))
+        or bool(np.any(np.asarray(a.tendon_frictionloss)[..., :m.ntendon] > 0)))
+    lim_on = on and not opt.disabled("limit") and (
+        bool(np.any(np.asarray(a.jnt_limited)[:m.njnt]))
+        or bool(np.any(np.asarray(a.tendon_limited)[:m.ntendon])))
+    con_on = on and not opt.disabled("contact")
+    flags = dict(eq=eq_on, fric=fric_on, lim=lim_on, con=con_on,
+                 eq_body=eq_on and bool(np.any(eq_type <= 1)),
+                 eq_scalar=eq_on and bool(np.any((eq_type == 2) | (eq_type == 3))))
+    m._tiphys_constraint_flags = (key, flags)
+    return flags
+
+
+def make_constraint(m, d) -> None:
+    """Constraint rows of every world, as mj_makeConstraint with a dense Jacobian.
+
+    Reads eq_active, qpos, xpos, xmat, xquat, site_xpos, subtree_com, cdof, ten_J,
+    ten_length and the contacts (run kinematics, com_pos, tendon and collision
+    first); writes ne, nf, nl, nefc, efc_type, efc_id, efc_J, efc_pos, efc_margin,
+    efc_frictionloss, efc_diagApprox, efc_KBIP, efc_D, efc_R, efc_overflow and, per
+    contact, contact_efc_address, contact_mu (and contact_exclude = 3 for contacts
+    without dofs when MuJoCo would use sparse Jacobians). Rows past ``d.njmax`` are
+    dropped (whole elements, from the first that does not fit) and a RuntimeWarning
+    names ``make_data(..., njmax=)``.
+    """
+    opt = m.opt
+    flags = _host_flags(m)
+    adr = _scratch(m, d)
+    refsafe = not opt.disabled("refsafe")
+    elliptic = opt.cone == 1
+    timestep = float(opt.timestep)
+    if flags["eq"]:
+        _count_equality(m.nv, m.neq, m.eq_type, m.eq_obj1id, m.eq_obj2id, m.eq_objtype,
+                        m.eq_data, m.site_bodyid, m.site_quat, m.body_rootid,
+                        m.body_parentid, m.body_dofnum, m.body_dofadr, m.dof_parentid,
+                        m.tendon_length0, d.eq_active, d.xpos, d.xmat, d.xquat,
+                        d.site_xpos, d.subtree_com, d.cdof, d.ten_J, d.ten_length,
+                        adr, d.efc_J)
+    _scan(flags["eq"], flags["fric"], flags["lim"], flags["con"], elliptic, _is_sparse(m),
+          m.nv, m.neq, m.ntendon, m.njnt, d.nconmax, d.njmax,
+          m.dof_frictionloss, m.tendon_frictionloss, m.jnt_type, m.jnt_limited,
+          m.jnt_qposadr, m.jnt_range, m.jnt_margin, m.tendon_limited, m.tendon_range,
+          m.tendon_margin, m.geom_bodyid, m.body_parentid, m.body_dofnum, m.body_dofadr,
+          d.qpos, d.ten_J, d.ten_length, d.ncon, d.contact_dim, d.contact_geom,
+          d.contact_exclude, adr, d.ne, d.nf, d.nl, d.nefc, d.efc_overflow)
+    out = (d.efc_type, d.efc_id, d.efc_J, d.efc_pos, d.efc_margin, d.efc_frictionloss,
+           d.efc_KBIP, d.efc_R)
+    if flags["eq_body"]:
+        _fill_eq_body(refsafe, timestep, m.nv, m.neq, m.eq_type, m.eq_obj1id, m.eq_obj2id,
+                      m.eq_objtype, m.eq_data, m.eq_solref, m.eq_solimp, m.site_bodyid,
+                      m.site_quat, m.body_rootid, m.body_parentid, m.body_dofnum,
+                      m.body_dofadr, m.dof_parentid, m.body_invweight0, d.xpos, d.xmat,
+                      d.xquat, d.site_xpos, d.subtree_com, d.cdof, adr, *out)
+    if flags["eq_scalar"]:
+        _fill_eq_scalar(refsafe, timestep, m.nv, m.neq, m.eq_type, m.eq_obj1id,
+                        m.eq_obj2id, m.eq_data, m.eq_solref, m.eq_solimp, m.jnt_qposadr,
+                        m.jnt_dofadr, m.qpos0, m.tendon_length0, m.dof_invweight0,
+                        m.tendon_invweight0, d.qpos, d.ten_J, d.ten_length, adr, *out)
+    if flags["fric"]:
+        _fill_friction(refsafe, timestep, m.nv, m.neq, m.ntendon, m.dof_frictionloss,
+                       m.dof_solref, m.dof_solimp, m.dof_invweight0, m.tendon_frictionloss,
+                       m.tendon_solref_fri, m.tendon_solimp_fri, m.tendon_invweight0,
+                       d.ten_J, adr, *out)
+    if flags["lim"]:
+        _fill_limit(refsafe, timestep, m.nv, m.neq + m.nv + m.ntendon, m.njnt, m.ntendon,
+                    m.dof_invweight0, m.tendon_invweight0, m.jnt_type, m.jnt_qposadr,
+                    m.jnt_dofadr, m.jnt_range, m.jnt_margin, m.jnt_solref, m.jnt_solimp,
+                    m.tendon_range, m.tendon_margin, m.tendon_solref_lim,
+                    m.tendon_solimp_lim, d.qpos, d.ten_J, d.ten_length, adr, *out)
+    if flags["con"] and d.nconmax > 0:
+        _fill_contact(refsafe, elliptic, timestep, float(opt.impratio), m.nv,
+                      m.neq + m.nv + 2 * m.ntendon + m.njnt,
+                      m.geom_bodyid, m.body_rootid, m.body_parentid, m.body_dofnum,
+                      m.body_dofadr, m.dof_parentid, m.body_invweight0,
+                      d.subtree_com, d.cdof, d.ncon, d.contact_dist, d.contact_pos,
+                      d.contact_frame, d.contact_includemargin, d.contact_friction,
+                      d.contact_solref, d.contact_solreffriction, d.contact_solimp,
+                      d.contact_dim, d.contact_geom, adr, d.contact_mu,
+                      d.contact_efc_address, *out)
+    _finish(d.nefc, d.efc_KBIP, d.efc_R, d.efc_D, d.efc_diagApprox)
+    _overflow_check(d)
+
+
+def _overflow_check(d) -> None:
+    over = d.efc_overflow.to_numpy()[:d.nworld]
+    bad = np.nonzero(over > 0)[0]
+    if len(bad):
+        warnings.warn(
+            f"make_constraint: njmax={d.njmax} constraint rows were not enough in "
+            f"{len(bad)} world(s) (world {bad[0]} dropped {over[bad[0]]} rows: the first "
+            f"element that did not fit and all after it); raise it with "
+            f"make_data(m, nworld, njmax=...)", RuntimeWarning, stacklevel=3)
+
+
+def reference_constraint(m, d) -> None:
+    """Constraint velocities and reference accelerations, as mj_referenceConstraint.
+
+    Reads nefc, efc_J, efc_KBIP, efc_pos, efc_margin, qvel; writes efc_vel = J qvel
+    and efc_aref = -B vel - K imp (pos - margin).
+    """
+    _reference(m.nv, d.nefc, d.efc_J, d.efc_KBIP, d.efc_pos, d.efc_margin, d.qvel,
+               d.efc_vel, d.efc_aref)
