@@ -42,7 +42,7 @@ def _damped_step(
     # (Euler). add_damping: the eulerdamp/damper flags allow the h D term.
     implicit: ti.i32, add_damping: ti.i32,
     # data in
-    qM: ND, qfrc_smooth: ND, qacc: ND,
+    qM: ND, qfrc_smooth: ND, qfrc_constraint: ND, qacc: ND,
     # data in/out
     qpos: ND, qvel: ND, time: ND,
     # data out
@@ -70,7 +70,8 @@ def _damped_step(
             ld_factor(worldid, start, num, qH, qHDiagInv, dof_parentid, dof_Madr,
                       dof_simplenum, nv, nM)
             for i in range(start, start + num):
-                qacc_warmstart[worldid, i] = qfrc_smooth[worldid, i]
+                qacc_warmstart[worldid, i] = qfrc_smooth[worldid, i] + \
+                    qfrc_constraint[worldid, i]
             ld_solve(worldid, start, num, qH, qHDiagInv, qacc_warmstart, dof_parentid,
                      dof_Madr, dof_simplenum)
         else:
@@ -90,11 +91,11 @@ def euler(m, d):
     """Semi-implicit Euler step, as mj_Euler (one launch).
 
     Without dof damping (or with the eulerdamp/damper flags disabled): qvel += h qacc.
-    With damping: qvel += h inv(M + h diag(dof_damping)) qfrc_smooth (qfrc_constraint is
-    zero: no constraints yet). Then qpos is integrated with the new qvel (quaternions
-    for ball/free joints), time += h, qacc_warmstart = qacc. Activations advance
-    first (act += h act_dot, exact for filterexact, clamped to actrange).
-    Reads qM, qfrc_smooth, qacc, act_dot; writes act, qpos, qvel, time, qH_tree,
+    With damping: qvel += h inv(M + h diag(dof_damping)) (qfrc_smooth + qfrc_constraint).
+    Then qpos is integrated with the new qvel (quaternions for ball/free joints),
+    time += h, qacc_warmstart = qacc. Activations advance first (act += h act_dot,
+    exact for filterexact, clamped to actrange).
+    Reads qM, qfrc_smooth, qfrc_constraint, qacc, act_dot; writes act, qpos, qvel, time, qH_tree,
     qHDiagInv, qacc_warmstart.
     """
     eulerdamp = not (m.opt.disabled("eulerdamp") or m.opt.disabled("damper"))
@@ -106,7 +107,8 @@ def _velocity_step(m, d, implicit: bool, add_damping: bool):
     _damped_step(m.tree_dofadr, m.tree_dofnum, m.dof_parentid, m.dof_Madr, m.dof_simplenum,
                  m.dof_damping, m.jnt_type, m.jnt_qposadr, m.jnt_dofadr,
                  m.ntree, m.nv, m.nM, m.njnt, float(m.opt.timestep), int(implicit),
-                 int(add_damping), d.qM, d.qfrc_smooth, d.qacc, d.qpos, d.qvel, d.time,
+                 int(add_damping), d.qM, d.qfrc_smooth, d.qfrc_constraint, d.qacc, d.qpos,
+                 d.qvel, d.time,
                  d.qH_tree, d.qHDiagInv, d.qacc_warmstart)
 
 
@@ -212,7 +214,7 @@ def _implicit_step(
     jnt_type: ND, jnt_qposadr: ND, jnt_dofadr: ND,
     ntree: ti.i32, nv: ti.i32, nM: ti.i32, njnt: ti.i32, timestep: float,
     # data in: qM, qDeriv (qM's layout: lo = qDeriv(i, j), up = qDeriv(j, i)), forces
-    qM: ND, qDeriv_lo: ND, qDeriv_up: ND, qfrc_smooth: ND, qacc: ND,
+    qM: ND, qDeriv_lo: ND, qDeriv_up: ND, qfrc_smooth: ND, qfrc_constraint: ND, qacc: ND,
     # data in/out
     qpos: ND, qvel: ND, time: ND,
     # data out: the factor of M - h qDeriv (LDL: lo and diaginv; LU: lo and up),
@@ -240,7 +242,8 @@ def _implicit_step(
                         value -= timestep * qDeriv_lo[worldid, adr]
                     fac_lo[worldid, adr] = value
             for i in range(start, start + num):
-                qacc_warmstart[worldid, i] = qfrc_smooth[worldid, i]
+                qacc_warmstart[worldid, i] = qfrc_smooth[worldid, i] + \
+                    qfrc_constraint[worldid, i]
             if ti.static(lu):
                 _lu_factor(worldid, start, num, fac_lo, fac_up, dof_parentid, dof_Madr)
                 _lu_solve(worldid, start, num, fac_lo, fac_up, qacc_warmstart,
@@ -341,7 +344,7 @@ def _deriv_step(m, d, flg_bias: bool):
     _implicit_step(m.tree_dofadr, m.tree_dofnum, m.dof_parentid, m.dof_Madr,
                    m.dof_simplenum, m.jnt_type, m.jnt_qposadr, m.jnt_dofadr,
                    m.ntree, m.nv, m.nM, m.njnt, float(m.opt.timestep),
-                   d.qM, qderiv_lo, qderiv_up, d.qfrc_smooth, d.qacc,
+                   d.qM, qderiv_lo, qderiv_up, d.qfrc_smooth, d.qfrc_constraint, d.qacc,
                    d.qpos, d.qvel, d.time, fac_lo, fac_up, d.qHDiagInv, d.qacc_warmstart,
                    bool(flg_bias))
 
@@ -353,11 +356,11 @@ def implicitfast(m, d):
     qDeriv = d (qfrc_actuator + qfrc_passive) / d qvel (smooth_vel without RNE; the
     ellipsoid fluid terms symmetrized), qH = M - h qDeriv on M's lower part (a simple
     dof keeps only its diagonal), factored L'DL along the tree. Activations advance
-    (with act_dot), qvel += h inv(qH) qfrc_smooth, qpos integrated with the new qvel,
-    time += h, qacc_warmstart = qacc. With nothing velocity-dependent but dof damping
-    qH = M + h diag(dof_damping) (one launch), else three.
-    Reads qM, qfrc_smooth, qacc, act_dot (+ what smooth_vel reads); writes act, qpos,
-    qvel, time, qH_tree, qHDiagInv, qacc_warmstart.
+    (with act_dot), qvel += h inv(qH) (qfrc_smooth + qfrc_constraint), qpos integrated
+    with the new qvel, time += h, qacc_warmstart = qacc. With nothing velocity-dependent
+    but dof damping qH = M + h diag(dof_damping) (one launch), else three.
+    Reads qM, qfrc_smooth, qfrc_constraint, qacc, act_dot (+ what smooth_vel reads);
+    writes act, qpos, qvel, time, qH_tree, qHDiagInv, qacc_warmstart.
     """
     if velocity_dependent(m):
         _deriv_step(m, d, flg_bias=False)
@@ -371,11 +374,11 @@ def implicit(m, d):
     the implicit integrator.
 
     qDeriv = d (qfrc_actuator + qfrc_passive - qfrc_bias) / d qvel (smooth_vel with the
-    analytic RNE derivative), then (M - h qDeriv) qacc = qfrc_smooth by a reverse-order
-    LU along the tree (no fill-in, as mju_factorLUSparse); activations advance (with
-    act_dot), qvel += h qacc, qpos integrated, time += h, qacc_warmstart = qacc (three
-    launches, four with activations).
-    Reads qM, qfrc_smooth, qacc, act_dot (+ what smooth_vel reads); writes act, qpos,
-    qvel, time, qacc_warmstart; the LU factors are scratch on ``d``.
+    analytic RNE derivative), then (M - h qDeriv) qacc = qfrc_smooth + qfrc_constraint
+    by a reverse-order LU along the tree (no fill-in, as mju_factorLUSparse);
+    activations advance (with act_dot), qvel += h qacc, qpos integrated, time += h,
+    qacc_warmstart = qacc (three launches, four with activations).
+    Reads qM, qfrc_smooth, qfrc_constraint, qacc, act_dot (+ what smooth_vel reads);
+    writes act, qpos, qvel, time, qacc_warmstart; the LU factors are scratch on ``d``.
     """
     _deriv_step(m, d, flg_bias=True)

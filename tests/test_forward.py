@@ -1,9 +1,10 @@
-"""forward / step against mj_forward / mj_step on constraint-free models.
+"""forward / step against mj_forward / mj_step.
 
 Trajectories: 200 Euler steps with contacts and constraints disabled in both engines
 (<flag contact="disable" constraint="disable"/>), several worlds with different initial
-velocities; qpos/qvel agree to 1e-7. Models that need what is not implemented yet
-(contacts, limits, actuators, other integrators...) raise NotImplementedError.
+velocities; qpos/qvel agree to 1e-7. With constraints (contacts, limits, friction
+loss): forward on corpus robots touching the floor and 100-step trajectories of small
+models, both solvers run to tolerance 1e-12 with MuJoCo's islands off.
 """
 import os
 
@@ -144,27 +145,90 @@ def test_forward_matches_mj_forward():
                                        atol=1e-9 * max(1.0, np.abs(want).max()), err_msg=name)
 
 
-def test_step_raises_for_contacts():
-    m, _ = load_both("gym/ant.xml")
-    d = tiphys.make_data(m, 1)
-    with pytest.raises(NotImplementedError, match="contacts"):
-        tiphys.step(m, d)
-    with pytest.raises(NotImplementedError, match="contacts"):
-        tiphys.forward(m, d)
+TIGHT = dict(tolerance="1e-12", iterations="200")
+ISLAND_OFF = {"island": "disable"}
 
 
-@pytest.mark.parametrize("xml, what", [
-    ('<body><joint limited="true" range="-1 1"/><geom size=".1" contype="0"/></body>',
-     "limits"),
-    ('<body><joint frictionloss="1"/><geom size=".1" contype="0"/></body>', "frictionloss"),
-    ('<body><freejoint/><geom size=".1"/></body><geom type="plane" size="1 1 1"/>',
-     "contacts"),
-])
-def test_unsupported_features_raise(xml, what):
-    m = tiphys.load_model_from_string(f"<mujoco><worldbody>{xml}</worldbody></mujoco>")
-    d = tiphys.make_data(m, 1)
-    with pytest.raises(NotImplementedError, match=what):
-        tiphys.step(m, d)
+def _constrained_state(mjm, nworld, seed):
+    """Random joint angles and velocities; the root (free joint, or the first slide
+    joint) lowered until every world touches the floor in MuJoCo."""
+    rng = np.random.default_rng(seed)
+    qpos = np.tile(mjm.qpos0, (nworld, 1))
+    root = None
+    for j in range(mjm.njnt):
+        adr = mjm.jnt_qposadr[j]
+        if mjm.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE:
+            root = adr + 2
+        elif mjm.jnt_type[j] == mujoco.mjtJoint.mjJNT_SLIDE and root is None and \
+                np.allclose(mjm.jnt_axis[j], [0, 0, 1]):
+            root = adr  # planar robots: the vertical slide
+        elif mjm.jnt_type[j] in (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE):
+            qpos[:, adr] += rng.uniform(-0.4, 0.4, nworld)
+    qvel = rng.normal(scale=0.5, size=(nworld, mjm.nv))
+    md = mujoco.MjData(mjm)
+    for _ in range(60):
+        ncon = []
+        for q in qpos:
+            md.qpos[:] = q
+            mujoco.mj_forward(mjm, md)
+            ncon.append(md.ncon)
+        if min(ncon) > 0 or root is None:
+            break
+        qpos[:, root] -= 0.05
+    return qpos, qvel
+
+
+def assert_forward_match(m, mjm, qpos, qvel, tol=1e-7):
+    """tiphys.forward and mj_forward agree on ncon, nefc, qacc, qfrc_constraint and
+    efc_force (solvers run to tolerance 1e-12: agreement to ~1e-7 of each scale)."""
+    nworld = qpos.shape[0]
+    d = tiphys.make_data(m, nworld)
+    d.qpos.from_numpy(qpos)
+    d.qvel.from_numpy(qvel)
+    tiphys.forward(m, d)
+    md = mujoco.MjData(mjm)
+    rows = 0
+    for w in range(nworld):
+        md.qpos[:] = qpos[w]
+        md.qvel[:] = qvel[w]
+        mujoco.mj_forward(mjm, md)
+        assert d.numpy("ncon")[w] == md.ncon and d.numpy("nefc")[w] == md.nefc, w
+        rows += md.nefc
+        for name in ("qacc", "qfrc_constraint"):
+            want = getattr(md, name)
+            np.testing.assert_allclose(d.numpy(name)[w], want, rtol=0,
+                                       atol=tol * max(1.0, np.abs(want).max()),
+                                       err_msg=f"{name} world {w}")
+        force = d.numpy("efc_force")[w, :md.nefc]
+        np.testing.assert_allclose(force, md.efc_force, rtol=0,
+                                   atol=tol * max(1.0, np.abs(md.efc_force).max(initial=0)),
+                                   err_msg=f"efc_force world {w}")
+    return d, rows
+
+
+@pytest.mark.parametrize("rel", ["gym/ant.xml", "gym/humanoid.xml", "gym/hopper.xml"])
+def test_forward_with_contacts_and_limits_matches_mujoco(rel):
+    m, mjm = load_both(rel, flags=ISLAND_OFF, **TIGHT)
+    qpos, qvel = _constrained_state(mjm, NWORLD, seed=len(rel))
+    d, rows = assert_forward_match(m, mjm, qpos, qvel)
+    assert d.numpy("ncon").min() > 0 and rows > 0  # contacts in every world
+
+
+@pytest.mark.parametrize("xml", [
+    '<body><joint limited="true" range="-1 1"/><geom size=".1" contype="0"/></body>',
+    '<body><joint frictionloss="1"/><geom size=".1" contype="0"/></body>',
+    '<body><freejoint/><geom size=".1"/></body><geom type="plane" size="1 1 1"/>',
+], ids=["limit", "frictionloss", "contact"])
+def test_constraint_models_step_like_mujoco(xml):
+    """Limits, friction loss and contacts through step: 100 steps agree with MuJoCo."""
+    opt = '<option tolerance="1e-12" iterations="200"><flag island="disable"/></option>'
+    full = f"<mujoco>{opt}<worldbody>{xml}</worldbody></mujoco>"
+    m = tiphys.load_model_from_string(full)
+    mjm = mujoco.MjModel.from_xml_string(full)
+    rng = np.random.default_rng(9)
+    qvel = rng.normal(scale=2.0, size=(NWORLD, m.nv))
+    d, want = rollout_both(m, mjm, qvel, nstep=100)
+    assert_trajectory_match(d, want, tol=1e-8)
 
 
 def test_disabled_constraints_do_not_raise():

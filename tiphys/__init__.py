@@ -19,6 +19,7 @@ from .contacts import collision
 from .kernels.collide_convex import geom_distance
 from .kernels.constraint import make_constraint, reference_constraint
 from .kernels.jac import apply_ft, jac, jac_body, jac_body_com, jac_geom, jac_site, jac_subtree_com
+from .kernels.solver import solve, solver_stats
 
 __version__ = "0.1.0"
 
@@ -32,5 +33,6 @@ __all__ = [
     "step1", "step2", "inverse", "jac", "jac_body", "jac_body_com", "jac_site", "jac_geom",
     "jac_subtree_com", "apply_ft",
     "tendon", "transmission", "velocity", "actuation", "advance_activation", "tendon_passive",
-    "collision", "geom_distance", "make_constraint", "reference_constraint",
+    "collision", "geom_distance", "make_constraint", "reference_constraint", "solve",
+    "solver_stats",
 ]

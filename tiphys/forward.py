@@ -1,20 +1,25 @@
 """The pipeline: forward and step as fixed sequences of stage launches.
 
-Contacts are detected (tiphys.collision) but constraint forces (contacts, limits,
-friction loss, equalities) need the solver of the next issue: a model that would
-need them raises NotImplementedError instead of silently dropping forces.
+mj_forward's order: kinematics, com_pos, camlight, tendon, crb, factor_m, collision,
+make_constraint, transmission, (velocity) com_vel, passive, reference_constraint,
+rne; actuation, fwd_acceleration, solve. Stages a model cannot need (collision
+without candidate pairs, the constraint stages without any possible row) are left
+out on the host, decided once per set of options.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from .contacts import collision
 from .kernels.actuation import actuation, transmission, velocity
 from .kernels.check import check
+from .kernels.constraint import make_constraint, reference_constraint
 from .kernels.forward import fwd_acceleration
 from .kernels.integrate import RK4_A, RK4_B, euler, implicit, implicitfast, rk4_stage
 from .kernels.inverse import inverse_combine
 from .kernels.passive import passive
 from .kernels.smooth import camlight, com_pos, com_vel, crb, factor_m, kinematics, rne
+from .kernels.solver import solve
 from .kernels.tendon import tendon
 from .model import Data, Model
 
@@ -29,32 +34,37 @@ def contacts_possible(m: Model) -> bool:
     return plan(m).ncand > 0
 
 
+def constraint_rows_possible(m: Model) -> bool:
+    """True if some world may get constraint rows with the current options: active
+    equalities, friction loss, limits or contact candidates."""
+    opt = m.opt
+    cached = getattr(m, "_tiphys_rows_possible", None)
+    if cached is not None and cached[0] is opt:
+        return cached[1]
+    a = m.arrays
+    possible = False
+    if not opt.disabled("constraint"):
+        limit = not opt.disabled("limit")
+        friction = not opt.disabled("frictionloss")
+        possible = bool(
+            (m.neq and not opt.disabled("equality")) or
+            (m.njnt and limit and np.any(np.asarray(a.jnt_limited)[:m.njnt])) or
+            (m.ntendon and limit and np.any(np.asarray(a.tendon_limited)[:m.ntendon])) or
+            (m.nv and friction and np.any(np.asarray(a.dof_frictionloss)[..., :m.nv] > 0))
+            or (m.ntendon and friction and
+                np.any(np.asarray(a.tendon_frictionloss)[..., :m.ntendon] > 0))
+            or contacts_possible(m))
+    m._tiphys_rows_possible = (opt, possible)
+    return possible
+
+
 def check_supported(m: Model) -> None:
     """Raise NotImplementedError for anything forward/step would otherwise drop."""
     opt = m.opt
     if getattr(m, "_tiphys_supported_opt", None) is opt:
         return  # checked before with these options
     a = m.arrays
-    no_constraint = opt.disabled("constraint")
     reasons = []
-    if contacts_possible(m):
-        reasons.append("contact forces (tiphys.collision(m, d) detects the contacts; the "
-                       "constraint solver that applies them comes next; disable with "
-                       "<flag contact=\"disable\"/>)")
-    if m.njnt and not (no_constraint or opt.disabled("limit")) and \
-            np.any(np.asarray(a.jnt_limited)[:m.njnt]):
-        reasons.append("joint limits")
-    if m.nv and not (no_constraint or opt.disabled("frictionloss")) and \
-            np.any(np.asarray(a.dof_frictionloss)[..., :m.nv] > 0):
-        reasons.append("dof frictionloss")
-    if m.neq and not (no_constraint or opt.disabled("equality")):
-        reasons.append("equality constraints")
-    if m.ntendon and not (no_constraint or opt.disabled("limit")) and \
-            np.any(np.asarray(a.tendon_limited)[:m.ntendon]):
-        reasons.append("tendon limits")
-    if m.ntendon and not (no_constraint or opt.disabled("frictionloss")) and \
-            np.any(np.asarray(a.tendon_frictionloss)[..., :m.ntendon] > 0):
-        reasons.append("tendon frictionloss")
     if m.nu and np.any(np.asarray(a.actuator_trntype)[:m.nu] == 5):
         reasons.append("body transmission (adhesion actuators)")
     if reasons:
@@ -63,12 +73,12 @@ def check_supported(m: Model) -> None:
 
 
 def forward(m: Model, d: Data) -> None:
-    """Forward dynamics of every world, as mj_forward for constraint-free models.
+    """Forward dynamics of every world, as mj_forward.
 
-    Runs kinematics, com_pos, camlight, tendon, crb, factor_m, transmission, velocity,
-    com_vel, passive, rne, actuation, fwd_acceleration; qacc = qacc_smooth (no
-    constraints). Raises NotImplementedError for models with contacts, limits,
-    frictionloss, equalities or body transmissions.
+    Runs kinematics, com_pos, camlight, tendon, crb, factor_m, collision,
+    make_constraint, transmission, velocity, com_vel, passive, reference_constraint,
+    rne, actuation, fwd_acceleration, solve (qacc = qacc_smooth where a world has no
+    constraint rows). Raises NotImplementedError for body transmissions.
     """
     check_supported(m)
     _forward(m, d)
@@ -76,24 +86,42 @@ def forward(m: Model, d: Data) -> None:
 
 def _position_velocity(m: Model, d: Data) -> None:
     """The position- and velocity-dependent stages (mj_fwdPosition + mj_fwdVelocity)."""
+    rows = constraint_rows_possible(m)
     kinematics(m, d)
     com_pos(m, d)
     camlight(m, d)
     tendon(m, d)
     crb(m, d)
     factor_m(m, d)
+    if rows:
+        if contacts_possible(m):
+            collision(m, d)
+        else:
+            d.ncon.fill(0)
+        make_constraint(m, d)
     transmission(m, d)
     velocity(m, d)
     com_vel(m, d)
     passive(m, d)
+    if rows:
+        reference_constraint(m, d)
     rne(m, d)
 
 
 def _acceleration(m: Model, d: Data) -> None:
-    """Actuation and the smooth acceleration (no constraints yet: qacc = qacc_smooth)."""
+    """Actuation, the smooth acceleration and the constraint solver."""
     actuation(m, d)
     fwd_acceleration(m, d)
-    d.qacc.copy_from(d.qacc_smooth)
+    if constraint_rows_possible(m):
+        solve(m, d)
+        d._tiphys_constrained = True
+    else:
+        if getattr(d, "_tiphys_constrained", False):  # options changed: clear forces
+            d.qfrc_constraint.fill(0)
+            d.nefc.fill(0)
+            d.ncon.fill(0)
+            d._tiphys_constrained = False
+        d.qacc.copy_from(d.qacc_smooth)
 
 
 def _forward(m: Model, d: Data) -> None:
@@ -177,5 +205,10 @@ def inverse(m: Model, d: Data) -> None:
     """
     if m.opt.enabled("invdiscrete"):
         raise NotImplementedError("inverse: <flag invdiscrete=\"enable\"/>")
-    step1(m, d)
+    if constraint_rows_possible(m):
+        raise NotImplementedError(
+            "inverse: models with constraints (mj_inverse's constraint inverse is not "
+            "written yet)")
+    check_supported(m)
+    _position_velocity(m, d)
     inverse_combine(m, d)

@@ -69,16 +69,6 @@ def step_schedule(timestep: float, inttotal: float, interval: float) -> tuple[in
     return nstep, (nstep if first < 0 else first)
 
 
-def _needs_constraints(a, m: Model) -> bool:
-    """Limits or active equalities: the length-range simulation keeps them on."""
-    if m.njnt and np.any(np.asarray(a.jnt_limited)[:m.njnt]):
-        return True
-    if m.ntendon and np.any(np.asarray(a.tendon_limited)[:m.ntendon]):
-        return True
-    active = getattr(a, "eq_active0", None)
-    return bool(m.neq and (active is None or np.any(np.asarray(active)[:m.neq])))
-
-
 def _where(el) -> str:
     return f"{getattr(el, 'xml_file', None) or '<string>'}:{getattr(el, 'xml_line', None)}: " \
            f"<{getattr(el, 'tag', 'actuator')}>"
@@ -90,7 +80,8 @@ def set_length_range(m: Model) -> None:
 
     Raises ModelError (at the actuator element) for an invalid or unconverged range or
     an unstable simulation; NotImplementedError when the simulation needs something the
-    pipeline does not support yet (limits or equalities need the constraint solver).
+    pipeline does not support yet (body transmissions). Limits and equalities are
+    simulated with the constraint solver, as in MuJoCo.
     """
     a = m.arrays
     pending = list(getattr(a, "lengthrange_pending", None) or ())
@@ -103,11 +94,6 @@ def set_length_range(m: Model) -> None:
     try:
         check_supported(lr)
     except NotImplementedError as exc:
-        if _needs_constraints(a, lr):
-            raise NotImplementedError(
-                f"{_where(els[pending[0]])}: lengthrange simulation with joint/tendon limits "
-                f"or equality constraints (needs the constraint solver) is not supported "
-                f"yet") from exc
         raise NotImplementedError(f"{_where(els[pending[0]])}: lengthrange simulation: "
                                   f"{exc}") from None
     try:

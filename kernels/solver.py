@@ -1,0 +1,1563 @@
+"""Constraint solver: what MuJoCo's mj_fwdConstraint does once the rows exist.
+
+Given the rows of make_constraint (efc_J dense, efc_D, efc_R, efc_frictionloss,
+efc_aref, contact friction and cones) and the smooth dynamics (qM and its factor,
+qfrc_smooth, qacc_smooth), every world finds the constrained acceleration qacc that
+minimizes MuJoCo's convex cost
+
+    0.5 (qacc - qacc_smooth)' M (qacc - qacc_smooth) + s(J qacc - aref)
+
+with the solver of ``opt.solver``, as MuJoCo 3.4.0 does:
+
+- Newton (mj_solNewton): H = M + J'DJ over the quadratic rows, dense Cholesky per
+  world, rank-one updates and downdates when rows change state (full refactor when a
+  downdate loses rank), elliptic cone Hessians added to a copy of the factor;
+- CG (mj_solCG): Polak-Ribiere conjugate gradient preconditioned by M^-1 (qLD_tree);
+- both with MuJoCo's exact line search (Newton steps on the piecewise-quadratic 1-D
+  cost, one-sided then bracketed, ls_iterations / ls_tolerance) and termination on
+  scaled improvement or gradient below opt.tolerance;
+- PGS (mj_solPGS): projected Gauss-Seidel on the dual, friction boxes, non-negative
+  normals and, for elliptic cones, MuJoCo's normal/ray update followed by the
+  friction QCQP. MuJoCo builds AR = J M^-1 J' + R (nefc^2 per world); tiphys keeps
+  M^-1 J' (nefc x nv, the size of efc_J) and the running qacc - qacc_smooth, so the
+  residual of a row costs O(nv) and no nefc^2 matrix is stored.
+
+Warmstart as mj_fwdConstraint's: Newton/CG start from qacc_warmstart when its total
+cost is not above that of qacc_smooth; PGS starts from the forces of qacc_warmstart
+unless their dual cost is positive; the ``warmstart`` disable flag starts cold.
+
+Islands: MuJoCo 3.4.0 (island flag on by default) solves Newton/CG per constraint
+island: each island has its own improvement/gradient scale (1 / sum of its M
+diagonal instead of 1 / (meaninertia nv)) and its own iteration count, and dofs in
+no island take qacc_smooth. tiphys solves each world as one system, which is what
+MuJoCo does with <flag island="disable"/> (and always for PGS or with noslip): with
+that flag iteration counts and per-iteration statistics match; with islands the
+solution agrees to solver tolerance.
+
+Parallelism: rows products (efc_b, warm-start J qacc, M^-1 J' for PGS) run one thread
+per (world, row), the initial Newton Hessian one per (world, i, j); the iterations
+run one thread per world inside one launch (each world stops on its own criterion;
+the launch ends when the last world has converged). A solve is 2 (PGS), 3 (CG) or 4
+(Newton) launches whatever the iteration count.
+
+Not yet: the noslip solver (noslip_iterations > 0 raises NotImplementedError).
+"""
+import taichi as ti
+
+ND = ti.types.ndarray()
+MINVAL = 1e-15  # mjMINVAL
+NSOLVER = 200  # mjNSOLVER: iterations with statistics
+# Newton iterations of the friction QCQPs (MuJoCo's constant), passed to the kernel as
+# a runtime value: a constant trip count lets LLVM unroll the loops and triples the
+# compile time
+QCQP_ITERATIONS = 20
+
+# mjtConstraint, mjtConstraintState
+CNSTR_EQUALITY, CNSTR_CONTACT_ELLIPTIC = 0, 7
+SATISFIED, QUADRATIC, LINEARNEG, LINEARPOS, CONE = 0, 1, 2, 3, 4
+
+# row kinds, the solver's view of a row (by position, as MuJoCo: ne equality rows,
+# nf friction rows, then limits and contacts)
+KIND_EQUALITY, KIND_FRICTION, KIND_INEQUALITY, KIND_ELLIPTIC, KIND_CONE_TAIL = range(5)
+
+# float rows of the per-row scratch ``se`` (nworld, E_N, njmax)
+(E_D, E_R, E_FLOSS, E_FRIC, E_B, E_JAREF, E_JV, E_Q0, E_Q1, E_Q2, E_ARINV) = range(11)
+E_N = 11
+# int rows of ``si`` (nworld, I_N, njmax)
+I_KIND, I_DIM, I_OLDSTATE = range(3)
+I_N = 3
+# dof vectors of ``sv`` (nworld, V_N, nv)
+(V_QACC, V_MA, V_MV, V_GRAD, V_MGRAD, V_SEARCH, V_GRADOLD, V_MGRADOLD, V_VEC,
+ V_U) = range(10)
+V_N = 10
+# per-world scalars of ``sw`` (nworld, W_N)
+W_COST, W_GAUSS, W_NACTIVE, W_NCONE = range(4)
+W_N = 4
+# per-iteration statistics (mjSolverStat) in ``stats`` (nworld, nstat, S_N)
+STAT_NAMES = ("improvement", "gradient", "lineslope", "nactive", "nchange", "neval",
+              "nupdate")
+S_N = len(STAT_NAMES)
+
+SOLVER_NAMES = {0: "PGS", 1: "CG", 2: "Newton"}
+
+
+# ---------------------------------------------------------------------------------------
+# small dense and tree-sparse linear algebra on per-world scratch
+# ---------------------------------------------------------------------------------------
+
+@ti.func
+def _mul_m(w, nv, qM: ti.template(), dof_Madr: ti.template(), dof_parentid: ti.template(),
+           sv: ti.template(), src, dst):
+    """sv[w, dst] = M sv[w, src], from qM's sparse rows."""
+    for i in range(nv):
+        sv[w, dst, i] = 0.0
+    for i in range(nv):
+        madr = dof_Madr[i]
+        sv[w, dst, i] += qM[w, madr] * sv[w, src, i]
+        j = dof_parentid[i]
+        adr = madr + 1
+        while j >= 0:
+            sv[w, dst, i] += qM[w, adr] * sv[w, src, j]
+            sv[w, dst, j] += qM[w, adr] * sv[w, src, i]
+            adr += 1
+            j = dof_parentid[j]
+
+
+@ti.func
+def _solve_m(w, k, nv, x: ti.template(), qLD: ti.template(), qLDiagInv: ti.template(),
+             dof_Madr: ti.template(), dof_parentid: ti.template(),
+             dof_simplenum: ti.template()):
+    """x[w, k] <- inv(M) x[w, k] with the L'DL factor in qM's layout (every tree at once:
+    trees are contiguous and never couple)."""
+    for ii in range(nv):
+        i = nv - 1 - ii
+        if dof_simplenum[i] == 0:
+            xi = x[w, k, i]
+            adr = dof_Madr[i] + 1
+            j = dof_parentid[i]
+            while j >= 0:
+                x[w, k, j] -= qLD[w, adr] * xi
+                adr += 1
+                j = dof_parentid[j]
+    for i in range(nv):
+        x[w, k, i] *= qLDiagInv[w, i]
+    for i in range(nv):
+        if dof_simplenum[i] == 0:
+            adr = dof_Madr[i] + 1
+            j = dof_parentid[i]
+            acc = x[w, k, i]
+            while j >= 0:
+                acc -= qLD[w, adr] * x[w, k, j]
+                adr += 1
+                j = dof_parentid[j]
+            x[w, k, i] = acc
+
+
+@ti.func
+def _m_entry(w, i, j, qM: ti.template(), dof_Madr: ti.template(),
+             dof_parentid: ti.template()):
+    """M(i, j) for j <= i (zero unless j is i or one of its ancestors)."""
+    val = 0.0
+    k = i
+    adr = dof_Madr[i]
+    while k > j:
+        k = dof_parentid[k]
+        adr += 1
+    if k == j:
+        val = qM[w, adr]
+    return val
+
+
+@ti.func
+def _chol_factor(w, k, n, H: ti.template(), mindiag):
+    """In-place dense Cholesky H[w, k] = L L' (lower triangle), as mju_cholFactor."""
+    rank = n
+    for j in range(n):
+        tmp = H[w, k, j, j]
+        for p in range(j):
+            tmp -= H[w, k, j, p] * H[w, k, j, p]
+        if tmp < mindiag:
+            tmp = mindiag
+            rank -= 1
+        djj = ti.sqrt(tmp)
+        H[w, k, j, j] = djj
+        inv = 1.0 / djj
+        for i in range(j + 1, n):
+            s = H[w, k, i, j]
+            for p in range(j):
+                s -= H[w, k, i, p] * H[w, k, j, p]
+            H[w, k, i, j] = s * inv
+    return rank
+
+
+@ti.func
+def _chol_solve(w, k, n, H: ti.template(), sv: ti.template(), src, dst):
+    """sv[w, dst] = inv(L L') sv[w, src], as mju_cholSolve."""
+    for i in range(n):
+        s = sv[w, src, i]
+        for j in range(i):
+            s -= H[w, k, i, j] * sv[w, dst, j]
+        sv[w, dst, i] = s / H[w, k, i, i]
+    for ii in range(n):
+        i = n - 1 - ii
+        s = sv[w, dst, i]
+        for j in range(i + 1, n):
+            s -= H[w, k, j, i] * sv[w, dst, j]
+        sv[w, dst, i] = s / H[w, k, i, i]
+
+
+@ti.func
+def _chol_update(w, k, n, H: ti.template(), sv: ti.template(), xrow, flg_plus):
+    """L L' +/- x x' in place (x = sv[w, xrow], destroyed), as mju_cholUpdate; rank."""
+    rank = n
+    for kk in range(n):
+        xk = sv[w, xrow, kk]
+        if xk != 0.0:
+            lkk = H[w, k, kk, kk]
+            tmp = lkk * lkk - xk * xk
+            if flg_plus:
+                tmp = lkk * lkk + xk * xk
+            if tmp < MINVAL:
+                tmp = MINVAL
+                rank -= 1
+            r = ti.sqrt(tmp)
+            c = r / lkk
+            cinv = 1.0 / c
+            s = xk / lkk
+            H[w, k, kk, kk] = r
+            for i in range(kk + 1, n):
+                if flg_plus:
+                    H[w, k, i, kk] = (H[w, k, i, kk] + s * sv[w, xrow, i]) * cinv
+                else:
+                    H[w, k, i, kk] = (H[w, k, i, kk] - s * sv[w, xrow, i]) * cinv
+            for i in range(kk + 1, n):
+                sv[w, xrow, i] = c * sv[w, xrow, i] - s * H[w, k, i, kk]
+    return rank
+
+
+# ---------------------------------------------------------------------------------------
+# constraint states, forces and costs (mj_constraintUpdate_impl)
+# ---------------------------------------------------------------------------------------
+
+@ti.func
+def _constraint_update(w, n, se: ti.template(), si: ti.template(), jrow,
+                       force: ti.template(), state: ti.template()):
+    """efc_force and efc_state from jar = se[w, jrow]; returns the constraint cost."""
+    cost = 0.0
+    i = 0
+    while i < n:
+        kind = si[w, I_KIND, i]
+        jar = se[w, jrow, i]
+        D = se[w, E_D, i]
+        step = 1
+        if kind == KIND_EQUALITY:
+            cost += 0.5 * D * jar * jar
+            force[w, i] = -D * jar
+            state[w, i] = QUADRATIC
+        elif kind == KIND_FRICTION:
+            R = se[w, E_R, i]
+            fl = se[w, E_FLOSS, i]
+            if jar <= -R * fl:
+                cost += -0.5 * R * fl * fl - fl * jar
+                force[w, i] = fl
+                state[w, i] = LINEARNEG
+            elif jar >= R * fl:
+                cost += -0.5 * R * fl * fl + fl * jar
+                force[w, i] = -fl
+                state[w, i] = LINEARPOS
+            else:
+                cost += 0.5 * D * jar * jar
+                force[w, i] = -D * jar
+                state[w, i] = QUADRATIC
+        elif kind == KIND_INEQUALITY:
+            if jar >= 0.0:
+                force[w, i] = 0.0
+                state[w, i] = SATISFIED
+            else:
+                cost += 0.5 * D * jar * jar
+                force[w, i] = -D * jar
+                state[w, i] = QUADRATIC
+        else:  # elliptic cone: rows i .. i+dim-1
+            dim = si[w, I_DIM, i]
+            step = dim
+            mu = se[w, E_FRIC, i]
+            N = jar * mu
+            tsqr = 0.0
+            for j in range(1, dim):
+                u = se[w, jrow, i + j] * se[w, E_FRIC, i + j]
+                tsqr += u * u
+            T = ti.sqrt(tsqr)
+            result = CONE
+            if (N >= mu * T) | ((T <= 0.0) & (N >= 0.0)):
+                for j in range(dim):
+                    force[w, i + j] = 0.0
+                result = SATISFIED
+            elif (mu * N + T <= 0.0) | ((T <= 0.0) & (N < 0.0)):
+                for j in range(dim):
+                    jj = se[w, jrow, i + j]
+                    cost += 0.5 * se[w, E_D, i + j] * jj * jj
+                    force[w, i + j] = -se[w, E_D, i + j] * jj
+                result = QUADRATIC
+            else:
+                dm = D / (mu * mu * (1.0 + mu * mu))
+                nmt = N - mu * T
+                cost += 0.5 * dm * nmt * nmt
+                f0 = -dm * nmt * mu
+                force[w, i] = f0
+                for j in range(1, dim):
+                    fr = se[w, E_FRIC, i + j]
+                    force[w, i + j] = -f0 / T * (se[w, jrow, i + j] * fr) * fr
+            for j in range(dim):
+                state[w, i + j] = result
+        i += step
+    return cost
+
+
+@ti.func
+def _cone_hessian(w, i, dim, se: ti.template(), sb: ti.template()):
+    """The cone-state Hessian of the elliptic contact at row i (dim x dim, from
+    Jaref), as mj_constraintUpdate_impl's contact H, into sb[w, 0]."""
+    mu = se[w, E_FRIC, i]
+    n0 = se[w, E_JAREF, i] * mu
+    tsqr = 0.0
+    for j in range(1, dim):
+        u = se[w, E_JAREF, i + j] * se[w, E_FRIC, i + j]
+        tsqr += u * u
+    T = ti.sqrt(tsqr)
+    dm = se[w, E_D, i] / (mu * mu * (1.0 + mu * mu))
+    sb[w, 0, 0, 0] = 1.0
+    for j in range(1, dim):
+        sb[w, 0, 0, j] = -mu / T * se[w, E_JAREF, i + j] * se[w, E_FRIC, i + j]
+    scl = mu * n0 / (T * T * T)
+    for k in range(1, dim):
+        uk = se[w, E_JAREF, i + k] * se[w, E_FRIC, i + k]
+        for j in range(k, dim):
+            sb[w, 0, k, j] = scl * se[w, E_JAREF, i + j] * se[w, E_FRIC, i + j] * uk
+    scl = mu * mu - mu * n0 / T
+    for j in range(1, dim):
+        sb[w, 0, j, j] += scl
+    # scale by diag(mu, friction) on both sides and Dm; mirror into the lower triangle
+    for k in range(dim):
+        for j in range(k, dim):
+            sb[w, 0, k, j] *= dm * se[w, E_FRIC, i + k] * se[w, E_FRIC, i + j]
+            sb[w, 0, j, k] = sb[w, 0, k, j]
+
+
+@ti.func
+def _update_constraint(w, n, nv, efc_J: ti.template(), se: ti.template(),
+                       si: ti.template(), force: ti.template(), state: ti.template(),
+                       qfrc_constraint: ti.template(), sv: ti.template(),
+                       qfrc_smooth: ti.template(), qacc_smooth: ti.template()):
+    """CGupdateConstraint: forces, states, qfrc_constraint = J'f, counts, total cost."""
+    cost = _constraint_update(w, n, se, si, E_JAREF, force, state)
+    for j in range(nv):
+        s = 0.0
+        for i in range(n):
+            s += efc_J[w, i, j] * force[w, i]
+        qfrc_constraint[w, j] = s
+    nactive = 0
+    ncone = 0
+    for i in range(n):
+        nactive += state[w, i] != SATISFIED
+        ncone += state[w, i] == CONE
+    gauss = 0.0
+    for i in range(nv):
+        gauss += 0.5 * (sv[w, V_MA, i] - qfrc_smooth[w, i]) * (
+            sv[w, V_QACC, i] - qacc_smooth[w, i])
+    return cost + gauss, gauss, nactive, ncone
+
+
+# ---------------------------------------------------------------------------------------
+# row set-up: efc_b, warm-start J qacc, the solver's row view, M^-1 J' for the dual
+# ---------------------------------------------------------------------------------------
+
+@ti.kernel
+def _prepare(
+    # model
+    dof_parentid: ND, dof_Madr: ND, dof_simplenum: ND, nv: ti.i32,
+    # data in
+    ne: ND, nf: ND, nefc: ND, efc_type: ND, efc_id: ND, efc_J: ND, efc_D: ND, efc_R: ND,
+    efc_frictionloss: ND, efc_aref: ND, contact_mu: ND, contact_friction: ND,
+    contact_dim: ND, contact_efc_address: ND, qLD: ND, qLDiagInv: ND, qacc_smooth: ND,
+    qacc_warmstart: ND,
+    # data out
+    efc_b: ND,
+    # scratch
+    se: ND, si: ND, minvjt: ND,
+    # options
+    warmstart: ti.i32, dual: ti.i32,
+):
+    nworld = efc_J.shape[0]
+    njmax = efc_J.shape[1]
+    for w, i in ti.ndrange(nworld, njmax):
+        if i < nefc[w]:
+            b = 0.0
+            jw = 0.0
+            for j in range(nv):
+                b += efc_J[w, i, j] * qacc_smooth[w, j]
+            if warmstart:
+                for j in range(nv):
+                    jw += efc_J[w, i, j] * qacc_warmstart[w, j]
+            aref = efc_aref[w, i]
+            efc_b[w, i] = b - aref
+            se[w, E_B, i] = b - aref
+            se[w, E_JAREF, i] = jw - aref
+            se[w, E_D, i] = efc_D[w, i]
+            se[w, E_R, i] = efc_R[w, i]
+            se[w, E_FLOSS, i] = efc_frictionloss[w, i]
+            kind = KIND_INEQUALITY
+            dim = 1
+            fric = 0.0
+            if i < ne[w]:
+                kind = KIND_EQUALITY
+            elif i < ne[w] + nf[w]:
+                kind = KIND_FRICTION
+            elif efc_type[w, i] == CNSTR_CONTACT_ELLIPTIC:
+                conid = efc_id[w, i]
+                j = i - contact_efc_address[w, conid]
+                kind = KIND_CONE_TAIL
+                if j == 0:
+                    kind = KIND_ELLIPTIC
+                    dim = contact_dim[w, conid]
+                    fric = contact_mu[w, conid]
+                else:
+                    fric = contact_friction[w, conid][j - 1]
+            si[w, I_KIND, i] = kind
+            si[w, I_DIM, i] = dim
+            se[w, E_FRIC, i] = fric
+            if dual:
+                for j in range(nv):
+                    minvjt[w, i, j] = efc_J[w, i, j]
+                _solve_m(w, i, nv, minvjt, qLD, qLDiagInv, dof_Madr, dof_parentid,
+                         dof_simplenum)
+                a = 0.0
+                for j in range(nv):
+                    a += efc_J[w, i, j] * minvjt[w, i, j]
+                se[w, E_ARINV, i] = 1.0 / (a + efc_R[w, i])
+
+
+# ---------------------------------------------------------------------------------------
+# CG and Newton (mj_solCGNewton)
+# ---------------------------------------------------------------------------------------
+
+@ti.kernel
+def _primal_start(
+    # model
+    dof_parentid: ND, dof_Madr: ND, nv: ti.i32,
+    # data in
+    nefc: ND, efc_J: ND, qM: ND, qfrc_smooth: ND, qacc_smooth: ND, qacc_warmstart: ND,
+    # data out
+    qacc: ND, efc_force: ND, efc_state: ND, qfrc_constraint: ND, solver_niter: ND,
+    # scratch
+    se: ND, si: ND, sv: ND, sw: ND,
+    # options
+    warmstart: ti.i32,
+):
+    """Warmstart choice (cost of qacc_warmstart vs qacc_smooth), then the solver's
+    first constraint update; worlds without rows get qacc = qacc_smooth."""
+    for w in range(nefc.shape[0]):
+        n = nefc[w]
+        solver_niter[w] = 0
+        if n == 0:
+            for i in range(nv):
+                qacc[w, i] = qacc_smooth[w, i]
+                qfrc_constraint[w, i] = 0.0
+        else:
+            use_warm = 0
+            if warmstart:
+                for i in range(nv):
+                    sv[w, V_QACC, i] = qacc_warmstart[w, i]
+                _mul_m(w, nv, qM, dof_Madr, dof_parentid, sv, V_QACC, V_MA)
+                gauss_warm = 0.0
+                for i in range(nv):
+                    gauss_warm += 0.5 * (sv[w, V_MA, i] - qfrc_smooth[w, i]) * (
+                        qacc_warmstart[w, i] - qacc_smooth[w, i])
+                # total cost of qacc_warmstart, then of qacc_smooth (no Gauss term)
+                cost_warm = gauss_warm
+                cost_smooth = 0.0
+                for k in range(2):
+                    row = E_JAREF
+                    if k == 1:
+                        row = E_B
+                    c = _constraint_update(w, n, se, si, row, efc_force, efc_state)
+                    if k == 0:
+                        cost_warm += c
+                    else:
+                        cost_smooth = c
+                use_warm = not (cost_warm > cost_smooth)
+            if not use_warm:
+                for i in range(nv):
+                    sv[w, V_QACC, i] = qacc_smooth[w, i]
+                _mul_m(w, nv, qM, dof_Madr, dof_parentid, sv, V_QACC, V_MA)
+                for i in range(n):
+                    se[w, E_JAREF, i] = se[w, E_B, i]
+            cost, gauss, nactive, ncone = _update_constraint(
+                w, n, nv, efc_J, se, si, efc_force, efc_state, qfrc_constraint, sv,
+                qfrc_smooth, qacc_smooth)
+            sw[w, W_COST] = cost
+            sw[w, W_GAUSS] = gauss
+            sw[w, W_NACTIVE] = nactive
+            sw[w, W_NCONE] = ncone
+
+
+@ti.func
+def _hessian_entry(w, i, j, n, efc_J: ti.template(), se: ti.template(),
+                   efc_state: ti.template(), qM: ti.template(), dof_Madr: ti.template(),
+                   dof_parentid: ti.template()):
+    """H(i, j) = M(i, j) + sum over quadratic rows of J(r, i) D(r) J(r, j), j <= i."""
+    h = 0.0
+    for r in range(n):
+        if efc_state[w, r] == QUADRATIC:
+            h += efc_J[w, r, i] * se[w, E_D, r] * efc_J[w, r, j]
+    return h + _m_entry(w, i, j, qM, dof_Madr, dof_parentid)
+
+
+@ti.kernel
+def _hessian(
+    dof_parentid: ND, dof_Madr: ND, nv: ti.i32,
+    nefc: ND, efc_J: ND, efc_state: ND, qM: ND, se: ND, sH: ND,
+):
+    """Newton's initial H = M + J'DJ (lower triangle), one thread per (world, i, j)."""
+    for w, i, j in ti.ndrange(nefc.shape[0], nv, nv):
+        if j <= i and nefc[w] > 0:
+            sH[w, 0, i, j] = _hessian_entry(w, i, j, nefc[w], efc_J, se, efc_state, qM,
+                                            dof_Madr, dof_parentid)
+
+
+@ti.func
+def _hessian_cone(w, n, nv, efc_J: ti.template(), se: ti.template(), si: ti.template(),
+                  efc_state: ti.template(), sH: ti.template(), sv: ti.template(),
+                  sb: ti.template()):
+    """Lcone = L updated with every cone-state contact's J' Hcone J; returns the
+    number of rank-one updates."""
+    for i in range(nv):
+        for j in range(i + 1):
+            sH[w, 1, i, j] = sH[w, 0, i, j]
+    nupdate = 0
+    for i in range(n):
+        if (si[w, I_KIND, i] == KIND_ELLIPTIC) & (efc_state[w, i] == CONE):
+            dim = si[w, I_DIM, i]
+            _cone_hessian(w, i, dim, se, sb)
+            _chol_factor(w, 0, dim, sb, MINVAL)
+            for c in range(dim):
+                for k in range(nv):
+                    s = 0.0
+                    for r in range(c, dim):
+                        s += sb[w, 0, r, c] * efc_J[w, i + r, k]
+                    sv[w, V_VEC, k] = s
+                _chol_update(w, 1, nv, sH, sv, V_VEC, 1)
+            nupdate += dim
+    return nupdate
+
+
+@ti.func
+def _ls_eval(w, n, alpha, g0, g1, g2, se: ti.template(), si: ti.template()):
+    """Cost and first two derivatives of the total cost along the search direction at
+    step alpha (CGeval); returns (alpha, cost, d0, d1)."""
+    cost = 0.0
+    d0 = 0.0
+    d1 = 0.0
+    q0 = g0
+    q1 = g1
+    q2 = g2
+    i = 0
+    while i < n:
+        kind = si[w, I_KIND, i]
+        step = 1
+        if kind == KIND_EQUALITY:
+            q0 += se[w, E_Q0, i]
+            q1 += se[w, E_Q1, i]
+            q2 += se[w, E_Q2, i]
+        elif kind == KIND_FRICTION:
+            start = se[w, E_JAREF, i]
+            dirn = se[w, E_JV, i]
+            x = start + alpha * dirn
+            f = se[w, E_FLOSS, i]
+            rf = se[w, E_R, i] * f
+            if (-rf < x) & (x < rf):
+                q0 += se[w, E_Q0, i]
+                q1 += se[w, E_Q1, i]
+                q2 += se[w, E_Q2, i]
+            elif x <= -rf:
+                q0 += f * (-0.5 * rf - start)
+                q1 += -f * dirn
+            else:
+                q0 += f * (-0.5 * rf + start)
+                q1 += f * dirn
+        elif kind == KIND_INEQUALITY:
+            x = se[w, E_JAREF, i] + alpha * se[w, E_JV, i]
+            if x < 0.0:
+                q0 += se[w, E_Q0, i]
+                q1 += se[w, E_Q1, i]
+                q2 += se[w, E_Q2, i]
+        else:
+            step = si[w, I_DIM, i]
+            mu = se[w, E_FRIC, i]
+            u0 = se[w, E_Q0, i + 1]
+            v0 = se[w, E_Q1, i + 1]
+            uu = se[w, E_Q2, i + 1]
+            uv = se[w, E_Q0, i + 2]
+            vv = se[w, E_Q1, i + 2]
+            dm = se[w, E_Q2, i + 2]
+            N = u0 + alpha * v0
+            tsqr = uu + alpha * (2.0 * uv + alpha * vv)
+            bottom = 0
+            if tsqr <= 0.0:
+                bottom = N < 0.0
+            else:
+                T = ti.sqrt(tsqr)
+                if N >= mu * T:
+                    pass
+                elif mu * N + T <= 0.0:
+                    bottom = 1
+                else:
+                    n1 = v0
+                    t1 = (uv + alpha * vv) / T
+                    t2 = vv / T - (uv + alpha * vv) * t1 / (T * T)
+                    cost += 0.5 * dm * (N - mu * T) * (N - mu * T)
+                    d0 += dm * (N - mu * T) * (n1 - mu * t1)
+                    d1 += dm * ((n1 - mu * t1) * (n1 - mu * t1) + (N - mu * T) * (-mu * t2))
+            if bottom:
+                q0 += se[w, E_Q0, i]
+                q1 += se[w, E_Q1, i]
+                q2 += se[w, E_Q2, i]
+        i += step
+    cost += alpha * alpha * q2 + alpha * q1 + q0
+    d0 += 2.0 * alpha * q2 + q1
+    d1 += 2.0 * q2
+    if d1 <= 0.0:  # not convex: SHOULD NOT OCCUR (MuJoCo warns and goes on)
+        d1 = MINVAL
+    return ti.Vector([alpha, cost, d0, d1])
+
+
+@ti.func
+def _bracket_select(p, c0, c1, c2):
+    """updateBracket's choice: the candidate with the same derivative sign as p and a
+    derivative closer to zero replaces p; returns (flag, p)."""
+    flag = 0
+    for k in ti.static(range(3)):
+        c = c0
+        if ti.static(k == 1):
+            c = c1
+        if ti.static(k == 2):
+            c = c2
+        if (p[2] < 0.0) & (c[2] < 0.0) & (p[2] < c[2]):
+            p = c
+            flag = 1
+        elif (p[2] > 0.0) & (c[2] > 0.0) & (p[2] > c[2]):
+            p = c
+            flag = 2
+    return flag, p
+
+
+# line-search phases: what the next evaluated point is for
+LS_P0, LS_P1, LS_ONESIDED, LS_ONESIDED_TEST, LS_P1NEXT, LS_BRACKET, LS_PMID, \
+    LS_B1NEXT, LS_AFTER_B1, LS_B2NEXT, LS_AFTER_B2 = range(11)
+
+
+@ti.func
+def _newton_point(p):
+    return p[0] - p[2] / p[3]
+
+
+@ti.func
+def _linesearch(w, n, nv, efc_J: ti.template(), qM: ti.template(),
+                dof_Madr: ti.template(), dof_parentid: ti.template(),
+                qfrc_smooth: ti.template(), se: ti.template(), si: ti.template(),
+                sv: ti.template(), g0, tolerance, ls_iterations, scale):
+    """MuJoCo's exact line search (CGsearch) along sv[w, V_SEARCH]; fills Mv and Jv and
+    returns (alpha, number of evaluations, slope at the solution). ``g0``: the Gauss
+    cost at the current qacc.
+
+    Written as a state machine with one evaluation site (CGeval), so that the
+    evaluation is compiled once: each pass evaluates the point the phase asks for
+    (or none), then moves on exactly as MuJoCo's Newton/one-sided/bracketed search.
+    """
+    alpha = 0.0
+    neval = 0
+    slope = 1.0
+    snorm = 0.0
+    for i in range(nv):
+        snorm += sv[w, V_SEARCH, i] * sv[w, V_SEARCH, i]
+    snorm = ti.sqrt(snorm)
+    if snorm >= MINVAL:
+        gtol = tolerance * snorm / scale
+        slopescl = scale / snorm
+        _mul_m(w, nv, qM, dof_Madr, dof_parentid, sv, V_SEARCH, V_MV)
+        for i in range(n):
+            s = 0.0
+            for j in range(nv):
+                s += efc_J[w, i, j] * sv[w, V_SEARCH, j]
+            se[w, E_JV, i] = s
+        g1, g2 = _prepare_quadratics(w, n, nv, qfrc_smooth, se, si, sv)
+        zero = ti.Vector([0.0, 0.0, 0.0, 0.0])
+        p0, p1, p2, p1next, p2next, pmid, pt = zero, zero, zero, zero, zero, zero, zero
+        c0, c1, c2 = zero, zero, zero
+        dirn = 1.0
+        p2update = 0
+        b1 = 0
+        b2 = 0
+        phase = LS_P0
+        x = 0.0  # the step to evaluate next
+        need = 1
+        done = 0
+        while not done:
+            if need:
+                pt = _ls_eval(w, n, x, g0, g1, g2, se, si)
+                neval += 1
+            need = 1
+            if phase == LS_P0:
+                p0 = pt
+                x = _newton_point(p0)
+                phase = LS_P1
+            elif phase == LS_P1:
+                # always one Newton step; keep the better of p0, p1
+                p1 = pt
+                if p0[1] < p1[1]:
+                    p1 = p0
+                if ti.abs(p1[2]) < gtol:
+                    alpha = p1[0]
+                    slope = ti.abs(p1[2]) * slopescl
+                    done = 1
+                else:
+                    dirn = 1.0
+                    if not (p1[2] < 0.0):
+                        dirn = -1.0
+                    phase = LS_ONESIDED_TEST
+                    need = 0
+            elif phase == LS_ONESIDED:
+                p1 = pt
+                if ti.abs(p1[2]) < gtol:
+                    alpha = p1[0]
+                    slope = ti.abs(p1[2]) * slopescl
+                    done = 1
+                else:
+                    phase = LS_ONESIDED_TEST
+                    need = 0
+            elif phase == LS_ONESIDED_TEST:
+                if (p1[2] * dirn <= -gtol) & (neval < ls_iterations):
+                    # one-sided: Newton steps from p1 while the slope keeps its sign
+                    p2 = p1
+                    p2update = 1
+                    x = _newton_point(p1)
+                    phase = LS_ONESIDED
+                elif (neval >= ls_iterations) | (not p2update):
+                    # could not bracket / no p2 update
+                    alpha = p1[0]
+                    slope = ti.abs(p1[2]) * slopescl
+                    done = 1
+                else:
+                    p2next = p1
+                    x = _newton_point(p1)
+                    phase = LS_P1NEXT
+            elif phase == LS_P1NEXT:
+                p1next = pt
+                phase = LS_BRACKET
+                need = 0
+            elif phase == LS_BRACKET:
+                if neval < ls_iterations:
+                    x = 0.5 * (p1[0] + p2[0])
+                    phase = LS_PMID
+                else:
+                    # out of evaluations: the better bracket end, if it improved
+                    if (p1[1] <= p2[1]) & (p1[1] < p0[1]):
+                        alpha = p1[0]
+                        slope = ti.abs(p1[2]) * slopescl
+                    elif (p2[1] <= p1[1]) & (p2[1] < p0[1]):
+                        alpha = p2[0]
+                        slope = ti.abs(p2[2]) * slopescl
+                    else:
+                        alpha = 0.0
+                    done = 1
+            elif phase == LS_PMID:
+                pmid = pt
+                c0 = p1next
+                c1 = p2next
+                c2 = pmid
+                bestcost = 0.0
+                bestind = -1
+                for k in ti.static(range(3)):
+                    c = c0
+                    if ti.static(k == 1):
+                        c = c1
+                    if ti.static(k == 2):
+                        c = c2
+                    if ti.abs(c[2]) < gtol:
+                        if (bestind == -1) | (c[1] < bestcost):
+                            bestcost = c[1]
+                            bestind = k
+                            alpha = c[0]
+                            slope = ti.abs(c[2]) * slopescl
+                if bestind >= 0:
+                    done = 1
+                else:
+                    b1, p1 = _bracket_select(p1, c0, c1, c2)
+                    if b1:
+                        x = _newton_point(p1)
+                        phase = LS_B1NEXT
+                    else:
+                        phase = LS_AFTER_B1
+                        need = 0
+            elif phase == LS_B1NEXT:
+                p1next = pt
+                phase = LS_AFTER_B1
+                need = 0
+            elif phase == LS_AFTER_B1:
+                b2, p2 = _bracket_select(p2, c0, c1, c2)
+                if b2:
+                    x = _newton_point(p2)
+                    phase = LS_B2NEXT
+                else:
+                    phase = LS_AFTER_B2
+                    need = 0
+            elif phase == LS_B2NEXT:
+                p2next = pt
+                phase = LS_AFTER_B2
+                need = 0
+            else:  # LS_AFTER_B2
+                if (b1 == 0) & (b2 == 0):
+                    # no update possible: numerical accuracy reached, use the midpoint
+                    alpha = pmid[0]
+                    slope = ti.abs(pmid[2]) * slopescl
+                    done = 1
+                else:
+                    phase = LS_BRACKET
+                    need = 0
+    return alpha, neval, slope
+
+
+@ti.func
+def _prepare_quadratics(w, n, nv, qfrc_smooth: ti.template(), se: ti.template(),
+                        si: ti.template(), sv: ti.template()):
+    """The per-row quadratics of the cost along the search direction and the cone
+    quantities of elliptic contacts (CGprepare); returns the Gauss cost's linear and
+    quadratic coefficients."""
+    va = 0.0
+    vf = 0.0
+    vmv = 0.0
+    for i in range(nv):
+        va += sv[w, V_SEARCH, i] * sv[w, V_MA, i]
+        vf += qfrc_smooth[w, i] * sv[w, V_SEARCH, i]
+        vmv += sv[w, V_SEARCH, i] * sv[w, V_MV, i]
+    i = 0
+    while i < n:
+        jaref = se[w, E_JAREF, i]
+        jv = se[w, E_JV, i]
+        D = se[w, E_D, i]
+        dj0 = D * jaref
+        q0 = jaref * dj0
+        q1 = jv * dj0
+        q2 = jv * D * jv
+        step = 1
+        if si[w, I_KIND, i] == KIND_ELLIPTIC:
+            dim = si[w, I_DIM, i]
+            step = dim
+            mu = se[w, E_FRIC, i]
+            for j in range(1, dim):
+                djj = se[w, E_D, i + j] * se[w, E_JAREF, i + j]
+                q0 += se[w, E_JAREF, i + j] * djj
+                q1 += se[w, E_JV, i + j] * djj
+                q2 += se[w, E_JV, i + j] * se[w, E_D, i + j] * se[w, E_JV, i + j]
+            uu = 0.0
+            uv = 0.0
+            vv = 0.0
+            for j in range(1, dim):
+                fr = se[w, E_FRIC, i + j]
+                u = se[w, E_JAREF, i + j] * fr
+                v = se[w, E_JV, i + j] * fr
+                uu += u * u
+                uv += u * v
+                vv += v * v
+            # cone quantities in the next two rows' slots (dim >= 3)
+            se[w, E_Q0, i + 1] = jaref * mu
+            se[w, E_Q1, i + 1] = jv * mu
+            se[w, E_Q2, i + 1] = uu
+            se[w, E_Q0, i + 2] = uv
+            se[w, E_Q1, i + 2] = vv
+            se[w, E_Q2, i + 2] = D / ((mu * mu) * (1.0 + mu * mu))
+        se[w, E_Q0, i] = 0.5 * q0
+        se[w, E_Q1, i] = q1
+        se[w, E_Q2, i] = 0.5 * q2
+        i += step
+    return va - vf, 0.5 * vmv
+
+
+@ti.func
+def _update_gradient(w, n, nv, ncone, newton, qfrc_smooth: ti.template(),
+                     qfrc_constraint: ti.template(), qLD: ti.template(),
+                     qLDiagInv: ti.template(), dof_Madr: ti.template(),
+                     dof_parentid: ti.template(), dof_simplenum: ti.template(),
+                     sH: ti.template(), sv: ti.template()):
+    """grad = M qacc - qfrc_smooth - qfrc_constraint; Mgrad = H^-1 grad (Newton) or
+    M^-1 grad (CG)."""
+    for i in range(nv):
+        sv[w, V_GRAD, i] = sv[w, V_MA, i] - qfrc_smooth[w, i] - qfrc_constraint[w, i]
+    if newton:
+        k = 0
+        if ncone:
+            k = 1
+        _chol_solve(w, k, nv, sH, sv, V_GRAD, V_MGRAD)
+    else:
+        for i in range(nv):
+            sv[w, V_MGRAD, i] = sv[w, V_GRAD, i]
+        _solve_m(w, V_MGRAD, nv, sv, qLD, qLDiagInv, dof_Madr, dof_parentid, dof_simplenum)
+
+
+@ti.kernel
+def _primal_iterate(
+    # model
+    dof_parentid: ND, dof_Madr: ND, dof_simplenum: ND, nv: ti.i32,
+    # data in
+    nefc: ND, efc_J: ND, qM: ND, qLD: ND, qLDiagInv: ND, qfrc_smooth: ND,
+    qacc_smooth: ND,
+    # data out
+    qacc: ND, efc_force: ND, efc_state: ND, qfrc_constraint: ND, solver_niter: ND,
+    # scratch
+    se: ND, si: ND, sv: ND, sH: ND, sw: ND, sb: ND, stats: ND,
+    # options
+    maxiter: ti.i32, tolerance: float, ls_tolerance: float, ls_iterations: ti.i32,
+    scale: float, newton: ti.i32,
+):
+    """The CG / Newton iterations of every world (mj_solCGNewton after its first
+    constraint update). The set-up before MuJoCo's main loop (factor of the Hessian
+    built by _hessian, gradient, first direction) is this loop's first pass, so each
+    stage is compiled once."""
+    nstat = stats.shape[1]
+    for w in range(nefc.shape[0]):
+        n = nefc[w]
+        if n > 0:
+            cost = sw[w, W_COST]
+            gauss = sw[w, W_GAUSS]
+            nactive = ti.cast(sw[w, W_NACTIVE], ti.i32)
+            ncone = ti.cast(sw[w, W_NCONE], ti.i32)
+            it = 0
+            first = 1
+            while first | (it < maxiter):
+                neval = 0
+                slope = 1.0
+                oldcost = cost
+                refactor = first
+                if not first:
+                    alpha, neval, slope = _linesearch(
+                        w, n, nv, efc_J, qM, dof_Madr, dof_parentid, qfrc_smooth, se, si,
+                        sv, gauss, tolerance * ls_tolerance, ls_iterations, scale)
+                    if alpha == 0.0:
+                        break
+                    for i in range(nv):
+                        sv[w, V_QACC, i] += alpha * sv[w, V_SEARCH, i]
+                        sv[w, V_MA, i] += alpha * sv[w, V_MV, i]
+                    for i in range(n):
+                        se[w, E_JAREF, i] += alpha * se[w, E_JV, i]
+                    if not newton:
+                        for i in range(nv):
+                            sv[w, V_GRADOLD, i] = sv[w, V_GRAD, i]
+                            sv[w, V_MGRADOLD, i] = sv[w, V_MGRAD, i]
+                    for i in range(n):
+                        si[w, I_OLDSTATE, i] = efc_state[w, i]
+                    cost, gauss, nactive, ncone = _update_constraint(
+                        w, n, nv, efc_J, se, si, efc_force, efc_state, qfrc_constraint, sv,
+                        qfrc_smooth, qacc_smooth)
+                nupdate = 0
+                if newton:
+                    if not first:
+                        # HessianIncremental: rank-one updates of L for rows that entered
+                        # or left the quadratic state; refactor on loss of rank
+                        for i in range(n):
+                            old = si[w, I_OLDSTATE, i]
+                            new = efc_state[w, i]
+                            flag = -1
+                            if (old != QUADRATIC) & (new == QUADRATIC):
+                                flag = 1
+                            elif (old == QUADRATIC) & (new != QUADRATIC):
+                                flag = 0
+                            if flag != -1:
+                                sd = ti.sqrt(se[w, E_D, i])
+                                for k in range(nv):
+                                    sv[w, V_VEC, k] = efc_J[w, i, k] * sd
+                                rank = _chol_update(w, 0, nv, sH, sv, V_VEC, flag)
+                                nupdate += 1
+                                if rank < nv:
+                                    refactor = 2
+                                    break
+                    if refactor:
+                        if refactor == 2:
+                            for i in range(nv):
+                                for j in range(i + 1):
+                                    sH[w, 0, i, j] = _hessian_entry(
+                                        w, i, j, n, efc_J, se, efc_state, qM, dof_Madr,
+                                        dof_parentid)
+                        _chol_factor(w, 0, nv, sH, MINVAL)
+                    if ncone:
+                        nupdate += _hessian_cone(w, n, nv, efc_J, se, si, efc_state, sH, sv,
+                                                 sb)
+                    if refactor:
+                        nupdate = n
+                _update_gradient(w, n, nv, ncone, newton, qfrc_smooth, qfrc_constraint,
+                                 qLD, qLDiagInv, dof_Madr, dof_parentid, dof_simplenum, sH,
+                                 sv)
+                stop = 0
+                if not first:
+                    nchange = 0
+                    for i in range(n):
+                        nchange += efc_state[w, i] != si[w, I_OLDSTATE, i]
+                    improvement = scale * (oldcost - cost)
+                    gnorm = 0.0
+                    for i in range(nv):
+                        gnorm += sv[w, V_GRAD, i] * sv[w, V_GRAD, i]
+                    gradient = scale * ti.sqrt(gnorm)
+                    if it < nstat:
+                        stats[w, it, 0] = improvement
+                        stats[w, it, 1] = gradient
+                        stats[w, it, 2] = slope
+                        stats[w, it, 3] = nactive
+                        stats[w, it, 4] = nchange
+                        stats[w, it, 5] = neval
+                        stats[w, it, 6] = nupdate
+                    it += 1
+                    stop = (improvement < tolerance) | (gradient < tolerance)
+                if stop:
+                    break
+                # search direction: -Mgrad (Newton, first CG step) or Polak-Ribiere
+                beta = 0.0
+                if not newton:
+                    if not first:
+                        num = 0.0
+                        den = 0.0
+                        for i in range(nv):
+                            num += sv[w, V_GRAD, i] * (
+                                sv[w, V_MGRAD, i] - sv[w, V_MGRADOLD, i])
+                            den += sv[w, V_GRADOLD, i] * sv[w, V_MGRADOLD, i]
+                        beta = ti.max(0.0, num / ti.max(MINVAL, den))
+                for i in range(nv):
+                    d = -sv[w, V_MGRAD, i]
+                    if not first:
+                        d += beta * sv[w, V_SEARCH, i]
+                    sv[w, V_SEARCH, i] = d
+                first = 0
+            solver_niter[w] = it
+            for i in range(nv):
+                qacc[w, i] = sv[w, V_QACC, i]
+
+
+# ---------------------------------------------------------------------------------------
+# PGS (mj_solPGS)
+# ---------------------------------------------------------------------------------------
+
+@ti.func
+def _qcqp2(A, b, d, r, niter):
+    """min 0.5 x'Ax + x'b s.t. sum (x_i/d_i)^2 <= r^2 in 2 dimensions (mju_QCQP2)."""
+    b1 = b[0] * d[0]
+    b2 = b[1] * d[1]
+    a11 = A[0, 0] * d[0] * d[0]
+    a22 = A[1, 1] * d[1] * d[1]
+    a12 = A[0, 1] * d[0] * d[1]
+    la = 0.0
+    v1 = 0.0
+    v2 = 0.0
+    singular = 0
+    for _ in range(niter):
+        det = (a11 + la) * (a22 + la) - a12 * a12
+        if det < 1e-10:
+            singular = 1
+            break
+        detinv = 1.0 / det
+        p11 = (a22 + la) * detinv
+        p22 = (a11 + la) * detinv
+        p12 = -a12 * detinv
+        v1 = -p11 * b1 - p12 * b2
+        v2 = -p12 * b1 - p22 * b2
+        val = v1 * v1 + v2 * v2 - r * r
+        if val < 1e-10:
+            break
+        deriv = -2.0 * (p11 * v1 * v1 + 2.0 * p12 * v1 * v2 + p22 * v2 * v2)
+        delta = -val / deriv
+        if delta < 1e-10:
+            break
+        la += delta
+    res = ti.Vector.zero(float, 5)
+    active = 0
+    if not singular:
+        res[0] = v1 * d[0]
+        res[1] = v2 * d[1]
+        active = la != 0.0
+    return res, active
+
+
+@ti.func
+def _qcqp3(A, b, d, r, niter):
+    """The 3-dimensional QCQP (mju_QCQP3)."""
+    b1 = b[0] * d[0]
+    b2 = b[1] * d[1]
+    b3 = b[2] * d[2]
+    a11 = A[0, 0] * d[0] * d[0]
+    a22 = A[1, 1] * d[1] * d[1]
+    a33 = A[2, 2] * d[2] * d[2]
+    a12 = A[0, 1] * d[0] * d[1]
+    a13 = A[0, 2] * d[0] * d[2]
+    a23 = A[1, 2] * d[1] * d[2]
+    la = 0.0
+    v1 = 0.0
+    v2 = 0.0
+    v3 = 0.0
+    singular = 0
+    for _ in range(niter):
+        p11 = (a22 + la) * (a33 + la) - a23 * a23
+        p22 = (a11 + la) * (a33 + la) - a13 * a13
+        p33 = (a11 + la) * (a22 + la) - a12 * a12
+        p12 = a13 * a23 - a12 * (a33 + la)
+        p13 = a12 * a23 - a13 * (a22 + la)
+        p23 = a12 * a13 - a23 * (a11 + la)
+        det = (a11 + la) * p11 + a12 * p12 + a13 * p13
+        if det < 1e-10:
+            singular = 1
+            break
+        detinv = 1.0 / det
+        p11 *= detinv
+        p22 *= detinv
+        p33 *= detinv
+        p12 *= detinv
+        p13 *= detinv
+        p23 *= detinv
+        v1 = -p11 * b1 - p12 * b2 - p13 * b3
+        v2 = -p12 * b1 - p22 * b2 - p23 * b3
+        v3 = -p13 * b1 - p23 * b2 - p33 * b3
+        val = v1 * v1 + v2 * v2 + v3 * v3 - r * r
+        if val < 1e-10:
+            break
+        deriv = -2.0 * (p11 * v1 * v1 + p22 * v2 * v2 + p33 * v3 * v3) \
+            - 4.0 * (p12 * v1 * v2 + p13 * v1 * v3 + p23 * v2 * v3)
+        delta = -val / deriv
+        if delta < 1e-10:
+            break
+        la += delta
+    res = ti.Vector.zero(float, 5)
+    active = 0
+    if not singular:
+        res[0] = v1 * d[0]
+        res[1] = v2 * d[1]
+        res[2] = v3 * d[2]
+        active = la != 0.0
+    return res, active
+
+
+@ti.func
+def _qcqp5(A, b, d, r, niter):
+    """The 5-dimensional QCQP by Cholesky (mju_QCQP with n = 5; sizes static)."""
+    As = ti.Matrix.zero(float, 5, 5)
+    bs = ti.Vector.zero(float, 5)
+    for i in ti.static(range(5)):
+        bs[i] = b[i] * d[i]
+        for j in ti.static(range(5)):
+            As[i, j] = A[i, j] * d[i] * d[j]
+    la = 0.0
+    res = ti.Vector.zero(float, 5)
+    singular = 0
+    for _ in range(niter):
+        L = As
+        for i in ti.static(range(5)):
+            L[i, i] += la
+        rank = 5
+        for j in ti.static(range(5)):
+            tmp = L[j, j]
+            for p in ti.static(range(j)):
+                tmp -= L[j, p] * L[j, p]
+            if tmp < 1e-10:
+                tmp = 1e-10
+                rank -= 1
+            L[j, j] = ti.sqrt(tmp)
+            for i in ti.static(range(j + 1, 5)):
+                t = L[i, j]
+                for p in ti.static(range(j)):
+                    t -= L[i, p] * L[j, p]
+                L[i, j] = t / L[j, j]
+        if rank < 5:
+            singular = 1
+            break
+        res = -_chol_solve5(L, bs)
+        val = res.dot(res) - r * r
+        if val < 1e-10:
+            break
+        deriv = -2.0 * res.dot(_chol_solve5(L, res))
+        delta = -val / deriv
+        if delta < 1e-10:
+            break
+        la += delta
+    active = 0
+    if singular:
+        res = ti.Vector.zero(float, 5)
+    else:
+        res = res * d
+        active = la != 0.0
+    return res, active
+
+
+@ti.func
+def _chol_solve5(L, b):
+    x = b
+    for i in ti.static(range(5)):
+        for j in ti.static(range(i)):
+            x[i] -= L[i, j] * x[j]
+        x[i] = x[i] / L[i, i]
+    for i in ti.static(range(4, -1, -1)):
+        for j in ti.static(range(i + 1, 5)):
+            x[i] -= L[j, i] * x[j]
+        x[i] = x[i] / L[i, i]
+    return x
+
+
+@ti.func
+def _dual_state(w, n, se: ti.template(), si: ti.template(), force: ti.template(),
+                state: ti.template()):
+    """efc_state from dual forces (dualState); returns the number of active rows."""
+    nactive = 0
+    i = 0
+    while i < n:
+        kind = si[w, I_KIND, i]
+        f = force[w, i]
+        step = 1
+        if kind == KIND_EQUALITY:
+            state[w, i] = QUADRATIC
+            nactive += 1
+        elif kind == KIND_FRICTION:
+            fl = se[w, E_FLOSS, i]
+            nactive += 1
+            if f <= -fl:
+                state[w, i] = LINEARPOS  # opposite of primal
+            elif f >= fl:
+                state[w, i] = LINEARNEG
+            else:
+                state[w, i] = QUADRATIC
+        elif kind == KIND_INEQUALITY:
+            if f <= 0.0:
+                state[w, i] = SATISFIED
+            else:
+                state[w, i] = QUADRATIC
+                nactive += 1
+        else:
+            dim = si[w, I_DIM, i]
+            step = dim
+            mu = se[w, E_FRIC, i]
+            N = f / mu
+            tsqr = 0.0
+            for j in range(1, dim):
+                fj = force[w, i + j] / se[w, E_FRIC, i + j]
+                tsqr += fj * fj
+            T = ti.sqrt(tsqr)
+            result = CONE
+            if mu * N >= T:
+                result = SATISFIED
+            elif N + mu * T <= 0.0:
+                result = QUADRATIC
+                nactive += dim
+            else:
+                nactive += dim
+            for j in range(dim):
+                state[w, i + j] = result
+        i += step
+    return nactive
+
+
+@ti.func
+def _dual_qfrc(w, n, nv, efc_J: ti.template(), force: ti.template(),
+               qfrc_constraint: ti.template()):
+    for j in range(nv):
+        s = 0.0
+        for i in range(n):
+            s += efc_J[w, i, j] * force[w, i]
+        qfrc_constraint[w, j] = s
+
+
+@ti.func
+def _pgs_block(w, i, kind, dim, nv, efc_J: ti.template(), minvjt: ti.template(),
+               se: ti.template(), efc_force: ti.template(), sv: ti.template(),
+               sb: ti.template(), qcqp_iterations):
+    """One projected Gauss-Seidel step on rows i .. i+dim-1 (one row, or an elliptic
+    contact); keeps u = M^-1 J'f current; returns the cost change (<= 0).
+
+    sb[w, 0] holds the AR block (rows 0-5), the residual b + AR f (row 6) and the
+    old forces (row 7)."""
+    for a in range(dim):
+        r = se[w, E_B, i + a] + se[w, E_R, i + a] * efc_force[w, i + a]
+        for k in range(nv):
+            r += efc_J[w, i + a, k] * sv[w, V_U, k]
+        sb[w, 0, 6, a] = r
+        sb[w, 0, 7, a] = efc_force[w, i + a]
+    if kind != KIND_ELLIPTIC:
+        arinv = se[w, E_ARINV, i]
+        sb[w, 0, 0, 0] = 1.0 / arinv
+        f = efc_force[w, i] - sb[w, 0, 6, 0] * arinv
+        if kind == KIND_FRICTION:
+            fl = se[w, E_FLOSS, i]
+            f = ti.min(ti.max(f, -fl), fl)
+        elif kind != KIND_EQUALITY:
+            f = ti.max(f, 0.0)
+        efc_force[w, i] = f
+    else:
+        for a in range(dim):
+            for b in range(dim):
+                s = 0.0
+                for k in range(nv):
+                    s += efc_J[w, i + a, k] * minvjt[w, i + b, k]
+                if a == b:
+                    s += se[w, E_R, i + a]
+                sb[w, 0, a, b] = s
+        old0 = sb[w, 0, 7, 0]
+        if old0 < MINVAL:
+            # normal too small: update the normal alone, no friction
+            efc_force[w, i] = ti.max(0.0, old0 - sb[w, 0, 6, 0] * se[w, E_ARINV, i])
+            for j in range(1, dim):
+                efc_force[w, i + j] = 0.0
+        else:
+            # ray update: scale the whole force along itself
+            denom = 0.0
+            vres = 0.0
+            for a in range(dim):
+                vres += sb[w, 0, 7, a] * sb[w, 0, 6, a]
+                for b in range(dim):
+                    denom += sb[w, 0, 7, a] * sb[w, 0, a, b] * sb[w, 0, 7, b]
+            if denom >= MINVAL:
+                x = -vres / denom
+                if old0 + x * old0 < 0.0:
+                    x = -1.0  # down to a zero normal force
+                for j in range(dim):
+                    efc_force[w, i + j] += x * sb[w, 0, 7, j]
+        # friction update with the normal fixed: a QCQP in the tangent space
+        fn = efc_force[w, i]
+        nf = dim - 1
+        Ac = ti.Matrix.zero(float, 5, 5)
+        bc = ti.Vector.zero(float, 5)
+        mu = ti.Vector.zero(float, 5)
+        for j in ti.static(range(5)):
+            if j < nf:
+                mu[j] = se[w, E_FRIC, i + 1 + j]
+                acf = 0.0
+                for k in ti.static(range(5)):
+                    if k < nf:
+                        Ac[j, k] = sb[w, 0, j + 1, k + 1]
+                        acf += Ac[j, k] * sb[w, 0, 7, k + 1]
+                bc[j] = sb[w, 0, 6, j + 1] - acf + sb[w, 0, j + 1, 0] * (fn - old0)
+        if fn < MINVAL:
+            for j in range(1, dim):
+                efc_force[w, i + j] = 0.0
+        else:
+            v = ti.Vector.zero(float, 5)
+            active = 0
+            if nf == 2:
+                v, active = _qcqp2(Ac, bc, mu, fn, qcqp_iterations)
+            elif nf == 3:
+                v, active = _qcqp3(Ac, bc, mu, fn, qcqp_iterations)
+            else:
+                v, active = _qcqp5(Ac, bc, mu, fn, qcqp_iterations)
+            if active:
+                # on the cone: put v on the ellipsoid (the QCQP is approximate)
+                s = 0.0
+                for j in ti.static(range(5)):
+                    if j < nf:
+                        s += v[j] * v[j] / (mu[j] * mu[j])
+                v *= ti.sqrt(fn * fn / ti.max(MINVAL, s))
+            for j in ti.static(range(5)):
+                if j < nf:
+                    efc_force[w, i + 1 + j] = v[j]
+    # cost change; a positive one restores the old force (costChange)
+    change = 0.0
+    if dim == 1:
+        dlt = efc_force[w, i] - sb[w, 0, 7, 0]
+        change = 0.5 * dlt * dlt * sb[w, 0, 0, 0] + dlt * sb[w, 0, 6, 0]
+    else:
+        quad = 0.0
+        lin = 0.0
+        for a in range(dim):
+            da = efc_force[w, i + a] - sb[w, 0, 7, a]
+            lin += da * sb[w, 0, 6, a]
+            for b in range(dim):
+                quad += da * sb[w, 0, a, b] * (efc_force[w, i + b] - sb[w, 0, 7, b])
+        change = 0.5 * quad + lin
+    if change > 1e-10:
+        for a in range(dim):
+            efc_force[w, i + a] = sb[w, 0, 7, a]
+        change = 0.0
+    for a in range(dim):
+        dlt = efc_force[w, i + a] - sb[w, 0, 7, a]
+        if dlt != 0.0:
+            for k in range(nv):
+                sv[w, V_U, k] += minvjt[w, i + a, k] * dlt
+    return change
+
+
+@ti.kernel
+def _pgs(
+    # model
+    dof_parentid: ND, dof_Madr: ND, dof_simplenum: ND, nv: ti.i32,
+    # data in
+    nefc: ND, efc_J: ND, qLD: ND, qLDiagInv: ND, qacc_smooth: ND,
+    # data out
+    qacc: ND, efc_force: ND, efc_state: ND, qfrc_constraint: ND, solver_niter: ND,
+    # scratch
+    se: ND, si: ND, sv: ND, sb: ND, minvjt: ND, stats: ND,
+    # options
+    maxiter: ti.i32, tolerance: float, scale: float, warmstart: ti.i32,
+    qcqp_iterations: ti.i32,
+):
+    """Projected Gauss-Seidel on the dual of every world (warmstart, sweeps, and
+    qfrc_constraint / qacc from the forces, as mj_solPGS and dualFinish)."""
+    nstat = stats.shape[1]
+    for w in range(nefc.shape[0]):
+        n = nefc[w]
+        solver_niter[w] = 0
+        if n == 0:
+            for i in range(nv):
+                qacc[w, i] = qacc_smooth[w, i]
+                qfrc_constraint[w, i] = 0.0
+        else:
+            # warmstart: the forces of qacc_warmstart unless their dual cost
+            # f'b + 0.5 f'AR f = f'b + 0.5 (J'f)'M^-1(J'f) + 0.5 f'Rf is positive
+            keep = 0
+            if warmstart:
+                _constraint_update(w, n, se, si, E_JAREF, efc_force, efc_state)
+                keep = 1
+            # pass 0 tests the warm start, passes 1.. sweep, the last maps to qacc;
+            # each begins with u = M^-1 J'f = qacc - qacc_smooth from the forces
+            it = 0
+            sweep = 0
+            while True:
+                _dual_qfrc(w, n, nv, efc_J, efc_force, qfrc_constraint)
+                for i in range(nv):
+                    sv[w, V_U, i] = qfrc_constraint[w, i]
+                _solve_m(w, V_U, nv, sv, qLD, qLDiagInv, dof_Madr, dof_parentid,
+                         dof_simplenum)
+                if sweep == 2:
+                    # dualFinish: qacc = qacc_smooth + M^-1 J'f
+                    for i in range(nv):
+                        qacc[w, i] = qacc_smooth[w, i] + sv[w, V_U, i]
+                    break
+                improvement = 0.0
+                if sweep == 0:
+                    if keep:
+                        fb = 0.0
+                        faf = 0.0
+                        for i in range(n):
+                            f = efc_force[w, i]
+                            fb += f * se[w, E_B, i]
+                            faf += se[w, E_R, i] * f * f
+                        for i in range(nv):
+                            faf += qfrc_constraint[w, i] * sv[w, V_U, i]
+                        keep = not (fb + 0.5 * faf > 0.0)
+                    if not keep:
+                        for i in range(n):
+                            efc_force[w, i] = 0.0
+                        for i in range(nv):
+                            sv[w, V_U, i] = 0.0
+                else:
+                    i = 0
+                    while i < n:
+                        kind = si[w, I_KIND, i]
+                        dim = 1
+                        if kind == KIND_ELLIPTIC:
+                            dim = si[w, I_DIM, i]
+                        improvement -= _pgs_block(w, i, kind, dim, nv, efc_J, minvjt, se,
+                                                  efc_force, sv, sb, qcqp_iterations)
+                        i += dim
+                for r in range(n):
+                    si[w, I_OLDSTATE, r] = efc_state[w, r]
+                nactive = _dual_state(w, n, se, si, efc_force, efc_state)
+                if sweep == 1:
+                    nchange = 0
+                    for r in range(n):
+                        nchange += efc_state[w, r] != si[w, I_OLDSTATE, r]
+                    improvement *= scale
+                    if it < nstat:
+                        stats[w, it, 0] = improvement
+                        stats[w, it, 1] = 0.0
+                        stats[w, it, 2] = 0.0
+                        stats[w, it, 3] = nactive
+                        stats[w, it, 4] = nchange
+                        stats[w, it, 5] = 0.0
+                        stats[w, it, 6] = 0.0
+                    it += 1
+                    if improvement < tolerance:
+                        sweep = 2
+                else:
+                    sweep = 1
+                if (sweep == 1) & (it >= maxiter):
+                    sweep = 2
+            solver_niter[w] = it
+
+
+# ---------------------------------------------------------------------------------------
+# host side
+# ---------------------------------------------------------------------------------------
+
+def _nstat(m) -> int:
+    return max(1, min(NSOLVER, int(m.opt.iterations)))
+
+
+def _scratch(m, d):
+    """Solver scratch on ``d`` (allocated on first use, re-allocated if sizes change)."""
+    dual = m.opt.solver == 0
+    nv, njmax, nstat = max(1, m.nv), max(1, d.njmax), _nstat(m)
+    key = (nv, njmax, nstat, dual, m.opt.solver == 2)
+    scratch = getattr(d, "_solver_scratch", None)
+    if scratch is None or scratch["key"] != key:
+        dtype = d.qvel.dtype
+        nworld = d.nworld
+        scratch = {
+            "key": key,
+            "se": ti.ndarray(dtype, (nworld, E_N, njmax)),
+            "si": ti.ndarray(ti.i32, (nworld, I_N, njmax)),
+            "sv": ti.ndarray(dtype, (nworld, V_N, nv)),
+            "sw": ti.ndarray(dtype, (nworld, W_N)),
+            # a small dense block per world: a cone Hessian and its factor (Newton);
+            # an AR block, its residual and old forces in rows 6, 7 (PGS)
+            "sb": ti.ndarray(dtype, (nworld, 1, 8, 6)),
+            "stats": ti.ndarray(dtype, (nworld, nstat, S_N)),
+            # Newton: the Hessian factor L and its copy with cone terms (lower triangles)
+            "sH": ti.ndarray(dtype, (nworld, 2, nv, nv) if key[4] else (1, 2, 1, 1)),
+            # PGS: M^-1 J' by rows
+            "minvjt": ti.ndarray(dtype, (nworld, njmax, nv) if dual else (1, 1, 1)),
+        }
+        for name, arr in scratch.items():
+            if name != "key":
+                arr.fill(0)  # nothing is read before it is written; keep it defined
+        d._solver_scratch = scratch
+    return scratch
+
+
+def solve(m, d) -> None:
+    """Constraint forces and constrained acceleration of every world, as
+    mj_fwdConstraint (after make_constraint), with opt.solver (PGS, CG, Newton).
+
+    Reads nefc, ne, nf, efc_type, efc_id, efc_J, efc_D, efc_R, efc_frictionloss,
+    efc_aref, contact_mu, contact_friction, contact_dim, contact_efc_address, qM,
+    qLD_tree, qLDiagInv, qfrc_smooth, qacc_smooth, qacc_warmstart. Writes efc_b,
+    efc_force, efc_state, qfrc_constraint, qacc, solver_niter (iterations of the
+    last solve per world) and the per-iteration statistics read by ``solver_stats``.
+    Worlds without rows get qacc = qacc_smooth. Each world is solved as one system
+    (MuJoCo's island="disable"; see the module docstring).
+    """
+    opt = m.opt
+    if opt.solver not in SOLVER_NAMES:
+        raise NotImplementedError(f"solve: solver {opt.solver}")
+    if opt.noslip_iterations > 0:
+        raise NotImplementedError("solve: noslip solver (noslip_iterations > 0)")
+    s = _scratch(m, d)
+    warmstart = int(not opt.disabled("warmstart"))
+    dual = opt.solver == 0
+    scale = 1.0 / (float(m.stat.meaninertia) * max(1, m.nv))
+    _prepare(m.dof_parentid, m.dof_Madr, m.dof_simplenum, m.nv,
+             d.ne, d.nf, d.nefc, d.efc_type, d.efc_id, d.efc_J, d.efc_D, d.efc_R,
+             d.efc_frictionloss, d.efc_aref, d.contact_mu, d.contact_friction,
+             d.contact_dim, d.contact_efc_address, d.qLD_tree, d.qLDiagInv,
+             d.qacc_smooth, d.qacc_warmstart, d.efc_b, s["se"], s["si"], s["minvjt"],
+             warmstart, int(dual))
+    if dual:
+        _pgs(m.dof_parentid, m.dof_Madr, m.dof_simplenum, m.nv,
+             d.nefc, d.efc_J, d.qLD_tree, d.qLDiagInv, d.qacc_smooth,
+             d.qacc, d.efc_force, d.efc_state, d.qfrc_constraint, d.solver_niter,
+             s["se"], s["si"], s["sv"], s["sb"], s["minvjt"], s["stats"],
+             int(opt.iterations), float(opt.tolerance), scale, warmstart,
+             QCQP_ITERATIONS)
+        return
+    newton = opt.solver == 2
+    _primal_start(m.dof_parentid, m.dof_Madr, m.nv,
+                  d.nefc, d.efc_J, d.qM, d.qfrc_smooth, d.qacc_smooth, d.qacc_warmstart,
+                  d.qacc, d.efc_force, d.efc_state, d.qfrc_constraint, d.solver_niter,
+                  s["se"], s["si"], s["sv"], s["sw"], warmstart)
+    if newton:
+        _hessian(m.dof_parentid, m.dof_Madr, m.nv, d.nefc, d.efc_J, d.efc_state, d.qM,
+                 s["se"], s["sH"])
+    _primal_iterate(m.dof_parentid, m.dof_Madr, m.dof_simplenum, m.nv,
+                    d.nefc, d.efc_J, d.qM, d.qLD_tree, d.qLDiagInv, d.qfrc_smooth,
+                    d.qacc_smooth, d.qacc, d.efc_force, d.efc_state, d.qfrc_constraint,
+                    d.solver_niter, s["se"], s["si"], s["sv"], s["sH"], s["sw"], s["sb"],
+                    s["stats"], int(opt.iterations), float(opt.tolerance),
+                    float(opt.ls_tolerance), int(opt.ls_iterations), scale, int(newton))
+
+
+def solver_stats(m, d) -> dict:
+    """Per-iteration statistics of the last ``solve`` as mjData.solver (island 0):
+    {name: (nworld, min(iterations, 200)) numpy array} for improvement, gradient,
+    lineslope, nactive, nchange, neval, nupdate; entries past solver_niter[w] are
+    stale."""
+    s = _scratch(m, d)
+    stats = s["stats"].to_numpy()
+    return {name: stats[:, :, k] for k, name in enumerate(STAT_NAMES)}

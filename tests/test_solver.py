@@ -1,0 +1,620 @@
+"""The constraint solver (kernels/solver.py) against mujoco.mj_fwdConstraint.
+
+Decoupled from row construction: MuJoCo 3.4.0 builds the rows (mj_fwdPosition,
+mj_fwdVelocity, mj_fwdActuation, mj_fwdAcceleration, jacobian="dense"); its efc_*
+rows and contacts are copied into tiphys Data (padded to njmax), while qM, its
+factor, qfrc_smooth and qacc_smooth come from tiphys's own stages. Outputs are
+poisoned (NaN, -7), ``solve`` runs, and efc_b, efc_force, efc_state,
+qfrc_constraint, qacc and solver_niter are compared with mj_fwdConstraint on the
+same state, world by world, each scaled by its largest magnitude.
+
+Tolerances, in f64:
+- MuJoCo's tolerance 1e-8 with <flag island="disable"/>: tiphys does MuJoCo's
+  arithmetic up to summation order, so both engines take the same iterates: equal
+  iteration counts, equal per-iteration statistics (mjData.solver), outputs to
+  1e-9 (measured ~1e-14; CG on an ill-conditioned problem: see the equality test).
+- tolerance 1e-12 (converged): Newton agrees to 1e-9; CG and PGS stop when the
+  improvement reaches the cost's round-off, so see CONVERGED_TOL.
+- MuJoCo's defaults with islands: see test_default_options_with_islands.
+- PGS with elliptic cones: forces on the cone surface are "satisfied" or "cone" by
+  round-off, so those states (and the counts made from them) may differ.
+"""
+import json
+import os
+import subprocess
+import sys
+import zlib
+
+import mujoco
+import numpy as np
+import pytest
+
+import tiphys
+from oracle import corpus_dir, load_pair_from_xml, strip_later_sections
+from tiphys.kernels.smooth import com_pos, com_vel, crb, factor_m, kinematics, rne
+from tiphys.kernels.actuation import actuation, transmission, velocity
+from tiphys.kernels.forward import fwd_acceleration
+from tiphys.kernels.passive import passive
+from tiphys.kernels.solver import STAT_NAMES, solve, solver_stats
+from tiphys.kernels.tendon import tendon
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOLVERS = ("PGS", "CG", "Newton")
+NWORLD = 4
+
+CONTACT_XML = """
+<mujoco>
+  <option solver="{solver}" cone="{cone}" tolerance="{tolerance}" iterations="{iterations}"
+          jacobian="dense" impratio="{impratio}">
+    <flag island="{island}" warmstart="{warmstart}"/>
+  </option>
+  <default><geom condim="{condim}" friction="0.8 0.02 0.002"/></default>
+  <worldbody>
+    <geom name="floor" type="plane" size="4 4 .1"/>
+    <body name="box" pos="0 0 .05"><freejoint/><geom type="box" size=".1 .08 .05"/></body>
+    <body name="capsule" pos=".4 0 .04">
+      <freejoint/><geom type="capsule" size=".04 .12" euler="0 90 0"/>
+    </body>
+    <body name="ball" pos="-.4 0 .06"><freejoint/><geom type="sphere" size=".06"/></body>
+  </worldbody>
+</mujoco>
+"""
+
+# limits (hinge, slide, ball, tendon), dof and tendon frictionloss, and a contact
+JOINT_XML = """
+<mujoco>
+  <option solver="{solver}" cone="{cone}" tolerance="{tolerance}" iterations="{iterations}"
+          jacobian="dense">
+    <flag island="{island}" warmstart="{warmstart}"/>
+  </option>
+  <worldbody>
+    <geom name="floor" type="plane" size="2 2 .1" condim="{condim}"/>
+    <body name="box" pos=".5 .5 .05">
+      <freejoint/><geom type="box" size=".05 .05 .05" condim="{condim}"/>
+    </body>
+    <body pos="0 0 .95">
+      <joint name="h1" type="hinge" axis="0 1 0" range="-60 60" frictionloss=".3"/>
+      <geom type="capsule" fromto="0 0 0 0 0 -.4" size=".04"/>
+      <body pos="0 0 -.4">
+        <joint name="s1" type="slide" axis="0 0 1" range="-.1 .1" frictionloss=".5"/>
+        <joint name="h2" type="hinge" axis="1 0 0" range="-30 45" frictionloss=".1"/>
+        <geom type="capsule" fromto="0 0 0 0 0 -.4" size=".04"/>
+        <body pos="0 0 -.4">
+          <joint name="b1" type="ball" range="0 40" frictionloss=".2"/>
+          <geom type="sphere" size=".08" pos="0 0 -.1" condim="{condim}"/>
+        </body>
+      </body>
+    </body>
+  </worldbody>
+  <tendon>
+    <fixed name="t" limited="true" range="-.3 .3" frictionloss=".2">
+      <joint joint="h1" coef="1"/><joint joint="h2" coef="-1"/>
+    </fixed>
+  </tendon>
+</mujoco>
+"""
+
+# connect, weld and joint equalities next to contacts
+EQUALITY_XML = """
+<mujoco>
+  <option solver="{solver}" cone="{cone}" tolerance="{tolerance}" iterations="{iterations}"
+          jacobian="dense">
+    <flag island="{island}" warmstart="{warmstart}"/>
+  </option>
+  <default><geom condim="{condim}"/></default>
+  <worldbody>
+    <geom name="floor" type="plane" size="2 2 .1"/>
+    <body name="a" pos="0 0 .1"><freejoint/><geom type="box" size=".1 .1 .1"/></body>
+    <body name="b" pos=".3 0 .05"><freejoint/><geom type="capsule" size=".05 .1"/></body>
+    <body name="c" pos="-.4 0 .3">
+      <freejoint/><geom type="sphere" size=".06"/>
+    </body>
+    <body name="arm" pos="0 .6 .3">
+      <joint name="j1" type="hinge" axis="0 1 0"/>
+      <geom type="capsule" fromto="0 0 0 .3 0 0" size=".03"/>
+      <body pos=".3 0 0">
+        <joint name="j2" type="hinge" axis="0 1 0"/>
+        <geom type="capsule" fromto="0 0 0 .3 0 0" size=".03"/>
+      </body>
+    </body>
+  </worldbody>
+  <equality>
+    <connect body1="a" body2="b" anchor=".2 0 0"/>
+    <weld body1="c" relpose="-.4 0 .3 1 0 0 0"/>
+    <joint joint1="j2" joint2="j1" polycoef=".1 -.5 .2 0 0"/>
+  </equality>
+</mujoco>
+"""
+
+TIGHT = dict(tolerance="1e-12", iterations="200", impratio="1", island="disable",
+             warmstart="enable")
+
+_MODELS = {}
+
+
+def load_xml(template, **params):
+    """tiphys and MuJoCo models of a template (compiled once per module)."""
+    xml = template.format(**dict(TIGHT, **params))
+    if xml not in _MODELS:
+        _MODELS[xml] = (tiphys.load_model_from_string(xml), mujoco.MjModel.from_xml_string(xml))
+    return _MODELS[xml]
+
+
+def load_humanoid(flags=None, **opt):
+    """The gym humanoid (stripped of later sections) with options and flags set."""
+    from lxml import etree
+    flags = flags or {}
+    key = ("humanoid",) + tuple(sorted(opt.items())) + tuple(sorted(flags.items()))
+    if key not in _MODELS:
+        path = os.path.join(corpus_dir(), "gym/humanoid.xml")
+        root = etree.fromstring(strip_later_sections(path))
+        el = root.find("option")
+        if el is None:
+            el = etree.SubElement(root, "option")
+        for k, v in opt.items():
+            el.set(k, v)
+        if flags:
+            flag = el.find("flag")
+            if flag is None:
+                flag = etree.SubElement(el, "flag")
+            for k, v in flags.items():
+                flag.set(k, v)
+        _MODELS[key] = load_pair_from_xml(path, etree.tostring(root), "solver")
+    return _MODELS[key]
+
+
+# ---------------------------------------------------------------------------------------
+# states
+# ---------------------------------------------------------------------------------------
+
+def _quat_small(rng, angle):
+    axis = rng.normal(size=3)
+    axis /= np.linalg.norm(axis)
+    a = rng.uniform(-angle, angle)
+    return np.concatenate([[np.cos(a / 2)], np.sin(a / 2) * axis])
+
+
+def contact_state(mjm, seed, nworld=NWORLD, free_world=0):
+    """Bodies resting on (slightly in) the floor; world ``free_world`` has them in the
+    air (no rows at all)."""
+    rng = np.random.default_rng(zlib.crc32(seed.encode()))
+    qpos = np.tile(mjm.qpos0, (nworld, 1))
+    qvel = rng.normal(scale=0.3, size=(nworld, mjm.nv))
+    for w in range(nworld):
+        for j in range(mjm.njnt):
+            adr = mjm.jnt_qposadr[j]
+            qpos[w, adr:adr + 2] += rng.uniform(-0.05, 0.05, 2)
+            qpos[w, adr + 2] += rng.uniform(-0.01, 0.004) + (1.0 if w == free_world else 0)
+            qpos[w, adr + 3:adr + 7] = _quat_small(rng, 0.08)
+    return qpos, qvel
+
+
+def joint_state(mjm, seed, nworld=NWORLD):
+    """Joints around and beyond their limits, the tip near the floor."""
+    rng = np.random.default_rng(zlib.crc32(seed.encode()))
+    qpos = np.tile(mjm.qpos0, (nworld, 1))
+    for w in range(nworld):
+        qpos[w, 2] += rng.uniform(-0.01, 0.003)  # the box in the floor
+        qpos[w, 3:7] = _quat_small(rng, 0.1)
+        qpos[w, 7] = rng.choice([-1, 1]) * np.deg2rad(rng.uniform(50, 70))
+        qpos[w, 8] = rng.uniform(-0.12, 0.12)
+        qpos[w, 9] = np.deg2rad(rng.uniform(-40, 55))
+        qpos[w, 10:14] = _quat_small(rng, np.deg2rad(50))
+    qvel = rng.normal(scale=1.0, size=(nworld, mjm.nv))
+    return qpos, qvel
+
+
+def equality_state(mjm, seed, nworld=NWORLD):
+    """Free bodies near rest on the floor, equalities violated, random velocities."""
+    rng = np.random.default_rng(zlib.crc32(seed.encode()))
+    qpos = np.tile(mjm.qpos0, (nworld, 1))
+    for w in range(nworld):
+        for body in range(3):
+            adr = 7 * body
+            qpos[w, adr:adr + 3] += rng.uniform(-0.02, 0.02, 3)
+            qpos[w, adr + 3:adr + 7] = _quat_small(rng, 0.1)
+        qpos[w, 21:23] = rng.uniform(-1, 1, 2)
+    qvel = rng.normal(scale=0.5, size=(nworld, mjm.nv))
+    return qpos, qvel
+
+
+def humanoid_state(mjm, seed, nworld=NWORLD):
+    rng = np.random.default_rng(zlib.crc32(seed.encode()))
+    qpos = np.tile(mjm.qpos0, (nworld, 1))
+    qpos[:, 2] = rng.uniform(0.95, 1.05, nworld)  # feet in the floor
+    qpos[:, 7:] += rng.uniform(-0.6, 0.6, (nworld, mjm.nq - 7))  # some beyond limits
+    qvel = rng.normal(scale=0.5, size=(nworld, mjm.nv))
+    return qpos, qvel
+
+
+# ---------------------------------------------------------------------------------------
+# both engines on the same state
+# ---------------------------------------------------------------------------------------
+
+EFC_FLOAT = ("pos", "margin", "frictionloss", "diagApprox", "D", "R", "vel", "aref")
+
+
+def mujoco_rows(mjm, qpos, qvel, warmstart=None):
+    """Per world: MuJoCo's rows and contacts before mj_fwdConstraint, and its outputs."""
+    md = mujoco.MjData(mjm)
+    out = []
+    for w in range(qpos.shape[0]):
+        mujoco.mj_resetData(mjm, md)
+        md.qpos[:], md.qvel[:] = qpos[w], qvel[w]
+        if warmstart is not None:
+            md.qacc_warmstart[:] = warmstart[w]
+        mujoco.mj_fwdPosition(mjm, md)
+        mujoco.mj_fwdVelocity(mjm, md)
+        mujoco.mj_fwdActuation(mjm, md)
+        mujoco.mj_fwdAcceleration(mjm, md)
+        nefc = md.nefc
+        if mujoco.mj_isSparse(mjm):
+            J = np.zeros((nefc, mjm.nv))
+            mujoco.mju_sparse2dense(J, md.efc_J, md.efc_J_rownnz, md.efc_J_rowadr,
+                                    md.efc_J_colind)
+        else:
+            J = md.efc_J.reshape(nefc, mjm.nv).copy()
+        rec = {"nefc": nefc, "ne": md.ne, "nf": md.nf, "nl": md.nl, "ncon": md.ncon,
+               "efc_J": J, "efc_type": md.efc_type.copy(), "efc_id": md.efc_id.copy(),
+               "qacc_warmstart": md.qacc_warmstart.copy(),
+               "qacc_smooth": md.qacc_smooth.copy()}
+        for k in EFC_FLOAT:
+            rec["efc_" + k] = getattr(md, "efc_" + k).copy()
+        con = md.contact
+        rec["contact"] = {"mu": con.mu.copy(), "friction": con.friction.copy(),
+                          "dim": con.dim.copy(), "efc_address": con.efc_address.copy(),
+                          "geom": con.geom.copy()}
+        mujoco.mj_fwdConstraint(mjm, md)
+        if md.nisland and mjm.opt.solver != mujoco.mjtSolver.mjSOL_PGS:
+            # MuJoCo's island solvers leave efc_state as the warmstart test left it
+            # (at qacc_smooth): the states of the final qacc come from its forces
+            force = md.efc_force.copy()
+            jar = J @ md.qacc - md.efc_aref
+            mujoco.mj_constraintUpdate(mjm, md, jar.reshape(-1, 1), None, 0)
+            md.efc_force[:] = force
+        rec["want"] = {"efc_b": md.efc_b.copy(), "efc_force": md.efc_force.copy(),
+                       "efc_state": md.efc_state.copy(), "qacc": md.qacc.copy(),
+                       "qfrc_constraint": md.qfrc_constraint.copy(),
+                       "solver_niter": int(md.solver_niter[0]),
+                       "nisland": md.nisland,
+                       "island_niter": md.solver_niter[:max(1, md.nisland)].copy(),
+                       "stats": {k: np.array([getattr(md.solver[i], k)
+                                              for i in range(min(200, md.solver_niter[0]))])
+                                 for k in STAT_NAMES}}
+        out.append(rec)
+    return out
+
+
+def _put(arr, values):
+    full = np.zeros(arr.shape + tuple(getattr(arr, "element_shape", ()) or ()),
+                    dtype=arr.to_numpy().dtype)
+    full[tuple(slice(0, n) for n in values.shape)] = values
+    arr.from_numpy(full)
+
+
+def tiphys_solve(m, recs, qpos, qvel, njmax=None, nconmax=None, tamper=None):
+    """tiphys's smooth stages on the state, MuJoCo's rows copied in, outputs poisoned,
+    solve; returns d. ``tamper(arrays)`` may edit the copied row arrays first."""
+    nworld = len(recs)
+    njmax = njmax or max(1, max(r["nefc"] for r in recs)) + 3
+    nconmax = nconmax or max(1, max(r["ncon"] for r in recs)) + 2
+    d = tiphys.make_data(m, nworld, nconmax=nconmax, njmax=njmax)
+    d.qpos.from_numpy(qpos)
+    d.qvel.from_numpy(qvel)
+    kinematics(m, d)
+    com_pos(m, d)
+    tendon(m, d)
+    crb(m, d)
+    factor_m(m, d)
+    transmission(m, d)
+    velocity(m, d)
+    com_vel(m, d)
+    passive(m, d)
+    rne(m, d)
+    actuation(m, d)
+    fwd_acceleration(m, d)
+    nv = m.nv
+    rows = {k: np.zeros((nworld, njmax)) for k in ("efc_" + f for f in EFC_FLOAT)}
+    rows["efc_J"] = np.zeros((nworld, njmax, max(1, nv)))
+    for k in ("efc_type", "efc_id"):
+        rows[k] = np.zeros((nworld, njmax), dtype=np.int32)
+    con = {"contact_mu": np.zeros((nworld, nconmax)),
+           "contact_friction": np.zeros((nworld, nconmax, 5)),
+           "contact_dim": np.zeros((nworld, nconmax), dtype=np.int32),
+           "contact_efc_address": np.full((nworld, nconmax), -1, dtype=np.int32)}
+    for w, r in enumerate(recs):
+        n = r["nefc"]
+        for k in rows:
+            if k == "efc_J":
+                rows[k][w, :n, :nv] = r[k]
+            else:
+                rows[k][w, :n] = r[k][:n]
+        nc = r["ncon"]
+        for k in ("mu", "friction", "dim", "efc_address"):
+            con["contact_" + k][w, :nc] = r["contact"][k][:nc]
+    if tamper:
+        tamper(rows)
+    for k, v in list(rows.items()) + list(con.items()):
+        _put(getattr(d, k), v)
+    for k in ("ne", "nf", "nl", "nefc", "ncon"):
+        _put(getattr(d, k), np.array([r[k] for r in recs], dtype=np.int32))
+    _put(d.qacc_warmstart, np.array([r["qacc_warmstart"] for r in recs]))
+    for k in ("efc_b", "efc_force", "qfrc_constraint", "qacc"):
+        arr = getattr(d, k)
+        arr.from_numpy(np.full(arr.shape, np.nan, dtype=arr.to_numpy().dtype))
+    for k in ("efc_state", "solver_niter"):
+        arr = getattr(d, k)
+        arr.from_numpy(np.full(arr.shape, -7, dtype=np.int32))
+    solve(m, d)
+    return d
+
+
+def _cone_boundary(r, i):
+    """MuJoCo's dual force of elliptic contact row i lies on its cone surface (to
+    round-off), where PGS's top-zone/cone state is decided by round-off."""
+    con = r["contact"]
+    c = r["efc_id"][i]
+    adr, dim, mu = con["efc_address"][c], con["dim"][c], con["mu"][c]
+    f = r["want"]["efc_force"][adr:adr + dim]
+    t = np.linalg.norm(f[1:] / con["friction"][c][:dim - 1])
+    return abs(mu * f[0] / mu - t) <= 1e-9 * max(1.0, abs(f[0]))
+
+
+def compare(m, d, recs, tol, niter=0, stats=False, worlds=None):
+    """Asserts every output of every world (or of ``worlds``) within ``tol`` of
+    MuJoCo's, scaled by the largest magnitude of each; iteration counts within
+    ``niter`` (None: not compared); with ``stats``, MuJoCo's per-iteration solver
+    statistics. Returns the largest scaled error per output and the iteration
+    counts [(tiphys, MuJoCo)]."""
+    got = {k: d.numpy(k) for k in ("efc_b", "efc_force", "efc_state", "qacc",
+                                   "qfrc_constraint", "solver_niter")}
+    st = solver_stats(m, d) if stats else None
+    worst = {}
+    iters = []
+    for w, r in enumerate(recs):
+        if worlds is not None and w not in worlds:
+            continue
+        n = r["nefc"]
+        want = r["want"]
+        for k in ("efc_b", "efc_force", "qacc", "qfrc_constraint"):
+            ours = got[k][w, :n] if k.startswith("efc") else got[k][w]
+            theirs = want[k]
+            assert np.all(np.isfinite(ours)), f"world {w} {k}: {ours}"
+            scale = max(1.0, float(np.abs(theirs).max(initial=0)))
+            err = float(np.abs(ours - theirs).max(initial=0)) / scale
+            worst[k] = max(worst.get(k, 0.0), err)
+            assert err < tol, f"world {w} {k}: scaled error {err:.3g}\n{ours}\n{theirs}"
+        ours_state = got["efc_state"][w, :n]
+        for i in np.flatnonzero(ours_state != want["efc_state"]):
+            pgs_cone = m.opt.solver == 0 and \
+                r["efc_type"][i] == mujoco.mjtConstraint.mjCNSTR_CONTACT_ELLIPTIC and \
+                {ours_state[i], want["efc_state"][i]} == {0, 4} and _cone_boundary(r, i)
+            assert pgs_cone, f"world {w} efc_state {ours_state} != {want['efc_state']}"
+        iters.append((int(got["solver_niter"][w]), want["solver_niter"]))
+        if niter is not None:
+            assert abs(int(got["solver_niter"][w]) - want["solver_niter"]) <= niter, \
+                f"world {w}: {got['solver_niter'][w]} iterations, MuJoCo " \
+                f"{want['solver_niter']}"
+        if stats and n:
+            k = min(want["solver_niter"], st["nactive"].shape[1])
+            counts = ("nactive", "nchange", "neval", "nupdate")
+            if m.opt.solver == 0 and m.opt.cone == 1:
+                counts = ()  # from dual states, decided by round-off on cone surfaces
+            for name in counts:
+                np.testing.assert_array_equal(st[name][w, :k], want["stats"][name][:k],
+                                              err_msg=f"world {w} {name}")
+            for name in ("improvement", "gradient"):
+                # improvements are differences of costs: round-off of the largest
+                a, b = st[name][w, :k], want["stats"][name][:k]
+                atol = 1e-11 + 1e-13 * float(np.abs(b).max(initial=0))
+                np.testing.assert_allclose(a, b, rtol=1e-6, atol=atol,
+                                           err_msg=f"world {w} {name}")
+    return worst, iters
+
+
+def run_both(m, mjm, qpos, qvel, warmstart=None, **kw):
+    recs = mujoco_rows(mjm, qpos, qvel, warmstart)
+    d = tiphys_solve(m, recs, qpos, qvel, **kw)
+    return d, recs
+
+
+# ---------------------------------------------------------------------------------------
+# tests
+# ---------------------------------------------------------------------------------------
+
+def _contact_model(solver, cone, condim, **opt):
+    return load_xml(CONTACT_XML, solver=solver, cone=cone, condim=condim,
+                    impratio="1" if cone == "pyramidal" else "3", **opt)
+
+
+@pytest.mark.parametrize("condim", [1, 3, 4, 6])
+@pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_contacts_match_mujoco_iteration_by_iteration(solver, cone, condim):
+    """MuJoCo's default tolerance and iterations (islands off): the same iterates, so
+    the same iteration counts and per-iteration statistics, and outputs to round-off.
+    World 0 has no rows at all."""
+    m, mjm = _contact_model(solver, cone, condim, tolerance="1e-8", iterations="100")
+    qpos, qvel = contact_state(mjm, f"contacts {solver} {cone} {condim}")
+    d, recs = run_both(m, mjm, qpos, qvel)
+    assert recs[0]["nefc"] == 0 and all(r["nefc"] > 0 for r in recs[1:])
+    if cone == "elliptic" and condim > 1:
+        assert all((r["efc_type"] == mujoco.mjtConstraint.mjCNSTR_CONTACT_ELLIPTIC).any()
+                   for r in recs[1:])
+    compare(m, d, recs, 1e-9, niter=0, stats=True)
+
+
+# Newton converges to round-off; CG and PGS stop when an improvement falls below
+# 1e-12 of the cost scale, which is the cost's own round-off, while CG's scaled
+# gradient is still ~1e-6: the two engines may stop one iteration apart there.
+CONVERGED_TOL = {"Newton": 1e-9, "CG": 1e-5, "PGS": 1e-6}
+
+
+@pytest.mark.parametrize("condim", [1, 3, 4, 6])
+@pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_contacts_converged_solution_matches_mujoco(solver, cone, condim):
+    """tolerance 1e-12: both engines run to convergence (see CONVERGED_TOL). The line
+    search's own tolerance (1e-14 of the search length) is then at round-off, so
+    iteration counts may differ by one where a line search stops one evaluation
+    earlier or later."""
+    m, mjm = _contact_model(solver, cone, condim, tolerance="1e-12",
+                            iterations="2000" if solver == "PGS" else "200")
+    qpos, qvel = contact_state(mjm, f"converged {solver} {cone} {condim}", free_world=2)
+    d, recs = run_both(m, mjm, qpos, qvel)
+    assert recs[2]["nefc"] == 0
+    compare(m, d, recs, CONVERGED_TOL[solver], niter=1)
+
+
+@pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_limits_frictionloss_tendon_match_mujoco(solver, cone):
+    """Hinge, slide, ball and tendon limits, dof and tendon frictionloss, a contact."""
+    m, mjm = load_xml(JOINT_XML, solver=solver, cone=cone, condim=3, tolerance="1e-8",
+                      iterations="100")
+    qpos, qvel = joint_state(mjm, f"joints {solver} {cone}")
+    d, recs = run_both(m, mjm, qpos, qvel)
+    types = set(np.concatenate([r["efc_type"] for r in recs]).tolist())
+    T = mujoco.mjtConstraint
+    assert {T.mjCNSTR_FRICTION_DOF, T.mjCNSTR_FRICTION_TENDON, T.mjCNSTR_LIMIT_JOINT,
+            T.mjCNSTR_LIMIT_TENDON} <= types
+    assert any(r["ncon"] for r in recs)
+    compare(m, d, recs, 1e-9, niter=0, stats=True)
+
+
+@pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_equalities_match_mujoco(solver, cone):
+    """Connect, weld and joint equality rows (always quadratic) with contacts.
+
+    The stiff weld on a light body makes this problem ill-conditioned: CG needs
+    ~150 iterations, and although both engines take the same number with the same
+    improvements (to 1e-10), round-off in the last iterations moves the forces by
+    ~1e-6 of their scale (qacc by ~1e-7); Newton and PGS agree to round-off."""
+    cg = solver == "CG"
+    m, mjm = load_xml(EQUALITY_XML, solver=solver, cone=cone, condim=4, tolerance="1e-8",
+                      iterations="1000" if cg else "100")
+    qpos, qvel = equality_state(mjm, f"equality {solver} {cone}")
+    d, recs = run_both(m, mjm, qpos, qvel)
+    assert all(r["ne"] == 3 + 6 + 1 and r["ncon"] for r in recs)
+    compare(m, d, recs, 1e-5 if cg else 1e-9, niter=1 if cg else 0, stats=not cg)
+
+
+@pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_humanoid_matches_mujoco(solver, cone):
+    """The gym humanoid in the floor with joints beyond their limits (its own
+    iterations="50" caps PGS and CG)."""
+    m, mjm = load_humanoid(solver=solver, cone=cone, jacobian="dense",
+                           flags={"island": "disable"})
+    qpos, qvel = humanoid_state(mjm, "humanoid")
+    d, recs = run_both(m, mjm, qpos, qvel)
+    assert all(r["nl"] and r["ncon"] for r in recs)
+    compare(m, d, recs, 1e-9, niter=0, stats=True)
+
+
+# MuJoCo's default tolerance with islands: Newton ends within round-off of the
+# solution either way; CG stops on improvement < 1e-8 with its scaled gradient still
+# ~1e-5..1e-4, at a different iterate per island than for the whole world.
+ISLAND_TOL = {"Newton": 1e-7, "CG": 1e-3}
+
+
+@pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
+@pytest.mark.parametrize("solver", ["Newton", "CG"])
+def test_default_options_with_islands(solver, cone):
+    """Islands on (MuJoCo's default): three bodies on the floor make up to three
+    islands per world. MuJoCo solves each island with its own scale (1 / its M
+    diagonal sum instead of 1 / (meaninertia nv)) and iteration count
+    (solver_niter[island]); tiphys solves the world as one system. Both stop on
+    scaled improvement or gradient below 1e-8 (see ISLAND_TOL). MuJoCo leaves
+    efc_state as its warmstart test left it; its states at the final qacc are
+    compared."""
+    m, mjm = _contact_model(solver, cone, 3, tolerance="1e-8", iterations="100",
+                            island="enable")
+    qpos, qvel = contact_state(mjm, f"islands {solver} {cone}", free_world=-1)
+    d, recs = run_both(m, mjm, qpos, qvel)
+    assert max(r["want"]["nisland"] for r in recs) >= 2
+    compare(m, d, recs, ISLAND_TOL[solver], niter=None)
+    if solver == "Newton":
+        # one system takes about as many Newton steps as its slowest island
+        got = d.numpy("solver_niter")
+        for w, r in enumerate(recs):
+            assert abs(int(got[w]) - int(max(r["want"]["island_niter"]))) <= 2
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_warmstart_matches_mujoco(solver):
+    """qacc_warmstart near the solution (kept: fewer iterations), far from it (cost
+    above qacc_smooth's: dropped), and the warmstart disable flag."""
+    m, mjm = _contact_model(solver, "elliptic", 3, tolerance="1e-8", iterations="100")
+    qpos, qvel = contact_state(mjm, f"warmstart {solver}", nworld=3, free_world=-1)
+    solved = np.array([r["want"]["qacc"] for r in mujoco_rows(mjm, qpos, qvel)])
+    rng = np.random.default_rng(zlib.crc32(b"warmstart"))
+    near = solved + rng.normal(scale=1e-3, size=solved.shape)
+    far = solved + rng.normal(scale=1e3, size=solved.shape)
+    d, recs_near = run_both(m, mjm, qpos, qvel, warmstart=near)
+    compare(m, d, recs_near, 1e-9, niter=0, stats=True)
+    d, recs_far = run_both(m, mjm, qpos, qvel, warmstart=far)
+    compare(m, d, recs_far, 1e-9, niter=0, stats=True)
+    m_cold, mjm_cold = _contact_model(solver, "elliptic", 3, tolerance="1e-8",
+                                      iterations="100", warmstart="disable")
+    d, recs_cold = run_both(m_cold, mjm_cold, qpos, qvel, warmstart=near)
+    compare(m_cold, d, recs_cold, 1e-9, niter=0, stats=True)
+    near_iters = sum(r["want"]["solver_niter"] for r in recs_near)
+    cold_iters = sum(r["want"]["solver_niter"] for r in recs_cold)
+    assert near_iters < cold_iters
+    assert [r["want"]["solver_niter"] for r in recs_far] == \
+        [r["want"]["solver_niter"] for r in recs_cold]
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_nan_in_one_world_leaves_the_others(solver):
+    m, mjm = _contact_model(solver, "elliptic", 4, tolerance="1e-8", iterations="100")
+    qpos, qvel = contact_state(mjm, f"nan {solver}", free_world=-1)
+    recs = mujoco_rows(mjm, qpos, qvel)
+
+    def poison(rows):
+        rows["efc_aref"][1, :recs[1]["nefc"]] = np.nan
+
+    d = tiphys_solve(m, recs, qpos, qvel, tamper=poison)
+    compare(m, d, recs, 1e-9, niter=0, worlds=(0, 2, 3))
+    assert 0 <= d.numpy("solver_niter")[1] <= 100
+
+
+# f32 against MuJoCo's f64. Newton converges quadratically to the f32 solution (~1e-6).
+# CG and PGS stop when the scaled cost improvement falls below tolerance: in f32 the
+# cost itself is only resolved to ~1e-7 of its size, so improvements drop to zero
+# while CG's scaled gradient is still ~1e-2 (measured: CG ~1e-3 from MuJoCo's answer,
+# PGS ~4e-5).
+F32_TOL = {"Newton": 2e-5, "PGS": 5e-4, "CG": 1e-2}
+
+
+def _f32_errors():
+    """Run in a subprocess (Taichi's precision is per process): contacts, limits and
+    frictionloss in f32, each solver and cone; largest scaled errors."""
+    tiphys.init(arch="cpu", precision="f32")
+    out = {}
+    for solver in SOLVERS:
+        for cone in ("pyramidal", "elliptic"):
+            m, mjm = load_xml(JOINT_XML, solver=solver, cone=cone, condim=3,
+                              tolerance="1e-8", iterations="100")
+            qpos, qvel = joint_state(mjm, f"f32 {solver} {cone}")
+            d, recs = run_both(m, mjm, qpos, qvel)
+            worst, iters = compare(m, d, recs, 1.0, niter=None)
+            out[f"{solver} {cone}"] = worst
+    return out
+
+
+def test_solver_f32_matches_mujoco_to_single_precision():
+    res = subprocess.run([sys.executable, os.path.abspath(__file__), "f32"],
+                         capture_output=True, text=True, timeout=600, cwd=HERE)
+    assert res.returncode == 0, res.stderr[-3000:]
+    errors = json.loads(res.stdout.strip().splitlines()[-1])
+    assert len(errors) == 6
+    for case, worst in errors.items():
+        for k, err in worst.items():
+            assert err < F32_TOL[case.split()[0]], f"{case} {k}: scaled error {err}"
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["f32"]:
+    print(json.dumps(_f32_errors()))
