@@ -102,7 +102,7 @@ def run(nworlds, nobj):
     rows = []
     for nworld in nworlds:
         qpos = pile_states(mjm, nworld)
-        d = tiphys.make_data(m, nworld)
+        d = tiphys.make_data(m, nworld, njmax=0)  # collision only: no constraint rows
         full = np.zeros(d.qpos.shape)
         full[:, :m.nq] = qpos
         d.qpos.from_numpy(full)

@@ -85,6 +85,9 @@ class Model:
         return f"<tiphys.Model nq={self.nq} nv={self.nv} nbody={self.nbody} ngeom={self.ngeom}>"
 
 
+EFC_J_BUDGET = 2 * 2**30  # bytes of dense efc_J the default njmax may take
+
+
 class Data:
     """Simulation state and results for ``nworld`` worlds; every field is (nworld, ...)."""
 
@@ -101,11 +104,27 @@ class Data:
             raise ValueError("nconmax must be >= 0")
         self.nconmax = int(nconmax)
         sizes["nconmax"] = self.nconmax
+        row_bytes = self.nworld * max(1, m.nv) * 8  # one dense efc_J row in all worlds
         if njmax is None:
             from .constraints import default_njmax
             njmax = default_njmax(m, self.nconmax)
+            cap = max(1, EFC_J_BUDGET // row_bytes)
+            if njmax > cap:
+                import warnings
+                warnings.warn(
+                    f"make_data: the default njmax={njmax} constraint rows per world would "
+                    f"take {njmax * row_bytes / 2**30:.1f} GiB of dense efc_J for "
+                    f"{self.nworld} worlds; using njmax={cap} (make_constraint warns if a "
+                    f"world needs more; set make_data(m, nworld, njmax=...) to choose)",
+                    RuntimeWarning, stacklevel=3)
+                njmax = cap
         if int(njmax) < 0:
             raise ValueError("njmax must be >= 0")
+        if int(njmax) * row_bytes > 4 * EFC_J_BUDGET:
+            raise ValueError(
+                f"make_data: njmax={int(njmax)} rows per world need "
+                f"{int(njmax) * row_bytes / 2**30:.1f} GiB of dense efc_J for {self.nworld} "
+                f"worlds (nv={m.nv}); lower njmax or nworld")
         self.njmax = int(njmax)
         sizes["njmax"] = self.njmax
         for name, shape, dtype, _ in DATA_FIELDS + DATA_EXTRA_FIELDS:
