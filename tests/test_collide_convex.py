@@ -50,6 +50,11 @@ MESHES = {
 MESHES["cloud"] = " ".join(  # 24 points, some inside the hull
     f"{x:.4f} {y:.4f} {z:.4f}" for x, y, z in
     np.random.default_rng(3).normal(size=(24, 3)) * np.array([.08, .1, .07]))
+MESHES["prism"] = " ".join(  # 24-sided caps: clipped polygons pruned to 4 contacts
+    f"{.08 * np.cos(a):.6f} {.08 * np.sin(a):.6f} {z}"
+    for z in (-.05, .05) for a in np.linspace(0, 2 * np.pi, 24, endpoint=False))
+MESHES["bar"] = " ".join(f"{x} {y} {z}" for x in (-.1, .1) for y in (-.05, .05)
+                         for z in (-.05, .05))  # square section: its edges meet edge on
 
 GEOMS = {
     "sphere": 'type="sphere" size=".11"',
@@ -252,14 +257,17 @@ def resting_poses(mjm, nworld, seed, tilt=0.05):
 
 
 MULTICCD = [("cylinder", "box", 0.0), ("box", "cylinder", 0.0), ("cylinder", "icosa", 0.0),
-            ("cylinder", "boxm", 0.0), ("box", "boxm", 0.02), ("boxm", "boxm", 0.01)]
+            ("cylinder", "boxm", 0.0), ("box", "boxm", 0.02), ("boxm", "boxm", 0.01),
+            ("box", "boxm", 0.0), ("boxm", "boxm", 0.0), ("box", "icosa", 0.0),
+            ("box", "prism", 0.0), ("prism", "bar", 0.0)]
 
 
 @pytest.mark.parametrize("a,b,margin", MULTICCD)
-def test_multiccd_perturbed_contacts_match_mujoco(a, b, margin):
-    """multiccd: up to four more contacts from geoms rotated by +-1e-3 rad about the
-    first contact's tangents (all convex pairs but spheres/ellipsoids; box/mesh pairs
-    with margin), on flat faces lying on each other and at random poses."""
+def test_multiccd_contacts_match_mujoco(a, b, margin):
+    """multiccd, on flat faces lying on each other and at random poses: box/mesh pairs
+    without margin clip their touching faces (up to four contacts), the other pairs
+    but spheres/ellipsoids add up to four contacts from geoms rotated by +-1e-3 rad
+    about the first contact's tangents."""
     xml = pair_xml(a, b, margin=margin, flags='multiccd="enable"')
     m = tiphys.load_model_from_string(xml)
     mjm = mujoco.MjModel.from_xml_string(xml)
@@ -276,21 +284,80 @@ def test_multiccd_perturbed_contacts_match_mujoco(a, b, margin):
     report(f"multiccd {a}-{b} margin {margin} random", touching, ncon, worst, noisy)
 
 
-def test_multiccd_polygon_contacts_are_a_known_gap():
-    """Box-mesh and mesh-mesh without margin: MuJoCo clips the touching mesh polygons
-    (mesh_poly*, not compiled by tiphys); tiphys keeps the first contact, which is
-    MuJoCo's single contact without multiccd."""
-    xml = pair_xml("box", "boxm", flags='multiccd="enable"')
+def _quat(axis, angle):
+    q = np.zeros(4)
+    mujoco.mju_axisAngle2Quat(q, np.asarray(axis, float), angle)
+    return q
+
+
+def _mulquat(a, b):
+    q = np.zeros(4)
+    mujoco.mju_mulQuat(q, a, b)
+    return q
+
+
+def contact_poses(mjm, nworld, seed, quat1, quat2, tilt, offset=0.03, shift=0.0):
+    """Body 1 at the origin turned by quat1, body 2 above it turned by quat2 and then
+    by up to ``tilt`` rad about a random axis, at y = ``shift`` plus xy offsets up to
+    ``offset``, lowered until it penetrates by 2-10 mm (distance measured by MuJoCo)."""
+    rng = np.random.default_rng(seed)
+    mjd = mujoco.MjData(mjm)
+    qpos = np.tile(mjm.qpos0, (nworld, 1))
+    for w in range(nworld):
+        q2 = _mulquat(_quat(rng.normal(size=3), rng.uniform(0, tilt)), quat2)
+        qpos[w, :7] = np.r_[0, 0, 0, quat1]
+        qpos[w, 7:14] = np.r_[rng.uniform(-offset, offset, 2) + [0, shift], 1.0, q2]
+        mjd.qpos[:] = qpos[w]
+        mujoco.mj_kinematics(mjm, mjd)
+        qpos[w, 9] -= mujoco.mj_geomDistance(mjm, mjd, 0, 1, 10.0, None) + \
+            rng.uniform(0.002, 0.01)
+    return qpos
+
+
+UPRIGHT = [1.0, 0.0, 0.0, 0.0]
+EDGE_DOWN = _quat([1, 0, 0], np.pi / 4)  # a box's or bar's edge along x lowest/highest
+VERTEX_DOWN = _mulquat(_quat([1, 0, 0], np.pi / 4), _quat([0, 1, 0], np.pi / 5))
+# (geom a, geom b, body 1's turn, body 2's turn, tilt, xy offset, contact counts that
+# must occur in MuJoCo's answers: the features clipped[, y shift of body 2])
+POLYGON_CASES = {
+    "faces parallel": ("box", "boxm", UPRIGHT, UPRIGHT, 0.0, 0.03, {4}),
+    "faces of meshes": ("boxm", "boxm", UPRIGHT, UPRIGHT, 0.002, 0.03, {4}),
+    "mesh edge on box face": ("box", "boxm", UPRIGHT, EDGE_DOWN, 1e-3, 0.03, {1, 2}),
+    "box edge on mesh face": ("boxm", "box", UPRIGHT, EDGE_DOWN, 1e-3, 0.03, {2}),
+    "mesh vertex on box face": ("box", "boxm", UPRIGHT, VERTEX_DOWN, 1e-3, 0.03, {1}),
+    "box vertex on mesh face": ("boxm", "box", UPRIGHT, VERTEX_DOWN, 5e-4, 0.03, {1}),
+    "parallel edges": ("bar", "bar", EDGE_DOWN, _quat([1, 0, 0], np.pi / 3), 5e-4, 0.002,
+                       {2}, -0.05 * np.sqrt(2) * np.cos(np.radians(285))),
+    "faces along parallel edges": ("bar", "bar", EDGE_DOWN, EDGE_DOWN, 5e-4, 0.002, {4}),
+    "crossed edges": ("boxm", "box", EDGE_DOWN, _quat([0, 1, 0], np.pi / 4), 5e-4, 0.002,
+                      {1}),
+    "box on 24-gon": ("box", "prism", UPRIGHT, UPRIGHT, 0.002, 0.03, {4}),
+    "24-gon on 24-gon": ("prism", "prism", UPRIGHT, UPRIGHT, 0.02, 0.03, {2, 4}),
+    "24-gon side on box": ("box", "prism", UPRIGHT, _quat([1, 0, 0], np.pi / 2), 1e-3,
+                           0.03, {2}),
+}
+
+
+@pytest.mark.parametrize("case", list(POLYGON_CASES))
+def test_multiccd_polygon_contacts_match_mujoco(case):
+    """Box/mesh pairs without margin (MuJoCo's multicontact after EPA): faces aligned
+    with the contact clipped against each other (polygons of mesh_poly*), an edge
+    clipped against a face, several-sided overlaps pruned to their largest
+    quadrilateral, and the single EPA contact where nothing aligns."""
+    a, b, quat1, quat2, tilt, offset, counts, *shift = POLYGON_CASES[case]
+    xml = pair_xml(a, b, flags='multiccd="enable"')
     m = tiphys.load_model_from_string(xml)
     mjm = mujoco.MjModel.from_xml_string(xml)
-    d = tiphys.make_data(m, 8)
-    qpos = resting_poses(mjm, 8, seed=4, tilt=0.0)  # parallel faces
+    d = tiphys.make_data(m, NWORLD)
+    qpos = contact_poses(mjm, NWORLD, zlib.crc32(case.encode()), np.asarray(quat1),
+                         np.asarray(quat2), tilt, offset, *shift)
     ours, theirs = collide_both(m, d, mjm, qpos)
-    assert all(len(a) == 1 for a in ours)
-    assert all(len(b) == 4 for b in theirs)
-    single = mujoco.MjModel.from_xml_string(xml.replace('multiccd="enable"', ""))
-    ours_single = collide_both(m, d, single, qpos)[1]
-    assert not errors_of(ours, ours_single, TOL_POLY)[0]
+    msgs, touching, ncon, worst, noisy = errors_of(ours, theirs, TOL_POLY, mjm, qpos)
+    assert not msgs, msgs[:5]
+    assert touching >= NWORLD - 4, touching
+    found = {len(c) for c in theirs if c}
+    assert counts <= found, (counts, found)
+    report(f"multiccd polygons: {case}", touching, ncon, worst, noisy)
 
 
 def test_ccd_iterations_and_tolerance_are_honored():
@@ -447,12 +514,14 @@ F32_PAIRS = [("capsule", "cylinder"), ("ellipsoid", "box"), ("box", "icosa"),
 
 
 def _f32_main(arch):
-    """Run in a subprocess (precision is per process): F32_PAIRS, a plane-mesh pair and
-    two heightfield pairs in f32; prints the worst errors, then "ok" or the mismatches."""
+    """Run in a subprocess (precision is per process): F32_PAIRS, a plane-mesh pair, a
+    multiccd polygon pair and two heightfield pairs in f32; prints the worst errors,
+    then "ok" or the mismatches."""
     tiphys.init(arch=arch, precision="f32")
     msgs = []
     cases = [(pair_xml(a, b), f"{a}-{b}", _smooth(a, b)) for a, b in F32_PAIRS] + \
-        [(pair_xml("boxm", None, plane=True), "plane-boxm", False)]
+        [(pair_xml("boxm", None, plane=True), "plane-boxm", False),
+         (pair_xml("box", "boxm", flags='multiccd="enable"'), "multiccd-box-boxm", False)]
     from test_collide_hfield import hfield_xml, run as run_hfield
     # prism faces are thin slivers of the grid: their EPA normals carry more f32
     # round-off (1e-4) than F32_TOL_POLY, so both use the curved-shape tolerance
@@ -460,6 +529,13 @@ def _f32_main(arch):
     for xml, name, smooth in cases:
         if name.startswith("hfield"):
             m, mjm, qpos, ours, theirs = run_hfield(xml, seed=1)
+        elif name.startswith("multiccd"):
+            # faces clipped against each other, parallel (so that which of their tied
+            # vertices EPA ends on, decided by f32 round-off, does not matter)
+            mjm = mujoco.MjModel.from_xml_string(xml)
+            m = tiphys.load_model_from_string(xml)
+            qpos = contact_poses(mjm, 32, 1, np.asarray(UPRIGHT), np.asarray(UPRIGHT), 0.0)
+            ours, theirs = collide_both(m, tiphys.make_data(m, 32), mjm, qpos)
         else:
             m, mjm, d, qpos, ours, theirs = run_pair(xml, nworld=32, seed=1,
                                                      plane=name.startswith("plane"))

@@ -3,6 +3,7 @@
 Every case compiles the same asset twice: with tiphys.compiler.mesh and with
 MuJoCo (a one-body model holding one mesh geom), then compares the mjModel
 fields: mesh_vert/face/normal/facenormal/texcoord/facetexcoord/pos/quat/graph,
+the polygons (mesh_poly*: coplanar faces merged, used by multiccd's face clipping),
 body mass/inertia, geom_aabb/rbound/size, hfield_*.
 """
 
@@ -18,6 +19,7 @@ from lxml import etree
 
 mujoco = pytest.importorskip("mujoco")
 
+import tiphys  # noqa: E402
 from tiphys.compiler.mesh import compile_hfield, compile_mesh  # noqa: E402
 from tiphys.errors import ModelError  # noqa: E402
 
@@ -135,6 +137,25 @@ def check_graph(ours, theirs, exact=False):
         assert set(a["edge"][adr[i]:adr[i + 1]]) == set(b["edge"][adr[i]:adr[i + 1]])
 
 
+def check_polygons(c, m, mid=0):
+    """Polygons of one mesh against mjModel's mesh_poly* slices: same polygons in the
+    same order with the same vertex order, same vertex -> polygon map; normals to
+    round-off of the final vertices."""
+    pa, pn = m.mesh_polyadr[mid], m.mesh_polynum[mid]
+    assert c.npoly == pn
+    va, vn = m.mesh_vertadr[mid], m.mesh_vertnum[mid]
+    vadr = m.mesh_polyvertadr[pa:pa + pn]
+    vnum = m.mesh_polyvertnum[pa:pa + pn]
+    np.testing.assert_array_equal(c.polyvertnum, vnum)
+    np.testing.assert_array_equal(c.polyvert, np.concatenate(
+        [m.mesh_polyvert[a:a + n] for a, n in zip(vadr, vnum)] + [np.zeros(0, int)]))
+    np.testing.assert_array_equal(c.polymapnum, m.mesh_polymapnum[va:va + vn])
+    madr = m.mesh_polymapadr[va:va + vn]
+    np.testing.assert_array_equal(c.polymap, np.concatenate(
+        [m.mesh_polymap[a:a + n] for a, n in zip(madr, c.polymapnum)] + [np.zeros(0, int)]))
+    _close(c.polynormal, m.mesh_polynormal[pa:pa + pn], rtol=1e-12, scale=1.0)
+
+
 def compare_mesh(kw, contype=1, density=1000.0, exact_graph=False):
     m = mujoco.MjModel.from_xml_string(oracle_xml(kw, contype, density))
     c = compile_mesh(name="m", needhull=bool(contype), **kw)
@@ -161,6 +182,7 @@ def compare_mesh(kw, contype=1, density=1000.0, exact_graph=False):
         check_graph(c.graph, m.mesh_graph[ga:ga + ng], exact=exact_graph)
     else:
         assert c.graph.size == 0
+    check_polygons(c, m)
     mass, inertia = c.geom_inertia(density, False)
     _close(mass, m.body_mass[1])
     _close(np.sort(inertia), np.sort(m.body_inertia[1]), scale=max(m.body_inertia[1].max(), 1e-30))
@@ -238,6 +260,72 @@ def test_corpus_model_mesh_slices():
             _close(c.pos, m.mesh_pos[mid], scale=np.abs(mv).max())
             _close(c.quat, m.mesh_quat[mid])
             assert (m.mesh_graphadr[mid] >= 0) == (c.graph.size > 0)
+            check_polygons(c, m, mid)
+
+
+def test_model_polygon_fields_match_mujoco():
+    """mesh_poly* of whole compiled models (addresses across meshes, sizes), the
+    aloha_pot scene's 134 meshes among them."""
+    for rel in ("mjwarp/aloha_pot/scene.xml", "mjtest/msh.xml", "mjwarp/mug/mug.xml"):
+        m = tiphys.load_model(str(_need(CORPUS / rel)))
+        mjm = mujoco.MjModel.from_xml_path(str(CORPUS / rel))
+        for size in ("nmeshpoly", "nmeshpolyvert", "nmeshpolymap"):
+            assert getattr(m, size) == getattr(mjm, size), (rel, size)
+        for name in ("mesh_polynum", "mesh_polyadr", "mesh_polyvertadr", "mesh_polyvertnum",
+                     "mesh_polyvert", "mesh_polymapadr", "mesh_polymapnum", "mesh_polymap"):
+            np.testing.assert_array_equal(getattr(m.arrays, name), getattr(mjm, name),
+                                          err_msg=f"{rel}: {name}")
+        np.testing.assert_allclose(m.arrays.mesh_polynormal, mjm.mesh_polynormal, rtol=0,
+                                   atol=1e-12)
+        assert mjm.nmeshpoly > 0
+
+
+def _grid_box(n, curv):
+    """Two slightly curved n x n grids (top and bottom): hull faces whose normals
+    differ by about MuJoCo's coplanarity tolerance, merged into polygons by a
+    comparator that is not a strict weak order."""
+    g = np.linspace(-1, 1, n)
+    x, y = (a.ravel() for a in np.meshgrid(g, g))
+    top = np.c_[x, y, 0.5 + curv * (x * x + 0.8 * y * y)]
+    bot = np.c_[x, y, -0.5 - curv * (np.cos(x) + y * y)]
+    return np.concatenate([top, bot])
+
+
+def _prism(n):
+    t = np.linspace(0, 2 * np.pi, n, endpoint=False)
+    return np.concatenate([np.c_[np.cos(t), np.sin(t), np.full(n, z)] for z in (-.5, .5)])
+
+
+# an L-shaped (non-convex) prism given with its faces: without a hull (contype 0) the
+# polygons come from these faces, the L caps merged from four triangles each
+_L = np.array([[0, 0], [2, 0], [2, 1], [1, 1], [1, 2], [0, 2]], float)
+L_VERT = np.concatenate([np.c_[_L, np.zeros(6)], np.c_[_L, np.ones(6)]])
+L_FACE = [f for a, b, c in ((0, 1, 2), (0, 2, 3), (0, 3, 4), (0, 4, 5))
+          for f in ((a, c, b), (a + 6, b + 6, c + 6))] + \
+    [f for i in range(6) for f in ((i, (i + 1) % 6, (i + 1) % 6 + 6), (i, (i + 1) % 6 + 6, i + 6))]
+
+POLYGON_MESHES = {
+    "prism64": dict(vertex=_prism(64)),
+    "grid_curved_mildly": dict(vertex=_grid_box(21, 0.005)),
+    "grid_curved": dict(vertex=_grid_box(21, 0.02)),
+    "grid_curved_rotated": dict(vertex=_grid_box(15, 0.03), refquat=[0.3, 0.2, -0.5, 0.7]),
+    "sphere400": dict(vertex=(lambda u: u / np.linalg.norm(u, axis=1)[:, None])(
+        np.random.default_rng(0).normal(size=(400, 3)))),
+    "flat_cloud": dict(vertex=np.concatenate([np.random.default_rng(1).normal(
+        size=(300, 3)) * [1, 1, 2e-3], [[0, 0, 1], [0, 0, -1]]])),
+    "l_prism_faces": dict(vertex=L_VERT, face=[int(i) for f in L_FACE for i in f]),
+}
+
+
+@pytest.mark.parametrize("name", list(POLYGON_MESHES))
+def test_polygons_of_hard_meshes_match_mujoco(name):
+    """Many-sided polygons, faces merged near the coplanarity tolerance, scaled and
+    rotated meshes, polygons from given (non-convex) faces."""
+    kw = dict(POLYGON_MESHES[name])
+    kw["vertex"] = [float(x) for x in np.asarray(kw["vertex"], np.float32).ravel()]
+    for contype in (1, 0):
+        c, m = compare_mesh(kw, contype=contype)
+        assert c.npoly > 0
 
 
 def test_tetrahedron_graph_exact():

@@ -8,7 +8,7 @@ import numpy as np
 from ..errors import ModelError, error_at
 from . import rotation as rot
 from .attrs import BOOL, Attrs
-from .mesh import compile_hfield, compile_mesh
+from .mesh import compile_hfield, compile_mesh, polygon_arrays
 
 TEXTURE_TYPES = {"2d": 0, "cube": 1, "skybox": 2}
 TEXTURE_ROLES = {"user": 0, "rgb": 1, "occlusion": 2, "roughness": 3, "metallic": 4,
@@ -271,6 +271,11 @@ class AssetCompiler:
         out.mesh_scale = np.array([m.scale for m in meshes], dtype=f).reshape(-1, 3)
         out.mesh_pos = np.array([m.pos for m in meshes], dtype=f).reshape(-1, 3)
         out.mesh_quat = np.array([m.quat for m in meshes], dtype=f).reshape(-1, 4)
+        poly = polygon_arrays(meshes)
+        for name in ("nmeshpoly", "nmeshpolyvert", "nmeshpolymap"):
+            setattr(out, "_size_" + name, poly.pop(name))
+        for name, value in poly.items():
+            setattr(out, name, value)
 
         hfields = [self.hfield(i) for i in range(len(self.hfield_els))]
         out.hfield_size = np.array([h.size for h in hfields], dtype=f).reshape(-1, 4)

@@ -47,6 +47,7 @@ __all__ = [
     "compile_hfield",
     "mesh_content_type",
     "INERTIA_MODES",
+    "polygon_arrays",
 ]
 
 MINVAL = 1e-15      # smallest denominator used by the compiler
@@ -732,6 +733,293 @@ def _qhull_vertex_order(simp, verts):
 
 
 # ----------------------------------------------------------------------------
+# mesh polygons (mesh_poly*): coplanar faces merged, as MuJoCo's MakePolygons
+
+FACE_TOL = 0.99999872  # two faces are one polygon when their normals' dot exceeds this
+
+
+def _makenormal(a, b, c):
+    """Unit normal of triangle (a, b, c) with the compiler's arithmetic (a near-zero
+    cross product is divided anyway, as MuJoCo does)."""
+    ab = (b[0] - a[0], b[1] - a[1], b[2] - a[2])
+    ac = (c[0] - a[0], c[1] - a[1], c[2] - a[2])
+    n = [ab[1] * ac[2] - ab[2] * ac[1], ab[2] * ac[0] - ab[0] * ac[2],
+         ab[0] * ac[1] - ab[1] * ac[0]]
+    nrm = math.sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2])
+    if nrm < EPS:
+        n = [1.0, 0.0, 0.0]
+    if nrm == 0:  # inf / nan, as the C division gives
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return [float(np.float64(x) / np.float64(nrm)) for x in n]
+    return [n[0] / nrm, n[1] / nrm, n[2] / nrm]
+
+
+def _polygon_less(n1, n2) -> bool:
+    """MuJoCo's polygon order: normals within FACE_TOL are equivalent, others compare
+    lexicographically with a MINVAL tolerance (not a strict weak order: the set below
+    reproduces where the search of a std::set lands)."""
+    if n1[0] * n2[0] + n1[1] * n2[1] + n1[2] * n2[2] > FACE_TOL:
+        return False
+    for k in range(3):
+        if abs(n1[k] - n2[k]) > MINVAL:
+            return n1[k] > n2[k]
+    return False
+
+
+class _Polygon:
+    """Faces sharing one plane: boundary edges (directed), grouped into islands of
+    faces connected so far (MeshPolygon in MuJoCo's compiler)."""
+
+    __slots__ = ("normal", "edges", "islands", "nisland", "left", "right", "parent", "black")
+
+    def __init__(self, normal, v1, v2, v3):
+        self.normal = normal
+        self.edges = [(v1, v2), (v2, v3), (v3, v1)]
+        self.islands = [0, 0, 0]
+        self.nisland = 1
+        self.left = self.right = self.parent = None
+        self.black = False
+
+    def _combine(self, island1, island2):
+        if island2 < island1:
+            island1, island2 = island2, island1
+        for k, isl in enumerate(self.islands):
+            if isl == island2:
+                self.islands[k] = island1
+            elif isl > island2:
+                self.islands[k] = isl - 1
+        return island1
+
+    def _take_edge(self, a, b):
+        """Remove boundary edge (a, b) if present; returns its island or None."""
+        for i, e in enumerate(self.edges):
+            if e == (a, b):
+                del self.edges[i]
+                return self.islands.pop(i)
+        return None
+
+    def insert_face(self, v1, v2, v3):
+        island = -1
+        added = []
+        for (a, b) in ((v1, v2), (v2, v3), (v3, v1)):
+            other = self._take_edge(b, a)  # the face attaches across a shared edge
+            if other is None:
+                added.append((a, b))
+            elif island == -1:
+                island = other
+            elif other != island:
+                self.nisland -= 1
+                island = self._combine(island, other)
+        if island == -1:
+            island = self.nisland
+            self.nisland += 1
+        for e in added:
+            self.edges.append(e)
+            self.islands.append(island)
+
+    def paths(self):
+        """Closed vertex loops, one per island (edge 0 is never followed, as in MuJoCo)."""
+        edges = self.edges
+        if len(edges) == 3:
+            return [[edges[0][0], edges[1][0], edges[2][0]]]
+        out = []
+        for isl in range(self.nisland):
+            path = []
+            for j, e in enumerate(edges):
+                if self.islands[j] == isl:
+                    path = [e[0], e[1]]
+                    break
+            if not path:
+                continue
+            nxt = path[-1]
+            for _ in range(len(edges)):
+                finished = False
+                for k in range(1, len(edges)):
+                    if self.islands[k] == isl and edges[k][0] == nxt:
+                        nxt = edges[k][1]
+                        if nxt == path[0]:
+                            out.append(path)
+                            finished = True
+                            break
+                        path.append(nxt)
+                        break
+                if finished:
+                    break
+        return out
+
+
+class _PolygonSet:
+    """std::set<MeshPolygon> with MuJoCo's comparator, as libc++ (the library MuJoCo's
+    wheels link) implements it: a red-black tree; find = lower bound + equivalence
+    test, emplace = descent that stops at the first equivalent node. With a comparator
+    that is not a strict weak order, the tree's shape decides which polygon a face
+    joins, so the tree is rebuilt node for node."""
+
+    def __init__(self):
+        self.end = _Polygon(None, 0, 0, 0)  # end node: its left child is the root
+
+    def find(self, normal):
+        node, result = self.end.left, self.end
+        while node is not None:
+            if not _polygon_less(node.normal, normal):
+                result, node = node, node.left
+            else:
+                node = node.right
+        if result is not self.end and not _polygon_less(normal, result.normal):
+            return result
+        return None
+
+    def emplace(self, poly):
+        parent, node, side = self.end, self.end.left, "left"
+        while node is not None:
+            if _polygon_less(poly.normal, node.normal):
+                parent, node, side = node, node.left, "left"
+            elif _polygon_less(node.normal, poly.normal):
+                parent, node, side = node, node.right, "right"
+            else:
+                return  # an equivalent polygon on the path: the face is dropped
+        poly.parent = parent
+        setattr(parent, side, poly)
+        self._rebalance(poly)
+
+    @staticmethod
+    def _is_left(x):
+        return x is x.parent.left
+
+    def _rotate_left(self, x):
+        y = x.right
+        x.right = y.left
+        if x.right is not None:
+            x.right.parent = x
+        y.parent = x.parent
+        if self._is_left(x):
+            x.parent.left = y
+        else:
+            x.parent.right = y
+        y.left = x
+        x.parent = y
+
+    def _rotate_right(self, x):
+        y = x.left
+        x.left = y.right
+        if x.left is not None:
+            x.left.parent = x
+        y.parent = x.parent
+        if self._is_left(x):
+            x.parent.left = y
+        else:
+            x.parent.right = y
+        y.right = x
+        x.parent = y
+
+    def _rebalance(self, x):
+        root = self.end.left
+        x.black = x is root
+        while x is not root and not x.parent.black:
+            if self._is_left(x.parent):
+                y = x.parent.parent.right
+                if y is not None and not y.black:
+                    x = x.parent
+                    x.black = True
+                    x = x.parent
+                    x.black = x is root
+                    y.black = True
+                else:
+                    if not self._is_left(x):
+                        x = x.parent
+                        self._rotate_left(x)
+                    x = x.parent
+                    x.black = True
+                    x = x.parent
+                    x.black = False
+                    self._rotate_right(x)
+                    break
+            else:
+                y = x.parent.parent.left
+                if y is not None and not y.black:
+                    x = x.parent
+                    x.black = True
+                    x = x.parent
+                    x.black = x is root
+                    y.black = True
+                else:
+                    if self._is_left(x):
+                        x = x.parent
+                        self._rotate_right(x)
+                    x = x.parent
+                    x.black = True
+                    x = x.parent
+                    x.black = False
+                    self._rotate_left(x)
+                    break
+
+    def __iter__(self):
+        stack, node = [], self.end.left
+        while stack or node is not None:
+            while node is not None:
+                stack.append(node)
+                node = node.left
+            node = stack.pop()
+            yield node
+            node = node.right
+
+
+def make_polygons(vert: np.ndarray, faces: np.ndarray):
+    """Merge coplanar faces into polygons as MuJoCo's compiler does (on the vertices
+    before the user transform, faces of the hull graph when there is one); returns
+    (polygons: lists of local vertex ids, polymap: for each vertex the polygons
+    through it)."""
+    v = np.asarray(vert, dtype=np.float64).tolist()
+    polys = _PolygonSet()
+    for a, b, c in np.asarray(faces, dtype=np.int64).tolist():
+        normal = _makenormal(v[a], v[b], v[c])
+        found = polys.find(normal)
+        if found is None:
+            polys.emplace(_Polygon(normal, a, b, c))
+        else:
+            found.insert_face(a, b, c)
+    polygons = [path for poly in polys for path in poly.paths() if len(path) >= 3]
+    polymap = [[] for _ in range(len(v))]
+    for i, path in enumerate(polygons):
+        for vid in path:
+            polymap[vid].append(i)
+    return polygons, polymap
+
+
+def polygon_normals(vert: np.ndarray, polygons) -> np.ndarray:
+    """(npoly, 3) normals from each polygon's first three vertices (final vertices)."""
+    v = np.asarray(vert, dtype=np.float64).tolist()
+    out = [_makenormal(v[p[0]], v[p[1]], v[p[2]]) for p in polygons]
+    return np.array(out, dtype=np.float64).reshape(-1, 3)
+
+
+def polygon_arrays(meshes) -> dict:
+    """The mesh_poly* model fields and their sizes (nmeshpoly, nmeshpolyvert,
+    nmeshpolymap) for a list of CompiledMesh, laid out as mjModel does: polygon and
+    polymap addresses are global, polygon vertices and polymap entries mesh-local."""
+    def cat(parts, dtype, width=None):
+        parts = [np.asarray(p, dtype=dtype) for p in parts]
+        if width:
+            parts = [p.reshape(-1, width) for p in parts]
+            return np.concatenate(parts) if parts else np.zeros((0, width), dtype)
+        return np.concatenate(parts) if parts else np.zeros(0, dtype)
+
+    polynum = np.array([m.npoly for m in meshes], dtype=np.int32)
+    polyvertnum = cat([m.polyvertnum for m in meshes], np.int32)
+    polymapnum = cat([m.polymapnum for m in meshes], np.int32)
+    start = lambda n: (np.cumsum(np.r_[0, n])[:-1]).astype(np.int32)  # noqa: E731
+    return dict(
+        mesh_polynum=polynum, mesh_polyadr=start(polynum),
+        mesh_polynormal=cat([m.polynormal for m in meshes], np.float64, 3),
+        mesh_polyvertadr=start(polyvertnum), mesh_polyvertnum=polyvertnum,
+        mesh_polyvert=cat([m.polyvert for m in meshes], np.int32),
+        mesh_polymapadr=start(polymapnum), mesh_polymapnum=polymapnum,
+        mesh_polymap=cat([m.polymap for m in meshes], np.int32),
+        nmeshpoly=int(polynum.sum()), nmeshpolyvert=int(polyvertnum.sum()),
+        nmeshpolymap=int(polymapnum.sum()))
+
+
+# ----------------------------------------------------------------------------
 # vertex normals
 
 def _ordered_accumulate(acc32: np.ndarray, idx: np.ndarray, vals: np.ndarray):
@@ -823,11 +1111,22 @@ class CompiledMesh:
     boxsz: np.ndarray         # (3,) half-sizes of the equivalent inertia box
     aamm: np.ndarray          # (6,) min(3), max(3) of the (double precision) vertices
     vert_double: np.ndarray = field(repr=False, default=None)  # (nvert,3) before float rounding
+    # polygons (coplanar faces merged; see make_polygons): mesh_polynormal, the local
+    # vertex ids of each polygon, and for each vertex the (local) polygons through it
+    polynormal: np.ndarray = field(repr=False, default=None)   # (npoly,3)
+    polyvertnum: np.ndarray = field(repr=False, default=None)  # (npoly,)
+    polyvert: np.ndarray = field(repr=False, default=None)     # (sum polyvertnum,)
+    polymapnum: np.ndarray = field(repr=False, default=None)   # (nvert,)
+    polymap: np.ndarray = field(repr=False, default=None)      # (sum polymapnum,)
 
     # -- sizes as mjModel counts them
     @property
     def nvert(self) -> int:
         return int(self.vert.shape[0])
+
+    @property
+    def npoly(self) -> int:
+        return int(self.polyvertnum.shape[0])
 
     @property
     def nface(self) -> int:
@@ -1115,6 +1414,14 @@ def compile_mesh(*, name: str = "", file_bytes: Optional[bytes] = None,
         per_vertex = normal_.size // vert32.size
         facenormal_ = per_vertex * face_
 
+    # ---- polygons (merged on the raw vertices; normals from the final ones below)
+    if graph.size:
+        nv_g, nf_g = int(graph[0]), int(graph[1])
+        poly_faces = graph[2 + 3 * nv_g + 3 * nf_g:].reshape(-1, 3)
+    else:
+        poly_faces = faces
+    polygons, polymap = make_polygons(vert, poly_faces)
+
     # ---- user transformation
     if refpos[0] != 0 or refpos[1] != 0 or refpos[2] != 0:
         vert = np.stack([vert[:, 0] - refpos[0], vert[:, 1] - refpos[1],
@@ -1244,6 +1551,8 @@ def compile_mesh(*, name: str = "", file_bytes: Optional[bytes] = None,
     else:
         facetexcoord = np.zeros((faces.shape[0], 3), np.int32)
 
+    polyvert = [vid for path in polygons for vid in path]
+    polymap_flat = [pid for lst in polymap for pid in lst]
     return CompiledMesh(
         name=name,
         vert=vert.astype(np.float32).astype(np.float64),
@@ -1262,6 +1571,11 @@ def compile_mesh(*, name: str = "", file_bytes: Optional[bytes] = None,
         boxsz=boxsz,
         aamm=aamm,
         vert_double=vert,
+        polynormal=polygon_normals(vert, polygons),
+        polyvertnum=np.array([len(p) for p in polygons], dtype=np.int32),
+        polyvert=np.array(polyvert, dtype=np.int32),
+        polymapnum=np.array([len(lst) for lst in polymap], dtype=np.int32),
+        polymap=np.array(polymap_flat, dtype=np.int32),
     )
 
 
