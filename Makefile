@@ -40,6 +40,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/run.py
 	$(PY) benchmarks/bench_step.py
 	$(PY) benchmarks/bench_collision.py
+	$(PY) benchmarks/bench_contact.py
 
 clean:
 	rm -rf $(VENV) .cache build dist *.egg-info

@@ -174,25 +174,113 @@ def _transmission(
         actuator_length[worldid, actid] = length
 
 
-def transmission(m, d):
-    """Actuator lengths and (dense) moments, as mj_transmission (one launch).
+@ti.kernel
+def _transmission_body(
+    # model
+    actuator_trntype: ND, actuator_trnid: ND, geom_bodyid: ND, body_parentid: ND,
+    body_dofnum: ND, body_dofadr: ND, body_rootid: ND, dof_parentid: ND, nu: ti.i32,
+    nv: ti.i32, elliptic: ti.i32, has_contacts: ti.i32,
+    # data in
+    cdof: ND, subtree_com: ND, ncon: ND, contact_geom: ND, contact_exclude: ND,
+    contact_dim: ND, contact_efc_address: ND, contact_pos: ND, contact_frame: ND,
+    efc_J: ND,
+    # data out
+    actuator_moment_dense: ND,
+):
+    """Body transmissions (adhesion): minus the mean contact-normal Jacobian of the
+    body's contacts, as mj_transmission's mjTRN_BODY (rows summed from efc_J for
+    included contacts, the normal Jacobian difference for contacts in the gap)."""
+    nworld = cdof.shape[0]
+    zero3 = ti.Vector([0.0, 0.0, 0.0])
+    for worldid, actid in ti.ndrange(nworld, nu):
+        if actuator_trntype[actid] != TRN_BODY:
+            continue
+        bodyid = actuator_trnid[actid][0]
+        counter = 0
+        n = 0
+        if has_contacts != 0:
+            n = ncon[worldid]
+        for conid in range(n):
+            g1 = contact_geom[worldid, conid][0]
+            g2 = contact_geom[worldid, conid][1]
+            if g1 < 0 or g2 < 0:
+                continue
+            b1 = geom_bodyid[g1]
+            b2 = geom_bodyid[g2]
+            if b1 != bodyid and b2 != bodyid:
+                continue
+            exclude = contact_exclude[worldid, conid]
+            if exclude == 0:
+                counter += 1
+                adr = contact_efc_address[worldid, conid]
+                if adr >= 0:
+                    dim = contact_dim[worldid, conid]
+                    if dim == 1 or elliptic != 0:
+                        for dofid in range(nv):
+                            actuator_moment_dense[worldid, actid, dofid] += \
+                                efc_J[worldid, adr, dofid]
+                    else:
+                        npyramid = dim - 1
+                        for dofid in range(nv):
+                            acc = 0.0
+                            for k in range(2 * npyramid):
+                                acc += efc_J[worldid, adr + k, dofid]
+                            actuator_moment_dense[worldid, actid, dofid] += \
+                                acc * (0.5 / npyramid)
+            elif exclude == 1:
+                counter += 1
+                pos = contact_pos[worldid, conid]
+                frame = contact_frame[worldid, conid]
+                normal = ti.Vector([frame[0, 0], frame[0, 1], frame[0, 2]])
+                add_jac_dot(worldid, actuator_moment_dense, actid, b2, pos, normal, zero3,
+                            1.0, body_parentid, body_dofnum, body_dofadr, body_rootid,
+                            dof_parentid, cdof, subtree_com)
+                add_jac_dot(worldid, actuator_moment_dense, actid, b1, pos, normal, zero3,
+                            -1.0, body_parentid, body_dofnum, body_dofadr, body_rootid,
+                            dof_parentid, cdof, subtree_com)
+        if counter > 0:
+            scale = -1.0 / counter
+            for dofid in range(nv):
+                actuator_moment_dense[worldid, actid, dofid] *= scale
 
-    Reads qpos, xquat, site_xpos, site_xmat, cdof, subtree_com, ten_length, ten_J;
-    writes actuator_length, actuator_moment_dense. Body transmissions (adhesion) need
-    contacts and raise NotImplementedError.
+
+def has_body_transmission(m) -> bool:
+    """True if some actuator uses a body transmission (adhesion)."""
+    cached = getattr(m, "_tiphys_has_trn_body", None)
+    if cached is None:
+        import numpy as np
+        cached = bool(m.nu and np.any(np.asarray(m.arrays.actuator_trntype)[:m.nu] == TRN_BODY))
+        m._tiphys_has_trn_body = cached
+    return cached
+
+
+def transmission(m, d, contacts: bool | None = None):
+    """Actuator lengths and (dense) moments, as mj_transmission (one or two launches).
+
+    Reads qpos, xquat, site_xpos, site_xmat, cdof, subtree_com, ten_length, ten_J and,
+    for body transmissions (adhesion), the contacts and efc_J of the last collision and
+    make_constraint (as mj_fwdPosition, call those first); writes actuator_length,
+    actuator_moment_dense. ``contacts`` False treats every world as contact-free (the
+    pipeline passes it when no contact can exist); by default ncon is read.
     """
     if m.nu == 0:
         return
-    import numpy as np
-    if np.any(np.asarray(m.arrays.actuator_trntype)[:m.nu] == TRN_BODY):
-        raise NotImplementedError("transmission: body transmission (adhesion actuators) "
-                                  "needs contacts, not supported yet")
     _transmission(m.actuator_trntype, m.actuator_trnid, m.actuator_gear,
                   m.actuator_cranklength, m.jnt_type, m.jnt_qposadr, m.jnt_dofadr,
                   m.site_bodyid, m.site_quat, m.body_parentid, m.body_dofnum,
                   m.body_dofadr, m.body_rootid, m.body_weldid, m.dof_parentid, m.nu, m.nv,
                   d.qpos, d.xquat, d.site_xpos, d.site_xmat, d.cdof, d.subtree_com,
                   d.ten_length, d.ten_J, d.actuator_length, d.actuator_moment_dense)
+    if has_body_transmission(m):
+        if contacts is None:
+            contacts = True
+        _transmission_body(m.actuator_trntype, m.actuator_trnid, m.geom_bodyid,
+                           m.body_parentid, m.body_dofnum, m.body_dofadr, m.body_rootid,
+                           m.dof_parentid, m.nu, m.nv, int(m.opt.cone == 1),
+                           int(bool(contacts)), d.cdof, d.subtree_com, d.ncon,
+                           d.contact_geom, d.contact_exclude, d.contact_dim,
+                           d.contact_efc_address, d.contact_pos, d.contact_frame, d.efc_J,
+                           d.actuator_moment_dense)
 
 
 @ti.kernel

@@ -10,7 +10,8 @@ Other worlds are never read or written, so a diverging world cannot disturb them
 
 One deviation from MuJoCo, to avoid a host round trip per step: after a bad qacc
 MuJoCo resets and runs mj_forward again before integrating; here the reset world's
-qacc is set to zero, so it rests at its reset state for that step and simulates
+qacc (and qfrc_smooth, qfrc_constraint, which the damped Euler and implicit updates
+read) is set to zero, so it rests at its reset state for that step and simulates
 normally from the next one.
 
 Bad controls (after clamping) are handled in kernels/actuation.py as in
@@ -52,7 +53,8 @@ def _check(warn: ti.template(), autoreset: ti.template(), n: ti.i32, values: ND,
            r_time: ND, r_qpos: ND, r_qvel: ND, r_act: ND, r_ctrl: ND, r_mocap_pos: ND,
            r_mocap_quat: ND, nq: ti.i32, nv: ti.i32, na: ti.i32, nu: ti.i32, nmocap: ti.i32,
            nbody: ti.i32, time: ND, qpos: ND, qvel: ND, act: ND, ctrl: ND, mocap_pos: ND,
-           mocap_quat: ND, qacc_warmstart: ND, qfrc_applied: ND, xfrc_applied: ND, qacc: ND):
+           mocap_quat: ND, qacc_warmstart: ND, qfrc_applied: ND, xfrc_applied: ND, qacc: ND,
+           qfrc_smooth: ND, qfrc_constraint: ND):
     for worldid in range(values.shape[0]):
         bad = -1
         for i in range(n):
@@ -77,6 +79,8 @@ def _check(warn: ti.template(), autoreset: ti.template(), n: ti.i32, values: ND,
                     qacc_warmstart[worldid, i] = 0.0
                     qfrc_applied[worldid, i] = 0.0
                     qacc[worldid, i] = 0.0
+                    qfrc_smooth[worldid, i] = 0.0  # the implicit/damped Euler update
+                    qfrc_constraint[worldid, i] = 0.0  # reads forces, not qacc
                 for i in range(na):
                     act[worldid, i] = r_act[0, i]
                 for i in range(nu):
@@ -111,7 +115,8 @@ def check(m, d, what: str) -> None:
            d.warning_lastinfo, r["time"], r["qpos"], r["qvel"], r["act"], r["ctrl"],
            r["mocap_pos"], r["mocap_quat"], m.nq, m.nv, m.na, m.nu, m.nmocap, m.nbody,
            d.time, d.qpos, d.qvel, d.act, d.ctrl, d.mocap_pos, d.mocap_quat,
-           d.qacc_warmstart, d.qfrc_applied, d.xfrc_applied, d.qacc)
+           d.qacc_warmstart, d.qfrc_applied, d.xfrc_applied, d.qacc, d.qfrc_smooth,
+           d.qfrc_constraint)
 
 
 def warnings_of(d) -> np.ndarray:

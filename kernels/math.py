@@ -12,11 +12,15 @@ def quat_mul(a, b):
 
 @ti.func
 def quat_normalize(q):
-    """Unit quaternion; a zero quaternion becomes the identity (as mju_normalize4)."""
+    """Unit quaternion; a zero quaternion becomes the identity. As mju_normalize4, a
+    quaternion whose norm is within 1e-15 of 1 is kept as it is (round-off in xquat,
+    and so in xmat and every position below it, then agrees with MuJoCo bit for bit)."""
     n = q.norm()
     out = ti.Vector([1.0, 0.0, 0.0, 0.0])
     if n >= 1e-15:
-        out = q / n
+        out = q
+        if ti.abs(n - 1.0) > 1e-15:
+            out = q * (1.0 / n)
     return out
 
 

@@ -40,7 +40,8 @@ run one thread per world inside one launch (each world stops on its own criterio
 the launch ends when the last world has converged). A solve is 2 (PGS), 3 (CG) or 4
 (Newton) launches whatever the iteration count.
 
-Not yet: the noslip solver (noslip_iterations > 0 raises NotImplementedError).
+With opt.noslip_iterations > 0, MuJoCo's noslip post-processing (kernels/noslip.py)
+follows whichever solver ran.
 """
 import taichi as ti
 
@@ -1468,7 +1469,10 @@ def _pgs(
 # ---------------------------------------------------------------------------------------
 
 def _nstat(m) -> int:
-    return max(1, min(NSOLVER, int(m.opt.iterations)))
+    """Statistics slots: the main solver's iterations, then noslip's (as mjData.solver,
+    at most NSOLVER)."""
+    iterations = int(m.opt.iterations) + max(0, int(m.opt.noslip_iterations))
+    return max(1, min(NSOLVER, iterations))
 
 
 def _scratch(m, d):
@@ -1512,13 +1516,13 @@ def solve(m, d) -> None:
     efc_force, efc_state, qfrc_constraint, qacc, solver_niter (iterations of the
     last solve per world) and the per-iteration statistics read by ``solver_stats``.
     Worlds without rows get qacc = qacc_smooth. Each world is solved as one system
-    (MuJoCo's island="disable"; see the module docstring).
+    (MuJoCo's island="disable"; see the module docstring). With
+    opt.noslip_iterations > 0, kernels/noslip.py then re-solves the friction forces
+    of every world with rows (mj_solNoSlip) and rewrites those outputs.
     """
     opt = m.opt
     if opt.solver not in SOLVER_NAMES:
         raise NotImplementedError(f"solve: solver {opt.solver}")
-    if opt.noslip_iterations > 0:
-        raise NotImplementedError("solve: noslip solver (noslip_iterations > 0)")
     s = _scratch(m, d)
     warmstart = int(not opt.disabled("warmstart"))
     dual = opt.solver == 0
@@ -1536,21 +1540,26 @@ def solve(m, d) -> None:
              s["se"], s["si"], s["sv"], s["sb"], s["minvjt"], s["stats"],
              int(opt.iterations), float(opt.tolerance), scale, warmstart,
              QCQP_ITERATIONS)
-        return
-    newton = opt.solver == 2
-    _primal_start(m.dof_parentid, m.dof_Madr, m.nv,
-                  d.nefc, d.efc_J, d.qM, d.qfrc_smooth, d.qacc_smooth, d.qacc_warmstart,
-                  d.qacc, d.efc_force, d.efc_state, d.qfrc_constraint, d.solver_niter,
-                  s["se"], s["si"], s["sv"], s["sw"], warmstart)
-    if newton:
-        _hessian(m.dof_parentid, m.dof_Madr, m.nv, d.nefc, d.efc_J, d.efc_state, d.qM,
-                 s["se"], s["sH"])
-    _primal_iterate(m.dof_parentid, m.dof_Madr, m.dof_simplenum, m.nv,
-                    d.nefc, d.efc_J, d.qM, d.qLD_tree, d.qLDiagInv, d.qfrc_smooth,
-                    d.qacc_smooth, d.qacc, d.efc_force, d.efc_state, d.qfrc_constraint,
-                    d.solver_niter, s["se"], s["si"], s["sv"], s["sH"], s["sw"], s["sb"],
-                    s["stats"], int(opt.iterations), float(opt.tolerance),
-                    float(opt.ls_tolerance), int(opt.ls_iterations), scale, int(newton))
+    else:
+        newton = opt.solver == 2
+        _primal_start(m.dof_parentid, m.dof_Madr, m.nv,
+                      d.nefc, d.efc_J, d.qM, d.qfrc_smooth, d.qacc_smooth,
+                      d.qacc_warmstart, d.qacc, d.efc_force, d.efc_state,
+                      d.qfrc_constraint, d.solver_niter,
+                      s["se"], s["si"], s["sv"], s["sw"], warmstart)
+        if newton:
+            _hessian(m.dof_parentid, m.dof_Madr, m.nv, d.nefc, d.efc_J, d.efc_state,
+                     d.qM, s["se"], s["sH"])
+        _primal_iterate(m.dof_parentid, m.dof_Madr, m.dof_simplenum, m.nv,
+                        d.nefc, d.efc_J, d.qM, d.qLD_tree, d.qLDiagInv, d.qfrc_smooth,
+                        d.qacc_smooth, d.qacc, d.efc_force, d.efc_state,
+                        d.qfrc_constraint, d.solver_niter, s["se"], s["si"], s["sv"],
+                        s["sH"], s["sw"], s["sb"], s["stats"], int(opt.iterations),
+                        float(opt.tolerance), float(opt.ls_tolerance),
+                        int(opt.ls_iterations), scale, int(newton))
+    if opt.noslip_iterations > 0:
+        from .noslip import noslip  # noslip builds on this module's functions
+        noslip(m, d, s)
 
 
 def solver_stats(m, d) -> dict:

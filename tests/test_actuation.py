@@ -15,6 +15,8 @@ import pytest
 from lxml import etree
 
 import tiphys
+from tiphys.forward import constraint_rows_possible
+from tiphys.kernels.actuation import has_body_transmission
 from conftest import record
 from oracle import _inline_includes, corpus_dir, corpus_models, load_pair_from_xml
 
@@ -130,6 +132,10 @@ def tiphys_outputs(m, state):
     tiphys.tendon(m, d)
     tiphys.crb(m, d)
     tiphys.factor_m(m, d)
+    if has_body_transmission(m) and constraint_rows_possible(m):
+        # body transmissions read the contacts (mj_fwdPosition's order)
+        tiphys.collision(m, d)
+        tiphys.make_constraint(m, d)
     tiphys.transmission(m, d)
     tiphys.velocity(m, d)
     tiphys.com_vel(m, d)
@@ -228,10 +234,41 @@ def test_euler_trajectory_with_actuators_matches_mujoco(rel):
     record("actuation trajectories", rel, f"ok (max rel err {worst:.2g})")
 
 
-def test_body_transmission_raises():
-    xml = """<mujoco><worldbody><body name="b"><joint/><geom size=".1"/></body>
-    </worldbody><actuator><adhesion body="b" ctrlrange="0 1"/></actuator></mujoco>"""
-    m = tiphys.load_model_from_string(xml)
-    d = tiphys.make_data(m, 1)
-    with pytest.raises(NotImplementedError, match="body transmission"):
-        tiphys.transmission(m, d)
+@pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
+def test_adhesion_matches_mujoco(cone):
+    """Body transmission (adhesion): the moment is minus the mean contact-normal
+    Jacobian of the body's contacts, included (from efc_J) and in the margin gap."""
+    path = os.path.join(corpus_dir(), "mjwarp/actuation/adhesion.xml")
+    root = stripped_root(path)
+    opt = etree.SubElement(root, "option")
+    opt.set("cone", cone)
+    opt.set("tolerance", "1e-12")
+    etree.SubElement(opt, "flag").set("island", "disable")
+    root.insert(0, opt)
+    m, mjm = load_pair_from_xml(path, etree.tostring(root), "adh")
+    rng = np.random.default_rng(5)
+    nworld = mjm.nkey + 2
+    qpos = np.concatenate([mjm.key_qpos, np.tile(mjm.qpos0, (2, 1))])
+    qpos[-1, 0] = 0.3  # no contact at all: zero moment
+    state = {"qpos": qpos, "qvel": 0.1 * rng.normal(size=(nworld, mjm.nv)),
+             "ctrl": rng.uniform(0, 1, size=(nworld, mjm.nu))}
+    d = tiphys.make_data(m, nworld)
+    for name, value in state.items():
+        getattr(d, name).from_numpy(value)
+    poison(d, ("actuator_moment_dense", "qfrc_actuator", "actuator_velocity", "qacc"))
+    tiphys.forward(m, d)
+    md = mujoco.MjData(mjm)
+    gaps = 0
+    for w in range(nworld):
+        for name, value in state.items():
+            getattr(md, name)[:] = value[w]
+        mujoco.mj_forward(mjm, md)
+        gaps += int(sum(c.exclude == 1 for c in md.contact))
+        for name, want in (("actuator_moment_dense", dense_moment(mjm, md)),
+                           ("qfrc_actuator", md.qfrc_actuator),
+                           ("actuator_velocity", md.actuator_velocity), ("qacc", md.qacc)):
+            got = d.numpy(name)[w]
+            np.testing.assert_allclose(got, want, rtol=0, atol=1e-9 * max(1.0, np.abs(want).max()),
+                                       err_msg=f"{name} world {w}")
+    assert gaps > 0  # the contacts in the margin gap are exercised
+    assert np.abs(d.numpy("actuator_moment_dense")[:-1]).max() > 0.1

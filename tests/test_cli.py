@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import tiphys
-from tiphys.cli import ensure_backend, main, random_qpos
+from tiphys.cli import GaitDriver, ensure_backend, gait_for, main, random_qpos
 from tiphys.compiler.compile import compile_spec
 from tiphys.scenes import scene_path
 
@@ -34,8 +34,15 @@ def test_bundled_scene_compiles_like_mujoco():
     mjm = mujoco.MjModel.from_xml_path(scene_path())
     arrays = compile_spec(tiphys.load_spec(scene_path()))
     assert compare_model(arrays, mjm) == []
-    # what the scene promises: a free-floating walker, loose objects, plane, light, camera
-    assert mjm.nu == mjm.ntendon == mjm.nsensor == mjm.neq == 0
+    # what the scene promises: a free-floating walker with servos on its twelve leg
+    # joints, loose objects, plane, light, camera
+    assert mjm.ntendon == mjm.nsensor == mjm.neq == 0
+    assert mjm.nu == 12
+    assert (mjm.actuator_trntype == mujoco.mjtTrn.mjTRN_JOINT).all()
+    legs = {mjm.joint(j).name for j in mjm.actuator_trnid[:, 0]}
+    assert legs == {f"{leg}_{j}" for leg in ("fl", "fr", "hl", "hr")
+                    for j in ("hip_x", "hip_y", "knee")}
+    assert (mjm.actuator_biastype == mujoco.mjtBias.mjBIAS_AFFINE).all()  # position servos
     assert (mjm.jnt_type == mujoco.mjtJoint.mjJNT_FREE).sum() >= 4
     assert (mjm.jnt_type == mujoco.mjtJoint.mjJNT_HINGE).sum() >= 8
     assert mujoco.mjtGeom.mjGEOM_PLANE in mjm.geom_type
@@ -97,12 +104,90 @@ def test_info_on_missing_file_exits_2(tmp_path, capsys):
     assert "nope.xml" in capsys.readouterr().err
 
 
-def test_run_few_worlds_few_steps(capsys):
-    assert main(["run", "--nworld", "4", "--steps", "3"]) == 0
+def test_run_steps_the_bundled_scene_with_contacts(capsys):
+    assert main(["run", "--nworld", "3", "--steps", "30"]) == 0
     out = capsys.readouterr().out
-    assert "world-evaluations/s" in out
-    assert "kernel launches per call" in out
+    assert "strider, 3 worlds x 30 steps" in out
+    for row in ("world-steps/s", "steps/s", "real-time factor", "first step (Taichi compile)",
+                "kernel launches per step", "contacts / world", "constraint rows / world",
+                "solver iterations", "worlds with warnings", "torso height",
+                "torso distance walked", "torso upright", "trot"):
+        assert row in out, row
     assert "results finite" in out and "yes" in out
+    # the loose objects land after 2 cm of fall (16 steps): contacts are found
+    cells = out.split("contacts / world")[1].split()
+    assert cells[2] == "mean," and cells[4] == "max"
+    assert int(cells[3]) >= 5
+
+
+def test_run_model_without_actuators_or_free_body(tmp_path, capsys):
+    xml = tmp_path / "pendulum.xml"
+    xml.write_text('<mujoco><worldbody><body><joint type="hinge" axis="0 1 0"/>'
+                   '<geom type="capsule" fromto="0 0 0 0 0 -.5" size=".05"/></body>'
+                   '</worldbody></mujoco>')
+    assert main(["run", str(xml), "--nworld", "2", "--steps", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "no actuators" in out
+    assert "distance walked" not in out
+    assert "results finite" in out
+
+
+def test_run_rejects_bad_sizes(capsys):
+    assert main(["run", "--nworld", "0"]) == 2
+    assert "--nworld" in capsys.readouterr().err
+
+
+def test_gait_stays_in_ctrlrange_and_generic_gait_uses_it():
+    mujoco = pytest.importorskip("mujoco")
+    mjm = mujoco.MjModel.from_xml_path(scene_path())
+    m = tiphys.load_model(scene_path())
+    gait = gait_for(m)
+    lo, hi = mjm.actuator_ctrlrange.T
+    assert (gait.offset - np.abs(gait.amp) >= lo).all()
+    assert (gait.offset + np.abs(gait.amp) <= hi).all()
+    assert np.abs(gait.amp).max() > 0  # the trot moves the legs
+    xml = ('<mujoco><worldbody><body><joint name="a" type="hinge"/><joint name="b" '
+           'type="hinge" axis="0 1 0"/><geom size=".1"/></body></worldbody><actuator>'
+           '<motor joint="a" ctrlrange="-2 6"/><motor joint="b" ctrllimited="false"/>'
+           '</actuator></mujoco>')
+    generic = gait_for(tiphys.load_model_from_string(xml))
+    mjg = mujoco.MjModel.from_xml_string(xml)
+    lo, hi = mjg.actuator_ctrlrange[0]
+    np.testing.assert_allclose(generic.offset, [(lo + hi) / 2, 0.0])
+    np.testing.assert_allclose(generic.amp, [(hi - lo) / 4, 0.25])
+
+
+def test_run_gait_steps_the_bundled_scene_like_mujoco():
+    """The control `tiphys run` computes on the device, stepped with contacts, against
+    MuJoCo stepping the same scene with the same controls (islands off: tiphys solves
+    each world as one system)."""
+    mujoco = pytest.importorskip("mujoco")
+    m = tiphys.load_model(scene_path())
+    phases = np.array([0.0, 2.0, 4.5])
+    d = tiphys.make_data(m, len(phases))
+    d.ctrl.fill(np.nan)  # poisoned: the gait kernel must write every control
+    gait = gait_for(m)
+    driver = GaitDriver(gait, phases, d)
+    mjm = mujoco.MjModel.from_xml_path(scene_path())
+    mjm.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_ISLAND
+    mjds = [mujoco.MjData(mjm) for _ in phases]
+    ncon = 0
+    for _ in range(60):
+        driver.apply(d)
+        ctrl = d.numpy("ctrl")
+        for w, mjd in enumerate(mjds):
+            mjd.ctrl[:] = gait.offset + gait.amp * np.sin(gait.omega * mjd.time + gait.phase
+                                                          + phases[w])
+            np.testing.assert_allclose(ctrl[w], mjd.ctrl, rtol=0, atol=1e-12)
+            mujoco.mj_step(mjm, mjd)
+        tiphys.step(m, d)
+        assert (d.numpy("ncon") == [mjd.ncon for mjd in mjds]).all()
+        ncon = min(mjd.ncon for mjd in mjds)
+    assert ncon > 5  # walker feet and loose objects on the floor
+    qpos = d.numpy("qpos")
+    for w, mjd in enumerate(mjds):
+        np.testing.assert_allclose(qpos[w], mjd.qpos, rtol=0, atol=1e-10)
+        assert not np.allclose(mjd.ctrl, mjds[0].ctrl) or w == 0  # phases differ
 
 
 def test_view_and_render_are_not_faked(capsys):

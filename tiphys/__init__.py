@@ -14,12 +14,13 @@ from .forward import forward, step
 from .kernels.tendon import tendon
 from .kernels.actuation import actuation, advance_activation, transmission, velocity
 from .kernels.passive import tendon_passive
-from .forward import inverse, step1, step2
+from .forward import compare_fwd_inv, inverse, step1, step2
 from .contacts import collision
 from .kernels.collide_convex import geom_distance
 from .kernels.constraint import make_constraint, reference_constraint
 from .kernels.jac import apply_ft, jac, jac_body, jac_body_com, jac_geom, jac_site, jac_subtree_com
 from .kernels.solver import solve, solver_stats
+from .kernels.rne_post import contact_force, rne_post_constraint
 
 __version__ = "0.1.0"
 
@@ -34,5 +35,6 @@ __all__ = [
     "jac_subtree_com", "apply_ft",
     "tendon", "transmission", "velocity", "actuation", "advance_activation", "tendon_passive",
     "collision", "geom_distance", "make_constraint", "reference_constraint", "solve",
-    "solver_stats",
+    "solver_stats", "compare_fwd_inv",
+    "rne_post_constraint", "contact_force",
 ]

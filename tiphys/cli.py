@@ -4,22 +4,24 @@ Exit codes: 0 success; 1 internal failure (a compiler bug, non-finite results);
 2 bad input (a model that does not compile, a bad option, a command that is not
 available yet).
 """
-from __future__ import annotations
 
 import argparse
 import os
 import subprocess
 import sys
 import time
+import warnings
 from collections import Counter
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Optional, Sequence
 
 import numpy as np
+import taichi as ti
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn,
-                           TimeElapsedColumn, TimeRemainingColumn)
+                           TimeRemainingColumn)
 from rich.table import Table
 
 from . import backend
@@ -333,12 +335,133 @@ def _precision(args) -> str:
     return args.precision or ("f64" if args.arch == "cpu" else "f32")
 
 
-def cmd_run(args, out: Console, err: Console) -> int:
-    import taichi as ti
+# --------------------------------------------------------------------------- run
 
+# mjtWarning, in order (Data.warning_number's columns)
+WARNING_NAMES = ("INERTIA", "CONTACTFULL", "CNSTRFULL", "VGEOMFULL", "BADQPOS", "BADQVEL",
+                 "BADQACC", "BADCTRL")
+_LEGS = ("fl", "fr", "hl", "hr")
+_LEG_JOINTS = ("hip_x", "hip_y", "knee")
+RUN_CHUNK = 10  # steps between progress updates (and the samples of the statistics)
+RUN_NWORLD, RUN_STEPS = 256, 400  # `tiphys run` defaults: about a minute on 2 CPU cores
+ND = ti.types.ndarray()
+
+
+@dataclass
+class Gait:
+    """Open-loop control: ctrl[w, u] = offset[u] + amp[u] sin(omega[u] t_w + phase[u] + psi_w),
+    with psi_w one random phase per world."""
+    offset: np.ndarray
+    amp: np.ndarray
+    omega: np.ndarray
+    phase: np.ndarray
+    description: str
+
+
+def gait_for(m) -> Gait:
+    """The open-loop gait ``tiphys run`` drives a model with.
+
+    A model with the bundled walker's twelve leg servos (``{fl,fr,hl,hr}_{hip_x,hip_y,
+    knee}``) gets a 3 Hz trot: diagonal legs in phase, hip flexion swinging 0.3 rad
+    about a slight crouch, knees bending a quarter period later. Any other model gets
+    one 1 Hz sinusoid per actuator, spread in phase, around the middle of its
+    ctrlrange with a quarter of its width (0 +- 0.25 when the control is unlimited).
+    """
+    from .model import id2name
+
+    nu = m.nu
+    names = [id2name(m, "actuator", u) for u in range(nu)]
+    offset, amp = np.zeros(nu), np.zeros(nu)
+    omega, phase = np.zeros(nu), np.zeros(nu)
+    trot = {f"{leg}_{j}" for leg in _LEGS for j in _LEG_JOINTS}
+    if nu and trot <= set(names):
+        omega[:] = 2 * np.pi * 3.0
+        for leg in _LEGS:
+            front = 1.0 if leg[0] == "f" else -1.0
+            diagonal = 0.0 if leg in ("fl", "hr") else np.pi
+            hip, knee = names.index(f"{leg}_hip_y"), names.index(f"{leg}_knee")
+            offset[hip], amp[hip], phase[hip] = 0.3 * front, 0.3, diagonal
+            offset[knee], amp[knee] = -0.6 * front, -0.3 * front
+            phase[knee] = diagonal - np.pi / 2
+        return Gait(offset, amp, omega, phase,
+                    "trot: 3 Hz hip/knee sinusoids, random phase per world (on the device)")
+    a = m.arrays
+    lo, hi = np.asarray(a.actuator_ctrlrange, dtype=np.float64).reshape(-1, 2)[:nu].T
+    limited = np.asarray(a.actuator_ctrllimited).reshape(-1)[:nu].astype(bool) & (lo < hi)
+    offset[:] = np.where(limited, 0.5 * (lo + hi), 0.0)
+    amp[:] = np.where(limited, 0.25 * (hi - lo), 0.25)
+    omega[:] = 2 * np.pi * 1.0
+    phase[:] = 2 * np.pi * np.arange(nu) / max(1, nu)
+    return Gait(offset, amp, omega, phase,
+                "1 Hz sinusoid per actuator in its ctrlrange, random phase per world (on the "
+                "device)" if nu else "none (the model has no actuators)")
+
+
+@ti.kernel
+def _gait_ctrl(nu: ti.i32, time: ND, world_phase: ND, offset: ND, amp: ND, omega: ND,
+               phase: ND, ctrl: ND):
+    for worldid, actid in ti.ndrange(ctrl.shape[0], nu):
+        ctrl[worldid, actid] = offset[actid] + amp[actid] * ti.sin(
+            omega[actid] * time[worldid] + phase[actid] + world_phase[worldid])
+
+
+class GaitDriver:
+    """A Gait's parameters on the device; ``apply(d)`` writes d.ctrl from d.time (one
+    kernel launch, nothing copied)."""
+
+    def __init__(self, gait: Gait, world_phase: np.ndarray, d):
+        dtype = d.ctrl.dtype
+        self.nu = len(gait.offset)
+
+        def upload(values):
+            arr = ti.ndarray(dtype, (max(1, len(values)),))
+            arr.from_numpy(_padded(np.asarray(values, dtype=np.float64), arr))
+            return arr
+
+        self.world_phase = upload(world_phase)
+        self.params = [upload(getattr(gait, k)) for k in ("offset", "amp", "omega", "phase")]
+
+    def apply(self, d) -> None:
+        if self.nu:
+            _gait_ctrl(self.nu, d.time, self.world_phase, *self.params, d.ctrl)
+
+
+def free_root(m):
+    """(body id, qpos address) of the first free joint's body, or None."""
+    a = m.arrays
+    jnt_type = np.asarray(a.jnt_type).reshape(-1)[:m.njnt]
+    free = np.flatnonzero(jnt_type == 0)
+    if not len(free):
+        return None
+    jntid = int(free[0])
+    return (int(np.asarray(a.jnt_bodyid).reshape(-1)[jntid]),
+            int(np.asarray(a.jnt_qposadr).reshape(-1)[jntid]))
+
+
+class RunStats:
+    """Per-world statistics sampled every chunk of ``tiphys run`` (host copies)."""
+
+    def __init__(self):
+        self.samples = {"ncon": [], "nefc": [], "solver_niter": []}
+
+    def sample(self, d) -> dict:
+        now = {k: d.numpy(k) for k in self.samples}
+        for k, v in now.items():
+            self.samples[k].append(v)
+        return now
+
+    def mean(self, name) -> float:
+        return float(np.mean(self.samples[name])) if self.samples[name] else float("nan")
+
+    def max(self, name) -> int:
+        return int(np.max(self.samples[name])) if self.samples[name] else 0
+
+
+def cmd_run(args, out: Console, err: Console) -> int:
     from .api import compile_model, load_spec
-    from .kernels.smooth import com_pos, kinematics
-    from .model import make_data
+    from .forward import step
+    from .kernels.solver import SOLVER_NAMES
+    from .model import id2name, make_data, reset_data
 
     if args.nworld < 1 or args.steps < 1:
         err.print("[red]error[/red]: --nworld and --steps must be >= 1")
@@ -347,12 +470,13 @@ def cmd_run(args, out: Console, err: Console) -> int:
     path = args.model or scene_path()
     rng = np.random.default_rng(args.seed)
 
-    progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
-                        MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(),
-                        console=err)
+    progress = Progress(SpinnerColumn(), TextColumn("{task.description}"),
+                        BarColumn(bar_width=16), MofNCompleteColumn(), TimeRemainingColumn(),
+                        TextColumn("{task.fields[info]}"), console=err)
     timings = {}
-    with progress:
-        setup = progress.add_task("setting up", total=4)
+    with progress, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        setup = progress.add_task("setting up", total=4, info="")
         progress.update(setup, description=f"starting Taichi ({args.arch}, {precision})")
         t0 = time.perf_counter()
         ensure_backend(args.arch, precision)
@@ -366,68 +490,116 @@ def cmd_run(args, out: Console, err: Console) -> int:
         progress.update(setup, advance=1, description=f"allocating {args.nworld} worlds")
         t0 = time.perf_counter()
         d = make_data(m, args.nworld)
+        gait = gait_for(m)
+        driver = GaitDriver(gait, rng.uniform(0.0, 2 * np.pi, args.nworld), d)
         timings["data"] = time.perf_counter() - t0
-        progress.update(setup, advance=1, description="first call (Taichi JIT compile)")
-        d.qpos.from_numpy(_padded(random_qpos(m.arrays, args.nworld, rng), d.qpos))
+        progress.update(setup, advance=1, description="first step: Taichi compile")
         t0 = time.perf_counter()
-        kinematics(m, d)
-        com_pos(m, d)
+        driver.apply(d)
+        step(m, d)
         ti.sync()
         timings["first"] = time.perf_counter() - t0
-        progress.update(setup, advance=1)
         with count_launches() as launches:
-            kinematics(m, d)
-            com_pos(m, d)
+            driver.apply(d)
+            step(m, d)
         ti.sync()
+        reset_data(m, d)  # the timed run starts from the initial state
+        progress.update(setup, advance=1, description="ready")
 
-        task = progress.add_task("kinematics + com_pos", total=args.steps)
-        t_stage = t_upload = 0.0
-        for _ in range(args.steps):
-            qpos = _padded(random_qpos(m.arrays, args.nworld, rng), d.qpos)
+        root = free_root(m)
+        qpos0 = d.numpy("qpos")
+        stats = RunStats()
+        task = progress.add_task("stepping", total=args.steps, info="")
+        t_step = t_sample = 0.0
+        done = 0
+        while done < args.steps:
+            n = min(RUN_CHUNK, args.steps - done)
             t0 = time.perf_counter()
-            d.qpos.from_numpy(qpos)
+            for _ in range(n):
+                driver.apply(d)
+                step(m, d)
             ti.sync()
             t1 = time.perf_counter()
-            kinematics(m, d)
-            com_pos(m, d)
-            ti.sync()
-            t2 = time.perf_counter()
-            t_upload += t1 - t0
-            t_stage += t2 - t1
-            progress.update(task, advance=1)
-    xpos = d.numpy("xpos")
-    com = d.numpy("subtree_com")
-    finite = bool(np.isfinite(xpos).all() and np.isfinite(com).all())
+            now = stats.sample(d)
+            info = (f"{args.nworld * (done + n) / (t_step + t1 - t0):,.0f} world-steps/s, "
+                    f"{now['ncon'].mean():.1f} contacts")
+            if root is not None:
+                xy = d.numpy("qpos")[:, root[1]:root[1] + 2] - qpos0[:, root[1]:root[1] + 2]
+                info += f", walked {np.linalg.norm(xy, axis=1).mean():.2f} m"
+            t_sample += time.perf_counter() - t1
+            t_step += t1 - t0
+            done += n
+            progress.update(task, advance=n, info=info)
 
-    per_call = t_stage / args.steps
-    table = Table(title=f"tiphys run: {escape(spec.model_name)} (kinematics + com_pos; "
-                        f"the scene needs collision to step: issue 4)", header_style="bold")
+    qpos = d.numpy("qpos")
+    finite = bool(np.isfinite(qpos).all() and np.isfinite(d.numpy("qvel")).all())
+    warning_number = d.numpy("warning_number")
+    per_step = t_step / args.steps
+    sim_time = args.steps * m.opt.timestep
+    table = Table(title=f"tiphys run: {escape(spec.model_name)}, {args.nworld} worlds x "
+                        f"{args.steps} steps", header_style="bold")
     table.add_column("quantity")
-    table.add_column("value", justify="right")
+    table.add_column("value")
+    flagged = warning_number.sum(axis=1) > 0
+    by_kind = ", ".join(f"{name} in {int((warning_number[:, k] > 0).sum())}"
+                        for k, name in enumerate(WARNING_NAMES)
+                        if (warning_number[:, k] > 0).any())
+    solver = SOLVER_NAMES.get(m.opt.solver, str(m.opt.solver))
     rows = [
-        ("model", os.path.basename(path)),
-        ("nq / nv / nbody", f"{m.nq} / {m.nv} / {m.nbody}"),
-        ("worlds", str(args.nworld)),
-        ("calls (random qpos each)", str(args.steps)),
+        ("model", f"{os.path.basename(path)}: nq {m.nq}, nv {m.nv}, nu {m.nu}, "
+                  f"ngeom {m.ngeom}"),
         ("arch / precision", f"{args.arch} / {precision}" + (
             "" if device in (args.arch, "gpu") else f" (Taichi runs on {device})")),
+        ("control", gait.description),
         ("Taichi init", _ms(timings["init"])),
         ("model compile + upload", _ms(timings["model"])),
         ("make_data", _ms(timings["data"])),
-        ("first call (Taichi compile)", _ms(timings["first"])),
-        ("kernel launches per call", str(launches["n"])),
-        ("time per call", f"{per_call * 1e3:.3f} ms"),
-        ("kinematics+com_pos calls/s", f"{1.0 / per_call:,.1f}"),
-        ("world-evaluations/s", f"{args.nworld / per_call:,.0f}"),
-        ("qpos upload per call", f"{t_upload / args.steps * 1e3:.3f} ms (not in the rates)"),
+        ("first step (Taichi compile)", _ms(timings["first"]) + " (not in the rates)"),
+        ("kernel launches per step", f"{launches['n']} (control included)"),
+        ("time per step", f"{per_step * 1e3:.2f} ms (all worlds)"),
+        ("steps/s", f"{1.0 / per_step:,.1f}"),
+        ("world-steps/s", f"{args.nworld / per_step:,.0f}"),
+        ("real-time factor", f"{m.opt.timestep / per_step:.3f} per world, "
+                             f"{args.nworld * m.opt.timestep / per_step:,.1f} all worlds"),
+        ("simulated time", f"{sim_time:.3f} s per world"),
+        ("contacts / world", f"{stats.mean('ncon'):.2f} mean, {stats.max('ncon')} max "
+                             f"(nconmax {d.nconmax})"),
+        ("constraint rows / world", f"{stats.mean('nefc'):.1f} mean, {stats.max('nefc')} max "
+                                    f"(njmax {d.njmax})"),
+        ("solver iterations", f"{stats.mean('solver_niter'):.2f} mean, "
+                              f"{stats.max('solver_niter')} max ({solver}, limit "
+                              f"{m.opt.iterations})"),
+        ("worlds with warnings", f"{int(flagged.sum())}" + (f" ({by_kind})" if by_kind else "")),
+    ]
+    messages = sorted({str(w.message) for w in caught})
+    if messages:
+        rows.append(("engine warnings", f"{len(messages)} distinct (printed below)"))
+    if root is not None:
+        bodyid, adr = root
+        name = id2name(m, "body", bodyid) or f"body {bodyid}"
+        height = qpos[:, adr + 2]
+        walked = qpos[:, adr:adr + 2] - qpos0[:, adr:adr + 2]
+        up = d.numpy("xmat")[:, bodyid, 2, 2]
+        rows += [
+            (f"{name} height", f"{height.mean():.3f} m mean at the end "
+                               f"({height.min():.3f}..{height.max():.3f})"),
+            (f"{name} distance walked", f"{np.linalg.norm(walked, axis=1).mean():.3f} m mean "
+                                        f"(x {walked[:, 0].mean():+.3f}, "
+                                        f"y {walked[:, 1].mean():+.3f})"),
+            (f"{name} upright", f"{int((up > 0.5).sum())} of {args.nworld} worlds at the end"),
+        ]
+    rows += [
+        ("statistics readback", f"{t_sample * 1e3:.1f} ms, every {RUN_CHUNK} steps "
+                                "(not in the rates)"),
         ("results finite", "yes" if finite else "NO"),
-        ("model COM, mean over worlds", " ".join(f"{x:+.3f}" for x in com[:, 0].mean(axis=0))),
     ]
     for k, v in rows:
         table.add_row(k, v)
     out.print(table)
+    for message in messages:
+        err.print(f"[yellow]warning[/yellow]: {escape(message)}", soft_wrap=True)
     if not finite:
-        err.print("[red]non-finite positions in the results[/red]")
+        err.print("[red]non-finite positions or velocities in the results[/red]")
         return EXIT_FAILURE
     return EXIT_OK
 
@@ -495,13 +667,13 @@ def build_parser() -> argparse.ArgumentParser:
     backend_options(p)
     p.set_defaults(func=cmd_info)
 
-    p = sub.add_parser("run", help="batched kinematics + com_pos over many worlds "
-                                   "(stepping arrives with the dynamics)")
+    p = sub.add_parser("run", help="step many worlds with contacts under an open-loop gait")
     p.add_argument("model", nargs="?", help="MJCF file (default: the bundled scene)")
-    p.add_argument("--nworld", type=int, default=1024, help="number of worlds (default 1024)")
-    p.add_argument("--steps", type=int, default=200,
-                   help="calls, each on fresh random states (default 200)")
-    p.add_argument("--seed", type=int, default=0, help="random seed for the states")
+    p.add_argument("--nworld", type=int, default=RUN_NWORLD,
+                   help=f"number of worlds (default {RUN_NWORLD})")
+    p.add_argument("--steps", type=int, default=RUN_STEPS,
+                   help=f"steps of every world (default {RUN_STEPS})")
+    p.add_argument("--seed", type=int, default=0, help="random seed of the per-world phases")
     backend_options(p)
     p.set_defaults(func=cmd_run)
 

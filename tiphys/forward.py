@@ -16,7 +16,7 @@ from .kernels.check import check
 from .kernels.constraint import make_constraint, reference_constraint
 from .kernels.forward import fwd_acceleration
 from .kernels.integrate import RK4_A, RK4_B, euler, implicit, implicitfast, rk4_stage
-from .kernels.inverse import inverse_combine
+from .kernels.inverse import compare_inverse, discrete_mode, inverse_acceleration
 from .kernels.passive import passive
 from .kernels.smooth import camlight, com_pos, com_vel, crb, factor_m, kinematics, rne
 from .kernels.solver import solve
@@ -58,29 +58,14 @@ def constraint_rows_possible(m: Model) -> bool:
     return possible
 
 
-def check_supported(m: Model) -> None:
-    """Raise NotImplementedError for anything forward/step would otherwise drop."""
-    opt = m.opt
-    if getattr(m, "_tiphys_supported_opt", None) is opt:
-        return  # checked before with these options
-    a = m.arrays
-    reasons = []
-    if m.nu and np.any(np.asarray(a.actuator_trntype)[:m.nu] == 5):
-        reasons.append("body transmission (adhesion actuators)")
-    if reasons:
-        raise NotImplementedError("forward: " + ", ".join(reasons) + " not supported yet")
-    m._tiphys_supported_opt = opt
-
-
 def forward(m: Model, d: Data) -> None:
     """Forward dynamics of every world, as mj_forward.
 
     Runs kinematics, com_pos, camlight, tendon, crb, factor_m, collision,
     make_constraint, transmission, velocity, com_vel, passive, reference_constraint,
     rne, actuation, fwd_acceleration, solve (qacc = qacc_smooth where a world has no
-    constraint rows). Raises NotImplementedError for body transmissions.
+    constraint rows).
     """
-    check_supported(m)
     _forward(m, d)
 
 
@@ -99,7 +84,7 @@ def _position_velocity(m: Model, d: Data) -> None:
         else:
             d.ncon.fill(0)
         make_constraint(m, d)
-    transmission(m, d)
+    transmission(m, d, contacts=rows)
     velocity(m, d)
     com_vel(m, d)
     passive(m, d)
@@ -131,17 +116,19 @@ def _forward(m: Model, d: Data) -> None:
 
 def step(m: Model, d: Data) -> None:
     """Advance every world by one timestep: forward, then the model's integrator.
+    With <flag fwdinv="enable"/>, compare_fwd_inv runs before integrating (solver_fwdinv).
 
     Euler, RK4, implicit and implicitfast, as MuJoCo's (the implicit ones with the
     analytic velocity derivatives of actuators, dampers, fluid and, for implicit, RNE).
     """
-    check_supported(m)
     integrator = m.opt.integrator
     _check_integrator(m)
     check(m, d, "pos")
     check(m, d, "vel")
     _forward(m, d)
     check(m, d, "acc")
+    if m.opt.enabled("fwdinv"):
+        compare_fwd_inv(m, d)
     if integrator == 1:
         _rk4(m, d)
     else:
@@ -168,7 +155,6 @@ def step1(m: Model, d: Data) -> None:
 
     Set ctrl, qfrc_applied or xfrc_applied afterwards, then call step2.
     """
-    check_supported(m)
     check(m, d, "pos")
     check(m, d, "vel")
     _position_velocity(m, d)
@@ -177,10 +163,11 @@ def step1(m: Model, d: Data) -> None:
 def step2(m: Model, d: Data) -> None:
     """Second half of step, as mj_step2: acceleration, then Euler, or the implicit
     integrators (RK4 uses Euler here, as MuJoCo)."""
-    check_supported(m)
     _check_integrator(m)
     _acceleration(m, d)
     check(m, d, "acc")
+    if m.opt.enabled("fwdinv"):
+        compare_fwd_inv(m, d)
     _integrate(m, d)
 
 
@@ -197,18 +184,36 @@ def _integrate(m: Model, d: Data) -> None:
 
 
 def inverse(m: Model, d: Data) -> None:
-    """Inverse dynamics of every world, as mj_inverse for constraint-free models.
+    """Inverse dynamics of every world, as mj_inverse.
 
-    From qpos, qvel, qacc: runs the position and velocity stages (writing what
-    step1 writes), then qfrc_inverse = M qacc + qfrc_bias - qfrc_passive.
-    Raises NotImplementedError with the invdiscrete flag.
+    From qpos, qvel, qacc: the position and velocity stages (what step1 writes:
+    kinematics to rne, incl. collision, make_constraint, transmission and
+    reference_constraint), then, with <flag invdiscrete="enable"/>, qacc read as the
+    integrator's discrete-time acceleration (mj_discreteAcc: Euler with dof damping,
+    implicit, implicitfast; RK4 raises ValueError as MuJoCo errors), the constraint
+    forces of qacc (mj_invConstraint: efc_state, efc_force from jar = J qacc - aref,
+    qfrc_constraint = J' efc_force) and qfrc_inverse = M qacc + qfrc_bias -
+    qfrc_passive - qfrc_constraint. qacc is left as given. MuJoCo's sensor and energy
+    stages are not run (tiphys has no sensors yet).
     """
-    if m.opt.enabled("invdiscrete"):
-        raise NotImplementedError("inverse: <flag invdiscrete=\"enable\"/>")
-    if constraint_rows_possible(m):
-        raise NotImplementedError(
-            "inverse: models with constraints (mj_inverse's constraint inverse is not "
-            "written yet)")
-    check_supported(m)
+    discrete_mode(m)  # bad options fail before any work
+    rows = constraint_rows_possible(m)
     _position_velocity(m, d)
-    inverse_combine(m, d)
+    if not rows and getattr(d, "_tiphys_constrained", False):  # options changed
+        d.nefc.fill(0)
+        d.ncon.fill(0)
+        d._tiphys_constrained = False
+    inverse_acceleration(m, d, rows)
+
+
+def compare_fwd_inv(m: Model, d: Data) -> None:
+    """Compare forward and inverse dynamics after forward, as mj_compareFwdInv.
+
+    Runs the acceleration part of inverse on forward's qacc (no position or velocity
+    stages) and writes per world solver_fwdinv = (norm of forward's qfrc_constraint
+    minus the inverse's, norm of qfrc_applied + J' xfrc_applied + qfrc_actuator minus
+    qfrc_inverse); both are 0 in worlds without constraint rows. Writes qfrc_inverse
+    (as MuJoCo, except that worlds without rows get theirs too); forward's efc_force,
+    efc_state and qfrc_constraint are kept.
+    """
+    compare_inverse(m, d, constraint_rows_possible(m))

@@ -29,7 +29,7 @@ import taichi as ti
 from . import backend
 from .compiler.options import DISABLE_FLAGS, Option
 from .errors import error_at
-from .forward import check_supported, step1, step2
+from .forward import step1, step2
 from .kernels.lengthrange import lengthrange_decay, lengthrange_force
 from .model import Model, make_data
 
@@ -80,7 +80,7 @@ def set_length_range(m: Model) -> None:
 
     Raises ModelError (at the actuator element) for an invalid or unconverged range or
     an unstable simulation; NotImplementedError when the simulation needs something the
-    pipeline does not support yet (body transmissions). Limits and equalities are
+    pipeline does not support yet. Limits and equalities are
     simulated with the constraint solver, as in MuJoCo.
     """
     a = m.arrays
@@ -91,11 +91,6 @@ def set_length_range(m: Model) -> None:
     els = getattr(a, "actuator_els", None) or [None] * m.nu
     lr = copy.copy(m)  # shares the device arrays; only the options differ
     lr.opt = lengthrange_options(m.opt, lropt)
-    try:
-        check_supported(lr)
-    except NotImplementedError as exc:
-        raise NotImplementedError(f"{_where(els[pending[0]])}: lengthrange simulation: "
-                                  f"{exc}") from None
     try:
         nstep, first = step_schedule(lr.opt.timestep, lropt.inttotal, lropt.interval)
     except ValueError as exc:

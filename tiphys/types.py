@@ -357,6 +357,9 @@ DATA_FIELDS = (
     ("qfrc_constraint", "nworld nv", "f", "constraint force"),
     ("qfrc_inverse", "nworld nv", "f", "net external force; should equal "
      "qfrc_applied + J'*xfrc_applied + qfrc_actuator"),
+    ("cacc", "nworld nbody 6", "f", "com-based acceleration"),
+    ("cfrc_int", "nworld nbody 6", "f", "com-based interaction force with parent"),
+    ("cfrc_ext", "nworld nbody 6", "f", "com-based external force on body"),
 )
 
 # tiphys-only data fields (kept last; not MjData names). MuJoCo stores its factors in
@@ -396,6 +399,7 @@ DATA_EXTRA_FIELDS = (
     # constraint rows (mjData's efc_* fields, dense Jacobian), njmax rows per world; the
     # first nefc[w] are world w's rows: equality, friction, limit, contact, as MuJoCo
     ("solver_niter", "nworld", "i", "number of solver iterations of the last solve"),
+    ("solver_fwdinv", "nworld 2", "f", "compare_fwd_inv: constraint and applied force gaps"),
     ("ne", "nworld", "i", "number of equality constraint rows"),
     ("nf", "nworld", "i", "number of friction constraint rows"),
     ("nl", "nworld", "i", "number of limit constraint rows"),

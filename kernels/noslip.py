@@ -1,0 +1,344 @@
+"""The noslip solver: MuJoCo's mj_solNoSlip, run by ``solve`` after the main solver
+when opt.noslip_iterations > 0.
+
+Soft contacts and friction loss let bodies creep: the main solver's forces satisfy
+the regularized problem, whose friction (with R > 0) gives way a little. Noslip
+takes those forces and re-solves the friction alone without regularization: projected
+Gauss-Seidel on the dual cost 0.5 f'Af + f'b with A = J M^-1 J' (not AR = A + R),
+over
+
+- dof and tendon friction-loss rows: each force clamped to [-frictionloss,
+  frictionloss] (MuJoCo's ARinv with R subtracted, 1 / max(1e-15, A_ii));
+- pyramidal contacts: each pair of opposing pyramid edges (rows 2k, 2k+1) keeps its
+  sum (the normal share) and redistributes the difference within [-sum, sum];
+- elliptic contacts: the friction rows with the normal force fixed, by the same
+  friction QCQP as PGS (2, 3 or 5 tangent dimensions), projected onto the cone.
+
+Equality, limit, frictionless-contact and elliptic-normal forces stay as the main
+solver left them but enter every residual. The diagonal of each contact block is
+clamped to 1e-10 from below; an update that raises the block cost by more than 1e-10
+is undone (costChange). A sweep's improvement (the first sweep's also counts the
+dropped regularization 0.5 f'Rf) is scaled by 1 / (meaninertia nv); sweeps stop when
+it falls below opt.noslip_tolerance or after opt.noslip_iterations.
+
+Outputs as MuJoCo's: efc_force, efc_state (dual states, as dualState), then
+qfrc_constraint = J'f and qacc = qacc_smooth + M^-1 J'f (dualFinish); solver_niter
+grows by the noslip sweeps and their statistics follow the main solver's in the
+statistics buffer where it has room (MuJoCo's holds 200 entries, tiphys's
+min(opt.iterations, 200): sweeps past that are counted, not recorded). Worlds without
+rows are left alone, as MuJoCo returns before noslip when nefc = 0.
+
+Memory: like PGS, tiphys keeps M^-1 J' (nefc x nv, the size of efc_J; PGS's own copy
+is reused when the main solver is PGS) and the running u = M^-1 J'f, so a residual
+costs O(nv) and no nefc^2 matrix exists; 1 / A_ii goes in the solver's row scratch
+(se[E_ARINV], PGS's 1 / AR_ii, no longer needed). Launches: one over (world, row) for
+M^-1 J' and the diagonal, one thread per world for the sweeps.
+"""
+import taichi as ti
+
+from .solver import (CNSTR_CONTACT_ELLIPTIC, E_ARINV, E_B, E_FLOSS, E_FRIC, E_R,
+                     I_DIM, I_OLDSTATE, MINVAL, QCQP_ITERATIONS, V_U, _dual_qfrc,
+                     _dual_state, _qcqp2, _qcqp3, _qcqp5, _solve_m)
+
+ND = ti.types.ndarray()
+CNSTR_CONTACT_PYRAMIDAL = 6  # mjCNSTR_CONTACT_PYRAMIDAL
+BLOCK_MINDIAG = 1e-10  # extractBlock's clamp of the contact block diagonal
+COST_RISE = 1e-10  # costChange: a larger rise restores the old forces
+
+
+@ti.kernel
+def _noslip_prepare(
+    # model
+    dof_parentid: ND, dof_Madr: ND, dof_simplenum: ND, nv: ti.i32,
+    # data in
+    ne: ND, nf: ND, nefc: ND, efc_type: ND, efc_J: ND, qLD: ND, qLDiagInv: ND,
+    # scratch
+    se: ND, minvjt: ND,
+    # options
+    compute_minvjt: ti.i32,
+):
+    """M^-1 J' of the rows noslip updates (friction loss, contacts with friction;
+    unless PGS left it) and their 1 / max(MINVAL, A_ii) in se[E_ARINV], one thread
+    per (world, row)."""
+    nworld = efc_J.shape[0]
+    njmax = efc_J.shape[1]
+    for w, i in ti.ndrange(nworld, njmax):
+        typ = efc_type[w, i]
+        friction = (i >= ne[w]) & (i < ne[w] + nf[w])
+        contact = (typ == CNSTR_CONTACT_PYRAMIDAL) | (typ == CNSTR_CONTACT_ELLIPTIC)
+        if (i < nefc[w]) & (friction | contact):
+            if compute_minvjt:
+                for j in range(nv):
+                    minvjt[w, i, j] = efc_J[w, i, j]
+                _solve_m(w, i, nv, minvjt, qLD, qLDiagInv, dof_Madr, dof_parentid,
+                         dof_simplenum)
+            a = 0.0
+            for j in range(nv):
+                a += efc_J[w, i, j] * minvjt[w, i, j]
+            se[w, E_ARINV, i] = 1.0 / ti.max(MINVAL, a)
+
+
+@ti.func
+def _residual(w, i, nv, efc_J: ti.template(), se: ti.template(), sv: ti.template()):
+    """(b + A f)_i with u = M^-1 J'f kept in sv[w, V_U]."""
+    r = se[w, E_B, i]
+    for k in range(nv):
+        r += efc_J[w, i, k] * sv[w, V_U, k]
+    return r
+
+
+@ti.func
+def _a_entry(w, i, j, nv, efc_J: ti.template(), minvjt: ti.template()):
+    a = 0.0
+    for k in range(nv):
+        a += efc_J[w, i, k] * minvjt[w, j, k]
+    return a
+
+
+@ti.func
+def _apply(w, i, nv, dlt, minvjt: ti.template(), sv: ti.template()):
+    """u += M^-1 J_i' dlt after row i's force changed by dlt."""
+    if dlt != 0.0:
+        for k in range(nv):
+            sv[w, V_U, k] += minvjt[w, i, k] * dlt
+
+
+@ti.func
+def _block_change(Ac, f, old, res, n):
+    """costChange of a contact block: 0.5 d'Ac d + d'res, d = f - old (first n)."""
+    quad = 0.0
+    lin = 0.0
+    for a in ti.static(range(5)):
+        if a < n:
+            da = f[a] - old[a]
+            lin += da * res[a]
+            for b in ti.static(range(5)):
+                if b < n:
+                    quad += da * Ac[a, b] * (f[b] - old[b])
+    return 0.5 * quad + lin
+
+
+@ti.func
+def _pyramid_pair(w, j, nv, efc_J: ti.template(), se: ti.template(),
+                  efc_force: ti.template(), sv: ti.template(), minvjt: ti.template()):
+    """Rows j, j+1 (opposing pyramid edges): keep their sum, choose their difference;
+    returns the cost change (<= 0)."""
+    res = ti.Vector.zero(float, 5)
+    old = ti.Vector.zero(float, 5)
+    Ac = ti.Matrix.zero(float, 5, 5)
+    for a in ti.static(range(2)):
+        res[a] = _residual(w, j + a, nv, efc_J, se, sv)
+        old[a] = efc_force[w, j + a]
+    Ac[0, 0] = ti.max(BLOCK_MINDIAG, 1.0 / se[w, E_ARINV, j])
+    Ac[1, 1] = ti.max(BLOCK_MINDIAG, 1.0 / se[w, E_ARINV, j + 1])
+    a01 = _a_entry(w, j, j + 1, nv, efc_J, minvjt)
+    Ac[0, 1] = a01
+    Ac[1, 0] = a01
+    bc0 = res[0] - Ac[0, 0] * old[0] - Ac[0, 1] * old[1]
+    bc1 = res[1] - Ac[1, 0] * old[0] - Ac[1, 1] * old[1]
+    mid = 0.5 * (old[0] + old[1])
+    k1 = Ac[0, 0] + Ac[1, 1] - Ac[0, 1] - Ac[1, 0]
+    k0 = mid * (Ac[0, 0] - Ac[1, 1]) + bc0 - bc1
+    f = ti.Vector.zero(float, 5)
+    if k1 < MINVAL:
+        f[0] = mid
+        f[1] = mid
+    else:
+        y = -k0 / k1
+        if y < -mid:
+            f[1] = 2.0 * mid
+        elif y > mid:
+            f[0] = 2.0 * mid
+        else:
+            f[0] = mid + y
+            f[1] = mid - y
+    change = _block_change(Ac, f, old, res, 2)
+    if change > COST_RISE:
+        f = old
+        change = 0.0
+    for a in ti.static(range(2)):
+        efc_force[w, j + a] = f[a]
+        _apply(w, j + a, nv, f[a] - old[a], minvjt, sv)
+    return change
+
+
+@ti.func
+def _elliptic_friction(w, i, dim, nv, efc_J: ti.template(), se: ti.template(),
+                       efc_force: ti.template(), sv: ti.template(),
+                       minvjt: ti.template(), qcqp_iterations):
+    """The friction rows i+1 .. i+dim-1 of an elliptic contact with its normal force
+    fixed (the friction QCQP); returns the cost change (<= 0)."""
+    nf = dim - 1
+    res = ti.Vector.zero(float, 5)
+    old = ti.Vector.zero(float, 5)
+    mu = ti.Vector.zero(float, 5)
+    Ac = ti.Matrix.zero(float, 5, 5)
+    for a in ti.static(range(5)):
+        if a < nf:
+            res[a] = _residual(w, i + 1 + a, nv, efc_J, se, sv)
+            old[a] = efc_force[w, i + 1 + a]
+            mu[a] = se[w, E_FRIC, i + 1 + a]
+            Ac[a, a] = ti.max(BLOCK_MINDIAG, 1.0 / se[w, E_ARINV, i + 1 + a])
+            for b in ti.static(range(a)):
+                aab = _a_entry(w, i + 1 + a, i + 1 + b, nv, efc_J, minvjt)
+                Ac[a, b] = aab
+                Ac[b, a] = aab
+    bc = res - Ac @ old
+    fn = efc_force[w, i]
+    f = ti.Vector.zero(float, 5)
+    if fn >= MINVAL:
+        active = 0
+        if nf == 2:
+            f, active = _qcqp2(Ac, bc, mu, fn, qcqp_iterations)
+        elif nf == 3:
+            f, active = _qcqp3(Ac, bc, mu, fn, qcqp_iterations)
+        else:
+            f, active = _qcqp5(Ac, bc, mu, fn, qcqp_iterations)
+        if active:
+            # on the cone: put f on the ellipsoid (the QCQP is approximate)
+            s = 0.0
+            for a in ti.static(range(5)):
+                if a < nf:
+                    s += f[a] * f[a] / (mu[a] * mu[a])
+            f *= ti.sqrt(fn * fn / ti.max(MINVAL, s))
+    change = _block_change(Ac, f, old, res, nf)
+    if change > COST_RISE:
+        f = old
+        change = 0.0
+    for a in ti.static(range(5)):
+        if a < nf:
+            efc_force[w, i + 1 + a] = f[a]
+            _apply(w, i + 1 + a, nv, f[a] - old[a], minvjt, sv)
+    return change
+
+
+@ti.kernel
+def _noslip(
+    # model
+    dof_parentid: ND, dof_Madr: ND, dof_simplenum: ND, nv: ti.i32,
+    # data in
+    ne: ND, nf: ND, nefc: ND, efc_type: ND, efc_id: ND, efc_J: ND, contact_dim: ND,
+    qLD: ND, qLDiagInv: ND, qacc_smooth: ND,
+    # data in/out
+    qacc: ND, efc_force: ND, efc_state: ND, qfrc_constraint: ND, solver_niter: ND,
+    # scratch
+    se: ND, si: ND, sv: ND, minvjt: ND, stats: ND,
+    # options
+    maxiter: ti.i32, tolerance: float, scale: float, qcqp_iterations: ti.i32,
+):
+    """Noslip sweeps of every world from the main solver's forces, then dualFinish."""
+    nstat = stats.shape[1]
+    for w in range(nefc.shape[0]):
+        n = nefc[w]
+        if n > 0:
+            nfirst = ne[w]
+            nfric = nf[w]
+            _dual_qfrc(w, n, nv, efc_J, efc_force, qfrc_constraint)
+            for k in range(nv):
+                sv[w, V_U, k] = qfrc_constraint[w, k]
+            _solve_m(w, V_U, nv, sv, qLD, qLDiagInv, dof_Madr, dof_parentid,
+                     dof_simplenum)
+            _dual_state(w, n, se, si, efc_force, efc_state)
+            it0 = solver_niter[w]
+            it = 0
+            while it < maxiter:
+                improvement = 0.0
+                if it == 0:
+                    # the main solver's cost had 0.5 f'Rf, this one has not
+                    for efcid in range(n):
+                        f = efc_force[w, efcid]
+                        improvement += 0.5 * f * f * se[w, E_R, efcid]
+                # dof and tendon friction loss
+                for efcid in range(nfirst, nfirst + nfric):
+                    res = _residual(w, efcid, nv, efc_J, se, sv)
+                    old = efc_force[w, efcid]
+                    arinv = se[w, E_ARINV, efcid]
+                    fl = se[w, E_FLOSS, efcid]
+                    f = ti.min(ti.max(old - res * arinv, -fl), fl)
+                    efc_force[w, efcid] = f
+                    dlt = f - old
+                    improvement -= 0.5 * dlt * dlt / arinv + dlt * res
+                    _apply(w, efcid, nv, dlt, minvjt, sv)
+                # contact friction
+                efcid = nfirst + nfric
+                while efcid < n:
+                    typ = efc_type[w, efcid]
+                    step = 1
+                    if typ == CNSTR_CONTACT_PYRAMIDAL:
+                        dim = contact_dim[w, efc_id[w, efcid]]
+                        step = 2 * (dim - 1)
+                        for pair in range(dim - 1):
+                            improvement -= _pyramid_pair(w, efcid + 2 * pair, nv, efc_J,
+                                                         se, efc_force, sv, minvjt)
+                    elif typ == CNSTR_CONTACT_ELLIPTIC:
+                        dim = si[w, I_DIM, efcid]
+                        step = dim
+                        improvement -= _elliptic_friction(w, efcid, dim, nv, efc_J, se,
+                                                          efc_force, sv, minvjt,
+                                                          qcqp_iterations)
+                    efcid += step
+                for r in range(n):
+                    si[w, I_OLDSTATE, r] = efc_state[w, r]
+                nactive = _dual_state(w, n, se, si, efc_force, efc_state)
+                nchange = 0
+                for r in range(n):
+                    nchange += efc_state[w, r] != si[w, I_OLDSTATE, r]
+                improvement *= scale
+                if it0 + it < nstat:
+                    stats[w, it0 + it, 0] = improvement
+                    stats[w, it0 + it, 1] = 0.0
+                    stats[w, it0 + it, 2] = 0.0
+                    stats[w, it0 + it, 3] = nactive
+                    stats[w, it0 + it, 4] = nchange
+                    stats[w, it0 + it, 5] = 0.0
+                    stats[w, it0 + it, 6] = 0.0
+                it += 1
+                if improvement < tolerance:
+                    break
+            solver_niter[w] = it0 + it
+            # dualFinish
+            _dual_qfrc(w, n, nv, efc_J, efc_force, qfrc_constraint)
+            for k in range(nv):
+                sv[w, V_U, k] = qfrc_constraint[w, k]
+            _solve_m(w, V_U, nv, sv, qLD, qLDiagInv, dof_Madr, dof_parentid,
+                     dof_simplenum)
+            for k in range(nv):
+                qacc[w, k] = qacc_smooth[w, k] + sv[w, V_U, k]
+
+
+def _minvjt(m, d, s):
+    """M^-1 J' by rows: PGS's (already computed by solve) or noslip's own, allocated
+    on first use; returns (array, whether it must be computed)."""
+    if m.opt.solver == 0:
+        return s["minvjt"], 0
+    shape = (d.nworld, s["se"].shape[2], s["sv"].shape[2])
+    own = getattr(d, "_noslip_minvjt", None)
+    if own is None or own.shape != shape:
+        own = ti.ndarray(d.qvel.dtype, shape)
+        own.fill(0)  # rows of equalities are never written: keep them defined
+        d._noslip_minvjt = own
+    return own, 1
+
+
+def noslip(m, d, s) -> None:
+    """MuJoCo's noslip post-processing (mj_solNoSlip) of every world with rows, after
+    the main solver; ``s``: the solver scratch of ``solve`` (its row view se/si, dof
+    vectors sv, statistics and, after PGS, M^-1 J').
+
+    Reads nefc, ne, nf, efc_type, efc_id, efc_J, contact_dim, qLD_tree, qLDiagInv,
+    qacc_smooth, efc_force (the main solver's) and solver_niter; writes efc_force,
+    efc_state, qfrc_constraint, qacc, solver_niter and the noslip statistics.
+    """
+    opt = m.opt
+    minvjt, compute = _minvjt(m, d, s)
+    _noslip_prepare(m.dof_parentid, m.dof_Madr, m.dof_simplenum, m.nv,
+                    d.ne, d.nf, d.nefc, d.efc_type, d.efc_J, d.qLD_tree, d.qLDiagInv,
+                    s["se"], minvjt, compute)
+    scale = 1.0 / (float(m.stat.meaninertia) * max(1, m.nv))
+    _noslip(m.dof_parentid, m.dof_Madr, m.dof_simplenum, m.nv,
+            d.ne, d.nf, d.nefc, d.efc_type, d.efc_id, d.efc_J, d.contact_dim,
+            d.qLD_tree, d.qLDiagInv, d.qacc_smooth,
+            d.qacc, d.efc_force, d.efc_state, d.qfrc_constraint, d.solver_niter,
+            s["se"], s["si"], s["sv"], minvjt, s["stats"],
+            int(opt.noslip_iterations), float(opt.noslip_tolerance), scale,
+            QCQP_ITERATIONS)
