@@ -24,6 +24,8 @@ import time
 
 import numpy as np
 
+from results_md import write_section  # benchmarks/ is on sys.path when run as a script
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 MARK = "<!-- bench_collision.py -->"
@@ -159,18 +161,7 @@ def write(m, mjm, rows, nobj):
                      f"{r['ncon'] / r['t_ours']:,.0f} | {r['nworld'] / r['t_mj']:,.0f} | "
                      f"**{r['t_mj'] / r['t_ours']:.2f}x** | {r['ncon'] / r['nworld']:.1f} | "
                      f"{r['same']}/{r['nworld']} | {r['first']:.2f} s |")
-    path = os.path.join(HERE, "RESULTS.md")
-    text = open(path).read() if os.path.exists(path) else "# Benchmarks\n"
-    section = "\n".join(lines) + "\n"
-    if MARK in text:  # replace our section, keep the other benchmarks' sections
-        start = text.index(MARK)
-        end = text.find("<!-- bench", start + len(MARK))
-        rest = text[end:] if end >= 0 else ""
-        text = text[:start] + section + ("\n" + rest if rest else "")
-    else:
-        text = text.rstrip() + "\n\n" + section
-    open(path, "w").write(text)
-
+    write_section(MARK, "\n".join(lines))
 
 def main():
     ap = argparse.ArgumentParser()

@@ -24,6 +24,8 @@ import time
 
 import numpy as np
 
+from results_md import write_section  # benchmarks/ is on sys.path when run as a script
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 NWORLDS = (1, 64, 1024, 4096)
@@ -156,20 +158,8 @@ def report(results, elapsed) -> str:
 
 
 def write_results(section: str) -> None:
-    """Replace this script's section of RESULTS.md (from MARK to the next benchmark's
-    marker or the end), keep the rest."""
-    path = os.path.join(HERE, "RESULTS.md")
-    text = open(path).read() if os.path.exists(path) else "# Benchmarks\n"
-    rest = ""
-    if MARK in text:
-        start = text.index(MARK)
-        end = text.find("<!-- bench", start + len(MARK))
-        rest = text[end:] if end >= 0 else ""
-        text = text[:start]
-    with open(path, "w") as f:
-        f.write(text.rstrip("\n") + "\n\n" + section.rstrip("\n") + "\n"
-                + ("\n" + rest if rest else ""))
-
+    """Replace this script's section of RESULTS.md, keep the rest."""
+    write_section(MARK, section)
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
