@@ -30,8 +30,12 @@ vulkan:
 	       && (apt-get update -qq && apt-get install -y -qq mesa-vulkan-drivers libvulkan1) >/dev/null 2>&1 \
 	       || echo "note: could not install mesa-vulkan-drivers; Vulkan tests will be skipped"; }
 
+# one pytest worker per core (at most TEST_WORKERS): Taichi compiles are single-threaded,
+# so a 2-core machine runs the suite in about half the time; each module stays on one
+# worker (--dist loadfile) and keeps its shared Model/Data fixtures
+TEST_WORKERS ?= 4
 test: $(STAMP) corpus vulkan
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -n auto --maxprocesses=$(TEST_WORKERS) --dist loadfile tests
 
 run: $(STAMP)
 	$(PY) -m tiphys.cli run
@@ -41,6 +45,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_step.py
 	$(PY) benchmarks/bench_collision.py
 	$(PY) benchmarks/bench_contact.py
+	$(PY) benchmarks/stability.py
 
 clean:
 	rm -rf $(VENV) .cache build dist *.egg-info

@@ -10,12 +10,31 @@ import tiphys  # noqa: E402
 
 tiphys.init(arch="cpu", precision="f64")
 
-# (test group) -> {model: status}; printed at the end of the run.
+# (test group) -> {model: status}; printed at the end of the run. Each record also
+# rides on the running test's report (user_properties), so that under pytest-xdist
+# the controller, which prints the summary, receives the workers' records.
 CORPUS_REPORT: dict[str, dict[str, str]] = {}
+_KEY = "tiphys_corpus"
+_RUNNING = {"item": None}
 
 
 def record(group: str, model: str, status: str) -> None:
     CORPUS_REPORT.setdefault(group, {})[model] = status
+    item = _RUNNING["item"]
+    if item is not None:
+        item.user_properties.append((_KEY, [group, model, status]))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    _RUNNING["item"] = item
+
+
+def pytest_runtest_logreport(report):
+    for name, value in getattr(report, "user_properties", ()):
+        if name == _KEY:
+            group, model, status = value
+            CORPUS_REPORT.setdefault(group, {})[model] = status
 
 
 @pytest.fixture
