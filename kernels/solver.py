@@ -482,15 +482,25 @@ def _primal_start(
 
 
 @ti.func
-def _hessian_entry(w, i, j, n, efc_J: ti.template(), se: ti.template(),
-                   efc_state: ti.template(), qM: ti.template(), dof_Madr: ti.template(),
-                   dof_parentid: ti.template()):
-    """H(i, j) = M(i, j) + sum over quadratic rows of J(r, i) D(r) J(r, j), j <= i."""
-    h = 0.0
+def _hessian_row(w, i, n, efc_J: ti.template(), se: ti.template(),
+                 efc_state: ti.template(), qM: ti.template(), dof_Madr: ti.template(),
+                 dof_parentid: ti.template(), sH: ti.template()):
+    """Row i of H = M + sum over quadratic rows of J(r, :)' D(r) J(r, :), lower
+    triangle (j <= i). Rows are summed in order, as a dense J'DJ does, but a row whose
+    J(r, i) is zero is skipped: it only adds zeros, and contact rows touch a handful of
+    dofs, so a large scene costs nefc * nnz * nv instead of nefc * nv^2 / 2. J(r, 0..i)
+    is read contiguously."""
+    for j in range(i + 1):
+        sH[w, 0, i, j] = 0.0
     for r in range(n):
         if efc_state[w, r] == QUADRATIC:
-            h += efc_J[w, r, i] * se[w, E_D, r] * efc_J[w, r, j]
-    return h + _m_entry(w, i, j, qM, dof_Madr, dof_parentid)
+            a = efc_J[w, r, i]
+            if a != 0.0:
+                ad = a * se[w, E_D, r]
+                for j in range(i + 1):
+                    sH[w, 0, i, j] += ad * efc_J[w, r, j]
+    for j in range(i + 1):
+        sH[w, 0, i, j] += _m_entry(w, i, j, qM, dof_Madr, dof_parentid)
 
 
 @ti.kernel
@@ -498,11 +508,11 @@ def _hessian(
     dof_parentid: ND, dof_Madr: ND, nv: ti.i32,
     nefc: ND, efc_J: ND, efc_state: ND, qM: ND, se: ND, sH: ND,
 ):
-    """Newton's initial H = M + J'DJ (lower triangle), one thread per (world, i, j)."""
-    for w, i, j in ti.ndrange(nefc.shape[0], nv, nv):
-        if j <= i and nefc[w] > 0:
-            sH[w, 0, i, j] = _hessian_entry(w, i, j, nefc[w], efc_J, se, efc_state, qM,
-                                            dof_Madr, dof_parentid)
+    """Newton's initial H = M + J'DJ (lower triangle), one thread per (world, row)."""
+    for w, i in ti.ndrange(nefc.shape[0], nv):
+        if nefc[w] > 0:
+            _hessian_row(w, i, nefc[w], efc_J, se, efc_state, qM, dof_Madr, dof_parentid,
+                         sH)
 
 
 @ti.func
@@ -963,10 +973,8 @@ def _primal_iterate(
                     if refactor:
                         if refactor == 2:
                             for i in range(nv):
-                                for j in range(i + 1):
-                                    sH[w, 0, i, j] = _hessian_entry(
-                                        w, i, j, n, efc_J, se, efc_state, qM, dof_Madr,
-                                        dof_parentid)
+                                _hessian_row(w, i, n, efc_J, se, efc_state, qM, dof_Madr,
+                                             dof_parentid, sH)
                         _chol_factor(w, 0, nv, sH, MINVAL)
                     if ncone:
                         nupdate += _hessian_cone(w, n, nv, efc_J, se, si, efc_state, sH, sv,

@@ -271,8 +271,11 @@ def _sap_state(m, d, p):
 
 
 def check_detectors(m) -> None:
-    """NotImplementedError naming the geom type pairs tiphys cannot collide yet."""
+    """NotImplementedError naming the geom type pairs tiphys cannot collide yet
+    (checked once per collision plan)."""
     p = plan(m)
+    if getattr(p, "detectors_checked", False):
+        return
     missing = set()
     t = np.asarray(m.arrays.geom_type)
     prim = kc.primitive_table()
@@ -284,6 +287,7 @@ def check_detectors(m) -> None:
     if missing:
         raise NotImplementedError("collision: no detector yet for geom pairs "
                                   + ", ".join(sorted(missing)))
+    p.detectors_checked = True
 
 
 def _kind_available(kind) -> bool:
