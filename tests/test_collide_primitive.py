@@ -384,8 +384,8 @@ def _f32_compare(case, qpos):
     return res
 
 
-def _f32_main():
-    tiphys.init(arch="cpu", precision="f32")
+def _f32_main(arch="cpu"):
+    tiphys.init(arch=arch, precision="f32")
     out = {}
     for name in CASES:
         case = make_case(name).build()
@@ -399,5 +399,26 @@ def _f32_main():
     print(json.dumps(out))
 
 
-if __name__ == "__main__" and sys.argv[1:] == ["f32"]:
-    _f32_main()
+def _vulkan_archs():
+    from test_precision import _vulkan_available
+    return ["vulkan"] if _vulkan_available() else []
+
+
+@pytest.mark.parametrize("arch", _vulkan_archs())
+def test_spirv_path_matches_mujoco(arch):
+    """The same f32 comparison on Vulkan (lavapipe on a CPU machine: the SPIR-V code
+    Metal and non-CUDA GPUs run). Caught a SPIR-V miscompile: a dynamic loop over the
+    local contact list inside the narrowphase's while loop emitted 2 of 4 box corners."""
+    res = subprocess.run([sys.executable, os.path.abspath(__file__), "f32", arch],
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    worst = json.loads(res.stdout.strip().splitlines()[-1])
+    for name, r in worst.items():
+        assert r["contacts"] > 0, name
+        assert r["mismatched worlds"] == 0, (name, r)
+        assert r["dist, pos"] < 1e-5, (name, r)
+        assert r["frame"] < 1e-3, (name, r)
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["f32"]:
+    _f32_main(*sys.argv[2:3])
