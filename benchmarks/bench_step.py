@@ -157,10 +157,6 @@ def report(results, elapsed) -> str:
     return "\n".join(lines)
 
 
-def write_results(section: str) -> None:
-    """Replace this script's section of RESULTS.md, keep the rest."""
-    write_section(MARK, section)
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
@@ -180,7 +176,7 @@ def main():
     section = report(results, time.perf_counter() - t0)
     print(section)
     if not args.quick:
-        write_results(section)
+        write_section(MARK, section)
 
 
 if __name__ == "__main__":

@@ -22,9 +22,7 @@ import taichi as ti
 
 from .derivative import smooth_vel
 from .smooth import ld_solve, mul_m_tree_add
-from .solver import (CNSTR_CONTACT_ELLIPTIC, E_D, E_FLOSS, E_FRIC, E_JAREF, E_N, E_R,
-                     I_DIM, I_KIND, I_N, KIND_CONE_TAIL, KIND_ELLIPTIC, KIND_EQUALITY,
-                     KIND_FRICTION, KIND_INEQUALITY, _constraint_update)
+from .solver import E_JAREF, E_N, I_N, _constraint_update, row_params
 
 ND = ti.types.ndarray()
 
@@ -105,29 +103,9 @@ def _inverse(
             for dofid in range(nv):
                 jar += efc_J[worldid, efcid, dofid] * qacc[worldid, dofid]
             se[worldid, E_JAREF, efcid] = jar
-            se[worldid, E_D, efcid] = efc_D[worldid, efcid]
-            se[worldid, E_R, efcid] = efc_R[worldid, efcid]
-            se[worldid, E_FLOSS, efcid] = efc_frictionloss[worldid, efcid]
-            kind = KIND_INEQUALITY
-            dim = 1
-            fric = 0.0
-            if efcid < ne[worldid]:
-                kind = KIND_EQUALITY
-            elif efcid < ne[worldid] + nf[worldid]:
-                kind = KIND_FRICTION
-            elif efc_type[worldid, efcid] == CNSTR_CONTACT_ELLIPTIC:
-                conid = efc_id[worldid, efcid]
-                k = efcid - contact_efc_address[worldid, conid]
-                kind = KIND_CONE_TAIL
-                if k == 0:
-                    kind = KIND_ELLIPTIC
-                    dim = contact_dim[worldid, conid]
-                    fric = contact_mu[worldid, conid]
-                else:
-                    fric = contact_friction[worldid, conid][k - 1]
-            si[worldid, I_KIND, efcid] = kind
-            si[worldid, I_DIM, efcid] = dim
-            se[worldid, E_FRIC, efcid] = fric
+            row_params(worldid, efcid, ne, nf, efc_type, efc_id, efc_D, efc_R,
+                       efc_frictionloss, contact_dim, contact_mu, contact_friction,
+                       contact_efc_address, se, si)
     # states and forces: a world's rows in order (a cone spans its rows)
     for worldid in range(nworld):
         n = 0

@@ -38,7 +38,7 @@ import taichi as ti
 
 from .solver import (CNSTR_CONTACT_ELLIPTIC, E_ARINV, E_B, E_FLOSS, E_FRIC, E_R,
                      I_DIM, I_OLDSTATE, MINVAL, QCQP_ITERATIONS, V_U, _dual_qfrc,
-                     _dual_state, _qcqp2, _qcqp3, _qcqp5, _solve_m)
+                     _dual_state, _solve_m, cone_qcqp)
 
 ND = ti.types.ndarray()
 CNSTR_CONTACT_PYRAMIDAL = 6  # mjCNSTR_CONTACT_PYRAMIDAL
@@ -187,20 +187,7 @@ def _elliptic_friction(w, i, dim, nv, efc_J: ti.template(), se: ti.template(),
     fn = efc_force[w, i]
     f = ti.Vector.zero(float, 5)
     if fn >= MINVAL:
-        active = 0
-        if nf == 2:
-            f, active = _qcqp2(Ac, bc, mu, fn, qcqp_iterations)
-        elif nf == 3:
-            f, active = _qcqp3(Ac, bc, mu, fn, qcqp_iterations)
-        else:
-            f, active = _qcqp5(Ac, bc, mu, fn, qcqp_iterations)
-        if active:
-            # on the cone: put f on the ellipsoid (the QCQP is approximate)
-            s = 0.0
-            for a in ti.static(range(5)):
-                if a < nf:
-                    s += f[a] * f[a] / (mu[a] * mu[a])
-            f *= ti.sqrt(fn * fn / ti.max(MINVAL, s))
+        f = cone_qcqp(nf, Ac, bc, mu, fn, qcqp_iterations)
     change = _block_change(Ac, f, old, res, nf)
     if change > COST_RISE:
         f = old

@@ -360,6 +360,39 @@ def _update_constraint(w, n, nv, efc_J: ti.template(), se: ti.template(),
 # row set-up: efc_b, warm-start J qacc, the solver's row view, M^-1 J' for the dual
 # ---------------------------------------------------------------------------------------
 
+@ti.func
+def row_params(w, i, ne: ti.template(), nf: ti.template(), efc_type: ti.template(),
+               efc_id: ti.template(), efc_D: ti.template(), efc_R: ti.template(),
+               efc_frictionloss: ti.template(), contact_dim: ti.template(),
+               contact_mu: ti.template(), contact_friction: ti.template(),
+               contact_efc_address: ti.template(), se: ti.template(), si: ti.template()):
+    """Row i's solver view: D, R, friction loss, kind (equality, friction, inequality,
+    elliptic cone head or tail), cone dimension and friction coefficient."""
+    se[w, E_D, i] = efc_D[w, i]
+    se[w, E_R, i] = efc_R[w, i]
+    se[w, E_FLOSS, i] = efc_frictionloss[w, i]
+    kind = KIND_INEQUALITY
+    dim = 1
+    fric = 0.0
+    if i < ne[w]:
+        kind = KIND_EQUALITY
+    elif i < ne[w] + nf[w]:
+        kind = KIND_FRICTION
+    elif efc_type[w, i] == CNSTR_CONTACT_ELLIPTIC:
+        conid = efc_id[w, i]
+        j = i - contact_efc_address[w, conid]
+        kind = KIND_CONE_TAIL
+        if j == 0:
+            kind = KIND_ELLIPTIC
+            dim = contact_dim[w, conid]
+            fric = contact_mu[w, conid]
+        else:
+            fric = contact_friction[w, conid][j - 1]
+    si[w, I_KIND, i] = kind
+    si[w, I_DIM, i] = dim
+    se[w, E_FRIC, i] = fric
+
+
 @ti.kernel
 def _prepare(
     # model
@@ -391,29 +424,9 @@ def _prepare(
             efc_b[w, i] = b - aref
             se[w, E_B, i] = b - aref
             se[w, E_JAREF, i] = jw - aref
-            se[w, E_D, i] = efc_D[w, i]
-            se[w, E_R, i] = efc_R[w, i]
-            se[w, E_FLOSS, i] = efc_frictionloss[w, i]
-            kind = KIND_INEQUALITY
-            dim = 1
-            fric = 0.0
-            if i < ne[w]:
-                kind = KIND_EQUALITY
-            elif i < ne[w] + nf[w]:
-                kind = KIND_FRICTION
-            elif efc_type[w, i] == CNSTR_CONTACT_ELLIPTIC:
-                conid = efc_id[w, i]
-                j = i - contact_efc_address[w, conid]
-                kind = KIND_CONE_TAIL
-                if j == 0:
-                    kind = KIND_ELLIPTIC
-                    dim = contact_dim[w, conid]
-                    fric = contact_mu[w, conid]
-                else:
-                    fric = contact_friction[w, conid][j - 1]
-            si[w, I_KIND, i] = kind
-            si[w, I_DIM, i] = dim
-            se[w, E_FRIC, i] = fric
+            row_params(w, i, ne, nf, efc_type, efc_id, efc_D, efc_R, efc_frictionloss,
+                       contact_dim, contact_mu, contact_friction, contact_efc_address,
+                       se, si)
             if dual:
                 for j in range(nv):
                     minvjt[w, i, j] = efc_J[w, i, j]
@@ -1203,6 +1216,28 @@ def _chol_solve5(L, b):
 
 
 @ti.func
+def cone_qcqp(nf, Ac, bc, mu, fn, iterations):
+    """Friction forces of an elliptic cone with normal force fn (nf of them, padded to
+    5): the QCQP of mju_QCQP2/3/QCQP, put exactly on the ellipsoid when active (the
+    QCQP is approximate)."""
+    v = ti.Vector.zero(float, 5)
+    active = 0
+    if nf == 2:
+        v, active = _qcqp2(Ac, bc, mu, fn, iterations)
+    elif nf == 3:
+        v, active = _qcqp3(Ac, bc, mu, fn, iterations)
+    else:
+        v, active = _qcqp5(Ac, bc, mu, fn, iterations)
+    if active:
+        s = 0.0
+        for j in ti.static(range(5)):
+            if j < nf:
+                s += v[j] * v[j] / (mu[j] * mu[j])
+        v *= ti.sqrt(fn * fn / ti.max(MINVAL, s))
+    return v
+
+
+@ti.func
 def _dual_state(w, n, se: ti.template(), si: ti.template(), force: ti.template(),
                 state: ti.template()):
     """efc_state from dual forces (dualState); returns the number of active rows."""
@@ -1337,21 +1372,7 @@ def _pgs_block(w, i, kind, dim, nv, efc_J: ti.template(), minvjt: ti.template(),
             for j in range(1, dim):
                 efc_force[w, i + j] = 0.0
         else:
-            v = ti.Vector.zero(float, 5)
-            active = 0
-            if nf == 2:
-                v, active = _qcqp2(Ac, bc, mu, fn, qcqp_iterations)
-            elif nf == 3:
-                v, active = _qcqp3(Ac, bc, mu, fn, qcqp_iterations)
-            else:
-                v, active = _qcqp5(Ac, bc, mu, fn, qcqp_iterations)
-            if active:
-                # on the cone: put v on the ellipsoid (the QCQP is approximate)
-                s = 0.0
-                for j in ti.static(range(5)):
-                    if j < nf:
-                        s += v[j] * v[j] / (mu[j] * mu[j])
-                v *= ti.sqrt(fn * fn / ti.max(MINVAL, s))
+            v = cone_qcqp(nf, Ac, bc, mu, fn, qcqp_iterations)
             for j in ti.static(range(5)):
                 if j < nf:
                     efc_force[w, i + 1 + j] = v[j]
