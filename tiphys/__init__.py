@@ -21,6 +21,7 @@ from .kernels.constraint import make_constraint, reference_constraint
 from .kernels.jac import apply_ft, jac, jac_body, jac_body_com, jac_geom, jac_site, jac_subtree_com
 from .kernels.solver import solve, solver_stats
 from .kernels.rne_post import contact_force, rne_post_constraint
+from .ray import multi_ray, ray, ray_batch, ray_geom, ray_hfield, ray_mesh
 
 __version__ = "0.1.0"
 
@@ -37,4 +38,5 @@ __all__ = [
     "collision", "geom_distance", "make_constraint", "reference_constraint", "solve",
     "solver_stats", "compare_fwd_inv",
     "rne_post_constraint", "contact_force",
+    "ray", "multi_ray", "ray_batch", "ray_geom", "ray_mesh", "ray_hfield",
 ]

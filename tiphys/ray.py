@@ -1,0 +1,253 @@
+"""Ray casting for every world at once: mj_ray, mj_multiRay, mj_rayMesh, mj_rayHfield,
+mju_rayGeom, and ``ray_batch`` (many rays per world in one launch, for lidars).
+
+Rays are ``pnt + x vec``, ``x >= 0``; results are the distance ``x`` (in units of
+``|vec|``) to the nearest surface, -1 when nothing is hit, and the geom hit (-1).
+The scene functions read geom_xpos / geom_xmat (multi_ray also xipos): run
+``kinematics`` (or forward / step) first. The geometry is kernels/ray.py's.
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import numpy as np
+import taichi as ti
+
+from .kernels import ray as _k
+
+MAXVAL = 1e10  # mjMAXVAL: mj_multiRay's cutoff when none is given
+_PRIMITIVES = {_k.PLANE: "plane", _k.SPHERE: "sphere", _k.CAPSULE: "capsule",
+               _k.ELLIPSOID: "ellipsoid", _k.CYLINDER: "cylinder", _k.BOX: "box"}
+
+
+def _fdtype(m):
+    dtype = m.geom_size.dtype
+    return dtype.dtype if hasattr(dtype, "dtype") else dtype
+
+
+def _np_float(dtype):
+    return np.float64 if dtype == ti.f64 else np.float32
+
+
+def _device(values: np.ndarray, dtype) -> "ti.Ndarray":
+    arr = ti.ndarray(dtype, values.shape)
+    arr.from_numpy(np.ascontiguousarray(values, dtype=_np_float(dtype) if dtype in
+                                        (ti.f32, ti.f64) else np.int32))
+    return arr
+
+
+def _vectors(name: str, value, nworld: int, nray: Optional[int]) -> np.ndarray:
+    """A point / direction argument as (1 or nworld, nray or 1, 3) float64.
+
+    nray None: one ray per world, accepted as (3,) or (nworld, 3). Else rays: (nray, 3)
+    shared by every world or (nworld, nray, 3)."""
+    v = np.asarray(value, dtype=np.float64)
+    if nray is None:
+        if v.shape == (3,):
+            v = v.reshape(1, 1, 3)
+        elif v.shape == (nworld, 3):
+            v = v.reshape(nworld, 1, 3)
+        else:
+            raise ValueError(f"{name}: expected shape (3,) or ({nworld}, 3), got {v.shape}")
+    else:
+        if v.ndim == 2 and v.shape[1] == 3:
+            v = v[None]
+        if not (v.ndim == 3 and v.shape[0] in (1, nworld) and v.shape[2] == 3 and
+                v.shape[1] in (1, nray)):
+            raise ValueError(f"{name}: expected shape ({nray}, 3) or ({nworld}, {nray}, 3), "
+                             f"got {np.asarray(value).shape}")
+        if v.shape[1] != nray:
+            v = np.broadcast_to(v, (v.shape[0], nray, 3))
+    if not np.all(np.isfinite(v)):
+        raise ValueError(f"{name}: values must be finite")
+    return v
+
+
+def _check_vecs(name: str, vecs: np.ndarray) -> None:
+    norm = np.linalg.norm(vecs, axis=-1)
+    bad = np.argwhere(norm < 1e-15)  # mjMINVAL: mj_ray's "vector length is too small"
+    if len(bad):
+        raise ValueError(f"{name}: ray direction has zero length (at index {tuple(bad[0])})")
+
+
+def _groupmask(geomgroup) -> int:
+    """mjvOption.geomgroup (6 flags; None keeps every group) as a bit mask."""
+    if geomgroup is None:
+        return _k.GROUP_ALL
+    g = np.asarray(geomgroup).reshape(-1)
+    if g.shape != (_k.NGROUP,):
+        raise ValueError(f"geomgroup: expected {_k.NGROUP} flags (one per geom group) or "
+                         f"None, got shape {np.asarray(geomgroup).shape}")
+    return int(sum(1 << i for i in range(_k.NGROUP) if g[i]))
+
+
+def _bodyexclude(m, bodyexclude) -> int:
+    b = int(bodyexclude)
+    if not -1 <= b < m.nbody:
+        raise ValueError(f"bodyexclude: invalid body id {bodyexclude} (-1 for none; model "
+                         f"has {m.nbody} bodies)")
+    return b
+
+
+def _geom_of_type(m, geomid, geomtype: int, what: str) -> int:
+    g = int(geomid)
+    if not 0 <= g < m.ngeom:
+        raise ValueError(f"{what}: invalid geom id {geomid} (model has {m.ngeom} geoms)")
+    if int(m.arrays.geom_type[g]) != geomtype:
+        raise ValueError(f"{what}: geom {g} is not a{'n' if what == 'ray_hfield' else ''} "
+                         f"{'hfield' if geomtype == _k.HFIELD else 'mesh'}")
+    return g
+
+
+def _cast(m, d, pnts: np.ndarray, vecs: np.ndarray, groupmask: int, flg_static: int,
+          bodyexclude: int, single: int):
+    nworld, nray = d.nworld, pnts.shape[1]
+    dtype = _fdtype(m)
+    dist = ti.ndarray(dtype, (nworld, nray))
+    geomid = ti.ndarray(ti.i32, (nworld, nray))
+    _k._ray_batch(*_k.ray_args(m, d), _device(pnts, dtype), _device(vecs, dtype),
+                  groupmask, flg_static, bodyexclude, single, dist, geomid)
+    return dist.to_numpy().astype(np.float64), geomid.to_numpy()
+
+
+def ray(m, d, pnt, vec, geomgroup: Optional[Sequence[int]] = None, flg_static: bool = True,
+        bodyexclude: int = -1):
+    """One ray per world against its geoms, as mj_ray.
+
+    ``pnt``, ``vec``: (3,) for every world or (nworld, 3). ``geomgroup``: 6 flags (None
+    keeps every group); ``flg_static``: False drops geoms of bodies welded to the
+    world; ``bodyexclude``: a body id whose geoms are ignored (-1: none). Geoms with
+    alpha 0 (their rgba without a material, else the material's) are never hit.
+    Returns numpy ``(dist (nworld,), geomid (nworld,))``.
+    """
+    pnts = _vectors("pnt", pnt, d.nworld, None)
+    vecs = _vectors("vec", vec, d.nworld, None)
+    _check_vecs("vec", vecs)
+    dist, geomid = _cast(m, d, pnts, vecs, _groupmask(geomgroup), int(bool(flg_static)),
+                         _bodyexclude(m, bodyexclude), -1)
+    return dist[:, 0], geomid[:, 0]
+
+
+def ray_batch(m, d, pnts, vecs, geomgroup: Optional[Sequence[int]] = None,
+              flg_static: bool = True, bodyexclude: int = -1):
+    """Many rays per world (a lidar), each as mj_ray, in one launch over worlds x rays.
+
+    ``pnts``, ``vecs``: (nray, 3) shared by every world or (nworld, nray, 3); either may
+    be (1, 3) / (nworld, 1, 3) to share one origin or direction. Returns numpy
+    ``(dist (nworld, nray), geomid (nworld, nray))``.
+    """
+    p = np.asarray(pnts, dtype=np.float64)
+    v = np.asarray(vecs, dtype=np.float64)
+    if p.ndim not in (2, 3) or v.ndim not in (2, 3):
+        raise ValueError(f"ray_batch: pnts and vecs must be (nray, 3) or (nworld, nray, 3), "
+                         f"got {p.shape} and {v.shape}")
+    nray = max(p.shape[-2], v.shape[-2])
+    pnts = _vectors("pnts", p, d.nworld, nray)
+    vecs = _vectors("vecs", v, d.nworld, nray)
+    _check_vecs("vecs", vecs)
+    return _cast(m, d, pnts, vecs, _groupmask(geomgroup), int(bool(flg_static)),
+                 _bodyexclude(m, bodyexclude), -1)
+
+
+def multi_ray(m, d, pnt, vecs, geomgroup: Optional[Sequence[int]] = None,
+              flg_static: bool = True, bodyexclude: int = -1, cutoff: float = MAXVAL):
+    """Many rays from one point per world, as mj_multiRay (with its pruning: geoms
+    farther than ``cutoff`` + their bounding radius are skipped, and MuJoCo's body
+    spheres and bounding angles, which can miss hits that ``ray`` finds).
+
+    ``pnt``: (3,) or (nworld, 3); ``vecs``: (nray, 3) or (nworld, nray, 3). Returns numpy
+    ``(dist (nworld, nray), geomid (nworld, nray))``. Reads geom_xpos, geom_xmat, xipos.
+    """
+    pnts = _vectors("pnt", pnt, d.nworld, None)[:, 0]
+    v = np.asarray(vecs, dtype=np.float64)
+    if v.ndim not in (2, 3) or v.shape[-1] != 3:
+        raise ValueError(f"multi_ray: vecs must be (nray, 3) or (nworld, nray, 3), got "
+                         f"{v.shape}")
+    nray = v.shape[-2]
+    vecs = _vectors("vecs", v, d.nworld, nray)
+    _check_vecs("vecs", vecs)
+    cutoff = float(cutoff)
+    if not cutoff >= 0:
+        raise ValueError(f"multi_ray: cutoff must be >= 0, got {cutoff}")
+    t = _k.ray_tables(m)
+    dtype = _fdtype(m)
+    nworld = d.nworld
+    ngeom = max(1, m.ngeom)
+    elim = ti.ndarray(ti.i32, (nworld, ngeom))
+    ba = ti.Vector.ndarray(4, dtype, (nworld, ngeom))
+    dist = ti.ndarray(dtype, (nworld, nray))
+    geomid = ti.ndarray(ti.i32, (nworld, nray))
+    _k._multi_ray(*_k.ray_args(m, d), m.body_geomadr, m.body_geomnum, t.body_bvh,
+                  m.geom_aabb, m.geom_rbound, d.xipos, _device(pnts, dtype),
+                  _device(vecs, dtype), _groupmask(geomgroup), int(bool(flg_static)),
+                  _bodyexclude(m, bodyexclude), cutoff, elim, ba, dist, geomid)
+    return dist.to_numpy().astype(np.float64), geomid.to_numpy()
+
+
+def ray_mesh(m, d, geomid: int, pnt, vec) -> np.ndarray:
+    """Distance along the ray to mesh geom ``geomid`` (its triangles), per world, as
+    mj_rayMesh (no group / visibility filter). ``pnt``, ``vec``: (3,) or (nworld, 3).
+    Returns numpy (nworld,), -1 where missed."""
+    g = _geom_of_type(m, geomid, _k.MESH, "ray_mesh")
+    pnts = _vectors("pnt", pnt, d.nworld, None)
+    vecs = _vectors("vec", vec, d.nworld, None)
+    _check_vecs("vec", vecs)
+    return _cast(m, d, pnts, vecs, _k.GROUP_ALL, 1, -1, g)[0][:, 0]
+
+
+def ray_hfield(m, d, geomid: int, pnt, vec) -> np.ndarray:
+    """Distance along the ray to height-field geom ``geomid``, per world, as
+    mj_rayHfield. ``pnt``, ``vec``: (3,) or (nworld, 3). Returns numpy (nworld,)."""
+    g = _geom_of_type(m, geomid, _k.HFIELD, "ray_hfield")
+    pnts = _vectors("pnt", pnt, d.nworld, None)
+    vecs = _vectors("vec", vec, d.nworld, None)
+    _check_vecs("vec", vecs)
+    return _cast(m, d, pnts, vecs, _k.GROUP_ALL, 1, -1, g)[0][:, 0]
+
+
+def ray_geom(pos, mat, size, pnt, vec, geomtype) -> np.ndarray:
+    """Distance along rays to primitive geoms, as mju_rayGeom, batched: every argument
+    is one value or n of them (pos, size, pnt, vec: (3,) / (n, 3); mat: (9,), (3, 3),
+    (n, 9) or (n, 3, 3); geomtype: an int / name or (n,)). Types: plane, sphere,
+    capsule, ellipsoid, cylinder, box. Returns a float for scalar input, else (n,)."""
+    names = {v: k for k, v in _PRIMITIVES.items()}
+    gt = np.asarray([names.get(t, t) if isinstance(t, str) else t
+                     for t in np.atleast_1d(np.asarray(geomtype, dtype=object))])
+    for t in gt:
+        if isinstance(t, str) or int(t) not in _PRIMITIVES:
+            raise ValueError(f"ray_geom: unsupported geom type {t!r} (one of "
+                             f"{sorted(_PRIMITIVES.values())}; meshes and height fields: "
+                             f"ray_mesh, ray_hfield)")
+    gt = gt.astype(np.int32)
+    mat_arr = np.asarray(mat, dtype=np.float64)
+    if mat_arr.shape[-2:] == (3, 3):
+        mat_arr = mat_arr.reshape(mat_arr.shape[:-2] + (9,))
+    args = {"pos": np.asarray(pos, np.float64), "mat": mat_arr,
+            "size": np.asarray(size, np.float64), "pnt": np.asarray(pnt, np.float64),
+            "vec": np.asarray(vec, np.float64)}
+    scalar = all(v.ndim == 1 for v in args.values()) and np.ndim(geomtype) == 0
+    n = 1
+    for name, v in list(args.items()) + [("geomtype", gt)]:
+        if v.ndim > (1 if name == "geomtype" else 2):
+            raise ValueError(f"ray_geom: {name} has shape {v.shape}")
+        count = v.shape[0] if v.ndim == (1 if name == "geomtype" else 2) else 1
+        if count != 1:
+            if n not in (1, count):
+                raise ValueError(f"ray_geom: {name} has {count} entries, others {n}")
+            n = count
+    width = {"pos": 3, "mat": 9, "size": 3, "pnt": 3, "vec": 3}
+    for name, v in args.items():
+        if v.shape[-1] != width[name]:
+            raise ValueError(f"ray_geom: {name} must have {width[name]} values per entry, "
+                             f"got shape {v.shape}")
+        args[name] = np.broadcast_to(v.reshape(-1, width[name]), (n, width[name]))
+        if not np.all(np.isfinite(args[name])):
+            raise ValueError(f"ray_geom: {name} must be finite")
+    _check_vecs("vec", args["vec"])
+    from . import backend
+    dtype = backend.float_dtype()
+    dist = ti.ndarray(dtype, (n,))
+    _k._ray_geom(*(_device(args[k], dtype) for k in ("pos", "mat", "size", "pnt", "vec")),
+                 _device(np.broadcast_to(gt, (n,)), ti.i32), dist)
+    out = dist.to_numpy().astype(np.float64)
+    return float(out[0]) if scalar else out
