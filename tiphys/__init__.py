@@ -22,6 +22,7 @@ from .kernels.jac import apply_ft, jac, jac_body, jac_body_com, jac_geom, jac_si
 from .kernels.solver import solve, solver_stats
 from .kernels.rne_post import contact_force, rne_post_constraint
 from .ray import multi_ray, ray, ray_batch, ray_geom, ray_hfield, ray_mesh
+from .derivative import inverse_fd, quat_integrate_deriv, sub_quat_deriv, transition_fd
 
 __version__ = "0.1.0"
 
@@ -39,4 +40,5 @@ __all__ = [
     "solver_stats", "compare_fwd_inv",
     "rne_post_constraint", "contact_force",
     "ray", "multi_ray", "ray_batch", "ray_geom", "ray_mesh", "ray_hfield",
+    "transition_fd", "inverse_fd", "sub_quat_deriv", "quat_integrate_deriv",
 ]
