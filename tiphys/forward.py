@@ -71,6 +71,12 @@ def forward(m: Model, d: Data) -> None:
 
 def _position_velocity(m: Model, d: Data) -> None:
     """The position- and velocity-dependent stages (mj_fwdPosition + mj_fwdVelocity)."""
+    _position(m, d)
+    _velocity(m, d)
+
+
+def _position(m: Model, d: Data) -> None:
+    """mj_fwdPosition: kinematics to make_constraint and transmission."""
     rows = constraint_rows_possible(m)
     kinematics(m, d)
     com_pos(m, d)
@@ -85,6 +91,12 @@ def _position_velocity(m: Model, d: Data) -> None:
             d.ncon.fill(0)
         make_constraint(m, d)
     transmission(m, d, contacts=rows)
+
+
+def _velocity(m: Model, d: Data) -> None:
+    """mj_fwdVelocity: tendon/actuator velocities, com_vel, passive,
+    reference_constraint, rne."""
+    rows = constraint_rows_possible(m)
     velocity(m, d)
     com_vel(m, d)
     passive(m, d)
@@ -196,9 +208,16 @@ def inverse(m: Model, d: Data) -> None:
     qfrc_passive - qfrc_constraint. qacc is left as given. MuJoCo's sensor and energy
     stages are not run (tiphys has no sensors yet).
     """
+    _inverse(m, d, STAGE_NONE)
+
+
+def _inverse(m: Model, d: Data, skipstage: int) -> None:
     discrete_mode(m)  # bad options fail before any work
     rows = constraint_rows_possible(m)
-    _position_velocity(m, d)
+    if skipstage < STAGE_POS:
+        _position(m, d)
+    if skipstage < STAGE_VEL:
+        _velocity(m, d)
     if not rows and getattr(d, "_tiphys_constrained", False):  # options changed
         d.nefc.fill(0)
         d.ncon.fill(0)
@@ -217,3 +236,45 @@ def compare_fwd_inv(m: Model, d: Data) -> None:
     efc_state and qfrc_constraint are kept.
     """
     compare_inverse(m, d, constraint_rows_possible(m))
+
+
+# mjtStage
+STAGE_NONE, STAGE_POS, STAGE_VEL, STAGE_ACC = 0, 1, 2, 3
+
+
+def _skipstage(func: str, skipstage) -> int:
+    try:
+        stage = int(skipstage)
+    except (TypeError, ValueError):
+        stage = None
+    if stage is None or stage != skipstage or not STAGE_NONE <= stage <= STAGE_ACC:
+        raise ValueError(f"{func}: skipstage must be an mjtStage (0 none, 1 pos, 2 vel, "
+                         f"3 acc), got {skipstage!r}")
+    return stage
+
+
+def forward_skip(m: Model, d: Data, skipstage: int = STAGE_NONE,
+                 skipsensor: bool = False) -> None:
+    """forward without the stages whose inputs did not change, as mj_forwardSkip.
+
+    ``skipstage`` (mjtStage): 0 runs everything; 1 (STAGE_POS) skips the position
+    stages (kinematics to make_constraint and transmission: qpos unchanged since they
+    ran); 2 or 3 (STAGE_VEL, STAGE_ACC) also skips the velocity stages (velocity,
+    com_vel, passive, reference_constraint, rne). The acceleration stages (actuation,
+    fwd_acceleration, solve) always run. ``skipsensor`` skips MuJoCo's sensor stages;
+    tiphys's forward runs no sensor stages yet, so it changes nothing here.
+    """
+    stage = _skipstage("forward_skip", skipstage)
+    if stage < STAGE_POS:
+        _position(m, d)
+    if stage < STAGE_VEL:
+        _velocity(m, d)
+    _acceleration(m, d)
+
+
+def inverse_skip(m: Model, d: Data, skipstage: int = STAGE_NONE,
+                 skipsensor: bool = False) -> None:
+    """inverse without the stages whose inputs did not change, as mj_inverseSkip:
+    ``skipstage`` and ``skipsensor`` as in forward_skip (the position stages of
+    inverse are mj_invPosition's, the velocity stages mj_invVelocity's)."""
+    _inverse(m, d, _skipstage("inverse_skip", skipstage))

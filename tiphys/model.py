@@ -174,6 +174,8 @@ def reset_data(m: Model, d: Data, keyframe=None, world: Optional[int] = None) ->
     """
     a = m.arrays
     nw = d.nworld
+    if world is not None and (not isinstance(world, (int, np.integer)) or not 0 <= world < nw):
+        raise IndexError(f"reset_data: world {world!r} out of range (nworld={nw})")
     state = {
         "time": np.zeros(nw), "qpos": np.tile(a.qpos0, (nw, 1)),
         "qvel": np.zeros((nw, m.nv)), "act": np.zeros((nw, m.na)),
