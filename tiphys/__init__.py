@@ -23,6 +23,14 @@ from .kernels.solver import solve, solver_stats
 from .kernels.rne_post import contact_force, rne_post_constraint
 from .ray import multi_ray, ray, ray_batch, ray_geom, ray_hfield, ray_mesh
 from .derivative import inverse_fd, quat_integrate_deriv, sub_quat_deriv, transition_fd
+from .viewer import Viewer, render
+from .forward import forward_skip, inverse_skip
+from .state import State, copy_state, extract_state, get_state, set_keyframe, set_state, state_size
+from .support import (angmom_mat, check_acc, check_pos, check_vel, differentiate_pos,
+                      get_total_mass, integrate_pos, jac_dot, jac_point_axis, local2global,
+                      mul_jac_t_vec, mul_jac_vec, normalize_quat, object_acceleration,
+                      object_velocity, set_total_mass)
+from .printing import print_data, print_model
 
 __version__ = "0.1.0"
 
@@ -41,4 +49,11 @@ __all__ = [
     "rne_post_constraint", "contact_force",
     "ray", "multi_ray", "ray_batch", "ray_geom", "ray_mesh", "ray_hfield",
     "transition_fd", "inverse_fd", "sub_quat_deriv", "quat_integrate_deriv",
+    "Viewer", "render",
+    "forward_skip", "inverse_skip", "State", "state_size", "get_state", "set_state",
+    "extract_state", "copy_state", "set_keyframe", "jac_dot", "jac_point_axis",
+    "angmom_mat", "object_velocity", "object_acceleration", "local2global",
+    "differentiate_pos", "integrate_pos", "normalize_quat", "get_total_mass",
+    "set_total_mass", "mul_jac_vec", "mul_jac_t_vec", "check_pos", "check_vel",
+    "check_acc", "print_model", "print_data",
 ]

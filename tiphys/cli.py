@@ -635,11 +635,192 @@ def cmd_bench(args, out: Console, err: Console) -> int:
     return subprocess.call([sys.executable, runner, *args.bench_args])
 
 
-def cmd_later(args, out: Console, err: Console) -> int:
-    err.print(f"[yellow]tiphys {args.command}[/yellow]: the viewer (GGUI) arrives with a later "
-              f"issue; `tiphys {args.command}` is not available yet. Use `tiphys info` or "
-              f"`tiphys run` meanwhile.", soft_wrap=True)
-    return EXIT_BAD_INPUT
+# --------------------------------------------------------------------------- view, render
+
+IMAGE_EXTS = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp")
+VIDEO_EXTS = (".mp4", ".gif")
+
+
+def output_kind(path: str) -> str:
+    """'image' or 'video' from the output's extension; ValueError if neither."""
+    ext = os.path.splitext(path)[1].lower()
+    if ext in IMAGE_EXTS:
+        return "image"
+    if ext in VIDEO_EXTS:
+        return "video"
+    raise ValueError(f"cannot tell the output format of '{path}': use an image "
+                     f"({', '.join(IMAGE_EXTS)}) or a video ({', '.join(VIDEO_EXTS)})")
+
+
+def check_writable(path: str) -> None:
+    """A clear error before any work when ``path`` cannot be written."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise ValueError(f"cannot write '{path}': the folder {folder} does not exist")
+    if os.path.isdir(path):
+        raise ValueError(f"cannot write '{path}': it is a folder")
+    if not os.access(folder, os.W_OK) or (os.path.exists(path) and
+                                            not os.access(path, os.W_OK)):
+        raise ValueError(f"cannot write '{path}': permission denied")
+
+
+def video_writer(path: str, fps: float):
+    """An imageio-ffmpeg writer for .mp4 (the optional 'video' extra) or a GIF writer."""
+    if path.lower().endswith(".gif"):
+        return _GifWriter(path, fps)
+    try:
+        import imageio.v2 as imageio
+        import imageio_ffmpeg  # noqa: F401 - the ffmpeg binary comes with it
+    except ImportError:
+        raise ImportError("writing .mp4 needs imageio and imageio-ffmpeg: install the "
+                          "optional extra with `pip install 'tiphys[video]'` (or write a "
+                          ".gif, which needs nothing more)") from None
+    return imageio.get_writer(path, fps=fps, codec="libx264", quality=8,
+                              macro_block_size=1)
+
+
+class _GifWriter:
+    def __init__(self, path, fps):
+        self.path, self.fps, self.frames = path, fps, []
+
+    def append_data(self, frame):
+        from PIL import Image
+        self.frames.append(Image.fromarray(frame))
+
+    def close(self):
+        if self.frames:
+            self.frames[0].save(self.path, save_all=True, append_images=self.frames[1:],
+                                duration=max(1, int(round(1000 / self.fps))), loop=0)
+
+
+def _render_setup(args, err: Console):
+    """Backend, model, Data after reset + forward, the gait driver; errors raised."""
+    from .api import compile_model, load_spec
+    from .forward import forward
+    from .model import make_data
+
+    if args.nworld < 1:
+        raise ValueError("--nworld must be >= 1")
+    ensure_backend(args.arch, _precision(args))
+    m = compile_model(load_spec(args.model or scene_path()))
+    d = make_data(m, args.nworld)
+    forward(m, d)
+    driver = GaitDriver(gait_for(m), np.random.default_rng(args.seed).uniform(
+        0.0, 2 * np.pi, args.nworld), d) if m.nu else None
+    return m, d, driver
+
+
+def _advance(m, d, driver, nstep: int) -> None:
+    from .forward import step
+    for _ in range(nstep):
+        if driver is not None:
+            driver.apply(d)
+        step(m, d)
+
+
+def cmd_render(args, out: Console, err: Console) -> int:
+    from .viewer.renderer import Renderer, camera_id, check_world
+
+    try:
+        kind = output_kind(args.output)
+        check_writable(args.output)
+        if args.width < 1 or args.height < 1:
+            raise ValueError("--width and --height must be >= 1")
+        if args.steps < 0:
+            raise ValueError("--steps must be >= 0")
+        if kind == "video" and (args.duration <= 0 or args.fps <= 0):
+            raise ValueError("--duration and --fps must be positive")
+        writer = video_writer(args.output, args.fps) if kind == "video" else None
+    except (ValueError, ImportError) as exc:
+        err.print(f"[red]error[/red]: {escape(str(exc))}", soft_wrap=True)
+        return EXIT_BAD_INPUT
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            m, d, driver = _render_setup(args, err)
+        camera = args.camera
+        if camera is not None and camera.lstrip("-").isdigit():
+            camera = int(camera)
+        camera_id(m, camera)
+        check_world(d, args.world)
+        worlds = list(range(min(d.nworld, 16))) if args.grid else None
+        r = Renderer(m, args.width, args.height)
+    except (ValueError, IndexError) as exc:
+        err.print(f"[red]error[/red]: {escape(str(exc))}", soft_wrap=True)
+        return EXIT_BAD_INPUT
+    except RuntimeError as exc:  # RenderError: no Vulkan
+        err.print(f"[red]cannot render[/red]: {escape(str(exc))}", soft_wrap=True)
+        return EXIT_BAD_INPUT
+    from .viewer.renderer import RenderOptions
+    options = RenderOptions(contact_points=args.contacts, contact_forces=args.contacts)
+
+    def frame():
+        return r.render(d, camera, args.world, options=options, worlds=worlds)
+
+    t0 = time.perf_counter()
+    _advance(m, d, driver, args.steps)
+    if writer is None:
+        img = frame()
+        _save_image(img, args.output)
+        what = f"{args.width}x{args.height} image"
+    else:
+        nframe = max(1, int(round(args.duration * args.fps)))
+        per_frame = max(1, int(round(1.0 / (args.fps * m.opt.timestep))))
+        progress = Progress(SpinnerColumn(), TextColumn("{task.description}"),
+                            BarColumn(bar_width=24), MofNCompleteColumn(),
+                            TimeRemainingColumn(), console=err)
+        with progress:
+            task = progress.add_task("rendering frames", total=nframe)
+            for _ in range(nframe):
+                writer.append_data(frame())
+                _advance(m, d, driver, per_frame)
+                progress.advance(task)
+        writer.close()
+        what = (f"{nframe} frames of {args.width}x{args.height} at {args.fps:g} fps "
+                f"({per_frame} steps of {m.opt.timestep:g} s per frame)")
+    out.print(f"wrote {escape(args.output)}: {what}, in {time.perf_counter() - t0:.1f} s",
+              soft_wrap=True)
+    return EXIT_OK
+
+
+def _save_image(img: np.ndarray, path: str) -> None:
+    from PIL import Image
+    Image.fromarray(img).save(path)
+
+
+def cmd_view(args, out: Console, err: Console) -> int:
+    from .viewer.renderer import RenderError, has_display
+    from .viewer.viewer import Viewer
+
+    if not has_display():
+        err.print("[yellow]tiphys view[/yellow]: no display here (DISPLAY and WAYLAND_DISPLAY "
+                  "are unset), so no window can open. Render headless instead, e.g.\n"
+                  "  tiphys render MODEL -o frame.png   (one picture)\n"
+                  "  tiphys render MODEL -o clip.mp4 --duration 5 --fps 30   (a video)",
+                  soft_wrap=True)
+        return EXIT_BAD_INPUT
+    try:
+        m, d, driver = _render_setup(args, err)
+        viewer = Viewer(m, d, args.width, args.height, world=args.world)
+    except (ValueError, IndexError) as exc:
+        err.print(f"[red]error[/red]: {escape(str(exc))}", soft_wrap=True)
+        return EXIT_BAD_INPUT
+    except RenderError as exc:
+        err.print(f"[red]cannot open the viewer[/red]: {escape(str(exc))}", soft_wrap=True)
+        return EXIT_BAD_INPUT
+    from .forward import step
+
+    def step_with_gait(m, d):
+        if driver is not None:
+            driver.apply(d)
+        step(m, d)
+
+    out.print(Viewer.help_text())
+    try:
+        viewer.run(step=step_with_gait)
+    finally:
+        viewer.close()
+    return EXIT_OK
 
 
 # --------------------------------------------------------------------------- parser
@@ -682,10 +863,35 @@ def build_parser() -> argparse.ArgumentParser:
                    help="arguments passed to benchmarks/run.py")
     p.set_defaults(func=cmd_bench)
 
-    for name, what in (("view", "interactive viewer"), ("render", "offscreen rendering")):
-        p = sub.add_parser(name, help=f"{what} (arrives with a later issue)")
-        p.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
-        p.set_defaults(func=cmd_later)
+    def scene_options(p, width, height):
+        p.add_argument("model", nargs="?", help="MJCF file (default: the bundled scene)")
+        p.add_argument("--nworld", type=int, default=1, help="number of worlds (default 1)")
+        p.add_argument("--world", type=int, default=0, help="the world to show (default 0)")
+        p.add_argument("--width", type=int, default=width, help=f"pixels (default {width})")
+        p.add_argument("--height", type=int, default=height,
+                       help=f"pixels (default {height})")
+        p.add_argument("--seed", type=int, default=0, help="random seed of the gait phases")
+        backend_options(p)
+
+    p = sub.add_parser("view", help="interactive viewer (GGUI window; H shows the keys)")
+    scene_options(p, 1280, 800)
+    p.set_defaults(func=cmd_view)
+
+    p = sub.add_parser("render", help="render a picture or a video headless (GGUI, Vulkan)")
+    scene_options(p, 640, 480)
+    p.add_argument("-o", "--output", required=True,
+                   help="output file: .png/.jpg/... (a picture) or .mp4/.gif (a video)")
+    p.add_argument("--camera", default=None,
+                   help="model camera name or id (default: the free camera)")
+    p.add_argument("--steps", type=int, default=0,
+                   help="steps to simulate before the (first) frame (default 0)")
+    p.add_argument("--duration", type=float, default=5.0,
+                   help="video length in simulated seconds (default 5)")
+    p.add_argument("--fps", type=float, default=30.0, help="video frames per second (30)")
+    p.add_argument("--grid", action="store_true",
+                   help="tile the worlds (up to 16) side by side")
+    p.add_argument("--contacts", action="store_true", help="draw contact points and forces")
+    p.set_defaults(func=cmd_render)
     return parser
 
 

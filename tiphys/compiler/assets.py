@@ -9,6 +9,7 @@ from ..errors import ModelError, error_at
 from . import rotation as rot
 from .attrs import BOOL, Attrs
 from .mesh import compile_hfield, compile_mesh, polygon_arrays
+from .texture import compile_texture
 
 TEXTURE_TYPES = {"2d": 0, "cube": 1, "skybox": 2}
 TEXTURE_ROLES = {"user": 0, "rgb": 1, "occlusion": 2, "roughness": 3, "metallic": 4,
@@ -285,15 +286,35 @@ class AssetCompiler:
         out.hfield_data = np.concatenate([h.data for h in hfields]).astype(f) if hfields \
             else np.zeros(0)
 
-        out.tex_type = np.array([Attrs(el).keyword("type", TEXTURE_TYPES, 1)
-                                 for el in self.tex_els], dtype=np.int32)
+        self._textures(out)
         self._materials(out)
         from .compile import _setsize
         _setsize(out, nmesh=len(meshes), nmeshvert=len(out.mesh_vert),
                  nmeshnormal=len(out.mesh_normal), nmeshtexcoord=len(out.mesh_texcoord),
                  nmeshface=len(out.mesh_face), nmeshgraph=len(out.mesh_graph),
                  nhfield=len(hfields), nhfielddata=len(out.hfield_data),
-                 ntex=len(self.tex_els), nmat=len(self.mat_els))
+                 ntex=len(self.tex_els), ntexdata=len(out.tex_data), nmat=len(self.mat_els))
+
+    def _textures(self, out):
+        """tex_* arrays; tex_data (uint8) stays on the host (the renderer samples it)."""
+        texs = []
+        for el in self.tex_els:
+            def read(name, attr, el=el):
+                fname, directory = self._path(name, self.ctx.texturedir)
+                return self.reader.read(fname, directory, where=(el, attr))
+            try:
+                texs.append(compile_texture(Attrs(el), read))
+            except ModelError as exc:
+                if exc.line is not None:
+                    raise
+                raise error_at(el, exc.detail, exc.attribute or "file") from None
+        for name in ("type", "colorspace", "height", "width", "nchannel"):
+            setattr(out, "tex_" + name, np.array([getattr(t, name) for t in texs],
+                                                 dtype=np.int32))
+        sizes = [t.data.size for t in texs]
+        out.tex_adr = np.array(np.cumsum([0] + sizes)[:-1], dtype=np.int32)
+        out.tex_data = np.concatenate([t.data for t in texs]) if texs \
+            else np.zeros(0, dtype=np.uint8)
 
     def _materials(self, out):
         n = len(self.mat_els)

@@ -17,6 +17,7 @@ from .options import read_option, read_size, read_statistic, read_visual
 from .actuator import compile_tendons_and_actuators
 from .contact import compile_contact, referenced_geom_names
 from .equality import compile_equality
+from .sensor import compile_sensors
 from .setconst import set_const
 from .tree import TreeBuilder
 
@@ -141,6 +142,7 @@ def compile_spec(spec) -> ModelArrays:
     compile_tendons_and_actuators(spec, defaults, builder, ctx, out, size)
     compile_contact(spec, defaults, builder, out)
     compile_equality(spec, defaults, builder, out)
+    compile_sensors(spec, defaults, builder, out, size)
     try:
         _keyframes(spec, out, size.get("nkey", 0))
     except MemoryError:
@@ -387,7 +389,7 @@ def _assemble(out, builder, ctx, size):
     out.mocap_quat0 = np.array([b.quat for b in mocap], dtype=f).reshape(len(mocap), 4)
     _setsize(out, nq=nq, nv=nv, nu=0, na=0, nbody=nbody, njnt=njnt, ntree=ntree, nM=nM,
              ngeom=ngeom, nsite=nsite, ncam=ncam, nlight=nlight, nmocap=len(mocap),
-             nuserdata=size["nuserdata"], nsensordata=0)
+             nuserdata=size["nuserdata"])
     out.bodies = bodies
 
 

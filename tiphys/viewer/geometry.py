@@ -1,0 +1,555 @@
+"""Triangle meshes of a model's geoms and sites, built once per model on the host.
+
+Every geom and site becomes an *object*: vertices and normals in its own frame,
+a base colour per vertex (rgba or material colour, times the texture sampled at
+the vertex) and triangles. ``kernels/render.py`` moves them into the world each
+frame from ``geom_xpos/geom_xmat`` (``site_xpos/site_xmat``) and lights them.
+
+Vertices are grouped in draw passes: opaque objects, planes (drawn after the
+opaque objects so that a plane seen from below, which MuJoCo makes translucent,
+blends over what lies behind it) and transparent objects (drawn last).
+
+Texture fallbacks (GGUI draws per-vertex colour, no texture images): a plane's
+2D texture is cut into cells of flat colour aligned with the texture's pixels
+(a builtin checker is exact), other geoms sample their texture at the vertices.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+PLANE, HFIELD, SPHERE, CAPSULE, ELLIPSOID, CYLINDER, BOX, MESH = range(8)
+GEOM_NAMES = ("plane", "hfield", "sphere", "capsule", "ellipsoid", "cylinder", "box", "mesh",
+              "sdf")
+OBJ_GEOM, OBJ_SITE = 0, 1
+PASS_OPAQUE, PASS_PLANE, PASS_TRANSPARENT = range(3)
+NPASS = 3
+# object flags
+FLAG_VISIBLE, FLAG_PLANE, FLAG_STATIC = 1, 2, 4
+RGB_ROLE = 1  # mjTEXROLE_RGB
+MAX_PLANE_CELLS = 128  # per side
+VISUAL_SCALE = {  # mjVisual.scale defaults (MuJoCo 3.4.0)
+    "forcewidth": 0.1, "contactwidth": 0.3, "contactheight": 0.1, "connect": 0.2,
+    "com": 0.4, "camera": 0.3, "light": 0.3, "selectpoint": 0.2, "jointlength": 1.0,
+    "jointwidth": 0.1, "actuatorlength": 0.7, "actuatorwidth": 0.2, "framelength": 1.0,
+    "framewidth": 0.1, "constraint": 0.1, "slidercrank": 0.2, "frustum": 10.0,
+}
+
+
+def visual(m) -> dict:
+    """``m.vis`` completed with MuJoCo's defaults (a put_model model carries only a few)."""
+    from ..compiler.options import _VISUAL_DEFAULTS
+
+    vis = {k: dict(v) for k, v in _VISUAL_DEFAULTS.items()}
+    vis["scale"].update(VISUAL_SCALE)
+    for section, values in (getattr(m, "vis", None) or {}).items():
+        vis.setdefault(section, {}).update(values)
+    return vis
+
+
+@dataclass
+class Part:
+    """One tessellated object: local vertices, normals, colours and triangles."""
+
+    pos: np.ndarray
+    nrm: np.ndarray
+    rgba: np.ndarray
+    tri: np.ndarray
+
+
+@dataclass
+class SceneTemplate:
+    """All objects of a model, vertices sorted by draw pass."""
+
+    vert_obj: np.ndarray   # (N,) object of each vertex
+    vert_pos: np.ndarray   # (N, 3) f32, object frame
+    vert_nrm: np.ndarray   # (N, 3) f32, object frame
+    vert_rgba: np.ndarray  # (N, 4) f32 base colour
+    pass_start: np.ndarray  # (NPASS + 1,) vertex ranges of the passes
+    pass_tri: list          # NPASS arrays of triangle corner indices, relative to the pass
+    obj_kind: np.ndarray    # (O,) OBJ_GEOM / OBJ_SITE
+    obj_id: np.ndarray      # (O,) geom or site id
+    obj_type: np.ndarray    # (O,) mjtGeom
+    obj_group: np.ndarray   # (O,)
+    obj_flags: np.ndarray   # (O,) FLAG_PLANE | FLAG_STATIC (visibility is added per view)
+    obj_material: np.ndarray  # (O, 4) f32: emission, specular, shininess, 0
+    obj_alpha: np.ndarray   # (O,) rgba alpha
+    skybox: np.ndarray = field(default=None)  # (texid) or None
+
+    @property
+    def nvert(self) -> int:
+        return len(self.vert_obj)
+
+    @property
+    def nobj(self) -> int:
+        return len(self.obj_kind)
+
+
+# ------------------------------------------------------------------ primitive shapes
+
+
+def _grid_sphere(nslice: int, nstack: int):
+    """Unit-sphere rings: (theta, phi) grid with a duplicated seam; triangles."""
+    theta = np.linspace(0.0, np.pi, nstack + 1)          # from +z down
+    phi = np.linspace(0.0, 2 * np.pi, nslice + 1)
+    t, p = np.meshgrid(theta, phi, indexing="ij")
+    unit = np.stack([np.sin(t) * np.cos(p), np.sin(t) * np.sin(p), np.cos(t)], -1)
+    return unit, _grid_tris(nstack + 1, nslice + 1)
+
+
+def _grid_tris(rows: int, cols: int) -> np.ndarray:
+    """Two counter-clockwise triangles per cell of a rows x cols vertex grid."""
+    r, c = np.meshgrid(np.arange(rows - 1), np.arange(cols - 1), indexing="ij")
+    a = (r * cols + c).ravel()
+    b, d, e = a + 1, a + cols, a + cols + 1
+    return np.stack([a, d, b, b, d, e], -1).reshape(-1, 3)
+
+
+def sphere(radius, nslice, nstack):
+    unit, tri = _grid_sphere(nslice, nstack)
+    unit = unit.reshape(-1, 3)
+    return unit * radius, unit.copy(), tri
+
+
+def ellipsoid(size, nslice, nstack):
+    unit, tri = _grid_sphere(nslice, nstack)
+    unit = unit.reshape(-1, 3)
+    size = np.asarray(size, dtype=np.float64)
+    nrm = unit / size
+    nrm /= np.linalg.norm(nrm, axis=1, keepdims=True)
+    return unit * size, nrm, tri
+
+
+def capsule(radius, half, nslice, nstack):
+    """Hemispheres joined by a cylinder: the sphere's equator ring is doubled."""
+    nstack += nstack % 2
+    theta = np.linspace(0.0, np.pi, nstack + 1)
+    theta = np.concatenate([theta[:nstack // 2 + 1], theta[nstack // 2:]])
+    shift = np.where(np.arange(len(theta)) <= nstack // 2, half, -half)
+    phi = np.linspace(0.0, 2 * np.pi, nslice + 1)
+    t, p = np.meshgrid(theta, phi, indexing="ij")
+    unit = np.stack([np.sin(t) * np.cos(p), np.sin(t) * np.sin(p), np.cos(t)], -1)
+    pos = unit * radius
+    pos[..., 2] += shift[:, None]
+    return pos.reshape(-1, 3), unit.reshape(-1, 3), _grid_tris(len(theta), nslice + 1)
+
+
+def cylinder(radius, half, nslice, nstack):
+    phi = np.linspace(0.0, 2 * np.pi, nslice + 1)
+    ring = np.stack([np.cos(phi), np.sin(phi), np.zeros_like(phi)], -1)
+    rows = max(2, nstack // 4 + 1)
+    z = np.linspace(half, -half, rows)
+    side = (ring[None] * radius + z[:, None, None] * np.array([0, 0, 1.0])).reshape(-1, 3)
+    parts = [(side, np.tile(ring, (rows, 1)), _grid_tris(rows, nslice + 1))]
+    for sign in (1.0, -1.0):
+        rim = ring * radius + np.array([0, 0, sign * half])
+        pos = np.vstack([[0, 0, sign * half], rim])
+        nrm = np.tile([0, 0, sign], (len(pos), 1))
+        k = np.arange(1, nslice + 1)
+        tri = np.stack([np.zeros_like(k), k, k + 1], -1)
+        if sign < 0:
+            tri = tri[:, [0, 2, 1]]
+        parts.append((pos, nrm, tri))
+    return _merge(parts)
+
+
+def box(size, ncell):
+    """Six faces, each an ncell[axis-pair] grid with the face's normal."""
+    size = np.asarray(size, dtype=np.float64)
+    parts = []
+    for axis in range(3):
+        u, v = (axis + 1) % 3, (axis + 2) % 3
+        nu, nv = ncell[u], ncell[v]
+        gu = np.linspace(-size[u], size[u], nu + 1)
+        gv = np.linspace(-size[v], size[v], nv + 1)
+        U, V = np.meshgrid(gu, gv, indexing="ij")
+        for sign in (1.0, -1.0):
+            pos = np.zeros((nu + 1, nv + 1, 3))
+            pos[..., u], pos[..., v], pos[..., axis] = U, V, sign * size[axis]
+            nrm = np.zeros_like(pos)
+            nrm[..., axis] = sign
+            tri = _grid_tris(nu + 1, nv + 1)
+            if sign < 0:
+                tri = tri[:, [0, 2, 1]]
+            parts.append((pos.reshape(-1, 3), nrm.reshape(-1, 3), tri))
+    return _merge(parts)
+
+
+def _merge(parts):
+    pos, nrm, tri, base = [], [], [], 0
+    for p, n, t in parts:
+        pos.append(p)
+        nrm.append(n)
+        tri.append(np.asarray(t) + base)
+        base += len(p)
+    return np.vstack(pos), np.vstack(nrm), np.vstack(tri)
+
+
+def mesh(a, meshid):
+    """A mesh asset with one vertex per face corner (MuJoCo's face normals)."""
+    vadr, fadr = a.mesh_vertadr[meshid], a.mesh_faceadr[meshid]
+    nface = a.mesh_facenum[meshid]
+    face = np.asarray(a.mesh_face[fadr:fadr + nface]).reshape(-1, 3)
+    vert = np.asarray(a.mesh_vert, dtype=np.float64).reshape(-1, 3)[vadr:][:a.mesh_vertnum[meshid]]
+    pos = vert[face.ravel()]
+    e1 = vert[face[:, 1]] - vert[face[:, 0]]
+    e2 = vert[face[:, 2]] - vert[face[:, 0]]
+    flat = np.cross(e1, e2)
+    flat /= np.maximum(np.linalg.norm(flat, axis=1, keepdims=True), 1e-12)
+    nrm = np.repeat(flat, 3, axis=0)
+    nadr, nnum = a.mesh_normaladr[meshid], a.mesh_normalnum[meshid]
+    fnormal = np.asarray(a.mesh_facenormal[fadr:fadr + nface]).reshape(-1, 3)
+    if nnum > 0 and fnormal.size and fnormal.min() >= 0 and fnormal.max() < nnum:
+        normals = np.asarray(a.mesh_normal, dtype=np.float64).reshape(-1, 3)[nadr:nadr + nnum]
+        nrm = normals[fnormal.ravel()]
+        nrm /= np.maximum(np.linalg.norm(nrm, axis=1, keepdims=True), 1e-12)
+    uv = None
+    tadr, tnum = a.mesh_texcoordadr[meshid], a.mesh_texcoordnum[meshid]
+    ftex = np.asarray(a.mesh_facetexcoord[fadr:fadr + nface]).reshape(-1, 3)
+    if tadr >= 0 and tnum > 0 and ftex.size and ftex.min() >= 0 and ftex.max() < tnum:
+        uv = np.asarray(a.mesh_texcoord, dtype=np.float64).reshape(-1, 2)[tadr:tadr + tnum]
+        uv = uv[ftex.ravel()]
+    tri = np.arange(3 * nface).reshape(-1, 3)
+    return pos, nrm, tri, uv
+
+
+def hfield(a, hid):
+    """Top surface of flat triangles split as MuJoCo's (cell diagonal from (r, c) to
+    (r+1, c+1)), four side walls and the bottom."""
+    nrow, ncol = int(a.hfield_nrow[hid]), int(a.hfield_ncol[hid])
+    sx, sy, sz, base = (float(v) for v in a.hfield_size[hid])
+    adr = a.hfield_adr[hid]
+    h = np.asarray(a.hfield_data[adr:adr + nrow * ncol], dtype=np.float64).reshape(nrow, ncol)
+    x = np.linspace(-sx, sx, ncol)
+    y = np.linspace(-sy, sy, nrow)
+    X, Y = np.meshgrid(x, y)  # (nrow, ncol): row r is y, column c is x
+    top = np.stack([X, Y, h * sz], -1)
+    r, c = np.meshgrid(np.arange(nrow - 1), np.arange(ncol - 1), indexing="ij")
+    a0 = (r * ncol + c).ravel()
+    b0, d0, e0 = a0 + 1, a0 + ncol, a0 + ncol + 1
+    corners = np.concatenate([np.stack([a0, e0, d0], -1), np.stack([a0, b0, e0], -1)])
+    flat = top.reshape(-1, 3)
+    pos = flat[corners.reshape(-1)]
+    tri_pos = pos.reshape(-1, 3, 3)
+    face = np.cross(tri_pos[:, 1] - tri_pos[:, 0], tri_pos[:, 2] - tri_pos[:, 0])
+    face /= np.maximum(np.linalg.norm(face, axis=1, keepdims=True), 1e-15)
+    face[face[:, 2] < 0] *= -1
+    parts = [(pos, np.repeat(face, 3, axis=0), np.arange(len(pos)).reshape(-1, 3))]
+    edges = (  # (top edge points, outward normal)
+        (top[0, :], (0, -1, 0)), (top[-1, ::-1], (0, 1, 0)),
+        (top[::-1, 0], (-1, 0, 0)), (top[:, -1], (1, 0, 0)))
+    for edge, n in edges:
+        bottom = edge.copy()
+        bottom[:, 2] = -base
+        pos = np.vstack([edge, bottom])
+        k = len(edge)
+        i = np.arange(k - 1)
+        t = np.concatenate([np.stack([i, i + 1, i + k], -1), np.stack([i + 1, i + k + 1, i + k], -1)])
+        parts.append((pos, np.tile(n, (2 * k, 1)), t))
+    corners = np.array([[-sx, -sy, -base], [sx, -sy, -base], [sx, sy, -base], [-sx, sy, -base]])
+    parts.append((corners, np.tile([0, 0, -1.0], (4, 1)), np.array([[0, 2, 1], [0, 3, 2]])))
+    return _merge(parts)
+
+
+def _fix_winding(pos, nrm, tri):
+    """Orient triangles counter-clockwise about their vertex normals."""
+    p = pos[tri]
+    face = np.cross(p[:, 1] - p[:, 0], p[:, 2] - p[:, 0])
+    flip = np.einsum("ij,ij->i", face, nrm[tri].sum(1)) < 0
+    tri = tri.copy()
+    tri[flip] = tri[flip][:, [0, 2, 1]]
+    return tri
+
+
+# ------------------------------------------------------------------------- textures
+
+
+class Textures:
+    """Texel lookups on the host model's tex_* arrays (None when tex_data is absent)."""
+
+    def __init__(self, a):
+        self.a = a
+        self.data = getattr(a, "tex_data", None)
+        self.ntex = int(a.sizes.get("ntex", 0))
+
+    def available(self, texid: int) -> bool:
+        return self.data is not None and 0 <= texid < self.ntex and \
+            int(self.a.tex_width[texid]) > 0
+
+    def image(self, texid: int) -> np.ndarray:
+        """(height, width, 4) float RGBA in [0, 1]."""
+        a = self.a
+        w, h, c = int(a.tex_width[texid]), int(a.tex_height[texid]), int(a.tex_nchannel[texid])
+        adr = int(a.tex_adr[texid])
+        raw = np.asarray(self.data[adr:adr + w * h * c], dtype=np.float64).reshape(h, w, c) / 255
+        out = np.ones((h, w, 4))
+        if c == 1:
+            out[..., :3] = raw
+        else:
+            out[..., :min(c, 4)] = raw[..., :4]
+        return out
+
+    def sample_2d(self, texid, s, t) -> np.ndarray:
+        img = self.image(texid)
+        h, w = img.shape[:2]
+        col = np.clip(np.floor((s - np.floor(s)) * w).astype(int), 0, w - 1)
+        row = np.clip(np.floor((t - np.floor(t)) * h).astype(int), 0, h - 1)
+        return img[row, col]
+
+    def sample_cube(self, texid, direction) -> np.ndarray:
+        """OpenGL cube-map lookup; faces stored +x, -x, +y, -y, +z, -z."""
+        img = self.image(texid)
+        w = img.shape[1]
+        if img.shape[0] < 6 * w:  # a single repeated face
+            faces = np.repeat(img[None, :w], 6, axis=0)
+        else:
+            faces = img[:6 * w].reshape(6, w, w, 4)
+        d = np.asarray(direction, dtype=np.float64).reshape(-1, 3)
+        ax = np.argmax(np.abs(d), axis=1)
+        x, y, z = d[:, 0], d[:, 1], d[:, 2]
+        ma = np.maximum(np.abs(d[np.arange(len(d)), ax]), 1e-12)
+        pos = d[np.arange(len(d)), ax] >= 0
+        face = 2 * ax + (~pos)
+        sc = np.select([face == 0, face == 1, face == 2, face == 3, face == 4],
+                       [-z, z, x, x, x], -x)
+        tc = np.select([face == 2, face == 3], [z, -z], -y)
+        s = np.clip(((sc / ma + 1) / 2 * w).astype(int), 0, w - 1)
+        t = np.clip(((tc / ma + 1) / 2 * w).astype(int), 0, w - 1)
+        return faces[face, t, s]
+
+    def mean(self, texid) -> np.ndarray:
+        return self.image(texid).reshape(-1, 4).mean(0)
+
+
+def _material(a, matid, rgba):
+    """MuJoCo's setMaterial: colour, emission, specular, shininess, texture id."""
+    rgba = np.asarray(rgba, dtype=np.float64).copy()
+    emission, specular, shininess, texid = 0.0, 0.5, 0.5, -1
+    if matid >= 0:
+        emission = float(a.mat_emission[matid])
+        specular = float(a.mat_specular[matid])
+        shininess = float(a.mat_shininess[matid])
+        texid = int(np.asarray(a.mat_texid).reshape(-1, 10)[matid, RGB_ROLE])
+        if np.allclose(rgba, [0.5, 0.5, 0.5, 1.0], rtol=0, atol=0):
+            rgba = np.asarray(a.mat_rgba, dtype=np.float64).reshape(-1, 4)[matid].copy()
+    return rgba, emission, specular, shininess, texid
+
+
+# --------------------------------------------------------------------------- planes
+
+
+def _plane_axis(half, scl, ncell_tex, limit):
+    """Cell edges along one plane axis: texture pixel borders (s = k / ncell_tex) when
+    they fit in ``limit`` cells, then subdivided to at least limit / 2 cells."""
+    s0, s1 = -0.5 * scl * half - 0.5, 0.5 * scl * half - 0.5
+    edges = np.array([-half, half])
+    if scl > 0 and ncell_tex > 0:
+        k = int(ncell_tex)
+        while k > 1 and (s1 - s0) * k > limit:
+            k //= 2
+        if (s1 - s0) * k <= limit:
+            ks = np.arange(np.floor(s0 * k) + 1, np.ceil(s1 * k))
+            inner = (ks / k + 0.5) / (0.5 * scl)
+            edges = np.concatenate([[-half], inner[(inner > -half) & (inner < half)], [half]])
+    ncell = len(edges) - 1
+    sub = max(1, int(np.ceil(limit / 2 / ncell)))
+    fine = [np.linspace(edges[i], edges[i + 1], sub + 1)[:-1] for i in range(ncell)]
+    return np.concatenate(fine + [[half]])
+
+
+def plane(a, geomid, size, texs: Textures, texid, matid, extent, zfar):
+    """Plane cells of flat colour (4 vertices each, normal +z); colour from the texture
+    at each cell's centre with MuJoCo's plane mapping (texrepeat, texuniform)."""
+    halves, scl = [], []
+    for k in range(2):
+        rep = float(np.asarray(a.mat_texrepeat).reshape(-1, 2)[matid, k]) if matid >= 0 else 1.0
+        uniform = matid >= 0 and bool(a.mat_texuniform[matid])
+        if size[k] > 0:
+            halves.append(float(size[k]))
+            scl.append(rep * (1.0 if uniform else 1.0 / max(1e-15, size[k])))
+        else:  # infinite: MuJoCo draws it out to zfar; we draw what the cell budget allows
+            period = 2.0 / rep if rep > 0 else zfar
+            halves.append(float(min(0.5 * zfar, 0.25 * MAX_PLANE_CELLS * period,
+                                    max(10 * extent, 0.05 * zfar))))
+            scl.append(rep)
+    textured = texs.available(texid) and int(a.tex_type[texid]) == 0
+    ntex = [int(a.tex_width[texid]), int(a.tex_height[texid])] if textured else [0, 0]
+    gx = _plane_axis(halves[0], scl[0], min(ntex[0], 4), MAX_PLANE_CELLS)
+    gy = _plane_axis(halves[1], scl[1], min(ntex[1], 4), MAX_PLANE_CELLS)
+    x0, x1 = np.meshgrid(gx[:-1], gy[:-1], indexing="ij")
+    x1_, y1_ = np.meshgrid(gx[1:], gy[1:], indexing="ij")
+    x0, y0, x1, y1 = x0.ravel(), x1.ravel(), x1_.ravel(), y1_.ravel()
+    ncell = len(x0)
+    pos = np.zeros((ncell, 4, 3))
+    pos[:, 0, :2] = np.stack([x0, y0], -1)
+    pos[:, 1, :2] = np.stack([x1, y0], -1)
+    pos[:, 2, :2] = np.stack([x1, y1], -1)
+    pos[:, 3, :2] = np.stack([x0, y1], -1)
+    nrm = np.tile([0, 0, 1.0], (ncell * 4, 1))
+    base = 4 * np.arange(ncell)[:, None]
+    tri = np.concatenate([base + [0, 1, 2], base + [0, 2, 3]])
+    colour = np.ones((ncell, 4))
+    if textured:
+        cx, cy = 0.5 * (x0 + x1), 0.5 * (y0 + y1)
+        colour = texs.sample_2d(texid, 0.5 * scl[0] * cx - 0.5, -0.5 * scl[1] * cy - 0.5)
+    return pos.reshape(-1, 3), nrm, tri, np.repeat(colour, 4, axis=0)
+
+
+# ------------------------------------------------------------------------ the scene
+
+
+def _texture_colours(texs, texid, a, kind, pos, nrm, size, matid, uv=None, has_data=False):
+    """Per-vertex texture colour for a non-plane object (white without a texture)."""
+    n = len(pos)
+    if not texs.available(texid):
+        return np.ones((n, 4))
+    if uv is not None:
+        return texs.sample_2d(texid, uv[:, 0], uv[:, 1])
+    size = np.where(np.asarray(size, dtype=np.float64) > 0, size, 1.0)
+    unit = pos if has_data else pos / size  # MuJoCo's object coordinates
+    if int(a.tex_type[texid]) == 0:
+        rep = np.asarray(a.mat_texrepeat, dtype=np.float64).reshape(-1, 2)[matid]
+        scl = rep / size[:2] if has_data else rep.copy()
+        if bool(a.mat_texuniform[matid]):
+            scl = scl * size[:2]
+        return texs.sample_2d(texid, 0.5 * scl[0] * unit[:, 0] - 0.5,
+                              -0.5 * scl[1] * unit[:, 1] - 0.5)
+    f = size if bool(a.mat_texuniform[matid]) else np.ones(3)
+    return texs.sample_cube(texid, unit * f)
+
+
+def _cells(size, extent, limit=8):
+    """Box face subdivisions: enough for per-vertex lighting of large boxes."""
+    return [int(np.clip(np.ceil(2 * s / max(1e-9, 0.1 * extent)), 1, limit)) for s in size]
+
+
+def build_scene(m, geomgroup=None, sitegroup=None) -> SceneTemplate:
+    """Tessellate every geom and site of model ``m`` (host arrays ``m.arrays``)."""
+    a = m.arrays
+    vis = visual(m)
+    nslice = int(vis["quality"].get("numslices", 28))
+    nstack = int(vis["quality"].get("numstacks", 16))
+    extent = float(m.stat.extent)
+    zfar = float(vis["map"]["zfar"]) * extent
+    texs = Textures(a)
+    parts, objs = [], []
+
+    def add(kind, objid, gtype, group, rgba, matid, size, body, built, uv=None,
+            has_data=False, colour=None):
+        pos, nrm, tri = built[:3]
+        rgba, emission, specular, shininess, texid = _material(a, matid, rgba)
+        if colour is None:
+            colour = _texture_colours(texs, texid, a, gtype, pos, nrm, size, matid, uv,
+                                      has_data)
+        vrgba = colour * rgba
+        tri = _fix_winding(pos, nrm, np.asarray(tri, dtype=np.int64))
+        flags = (FLAG_PLANE if gtype == PLANE else 0) | (FLAG_STATIC if body == 0 else 0)
+        if gtype == PLANE:
+            p = PASS_PLANE
+        elif rgba[3] < 0.995:
+            p = PASS_TRANSPARENT
+        else:
+            p = PASS_OPAQUE
+        objs.append((kind, objid, gtype, group, flags, emission, specular, shininess,
+                     rgba[3], p))
+        parts.append(Part(pos, nrm, vrgba, tri))
+
+    geom_size = np.asarray(a.geom_size, dtype=np.float64).reshape(-1, 3)
+    geom_rgba = np.asarray(a.geom_rgba, dtype=np.float64).reshape(-1, 4)
+    for g in range(m.ngeom):
+        gtype = int(a.geom_type[g])
+        size = geom_size[g]
+        matid = int(a.geom_matid[g])
+        dataid = int(a.geom_dataid[g])
+        uv, colour, has_data = None, None, False
+        if gtype == PLANE:
+            texid = _material(a, matid, geom_rgba[g])[4]
+            *built, colour = plane(a, g, size, texs, texid, matid, extent, zfar)
+        elif gtype == SPHERE:
+            built = sphere(size[0], nslice, nstack)
+        elif gtype == CAPSULE:
+            built = capsule(size[0], size[1], nslice, nstack)
+        elif gtype == ELLIPSOID:
+            built = ellipsoid(size, nslice, nstack)
+        elif gtype == CYLINDER:
+            built = cylinder(size[0], size[1], nslice, nstack)
+        elif gtype == BOX:
+            built = box(size, _cells(size, extent))
+        elif gtype == MESH:
+            *built, uv = mesh(a, dataid)
+            has_data = True
+        elif gtype == HFIELD:
+            built = hfield(a, dataid)
+            has_data = True
+        else:
+            name = GEOM_NAMES[gtype] if 0 <= gtype < len(GEOM_NAMES) else str(gtype)
+            raise NotImplementedError(f"rendering geom type '{name}' (geom {g})")
+        add(OBJ_GEOM, g, gtype, int(a.geom_group[g]), geom_rgba[g], matid, size,
+            int(a.geom_bodyid[g]), built, uv, has_data, colour)
+
+    site_size = np.asarray(a.site_size, dtype=np.float64).reshape(-1, 3)
+    site_rgba = np.asarray(a.site_rgba, dtype=np.float64).reshape(-1, 4)
+    ls, lt = nslice, nstack
+    for s in range(m.nsite):
+        stype, size = int(a.site_type[s]), site_size[s]
+        if stype == CAPSULE:
+            built = capsule(size[0], size[1], ls, lt)
+        elif stype == ELLIPSOID:
+            built = ellipsoid(size, ls, lt)
+        elif stype == CYLINDER:
+            built = cylinder(size[0], size[1], ls, lt)
+        elif stype == BOX:
+            built = box(size, (1, 1, 1))
+        else:
+            built = sphere(size[0], ls, lt)
+        add(OBJ_SITE, s, stype, int(a.site_group[s]), site_rgba[s], int(a.site_matid[s]),
+            size, int(a.site_bodyid[s]), built)
+
+    # sort vertices by pass
+    obj_pass = np.array([o[9] for o in objs], dtype=np.int64)
+    order = np.argsort(obj_pass, kind="stable")
+    vert_obj, pos, nrm, rgba = [], [], [], []
+    pass_tri = [[] for _ in range(NPASS)]
+    pass_count = np.zeros(NPASS, dtype=np.int64)
+    for o in order:
+        part, p = parts[o], obj_pass[o]
+        pass_tri[p].append(part.tri + pass_count[p])
+        pass_count[p] += len(part.pos)
+        vert_obj.append(np.full(len(part.pos), o, dtype=np.int32))
+        pos.append(part.pos)
+        nrm.append(part.nrm)
+        rgba.append(part.rgba)
+
+    def cat(xs, shape, dtype):
+        return np.concatenate(xs).astype(dtype) if xs else np.zeros(shape, dtype=dtype)
+
+    pass_start = np.concatenate([[0], np.cumsum(pass_count)]).astype(np.int64)
+    obj = np.array([o[:9] for o in objs], dtype=np.float64).reshape(-1, 9)
+    sky = None
+    for t in range(texs.ntex):
+        if int(a.tex_type[t]) == 2 and texs.available(t):
+            sky = t  # MuJoCo draws the first skybox texture
+            break
+    return SceneTemplate(
+        vert_obj=cat(vert_obj, (0,), np.int32), vert_pos=cat(pos, (0, 3), np.float32),
+        vert_nrm=cat(nrm, (0, 3), np.float32), vert_rgba=cat(rgba, (0, 4), np.float32),
+        pass_start=pass_start,
+        pass_tri=[cat(t, (0, 3), np.int32).reshape(-1) for t in pass_tri],
+        obj_kind=obj[:, 0].astype(np.int32), obj_id=obj[:, 1].astype(np.int32),
+        obj_type=obj[:, 2].astype(np.int32), obj_group=obj[:, 3].astype(np.int32),
+        obj_flags=obj[:, 4].astype(np.int32),
+        obj_material=np.concatenate([obj[:, 5:8], np.zeros((len(obj), 1))], 1).astype(
+            np.float32),
+        obj_alpha=obj[:, 8].astype(np.float32), skybox=sky)
+
+
+def sky_dome(texs: Textures, texid, nslice=48, nstack=24):
+    """Unit directions and colours of a sky sphere (MuJoCo maps world z to the cube's
+    +y face: the lookup direction is (x, z, -y)); black when there is no skybox."""
+    unit, tri = _grid_sphere(nslice, nstack)
+    unit = unit.reshape(-1, 3)
+    if texid is None:
+        return unit, tri, None
+    lookup = np.stack([unit[:, 0], unit[:, 2], -unit[:, 1]], -1)
+    return unit, tri, texs.sample_cube(texid, lookup)
