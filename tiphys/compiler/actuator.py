@@ -619,8 +619,11 @@ def actuator_constants(a, acts, k, Minv, dof_M0, ten_length, ten_J, lropt):
     a.actuator_length0 = length
     nv = len(a.dof_bodyid)
     if nv:
-        a.actuator_acc0 = np.array([np.linalg.norm(Minv @ moment[i])
-                                    for i in range(len(acts))])
+        acc0 = []
+        for i in range(len(acts)):
+            nz = np.nonzero(moment[i])[0]  # Minv @ moment over the moment's nonzeros
+            acc0.append(np.linalg.norm(Minv[:, nz] @ moment[i][nz]))
+        a.actuator_acc0 = np.array(acc0)
     else:
         a.actuator_acc0 = np.zeros(len(acts))
     for i in range(len(acts)):
@@ -708,6 +711,24 @@ def _nuser(size, key, objs):
     return n
 
 
+def _block_inverse(M, dof_treeid):
+    """inv(M) tree by tree: M has the tree sparsity (tendon armature is added only
+    inside it), so it is block diagonal over kinematic trees. A singular block (e.g.
+    two coincident hinges) gets the pseudo-inverse: MuJoCo's factorization goes on
+    with clamped pivots; this must not leak LinAlgError (found by fuzzing)."""
+    Minv = np.zeros_like(M)
+    treeid = np.asarray(dof_treeid)
+    for tree in np.unique(treeid):
+        idx = np.nonzero(treeid == tree)[0]
+        block = M[np.ix_(idx, idx)]
+        try:
+            inv = np.linalg.inv(block)
+        except np.linalg.LinAlgError:
+            inv = np.linalg.pinv(block)
+        Minv[np.ix_(idx, idx)] = inv
+    return Minv
+
+
 def invweight0(out, k0, Minv):
     """body_invweight0 and dof_invweight0 at qpos0, as setConst (set0) computes them:
     the averaged diagonal of J inv(M) J' for each body's com and each joint."""
@@ -720,9 +741,10 @@ def invweight0(out, k0, Minv):
         if out.body_simple[b] == 2:
             bw[b, 0] = 1.0 / max(1e-15, out.body_mass[b])
         elif nv:
+            chain = k0.chain(b)
             jp, jr = k0.jac(k0.xipos[b], b)
-            J = np.vstack([jp, jr])
-            A = J @ Minv @ J.T
+            J = np.vstack([jp, jr])[:, chain]
+            A = J @ Minv[np.ix_(chain, chain)] @ J.T
             bw[b] = (np.trace(A[:3, :3]) / 3, np.trace(A[3:, 3:]) / 3)
     dw = np.zeros(nv)
     for j in range(len(out.jnt_type)):
@@ -786,12 +808,7 @@ def compile_tendons_and_actuators(spec, defaults, builder, ctx, out, size):
             arm = (out.tendon_armature[:, None, None] * J0[:, :, None] * J0[:, None, :]).sum(0)
             M = M + arm * mask
         out._qM_diag = np.diag(M).copy()  # setconst: stat.meaninertia
-        try:
-            Minv = np.linalg.inv(M)
-        except np.linalg.LinAlgError:
-            # singular M (e.g. two coincident hinges): MuJoCo's factorization goes on
-            # with clamped pivots; this must not leak LinAlgError (found by fuzzing)
-            Minv = np.linalg.pinv(M)
+        Minv = _block_inverse(M, out.dof_treeid)
         out.tendon_invweight0 = np.array([J0[i] @ Minv @ J0[i] for i in range(len(tendons))])
     else:
         Minv = np.zeros((0, 0))

@@ -155,9 +155,15 @@ class HostKinematics:
         for b in range(1, len(a.body_parentid)):
             if a.body_mass[b] == 0 and not np.any(a.body_inertia[b]):
                 continue
+            chain = self.chain(b)
+            if not chain:
+                continue
+            # only the dofs on the body's chain are nonzero in its Jacobian: adding
+            # the chain's block keeps large scenes (thousands of dofs) O(sum chain^2)
             jp, jr = self.jac(self.xipos[b], b)
+            jp, jr = jp[:, chain], jr[:, chain]
             inert = self.ximat[b] @ np.diag(a.body_inertia[b]) @ self.ximat[b].T
-            M += a.body_mass[b] * jp.T @ jp + jr.T @ inert @ jr
+            M[np.ix_(chain, chain)] += a.body_mass[b] * jp.T @ jp + jr.T @ inert @ jr
         M[np.diag_indices(nv)] += a.dof_armature
         return M
 
