@@ -203,9 +203,12 @@ class AssetCompiler:
         except ValueError:
             raise a.error(f"unknown {attr} '{name}'", attr) from None
 
-    def discard_unused_meshes(self, bodies) -> None:
-        """discardvisual: keep only meshes used by the remaining (collidable) geoms."""
-        used = sorted({g.dataid for b in bodies for g in b.geoms if g.meshobj is not None})
+    def discard_unused_meshes(self, bodies, keep=()) -> None:
+        """discardvisual: keep only meshes used by the remaining (collidable) geoms and
+        those named in ``keep`` (meshes that sensors name)."""
+        used = {g.dataid for b in bodies for g in b.geoms if g.meshobj is not None}
+        used |= {i for i, name in enumerate(self.mesh_names) if name and name in keep}
+        used = sorted(used)
         new_id = {old: new for new, old in enumerate(used)}
         for b in bodies:
             for g in b.geoms:

@@ -17,14 +17,13 @@ from .options import read_option, read_size, read_statistic, read_visual
 from .actuator import compile_tendons_and_actuators
 from .contact import compile_contact, referenced_geom_names
 from .equality import compile_equality
-from .sensor import compile_sensors
+from .sensor import compile_sensors, fuse_blocking_bodies, sensor_geom_names, sensor_mesh_names
 from .setconst import set_const
 from .tree import TreeBuilder
 
 # Sections whose compiler passes belong to later issues: parsed and kept in the
 # Spec, but compiling a model that uses them raises NotImplementedError.
 _LATER = {
-    "sensor": "sensors",
     "deformable": "flex/skin", "extension": "plugins",
 }
 
@@ -119,11 +118,11 @@ def compile_spec(spec) -> ModelArrays:
     builder = TreeBuilder(spec, defaults, ctx)
     bodies = builder.build()
     if ctx.fusestatic:
-        builder.fuse_static(_referenced_body_names(spec))
+        builder.fuse_static(_referenced_body_names(spec) | fuse_blocking_bodies(spec))
         bodies = builder.bodies
     if ctx.discardvisual:
-        builder.discard_visual(referenced_geom_names(spec))
-        ctx.assets.discard_unused_meshes(bodies)
+        builder.discard_visual(referenced_geom_names(spec) | sensor_geom_names(spec))
+        ctx.assets.discard_unused_meshes(bodies, keep=sensor_mesh_names(spec))
     _check_moving_mass(bodies)
     if ctx.settotalmass > 0:
         total = sum(b.mass for b in bodies)
@@ -722,7 +721,7 @@ def _names(spec, builder, assets, out):
         "key": [k.attr("name") or "" for s in spec.sections("keyframe") for k in s.children],
         "tendon": out.tendon_names, "actuator": out.actuator_names,
         "pair": out.pair_names, "exclude": out.exclude_names,
-        "equality": out.eq_names,
+        "equality": out.eq_names, "sensor": out.sensor_names,
     }
     names.update(assets.names())
     objects = {
@@ -734,7 +733,7 @@ def _names(spec, builder, assets, out):
         "light": [li.el for b in bodies for li in b.lights],
         "tendon": out.tendon_els, "actuator": out.actuator_els,
         "pair": out.pair_els, "exclude": out.exclude_els,
-        "equality": out.eq_els,
+        "equality": out.eq_els, "sensor": out.sensor_els,
     }
     for kind, lst in names.items():
         seen = {}
