@@ -7,7 +7,7 @@ CORPUS := .cache/corpus
 export TI_OFFLINE_CACHE_FILE_PATH ?= $(CURDIR)/.cache/taichi
 export TIPHYS_CORPUS ?= $(CURDIR)/$(CORPUS)
 
-.PHONY: venv corpus vulkan test run bench info clean
+.PHONY: venv corpus vulkan test run bench picture info clean
 
 venv: $(STAMP)
 
@@ -47,6 +47,11 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_contact.py
 	$(PY) benchmarks/bench_fd.py
 	$(PY) benchmarks/stability.py
+	$(PY) benchmarks/bench_render.py
+
+# the README's picture: the bundled scene after 1 s of trotting, rendered headless
+picture: $(STAMP) vulkan
+	$(PY) -m tiphys.cli render --steps 250 --contacts --width 800 --height 450 -o docs/scene.png
 
 clean:
 	rm -rf $(VENV) .cache build dist *.egg-info
