@@ -16,7 +16,7 @@ from tiphys.compiler.compile import compile_spec
 from oracle import (StrippedModel, compare_model, corpus_dir, corpus_models, mujoco_model)
 from conftest import record
 
-MODELS = corpus_models()
+MODELS = corpus_models(include_extra=True)
 # sections the compiler refuses (NotImplementedError) until a later issue adds them
 COMPILER_LATER = ("deformable", "extension")
 
@@ -27,6 +27,7 @@ def test_corpus_is_present():
     assert any(m.startswith("gym/") for m in MODELS)
     assert any(m.startswith("mjwarp/") for m in MODELS)
     assert any(m.startswith("mjtest/") for m in MODELS)
+    assert any(m.startswith("dmc/") for m in MODELS)
 
 
 def _mujoco_or_none(path):

@@ -124,9 +124,6 @@ CASES = [
          '</mujoco>', 4, None, None, "XML syntax error"),
     Case("unclosed-attribute", '<mujoco>\n  <worldbody>\n    <geom size="1/>\n  </worldbody>'
          '\n</mujoco>', None, None, None, "XML syntax error"),
-    Case("text-content", body('    <geom size="1">hello</geom>'), 3, "geom", None,
-         "unexpected text", mujoco=ACCEPT,
-         why="MuJoCo ignores text inside elements; the schema is strict (DESIGN.md 6)"),
     # -- default classes ------------------------------------------------------------------
     Case("unknown-class", body('    <geom size="1" class="nope"/>'), 3, "geom", "class",
          "unknown default class 'nope'"),
@@ -726,3 +723,17 @@ def test_fuzz_regression_qhull_early_stop_keeps_process():
                           text=True, timeout=300)
     assert proc.returncode == 0 and "compiled" in proc.stdout, (proc.returncode,
                                                                 proc.stderr[-2000:])
+
+
+def test_stray_text_is_ignored_with_a_warning_as_mujoco_ignores_it():
+    import mujoco
+    xml = ('<mujoco>\n  <visual>\n    <map znear=".02"/>\n  </visual>>\n  <worldbody>\n'
+           '    <geom size="1">hello</geom>\n  </worldbody>\n</mujoco>')
+    mujoco.MjModel.from_xml_string(xml)  # MuJoCo loads it
+    with pytest.warns(UserWarning) as rec:
+        arrays = compile_spec(parse_xml(xml))
+    messages = [str(w.message) for w in rec]
+    assert any(":2: <visual>: text after the element ignored" in m for m in messages), \
+        messages
+    assert any(":6: <geom>: text content ignored" in m for m in messages), messages
+    assert arrays.sizes["ngeom"] == 1

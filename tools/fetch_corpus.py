@@ -3,6 +3,7 @@
 - mujoco-warp==3.5.0 wheel: its mujoco_warp/test_data folder  -> <dest>/mjwarp
 - gymnasium wheel: gymnasium/envs/mujoco/assets                -> <dest>/gym
 - the installed mujoco wheel's testdata folder                -> <dest>/mjtest
+- dm_control==1.0.50 wheel: dm_control/suite (robots with many sensors) -> <dest>/dmc
 Models are read from here at test time; nothing is copied into the repository.
 """
 import os
@@ -15,6 +16,7 @@ import zipfile
 WHEELS = {
     "mjwarp": ("mujoco-warp==3.5.0", "mujoco_warp/test_data/"),
     "gym": ("gymnasium==1.4.0", "gymnasium/envs/mujoco/assets/"),
+    "dmc": ("dm_control==1.0.50", "dm_control/suite/"),
 }
 
 

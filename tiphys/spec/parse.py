@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Optional
 
 from lxml import etree
@@ -114,8 +115,16 @@ def _convert(node, path, schema_node, label, reader, stack) -> Element:
             sub = dict(sub, children={})
         el.children.append(_convert(cnode, path + (ctag,), sub, clabel, reader, stack))
     if node.text and node.text.strip():
-        raise ModelError("unexpected text content", file=label, line=node.sourceline, element=tag)
+        _stray_text(label, node.sourceline, f"<{tag}>: text content ignored")
     return el
+
+
+def _stray_text(label, line, what):
+    """Text inside or after an element means nothing in MJCF. MuJoCo ignores it (the
+    dm_control suite's stacker.xml has a stray '>' after </visual>), so tiphys loads
+    such a model too, and warns naming where the text is."""
+    warnings.warn(f"{label or '<string>'}:{line}: {what} (MJCF elements hold no text)",
+                  stacklevel=4)
 
 
 def _expanded_children(node, label, reader, stack):
@@ -124,8 +133,8 @@ def _expanded_children(node, label, reader, stack):
         if not isinstance(child.tag, str):
             continue
         if child.tail and child.tail.strip():
-            raise ModelError("unexpected text content", file=label, line=child.sourceline,
-                             element=child.tag)
+            _stray_text(label, child.sourceline,
+                        f"<{child.tag}>: text after the element ignored")
         if child.tag != "include":
             yield child, label
             continue
