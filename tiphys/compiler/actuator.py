@@ -577,8 +577,11 @@ def transmission(a, k, ten_length, ten_J):
                         jd[:, d] = 0
                     moment[i] += (xr @ gear[:3]) @ jd
                 if np.any(gear[3:6]):
-                    q = rot.quat_mul(k.xquat[a.site_bodyid[tid]], a.site_quat[tid])
-                    qr = rot.quat_mul(k.xquat[a.site_bodyid[tid1]], a.site_quat[tid1])
+                    # MuJoCo 3.4.0 composes these as site_quat * xquat (the
+                    # reverse of the site frame's xquat * site_quat); the kernel
+                    # (kernels/actuation.py) does the same, so length0 must too
+                    q = rot.quat_mul(a.site_quat[tid], k.xquat[a.site_bodyid[tid]])
+                    qr = rot.quat_mul(a.site_quat[tid1], k.xquat[a.site_bodyid[tid1]])
                     vec = _quat2vel(rot.quat_mul(_quat_neg(qr), q))
                     length[i] += vec @ gear[3:6]
                     _, jrr = k.jac(k.site_xpos[tid1], a.site_bodyid[tid1])
@@ -765,6 +768,33 @@ def invweight0(out, k0, Minv):
     out.dof_invweight0 = dw
 
 
+def auto_spring_damper(out, joints):
+    """<joint springdamper="timeconst dampratio">: jnt_stiffness and dof_damping from
+    the joint's mean inertia at qpos0, as MuJoCo's compiler does right after setConst
+    (AutoSpringDamper; the length-range simulation runs with springs and dampers
+    disabled, so it does not see them).
+
+    The joint's inertia is ndof / sum(dof_invweight0 over its dofs) (free: 6 dofs,
+    ball: 3, hinge/slide: 1); then, like a solref (timeconst, dampratio) pair,
+    stiffness = inertia / (timeconst * dampratio)^2 and damping = 2 inertia / timeconst,
+    the damping written to every dof of the joint.
+    """
+    for j in joints:
+        sd = getattr(j, "springdamper", None)
+        if sd is None or sd[0] <= 0 or sd[1] <= 0:
+            continue
+        timeconst, dampratio = float(sd[0]), float(sd[1])
+        adr = int(out.jnt_dofadr[j.id])
+        ndim = {0: 6, 1: 3}.get(int(out.jnt_type[j.id]), 1)
+        inv = 0.0
+        for i in range(adr, adr + ndim):
+            inv += float(out.dof_invweight0[i])
+        inertia = ndim / max(MINVAL, inv)
+        out.jnt_stiffness[j.id] = inertia / max(
+            MINVAL, timeconst * timeconst * dampratio * dampratio)
+        out.dof_damping[adr:adr + ndim] = 2 * inertia / max(MINVAL, timeconst)
+
+
 def compile_tendons_and_actuators(spec, defaults, builder, ctx, out, size):
     """Tendon and actuator arrays, their sizes, and their constants at qpos0.
 
@@ -815,6 +845,7 @@ def compile_tendons_and_actuators(spec, defaults, builder, ctx, out, size):
         out.tendon_invweight0 = np.zeros(len(tendons))
     out.dof_M0 = dof_M0
     invweight0(out, k0, Minv)
+    auto_spring_damper(out, [j for b in builder.bodies for j in b.joints])
     actuator_constants(out, acts, k0, Minv, dof_M0, L0, J0, read_lropt(spec))
     unset = [i for i, t in enumerate(tendons) if out.tendon_lengthspring[i, 0] == -1
              and out.tendon_lengthspring[i, 1] == -1]

@@ -25,13 +25,8 @@ def normalize(v: np.ndarray) -> tuple[np.ndarray, float]:
 
 
 def quat_mul(a, b) -> np.ndarray:
-    aw, ax, ay, az = a
-    bw, bx, by, bz = b
-    q = np.array([aw * bw - ax * bx - ay * by - az * bz,
-                  aw * bx + ax * bw + ay * bz - az * by,
-                  aw * by - ax * bz + ay * bw + az * bx,
-                  aw * bz + ax * by - ay * bx + az * bw])
-    return normalize(q)[0]
+    """Normalized product a * b, in MuJoCo's arithmetic (mjuu_mulquat)."""
+    return np.array(_mulquat_exact([float(c) for c in a], [float(c) for c in b]))
 
 
 def quat_neg(q) -> np.ndarray:
@@ -81,14 +76,15 @@ def mat2quat(mat) -> np.ndarray:
 
 
 def z2quat(vec) -> np.ndarray:
-    """Minimal rotation taking the z axis to ``vec``."""
-    vec = np.asarray(vec, dtype=np.float64)
-    axis = np.cross([0.0, 0.0, 1.0], vec)
-    axis, s = normalize(axis)
+    """Minimal rotation taking the z axis to ``vec`` (mjuu_z2quat, same arithmetic)."""
+    v = [float(c) for c in vec]
+    axis = [0.0 * v[2] - 1.0 * v[1], 1.0 * v[0] - 0.0 * v[2], 0.0 * v[1] - 0.0 * v[0]]
+    s = _normvec_exact(axis)
     if s < 1e-10:
-        axis = np.array([1.0, 0.0, 0.0])
-    ang = math.atan2(s, vec[2])
-    return np.concatenate([[math.cos(ang / 2)], axis * math.sin(ang / 2)])
+        axis = [1.0, 0.0, 0.0]
+    ang = math.atan2(s, v[2])
+    sa = math.sin(ang / 2)
+    return np.array([math.cos(ang / 2), axis[0] * sa, axis[1] * sa, axis[2] * sa])
 
 
 def axisangle2quat(axis, angle) -> np.ndarray:
@@ -99,8 +95,13 @@ def axisangle2quat(axis, angle) -> np.ndarray:
 
 
 def frame_accum(pos, quat, child_pos, child_quat):
-    """Compose (pos, quat) with a child frame expressed in it."""
-    return (np.asarray(pos) + rotate(quat, child_pos), quat_mul(quat, child_quat))
+    """Compose (pos, quat) with a child frame expressed in it (mjuu_frameaccum)."""
+    m = _quat2mat9(quat)
+    v = [float(c) for c in child_pos]
+    p = [float(c) for c in pos]
+    res = [p[i] + (m[3 * i] * v[0] + m[3 * i + 1] * v[1] + m[3 * i + 2] * v[2])
+           for i in range(3)]
+    return np.array(res), quat_mul(quat, child_quat)
 
 
 def frame_invert(pos, quat):
@@ -112,60 +113,205 @@ def local_pos(pos_global, frame_pos, frame_quat) -> np.ndarray:
     return quat2mat(frame_quat).T @ (np.asarray(pos_global) - np.asarray(frame_pos))
 
 
-def eig3(mat) -> tuple[np.ndarray, np.ndarray]:
-    """Eigenvalues (decreasing) and the quaternion of the eigenvector frame.
+# -- principal axes of inertia, bit for bit as MuJoCo's compiler ----------------------
+#
+# When two or three principal moments are equal the eigenvector basis is not unique, and
+# the one Jacobi iteration lands on depends on the last bits of the input matrix (which
+# off-diagonal element is largest, ties included). MuJoCo's compiler (mjuu_eig3,
+# mjuu_globalinertia, mjuu_offcenter in user_util.cc) works on plain doubles in a fixed
+# order of operations; the helpers below do the same arithmetic in the same order on
+# Python floats (IEEE doubles, no fused multiply-add, no BLAS), so that body_iquat
+# comes out identical, not merely equivalent.
 
-    Jacobi rotations accumulated as a quaternion, as MuJoCo's compiler does, so
-    that principal frames (and hence body_iquat) come out identical.
+def _normvec_exact(v: list) -> float:
+    """mjuu_normvec: sequential sum of squares; divide only when the norm is not
+    within mjEPS of 1; leave vectors of squared norm < mjEPS unchanged."""
+    nrm = 0.0
+    for x in v:
+        nrm += x * x
+    if nrm < EPS:
+        return 0.0
+    nrm = math.sqrt(nrm)
+    if abs(nrm - 1) > EPS:
+        for i in range(len(v)):
+            v[i] /= nrm
+    return nrm
+
+
+def _quat2mat9(q) -> list:
+    """mjuu_quat2mat: row-major 9-list."""
+    w, x, y, z = (float(c) for c in q)
+    if w == 1 and x == 0 and y == 0 and z == 0:
+        return [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
+    q00, q01, q02, q03 = w * w, w * x, w * y, w * z
+    q11, q12, q13 = x * x, x * y, x * z
+    q22, q23, q33 = y * y, y * z, z * z
+    return [q00 + q11 - q22 - q33, 2 * (q12 - q03), 2 * (q13 + q02),
+            2 * (q12 + q03), q00 - q11 + q22 - q33, 2 * (q23 - q01),
+            2 * (q13 - q02), 2 * (q23 + q01), q00 - q11 - q22 + q33]
+
+
+def _mulmat9(A, B) -> list:
+    """mjuu_mulmat: row-major 3x3 product, each entry summed left to right."""
+    return [A[3 * i] * B[j] + A[3 * i + 1] * B[3 + j] + A[3 * i + 2] * B[6 + j]
+            for i in range(3) for j in range(3)]
+
+
+def _mulquat_exact(a, b) -> list:
+    """mjuu_mulquat (normalized with mjuu_normvec)."""
+    r = [a[0] * b[0] - a[1] * b[1] - a[2] * b[2] - a[3] * b[3],
+         a[0] * b[1] + a[1] * b[0] + a[2] * b[3] - a[3] * b[2],
+         a[0] * b[2] - a[1] * b[3] + a[2] * b[0] + a[3] * b[1],
+         a[0] * b[3] + a[1] * b[2] - a[2] * b[1] + a[3] * b[0]]
+    _normvec_exact(r)
+    return r
+
+
+def eig3(mat) -> tuple[np.ndarray, np.ndarray]:
+    """Eigenvalues (decreasing) and the quaternion of the eigenvector frame, as
+    MuJoCo's compiler computes them (mjuu_eig3), bit for bit.
+
+    Jacobi iteration: the frame is a quaternion q (start: identity); each sweep
+    forms D = R(q)' M R(q), picks the largest off-diagonal |D[r,c]| (ties go to
+    (0,1) only if strictly larger than both others, else (0,2) if strictly larger
+    than (1,2), else (1,2)), stops when it is below 1e-12 or the rotation's cosine
+    is within 1e-12 of 1, and otherwise right-multiplies q by the 2x2 Schur
+    rotation about the remaining axis. Then a three-pass bubble sort (lead indices
+    0, 1, 0) swaps adjacent eigenvalues only when they differ by more than 1e-12,
+    each swap right-multiplying q by a 90 degree turn about the third axis. Equal
+    moments are therefore never swapped, and the basis of a degenerate subspace is
+    whatever the iteration reached: reproducing MuJoCo's choice needs the same
+    arithmetic, hence the exact-order helpers.
     """
-    mat = np.asarray(mat, dtype=np.float64).reshape(3, 3)
-    quat = np.array([1.0, 0.0, 0.0, 0.0])
-    eigval = np.zeros(3)
+    m = [float(x) for x in np.asarray(mat, dtype=np.float64).reshape(9)]
+    quat = [1.0, 0.0, 0.0, 0.0]
+    eigval = [0.0, 0.0, 0.0]
     for _ in range(500):
-        vec = quat2mat(quat)
-        d = vec.T @ mat @ vec
-        eigval = np.array([d[0, 0], d[1, 1], d[2, 2]])
-        if abs(d[0, 1]) > abs(d[0, 2]) and abs(d[0, 1]) > abs(d[1, 2]):
+        ev = _quat2mat9(quat)
+        evT = [ev[0], ev[3], ev[6], ev[1], ev[4], ev[7], ev[2], ev[5], ev[8]]
+        D = _mulmat9(_mulmat9(evT, m), ev)
+        eigval = [D[0], D[4], D[8]]
+        if abs(D[1]) > abs(D[2]) and abs(D[1]) > abs(D[5]):
             rk, ck, rotk = 0, 1, 2
-        elif abs(d[0, 2]) > abs(d[1, 2]):
+        elif abs(D[2]) > abs(D[5]):
             rk, ck, rotk = 0, 2, 1
         else:
             rk, ck, rotk = 1, 2, 0
-        if abs(d[rk, ck]) < EIG_EPS:
+        off = D[3 * rk + ck]
+        if abs(off) < EIG_EPS:
             break
-        tau = (d[ck, ck] - d[rk, rk]) / (2 * d[rk, ck])
-        t = 1.0 / (tau + math.sqrt(1 + tau * tau)) if tau >= 0 else \
-            -1.0 / (-tau + math.sqrt(1 + tau * tau))
+        tau = (D[4 * ck] - D[4 * rk]) / (2 * off)
+        if tau >= 0:
+            t = 1.0 / (tau + math.sqrt(1 + tau * tau))
+        else:
+            t = -1.0 / (-tau + math.sqrt(1 + tau * tau))
         c = 1.0 / math.sqrt(1 + t * t)
         if c > 1.0 - EIG_EPS:
             break
-        rot = np.zeros(4)
+        r = [0.0, 0.0, 0.0, 0.0]
         half = math.sqrt(0.5 - 0.5 * c)
-        rot[rotk + 1] = -half if tau >= 0 else half
+        r[rotk + 1] = -half if tau >= 0 else half
         if rotk == 1:
-            rot[rotk + 1] = -rot[rotk + 1]
-        rot[0] = math.sqrt(1.0 - rot[rotk + 1] ** 2)
-        rot = normalize(rot)[0]
-        quat = quat_mul(quat, rot)
+            r[rotk + 1] = -r[rotk + 1]
+        r[0] = math.sqrt(1.0 - r[rotk + 1] * r[rotk + 1])
+        _normvec_exact(r)
+        quat = _mulquat_exact(quat, r)
+        _normvec_exact(quat)
     for j in range(3):
         j1 = j % 2
         if eigval[j1] + EIG_EPS < eigval[j1 + 1]:
             eigval[j1], eigval[j1 + 1] = eigval[j1 + 1], eigval[j1]
-            rot = np.zeros(4)
-            rot[0] = 0.707106781186548
-            rot[(j1 + 2) % 3 + 1] = rot[0]
-            quat = quat_mul(quat, rot)
-    return eigval, quat
+            r = [0.707106781186548, 0.0, 0.0, 0.0]
+            r[(j1 + 2) % 3 + 1] = r[0]
+            quat = _mulquat_exact(quat, r)
+            _normvec_exact(quat)
+    return np.array(eigval), np.array(quat)
+
+
+def global_inertia6(inertia_diag, quat) -> list:
+    """mjuu_globalinertia: (xx, yy, zz, xy, xz, yz) of a principal inertia rotated
+    by quat, in MuJoCo's order of operations."""
+    mat = _quat2mat9(quat)
+    loc = [float(x) for x in inertia_diag]
+    tmp = [mat[0] * loc[0], mat[3] * loc[0], mat[6] * loc[0],
+           mat[1] * loc[1], mat[4] * loc[1], mat[7] * loc[1],
+           mat[2] * loc[2], mat[5] * loc[2], mat[8] * loc[2]]
+    return [mat[0] * tmp[0] + mat[1] * tmp[3] + mat[2] * tmp[6],
+            mat[3] * tmp[1] + mat[4] * tmp[4] + mat[5] * tmp[7],
+            mat[6] * tmp[2] + mat[7] * tmp[5] + mat[8] * tmp[8],
+            mat[0] * tmp[1] + mat[1] * tmp[4] + mat[2] * tmp[7],
+            mat[0] * tmp[2] + mat[1] * tmp[5] + mat[2] * tmp[8],
+            mat[3] * tmp[2] + mat[4] * tmp[5] + mat[5] * tmp[8]]
+
+
+def offcenter6(mass, vec) -> list:
+    """mjuu_offcenter: parallel-axis term (xx, yy, zz, xy, xz, yz), MuJoCo's order."""
+    m = float(mass)
+    v0, v1, v2 = (float(x) for x in vec)
+    return [m * (v1 * v1 + v2 * v2), m * (v0 * v0 + v2 * v2), m * (v0 * v0 + v1 * v1),
+            -m * v0 * v1, -m * v0 * v2, -m * v1 * v2]
+
+
+def full_from6(f) -> np.ndarray:
+    """The symmetric 3x3 matrix of (xx, yy, zz, xy, xz, yz)."""
+    return np.array([[f[0], f[3], f[4]], [f[3], f[1], f[5]], [f[4], f[5], f[2]]],
+                    dtype=np.float64)
 
 
 def euler2quat(euler, seq: str) -> np.ndarray:
-    """Euler angles (radians); lowercase axes rotate with the frame, uppercase are fixed."""
-    quat = np.array([1.0, 0.0, 0.0, 0.0])
+    """Euler angles (radians); lowercase axes rotate with the frame, uppercase are fixed.
+
+    MuJoCo's order of operations (ResolveOrientation): each turn multiplied in with
+    mjuu_mulquat, the result normalized with mjuu_normvec."""
+    quat = [1.0, 0.0, 0.0, 0.0]
     for angle, axis in zip(euler, seq):
-        rot = np.array([math.cos(angle / 2), 0.0, 0.0, 0.0])
-        rot["xyz".index(axis.lower()) + 1] = math.sin(angle / 2)
-        quat = quat_mul(quat, rot) if axis.islower() else quat_mul(rot, quat)
-    return quat
+        angle = float(angle)
+        r = [math.cos(angle / 2), 0.0, 0.0, 0.0]
+        r["xyz".index(axis.lower()) + 1] = math.sin(angle / 2)
+        quat = _mulquat_exact(quat, r) if axis.islower() else _mulquat_exact(r, quat)
+    _normvec_exact(quat)
+    return np.array(quat)
+
+
+def deg2rad(x):
+    """MuJoCo's degree conversion, x / 180 * pi (not x * pi / 180: other bits)."""
+    return np.asarray(x, dtype=np.float64) / 180.0 * math.pi
+
+
+def normvec(v) -> tuple[np.ndarray, float]:
+    """mjuu_normvec on a copy: (normalized vector, norm); the norm is 0 (and the
+    vector unchanged) when its squared norm is below mjEPS."""
+    out = [float(x) for x in v]
+    n = _normvec_exact(out)
+    return np.array(out), n
+
+
+def frame2quat(x, y, z) -> np.ndarray:
+    """mjuu_frame2quat: quaternion of the frame with axes (columns) x, y, z."""
+    m = ([float(c) for c in x], [float(c) for c in y], [float(c) for c in z])  # m[col][row]
+    q = [0.0, 0.0, 0.0, 0.0]
+    if m[0][0] + m[1][1] + m[2][2] > 0:
+        q[0] = 0.5 * math.sqrt(1 + m[0][0] + m[1][1] + m[2][2])
+        q[1] = 0.25 * (m[1][2] - m[2][1]) / q[0]
+        q[2] = 0.25 * (m[2][0] - m[0][2]) / q[0]
+        q[3] = 0.25 * (m[0][1] - m[1][0]) / q[0]
+    elif m[0][0] > m[1][1] and m[0][0] > m[2][2]:
+        q[1] = 0.5 * math.sqrt(1 + m[0][0] - m[1][1] - m[2][2])
+        q[0] = 0.25 * (m[1][2] - m[2][1]) / q[1]
+        q[2] = 0.25 * (m[1][0] + m[0][1]) / q[1]
+        q[3] = 0.25 * (m[2][0] + m[0][2]) / q[1]
+    elif m[1][1] > m[2][2]:
+        q[2] = 0.5 * math.sqrt(1 - m[0][0] + m[1][1] - m[2][2])
+        q[0] = 0.25 * (m[2][0] - m[0][2]) / q[2]
+        q[1] = 0.25 * (m[1][0] + m[0][1]) / q[2]
+        q[3] = 0.25 * (m[2][1] + m[1][2]) / q[2]
+    else:
+        q[3] = 0.5 * math.sqrt(1 - m[0][0] - m[1][1] + m[2][2])
+        q[0] = 0.25 * (m[0][1] - m[1][0]) / q[3]
+        q[1] = 0.25 * (m[2][0] + m[0][2]) / q[3]
+        q[2] = 0.25 * (m[2][1] + m[1][2]) / q[3]
+    _normvec_exact(q)
+    return np.array(q)
 
 
 def global_inertia(inertia_diag, quat) -> np.ndarray:

@@ -87,42 +87,46 @@ class TreeBuilder:
             raise a.error(f"multiple orientation specifiers: {', '.join(explicit)}",
                           explicit[1])
         kind = explicit[0] if explicit else (given[-1] if given else None)
+        # conversions in MuJoCo's order of operations (ResolveOrientation), so that
+        # frames come out with the same bits (see rot.eig3 for why bits matter)
         if kind is None or kind == "quat":
             q = a.floats("quat", 4, quat_default)
-            q, n = rot.normalize(q)
-            if n < EPS:
+            if rot.normalize(q)[1] < EPS:
                 raise a.error("quaternion has zero norm", "quat")
-            return q
+            return rot.normvec(q)[0]
         degree = self.ctx.degree
         if kind == "axisangle":
             v = a.floats("axisangle", 4)
-            axis, n = rot.normalize(v[:3])
+            axis, n = rot.normvec(v[:3])
             if n < EPS:
                 raise a.error("axisangle too small", "axisangle")
-            angle = v[3] * math.pi / 180.0 if degree else v[3]
+            angle = float(rot.deg2rad(v[3])) if degree else float(v[3])
             half = angle / 2
             return np.concatenate([[math.cos(half)], math.sin(half) * axis])
         if kind == "xyaxes":
             v = a.floats("xyaxes", 6)
-            x, n = rot.normalize(v[:3])
+            x, n = rot.normvec(v[:3])
             if n < EPS:
                 raise a.error("xaxis too small", "xyaxes")
-            y = v[3:] - x * np.dot(x, v[3:])
-            y, n = rot.normalize(y)
+            y = [float(c) for c in v[3:]]
+            d = x[0] * y[0] + x[1] * y[1] + x[2] * y[2]
+            y = [y[0] - x[0] * d, y[1] - x[1] * d, y[2] - x[2] * d]
+            y, n = rot.normvec(y)
             if n < EPS:
                 raise a.error("yaxis too small", "xyaxes")
-            z, n = rot.normalize(np.cross(x, y))
+            z, n = rot.normvec([x[1] * y[2] - x[2] * y[1], x[2] * y[0] - x[0] * y[2],
+                                x[0] * y[1] - x[1] * y[0]])
             if n < EPS:
                 raise a.error("cross(xaxis, yaxis) too small", "xyaxes")
-            return rot.mat2quat(np.column_stack([x, y, z]))
+            return rot.frame2quat(x, y, z)
         if kind == "zaxis":
-            z, n = rot.normalize(a.floats("zaxis", 3))
+            z, n = rot.normvec(a.floats("zaxis", 3))
             if n < EPS:
                 raise a.error("zaxis too small", "zaxis")
             return rot.z2quat(z)
         euler = a.floats("euler", 3)
         if degree:
-            euler = euler * math.pi / 180.0
+            euler = rot.deg2rad(euler)
         return rot.euler2quat(euler, self.ctx.eulerseq)
 
     # -- walking --------------------------------------------------------------------
@@ -131,6 +135,10 @@ class TreeBuilder:
         self.bodies.append(world)
         for wb in self.spec.root.find("worldbody"):
             self._children(wb, world, None, None)
+        # world geoms inside <frame>: composed here (moving bodies do it in _finish_body)
+        for g in world.geoms:
+            if g.frame is not None:
+                g.pos, g.quat = rot.frame_accum(g.frame.pos, g.frame.quat, g.pos, g.quat)
         _collision_summary(world)
         return self.bodies
 
@@ -242,7 +250,7 @@ class TreeBuilder:
         offset = a.floats("offset", 3, (0, 0, 0))
         euler = a.floats("euler", 3, (0, 0, 0))
         if self.ctx.degree:
-            euler = euler * math.pi / 180.0
+            euler = rot.deg2rad(euler)
         sep = a.str("sep", "")
         step = rot.euler2quat(euler, self.ctx.eulerseq)
         pos, quat = np.zeros(3), np.array([1.0, 0, 0, 0])
@@ -463,7 +471,7 @@ class TreeBuilder:
 
     def _fromto(self, a: Attrs, size, gtype, fromto):
         vec = fromto[:3] - fromto[3:]
-        vec, n = rot.normalize(vec)
+        vec, n = rot.normvec(vec)  # mjuu_normvec: 0 below sqrt(mjEPS), as MuJoCo
         size[1] = n / 2
         if size[1] < EPS:
             raise a.error("fromto points too close", "fromto")
@@ -669,11 +677,13 @@ class TreeBuilder:
             if mass < EPS:
                 raise error_at(b.el, "body mass is too small, cannot compute center of mass")
             com = sum(g.mass_ * g.pos for g in sel) / mass
-            full = np.zeros((3, 3))
+            # summed in MuJoCo's order (see rot.eig3: equal moments need exact bits)
+            toti = [0.0] * 6
             for g in sel:
-                full += rot.global_inertia(g.inertia, g.quat) + rot.offcenter(g.mass_,
-                                                                              g.pos - com)
-            ev, q = rot.eig3(full)
+                inert0 = rot.global_inertia6(g.inertia, g.quat)
+                inert1 = rot.offcenter6(g.mass_, g.pos - com)
+                toti = [toti[k] + inert0[k] + inert1[k] for k in range(6)]
+            ev, q = rot.eig3(rot.full_from6(toti))
             if ev[2] < EPS:
                 raise error_at(b.el, "inertia must have positive eigenvalues")
             b.ipos, b.iquat, b.mass, b.inertia = com, q, mass, ev
@@ -707,10 +717,12 @@ def _accumulate_inertia(par: Body, b: Body) -> None:
         par.ipos, par.iquat = np.zeros(3), np.array([1.0, 0, 0, 0])
         return
     com = (masses[0] * iposs[0] + masses[1] * iposs[1]) / total
-    full = np.zeros((3, 3))
+    toti = [0.0] * 6
     for m, p, q, inertia in zip(masses, iposs, iquats, inertias):
-        full += rot.global_inertia(inertia, q) + rot.offcenter(m, p - com)
-    ev, quat = rot.eig3(full)
+        inert_a = rot.global_inertia6(inertia, q)
+        inert_b = rot.offcenter6(m, p - com)
+        toti = [toti[k] + inert_a[k] + inert_b[k] for k in range(6)]
+    ev, quat = rot.eig3(rot.full_from6(toti))
     if ev[2] < EPS:
         raise error_at(b.el, "error 'inertia must have positive eigenvalues' in fusing static "
                              "body inertias")
