@@ -300,7 +300,10 @@ def default_actuators(spec) -> dict:
     out = {}
 
     def walk(section, name, parent):
-        st = copy.deepcopy(out[parent]) if parent is not None else ActState()
+        if parent is not None:
+            st = copy.deepcopy(out[parent])
+        else:  # several top-level <default> sections all extend the one main class
+            st = out.get("main") or ActState()
         for child in section.children:
             if child.tag in ACTUATOR_TAGS:
                 apply_element(child, st)

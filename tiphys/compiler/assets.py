@@ -182,6 +182,10 @@ class AssetCompiler:
                 raise a.error("mesh can only be fitted to sphere, capsule, ellipsoid, "
                               "cylinder or box", "type")
             g.size, center = cm.fit_size(kind, self.ctx.fitaabb, g.fitscale)
+            # MuJoCo keeps the mesh id of a primitive fitted to a mesh: geom_dataid is
+            # the mesh's, and discardvisual keeps the mesh (the geom still names it)
+            g.dataid = mid
+            g.fitmesh = True
             if not np.all(np.isfinite(g.size)):  # MuJoCo: "nan size in geom"
                 raise a.error("nan size in geom (mesh inertia box is degenerate)", "mesh")
         else:
@@ -206,13 +210,14 @@ class AssetCompiler:
     def discard_unused_meshes(self, bodies, keep=()) -> None:
         """discardvisual: keep only meshes used by the remaining (collidable) geoms and
         those named in ``keep`` (meshes that sensors name)."""
-        used = {g.dataid for b in bodies for g in b.geoms if g.meshobj is not None}
+        used = {g.dataid for b in bodies for g in b.geoms
+                if g.meshobj is not None or g.fitmesh}
         used |= {i for i, name in enumerate(self.mesh_names) if name and name in keep}
         used = sorted(used)
         new_id = {old: new for new, old in enumerate(used)}
         for b in bodies:
             for g in b.geoms:
-                if g.meshobj is not None:
+                if g.meshobj is not None or g.fitmesh:
                     g.dataid = new_id[g.dataid]
         self.mesh_els = [self.mesh_els[i] for i in used]
         self.mesh_names = [self.mesh_names[i] for i in used]

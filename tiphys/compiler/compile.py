@@ -13,6 +13,7 @@ from ..types import MODEL_SIZES
 from . import rotation as rot
 from .attrs import BOOL, Attrs
 from .defaults import DefaultTree
+from .replicate import expand_replicated_references
 from .options import read_option, read_size, read_statistic, read_visual
 from .actuator import compile_tendons_and_actuators
 from .contact import compile_contact, referenced_geom_names
@@ -110,6 +111,8 @@ def compile_spec(spec) -> ModelArrays:
     from .assets import AssetCompiler  # local: assets imports mesh processing
 
     _check_later_sections(spec)
+    # tendons, actuators, sensors, ... that name replicated elements are replicated too
+    spec = expand_replicated_references(spec)
     ctx = _compiler_options(spec)
     defaults = DefaultTree(spec)
     vis = read_visual(spec)

@@ -197,6 +197,19 @@ _VISUAL_DEFAULTS = {
 }
 
 
+# the non-float <visual> attributes, as mjXReader::Visual reads them (the same name may
+# have another type elsewhere: <global bvactive> is a keyword, <rgba bvactive> a colour;
+# <headlight active> is an integer, not a keyword)
+_VISUAL_TYPES = {
+    ("global", "cameraid"): "int", ("global", "orthographic"): "bool",
+    ("global", "offwidth"): "int", ("global", "offheight"): "int",
+    ("global", "ellipsoidinertia"): "bool", ("global", "bvactive"): "bool",
+    ("quality", "shadowsize"): "int", ("quality", "offsamples"): "int",
+    ("quality", "numslices"): "int", ("quality", "numstacks"): "int",
+    ("quality", "numquads"): "int", ("headlight", "active"): "int",
+}
+
+
 def read_visual(spec) -> dict:
     """<visual> as nested dicts: numbers parsed where the default is numeric."""
     vis = {k: dict(v) for k, v in _VISUAL_DEFAULTS.items()}
@@ -205,10 +218,10 @@ def read_visual(spec) -> dict:
             a = Attrs(el)
             table = vis.setdefault(el.tag, {})
             for name, text in el.items():
-                if name in ("active", "orthographic", "ellipsoidinertia", "bvactive"):
+                kind = _VISUAL_TYPES.get((el.tag, name))
+                if kind == "bool":
                     table[name] = a.bool(name)
-                elif name in ("cameraid", "offwidth", "offheight", "shadowsize", "offsamples",
-                              "numslices", "numstacks", "numquads"):
+                elif kind == "int":
                     table[name] = a.int(name)
                 else:
                     n = 4 if el.tag == "rgba" else 3 if el.tag == "headlight" else 1

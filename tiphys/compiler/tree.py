@@ -7,6 +7,7 @@ element's local pose and the per-geom mass and inertia.
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -234,12 +235,21 @@ class TreeBuilder:
     def _name(self, el) -> str:
         """Element name with the suffixes of enclosing <replicate>s (innermost first)."""
         name = el.attr("name") if "name" in el.attr_names else None
+        return self._suffixed(name) or ""
+
+    def _suffixed(self, name):
+        """A reference made inside <replicate>, with the copies' suffixes."""
         if not name:
-            return ""
+            return name
         return name + "".join(reversed(self._suffix))
 
     def _replicate(self, el, body, frame, childclass):
         a = Attrs(el, {})
+        if el.attr("prefix") is not None:
+            # 3.4.0's reader never reads it (its schema does not check <replicate>'s
+            # attributes): names get only the sep + index suffix
+            warnings.warn(f"{el.xml_file or '<string>'}:{el.xml_line}: <replicate "
+                          f"prefix> is ignored (as by MuJoCo 3.4.0)", stacklevel=2)
         count = a.int("count")
         if count is None:
             raise a.error("missing required attribute", "count")
@@ -518,7 +528,9 @@ class TreeBuilder:
         a = self._attrs(el, "camera", childclass)
         c = _Camera(el=el, body=body, name=self._name(el))
         c.mode = a.keyword("mode", CAMLIGHT_MODES, 0)
-        c.target = a.str("target") or None  # MuJoCo: target="" is none
+        # MuJoCo: target="" is none; inside <replicate> the target gets the copy's
+        # suffix (mjCCamera::NameSpace), so it names a body of the same copy
+        c.target = self._suffixed(a.str("target")) or None
         c.orthographic = a.bool("orthographic", 0)
         c.fovy = a.float("fovy", 45.0)
         c.ipd = a.float("ipd", 0.068)
@@ -573,14 +585,14 @@ class TreeBuilder:
         a = self._attrs(el, "light", childclass)
         li = _Light(el=el, body=body, name=self._name(el))
         li.mode = a.keyword("mode", CAMLIGHT_MODES, 0)
-        li.target = a.str("target") or None  # MuJoCo: target="" is none
+        li.target = self._suffixed(a.str("target")) or None  # as a camera's
         if a.has("type"):
             li.type = a.keyword("type", LIGHT_TYPES, 0)
         else:
             li.type = 1 if a.bool("directional", 0) else 0
         li.castshadow = a.bool("castshadow", 1)
         li.active = a.bool("active", 1)
-        li.texture = a.str("texture")
+        li.texture = self._suffixed(a.str("texture"))  # mjCLight::NameSpace too
         li.pos = a.floats("pos", 3, (0, 0, 0))
         li.dir = a.floats("dir", 3, (0, 0, -1))
         li.bulbradius = a.float("bulbradius", 0.02)
@@ -781,6 +793,7 @@ class _Geom:
         self.meshobj = None
         self.hfieldobj = None
         self.dataid = -1
+        self.fitmesh = False  # a primitive fitted to the mesh dataid names
         self.matid = -1
 
 

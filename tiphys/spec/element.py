@@ -61,7 +61,10 @@ class Element:
 _POSE = ("pos", "quat", "axisangle", "xyaxes", "zaxis", "euler")
 EXTRA_CHILDREN = {
     "frame": {"mult": "*", "attrs": ("name", "childclass") + _POSE, "children": None},
-    "replicate": {"mult": "*", "attrs": ("count", "offset", "euler", "sep", "childclass"),
+    # 3.4.0's reader ignores <replicate prefix> (its schema checks no <replicate>
+    # attribute): accepted here, and ignored with a warning by the compiler
+    "replicate": {"mult": "*",
+                  "attrs": ("count", "offset", "euler", "sep", "prefix", "childclass"),
                   "children": None},
 }
 
