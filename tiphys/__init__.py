@@ -6,7 +6,8 @@ from .io import ResourceProvider, register_provider
 from .kernels.smooth import camlight, com_pos, kinematics
 from .model import Data, Model, id2name, make_data, name2id, reset_data
 from .spec import Spec, parse_xml
-from .kernels.smooth import com_vel, crb, factor_m, full_m, mul_m, rne, solve_m
+from .kernels.smooth import (add_m, com_vel, crb, factor_m, full_m, mul_m, mul_m2, rne,
+                             solve_m, solve_m2)
 from .kernels.passive import passive
 from .kernels.forward import fwd_acceleration
 from .kernels.integrate import euler
@@ -15,7 +16,7 @@ from .kernels.tendon import tendon
 from .kernels.actuation import actuation, advance_activation, transmission, velocity
 from .kernels.passive import tendon_passive
 from .forward import compare_fwd_inv, inverse, step1, step2
-from .contacts import collision
+from .contacts import add_contact, collision
 from .kernels.collide_convex import geom_distance
 from .kernels.constraint import make_constraint, reference_constraint
 from .kernels.jac import apply_ft, jac, jac_body, jac_body_com, jac_geom, jac_site, jac_subtree_com
@@ -31,6 +32,13 @@ from .support import (angmom_mat, check_acc, check_pos, check_vel, differentiate
                       mul_jac_t_vec, mul_jac_vec, normalize_quat, object_acceleration,
                       object_velocity, set_total_mass)
 from .printing import print_data, print_model
+from .components import (constraint_update, fwd_kinematics, fwd_position, fwd_velocity,
+                         implicit, inv_constraint, inv_position, inv_velocity,
+                         project_constraint, runge_kutta)
+from .kernels.sensor import (apply_cutoff, sensor_pos, sensor_vel, set_sensor_callback,
+                             subtree_vel)
+from .kernels.sensor_acc import sensor_acc
+from .kernels.energy import energy_pos, energy_vel
 
 __version__ = "0.1.0"
 
@@ -39,12 +47,12 @@ __all__ = [
     "put_model", "make_data", "reset_data", "kinematics", "com_pos", "camlight",
     "name2id", "id2name", "Model", "Data", "Spec", "parse_xml", "ModelError",
     "ResourceProvider", "register_provider",
-    "crb", "factor_m", "solve_m", "mul_m", "full_m", "com_vel", "rne", "passive",
+    "crb", "factor_m", "solve_m", "mul_m", "full_m", "mul_m2", "solve_m2", "add_m", "com_vel", "rne", "passive",
     "fwd_acceleration", "euler", "forward", "step",
     "step1", "step2", "inverse", "jac", "jac_body", "jac_body_com", "jac_site", "jac_geom",
     "jac_subtree_com", "apply_ft",
     "tendon", "transmission", "velocity", "actuation", "advance_activation", "tendon_passive",
-    "collision", "geom_distance", "make_constraint", "reference_constraint", "solve",
+    "collision", "add_contact", "geom_distance", "make_constraint", "reference_constraint", "solve",
     "solver_stats", "compare_fwd_inv",
     "rne_post_constraint", "contact_force",
     "ray", "multi_ray", "ray_batch", "ray_geom", "ray_mesh", "ray_hfield",
@@ -55,5 +63,9 @@ __all__ = [
     "angmom_mat", "object_velocity", "object_acceleration", "local2global",
     "differentiate_pos", "integrate_pos", "normalize_quat", "get_total_mass",
     "set_total_mass", "mul_jac_vec", "mul_jac_t_vec", "check_pos", "check_vel",
-    "check_acc", "print_model", "print_data",
+    "check_acc", "print_model", "print_data", "fwd_kinematics", "fwd_position",
+    "fwd_velocity", "runge_kutta", "implicit", "inv_position", "inv_velocity",
+    "inv_constraint", "constraint_update", "project_constraint",
+    "sensor_pos", "sensor_vel", "sensor_acc", "energy_pos", "energy_vel",
+    "set_sensor_callback", "apply_cutoff", "subtree_vel",
 ]

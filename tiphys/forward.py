@@ -5,6 +5,12 @@ make_constraint, transmission, (velocity) com_vel, passive, reference_constraint
 rne; actuation, fwd_acceleration, solve. Stages a model cannot need (collision
 without candidate pairs, the constraint stages without any possible row) are left
 out on the host, decided once per set of options.
+
+Sensors and energy run where MuJoCo's mj_forwardSkip, mj_step1/mj_step2 and
+mj_inverseSkip run them: sensor_pos (and energy_pos with <flag energy="enable"/>,
+unless an e_potential sensor computed it) after the position stages, sensor_vel (and
+energy_vel) after the velocity stages, sensor_acc after the solver (in inverse: after
+the constraint forces). RK4's inner evaluations and compare_fwd_inv skip the sensors.
 """
 from __future__ import annotations
 
@@ -14,10 +20,13 @@ from .contacts import collision
 from .kernels.actuation import actuation, transmission, velocity
 from .kernels.check import check
 from .kernels.constraint import make_constraint, reference_constraint
+from .kernels.energy import energy_pos, energy_vel
 from .kernels.forward import fwd_acceleration
 from .kernels.integrate import RK4_A, RK4_B, euler, implicit, implicitfast, rk4_stage
-from .kernels.inverse import compare_inverse, discrete_mode, inverse_acceleration
+from .kernels.inverse import (DISCRETE_NONE, compare_inverse, discrete_mode,
+                              inverse_acceleration)
 from .kernels.passive import passive
+from .kernels.sensor import energy_sensor, sensor_plan, sensor_pos, sensor_vel
 from .kernels.smooth import camlight, com_pos, com_vel, crb, factor_m, kinematics, rne
 from .kernels.solver import solve
 from .kernels.tendon import tendon
@@ -64,15 +73,10 @@ def forward(m: Model, d: Data) -> None:
     Runs kinematics, com_pos, camlight, tendon, crb, factor_m, collision,
     make_constraint, transmission, velocity, com_vel, passive, reference_constraint,
     rne, actuation, fwd_acceleration, solve (qacc = qacc_smooth where a world has no
-    constraint rows).
+    constraint rows); sensor_pos, sensor_vel and sensor_acc (and the energies with
+    <flag energy="enable"/>) after their stages, as mj_forward.
     """
     _forward(m, d)
-
-
-def _position_velocity(m: Model, d: Data) -> None:
-    """The position- and velocity-dependent stages (mj_fwdPosition + mj_fwdVelocity)."""
-    _position(m, d)
-    _velocity(m, d)
 
 
 def _position(m: Model, d: Data) -> None:
@@ -105,6 +109,47 @@ def _velocity(m: Model, d: Data) -> None:
     rne(m, d)
 
 
+def _position_sensors(m: Model, d: Data, skipsensor: bool) -> None:
+    """After the position stages, as mj_forwardSkip / mj_step1: sensor_pos (unless
+    skipped), then energy_pos with the energy flag unless an e_potential sensor
+    computed it; without the flag (and no such sensor) both energies are zeroed
+    (tiphys zeroes them only when one of its energy stages wrote them since: d.energy
+    is zero from make_data/reset_data otherwise)."""
+    by_sensor = False
+    if not skipsensor:
+        sensor_pos(m, d)
+        by_sensor = energy_sensor(m, STAGE_POS)
+        if by_sensor or energy_sensor(m, STAGE_VEL):  # (e_kinetic's stage is pos too)
+            d._tiphys_energy_set = True
+    if by_sensor:
+        return
+    if m.opt.enabled("energy"):
+        energy_pos(m, d)
+        d._tiphys_energy_set = True
+    elif getattr(d, "_tiphys_energy_set", False):
+        d.energy.fill(0)  # zero already unless an energy stage wrote it
+        d._tiphys_energy_set = False
+
+
+def _velocity_sensors(m: Model, d: Data, skipsensor: bool) -> None:
+    """After the velocity stages: sensor_vel (unless skipped), then energy_vel with the
+    energy flag unless an e_kinetic sensor computed it."""
+    by_sensor = False
+    if not skipsensor:
+        sensor_vel(m, d)
+        by_sensor = energy_sensor(m, STAGE_VEL)
+    if not by_sensor and m.opt.enabled("energy"):
+        energy_vel(m, d)
+        d._tiphys_energy_set = True
+
+
+def _acc_sensors(m: Model, d: Data) -> None:
+    """sensor_acc, imported when the model has acceleration-stage sensors."""
+    if m.nsensor and not m.opt.disabled("sensor") and sensor_plan(m).acc.n:
+        from .kernels.sensor_acc import sensor_acc
+        sensor_acc(m, d)
+
+
 def _acceleration(m: Model, d: Data) -> None:
     """Actuation, the smooth acceleration and the constraint solver."""
     actuation(m, d)
@@ -121,9 +166,17 @@ def _acceleration(m: Model, d: Data) -> None:
         d.qacc.copy_from(d.qacc_smooth)
 
 
-def _forward(m: Model, d: Data) -> None:
-    _position_velocity(m, d)
+def _forward(m: Model, d: Data, skipstage: int = 0, skipsensor: bool = False) -> None:
+    """mj_forwardSkip."""
+    if skipstage < STAGE_POS:
+        _position(m, d)
+        _position_sensors(m, d, skipsensor)
+    if skipstage < STAGE_VEL:
+        _velocity(m, d)
+        _velocity_sensors(m, d, skipsensor)
     _acceleration(m, d)
+    if not skipsensor:
+        _acc_sensors(m, d)
 
 
 def step(m: Model, d: Data) -> None:
@@ -158,7 +211,7 @@ def _rk4(m: Model, d: Data) -> None:
     """mj_RungeKutta(m, d, 4) after a forward pass: three more forward evaluations."""
     for slot, coefs in enumerate(RK4_A):
         rk4_stage(m, d, slot, coefs[:slot + 1])
-        _forward(m, d)
+        _forward(m, d, skipsensor=True)  # as MuJoCo: no sensors, energy recomputed
     rk4_stage(m, d, 3, RK4_B, final=True)
 
 
@@ -169,7 +222,10 @@ def step1(m: Model, d: Data) -> None:
     """
     check(m, d, "pos")
     check(m, d, "vel")
-    _position_velocity(m, d)
+    _position(m, d)
+    _position_sensors(m, d, False)
+    _velocity(m, d)
+    _velocity_sensors(m, d, False)
 
 
 def step2(m: Model, d: Data) -> None:
@@ -177,6 +233,7 @@ def step2(m: Model, d: Data) -> None:
     integrators (RK4 uses Euler here, as MuJoCo)."""
     _check_integrator(m)
     _acceleration(m, d)
+    _acc_sensors(m, d)
     check(m, d, "acc")
     if m.opt.enabled("fwdinv"):
         compare_fwd_inv(m, d)
@@ -205,24 +262,49 @@ def inverse(m: Model, d: Data) -> None:
     implicit, implicitfast; RK4 raises ValueError as MuJoCo errors), the constraint
     forces of qacc (mj_invConstraint: efc_state, efc_force from jar = J qacc - aref,
     qfrc_constraint = J' efc_force) and qfrc_inverse = M qacc + qfrc_bias -
-    qfrc_passive - qfrc_constraint. qacc is left as given. MuJoCo's sensor and energy
-    stages are not run (tiphys has no sensors yet).
+    qfrc_passive - qfrc_constraint. qacc is left as given. Sensors run as in mj_inverse:
+    sensor_pos and sensor_vel after their stages (energy_pos/energy_vel with the
+    energy flag), sensor_acc after the constraint forces (with invdiscrete, on the
+    continuous-time qacc).
     """
-    _inverse(m, d, STAGE_NONE)
+    _inverse(m, d, STAGE_NONE, False)
 
 
-def _inverse(m: Model, d: Data, skipstage: int) -> None:
-    discrete_mode(m)  # bad options fail before any work
+def _inverse(m: Model, d: Data, skipstage: int, skipsensor: bool) -> None:
+    """mj_inverseSkip."""
+    discrete = discrete_mode(m)  # bad options fail before any work
     rows = constraint_rows_possible(m)
+    energy = m.opt.enabled("energy")
     if skipstage < STAGE_POS:
         _position(m, d)
+        if not skipsensor:
+            sensor_pos(m, d)
+        if energy:
+            energy_pos(m, d)
     if skipstage < STAGE_VEL:
         _velocity(m, d)
+        if not skipsensor:
+            sensor_vel(m, d)
+        if energy:
+            energy_vel(m, d)
+    if energy:
+        d._tiphys_energy_set = True
     if not rows and getattr(d, "_tiphys_constrained", False):  # options changed
         d.nefc.fill(0)
         d.ncon.fill(0)
         d._tiphys_constrained = False
     inverse_acceleration(m, d, rows)
+    if not skipsensor:
+        if discrete != DISCRETE_NONE:
+            # MuJoCo's acc sensors see the continuous-time qacc of mj_discreteAcc
+            given = d.qacc
+            d.qacc = d._inverse_scratch["qacc"]
+            try:
+                _acc_sensors(m, d)
+            finally:
+                d.qacc = given
+        else:
+            _acc_sensors(m, d)
 
 
 def compare_fwd_inv(m: Model, d: Data) -> None:
@@ -261,15 +343,11 @@ def forward_skip(m: Model, d: Data, skipstage: int = STAGE_NONE,
     stages (kinematics to make_constraint and transmission: qpos unchanged since they
     ran); 2 or 3 (STAGE_VEL, STAGE_ACC) also skips the velocity stages (velocity,
     com_vel, passive, reference_constraint, rne). The acceleration stages (actuation,
-    fwd_acceleration, solve) always run. ``skipsensor`` skips MuJoCo's sensor stages;
-    tiphys's forward runs no sensor stages yet, so it changes nothing here.
+    fwd_acceleration, solve) always run, and sensor_acc after them. ``skipsensor``
+    skips sensor_pos, sensor_vel and sensor_acc (the energies are still computed with
+    <flag energy="enable"/>; without it they are zeroed), as MuJoCo.
     """
-    stage = _skipstage("forward_skip", skipstage)
-    if stage < STAGE_POS:
-        _position(m, d)
-    if stage < STAGE_VEL:
-        _velocity(m, d)
-    _acceleration(m, d)
+    _forward(m, d, _skipstage("forward_skip", skipstage), bool(skipsensor))
 
 
 def inverse_skip(m: Model, d: Data, skipstage: int = STAGE_NONE,
@@ -277,4 +355,4 @@ def inverse_skip(m: Model, d: Data, skipstage: int = STAGE_NONE,
     """inverse without the stages whose inputs did not change, as mj_inverseSkip:
     ``skipstage`` and ``skipsensor`` as in forward_skip (the position stages of
     inverse are mj_invPosition's, the velocity stages mj_invVelocity's)."""
-    _inverse(m, d, _skipstage("inverse_skip", skipstage))
+    _inverse(m, d, _skipstage("inverse_skip", skipstage), bool(skipsensor))

@@ -370,6 +370,8 @@ DATA_FIELDS = (
     ("qfrc_gravcomp", "nworld nv", "f", "passive gravity compensation force"),
     ("qfrc_fluid", "nworld nv", "f", "passive fluid force"),
     ("qfrc_passive", "nworld nv", "f", "total passive force"),
+    ("subtree_linvel", "nworld nbody 3", "f", "linear velocity of subtree com (subtree_vel)"),
+    ("subtree_angmom", "nworld nbody 3", "f", "angular momentum about subtree com (subtree_vel)"),
     ("qHDiagInv", "nworld nv", "f", "1/diag(D) of modified M (M + h*diag(damping))"),
     ("actuator_force", "nworld nu", "f", "actuator force in actuation space"),
     ("qfrc_actuator", "nworld nv", "f", "actuator force"),

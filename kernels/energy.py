@@ -1,0 +1,138 @@
+"""Potential and kinetic energy (mj_energyPos, mj_energyVel).
+
+``energy_pos`` writes ``energy[:, 0]``: minus the work of gravity on every body's com,
+plus the joint springs (slide and hinge: 1/2 k dq^2; ball and the rotation of a free
+joint: 1/2 k |subQuat(qpos, qpos_spring)|^2; a free joint's translation: 1/2 k |dx|^2)
+and the tendon springs (1/2 k d^2, d the distance of ten_length outside the
+lengthspring deadband). One launch: a loop that clears the energy, then loops over
+(world, body), (world, joint) and (world, tendon) that add their terms atomically (the
+summation order differs from MuJoCo's serial sum by round-off only).
+
+``energy_vel`` writes ``energy[:, 1] = 1/2 qvel' M qvel`` from qM's sparse rows: one
+launch, a thread per (world, tree) adding its tree's share (trees do not couple in M).
+
+Flex edge springs (MuJoCo's third term) are out of scope: tiphys models carry no
+flexes. Per-world-able ("*") parameters are indexed ``worldid % shape[0]``.
+"""
+import taichi as ti
+
+from .math import sub_quat
+
+ND = ti.types.ndarray()
+
+JNT_FREE, JNT_BALL, JNT_SLIDE, JNT_HINGE = range(4)  # mjtJoint
+
+
+@ti.kernel
+def _energy_pos(
+    # model
+    body_mass: ND, jnt_type: ND, jnt_qposadr: ND, jnt_stiffness: ND, qpos_spring: ND,
+    tendon_stiffness: ND, tendon_lengthspring: ND, nbody: ti.i32, njnt: ti.i32,
+    ntendon: ti.i32, gx: float, gy: float, gz: float,
+    # data in
+    xipos: ND, qpos: ND, ten_length: ND,
+    # data out
+    energy: ND,
+    # compile-time: gravity and springs enabled
+    gravity: ti.template(), springs: ti.template(),
+):
+    nworld = energy.shape[0]
+    for worldid in range(nworld):
+        energy[worldid][0] = 0.0
+    if ti.static(gravity):
+        g = ti.Vector([gx, gy, gz])
+        for worldid, bodyid in ti.ndrange(nworld, nbody):
+            if bodyid > 0:
+                mass = body_mass[worldid % body_mass.shape[0], bodyid]
+                energy[worldid][0] -= mass * g.dot(xipos[worldid, bodyid])
+    if ti.static(springs):
+        for worldid, jntid in ti.ndrange(nworld, njnt):
+            stiffness = jnt_stiffness[worldid % jnt_stiffness.shape[0], jntid]
+            if stiffness != 0.0:
+                padr = jnt_qposadr[jntid]
+                jtype = jnt_type[jntid]
+                ws = worldid % qpos_spring.shape[0]
+                e = 0.0
+                if jtype == JNT_FREE:
+                    dif = ti.Vector([qpos[worldid, padr + k] - qpos_spring[ws, padr + k]
+                                     for k in ti.static(range(3))])
+                    e += 0.5 * stiffness * dif.dot(dif)
+                    padr += 3
+                if jtype == JNT_FREE or jtype == JNT_BALL:
+                    # MuJoCo normalizes a copy it then ignores: the raw quaternion is used
+                    q = ti.Vector([qpos[worldid, padr + k] for k in ti.static(range(4))])
+                    q0 = ti.Vector([qpos_spring[ws, padr + k] for k in ti.static(range(4))])
+                    dif = sub_quat(q, q0)
+                    e += 0.5 * stiffness * dif.dot(dif)
+                else:
+                    dq = qpos[worldid, padr] - qpos_spring[ws, padr]
+                    e += 0.5 * stiffness * dq * dq
+                energy[worldid][0] += e
+        for worldid, tenid in ti.ndrange(nworld, ntendon):
+            stiffness = tendon_stiffness[worldid % tendon_stiffness.shape[0], tenid]
+            spring = tendon_lengthspring[worldid % tendon_lengthspring.shape[0], tenid]
+            length = ten_length[worldid, tenid]
+            displacement = 0.0
+            if length > spring[1]:
+                displacement = spring[1] - length
+            elif length < spring[0]:
+                displacement = spring[0] - length
+            if displacement != 0.0:
+                energy[worldid][0] += 0.5 * stiffness * displacement * displacement
+
+
+@ti.kernel
+def _energy_vel(
+    # model
+    tree_dofadr: ND, tree_dofnum: ND, dof_parentid: ND, dof_Madr: ND, ntree: ti.i32,
+    # data in
+    qM: ND, qvel: ND,
+    # data out
+    energy: ND,
+):
+    nworld = energy.shape[0]
+    for worldid in range(nworld):
+        energy[worldid][1] = 0.0
+    # qvel' M qvel over one tree: diagonal terms once, each ancestor entry twice
+    for worldid, treeid in ti.ndrange(nworld, ntree):
+        start = tree_dofadr[treeid]
+        total = 0.0
+        for i in range(start, start + tree_dofnum[treeid]):
+            madr = dof_Madr[i]
+            vi = qvel[worldid, i]
+            row = qM[worldid, madr] * vi
+            j = dof_parentid[i]
+            adr = madr + 1
+            while j >= 0:
+                row += 2.0 * qM[worldid, adr] * qvel[worldid, j]
+                adr += 1
+                j = dof_parentid[j]
+            total += row * vi
+        energy[worldid][1] += 0.5 * total
+
+
+def energy_pos(m, d) -> None:
+    """Potential energy of every world, as mj_energyPos (one launch).
+
+    Reads xipos (kinematics), qpos and ten_length (tendon); writes energy[:, 0]: the
+    gravitational potential -sum m_i g.xipos_i (unless gravity is disabled) plus the
+    joint and tendon spring energies (unless springs are disabled). MuJoCo calls it
+    from forward when <flag energy="enable"/> is set; it can be called on its own
+    after the position stages.
+    """
+    opt = m.opt
+    gravity = not opt.disabled("gravity")
+    springs = not opt.disabled("spring")
+    g = tuple(float(x) for x in opt.gravity)
+    _energy_pos(m.body_mass, m.jnt_type, m.jnt_qposadr, m.jnt_stiffness, m.qpos_spring,
+                m.tendon_stiffness, m.tendon_lengthspring, m.nbody, m.njnt, m.ntendon,
+                *g, d.xipos, d.qpos, d.ten_length, d.energy, gravity, springs)
+
+
+def energy_vel(m, d) -> None:
+    """Kinetic energy of every world, 1/2 qvel' M qvel, as mj_energyVel (one launch).
+
+    Reads qM (crb) and qvel; writes energy[:, 1].
+    """
+    _energy_vel(m.tree_dofadr, m.tree_dofnum, m.dof_parentid, m.dof_Madr, m.ntree,
+                d.qM, d.qvel, d.energy)

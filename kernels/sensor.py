@@ -1,0 +1,1119 @@
+"""Position- and velocity-stage sensors (mj_sensorPos, mj_sensorVel), sensor cutoff and
+the user-sensor callback (MuJoCo 3.4.0's engine_sensor.c).
+
+Sensors are grouped on the host, once per model and set of options (the "plan").
+Each launch runs parallel over (world, sensor), branches on the sensor type, writes
+the sensor's values and clips them by its cutoff in the same thread (apply_cutoff's
+rule). Per stage:
+
+- position: ``energy_pos`` / ``energy_vel`` first when an e_potential / e_kinetic
+  sensor exists (MuJoCo computes the energy for such a sensor even with the energy
+  flag off; both have needstage "pos"); ``_sensor_pos`` (1 launch) for every type
+  but limits, rangefinders and geom distances; for those, ``_geom_pairs`` (1 launch
+  for all geom pairs of the geomdist/geomnormal/geomfromto sensors, plus 2 per
+  heightfield pair) and ``_sensor_extra`` (1 launch);
+- velocity: ``_sensor_vel`` (1) and, for jointlimitvel/tendonlimitvel, ``_sensor_extra``
+  (1).
+
+So a stage takes one launch unless the model has limit, rangefinder or geom distance
+sensors. The split keeps every kernel within 32 array arguments: more storage buffers
+crash Taichi's Vulkan backend on lavapipe.
+
+User sensors (mjSENS_USER) of the stage are zeroed by the stage's launch; then the
+callback set with ``set_sensor_callback`` runs, as mjcb_sensor, and one more launch
+applies the cutoff to them. Rangefinder code (mj_ray against the scene) and
+geom-distance reads are compiled in only when the model has such sensors. Nothing runs
+for a stage without sensors, nor with <flag sensor="disable"/>.
+
+Integer topology of each sensor is packed on the host into ``sint`` (type, datatype,
+object and reference types and ids, address, dim, and derived ids: the joint's qpos or
+dof address, the object's and the reference's body); camera projection constants and
+the magnetometer's field go into ``sfloat``. Per-world-able ("*") parameters are
+indexed ``worldid % shape[0]``.
+
+Differences from MuJoCo: the subtree velocities that subtreelinvel and subtreeangmom
+read are computed per sensor (tiphys's Data has no subtree_linvel/subtree_angmom): the
+angular momentum about the subtree com is summed body by body (the parallel-axis
+identity of mj_subtreeVel's recursion; equal up to round-off).
+"""
+
+from types import SimpleNamespace
+from typing import Callable, Optional
+
+import numpy as np
+import taichi as ti
+
+from . import collide_convex as cc
+from .collision import geom_pose, new_list
+from .energy import energy_pos, energy_vel
+from .math import quat_mul
+from .ray import GROUP_ALL, ray_scene, ray_tables
+
+ND = ti.types.ndarray()
+MINVAL = 1e-15  # mjMINVAL
+
+# mjtStage
+STAGE_NONE, STAGE_POS, STAGE_VEL, STAGE_ACC = range(4)
+
+# mjtSensor
+(TOUCH, ACCELEROMETER, VELOCIMETER, GYRO, FORCE, TORQUE, MAGNETOMETER, RANGEFINDER,
+ CAMPROJECTION, JOINTPOS, JOINTVEL, TENDONPOS, TENDONVEL, ACTUATORPOS, ACTUATORVEL,
+ ACTUATORFRC, JOINTACTFRC, TENDONACTFRC, BALLQUAT, BALLANGVEL, JOINTLIMITPOS,
+ JOINTLIMITVEL, JOINTLIMITFRC, TENDONLIMITPOS, TENDONLIMITVEL, TENDONLIMITFRC, FRAMEPOS,
+ FRAMEQUAT, FRAMEXAXIS, FRAMEYAXIS, FRAMEZAXIS, FRAMELINVEL, FRAMEANGVEL, FRAMELINACC,
+ FRAMEANGACC, SUBTREECOM, SUBTREELINVEL, SUBTREEANGMOM, INSIDESITE, GEOMDIST, GEOMNORMAL,
+ GEOMFROMTO, CONTACT, E_POTENTIAL, E_KINETIC, CLOCK, TACTILE, PLUGIN, USER) = range(49)
+
+POS_TYPES = (MAGNETOMETER, RANGEFINDER, CAMPROJECTION, JOINTPOS, TENDONPOS, ACTUATORPOS,
+             BALLQUAT, JOINTLIMITPOS, TENDONLIMITPOS, FRAMEPOS, FRAMEQUAT, FRAMEXAXIS,
+             FRAMEYAXIS, FRAMEZAXIS, SUBTREECOM, INSIDESITE, GEOMDIST, GEOMNORMAL,
+             GEOMFROMTO, E_POTENTIAL, E_KINETIC, CLOCK, USER)
+VEL_TYPES = (VELOCIMETER, GYRO, JOINTVEL, TENDONVEL, ACTUATORVEL, BALLANGVEL, JOINTLIMITVEL,
+             TENDONLIMITVEL, FRAMELINVEL, FRAMEANGVEL, SUBTREELINVEL, SUBTREEANGMOM,
+             E_KINETIC, USER)
+GEOM_SENSORS = (GEOMDIST, GEOMNORMAL, GEOMFROMTO)
+# handled by _sensor_extra (any stage)
+EXTRA_TYPES = (RANGEFINDER, JOINTLIMITPOS, TENDONLIMITPOS, JOINTLIMITVEL, TENDONLIMITVEL,
+               GEOMDIST, GEOMNORMAL, GEOMFROMTO)
+
+# mjtObj
+OBJ_UNKNOWN, OBJ_BODY, OBJ_XBODY, OBJ_JOINT = 0, 1, 2, 3
+OBJ_GEOM, OBJ_SITE, OBJ_CAMERA = 5, 6, 7
+# mjtDataType
+DATATYPE_REAL, DATATYPE_POSITIVE = 0, 1
+# mjtConstraint
+CNSTR_LIMIT_JOINT, CNSTR_LIMIT_TENDON = 3, 4
+# mjtGeom
+GEOM_PLANE, GEOM_SPHERE, GEOM_CAPSULE, GEOM_ELLIPSOID, GEOM_CYLINDER, GEOM_BOX = \
+    0, 2, 3, 4, 5, 6
+
+# sint columns
+S_TYPE, S_DATATYPE, S_OBJTYPE, S_OBJID, S_REFTYPE, S_REFID, S_ADR, S_DIM = range(8)
+S_AUX = 8  # jnt_qposadr / jnt_dofadr; the reference site's type; first geom pair
+S_OBJBODY = 9  # body of the object (-1: not a spatial object)
+S_REFBODY = 10  # body of the reference frame (-1: none)
+S_NPAIR = 11  # number of geom pairs (geom distance sensors)
+S_WIDTH = 12
+
+
+# ---------------------------------------------------------------- user callback
+
+_CALLBACK: dict = {"fn": None}
+
+
+def set_sensor_callback(fn: Optional[Callable]) -> Optional[Callable]:
+    """Install the user-sensor callback (MuJoCo's mjcb_sensor); ``None`` removes it.
+
+    ``fn(m, d, stage)`` is called by sensor_pos, sensor_vel and sensor_acc (stage 1,
+    2, 3: mjtStage) when the model has user sensors (<user needstage=...>,
+    mjSENS_USER) of that stage, after the engine has zeroed their values, for all
+    worlds at once: it writes ``d.sensordata[world, sensor_adr[i]:sensor_adr[i] +
+    sensor_dim[i]]`` of every world, e.g. from a Taichi kernel or with
+    ``d.sensordata.from_numpy(...)`` (read the array first and write it whole: the
+    other sensors' values are already there). The cutoff of the user sensors is
+    applied after it returns. Returns the previous callback.
+    """
+    if fn is not None and not callable(fn):
+        raise TypeError("set_sensor_callback: fn must be callable or None")
+    previous = _CALLBACK["fn"]
+    _CALLBACK["fn"] = fn
+    return previous
+
+
+def sensor_callback() -> Optional[Callable]:
+    """The installed user-sensor callback, or None."""
+    return _CALLBACK["fn"]
+
+
+# ---------------------------------------------------------------- shared funcs
+
+@ti.func
+def clip_sensor(x, cutoff, datatype):
+    """One sensor value clipped by its cutoff, as apply_cutoff: real data to
+    [-cutoff, cutoff], positive data to at most cutoff; other data types (axis,
+    quaternion) and cutoff <= 0 leave it. NaN stays NaN."""
+    out = x
+    if cutoff > 0.0:
+        if datatype == DATATYPE_REAL:
+            if x < -cutoff:
+                out = -cutoff
+            elif x > cutoff:
+                out = cutoff
+        elif datatype == DATATYPE_POSITIVE:
+            if cutoff < x:
+                out = cutoff
+    return out
+
+
+@ti.func
+def write_sensor(worldid, sid, out, sint: ti.template(), sensor_cutoff: ti.template(),
+                 sensordata: ti.template()):
+    """Write the first dim entries of ``out`` (a 6-vector) as sensor ``sid``'s values,
+    clipped by its cutoff (geomfromto exempt, as MuJoCo)."""
+    si = sint[sid]
+    adr = si[S_ADR]
+    dim = si[S_DIM]
+    cutoff = sensor_cutoff[worldid % sensor_cutoff.shape[0], sid]
+    if si[S_TYPE] == GEOMFROMTO:
+        cutoff = 0.0
+    for j in ti.static(range(6)):
+        if j < dim:
+            sensordata[worldid, adr + j] = clip_sensor(out[j], cutoff, si[S_DATATYPE])
+
+
+@ti.func
+def _frame(worldid, objtype, objid, xpos: ti.template(), xmat: ti.template(),
+           xipos: ti.template(), ximat: ti.template(), geom_xpos: ti.template(),
+           geom_xmat: ti.template(), site_xpos: ti.template(), site_xmat: ti.template(),
+           cam_xpos: ti.template(), cam_xmat: ti.template()):
+    """Global position and orientation of an object (get_xpos_xmat): body = inertial
+    frame, xbody = body frame, geom, site, camera."""
+    pos = ti.Vector.zero(float, 3)
+    mat = ti.Matrix.zero(float, 3, 3)
+    if objtype == OBJ_XBODY:
+        pos = xpos[worldid, objid]
+        mat = xmat[worldid, objid]
+    elif objtype == OBJ_BODY:
+        pos = xipos[worldid, objid]
+        mat = ximat[worldid, objid]
+    elif objtype == OBJ_GEOM:
+        pos = geom_xpos[worldid, objid]
+        mat = geom_xmat[worldid, objid]
+    elif objtype == OBJ_SITE:
+        pos = site_xpos[worldid, objid]
+        mat = site_xmat[worldid, objid]
+    elif objtype == OBJ_CAMERA:
+        pos = cam_xpos[worldid, objid]
+        mat = cam_xmat[worldid, objid]
+    return pos, mat
+
+
+@ti.func
+def _xquat(worldid, objtype, objid, bodyid, xquat: ti.template(), body_iquat: ti.template(),
+           geom_quat: ti.template(), site_quat: ti.template(), cam_quat: ti.template()):
+    """Global quaternion of an object (get_xquat): the body's xquat times the object's
+    local quaternion."""
+    q = ti.Vector([1.0, 0.0, 0.0, 0.0])
+    if objtype == OBJ_XBODY:
+        q = xquat[worldid, objid]
+    elif objtype == OBJ_BODY:
+        q = quat_mul(xquat[worldid, objid], body_iquat[worldid % body_iquat.shape[0], objid])
+    elif objtype == OBJ_GEOM:
+        q = quat_mul(xquat[worldid, bodyid], geom_quat[worldid % geom_quat.shape[0], objid])
+    elif objtype == OBJ_SITE:
+        q = quat_mul(xquat[worldid, bodyid], site_quat[worldid % site_quat.shape[0], objid])
+    elif objtype == OBJ_CAMERA:
+        q = quat_mul(xquat[worldid, bodyid], cam_quat[worldid % cam_quat.shape[0], objid])
+    return q
+
+
+@ti.func
+def _mul_mat_t(mat, v):
+    """mat' v, in mju_mulMatTVec3's order."""
+    return ti.Vector([mat[0, i] * v[0] + mat[1, i] * v[1] + mat[2, i] * v[2]
+                      for i in ti.static(range(3))])
+
+
+@ti.func
+def _object_velocity(worldid, pos, rot, bodyid, local, body_weldid: ti.template(),
+                     body_rootid: ti.template(), cvel: ti.template(),
+                     subtree_com: ti.template()):
+    """6D velocity (rot:lin) of a frame at ``pos`` on ``bodyid``, as mj_objectVelocity:
+    world-oriented, or in the frame ``rot`` with ``local``; zero on static bodies."""
+    ang = ti.Vector.zero(float, 3)
+    lin = ti.Vector.zero(float, 3)
+    if body_weldid[bodyid] != 0:
+        c = cvel[worldid, bodyid]
+        ang = ti.Vector([c[0], c[1], c[2]])
+        dif = pos - subtree_com[worldid, body_rootid[bodyid]]
+        lin = ti.Vector([c[3], c[4], c[5]]) - dif.cross(ang)
+        if local:
+            ang = _mul_mat_t(rot, ang)
+            lin = _mul_mat_t(rot, lin)
+    return ang, lin
+
+
+@ti.func
+def _limit_row(worldid, ctype, objid, ne: ti.template(), nf: ti.template(),
+               nefc: ti.template(), efc_type: ti.template(), efc_id: ti.template()):
+    """First limit row of type ``ctype`` on object ``objid`` (-1: none)."""
+    row = -1
+    for efcid in range(ne[worldid] + nf[worldid], nefc[worldid]):
+        if row < 0 and efc_type[worldid, efcid] == ctype and efc_id[worldid, efcid] == objid:
+            row = efcid
+    return row
+
+
+@ti.func
+def _inside_geom(pos, mat, size, gtype, point):
+    """1 if ``point`` is inside the primitive (mju_insideGeom), else 0."""
+    vec = point - pos
+    inside = 0
+    if gtype == GEOM_SPHERE:
+        inside = 1 if vec.dot(vec) < size[0] * size[0] else 0
+    else:
+        p = _mul_mat_t(mat, vec)
+        if gtype == GEOM_CAPSULE:
+            z = p[2]
+            zc = z
+            if z < -size[1]:
+                zc = -size[1]
+            elif z > size[1]:
+                zc = size[1]
+            if p[0] * p[0] + p[1] * p[1] + (z - zc) * (z - zc) < size[0] * size[0]:
+                inside = 1
+        elif gtype == GEOM_ELLIPSOID:
+            if (p[0] * p[0] / (size[0] * size[0]) + p[1] * p[1] / (size[1] * size[1])
+                    + p[2] * p[2] / (size[2] * size[2]) < 1):
+                inside = 1
+        elif gtype == GEOM_CYLINDER:
+            if ti.abs(p[2]) < size[1] and p[0] * p[0] + p[1] * p[1] < size[0] * size[0]:
+                inside = 1
+        elif gtype == GEOM_BOX:
+            if ti.abs(p[0]) < size[0] and ti.abs(p[1]) < size[1] and ti.abs(p[2]) < size[2]:
+                inside = 1
+        elif gtype == GEOM_PLANE:
+            if p[2] < 0:
+                inside = 1
+    return inside
+
+
+# ---------------------------------------------------------------- kernels
+
+@ti.kernel
+def _sensor_pos(
+    # plan
+    ids: ND, sint: ND, sfloat: ND,
+    # model
+    sensor_cutoff: ND, body_iquat: ND, geom_quat: ND, site_quat: ND, cam_quat: ND,
+    site_size: ND,
+    # data in
+    qpos: ND, ten_length: ND, actuator_length: ND, xpos: ND, xquat: ND, xmat: ND,
+    xipos: ND, ximat: ND, geom_xpos: ND, geom_xmat: ND, site_xpos: ND, site_xmat: ND,
+    cam_xpos: ND, cam_xmat: ND, subtree_com: ND, energy: ND, time: ND,
+    # data out
+    sensordata: ND,
+):
+    """The position-stage sensors but limits, rangefinders and geom distances."""
+    for worldid, k in ti.ndrange(sensordata.shape[0], ids.shape[0]):
+        sid = ids[k]
+        si = sint[sid]
+        stype = si[S_TYPE]
+        objtype = si[S_OBJTYPE]
+        objid = si[S_OBJID]
+        reftype = si[S_REFTYPE]
+        refid = si[S_REFID]
+        out = ti.Vector.zero(float, 6)
+        if stype == USER:
+            for j in range(si[S_DIM]):
+                sensordata[worldid, si[S_ADR] + j] = 0.0
+        else:
+            if stype == MAGNETOMETER:
+                f = sfloat[sid]
+                field = ti.Vector([f[0], f[1], f[2]])
+                v = _mul_mat_t(site_xmat[worldid, objid], field)
+                for i in ti.static(range(3)):
+                    out[i] = v[i]
+            elif stype == CAMPROJECTION:
+                # pixel = image . focal . [R' | -R' cam_pos] . [x; 1]
+                rot = cam_xmat[worldid, refid]
+                f = sfloat[sid]
+                fx, fy, cx, cy = f[0], f[1], f[2], f[3]
+                p = _mul_mat_t(rot, site_xpos[worldid, objid] - cam_xpos[worldid, refid])
+                hx = -fx * p[0] + cx * p[2]
+                hy = fy * p[1] + cy * p[2]
+                denom = p[2]
+                if ti.abs(denom) < MINVAL:
+                    if denom < 0:
+                        denom = ti.min(denom, -MINVAL)
+                    else:
+                        denom = ti.max(denom, MINVAL)
+                out[0] = hx / denom
+                out[1] = hy / denom
+            elif stype == JOINTPOS:
+                out[0] = qpos[worldid, si[S_AUX]]
+            elif stype == TENDONPOS:
+                out[0] = ten_length[worldid, objid]
+            elif stype == ACTUATORPOS:
+                out[0] = actuator_length[worldid, objid]
+            elif stype == BALLQUAT:
+                adr = si[S_AUX]
+                q = ti.Vector([qpos[worldid, adr + i] for i in ti.static(range(4))])
+                norm = ti.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+                if norm < MINVAL:
+                    q = ti.Vector([1.0, 0.0, 0.0, 0.0])
+                elif ti.abs(norm - 1.0) > MINVAL:
+                    q = q * (1.0 / norm)
+                for i in ti.static(range(4)):
+                    out[i] = q[i]
+            elif stype == FRAMEPOS or (stype >= FRAMEXAXIS and stype <= FRAMEZAXIS):
+                pos, mat = _frame(worldid, objtype, objid, xpos, xmat, xipos, ximat,
+                                  geom_xpos, geom_xmat, site_xpos, site_xmat, cam_xpos,
+                                  cam_xmat)
+                v = pos
+                if stype != FRAMEPOS:
+                    axis = stype - FRAMEXAXIS
+                    v = ti.Vector([mat[0, axis], mat[1, axis], mat[2, axis]])
+                if refid >= 0:
+                    pos_ref, mat_ref = _frame(worldid, reftype, refid, xpos, xmat, xipos,
+                                              ximat, geom_xpos, geom_xmat, site_xpos,
+                                              site_xmat, cam_xpos, cam_xmat)
+                    if stype == FRAMEPOS:
+                        v = v - pos_ref
+                    v = _mul_mat_t(mat_ref, v)
+                for i in ti.static(range(3)):
+                    out[i] = v[i]
+            elif stype == FRAMEQUAT:
+                q = _xquat(worldid, objtype, objid, si[S_OBJBODY], xquat, body_iquat,
+                           geom_quat, site_quat, cam_quat)
+                if refid >= 0:
+                    r = _xquat(worldid, reftype, refid, si[S_REFBODY], xquat, body_iquat,
+                               geom_quat, site_quat, cam_quat)
+                    q = quat_mul(ti.Vector([r[0], -r[1], -r[2], -r[3]]), q)
+                for i in ti.static(range(4)):
+                    out[i] = q[i]
+            elif stype == SUBTREECOM:
+                v = subtree_com[worldid, objid]
+                for i in ti.static(range(3)):
+                    out[i] = v[i]
+            elif stype == INSIDESITE:
+                pos, _ = _frame(worldid, objtype, objid, xpos, xmat, xipos, ximat, geom_xpos,
+                                geom_xmat, site_xpos, site_xmat, cam_xpos, cam_xmat)
+                out[0] = _inside_geom(site_xpos[worldid, refid], site_xmat[worldid, refid],
+                                      site_size[refid], si[S_AUX], pos)
+            elif stype == E_POTENTIAL:
+                out[0] = energy[worldid][0]
+            elif stype == E_KINETIC:
+                out[0] = energy[worldid][1]
+            elif stype == CLOCK:
+                out[0] = time[worldid]
+            write_sensor(worldid, sid, out, sint, sensor_cutoff, sensordata)
+
+
+@ti.func
+def _normalize3(v):
+    """mju_normalize3: v / |v|, (1, 0, 0) when |v| < mjMINVAL."""
+    norm = ti.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
+    out = ti.Vector([1.0, 0.0, 0.0])
+    if norm >= MINVAL:
+        out = v * (1.0 / norm)
+    return out
+
+
+@ti.func
+def _subtree_vel(worldid, bodyid, body_subtree_adr: ti.template(),
+                 body_subtree_num: ti.template(), body_subtree: ti.template(),
+                 body_mass: ti.template(), body_subtreemass: ti.template(),
+                 body_inertia: ti.template(), body_weldid: ti.template(),
+                 body_rootid: ti.template(), xipos: ti.template(), ximat: ti.template(),
+                 cvel: ti.template(), subtree_com: ti.template()):
+    """Linear velocity of the subtree's com and its angular momentum about it
+    (mj_subtreeVel's subtree_linvel, subtree_angmom of ``bodyid``)."""
+    adr = body_subtree_adr[bodyid]
+    num = body_subtree_num[bodyid]
+    mw = worldid % body_mass.shape[0]
+    momentum = ti.Vector.zero(float, 3)
+    for k in range(num):
+        b = body_subtree[adr + k]
+        _, lin = _object_velocity(worldid, xipos[worldid, b], ximat[worldid, b], b, 0,
+                                  body_weldid, body_rootid, cvel, subtree_com)
+        momentum += body_mass[mw, b] * lin
+    linvel = momentum * (1.0 / ti.max(MINVAL, body_subtreemass[
+        worldid % body_subtreemass.shape[0], bodyid]))
+    com = subtree_com[worldid, bodyid]
+    angmom = ti.Vector.zero(float, 3)
+    for k in range(num):
+        b = body_subtree[adr + k]
+        mat = ximat[worldid, b]
+        ang, lin = _object_velocity(worldid, xipos[worldid, b], mat, b, 0, body_weldid,
+                                    body_rootid, cvel, subtree_com)
+        inertia = body_inertia[worldid % body_inertia.shape[0], b]
+        dv = _mul_mat_t(mat, ang)
+        dv = ti.Vector([dv[0] * inertia[0], dv[1] * inertia[1], dv[2] * inertia[2]])
+        angmom += mat @ dv
+        angmom += (xipos[worldid, b] - com).cross(body_mass[mw, b] * (lin - linvel))
+    return linvel, angmom
+
+
+@ti.kernel
+def _sensor_vel(
+    # plan
+    ids: ND, sint: ND,
+    # model
+    sensor_cutoff: ND, body_subtree_adr: ND, body_subtree_num: ND, body_subtree: ND,
+    body_mass: ND, body_subtreemass: ND, body_inertia: ND, body_weldid: ND, body_rootid: ND,
+    # data in
+    qvel: ND, ten_velocity: ND, actuator_velocity: ND, xpos: ND, xmat: ND, xipos: ND,
+    ximat: ND,
+    geom_xpos: ND, geom_xmat: ND, site_xpos: ND, site_xmat: ND, cam_xpos: ND, cam_xmat: ND,
+    subtree_com: ND, cvel: ND, energy: ND,
+    # data out
+    sensordata: ND,
+):
+    """The velocity-stage sensors but limits."""
+    for worldid, k in ti.ndrange(sensordata.shape[0], ids.shape[0]):
+        sid = ids[k]
+        si = sint[sid]
+        stype = si[S_TYPE]
+        objtype = si[S_OBJTYPE]
+        objid = si[S_OBJID]
+        refid = si[S_REFID]
+        out = ti.Vector.zero(float, 6)
+        if stype == USER:
+            for j in range(si[S_DIM]):
+                sensordata[worldid, si[S_ADR] + j] = 0.0
+        else:
+            if stype == VELOCIMETER or stype == GYRO:
+                ang, lin = _object_velocity(worldid, site_xpos[worldid, objid],
+                                            site_xmat[worldid, objid], si[S_OBJBODY], 1,
+                                            body_weldid, body_rootid, cvel, subtree_com)
+                v = lin if stype == VELOCIMETER else ang
+                for i in ti.static(range(3)):
+                    out[i] = v[i]
+            elif stype == JOINTVEL:
+                out[0] = qvel[worldid, si[S_AUX]]
+            elif stype == TENDONVEL:
+                out[0] = ten_velocity[worldid, objid]
+            elif stype == ACTUATORVEL:
+                out[0] = actuator_velocity[worldid, objid]
+            elif stype == BALLANGVEL:
+                for i in ti.static(range(3)):
+                    out[i] = qvel[worldid, si[S_AUX] + i]
+            elif stype == FRAMELINVEL or stype == FRAMEANGVEL:
+                pos, mat = _frame(worldid, objtype, objid, xpos, xmat, xipos, ximat,
+                                  geom_xpos, geom_xmat, site_xpos, site_xmat, cam_xpos,
+                                  cam_xmat)
+                ang, lin = _object_velocity(worldid, pos, mat, si[S_OBJBODY], 0, body_weldid,
+                                            body_rootid, cvel, subtree_com)
+                if refid >= 0:
+                    pos_ref, mat_ref = _frame(worldid, si[S_REFTYPE], refid, xpos, xmat,
+                                              xipos, ximat, geom_xpos, geom_xmat, site_xpos,
+                                              site_xmat, cam_xpos, cam_xmat)
+                    ang_ref, lin_ref = _object_velocity(worldid, pos_ref, mat_ref,
+                                                        si[S_REFBODY], 0, body_weldid,
+                                                        body_rootid, cvel, subtree_com)
+                    rel_ang = ang - ang_ref
+                    rel_lin = lin - lin_ref
+                    # correction of the rotating reference frame (MuJoCo's rvec x xvel_ref,
+                    # with the angular part of xvel_ref)
+                    rel_lin += (pos - pos_ref).cross(ang_ref)
+                    ang = _mul_mat_t(mat_ref, rel_ang)
+                    lin = _mul_mat_t(mat_ref, rel_lin)
+                v = lin if stype == FRAMELINVEL else ang
+                for i in ti.static(range(3)):
+                    out[i] = v[i]
+            elif stype == SUBTREELINVEL or stype == SUBTREEANGMOM:
+                linvel, angmom = _subtree_vel(worldid, objid, body_subtree_adr,
+                                              body_subtree_num, body_subtree, body_mass,
+                                              body_subtreemass, body_inertia, body_weldid,
+                                              body_rootid, xipos, ximat, cvel, subtree_com)
+                v = linvel if stype == SUBTREELINVEL else angmom
+                for i in ti.static(range(3)):
+                    out[i] = v[i]
+            elif stype == E_KINETIC:
+                out[0] = energy[worldid][1]
+            write_sensor(worldid, sid, out, sint, sensor_cutoff, sensordata)
+
+
+@ti.kernel
+def _sensor_extra(
+    # plan
+    ids: ND, sint: ND,
+    # model
+    sensor_cutoff: ND,
+    # rangefinder (ray_args without geom_xpos/geom_xmat)
+    geom_int: ND, geom_size: ND, geom_rgba: ND, mesh_vert: ND, tri_vert: ND, bvh_box: ND,
+    bvh_node: ND, hfield_size: ND, hfield_data: ND,
+    # data in
+    ne: ND, nf: ND, nefc: ND, efc_type: ND, efc_id: ND, efc_pos: ND, efc_margin: ND,
+    efc_vel: ND, geom_xpos: ND, geom_xmat: ND, site_xpos: ND, site_xmat: ND,
+    pair_dist: ND, pair_fromto: ND,
+    # data out
+    sensordata: ND,
+    # compile time: rangefinders, geom distance sensors present
+    has_ray: ti.template(), has_geom: ti.template(),
+):
+    """Limit sensors (jointlimitpos/vel, tendonlimitpos/vel), rangefinders and the geom
+    distance sensors (from the pair distances of _geom_pairs), of either stage: a
+    launch of its own keeps every kernel within 32 array arguments (Vulkan's storage
+    buffer limit on lavapipe)."""
+    for worldid, k in ti.ndrange(sensordata.shape[0], ids.shape[0]):
+        sid = ids[k]
+        si = sint[sid]
+        stype = si[S_TYPE]
+        objid = si[S_OBJID]
+        out = ti.Vector.zero(float, 6)
+        if stype == RANGEFINDER:
+            if ti.static(has_ray):
+                mat = site_xmat[worldid, objid]
+                vec = ti.Vector([mat[0, 2], mat[1, 2], mat[2, 2]])
+                dist, _ = ray_scene(worldid, site_xpos[worldid, objid], vec, GROUP_ALL, 1,
+                                    si[S_OBJBODY], geom_int, geom_size, geom_rgba,
+                                    geom_xpos, geom_xmat, mesh_vert, tri_vert, bvh_box,
+                                    bvh_node, hfield_size, hfield_data)
+                out[0] = dist
+        elif stype == JOINTLIMITPOS or stype == TENDONLIMITPOS or \
+                stype == JOINTLIMITVEL or stype == TENDONLIMITVEL:
+            ctype = CNSTR_LIMIT_JOINT
+            if stype == TENDONLIMITPOS or stype == TENDONLIMITVEL:
+                ctype = CNSTR_LIMIT_TENDON
+            row = _limit_row(worldid, ctype, objid, ne, nf, nefc, efc_type, efc_id)
+            if row >= 0:
+                if stype == JOINTLIMITPOS or stype == TENDONLIMITPOS:
+                    out[0] = efc_pos[worldid, row] - efc_margin[worldid, row]
+                else:
+                    out[0] = efc_vel[worldid, row]
+        elif stype >= GEOMDIST and stype <= GEOMFROMTO:
+            if ti.static(has_geom):
+                # the smallest distance over the sensor's geom pairs (first on ties),
+                # starting from the cutoff
+                dist = sensor_cutoff[worldid % sensor_cutoff.shape[0], sid]
+                fromto = ti.Vector.zero(float, 6)
+                for p in range(si[S_AUX], si[S_AUX] + si[S_NPAIR]):
+                    if pair_dist[worldid, p] < dist:
+                        dist = pair_dist[worldid, p]
+                        fromto = pair_fromto[worldid, p]
+                if stype == GEOMDIST:
+                    out[0] = dist
+                elif stype == GEOMNORMAL:
+                    nrm = ti.Vector([fromto[3] - fromto[0], fromto[4] - fromto[1],
+                                     fromto[5] - fromto[2]])
+                    if nrm[0] != 0 or nrm[1] != 0 or nrm[2] != 0:
+                        nrm = _normalize3(nrm)
+                    for i in ti.static(range(3)):
+                        out[i] = nrm[i]
+                else:
+                    out = fromto
+        write_sensor(worldid, sid, out, sint, sensor_cutoff, sensordata)
+
+
+@ti.kernel
+def _apply_cutoff(ids: ND, sint: ND, sensor_cutoff: ND, sensordata: ND):
+    for worldid, k in ti.ndrange(sensordata.shape[0], ids.shape[0]):
+        sid = ids[k]
+        si = sint[sid]
+        cutoff = sensor_cutoff[worldid % sensor_cutoff.shape[0], sid]
+        if si[S_TYPE] != GEOMFROMTO and cutoff > 0.0:
+            for j in range(si[S_DIM]):
+                adr = si[S_ADR] + j
+                sensordata[worldid, adr] = clip_sensor(sensordata[worldid, adr], cutoff,
+                                                       si[S_DATATYPE])
+
+
+# ---------------------------------------------------------------- host plan
+
+def _ints(a, name: str, n: int) -> np.ndarray:
+    return np.asarray(getattr(a, name)).reshape(n, -1)[:, 0] if n else np.zeros(0, np.int32)
+
+
+def _cam_constants(a, camid: int) -> tuple:
+    """fx, fy, cx, cy of cam_project, in MuJoCo's arithmetic (float32 intrinsics and
+    sensor size: their quotient is computed in single precision)."""
+    res = np.asarray(a.cam_resolution).reshape(-1, 2)[camid]
+    size = np.asarray(a.cam_sensorsize, dtype=np.float32).reshape(-1, 2)[camid]
+    intr = np.asarray(a.cam_intrinsic, dtype=np.float32).reshape(-1, 4)[camid]
+    if size[0] and size[1]:
+        fx = float(np.float32(intr[0] / size[0]) * np.float32(res[0]))
+        fy = float(np.float32(intr[1] / size[1]) * np.float32(res[1]))
+    else:
+        fovy = float(np.asarray(a.cam_fovy).reshape(-1)[camid])
+        fx = fy = 0.5 / np.tan(fovy * np.pi / 360.0) * float(res[1])
+    return fx, fy, float(res[0]) / 2.0, float(res[1]) / 2.0
+
+
+def _body_of(a, objtype: int, objid: int) -> int:
+    if objid < 0:
+        return -1
+    if objtype in (OBJ_BODY, OBJ_XBODY):
+        return objid
+    table = {OBJ_GEOM: "geom_bodyid", OBJ_SITE: "site_bodyid", OBJ_CAMERA: "cam_bodyid"}
+    if objtype in table:
+        return int(np.asarray(getattr(a, table[objtype])).reshape(-1)[objid])
+    return -1
+
+
+def sensor_plan(m) -> SimpleNamespace:
+    """The model's sensors grouped by stage (built once per model and options).
+
+    Fields: ``sint``/``sfloat`` (device tables, see the module docstring), ``pos``,
+    ``vel`` and ``acc``: per stage ``n`` (sensors of the stage, plugins excluded),
+    ``sids`` (host ids), ``ids`` (device ids), ``user_ids``/``nuser`` (user sensors),
+    ``core_ids``/``ncore`` and ``extra_ids``/``nextra`` (the sensors of _sensor_pos or
+    _sensor_vel, and of _sensor_extra),
+    ``epot``/``ekin`` (an e_potential / e_kinetic sensor is there), and for the position
+    stage ``ray`` (rangefinders) and ``geom`` (geom distance sensors) with the geom
+    pairs ``pairs`` ((sensor, geom1, geom2) in MuJoCo's loop order).
+    """
+    cached = getattr(m, "_tiphys_sensor_plan", None)
+    if cached is not None and cached[0] is m.opt:
+        return cached[1]
+    a = m.arrays
+    n = m.nsensor
+    stype = _ints(a, "sensor_type", n)
+    needstage = _ints(a, "sensor_needstage", n)
+    objtype = _ints(a, "sensor_objtype", n)
+    objid = _ints(a, "sensor_objid", n)
+    reftype = _ints(a, "sensor_reftype", n)
+    refid = _ints(a, "sensor_refid", n)
+    datatype = _ints(a, "sensor_datatype", n)
+    adr = _ints(a, "sensor_adr", n)
+    dim = _ints(a, "sensor_dim", n)
+    plugins = np.flatnonzero(stype == PLUGIN)
+    if plugins.size:
+        raise NotImplementedError(
+            f"sensors: plugin sensors (sensor {int(plugins[0])}) are not supported yet")
+    sint = np.zeros((max(n, 1), S_WIDTH), dtype=np.int32)
+    sfloat = np.zeros((max(n, 1), 4), dtype=np.float64)
+    pairs = []
+    jnt_qposadr = np.asarray(a.jnt_qposadr).reshape(-1)
+    jnt_dofadr = np.asarray(a.jnt_dofadr).reshape(-1)
+    site_type = np.asarray(a.site_type).reshape(-1)
+    body_geomadr = np.asarray(a.body_geomadr).reshape(-1)
+    body_geomnum = np.asarray(a.body_geomnum).reshape(-1)
+    for sid in range(n):
+        row = sint[sid]
+        row[S_TYPE] = stype[sid]
+        row[S_DATATYPE] = datatype[sid]
+        row[S_OBJTYPE], row[S_OBJID] = objtype[sid], objid[sid]
+        row[S_REFTYPE], row[S_REFID] = reftype[sid], refid[sid]
+        row[S_ADR], row[S_DIM] = adr[sid], dim[sid]
+        row[S_OBJBODY] = _body_of(a, objtype[sid], objid[sid])
+        row[S_REFBODY] = _body_of(a, reftype[sid], refid[sid])
+        t = stype[sid]
+        if t in (JOINTPOS, BALLQUAT):
+            row[S_AUX] = jnt_qposadr[objid[sid]]
+        elif t in (JOINTVEL, BALLANGVEL):
+            row[S_AUX] = jnt_dofadr[objid[sid]]
+        elif t == INSIDESITE:
+            row[S_AUX] = site_type[refid[sid]]
+        elif t == MAGNETOMETER:
+            sfloat[sid, :3] = np.asarray(m.opt.magnetic, dtype=np.float64)
+        elif t == CAMPROJECTION:
+            sfloat[sid] = _cam_constants(a, refid[sid])
+        elif t in GEOM_SENSORS:
+            def geoms(otype, oid):
+                if otype == OBJ_BODY:
+                    return range(body_geomadr[oid], body_geomadr[oid] + body_geomnum[oid])
+                return range(oid, oid + 1)
+            row[S_AUX] = len(pairs)
+            for g1 in geoms(objtype[sid], objid[sid]):
+                for g2 in geoms(reftype[sid], refid[sid]):
+                    pairs.append((sid, int(g1), int(g2)))
+            row[S_NPAIR] = len(pairs) - row[S_AUX]
+
+    def device_ints(values):
+        values = np.asarray(values, dtype=np.int32)
+        arr = ti.ndarray(ti.i32, shape=(max(1, values.size),))
+        if values.size:
+            arr.from_numpy(values)
+        return arr
+
+    def stage(number, types=None):
+        sel = np.flatnonzero(needstage == number)
+        user = [int(s) for s in sel if stype[s] == USER]
+        if types is not None:
+            bad = [int(s) for s in sel if stype[s] not in types]
+            if bad:
+                raise NotImplementedError(
+                    f"sensors: sensor {bad[0]} of type {int(stype[bad[0]])} needs stage "
+                    f"{number}, which tiphys does not compute it in")
+        extra = [int(s) for s in sel if stype[s] in EXTRA_TYPES]
+        core = [int(s) for s in sel if stype[s] not in EXTRA_TYPES]
+        return SimpleNamespace(n=len(sel), sids=[int(s) for s in sel],
+                               ids=device_ints(sel), user_ids=device_ints(user),
+                               nuser=len(user), core_ids=device_ints(core), ncore=len(core),
+                               extra_ids=device_ints(extra), nextra=len(extra))
+
+    from .. import backend
+    fdtype = backend.float_dtype()
+    sint_dev = ti.Vector.ndarray(S_WIDTH, ti.i32, shape=(sint.shape[0],))
+    sint_dev.from_numpy(sint)
+    sfloat_dev = ti.Vector.ndarray(4, fdtype, shape=(sfloat.shape[0],))
+    sfloat_dev.from_numpy(sfloat.astype(np.float64 if fdtype == ti.f64 else np.float32))
+    pos = stage(STAGE_POS, POS_TYPES)
+    vel = stage(STAGE_VEL, VEL_TYPES)
+    acc = stage(STAGE_ACC)
+    for st in (pos, vel, acc):
+        types = stype[st.sids] if st.n else np.zeros(0)
+        st.epot = bool(np.any(types == E_POTENTIAL))
+        st.ekin = bool(np.any(types == E_KINETIC))
+    pos.ray = bool(np.any(stype[pos.sids] == RANGEFINDER)) if pos.n else False
+    pos.geom = bool(pairs)
+    pos.pairs = pairs
+    plan = SimpleNamespace(sint=sint_dev, sfloat=sfloat_dev, pos=pos, vel=vel, acc=acc,
+                           stages={STAGE_POS: pos, STAGE_VEL: vel, STAGE_ACC: acc},
+                           epot=bool(np.any(stype == E_POTENTIAL)),
+                           ekin=bool(np.any(stype == E_KINETIC)),
+                           dummy_f=ti.ndarray(fdtype, shape=(1,)),
+                           dummy_i=ti.ndarray(ti.i32, shape=(1,)), geom_cache=None)
+    m._tiphys_sensor_plan = (m.opt, plan)
+    return plan
+
+
+def energy_sensor(m, stage: int) -> bool:
+    """True if the model has an e_potential (stage 1) or e_kinetic (stage 2) sensor,
+    which computes that energy (MuJoCo's energyPosSensor / energyVelSensor); False
+    with <flag sensor="disable"/>."""
+    if m.nsensor == 0 or m.opt.disabled("sensor"):
+        return False
+    plan = sensor_plan(m)
+    return plan.epot if stage == STAGE_POS else plan.ekin
+
+
+# ---------------------------------------------------------------- host stages
+
+def _user_sensors(m, d, plan, st, stage: int) -> None:
+    """The user callback of a stage with user sensors, then their cutoff."""
+    fn = _CALLBACK["fn"]
+    if st.nuser and fn is not None:
+        fn(m, d, stage)
+        _apply_cutoff(st.user_ids, plan.sint, m.sensor_cutoff, d.sensordata)
+
+
+def apply_cutoff(m, d, stage: int) -> None:
+    """Clip the values of every sensor of ``stage`` (mjtStage 1, 2, 3) by its cutoff,
+    as MuJoCo's apply_cutoff (one launch; nothing without such sensors): real data to
+    [-cutoff, cutoff], positive data to at most cutoff, where cutoff > 0; geomfromto,
+    axis and quaternion data are left. Reads and writes sensordata."""
+    if m.nsensor == 0:
+        return
+    plan = sensor_plan(m)
+    st = plan.stages[stage]
+    if st.n:
+        _apply_cutoff(st.ids, plan.sint, m.sensor_cutoff, d.sensordata)
+
+
+def _energies(m, d, st) -> None:
+    """energy_pos / energy_vel for the stage's e_potential / e_kinetic sensors (MuJoCo
+    computes them for the sensor whatever the energy flag)."""
+    if st.epot:
+        energy_pos(m, d)
+    if st.ekin:
+        energy_vel(m, d)
+
+
+def _extra(m, d, plan, st) -> None:
+    """The stage's limit, rangefinder and geom distance sensors (one launch, after the
+    geom pair distances)."""
+    if not st.nextra:
+        return
+    pair_dist, pair_fromto = plan.dummy_f, plan.dummy_f
+    geom = st is plan.pos and st.geom
+    if geom:
+        pair_dist, pair_fromto = _geom_pair_distances(m, d, plan)
+    ray = st is plan.pos and st.ray
+    if ray:
+        t = ray_tables(m)
+        rargs = (t.geom_int, m.geom_size, m.geom_rgba, m.mesh_vert, t.tri_vert, t.bvh_box,
+                 t.bvh_node, m.hfield_size, m.hfield_data)
+    else:
+        rargs = (plan.dummy_i,) + (plan.dummy_f,) * 8
+    _sensor_extra(st.extra_ids, plan.sint, m.sensor_cutoff, *rargs, d.ne, d.nf, d.nefc,
+                  d.efc_type, d.efc_id, d.efc_pos, d.efc_margin, d.efc_vel, d.geom_xpos,
+                  d.geom_xmat, d.site_xpos, d.site_xmat, pair_dist, pair_fromto,
+                  d.sensordata, ray, geom)
+
+
+def sensor_pos(m, d) -> None:
+    """Position-dependent sensors of every world, as mj_sensorPos.
+
+    magnetometer, camprojection, rangefinder, jointpos, tendonpos, actuatorpos,
+    ballquat, jointlimitpos, tendonlimitpos, framepos, framequat, framex/y/zaxis,
+    subtreecom, insidesite, geomdist, geomnormal, geomfromto, e_potential, e_kinetic
+    (MuJoCo's needstage for both energies is "pos"), clock and user sensors with
+    needstage "pos" (zeroed, then the callback of set_sensor_callback), each clipped
+    by its cutoff. Reads what the position stages
+    write (qpos, xpos, xquat, xmat, xipos, ximat, geom/site/cam poses, subtree_com,
+    ten_length, actuator_length, the constraint rows ne, nf, nefc, efc_type, efc_id,
+    efc_pos, efc_margin) and time; with an e_potential (e_kinetic) sensor it runs
+    energy_pos (energy_vel) first: writes energy[:, 0] (energy[:, 1]; reads qM, qvel).
+    Writes sensordata. Nothing runs without
+    position-stage sensors or with the sensor flag disabled.
+    """
+    if m.nsensor == 0 or m.opt.disabled("sensor"):
+        return
+    plan = sensor_plan(m)
+    st = plan.pos
+    if st.n == 0:
+        return
+    _energies(m, d, st)
+    if st.ncore:
+        _sensor_pos(st.core_ids, plan.sint, plan.sfloat,
+                    m.sensor_cutoff, m.body_iquat, m.geom_quat, m.site_quat, m.cam_quat,
+                    m.site_size,
+                    d.qpos, d.ten_length, d.actuator_length, d.xpos, d.xquat, d.xmat,
+                    d.xipos, d.ximat, d.geom_xpos, d.geom_xmat, d.site_xpos, d.site_xmat,
+                    d.cam_xpos, d.cam_xmat, d.subtree_com, d.energy, d.time, d.sensordata)
+    _extra(m, d, plan, st)
+    _user_sensors(m, d, plan, st, STAGE_POS)
+
+
+def sensor_vel(m, d) -> None:
+    """Velocity-dependent sensors of every world, as mj_sensorVel.
+
+    velocimeter, gyro, jointvel, tendonvel, actuatorvel, ballangvel, jointlimitvel,
+    tendonlimitvel, framelinvel, frameangvel, subtreelinvel, subtreeangmom and user
+    sensors with needstage "vel" (zeroed, then the callback), each clipped by
+    its cutoff. Reads qvel, cvel, ten_velocity, actuator_velocity, efc_vel (and the
+    rows' ne, nf, nefc, efc_type, efc_id), the poses, xipos, ximat and subtree_com.
+    Writes
+    sensordata. Nothing runs without velocity-stage sensors or with the sensor flag
+    disabled.
+    """
+    if m.nsensor == 0 or m.opt.disabled("sensor"):
+        return
+    plan = sensor_plan(m)
+    st = plan.vel
+    if st.n == 0:
+        return
+    _energies(m, d, st)
+    if _has_subtree_vel_sensors(m):
+        subtree_vel(m, d)  # as mj_sensorVel: the Data fields, for the user too
+    if st.ncore:
+        _sensor_vel(st.core_ids, plan.sint,
+                    m.sensor_cutoff, m.body_subtree_adr, m.body_subtree_num, m.body_subtree,
+                    m.body_mass, m.body_subtreemass, m.body_inertia, m.body_weldid,
+                    m.body_rootid,
+                    d.qvel, d.ten_velocity, d.actuator_velocity, d.xpos, d.xmat, d.xipos,
+                    d.ximat, d.geom_xpos, d.geom_xmat, d.site_xpos, d.site_xmat, d.cam_xpos,
+                    d.cam_xmat, d.subtree_com, d.cvel, d.energy, d.sensordata)
+    _extra(m, d, plan, st)
+    _user_sensors(m, d, plan, st, STAGE_VEL)
+
+
+@ti.kernel
+def _subtree_vel_all(
+    body_subtree_adr: ND, body_subtree_num: ND, body_subtree: ND, body_mass: ND,
+    body_subtreemass: ND, body_inertia: ND, body_weldid: ND, body_rootid: ND,
+    xipos: ND, ximat: ND, cvel: ND, subtree_com: ND,
+    subtree_linvel: ND, subtree_angmom: ND,
+):
+    for worldid, bodyid in ti.ndrange(subtree_linvel.shape[0], subtree_linvel.shape[1]):
+        linvel, angmom = _subtree_vel(worldid, bodyid, body_subtree_adr, body_subtree_num,
+                                      body_subtree, body_mass, body_subtreemass,
+                                      body_inertia, body_weldid, body_rootid, xipos,
+                                      ximat, cvel, subtree_com)
+        subtree_linvel[worldid, bodyid] = linvel
+        subtree_angmom[worldid, bodyid] = angmom
+
+
+def _has_subtree_vel_sensors(m) -> bool:
+    has = getattr(m, "_tiphys_subtree_vel_sensors", None)
+    if has is None:
+        types = np.asarray(m.arrays.sensor_type)[:m.nsensor]
+        has = bool(np.isin(types, (SUBTREELINVEL, SUBTREEANGMOM)).any())
+        m._tiphys_subtree_vel_sensors = has
+    return has
+
+
+def subtree_vel(m, d) -> None:
+    """subtree_linvel and subtree_angmom of every body of every world, as
+    mj_subtreeVel (one launch, a thread per (world, body) summing its subtree list;
+    equal to MuJoCo's backward recursion up to round-off). Reads xipos, ximat, cvel,
+    subtree_com; writes subtree_linvel, subtree_angmom."""
+    _subtree_vel_all(m.body_subtree_adr, m.body_subtree_num, m.body_subtree, m.body_mass,
+                     m.body_subtreemass, m.body_inertia, m.body_weldid, m.body_rootid,
+                     d.xipos, d.ximat, d.cvel, d.subtree_com, d.subtree_linvel,
+                     d.subtree_angmom)
+
+
+def sensor_user(m, d, stage: int) -> None:
+    """The user-sensor part of a stage for the acceleration stage's module: the callback
+    (when the stage has user sensors and one is set), then their cutoff. The user
+    sensors themselves must have been zeroed before (sensor_pos and sensor_vel do it
+    in their launch)."""
+    if m.nsensor == 0 or m.opt.disabled("sensor"):
+        return
+    plan = sensor_plan(m)
+    _user_sensors(m, d, plan, plan.stages[stage], stage)
+
+
+
+# ---------------------------------------------------------------- geom distance sensors
+
+@ti.func
+def _pair_distance(worldid, g1, g2, distmax, mode: ti.template(), detector: ti.template(),
+                   maxcon: ti.template(), flip: ti.template(), cap: ti.template(), tol, kmax,
+                   geom_type: ti.template(), geom_dataid: ti.template(),
+                   geom_size: ti.template(), geom_rbound: ti.template(),
+                   mesh_vertadr: ti.template(), mesh_vertnum: ti.template(),
+                   mesh_graphadr: ti.template(), mesh_vert: ti.template(),
+                   mesh_graph: ti.template(), geom_xpos: ti.template(),
+                   geom_xmat: ti.template()):
+    """mj_geomDistance of one pair with distmax (as collide_convex's geom_distance):
+    native ccd for convex pairs, otherwise the pair's collision function with distmax
+    as margin and its deepest contact."""
+    dist = distmax
+    fromto = ti.Vector.zero(float, 6)
+    if ti.static(mode == "ccd"):
+        o1 = cc._object(worldid, g1, 0.0, geom_type, geom_dataid, geom_size, geom_xpos,
+                        geom_xmat, mesh_vertadr, mesh_vertnum, mesh_graphadr)
+        o2 = cc._object(worldid, g2, 0.0, geom_type, geom_dataid, geom_size, geom_xpos,
+                        geom_xmat, mesh_vertadr, mesh_vertnum, mesh_graphadr)
+        st = cc._new_status()
+        cc._ccd(st, o1, o2, cap, mesh_vert, mesh_graph, tol, kmax, distmax)
+        if st.nx > 0:
+            for i in ti.static(range(3)):
+                fromto[i] = st.x1[i]
+                fromto[3 + i] = st.x2[i]
+        if st.dist < distmax:
+            dist = st.dist
+    else:
+        ga = g2 if ti.static(flip) else g1
+        gb = g1 if ti.static(flip) else g2
+        out = new_list(maxcon)
+        if ti.static(mode == "plane"):
+            o2 = cc._object(worldid, gb, 0.0, geom_type, geom_dataid, geom_size, geom_xpos,
+                            geom_xmat, mesh_vertadr, mesh_vertnum, mesh_graphadr)
+            rw = worldid % geom_rbound.shape[0]
+            cc._plane_convex(out, distmax, geom_xpos[worldid, ga], geom_xmat[worldid, ga],
+                             o2, geom_rbound[rw, gb], mesh_vert, mesh_graph)
+        else:
+            pos1, mat1, size1 = geom_pose(worldid, ga, geom_xpos, geom_xmat, geom_size)
+            pos2, mat2, size2 = geom_pose(worldid, gb, geom_xpos, geom_xmat, geom_size)
+            detector(out, distmax, pos1, mat1, size1, pos2, mat2, size2)
+        smallest = -1
+        for i in range(out.n):
+            if out.dist[i] < dist:
+                dist = out.dist[i]
+                smallest = i
+        if smallest >= 0:
+            sign = -1.0 if ti.static(flip) else 1.0
+            pos = cc._row(out.pos, smallest)
+            nrm = cc._row(out.normal, smallest)
+            for i in ti.static(range(3)):
+                fromto[i] = pos[i] - 0.5 * sign * dist * nrm[i]
+                fromto[3 + i] = pos[i] + 0.5 * sign * dist * nrm[i]
+    return dist, fromto
+
+
+@ti.kernel
+def _geom_pairs(
+    # compile time: the detector groups present, each (mode, detector, maxcon, flip)
+    keys: ti.template(), cap: ti.template(),
+    # pairs: (sensor, geom1, geom2) and detector group (-1: none, left at +inf)
+    pair_geom: ND, pair_group: ND, sensor_cutoff: ND, tol: float, kmax: ti.i32,
+    # model
+    geom_type: ND, geom_dataid: ND, geom_size: ND, geom_rbound: ND, mesh_vertadr: ND,
+    mesh_vertnum: ND, mesh_graphadr: ND, mesh_vert: ND, mesh_graph: ND,
+    # data in
+    geom_xpos: ND, geom_xmat: ND,
+    # out
+    pair_dist: ND, pair_fromto: ND,
+):
+    """Every geom pair of the distance sensors in every world, the sensor's cutoff as
+    distmax; one branch per detector group present."""
+    for worldid, p in ti.ndrange(geom_xpos.shape[0], pair_geom.shape[0]):
+        group = pair_group[p]
+        if group >= 0:
+            pg = pair_geom[p]
+            distmax = sensor_cutoff[worldid % sensor_cutoff.shape[0], pg[0]]
+            dist = distmax
+            fromto = ti.Vector.zero(float, 6)
+            for gi in ti.static(range(len(keys))):
+                if group == gi:
+                    dist, fromto = _pair_distance(
+                        worldid, pg[1], pg[2], distmax, keys[gi][0], keys[gi][1],
+                        keys[gi][2], keys[gi][3], cap, tol, kmax, geom_type, geom_dataid,
+                        geom_size, geom_rbound, mesh_vertadr, mesh_vertnum, mesh_graphadr,
+                        mesh_vert, mesh_graph, geom_xpos, geom_xmat)
+            pair_dist[worldid, p] = dist
+            pair_fromto[worldid, p] = fromto
+
+
+@ti.kernel
+def _copy_pair(p: ti.i32, dist: ND, fromto: ND, pair_dist: ND, pair_fromto: ND):
+    for worldid in range(dist.shape[0]):
+        pair_dist[worldid, p] = dist[worldid]
+        pair_fromto[worldid, p] = fromto[worldid]
+
+
+def _geom_groups(m, plan):
+    """The geom pairs of the distance sensors grouped by detector (host, once): the
+    group keys and each pair's group for the batched kernel, the heightfield pairs
+    (one launch each) and the device pair table."""
+    from tiphys.contacts import GEOM_TYPE_NAMES, detector_kind
+
+    from .collision import BOX, PLANE, primitive_table
+    gtype = np.asarray(m.arrays.geom_type).reshape(-1)
+    groups: dict = {}
+    hfield = []
+    for p, (sid, g1, g2) in enumerate(plan.pos.pairs):
+        flip = bool(gtype[g1] > gtype[g2])
+        t1, t2 = sorted((int(gtype[g1]), int(gtype[g2])))
+        kind = detector_kind(t1, t2)
+        if kind is None:
+            continue  # no collision function: distance stays at the cutoff
+        if kind == "convex" and t1 != PLANE or (t1, t2) == (BOX, BOX):
+            key = ("ccd", 0, 1, False)
+        elif kind == "convex":
+            key = ("plane", 0, cc.MAX_PLANE_MESH, flip)
+        elif kind == "primitive":
+            table = primitive_table()
+            if (t1, t2) not in table:
+                raise NotImplementedError(
+                    f"sensor {sid}: geom distance: no detector yet for "
+                    f"{GEOM_TYPE_NAMES[t1]}-{GEOM_TYPE_NAMES[t2]}")
+            detector, maxcon = table[(t1, t2)]
+            key = ("primitive", detector, maxcon, flip)
+        elif kind == "hfield":
+            hfield.append((p, sid, g2 if flip else g1, g1 if flip else g2, flip))
+            continue
+        else:
+            raise NotImplementedError(
+                f"sensor {sid}: geom distance between {GEOM_TYPE_NAMES[t1]} and "
+                f"{GEOM_TYPE_NAMES[t2]} ({kind}) geoms")
+        groups.setdefault(key, []).append(p)
+    table = np.asarray(plan.pos.pairs, dtype=np.int32).reshape(-1, 3)
+    group = np.full(len(table), -1, dtype=np.int32)
+    keys = tuple(groups)
+    for gi, key in enumerate(keys):
+        group[groups[key]] = gi
+    pair_geom = ti.Vector.ndarray(3, ti.i32, shape=(len(table),))
+    pair_geom.from_numpy(table)
+    pair_group = ti.ndarray(ti.i32, shape=(len(table),))
+    pair_group.from_numpy(group)
+    return SimpleNamespace(keys=keys, hfield=hfield, pair_geom=pair_geom,
+                           pair_group=pair_group, npair=len(table))
+
+
+def _geom_pair_distances(m, d, plan):
+    """Distance and fromto of every geom pair of the distance sensors in every world:
+    one launch for all pairs (a compiled branch per detector group present, compiled
+    like collide_convex's, without the advanced optimizations), two per heightfield
+    pair. Pairs without a collision function keep +inf (the sensor's cutoff stays)."""
+    if plan.geom_cache is None:
+        plan.geom_cache = _geom_groups(m, plan)
+    g = plan.geom_cache
+    scratch = getattr(d, "_tiphys_geom_pairs", None)
+    if scratch is None or scratch[0] is not g:
+        fdtype = d.qvel.dtype
+        dist = ti.ndarray(fdtype, shape=(d.nworld, g.npair))
+        dist.fill(float("inf"))
+        fromto = ti.Vector.ndarray(6, fdtype, shape=(d.nworld, g.npair))
+        fromto.fill(0)
+        scratch = (g, dist, fromto)
+        d._tiphys_geom_pairs = scratch
+    _, pair_dist, pair_fromto = scratch
+    opt = m.opt
+    cc._check_options(opt)
+    cap = cc.polytope_capacity(opt.ccd_iterations)
+    if g.keys:
+        with cc._light_compile():
+            _geom_pairs(g.keys, cap, g.pair_geom, g.pair_group, m.sensor_cutoff,
+                        float(opt.ccd_tolerance), int(opt.ccd_iterations), m.geom_type,
+                        m.geom_dataid, m.geom_size, m.geom_rbound, m.mesh_vertadr,
+                        m.mesh_vertnum, m.mesh_graphadr, m.mesh_vert, m.mesh_graph,
+                        d.geom_xpos, d.geom_xmat, pair_dist, pair_fromto)
+    if g.hfield:
+        from .collide_hfield import hfield_distance
+        cutoff = m.sensor_cutoff.to_numpy()
+        dist = ti.ndarray(d.qvel.dtype, shape=(d.nworld,))
+        fromto = ti.Vector.ndarray(6, d.qvel.dtype, shape=(d.nworld,))
+        for p, sid, ga, gb, flip in g.hfield:
+            if cutoff.shape[0] > 1 and np.any(cutoff[:, sid] != cutoff[0, sid]):
+                raise NotImplementedError(
+                    f"sensor {sid}: heightfield geom distance with per-world cutoffs")
+            hfield_distance(m, d, ga, gb, flip, float(cutoff[0, sid]), dist, fromto)
+            _copy_pair(p, dist, fromto, pair_dist, pair_fromto)
+    return pair_dist, pair_fromto
