@@ -548,3 +548,51 @@ def _reset_ncon(world_mask: ND, ncon: ND):
 
 def reset_ncon(d, mask):
     _reset_ncon(mask, d.ncon)
+
+
+# ---------------------------------------------------------------------------------------
+# mj_addContact: contacts given by the user, appended to the worlds' lists
+# ---------------------------------------------------------------------------------------
+
+@ti.kernel
+def _add_contacts(world: ND, slot: ND, geom: ND, pos: ND, frame: ND, dist: ND, dim: ND,
+                  friction: ND, solref: ND, solreffriction: ND, solimp: ND,
+                  includemargin: ND, contact_dist: ND, contact_pos: ND, contact_frame: ND,
+                  contact_includemargin: ND, contact_friction: ND, contact_solref: ND,
+                  contact_solreffriction: ND, contact_solimp: ND, contact_dim: ND,
+                  contact_geom: ND, contact_flex: ND, contact_elem: ND, contact_vert: ND,
+                  contact_exclude: ND, contact_efc_address: ND):
+    for k in range(world.shape[0]):
+        w = world[k]
+        c = slot[k]
+        if c >= 0:
+            contact_dist[w, c] = dist[k]
+            contact_includemargin[w, c] = includemargin[k]
+            contact_dim[w, c] = dim[k]
+            contact_exclude[w, c] = 0
+            contact_efc_address[w, c] = -1
+            for i in ti.static(range(2)):
+                contact_geom[w, c][i] = geom[k, i]
+                contact_flex[w, c][i] = -1
+                contact_elem[w, c][i] = -1
+                contact_vert[w, c][i] = -1
+                contact_solref[w, c][i] = solref[k, i]
+                contact_solreffriction[w, c][i] = solreffriction[k, i]
+            for i in ti.static(range(3)):
+                contact_pos[w, c][i] = pos[k, i]
+                for j in ti.static(range(3)):
+                    contact_frame[w, c][i, j] = frame[k, i, j]
+            for i in ti.static(range(5)):
+                contact_friction[w, c][i] = friction[k, i]
+                contact_solimp[w, c][i] = solimp[k, i]
+
+
+def add_contacts(d, world, slot, values: dict):
+    """Write the user's contacts into their slots (slot -1: dropped); one launch."""
+    _add_contacts(world, slot, values["geom"], values["pos"], values["frame"],
+                  values["dist"], values["dim"], values["friction"], values["solref"],
+                  values["solreffriction"], values["solimp"], values["includemargin"],
+                  d.contact_dist, d.contact_pos, d.contact_frame, d.contact_includemargin,
+                  d.contact_friction, d.contact_solref, d.contact_solreffriction,
+                  d.contact_solimp, d.contact_dim, d.contact_geom, d.contact_flex,
+                  d.contact_elem, d.contact_vert, d.contact_exclude, d.contact_efc_address)

@@ -93,16 +93,21 @@ def _inverse(
     # scratch: the solver's row view (jar in row E_JAREF)
     se: ND, si: ND,
     rows: ti.i32,
+    # constraint_update: jar given (nworld, njmax) instead of J qacc - aref, cost out
+    given_jar: ti.template(), jar_in: ND, cost: ND,
 ):
     nworld = qM.shape[0]
     njmax = efc_J.shape[1]
     # jar = J qacc - aref and each row's parameters, one thread per (world, row)
     for worldid, efcid in ti.ndrange(nworld, njmax):
         if rows != 0 and efcid < nefc[worldid]:
-            jar = -efc_aref[worldid, efcid]
-            for dofid in range(nv):
-                jar += efc_J[worldid, efcid, dofid] * qacc[worldid, dofid]
-            se[worldid, E_JAREF, efcid] = jar
+            if ti.static(given_jar):
+                se[worldid, E_JAREF, efcid] = jar_in[worldid, efcid]
+            else:
+                jar = -efc_aref[worldid, efcid]
+                for dofid in range(nv):
+                    jar += efc_J[worldid, efcid, dofid] * qacc[worldid, dofid]
+                se[worldid, E_JAREF, efcid] = jar
             row_params(worldid, efcid, ne, nf, efc_type, efc_id, efc_D, efc_R,
                        efc_frictionloss, contact_dim, contact_mu, contact_friction,
                        contact_efc_address, se, si)
@@ -111,7 +116,9 @@ def _inverse(
         n = 0
         if rows != 0:
             n = nefc[worldid]
-        _constraint_update(worldid, n, se, si, E_JAREF, efc_force, efc_state)
+        c = _constraint_update(worldid, n, se, si, E_JAREF, efc_force, efc_state)
+        if ti.static(given_jar):
+            cost[worldid] = c
     # qfrc_constraint = J' efc_force
     for worldid, dofid in ti.ndrange(nworld, nv):
         frc = 0.0
@@ -120,13 +127,15 @@ def _inverse(
                 frc += efc_J[worldid, efcid, dofid] * efc_force[worldid, efcid]
         qfrc_constraint[worldid, dofid] = frc
     # qfrc_inverse = M qacc + qfrc_bias - qfrc_passive - qfrc_constraint
-    for worldid, treeid in ti.ndrange(nworld, ntree):
-        start = tree_dofadr[treeid]
-        num = tree_dofnum[treeid]
-        for i in range(start, start + num):
-            qfrc_inverse[worldid, i] = qfrc_bias[worldid, i] - qfrc_passive[worldid, i] - \
-                qfrc_constraint[worldid, i]
-        mul_m_tree_add(worldid, start, num, qM, qacc, qfrc_inverse, dof_Madr, dof_parentid)
+    if ti.static(not given_jar):
+        for worldid, treeid in ti.ndrange(nworld, ntree):
+            start = tree_dofadr[treeid]
+            num = tree_dofnum[treeid]
+            for i in range(start, start + num):
+                qfrc_inverse[worldid, i] = qfrc_bias[worldid, i] - \
+                    qfrc_passive[worldid, i] - qfrc_constraint[worldid, i]
+            mul_m_tree_add(worldid, start, num, qM, qacc, qfrc_inverse, dof_Madr,
+                           dof_parentid)
 
 
 @ti.kernel
@@ -240,13 +249,19 @@ def _continuous_qacc(m, d, s):
     return s["qacc"]
 
 
-def _inverse_launch(m, d, s, qacc, rows, efc_force, efc_state, qfrc_constraint):
+def _inverse_launch(m, d, s, qacc, rows, efc_force, efc_state, qfrc_constraint,
+                    qfrc_inverse=None, jar=None, cost=None):
+    """One launch of _inverse; with ``jar`` (constraint_update) the rows' jar is given,
+    the cost written and qfrc_inverse left alone."""
+    given = jar is not None
     _inverse(m.tree_dofadr, m.tree_dofnum, m.dof_parentid, m.dof_Madr, m.ntree, m.nv,
              d.ne, d.nf, d.nefc, d.efc_type, d.efc_id, d.efc_J, d.efc_D, d.efc_R,
              d.efc_frictionloss, d.efc_aref, d.contact_mu, d.contact_friction,
              d.contact_dim, d.contact_efc_address, d.qM, qacc, d.qfrc_bias, d.qfrc_passive,
-             efc_force, efc_state, qfrc_constraint, d.qfrc_inverse,
-             s["se"], s["si"], int(rows))
+             efc_force, efc_state, qfrc_constraint,
+             d.qfrc_inverse if qfrc_inverse is None else qfrc_inverse,
+             s["se"], s["si"], int(rows), given, jar if given else qacc,
+             cost if given else qacc)
 
 
 def inverse_acceleration(m, d, rows: bool) -> None:
@@ -287,3 +302,30 @@ def compare_inverse(m, d, rows: bool) -> None:
             m.dof_bodyid, m.nv, d.nefc, d.qfrc_constraint, d.qfrc_applied, d.qfrc_actuator,
             d.xfrc_applied, d.xipos, d.subtree_com, d.cdof, s["qfrc_constraint"],
             d.qfrc_inverse, d.solver_fwdinv, s["sq"], int(rows))
+
+
+def inv_constraint(m, d, rows: bool) -> None:
+    """mj_invConstraint: efc_force and efc_state from jar = J qacc - aref (the given
+    qacc, no discrete-time mapping), qfrc_constraint = J' efc_force; one launch.
+    qfrc_inverse is left as it is (that part of the launch writes scratch)."""
+    s = _scratch(m, d, compare=False)
+    if "qfrc_inverse" not in s:
+        s["qfrc_inverse"] = ti.ndarray(d.qvel.dtype, (d.nworld, max(1, m.nv)))
+    _inverse_launch(m, d, s, d.qacc, rows, d.efc_force, d.efc_state, d.qfrc_constraint,
+                    qfrc_inverse=s["qfrc_inverse"])
+
+
+def constraint_update(m, d, jar, rows: bool) -> np.ndarray:
+    """mj_constraintUpdate for every world: efc_state, efc_force (rows below nefc) and
+    qfrc_constraint from the given ``jar`` (nworld, njmax) (J qacc - aref of some
+    qacc); returns each world's constraint cost s(jar), (nworld,). One launch."""
+    s = _scratch(m, d, compare=False)
+    dtype = np.float64 if d.qvel.dtype == ti.f64 else np.float32
+    jar = np.ascontiguousarray(jar, dtype=dtype)
+    if jar.shape != (d.nworld, d.njmax):
+        raise ValueError(f"constraint_update: jar must be (nworld, njmax) = "
+                         f"{(d.nworld, d.njmax)}, got {jar.shape}")
+    cost = np.zeros(d.nworld, dtype=dtype)
+    _inverse_launch(m, d, s, d.qacc, rows, d.efc_force, d.efc_state, d.qfrc_constraint,
+                    jar=jar, cost=cost)
+    return cost

@@ -626,6 +626,95 @@ def mul_m(m, d, res, vec):
            d.qM, vec, res)
 
 
+@ti.kernel
+def _mul_m2(
+    # model
+    dof_parentid: ND, dof_Madr: ND, dof_simplenum: ND, nv: ti.i32,
+    # data in
+    qLD: ND, vec: ND,
+    # data out
+    res: ND,
+):
+    nworld = vec.shape[0]
+    for worldid, dofid in ti.ndrange(nworld, nv):
+        # (L vec)_i = vec_i + sum over ancestors j of L(i, j) vec_j, then sqrt(D_i)
+        madr = dof_Madr[dofid]
+        acc = vec[worldid, dofid]
+        adr = madr + 1
+        j = dof_parentid[dofid]
+        if dof_simplenum[dofid] != 0:  # a simple dof's row of L is the unit row
+            j = -1
+        while j >= 0:
+            acc += qLD[worldid, adr] * vec[worldid, j]
+            adr += 1
+            j = dof_parentid[j]
+        res[worldid, dofid] = ti.sqrt(qLD[worldid, madr]) * acc
+
+
+def mul_m2(m, d, res, vec):
+    """res = sqrt(D) L vec for every world, with M = L'DL from factor_m, so that
+    |res|^2 = vec' M vec (mj_mulM2; one launch). ``res``, ``vec``: (nworld, nv)
+    ndarrays, distinct. Reads qLD_tree."""
+    _mul_m2(m.dof_parentid, m.dof_Madr, m.dof_simplenum, m.nv, d.qLD_tree, vec, res)
+
+
+@ti.kernel
+def _solve_m2(
+    # model
+    tree_dofadr: ND, tree_dofnum: ND, dof_parentid: ND, dof_Madr: ND, dof_simplenum: ND,
+    ntree: ti.i32, nv: ti.i32,
+    # data in
+    qLD: ND, qLDiagInv: ND, y: ND,
+    # data out
+    x: ND,
+):
+    nworld = y.shape[0]
+    for worldid, dofid in ti.ndrange(nworld, nv):
+        x[worldid, dofid] = y[worldid, dofid]
+    for worldid, treeid in ti.ndrange(nworld, ntree):
+        start = tree_dofadr[treeid]
+        num = tree_dofnum[treeid]
+        for kk in range(num):  # x <- inv(L') x: leaves first, as ld_solve's first half
+            i = start + num - 1 - kk
+            if dof_simplenum[i] == 0:
+                xi = x[worldid, i]
+                adr = dof_Madr[i] + 1
+                j = dof_parentid[i]
+                while j >= 0:
+                    x[worldid, j] -= qLD[worldid, adr] * xi
+                    adr += 1
+                    j = dof_parentid[j]
+        for i in range(start, start + num):
+            x[worldid, i] *= ti.sqrt(qLDiagInv[worldid, i])
+
+
+def solve_m2(m, d, x, y):
+    """x = sqrt(inv(D)) inv(L') y for every world (half of solve_m: |x|^2 =
+    y' inv(M) y; mj_solveM2, whose sqrt(inv(D)) argument is sqrt(qLDiagInv) here).
+    ``x``, ``y``: (nworld, nv) ndarrays (may be the same array). Reads qLD_tree,
+    qLDiagInv; one launch."""
+    _solve_m2(m.tree_dofadr, m.tree_dofnum, m.dof_parentid, m.dof_Madr, m.dof_simplenum,
+              m.ntree, m.nv, d.qLD_tree, d.qLDiagInv, y, x)
+
+
+def add_m(m, d, dst):
+    """dst += M (lower triangle only, as mj_addM's dense form) for every world:
+    ``dst`` is numpy (nworld, nv, nv), changed in place and returned."""
+    qM = d.numpy("qM")
+    if dst.shape != (d.nworld, m.nv, m.nv):
+        raise ValueError(f"add_m: dst must be (nworld, nv, nv) = "
+                         f"{(d.nworld, m.nv, m.nv)}, got {dst.shape}")
+    parent = m.arrays.dof_parentid
+    for i in range(m.nv):
+        j = i
+        adr = int(m.arrays.dof_Madr[i])
+        while j >= 0:
+            dst[:, i, j] += qM[:, adr]
+            j = int(parent[j])
+            adr += 1
+    return dst
+
+
 def full_m(m, d):
     """The dense inertia matrices, numpy (nworld, nv, nv), from qM."""
     qM = d.numpy("qM")

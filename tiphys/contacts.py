@@ -366,3 +366,78 @@ def _overflow_check(m, d, p):
     kc.reset_ncon(d, p.serial_mask)
     _narrow(m, d, p, serial=True)
     kc.finalize(m, d, p)
+
+
+def add_contact(m, d, world, geom, pos, frame, dist, dim=3, friction=None, solref=None,
+                solreffriction=None, solimp=None, includemargin=0.0) -> np.ndarray:
+    """Append contacts to worlds' contact lists, as mj_addContact, several at once.
+
+    ``world``: the world of each contact, shape (k,); ``geom`` (k, 2) geom ids;
+    ``pos`` (k, 3); ``frame`` (k, 3, 3) (rows: normal, tangents); ``dist`` (k,);
+    ``dim`` (k,) or one value; ``friction`` (k, 5), ``solref``/``solreffriction``
+    (k, 2), ``solimp`` (k, 5), ``includemargin`` (k,): zero when not given, as a
+    fresh mjContact's (solref = (0, 0) then means MuJoCo's defaults in
+    make_constraint, as in MuJoCo). Contacts for one world are appended in the given
+    order after its ncon contacts; flex/elem/vert are -1, exclude 0, efc_address -1
+    (make_constraint fills it and contact_mu). Returns, per contact, 0 if added and 1
+    if that world's buffer (nconmax) was full: then, as MuJoCo, mjWARN_CONTACTFULL is
+    counted in ``warning_number`` (``warning_lastinfo`` = ncon) and in
+    ``contact_overflow``. Call it after ``collision`` (or forward_skip's position
+    stage) and before ``make_constraint``.
+    """
+    from .backend import precision
+    from .kernels.check import WARN_CONTACTFULL
+
+    fdt = np.float64 if precision() == "f64" else np.float32
+    world = np.atleast_1d(np.asarray(world, dtype=np.int64))
+    k = world.shape[0]
+    if np.any(world < 0) or np.any(world >= d.nworld):
+        raise IndexError(f"add_contact: world out of range (nworld={d.nworld})")
+
+    def arr(name, value, shape, dtype, default=0.0):
+        v = np.full(shape, default, dtype=dtype) if value is None else \
+            np.broadcast_to(np.asarray(value, dtype=dtype), shape).copy()
+        if dtype != np.int32 and not np.all(np.isfinite(v)):
+            raise ValueError(f"add_contact: {name} must be finite")
+        return np.ascontiguousarray(v)
+
+    values = {
+        "geom": arr("geom", geom, (k, 2), np.int32),
+        "pos": arr("pos", pos, (k, 3), fdt), "frame": arr("frame", frame, (k, 3, 3), fdt),
+        "dist": arr("dist", dist, (k,), fdt), "dim": arr("dim", dim, (k,), np.int32),
+        "friction": arr("friction", friction, (k, 5), fdt),
+        "solref": arr("solref", solref, (k, 2), fdt),
+        "solreffriction": arr("solreffriction", solreffriction, (k, 2), fdt),
+        "solimp": arr("solimp", solimp, (k, 5), fdt),
+        "includemargin": arr("includemargin", includemargin, (k,), fdt),
+    }
+    if np.any((values["geom"] < 0) | (values["geom"] >= m.ngeom)):
+        raise ValueError(f"add_contact: geom ids must be in [0, ngeom={m.ngeom})")
+    if not np.all(np.isin(values["dim"], (1, 3, 4, 6))):
+        raise ValueError("add_contact: dim must be 1, 3, 4 or 6")
+    ncon = d.ncon.to_numpy()
+    nconmax = d.contact_dist.shape[1]
+    slot = np.full(k, -1, dtype=np.int32)
+    status = np.zeros(k, dtype=np.int32)
+    full = []
+    for i, w in enumerate(world):
+        if ncon[w] < nconmax:
+            slot[i] = ncon[w]
+            ncon[w] += 1
+        else:
+            status[i] = 1
+            full.append(w)
+    kc.add_contacts(d, world.astype(np.int32), slot, values)
+    d.ncon.from_numpy(ncon)
+    if full:
+        number = d.warning_number.to_numpy()
+        lastinfo = d.warning_lastinfo.to_numpy()
+        overflow = d.contact_overflow.to_numpy()
+        for w in full:
+            number[w, WARN_CONTACTFULL] += 1
+            lastinfo[w, WARN_CONTACTFULL] = ncon[w]
+            overflow[w] += 1
+        d.warning_number.from_numpy(number)
+        d.warning_lastinfo.from_numpy(lastinfo)
+        d.contact_overflow.from_numpy(overflow)
+    return status
