@@ -44,7 +44,6 @@ import numpy as np
 import taichi as ti
 
 from . import collide_convex as cc
-from .collision import geom_pose, new_list
 from .energy import energy_pos, energy_vel
 from .math import quat_mul
 from .ray import GROUP_ALL, ray_scene, ray_tables
@@ -931,62 +930,6 @@ def sensor_user(m, d, stage: int) -> None:
 
 # ---------------------------------------------------------------- geom distance sensors
 
-@ti.func
-def _pair_distance(worldid, g1, g2, distmax, mode: ti.template(), detector: ti.template(),
-                   maxcon: ti.template(), flip: ti.template(), cap: ti.template(), tol, kmax,
-                   geom_type: ti.template(), geom_dataid: ti.template(),
-                   geom_size: ti.template(), geom_rbound: ti.template(),
-                   mesh_vertadr: ti.template(), mesh_vertnum: ti.template(),
-                   mesh_graphadr: ti.template(), mesh_vert: ti.template(),
-                   mesh_graph: ti.template(), geom_xpos: ti.template(),
-                   geom_xmat: ti.template()):
-    """mj_geomDistance of one pair with distmax (as collide_convex's geom_distance):
-    native ccd for convex pairs, otherwise the pair's collision function with distmax
-    as margin and its deepest contact."""
-    dist = distmax
-    fromto = ti.Vector.zero(float, 6)
-    if ti.static(mode == "ccd"):
-        o1 = cc._object(worldid, g1, 0.0, geom_type, geom_dataid, geom_size, geom_xpos,
-                        geom_xmat, mesh_vertadr, mesh_vertnum, mesh_graphadr)
-        o2 = cc._object(worldid, g2, 0.0, geom_type, geom_dataid, geom_size, geom_xpos,
-                        geom_xmat, mesh_vertadr, mesh_vertnum, mesh_graphadr)
-        st = cc._new_status()
-        cc._ccd(st, o1, o2, cap, mesh_vert, mesh_graph, tol, kmax, distmax)
-        if st.nx > 0:
-            for i in ti.static(range(3)):
-                fromto[i] = st.x1[i]
-                fromto[3 + i] = st.x2[i]
-        if st.dist < distmax:
-            dist = st.dist
-    else:
-        ga = g2 if ti.static(flip) else g1
-        gb = g1 if ti.static(flip) else g2
-        out = new_list(maxcon)
-        if ti.static(mode == "plane"):
-            o2 = cc._object(worldid, gb, 0.0, geom_type, geom_dataid, geom_size, geom_xpos,
-                            geom_xmat, mesh_vertadr, mesh_vertnum, mesh_graphadr)
-            rw = worldid % geom_rbound.shape[0]
-            cc._plane_convex(out, distmax, geom_xpos[worldid, ga], geom_xmat[worldid, ga],
-                             o2, geom_rbound[rw, gb], mesh_vert, mesh_graph)
-        else:
-            pos1, mat1, size1 = geom_pose(worldid, ga, geom_xpos, geom_xmat, geom_size)
-            pos2, mat2, size2 = geom_pose(worldid, gb, geom_xpos, geom_xmat, geom_size)
-            detector(out, distmax, pos1, mat1, size1, pos2, mat2, size2)
-        smallest = -1
-        for i in range(out.n):
-            if out.dist[i] < dist:
-                dist = out.dist[i]
-                smallest = i
-        if smallest >= 0:
-            sign = -1.0 if ti.static(flip) else 1.0
-            pos = cc._row(out.pos, smallest)
-            nrm = cc._row(out.normal, smallest)
-            for i in ti.static(range(3)):
-                fromto[i] = pos[i] - 0.5 * sign * dist * nrm[i]
-                fromto[3 + i] = pos[i] + 0.5 * sign * dist * nrm[i]
-    return dist, fromto
-
-
 @ti.kernel
 def _geom_pairs(
     # compile time: the detector groups present, each (mode, detector, maxcon, flip)
@@ -1012,7 +955,7 @@ def _geom_pairs(
             fromto = ti.Vector.zero(float, 6)
             for gi in ti.static(range(len(keys))):
                 if group == gi:
-                    dist, fromto = _pair_distance(
+                    dist, fromto = cc.pair_distance(
                         worldid, pg[1], pg[2], distmax, keys[gi][0], keys[gi][1],
                         keys[gi][2], keys[gi][3], cap, tol, kmax, geom_type, geom_dataid,
                         geom_size, geom_rbound, mesh_vertadr, mesh_vertnum, mesh_graphadr,

@@ -377,10 +377,10 @@ def ld_factor(worldid, start, num, L: ti.template(), diaginv: ti.template(),
 
 
 @ti.func
-def ld_solve(worldid, start, num, L: ti.template(), diaginv: ti.template(),
-              x: ti.template(), dof_parentid: ti.template(), dof_Madr: ti.template(),
-              dof_simplenum: ti.template()):
-    """x <- inv(L'DL) x in place, for one tree's dofs."""
+def lt_solve(worldid, start, num, L: ti.template(), x: ti.template(),
+             dof_parentid: ti.template(), dof_Madr: ti.template(),
+             dof_simplenum: ti.template()):
+    """x <- inv(L') x in place, for one tree's dofs (leaves first)."""
     for kk in range(num):
         i = start + num - 1 - kk
         if dof_simplenum[i] == 0:
@@ -391,6 +391,14 @@ def ld_solve(worldid, start, num, L: ti.template(), diaginv: ti.template(),
                 x[worldid, j] -= L[worldid, adr] * xi
                 adr += 1
                 j = dof_parentid[j]
+
+
+@ti.func
+def ld_solve(worldid, start, num, L: ti.template(), diaginv: ti.template(),
+              x: ti.template(), dof_parentid: ti.template(), dof_Madr: ti.template(),
+              dof_simplenum: ti.template()):
+    """x <- inv(L'DL) x in place, for one tree's dofs."""
+    lt_solve(worldid, start, num, L, x, dof_parentid, dof_Madr, dof_simplenum)
     for i in range(start, start + num):
         x[worldid, i] *= diaginv[worldid, i]
     for i in range(start, start + num):
@@ -674,16 +682,7 @@ def _solve_m2(
     for worldid, treeid in ti.ndrange(nworld, ntree):
         start = tree_dofadr[treeid]
         num = tree_dofnum[treeid]
-        for kk in range(num):  # x <- inv(L') x: leaves first, as ld_solve's first half
-            i = start + num - 1 - kk
-            if dof_simplenum[i] == 0:
-                xi = x[worldid, i]
-                adr = dof_Madr[i] + 1
-                j = dof_parentid[i]
-                while j >= 0:
-                    x[worldid, j] -= qLD[worldid, adr] * xi
-                    adr += 1
-                    j = dof_parentid[j]
+        lt_solve(worldid, start, num, qLD, x, dof_parentid, dof_Madr, dof_simplenum)
         for i in range(start, start + num):
             x[worldid, i] *= ti.sqrt(qLDiagInv[worldid, i])
 

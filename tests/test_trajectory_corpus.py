@@ -12,7 +12,7 @@ appear a step earlier; a body resting exactly on the floor at distance 0 is in o
 out of contact by round-off). The yardstick is MuJoCo against itself: the same rollout
 with every qpos and qvel moved by +-1e-10, +-1e-12 and +-1e-14 (random signs) gives
 MuJoCo's own sensitivity s_k after k steps (the largest of the three). tiphys passes
-when its distance to MuJoCo stays within 1e-7 + 10 s_k at every step. The report
+when its distance to MuJoCo stays within 1e-7 + 10 max(s_1..s_k) at every step k. The report
 lists the distance at steps 1, 10, 50 and 100 and MuJoCo's own s_100.
 """
 import os
@@ -132,7 +132,11 @@ def test_corpus_trajectory(rel):
             kicked, _ = _mujoco_rollout(mjm, qpos[w] + sq, qvel[w] + sv, ctrl[w])
             own = np.maximum(own, np.abs(kicked - want).max(axis=1) / scale)
     dist[~np.isfinite(dist)] = np.inf
-    limit = 1e-7 + 10.0 * own
+    # the spread MuJoCo has reached so far: once kicked runs have been that far apart
+    # (a contact that came or went, an EPA normal that flipped), a later step may
+    # still carry the difference even where MuJoCo's own kicked runs happen to have
+    # re-converged at that very step
+    limit = 1e-7 + 10.0 * np.maximum.accumulate(own)
     bad = np.nonzero(dist[:horizon] > limit[:horizon])[0]
     shown = [k for k in REPORT_STEPS if k <= horizon]
     status = ("ok" if bad.size == 0 else f"DIVERGED at step {bad[0] + 1}") + \
