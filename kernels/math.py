@@ -140,3 +140,68 @@ def sub_quat(qa, qb):
     if speed > 3.14159265358979323846:
         speed -= 2.0 * 3.14159265358979323846
     return axis * speed
+
+
+MINVAL = 1e-15  # mjMINVAL
+# mjtGeom primitives inside_geom knows
+_PLANE, _SPHERE, _CAPSULE, _ELLIPSOID, _CYLINDER, _BOX = 0, 2, 3, 4, 5, 6
+
+
+@ti.func
+def mul_mat_t(mat, v):
+    """mat' v for a 3x3 matrix, in mju_mulMatTVec3's order."""
+    return ti.Vector([mat[0, i] * v[0] + mat[1, i] * v[1] + mat[2, i] * v[2]
+                      for i in ti.static(range(3))])
+
+
+@ti.func
+def normalize3(v):
+    """mju_normalize3: v / |v|, or (1, 0, 0) when |v| < mjMINVAL (and when |v| is NaN)."""
+    norm = ti.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
+    out = ti.Vector([1.0, 0.0, 0.0])
+    if norm >= MINVAL:
+        out = v * (1.0 / norm)
+    return out
+
+
+@ti.func
+def transform_motion(vec, dif, rot, local):
+    """A com-based motion vector (rot:lin) moved to the point ``dif`` away from the
+    com and, with ``local``, rotated into the frame ``rot`` (mju_transformSpatial,
+    flg_force 0): (ang, lin)."""
+    ang = ti.Vector([vec[0], vec[1], vec[2]])
+    lin = ti.Vector([vec[3], vec[4], vec[5]]) - dif.cross(ang)
+    if local:
+        ang = mul_mat_t(rot, ang)
+        lin = mul_mat_t(rot, lin)
+    return ang, lin
+
+
+@ti.func
+def inside_geom(pos, mat, size, gtype, point):
+    """mju_insideGeom: 1 if ``point`` is strictly inside the primitive (pos, mat,
+    size), else 0."""
+    vec = point - pos
+    inside = 0
+    if gtype == _SPHERE:
+        inside = 1 if vec.dot(vec) < size[0] * size[0] else 0
+    else:
+        p = mul_mat_t(mat, vec)
+        if gtype == _CAPSULE:
+            z = p[2] - ti.min(ti.max(p[2], -size[1]), size[1])
+            if p[0] * p[0] + p[1] * p[1] + z * z < size[0] * size[0]:
+                inside = 1
+        elif gtype == _ELLIPSOID:
+            if (p[0] * p[0] / (size[0] * size[0]) + p[1] * p[1] / (size[1] * size[1])
+                    + p[2] * p[2] / (size[2] * size[2])) < 1.0:
+                inside = 1
+        elif gtype == _CYLINDER:
+            if ti.abs(p[2]) < size[1] and p[0] * p[0] + p[1] * p[1] < size[0] * size[0]:
+                inside = 1
+        elif gtype == _BOX:
+            if ti.abs(p[0]) < size[0] and ti.abs(p[1]) < size[1] and ti.abs(p[2]) < size[2]:
+                inside = 1
+        elif gtype == _PLANE:
+            if p[2] < 0.0:
+                inside = 1
+    return inside

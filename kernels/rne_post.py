@@ -21,7 +21,7 @@ import taichi as ti
 
 from tiphys import backend
 
-from .math import cross_force, mul_inert_vec
+from .math import cross_force, mul_inert_vec, mul_mat_t
 
 ND = ti.types.ndarray()
 
@@ -72,13 +72,6 @@ def _force_to(frc, newpos, oldpos):
     return ti.Vector([frc[0] - c[0], frc[1] - c[1], frc[2] - c[2], frc[3], frc[4], frc[5]])
 
 
-@ti.func
-def _mul_mat_t(mat, v):
-    """mat' v for a 3x3 matrix, in mju_mulMatTVec3's order."""
-    return ti.Vector([mat[0, i] * v[0] + mat[1, i] * v[1] + mat[2, i] * v[2]
-                      for i in ti.static(range(3))])
-
-
 @ti.kernel
 def _cfrc_ext(
     # model
@@ -119,8 +112,8 @@ def _cfrc_ext(
             lfrc = contact_force_local(worldid, conid, pyramidal, ncon, contact_dim,
                                        contact_friction, contact_efc_address, efc_force)
             frame = contact_frame[worldid, conid]
-            trq = _mul_mat_t(frame, ti.Vector([lfrc[3], lfrc[4], lfrc[5]]))
-            frc = _mul_mat_t(frame, ti.Vector([lfrc[0], lfrc[1], lfrc[2]]))
+            trq = mul_mat_t(frame, ti.Vector([lfrc[3], lfrc[4], lfrc[5]]))
+            frc = mul_mat_t(frame, ti.Vector([lfrc[0], lfrc[1], lfrc[2]]))
             wrench = ti.Vector([trq[0], trq[1], trq[2], frc[0], frc[1], frc[2]])
             pos = contact_pos[worldid, conid]
             b0 = geom_bodyid[g0]
@@ -261,8 +254,8 @@ def _contact_force(
                                    contact_friction, contact_efc_address, efc_force)
         if world_frame:
             frame = contact_frame[worldid, conid]
-            frc = _mul_mat_t(frame, ti.Vector([lfrc[0], lfrc[1], lfrc[2]]))
-            trq = _mul_mat_t(frame, ti.Vector([lfrc[3], lfrc[4], lfrc[5]]))
+            frc = mul_mat_t(frame, ti.Vector([lfrc[0], lfrc[1], lfrc[2]]))
+            trq = mul_mat_t(frame, ti.Vector([lfrc[3], lfrc[4], lfrc[5]]))
             lfrc = ti.Vector([frc[0], frc[1], frc[2], trq[0], trq[1], trq[2]])
         out[worldid, conid] = lfrc
 

@@ -45,11 +45,11 @@ import taichi as ti
 
 from . import collide_convex as cc
 from .energy import energy_pos, energy_vel
-from .math import quat_mul
+from .math import (MINVAL, inside_geom, mul_mat_t, normalize3, quat_mul,
+                   transform_motion)
 from .ray import GROUP_ALL, ray_scene, ray_tables
 
 ND = ti.types.ndarray()
-MINVAL = 1e-15  # mjMINVAL
 
 # mjtStage
 STAGE_NONE, STAGE_POS, STAGE_VEL, STAGE_ACC = range(4)
@@ -82,9 +82,6 @@ OBJ_GEOM, OBJ_SITE, OBJ_CAMERA = 5, 6, 7
 DATATYPE_REAL, DATATYPE_POSITIVE = 0, 1
 # mjtConstraint
 CNSTR_LIMIT_JOINT, CNSTR_LIMIT_TENDON = 3, 4
-# mjtGeom
-GEOM_PLANE, GEOM_SPHERE, GEOM_CAPSULE, GEOM_ELLIPSOID, GEOM_CYLINDER, GEOM_BOX = \
-    0, 2, 3, 4, 5, 6
 
 # sint columns
 S_TYPE, S_DATATYPE, S_OBJTYPE, S_OBJID, S_REFTYPE, S_REFID, S_ADR, S_DIM = range(8)
@@ -207,13 +204,6 @@ def _xquat(worldid, objtype, objid, bodyid, xquat: ti.template(), body_iquat: ti
 
 
 @ti.func
-def _mul_mat_t(mat, v):
-    """mat' v, in mju_mulMatTVec3's order."""
-    return ti.Vector([mat[0, i] * v[0] + mat[1, i] * v[1] + mat[2, i] * v[2]
-                      for i in ti.static(range(3))])
-
-
-@ti.func
 def _object_velocity(worldid, pos, rot, bodyid, local, body_weldid: ti.template(),
                      body_rootid: ti.template(), cvel: ti.template(),
                      subtree_com: ti.template()):
@@ -222,13 +212,9 @@ def _object_velocity(worldid, pos, rot, bodyid, local, body_weldid: ti.template(
     ang = ti.Vector.zero(float, 3)
     lin = ti.Vector.zero(float, 3)
     if body_weldid[bodyid] != 0:
-        c = cvel[worldid, bodyid]
-        ang = ti.Vector([c[0], c[1], c[2]])
-        dif = pos - subtree_com[worldid, body_rootid[bodyid]]
-        lin = ti.Vector([c[3], c[4], c[5]]) - dif.cross(ang)
-        if local:
-            ang = _mul_mat_t(rot, ang)
-            lin = _mul_mat_t(rot, lin)
+        ang, lin = transform_motion(cvel[worldid, bodyid],
+                                    pos - subtree_com[worldid, body_rootid[bodyid]], rot,
+                                    local)
     return ang, lin
 
 
@@ -241,40 +227,6 @@ def _limit_row(worldid, ctype, objid, ne: ti.template(), nf: ti.template(),
         if row < 0 and efc_type[worldid, efcid] == ctype and efc_id[worldid, efcid] == objid:
             row = efcid
     return row
-
-
-@ti.func
-def _inside_geom(pos, mat, size, gtype, point):
-    """1 if ``point`` is inside the primitive (mju_insideGeom), else 0."""
-    vec = point - pos
-    inside = 0
-    if gtype == GEOM_SPHERE:
-        inside = 1 if vec.dot(vec) < size[0] * size[0] else 0
-    else:
-        p = _mul_mat_t(mat, vec)
-        if gtype == GEOM_CAPSULE:
-            z = p[2]
-            zc = z
-            if z < -size[1]:
-                zc = -size[1]
-            elif z > size[1]:
-                zc = size[1]
-            if p[0] * p[0] + p[1] * p[1] + (z - zc) * (z - zc) < size[0] * size[0]:
-                inside = 1
-        elif gtype == GEOM_ELLIPSOID:
-            if (p[0] * p[0] / (size[0] * size[0]) + p[1] * p[1] / (size[1] * size[1])
-                    + p[2] * p[2] / (size[2] * size[2]) < 1):
-                inside = 1
-        elif gtype == GEOM_CYLINDER:
-            if ti.abs(p[2]) < size[1] and p[0] * p[0] + p[1] * p[1] < size[0] * size[0]:
-                inside = 1
-        elif gtype == GEOM_BOX:
-            if ti.abs(p[0]) < size[0] and ti.abs(p[1]) < size[1] and ti.abs(p[2]) < size[2]:
-                inside = 1
-        elif gtype == GEOM_PLANE:
-            if p[2] < 0:
-                inside = 1
-    return inside
 
 
 # ---------------------------------------------------------------- kernels
@@ -310,7 +262,7 @@ def _sensor_pos(
             if stype == MAGNETOMETER:
                 f = sfloat[sid]
                 field = ti.Vector([f[0], f[1], f[2]])
-                v = _mul_mat_t(site_xmat[worldid, objid], field)
+                v = mul_mat_t(site_xmat[worldid, objid], field)
                 for i in ti.static(range(3)):
                     out[i] = v[i]
             elif stype == CAMPROJECTION:
@@ -318,7 +270,7 @@ def _sensor_pos(
                 rot = cam_xmat[worldid, refid]
                 f = sfloat[sid]
                 fx, fy, cx, cy = f[0], f[1], f[2], f[3]
-                p = _mul_mat_t(rot, site_xpos[worldid, objid] - cam_xpos[worldid, refid])
+                p = mul_mat_t(rot, site_xpos[worldid, objid] - cam_xpos[worldid, refid])
                 hx = -fx * p[0] + cx * p[2]
                 hy = fy * p[1] + cy * p[2]
                 denom = p[2]
@@ -359,7 +311,7 @@ def _sensor_pos(
                                               site_xmat, cam_xpos, cam_xmat)
                     if stype == FRAMEPOS:
                         v = v - pos_ref
-                    v = _mul_mat_t(mat_ref, v)
+                    v = mul_mat_t(mat_ref, v)
                 for i in ti.static(range(3)):
                     out[i] = v[i]
             elif stype == FRAMEQUAT:
@@ -378,7 +330,7 @@ def _sensor_pos(
             elif stype == INSIDESITE:
                 pos, _ = _frame(worldid, objtype, objid, xpos, xmat, xipos, ximat, geom_xpos,
                                 geom_xmat, site_xpos, site_xmat, cam_xpos, cam_xmat)
-                out[0] = _inside_geom(site_xpos[worldid, refid], site_xmat[worldid, refid],
+                out[0] = inside_geom(site_xpos[worldid, refid], site_xmat[worldid, refid],
                                       site_size[refid], si[S_AUX], pos)
             elif stype == E_POTENTIAL:
                 out[0] = energy[worldid][0]
@@ -387,16 +339,6 @@ def _sensor_pos(
             elif stype == CLOCK:
                 out[0] = time[worldid]
             write_sensor(worldid, sid, out, sint, sensor_cutoff, sensordata)
-
-
-@ti.func
-def _normalize3(v):
-    """mju_normalize3: v / |v|, (1, 0, 0) when |v| < mjMINVAL."""
-    norm = ti.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
-    out = ti.Vector([1.0, 0.0, 0.0])
-    if norm >= MINVAL:
-        out = v * (1.0 / norm)
-    return out
 
 
 @ti.func
@@ -427,7 +369,7 @@ def _subtree_vel(worldid, bodyid, body_subtree_adr: ti.template(),
         ang, lin = _object_velocity(worldid, xipos[worldid, b], mat, b, 0, body_weldid,
                                     body_rootid, cvel, subtree_com)
         inertia = body_inertia[worldid % body_inertia.shape[0], b]
-        dv = _mul_mat_t(mat, ang)
+        dv = mul_mat_t(mat, ang)
         dv = ti.Vector([dv[0] * inertia[0], dv[1] * inertia[1], dv[2] * inertia[2]])
         angmom += mat @ dv
         angmom += (xipos[worldid, b] - com).cross(body_mass[mw, b] * (lin - linvel))
@@ -496,8 +438,8 @@ def _sensor_vel(
                     # correction of the rotating reference frame (MuJoCo's rvec x xvel_ref,
                     # with the angular part of xvel_ref)
                     rel_lin += (pos - pos_ref).cross(ang_ref)
-                    ang = _mul_mat_t(mat_ref, rel_ang)
-                    lin = _mul_mat_t(mat_ref, rel_lin)
+                    ang = mul_mat_t(mat_ref, rel_ang)
+                    lin = mul_mat_t(mat_ref, rel_lin)
                 v = lin if stype == FRAMELINVEL else ang
                 for i in ti.static(range(3)):
                     out[i] = v[i]
@@ -578,7 +520,7 @@ def _sensor_extra(
                     nrm = ti.Vector([fromto[3] - fromto[0], fromto[4] - fromto[1],
                                      fromto[5] - fromto[2]])
                     if nrm[0] != 0 or nrm[1] != 0 or nrm[2] != 0:
-                        nrm = _normalize3(nrm)
+                        nrm = normalize3(nrm)
                     for i in ti.static(range(3)):
                         out[i] = nrm[i]
                 else:

@@ -35,13 +35,13 @@ from types import SimpleNamespace
 import numpy as np
 import taichi as ti
 
-from .math import rot_vec_quat
+from .math import (MINVAL, inside_geom, mul_mat_t, normalize3, rot_vec_quat,
+                   transform_motion)
 from .ray import ray_primitive
 from .rne_post import contact_force_local, rne_post_constraint
 from .sensor import STAGE_ACC, clip_sensor, sensor_user
 
 ND = ti.types.ndarray()
-MINVAL = 1e-15  # mjMINVAL
 
 # mjtSensor (3.4.0)
 (TOUCH, ACCELEROMETER, FORCE, TORQUE, ACTUATORFRC, JOINTACTFRC, TENDONACTFRC,
@@ -71,38 +71,9 @@ NEEDS_RNE_POST = (ACCELEROMETER, FORCE, TORQUE, FRAMELINACC, FRAMEANGACC, USER)
 # ---------------------------------------------------------------- small helpers
 
 @ti.func
-def _mul_mat_t(mat, v):
-    """mat' v for a 3x3 matrix, in mju_mulMatTVec3's order."""
-    return ti.Vector([mat[0, i] * v[0] + mat[1, i] * v[1] + mat[2, i] * v[2]
-                      for i in ti.static(range(3))])
-
-
-@ti.func
 def _cross(a, b):
     return ti.Vector([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2],
                       a[0] * b[1] - a[1] * b[0]])
-
-
-@ti.func
-def _normalize3(v):
-    """mju_normalize3: v / |v|, or (1, 0, 0) when |v| < mjMINVAL."""
-    norm = ti.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
-    out = ti.Vector([1.0, 0.0, 0.0])
-    if norm >= MINVAL:
-        out = v * (1.0 / norm)
-    return out
-
-
-@ti.func
-def _motion_at(vec, pos, oldpos, rot, local: ti.template()):
-    """A com-based motion vector (rot:lin) moved from oldpos to pos and, with local,
-    rotated into rot's frame (mju_transformSpatial, flg_force 0): (ang, lin)."""
-    ang = ti.Vector([vec[0], vec[1], vec[2]])
-    lin = ti.Vector([vec[3], vec[4], vec[5]]) - _cross(pos - oldpos, ang)
-    if ti.static(local):
-        ang = _mul_mat_t(rot, ang)
-        lin = _mul_mat_t(rot, lin)
-    return ang, lin
 
 
 @ti.func
@@ -115,38 +86,13 @@ def _object_acc(worldid, bodyid, root, weld, pos, rot, local: ti.template(),
     lin = ti.Vector.zero(float, 3)
     if weld != 0:
         com = subtree_com[worldid, root]
-        ang, lin = _motion_at(cacc[worldid, bodyid], pos, com, rot, local)
-        vang, vlin = _motion_at(cvel[worldid, bodyid], pos, com, rot, local)
+        ang, lin = transform_motion(cacc[worldid, bodyid], pos - com, rot, local)
+        vang, vlin = transform_motion(cvel[worldid, bodyid], pos - com, rot, local)
         lin += _cross(vang, vlin)
     return ang, lin
 
 
 # ---------------------------------------------------------------- contact matching
-
-@ti.func
-def _inside_geom(pos, mat, size, gtype, point):
-    """mju_insideGeom: is point strictly inside the primitive (pos, mat, size)?"""
-    vec = point - pos
-    inside = False
-    if gtype == SPHERE:
-        inside = vec.dot(vec) < size[0] * size[0]
-    else:
-        p = _mul_mat_t(mat, vec)
-        if gtype == CAPSULE:
-            z = p[2] - ti.min(ti.max(p[2], -size[1]), size[1])
-            inside = p[0] * p[0] + p[1] * p[1] + z * z < size[0] * size[0]
-        elif gtype == ELLIPSOID:
-            inside = (p[0] * p[0] / (size[0] * size[0]) + p[1] * p[1] / (size[1] * size[1])
-                      + p[2] * p[2] / (size[2] * size[2])) < 1.0
-        elif gtype == CYLINDER:
-            inside = ti.abs(p[2]) < size[1] and p[0] * p[0] + p[1] * p[1] < size[0] * size[0]
-        elif gtype == BOX:
-            inside = ti.abs(p[0]) < size[0] and ti.abs(p[1]) < size[1] and \
-                ti.abs(p[2]) < size[2]
-        elif gtype == PLANE:
-            inside = p[2] < 0.0
-    return inside
-
 
 @ti.func
 def _check_match(body, geom, objtype, objid, body_parentid: ti.template()):
@@ -179,7 +125,7 @@ def _match_contact(worldid, conid, type1, id1, type2, id2, body_parentid: ti.tem
     else:
         inside = True
         if type1 == OBJ_SITE:
-            inside = _inside_geom(site_xpos[worldid, id1], site_xmat[worldid, id1],
+            inside = inside_geom(site_xpos[worldid, id1], site_xmat[worldid, id1],
                                   site_size[id1], site_type[id1], contact_pos[worldid, conid])
         if inside:
             geom1 = contact_geom[worldid, conid][0]
@@ -291,11 +237,11 @@ def _motion_force(
             frc = cfrc_int[worldid, bodyid]
             f = ti.Vector([frc[3], frc[4], frc[5]])
             if stype == FORCE:
-                out = _mul_mat_t(site_xmat[worldid, objid], f)
+                out = mul_mat_t(site_xmat[worldid, objid], f)
             else:
                 dif = site_xpos[worldid, objid] - subtree_com[worldid, si[C_ROOT]]
                 t = ti.Vector([frc[0], frc[1], frc[2]]) - _cross(dif, f)
-                out = _mul_mat_t(site_xmat[worldid, objid], t)
+                out = mul_mat_t(site_xmat[worldid, objid], t)
         elif stype == FRAMELINACC or stype == FRAMEANGACC:
             objtype = si[C_OBJTYPE]
             pos = ti.Vector.zero(float, 3)
@@ -384,7 +330,7 @@ def _contacts(
                                                efc_force)
                     if lfrc[0] > 0.0:
                         frame = contact_frame[worldid, conid]
-                        ray = _normalize3(ti.Vector([frame[0, 0], frame[0, 1], frame[0, 2]])
+                        ray = normalize3(ti.Vector([frame[0, 0], frame[0, 1], frame[0, 2]])
                                           * lfrc[0])
                         if bodyid == b1:
                             ray = -ray
@@ -446,8 +392,8 @@ def _contacts(
                         if flip < 0:
                             lfrc = -lfrc
                         frame = contact_frame[worldid, conid]
-                        fj = _mul_mat_t(frame, ti.Vector([lfrc[0], lfrc[1], lfrc[2]]))
-                        tj = _mul_mat_t(frame, ti.Vector([lfrc[3], lfrc[4], lfrc[5]]))
+                        fj = mul_mat_t(frame, ti.Vector([lfrc[0], lfrc[1], lfrc[2]]))
+                        tj = mul_mat_t(frame, ti.Vector([lfrc[3], lfrc[4], lfrc[5]]))
                         force += fj
                         torque += tj
                         torque += _cross(contact_pos[worldid, conid] - point, fj)
@@ -537,7 +483,7 @@ def _primitive_distance(gtype, size, x):
             b = ti.max(a, 0.0)
             dist = b.norm() + ti.min(ti.max(a[0], ti.max(a[1], a[2])), 0.0)
         else:
-            field = _normalize3(ti.Vector([-size[0] / a[0], -size[1] / a[1],
+            field = normalize3(ti.Vector([-size[0] / a[0], -size[1] / a[1],
                                            -size[2] / a[2]]))
             for i in ti.static(range(3)):
                 if x[i] < 0.0:
@@ -628,18 +574,18 @@ def _tactile(
             other = tac_geom[worldid, t, gi]
             gtype = geom_type[other]
             if gtype != MESH and gtype != HFIELD and gtype != SDF:  # meshes: no octree
-                lpos = _mul_mat_t(geom_xmat[worldid, other], xpos - geom_xpos[worldid, other])
+                lpos = mul_mat_t(geom_xmat[worldid, other], xpos - geom_xpos[worldid, other])
                 size = geom_size[worldid % geom_size.shape[0], other]
                 depth = ti.min(_primitive_distance(gtype, size, lpos), 0.0)
                 if depth != 0.0:
                     body = geom_bodyid[other]
                     vs = cvel[worldid, weld]
                     vo = cvel[worldid, body]
-                    _, lin_s = _motion_at(vs, xpos, subtree_com[worldid, si[C_AUX]],
-                                          geom_xmat[worldid, geomid], False)
-                    _, lin_o = _motion_at(vo, geom_xpos[worldid, other],
-                                          subtree_com[worldid, body_rootid[body]],
-                                          geom_xmat[worldid, geomid], False)
+                    _, lin_s = transform_motion(vs, xpos - subtree_com[worldid, si[C_AUX]],
+                                               geom_xmat[worldid, geomid], False)
+                    _, lin_o = transform_motion(
+                        vo, geom_xpos[worldid, other] - subtree_com[worldid, body_rootid[body]],
+                        geom_xmat[worldid, geomid], False)
                     vel_rel = lin_s - lin_o
                     nadr = mesh_normaladr[meshid] + 3 * j
                     normal = rot_vec_quat(mesh_normal[nadr], quat)

@@ -12,7 +12,8 @@ Per-world-able ("*") model parameters are indexed ``worldid % shape[0]``.
 import taichi as ti
 
 from .jac import _jac_point
-from .math import cross_motion, quat2mat, quat_integrate, quat_mul, quat_normalize, sub_quat
+from .math import (cross_motion, quat2mat, quat_integrate, quat_mul, quat_normalize, sub_quat,
+                   transform_motion)
 
 ND = ti.types.ndarray()
 
@@ -42,18 +43,6 @@ def _last_dof(body, body_dofnum: ti.template(), body_dofadr: ti.template(),
     return dofid
 
 
-@ti.func
-def _transform_motion(vec, dif, rot, local):
-    """A com-based motion vector (rot:lin) moved to the point ``dif`` away from the
-    com and, with ``local``, rotated into the frame ``rot`` (mju_transformSpatial)."""
-    ang = ti.Vector([vec[0], vec[1], vec[2]])
-    lin = ti.Vector([vec[3], vec[4], vec[5]]) - dif.cross(ang)
-    if local:
-        ang = rot.transpose() @ ang
-        lin = rot.transpose() @ lin
-    return ang, lin
-
-
 @ti.kernel
 def jac_dot(
     # model
@@ -72,8 +61,8 @@ def jac_dot(
         jacr[worldid, k, dofid] = 0.0
     for worldid in range(nworld):
         offset = _vec3(point, worldid, 0) - subtree_com[worldid, body_rootid[body]]
-        _, pvel_lin = _transform_motion(cvel[worldid, body], offset, ti.Matrix.identity(float, 3),
-                                        False)
+        _, pvel_lin = transform_motion(cvel[worldid, body], offset,
+                                       ti.Matrix.identity(float, 3), False)
         dofid = _last_dof(body, body_dofnum, body_dofadr, body_parentid)
         while dofid >= 0:
             dof = cdof[worldid, dofid]
@@ -179,10 +168,10 @@ def object_motion(
         if body_weldid[bodyid] != 0:
             dif = obj_pos[worldid, objid] - subtree_com[worldid, body_rootid[bodyid]]
             rot = obj_mat[worldid, objid]
-            ang, lin = _transform_motion(cvel[worldid, bodyid], dif, rot, local)
+            ang, lin = transform_motion(cvel[worldid, bodyid], dif, rot, local)
             if ti.static(acceleration):
                 vel_ang, vel_lin = ang, lin
-                ang, lin = _transform_motion(cacc[worldid, bodyid], dif, rot, local)
+                ang, lin = transform_motion(cacc[worldid, bodyid], dif, rot, local)
                 lin += vel_ang.cross(vel_lin)  # Coriolis term of the rotating frame
             out = ti.Vector([ang[0], ang[1], ang[2], lin[0], lin[1], lin[2]])
         for k in ti.static(range(6)):
