@@ -26,7 +26,8 @@ from .kernels.integrate import RK4_A, RK4_B, euler, implicit, implicitfast, rk4_
 from .kernels.inverse import (DISCRETE_NONE, compare_inverse, discrete_mode,
                               inverse_acceleration)
 from .kernels.passive import passive
-from .kernels.sensor import energy_sensor, sensor_plan, sensor_pos, sensor_vel
+from .kernels.sensor import (STAGE_ACC, STAGE_NONE, STAGE_POS, STAGE_VEL, energy_sensor,
+                             sensor_plan, sensor_pos, sensor_vel)
 from .kernels.smooth import camlight, com_pos, com_vel, crb, factor_m, kinematics, rne
 from .kernels.solver import solve
 from .kernels.tendon import tendon
@@ -320,8 +321,6 @@ def compare_fwd_inv(m: Model, d: Data) -> None:
     compare_inverse(m, d, constraint_rows_possible(m))
 
 
-# mjtStage
-STAGE_NONE, STAGE_POS, STAGE_VEL, STAGE_ACC = 0, 1, 2, 3
 
 
 def _skipstage(func: str, skipstage) -> int:
