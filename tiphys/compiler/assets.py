@@ -6,6 +6,7 @@ import os
 import numpy as np
 
 from ..errors import ModelError, error_at
+from ..io.resources import base_part, is_abs, join_path, missing, reduce_path
 from . import rotation as rot
 from .attrs import BOOL, Attrs
 from .mesh import compile_hfield, compile_mesh, polygon_arrays
@@ -38,12 +39,91 @@ def _stem(path: str) -> str:
     return os.path.splitext(os.path.basename(path.replace("\\", "/")))[0]
 
 
+class AssetFiles:
+    """Where MuJoCo 3.4.0 finds the file an asset names, in two steps.
+
+    1. When the XML is read (src/xml/xml_native_reader.cc, ReadAttrFile ->
+       ResolveFilePath in src/xml/xml_util.cc), a relative name is kept as written if
+       it opens as model directory + reader directory + name; otherwise it becomes
+       the directory of the file that included the element + name (just the name in
+       the main file). The reader directory is the last value, in document order and
+       counting included files, of meshdir (meshes) or texturedir (textures, cube
+       faces), either falling back to assetdir when empty; height fields and skins
+       use assetdir alone (mjXReader::MeshDir/TextureDir/AssetDir).
+    2. When the asset compiles (mjCMesh/mjCHField/mjCSkin/mjCTexture::Compile in
+       src/user/user_mesh.cc and user_objects.cc), strippath keeps only the file
+       name, then the compiler's meshdir (meshes, height fields, skins) or texturedir
+       (textures) is put in front unless the name is absolute, and the result is
+       opened relative to the model directory (mju_openResource). Here the
+       compiler's directories are those of the <compiler> elements applied in order,
+       assetdir setting both and meshdir/texturedir overriding it.
+
+    Every name is reduced ("a/./b/../c" -> "a/c") as MuJoCo's FilePath does.
+    """
+
+    COMPILE_DIR = {"mesh": "meshdir", "hfield": "meshdir", "skin": "meshdir",
+                   "texture": "texturedir"}
+
+    def __init__(self, spec, ctx):
+        self.reader = spec.reader()
+        self.strippath = ctx.strippath
+        last = {"assetdir": "", "meshdir": "", "texturedir": ""}
+        for el in spec.sections("compiler"):
+            for attr in last:
+                if el.attr(attr) is not None:
+                    last[attr] = el.attr(attr)
+        mesh_attr = "meshdir" if last["meshdir"] else "assetdir"
+        tex_attr = "texturedir" if last["texturedir"] else "assetdir"
+        self.parse_dir = {"mesh": (mesh_attr, last[mesh_attr]),
+                          "texture": (tex_attr, last[tex_attr]),
+                          "hfield": ("assetdir", last["assetdir"]),
+                          "skin": ("assetdir", last["assetdir"])}
+        self.compile_dir = {"mesh": ctx.meshdir, "hfield": ctx.meshdir, "skin": ctx.meshdir,
+                            "texture": ctx.texturedir}
+
+    def name(self, el, file: str, kind: str):
+        """(the name MuJoCo opens, a note on how it was found) for ``file`` of ``el``."""
+        name = reduce_path(file)
+        notes = []
+        if not is_abs(name):
+            attr, pdir = self.parse_dir[kind]
+            first = join_path(join_path(self.reader.modeldir, pdir), name)
+            if not self.reader.exists(first):
+                incdir = getattr(el, "xml_incdir", "") or ""
+                if incdir:
+                    where = f"model directory + {attr}='{pdir}'" if pdir else \
+                        "model directory"
+                    notes.append(f"not found as '{first}' ({where}), so taken relative to "
+                                 f"the including file's directory '{incdir}'")
+                name = join_path(incdir, name)
+        if self.strippath:
+            name = base_part(name)
+        cdir = self.compile_dir[kind]
+        if cdir and not is_abs(name):
+            notes.append(f"{self.COMPILE_DIR[kind]}='{cdir}'")
+        name = join_path(cdir, name)
+        if not is_abs(name):
+            notes.append(f"model directory '{self.reader.modeldir or os.getcwd()}'")
+        return name, "; ".join(notes)
+
+    def read(self, el, attr: str, file: str, kind: str) -> bytes:
+        """Bytes of the file named by attribute ``attr`` (value ``file``) of ``el``."""
+        name, note = self.name(el, file, kind)
+        try:
+            res, tried = self.reader.open(name)
+        except ModelError as exc:
+            raise error_at(el, exc.detail, attr) from None
+        if res is None:
+            raise missing(file, tried, (el, attr), note)
+        return res.data
+
+
 class AssetCompiler:
     def __init__(self, spec, defaults, ctx):
         self.spec = spec
         self.defaults = defaults
         self.ctx = ctx
-        self.reader = spec.reader()
+        self.files = AssetFiles(spec, ctx)
         self.mesh_els, self.hfield_els, self.tex_els, self.mat_els = [], [], [], []
         for section in spec.sections("asset"):
             for el in section.children:
@@ -83,13 +163,6 @@ class AssetCompiler:
             return ""
         return _stem(f)
 
-    def _path(self, name, directory):
-        if self.ctx.strippath:
-            name = os.path.basename(name)
-        if os.path.isabs(name):
-            return name, ""
-        return name, directory
-
     # -- meshes ---------------------------------------------------------------------
     def mesh(self, mid: int, needhull: bool = False):
         key = (mid, needhull)
@@ -106,8 +179,8 @@ class AssetCompiler:
                                       f"<plugin> is not supported yet")
         data = fname = None
         if a.str("file"):  # MuJoCo: file="" is no file
-            fname, directory = self._path(a.str("file"), self.ctx.meshdir)
-            data = self.reader.read(fname, directory, where=(el, "file"))
+            fname = a.str("file")
+            data = self.files.read(el, "file", fname, "mesh")
         inertia = a.keyword("inertia", {k: k for k in MESH_INERTIA}, "legacy")
         maxhull = a.int("maxhullvert", -1)
         try:
@@ -136,8 +209,8 @@ class AssetCompiler:
         a = Attrs(el)
         data = fname = None
         if a.str("file"):  # MuJoCo: file="" is no file
-            fname, directory = self._path(a.str("file"), self.ctx.texturedir)
-            data = self.reader.read(fname, directory, where=(el, "file"))
+            fname = a.str("file")
+            data = self.files.read(el, "file", fname, "hfield")
         size = a.floats("size", 4)
         if size is None:
             raise a.error("missing required attribute", "size")
@@ -308,8 +381,7 @@ class AssetCompiler:
         texs = []
         for el in self.tex_els:
             def read(name, attr, el=el):
-                fname, directory = self._path(name, self.ctx.texturedir)
-                return self.reader.read(fname, directory, where=(el, attr))
+                return self.files.read(el, attr, name, "texture")
             try:
                 texs.append(compile_texture(Attrs(el), read))
             except ModelError as exc:

@@ -8,7 +8,7 @@ from typing import Optional
 from lxml import etree
 
 from ..errors import ModelError
-from ..io.resources import ResourceReader
+from ..io.resources import ResourceReader, is_abs, join_path, missing, reduce_path
 from .element import Element, element_class, schema_children
 from .schema import SCHEMA
 
@@ -16,15 +16,18 @@ from .schema import SCHEMA
 class Spec:
     """An editable MJCF model: a tree of elements rooted at ``<mujoco>``.
 
-    ``filename`` and ``basedir`` say where relative asset names are resolved;
+    ``filename`` and ``basedir`` say where the model came from; ``modeldir`` is the
+    directory relative asset names start from ("" for text given without a file
+    name or a basedir: the working directory, as MuJoCo's ``from_xml_string``);
     ``assets`` is the in-memory VFS (name -> bytes) given at load time.
     """
 
     def __init__(self, root: Element, filename: Optional[str], basedir: str,
-                 assets: Optional[dict] = None):
+                 assets: Optional[dict] = None, modeldir: Optional[str] = None):
         self.root = root
         self.filename = filename
         self.basedir = basedir
+        self.modeldir = basedir if modeldir is None else modeldir
         self.assets = dict(assets or {})
 
     @property
@@ -38,7 +41,7 @@ class Spec:
         return etree.tostring(_to_lxml(self.root), pretty_print=True, encoding="unicode")
 
     def reader(self) -> ResourceReader:
-        return ResourceReader(self.basedir, self.assets)
+        return ResourceReader(self.modeldir, self.assets)
 
 
 def _to_lxml(el: Element):
@@ -66,27 +69,50 @@ def _parse_tree(data: bytes, filename: Optional[str]):
 
 def parse_xml(text, filename: Optional[str] = None, assets: Optional[dict] = None,
               basedir: Optional[str] = None) -> Spec:
-    """Parse MJCF text (str or bytes) into a Spec, expanding ``<include>``."""
-    if basedir is None:
-        basedir = os.path.dirname(os.path.abspath(filename)) if filename else os.getcwd()
-    reader = ResourceReader(basedir, assets)
+    """Parse MJCF text (str or bytes) into a Spec, expanding ``<include>``.
+
+    Relative names (included files, assets) start from ``basedir`` when given, else
+    from the directory of ``filename``, else from the working directory.
+    """
+    if basedir is not None:
+        modeldir = basedir
+    elif filename:
+        # MuJoCo keeps the directory as the caller wrote it; an absolute one is the
+        # same directory, and keeps include-relative asset names working (MuJoCo
+        # 3.4.0 joins the model directory twice to those when it is relative)
+        modeldir = os.path.dirname(os.path.abspath(filename))
+    else:
+        modeldir = ""
+    reader = ResourceReader(modeldir, assets)
     data = text.encode() if isinstance(text, str) else bytes(text)
     node = _parse_tree(data, filename)
     label = os.path.basename(filename) if filename else None
     if not isinstance(node.tag, str) or node.tag != "mujoco":
         raise ModelError(f"root element must be <mujoco>, not <{node.tag}>", file=label,
                          line=node.sourceline, element=str(node.tag))
-    root = _convert(node, ("mujoco",), SCHEMA, label, reader, [filename or "<string>"])
-    return Spec(root, filename, basedir, assets)
+    state = _IncludeState(reader, filename or "<string>")
+    root = _convert(node, ("mujoco",), SCHEMA, label, "", state)
+    return Spec(root, filename, modeldir or os.getcwd(), assets, modeldir=reader.modeldir)
 
 
-def _convert(node, path, schema_node, label, reader, stack) -> Element:
+class _IncludeState:
+    """What include expansion shares across the whole model (MuJoCo's IncludeXML)."""
+
+    def __init__(self, reader: ResourceReader, model_name: str):
+        self.reader = reader
+        self.included = {model_name}
+
+
+def _convert(node, path, schema_node, label, incdir, state) -> Element:
     tag = path[-1]
     attrs = schema_node["attrs"]
     if tag == "worldbody":
         attrs = ()
     cls = element_class(path, attrs)
     el = cls(xml_file=label, xml_line=node.sourceline)
+    # directory of the file that included this element ("" in the main file): MuJoCo
+    # looks there for an asset not found in the asset directories
+    el.xml_incdir = incdir
     for name, value in node.attrib.items():
         if not isinstance(name, str) or name.startswith("{"):
             raise ModelError(f"unknown attribute '{name}'", file=label, line=node.sourceline,
@@ -101,7 +127,7 @@ def _convert(node, path, schema_node, label, reader, stack) -> Element:
         allowed.pop("body")
         allowed["worldbody"] = SCHEMA["children"]["body"]
     seen_once = set()
-    for cnode, clabel in _expanded_children(node, label, reader, stack):
+    for cnode, clabel, cdir in _expanded_children(node, label, incdir, state):
         ctag = cnode.tag
         if ctag not in allowed:
             raise ModelError("unknown element", file=clabel, line=cnode.sourceline, element=ctag)
@@ -113,7 +139,7 @@ def _convert(node, path, schema_node, label, reader, stack) -> Element:
             seen_once.add(ctag)
         if sub["children"] is None:  # frame/replicate: children as a body's
             sub = dict(sub, children={})
-        el.children.append(_convert(cnode, path + (ctag,), sub, clabel, reader, stack))
+        el.children.append(_convert(cnode, path + (ctag,), sub, clabel, cdir, state))
     if node.text and node.text.strip():
         _stray_text(label, node.sourceline, f"<{tag}>: text content ignored")
     return el
@@ -127,8 +153,9 @@ def _stray_text(label, line, what):
                   stacklevel=4)
 
 
-def _expanded_children(node, label, reader, stack):
-    """Children of an lxml node with <include file> replaced by the file's contents."""
+def _expanded_children(node, label, incdir, state):
+    """(child, file label, include directory) for the children of an lxml node, with
+    each <include file> replaced by the children of the included file's root."""
     for child in node:
         if not isinstance(child.tag, str):
             continue
@@ -136,33 +163,80 @@ def _expanded_children(node, label, reader, stack):
             _stray_text(label, child.sourceline,
                         f"<{child.tag}>: text after the element ignored")
         if child.tag != "include":
-            yield child, label
+            yield child, label, incdir
             continue
-        for name in child.attrib:
-            if name != "file":
-                raise ModelError("unknown attribute", file=label, line=child.sourceline,
-                                 element="include", attribute=name)
-        fname = child.get("file")
-        if not fname:
-            raise ModelError("missing required attribute", file=label, line=child.sourceline,
-                             element="include", attribute="file")
-        if fname in stack:  # MuJoCo: a file may be included only once (no recursion)
-            raise ModelError(f"file '{fname}' already included (recursive or repeated "
-                             f"include)", file=label,
-                             line=child.sourceline, element="include", attribute="file")
-        if len(child):
-            raise ModelError("<include> cannot have children", file=label,
-                             line=child.sourceline, element="include")
-        where = _Where(label, child.sourceline, "include")
-        data = reader.read(fname, where=(where, "file"))
-        inc = _parse_tree(data, fname)
-        if inc.tag != "mujoco":
-            raise ModelError("included file must have a <mujoco> root", file=fname,
-                             line=inc.sourceline, element=str(inc.tag))
-        sub_label = os.path.basename(fname)
-        stack.append(fname)  # kept for the whole parse: see the check above
-        for item in _expanded_children(inc, sub_label, reader, stack):
-            yield item
+        yield from _include(child, label, incdir, state)
+
+
+def _include(child, label, incdir, state):
+    """The children of the file an <include> names (MuJoCo 3.4.0 src/xml/xml.cc
+    IncludeXML, and ResolveFilePath in src/xml/xml_util.cc).
+
+    The name is looked up first relative to the main model's directory, then relative
+    to the directory of the file holding this <include> (``incdir``). The included
+    file's root element may have any name (``<mujoco>``, ``<mujocoinclude>``, ...):
+    MuJoCo ignores it and its attributes, and splices in its child elements, of which
+    there must be at least one. A file may be included only once.
+    """
+    for name in child.attrib:
+        if name != "file":
+            raise ModelError("unknown attribute", file=label, line=child.sourceline,
+                             element="include", attribute=name)
+    if len(child):
+        raise ModelError("<include> cannot have children", file=label,
+                         line=child.sourceline, element="include")
+    fname = child.get("file")
+    if not fname:
+        raise ModelError("missing required attribute", file=label, line=child.sourceline,
+                         element="include", attribute="file")
+    where = _Where(label, child.sourceline, "include")
+    reader = state.reader
+    name = reduce_path(fname)
+    note = ""
+    if not is_abs(name):
+        probe = join_path(reader.modeldir, name)
+        if not reader.exists(probe):
+            name = join_path(incdir, name)
+            if incdir:
+                note = (f"not found as '{probe}' (model directory), so taken relative to "
+                        f"the including file's directory '{incdir}'")
+    if name in state.included:  # MuJoCo: a file may be included only once (no recursion)
+        raise ModelError(f"file '{fname}' already included (recursive or repeated "
+                         f"include)", file=label,
+                         line=child.sourceline, element="include", attribute="file")
+    try:
+        res, tried = reader.open(name)
+        if res is None and not is_abs(name) and incdir:
+            res, more = reader.open(join_path(incdir, name))
+            tried += more
+    except ModelError as exc:  # an ambiguous assets-dict name
+        raise ModelError(exc.detail, file=label, line=child.sourceline, element="include",
+                         attribute="file") from None
+    if res is None:
+        raise missing(fname, tried, (where, "file"), note)
+    state.included.add(join_path(incdir, name))
+    sub_label = os.path.basename(fname)
+    if not res.data:
+        raise ModelError(f"empty file '{fname}'", file=label, line=child.sourceline,
+                         element="include", attribute="file")
+    if not _has_element(res.data):
+        raise ModelError(f"root element missing in file '{fname}'", file=label,
+                         line=child.sourceline, element="include", attribute="file")
+    inc = _parse_tree(res.data, sub_label)
+    if not any(isinstance(c.tag, str) for c in inc):
+        raise ModelError(f"empty include file '{fname}' (its root <{inc.tag}> has no "
+                         f"child elements)", file=label, line=child.sourceline,
+                         element="include", attribute="file")
+    yield from _expanded_children(inc, sub_label, res.dir, state)
+
+
+def _has_element(data: bytes) -> bool:
+    """Whether XML bytes hold an element (not only a declaration, comments, space)."""
+    try:
+        etree.fromstring(data, _PARSER)
+        return True
+    except etree.XMLSyntaxError as exc:
+        return not ("Document is empty" in exc.msg or "Start tag expected" in exc.msg)
 
 
 class _Where:
