@@ -32,13 +32,15 @@ Memory: like PGS, tiphys keeps M^-1 J' (nefc x nv, the size of efc_J; PGS's own 
 is reused when the main solver is PGS) and the running u = M^-1 J'f, so a residual
 costs O(nv) and no nefc^2 matrix exists; 1 / A_ii goes in the solver's row scratch
 (se[E_ARINV], PGS's 1 / AR_ii, no longer needed). Launches: one over (world, row) for
-M^-1 J' and the diagonal, one thread per world for the sweeps.
+M^-1 J' and the diagonal, one thread per world for the sweeps (a few sweeps per launch
+where the backend limits a thread's loop iterations: see solver.loop_limit).
 """
 import taichi as ti
 
 from .solver import (CNSTR_CONTACT_ELLIPTIC, E_ARINV, E_B, E_FLOSS, E_FRIC, E_R,
-                     I_DIM, I_OLDSTATE, MINVAL, QCQP_ITERATIONS, V_U, _dual_qfrc,
-                     _dual_state, _solve_m, cone_qcqp)
+                     I_DIM, I_OLDSTATE, MINVAL, QCQP_ITERATIONS, STAGE_DONE,
+                     STAGE_RUNNING, STAGE_START, V_U, W_IT, W_IT0, W_LIMIT, W_STAGE,
+                     _dual_qfrc, _dual_state, _limit_reached, _solve_m, cone_qcqp)
 
 ND = ti.types.ndarray()
 CNSTR_CONTACT_PYRAMIDAL = 6  # mjCNSTR_CONTACT_PYRAMIDAL
@@ -53,7 +55,7 @@ def _noslip_prepare(
     # data in
     ne: ND, nf: ND, nefc: ND, efc_type: ND, efc_J: ND, qLD: ND, qLDiagInv: ND,
     # scratch
-    se: ND, minvjt: ND,
+    se: ND, minvjt: ND, sw: ND,
     # options
     compute_minvjt: ti.i32,
 ):
@@ -63,6 +65,11 @@ def _noslip_prepare(
     nworld = efc_J.shape[0]
     njmax = efc_J.shape[1]
     for w, i in ti.ndrange(nworld, njmax):
+        if i == 0:
+            # _noslip starts from here
+            sw[w, W_IT] = 0.0
+            sw[w, W_STAGE] = STAGE_START
+            sw[w, W_LIMIT] = 0.0
         typ = efc_type[w, i]
         friction = (i >= ne[w]) & (i < ne[w] + nf[w])
         contact = (typ == CNSTR_CONTACT_PYRAMIDAL) | (typ == CNSTR_CONTACT_ELLIPTIC)
@@ -209,26 +216,38 @@ def _noslip(
     # data in/out
     qacc: ND, efc_force: ND, efc_state: ND, qfrc_constraint: ND, solver_niter: ND,
     # scratch
-    se: ND, si: ND, sv: ND, minvjt: ND, stats: ND,
+    se: ND, si: ND, sv: ND, sw: ND, minvjt: ND, stats: ND,
     # options
     maxiter: ti.i32, tolerance: float, scale: float, qcqp_iterations: ti.i32,
+    npass: ti.i32, probe: ti.i32,
 ):
-    """Noslip sweeps of every world from the main solver's forces, then dualFinish."""
+    """Noslip sweeps of every world from the main solver's forces, then dualFinish.
+    At most ``npass`` sweeps per launch: a world's sweep count and stage stay in sw,
+    so that the next launch resumes it (see solver.solve)."""
     nstat = stats.shape[1]
     for w in range(nefc.shape[0]):
         n = nefc[w]
-        if n > 0:
+        if (n > 0) & (sw[w, W_STAGE] != STAGE_DONE):
             nfirst = ne[w]
             nfric = nf[w]
-            _dual_qfrc(w, n, nv, efc_J, efc_force, qfrc_constraint)
-            for k in range(nv):
-                sv[w, V_U, k] = qfrc_constraint[w, k]
-            _solve_m(w, V_U, nv, sv, qLD, qLDiagInv, dof_Madr, dof_parentid,
-                     dof_simplenum)
-            _dual_state(w, n, se, si, efc_force, efc_state)
-            it0 = solver_niter[w]
-            it = 0
-            while it < maxiter:
+            if sw[w, W_STAGE] == STAGE_START:
+                _dual_qfrc(w, n, nv, efc_J, efc_force, qfrc_constraint)
+                for k in range(nv):
+                    sv[w, V_U, k] = qfrc_constraint[w, k]
+                _solve_m(w, V_U, nv, sv, qLD, qLDiagInv, dof_Madr, dof_parentid,
+                         dof_simplenum)
+                _dual_state(w, n, se, si, efc_force, efc_state)
+                sw[w, W_IT0] = solver_niter[w]
+                sw[w, W_STAGE] = STAGE_RUNNING
+            it0 = ti.cast(sw[w, W_IT0], ti.i32)
+            it = ti.cast(sw[w, W_IT], ti.i32)
+            done = 0
+            npassed = 0
+            while npassed < npass:
+                if not (it < maxiter):
+                    done = 1
+                    break
+                npassed += 1
                 improvement = 0.0
                 if it == 0:
                     # the main solver's cost had 0.5 f'Rf, this one has not
@@ -281,16 +300,22 @@ def _noslip(
                     stats[w, it0 + it, 6] = 0.0
                 it += 1
                 if improvement < tolerance:
+                    done = 1
                     break
-            solver_niter[w] = it0 + it
-            # dualFinish
-            _dual_qfrc(w, n, nv, efc_J, efc_force, qfrc_constraint)
-            for k in range(nv):
-                sv[w, V_U, k] = qfrc_constraint[w, k]
-            _solve_m(w, V_U, nv, sv, qLD, qLDiagInv, dof_Madr, dof_parentid,
-                     dof_simplenum)
-            for k in range(nv):
-                qacc[w, k] = qacc_smooth[w, k] + sv[w, V_U, k]
+            sw[w, W_IT] = it
+            if done:
+                sw[w, W_STAGE] = STAGE_DONE
+                solver_niter[w] = it0 + it
+                # dualFinish
+                _dual_qfrc(w, n, nv, efc_J, efc_force, qfrc_constraint)
+                for k in range(nv):
+                    sv[w, V_U, k] = qfrc_constraint[w, k]
+                _solve_m(w, V_U, nv, sv, qLD, qLDiagInv, dof_Madr, dof_parentid,
+                         dof_simplenum)
+                for k in range(nv):
+                    qacc[w, k] = qacc_smooth[w, k] + sv[w, V_U, k]
+        if _limit_reached(probe):
+            sw[w, W_LIMIT] = 1.0
 
 
 def _minvjt(m, d, s):
@@ -307,10 +332,12 @@ def _minvjt(m, d, s):
     return own, 1
 
 
-def noslip(m, d, s) -> None:
+def noslip(m, d, s, npass=None, probe=0) -> None:
     """MuJoCo's noslip post-processing (mj_solNoSlip) of every world with rows, after
     the main solver; ``s``: the solver scratch of ``solve`` (its row view se/si, dof
-    vectors sv, statistics and, after PGS, M^-1 J').
+    vectors sv, progress sw, statistics and, after PGS, M^-1 J'). ``npass``: sweeps per
+    launch (all in one launch by default); ``probe``: 2 to flag a loop limiter that
+    ran out in sw[W_LIMIT] (see solver.solve).
 
     Reads nefc, ne, nf, efc_type, efc_id, efc_J, contact_dim, qLD_tree, qLDiagInv,
     qacc_smooth, efc_force (the main solver's) and solver_niter; writes efc_force,
@@ -320,12 +347,16 @@ def noslip(m, d, s) -> None:
     minvjt, compute = _minvjt(m, d, s)
     _noslip_prepare(m.dof_parentid, m.dof_Madr, m.dof_simplenum, m.nv,
                     d.ne, d.nf, d.nefc, d.efc_type, d.efc_J, d.qLD_tree, d.qLDiagInv,
-                    s["se"], minvjt, compute)
+                    s["se"], minvjt, s["sw"], compute)
     scale = 1.0 / (float(m.stat.meaninertia) * max(1, m.nv))
-    _noslip(m.dof_parentid, m.dof_Madr, m.dof_simplenum, m.nv,
-            d.ne, d.nf, d.nefc, d.efc_type, d.efc_id, d.efc_J, d.contact_dim,
-            d.qLD_tree, d.qLDiagInv, d.qacc_smooth,
-            d.qacc, d.efc_force, d.efc_state, d.qfrc_constraint, d.solver_niter,
-            s["se"], s["si"], s["sv"], minvjt, s["stats"],
-            int(opt.noslip_iterations), float(opt.noslip_tolerance), scale,
-            QCQP_ITERATIONS)
+    # the sweeps, then a pass that only finds the last sweep done and finishes
+    passes = int(opt.noslip_iterations) + 1
+    npass = npass or passes
+    for _ in range(-(-passes // npass)):
+        _noslip(m.dof_parentid, m.dof_Madr, m.dof_simplenum, m.nv,
+                d.ne, d.nf, d.nefc, d.efc_type, d.efc_id, d.efc_J, d.contact_dim,
+                d.qLD_tree, d.qLDiagInv, d.qacc_smooth,
+                d.qacc, d.efc_force, d.efc_state, d.qfrc_constraint, d.solver_niter,
+                s["se"], s["si"], s["sv"], s["sw"], minvjt, s["stats"],
+                int(opt.noslip_iterations), float(opt.noslip_tolerance), scale,
+                QCQP_ITERATIONS, npass, probe)

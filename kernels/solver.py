@@ -38,12 +38,18 @@ Parallelism: rows products (efc_b, warm-start J qacc, M^-1 J' for PGS) run one t
 per (world, row), the initial Newton Hessian one per (world, i, j); the iterations
 run one thread per world inside one launch (each world stops on its own criterion;
 the launch ends when the last world has converged). A solve is 2 (PGS), 3 (CG) or 4
-(Newton) launches whatever the iteration count.
+(Newton) launches whatever the iteration count, except on a backend whose threads
+have a loop limit (Mesa's lavapipe: see loop_limit): there the iterations run a few
+per launch, each world's progress kept in the scratch between launches.
 
 With opt.noslip_iterations > 0, MuJoCo's noslip post-processing (kernels/noslip.py)
 follows whichever solver ran.
 """
+import warnings
+
 import taichi as ti
+
+from .. import backend
 
 ND = ti.types.ndarray()
 MINVAL = 1e-15  # mjMINVAL
@@ -71,9 +77,14 @@ I_N = 3
 (V_QACC, V_MA, V_MV, V_GRAD, V_MGRAD, V_SEARCH, V_GRADOLD, V_MGRADOLD, V_VEC,
  V_U) = range(10)
 V_N = 10
-# per-world scalars of ``sw`` (nworld, W_N)
-W_COST, W_GAUSS, W_NACTIVE, W_NCONE = range(4)
-W_N = 4
+# per-world scalars of ``sw`` (nworld, W_N): the primal solver's cost, Gauss cost and
+# counts, and each world's progress, kept between the launches of a solve (small
+# integers, exact in f32)
+(W_COST, W_GAUSS, W_NACTIVE, W_NCONE, W_IT, W_STAGE, W_SWEEP, W_KEEP, W_LIMIT,
+ W_IT0) = range(10)
+W_N = 10
+# W_STAGE: the iteration kernels' progress in a world
+STAGE_START, STAGE_RUNNING, STAGE_DONE = range(3)
 # per-iteration statistics (mjSolverStat) in ``stats`` (nworld, nstat, S_N)
 STAT_NAMES = ("improvement", "gradient", "lineslope", "nactive", "nchange", "neval",
               "nupdate")
@@ -222,6 +233,62 @@ def _chol_update(w, k, n, H: ti.template(), sv: ti.template(), xrow, flg_plus):
             for i in range(kk + 1, n):
                 sv[w, xrow, i] = c * sv[w, xrow, i] - s * H[w, k, i, kk]
     return rank
+
+
+# ---------------------------------------------------------------------------------------
+# the loop limiter of Mesa's software Vulkan (lavapipe / llvmpipe)
+# ---------------------------------------------------------------------------------------
+#
+# lavapipe compiles a shader with one loop counter per invocation, shared by every loop
+# in it: each loop back-edge decrements it from 65535 (gallivm's
+# LP_MAX_TGSI_LOOP_ITERATIONS), and once it reaches zero every loop exits after its
+# current iteration, silently. A solver launch that runs all iterations of a world in
+# one thread passes that many back-edges after a few dozen iterations (PGS: 32 sweeps
+# of a 24-row, 18-dof world), and its loops then stop early: wrong qacc, or none. So
+# on such a backend the iteration kernels run a bounded number of passes per launch
+# and keep each world's progress in sw; a loop with a runtime trip count of 2 at the
+# end of each launch (_limit_reached) tells whether the counter ran out, and then
+# solve starts over with fewer passes per launch.
+
+LOOP_PROBE = 1 << 17  # longer than any known per-invocation loop limit
+
+
+@ti.kernel
+def _loop_limit_probe(n: ti.i32, out: ND):
+    for _ in range(1):
+        count = 0
+        while count < n:
+            count += 1
+        out[0] = count
+
+
+_LOOP_LIMIT = {}
+
+
+def loop_limit():
+    """The number of loop iterations one kernel thread may run on this backend before
+    its loops are cut short (lavapipe: 65535), or None where there is no such limit
+    (measured once per Taichi initialisation; CPU and CUDA have none)."""
+    key = backend.generation()
+    if key not in _LOOP_LIMIT:
+        limit = None
+        if backend.arch() not in ("cpu", "cuda"):
+            out = ti.ndarray(ti.i32, (1,))
+            _loop_limit_probe(LOOP_PROBE, out)
+            count = int(out.to_numpy()[0])
+            limit = count if count < LOOP_PROBE else None
+        _LOOP_LIMIT[key] = limit
+    return _LOOP_LIMIT[key]
+
+
+@ti.func
+def _limit_reached(probe):
+    """1 if this thread's loops are being cut short by a loop limiter: a loop of
+    ``probe`` (2; 0 where there is no limiter) iterations that ran fewer."""
+    count = 0
+    for _ in range(probe):
+        count += 1
+    return count < probe
 
 
 # ---------------------------------------------------------------------------------------
@@ -405,13 +472,18 @@ def _prepare(
     # data out
     efc_b: ND,
     # scratch
-    se: ND, si: ND, minvjt: ND,
+    se: ND, si: ND, minvjt: ND, sw: ND,
     # options
     warmstart: ti.i32, dual: ti.i32,
 ):
     nworld = efc_J.shape[0]
     njmax = efc_J.shape[1]
     for w, i in ti.ndrange(nworld, njmax):
+        if i == 0:
+            # the iteration kernels start from here (see solve)
+            sw[w, W_IT] = 0.0
+            sw[w, W_STAGE] = STAGE_START
+            sw[w, W_LIMIT] = 0.0
         if i < nefc[w]:
             b = 0.0
             jw = 0.0
@@ -453,7 +525,7 @@ def _primal_start(
     # scratch
     se: ND, si: ND, sv: ND, sw: ND,
     # options
-    warmstart: ti.i32,
+    warmstart: ti.i32, probe: ti.i32,
 ):
     """Warmstart choice (cost of qacc_warmstart vs qacc_smooth), then the solver's
     first constraint update; worlds without rows get qacc = qacc_smooth."""
@@ -500,6 +572,8 @@ def _primal_start(
             sw[w, W_GAUSS] = gauss
             sw[w, W_NACTIVE] = nactive
             sw[w, W_NCONE] = ncone
+        if _limit_reached(probe):
+            sw[w, W_LIMIT] = 1.0
 
 
 @ti.func
@@ -928,23 +1002,31 @@ def _primal_iterate(
     se: ND, si: ND, sv: ND, sH: ND, sw: ND, sb: ND, stats: ND,
     # options
     maxiter: ti.i32, tolerance: float, ls_tolerance: float, ls_iterations: ti.i32,
-    scale: float, newton: ti.i32,
+    scale: float, newton: ti.i32, npass: ti.i32, probe: ti.i32,
 ):
     """The CG / Newton iterations of every world (mj_solCGNewton after its first
     constraint update). The set-up before MuJoCo's main loop (factor of the Hessian
     built by _hessian, gradient, first direction) is this loop's first pass, so each
-    stage is compiled once."""
+    stage is compiled once. At most ``npass`` passes per launch: a world's cost,
+    counts, iteration and stage stay in sw, so that the next launch resumes it (see
+    _launches)."""
     nstat = stats.shape[1]
     for w in range(nefc.shape[0]):
         n = nefc[w]
-        if n > 0:
+        if (n > 0) & (sw[w, W_STAGE] != STAGE_DONE):
             cost = sw[w, W_COST]
             gauss = sw[w, W_GAUSS]
             nactive = ti.cast(sw[w, W_NACTIVE], ti.i32)
             ncone = ti.cast(sw[w, W_NCONE], ti.i32)
-            it = 0
-            first = 1
-            while first | (it < maxiter):
+            it = ti.cast(sw[w, W_IT], ti.i32)
+            first = ti.cast(sw[w, W_STAGE] == STAGE_START, ti.i32)
+            done = 0
+            npassed = 0
+            while npassed < npass:
+                if not (first | (it < maxiter)):
+                    done = 1
+                    break
+                npassed += 1
                 neval = 0
                 slope = 1.0
                 oldcost = cost
@@ -954,6 +1036,7 @@ def _primal_iterate(
                         w, n, nv, efc_J, qM, dof_Madr, dof_parentid, qfrc_smooth, se, si,
                         sv, gauss, tolerance * ls_tolerance, ls_iterations, scale)
                     if alpha == 0.0:
+                        done = 1
                         break
                     for i in range(nv):
                         sv[w, V_QACC, i] += alpha * sv[w, V_SEARCH, i]
@@ -1026,6 +1109,7 @@ def _primal_iterate(
                     it += 1
                     stop = (improvement < tolerance) | (gradient < tolerance)
                 if stop:
+                    done = 1
                     break
                 # search direction: -Mgrad (Newton, first CG step) or Polak-Ribiere
                 beta = 0.0
@@ -1044,9 +1128,19 @@ def _primal_iterate(
                         d += beta * sv[w, V_SEARCH, i]
                     sv[w, V_SEARCH, i] = d
                 first = 0
+            sw[w, W_COST] = cost
+            sw[w, W_GAUSS] = gauss
+            sw[w, W_NACTIVE] = nactive
+            sw[w, W_NCONE] = ncone
+            sw[w, W_IT] = it
+            sw[w, W_STAGE] = STAGE_RUNNING
+            if done:
+                sw[w, W_STAGE] = STAGE_DONE
             solver_niter[w] = it
             for i in range(nv):
                 qacc[w, i] = sv[w, V_QACC, i]
+        if _limit_reached(probe):
+            sw[w, W_LIMIT] = 1.0
 
 
 # ---------------------------------------------------------------------------------------
@@ -1411,33 +1505,43 @@ def _pgs(
     # data out
     qacc: ND, efc_force: ND, efc_state: ND, qfrc_constraint: ND, solver_niter: ND,
     # scratch
-    se: ND, si: ND, sv: ND, sb: ND, minvjt: ND, stats: ND,
+    se: ND, si: ND, sv: ND, sw: ND, sb: ND, minvjt: ND, stats: ND,
     # options
     maxiter: ti.i32, tolerance: float, scale: float, warmstart: ti.i32,
-    qcqp_iterations: ti.i32,
+    qcqp_iterations: ti.i32, npass: ti.i32, probe: ti.i32,
 ):
     """Projected Gauss-Seidel on the dual of every world (warmstart, sweeps, and
-    qfrc_constraint / qacc from the forces, as mj_solPGS and dualFinish)."""
+    qfrc_constraint / qacc from the forces, as mj_solPGS and dualFinish). At most
+    ``npass`` passes per launch: a world's sweep, iteration and stage stay in sw, so
+    that the next launch resumes it (see _launches)."""
     nstat = stats.shape[1]
     for w in range(nefc.shape[0]):
         n = nefc[w]
-        solver_niter[w] = 0
-        if n == 0:
-            for i in range(nv):
-                qacc[w, i] = qacc_smooth[w, i]
-                qfrc_constraint[w, i] = 0.0
-        else:
-            # warmstart: the forces of qacc_warmstart unless their dual cost
-            # f'b + 0.5 f'AR f = f'b + 0.5 (J'f)'M^-1(J'f) + 0.5 f'Rf is positive
-            keep = 0
-            if warmstart:
-                _constraint_update(w, n, se, si, E_JAREF, efc_force, efc_state)
-                keep = 1
+        if sw[w, W_STAGE] == STAGE_START:
+            solver_niter[w] = 0
+            sw[w, W_SWEEP] = 0.0
+            sw[w, W_STAGE] = STAGE_RUNNING
+            if n == 0:
+                for i in range(nv):
+                    qacc[w, i] = qacc_smooth[w, i]
+                    qfrc_constraint[w, i] = 0.0
+                sw[w, W_STAGE] = STAGE_DONE
+            else:
+                # warmstart: the forces of qacc_warmstart unless their dual cost
+                # f'b + 0.5 f'AR f = f'b + 0.5 (J'f)'M^-1(J'f) + 0.5 f'Rf is positive
+                sw[w, W_KEEP] = 0.0
+                if warmstart:
+                    _constraint_update(w, n, se, si, E_JAREF, efc_force, efc_state)
+                    sw[w, W_KEEP] = 1.0
+        if sw[w, W_STAGE] == STAGE_RUNNING:
+            keep = ti.cast(sw[w, W_KEEP], ti.i32)
+            it = ti.cast(sw[w, W_IT], ti.i32)
             # pass 0 tests the warm start, passes 1.. sweep, the last maps to qacc;
             # each begins with u = M^-1 J'f = qacc - qacc_smooth from the forces
-            it = 0
-            sweep = 0
-            while True:
+            sweep = ti.cast(sw[w, W_SWEEP], ti.i32)
+            npassed = 0
+            while npassed < npass:
+                npassed += 1
                 _dual_qfrc(w, n, nv, efc_J, efc_force, qfrc_constraint)
                 for i in range(nv):
                     sv[w, V_U, i] = qfrc_constraint[w, i]
@@ -1447,6 +1551,7 @@ def _pgs(
                     # dualFinish: qacc = qacc_smooth + M^-1 J'f
                     for i in range(nv):
                         qacc[w, i] = qacc_smooth[w, i] + sv[w, V_U, i]
+                    sw[w, W_STAGE] = STAGE_DONE
                     break
                 improvement = 0.0
                 if sweep == 0:
@@ -1498,7 +1603,12 @@ def _pgs(
                     sweep = 1
                 if (sweep == 1) & (it >= maxiter):
                     sweep = 2
+            sw[w, W_KEEP] = keep
+            sw[w, W_IT] = it
+            sw[w, W_SWEEP] = sweep
             solver_niter[w] = it
+        if _limit_reached(probe):
+            sw[w, W_LIMIT] = 1.0
 
 
 # ---------------------------------------------------------------------------------------
@@ -1561,42 +1671,93 @@ def solve(m, d) -> None:
     if opt.solver not in SOLVER_NAMES:
         raise NotImplementedError(f"solve: solver {opt.solver}")
     s = _scratch(m, d)
+    limit = loop_limit()
+    # passes of the iteration kernel: PGS's warm-start test, sweeps and dualFinish;
+    # CG / Newton's set-up and iterations
+    passes = int(opt.iterations) + (2 if opt.solver == 0 else 1)
+    if limit is None:
+        _solve(m, d, s, passes, 0)
+        if opt.noslip_iterations > 0:
+            from .noslip import noslip  # noslip builds on this module's functions
+            noslip(m, d, s)
+        return
+    npass = min(passes, s.get("npass") or _first_npass(m, d, limit))
+    while True:
+        _solve(m, d, s, npass, 2)
+        limited = s["sw"].to_numpy()[:d.nworld, W_LIMIT].any()
+        if not limited and opt.noslip_iterations > 0:
+            from .noslip import noslip
+            noslip(m, d, s, npass, 2)
+            limited = s["sw"].to_numpy()[:d.nworld, W_LIMIT].any()
+        if not limited:
+            break
+        if npass == 1:
+            warnings.warn(
+                f"solve: one {SOLVER_NAMES[opt.solver]} iteration runs more loop "
+                f"iterations per world than this backend allows one kernel thread "
+                f"({limit}: Mesa's lavapipe/llvmpipe), so its loops were cut short and "
+                f"qacc is wrong; use the cpu, cuda or a GPU's Vulkan/Metal backend for "
+                f"this model", RuntimeWarning, stacklevel=2)
+            break
+        # start over with shorter launches (from the main solve: noslip rewrote its forces)
+        npass = max(1, npass // 4)
+    s["npass"] = npass
+
+
+def _first_npass(m, d, limit) -> int:
+    """Passes per launch to try first under a loop limiter: a rough count of one
+    pass's loop iterations (solve lowers it if the limiter still runs out)."""
+    nv, njmax = max(1, m.nv), max(1, d.njmax)
+    per_pass = 4 * njmax * nv + 20 * njmax + 10 * nv + 100
+    if m.opt.solver != 0:
+        per_pass += 8 * njmax * min(int(m.opt.ls_iterations), 10)
+    if m.opt.solver == 2:
+        per_pass += 2 * nv * nv * nv
+    return max(1, limit // (2 * per_pass))
+
+
+def _solve(m, d, s, npass, probe) -> None:
+    """One solve, its iteration kernel launched with at most ``npass`` passes per
+    launch (as many launches as it takes to run every pass)."""
+    opt = m.opt
     warmstart = int(not opt.disabled("warmstart"))
     dual = opt.solver == 0
     scale = 1.0 / (float(m.stat.meaninertia) * max(1, m.nv))
+    passes = int(opt.iterations) + (2 if dual else 1)
+    nlaunch = -(-passes // npass)
     _prepare(m.dof_parentid, m.dof_Madr, m.dof_simplenum, m.nv,
              d.ne, d.nf, d.nefc, d.efc_type, d.efc_id, d.efc_J, d.efc_D, d.efc_R,
              d.efc_frictionloss, d.efc_aref, d.contact_mu, d.contact_friction,
              d.contact_dim, d.contact_efc_address, d.qLD_tree, d.qLDiagInv,
              d.qacc_smooth, d.qacc_warmstart, d.efc_b, s["se"], s["si"], s["minvjt"],
-             warmstart, int(dual))
+             s["sw"], warmstart, int(dual))
     if dual:
-        _pgs(m.dof_parentid, m.dof_Madr, m.dof_simplenum, m.nv,
-             d.nefc, d.efc_J, d.qLD_tree, d.qLDiagInv, d.qacc_smooth,
-             d.qacc, d.efc_force, d.efc_state, d.qfrc_constraint, d.solver_niter,
-             s["se"], s["si"], s["sv"], s["sb"], s["minvjt"], s["stats"],
-             int(opt.iterations), float(opt.tolerance), scale, warmstart,
-             QCQP_ITERATIONS)
+        for _ in range(nlaunch):
+            _pgs(m.dof_parentid, m.dof_Madr, m.dof_simplenum, m.nv,
+                 d.nefc, d.efc_J, d.qLD_tree, d.qLDiagInv, d.qacc_smooth,
+                 d.qacc, d.efc_force, d.efc_state, d.qfrc_constraint, d.solver_niter,
+                 s["se"], s["si"], s["sv"], s["sw"], s["sb"], s["minvjt"], s["stats"],
+                 int(opt.iterations), float(opt.tolerance), scale, warmstart,
+                 QCQP_ITERATIONS, npass, probe)
     else:
         newton = opt.solver == 2
         _primal_start(m.dof_parentid, m.dof_Madr, m.nv,
                       d.nefc, d.efc_J, d.qM, d.qfrc_smooth, d.qacc_smooth,
                       d.qacc_warmstart, d.qacc, d.efc_force, d.efc_state,
                       d.qfrc_constraint, d.solver_niter,
-                      s["se"], s["si"], s["sv"], s["sw"], warmstart)
+                      s["se"], s["si"], s["sv"], s["sw"], warmstart, probe)
         if newton:
             _hessian(m.dof_parentid, m.dof_Madr, m.nv, d.nefc, d.efc_J, d.efc_state,
                      d.qM, s["se"], s["sH"])
-        _primal_iterate(m.dof_parentid, m.dof_Madr, m.dof_simplenum, m.nv,
-                        d.nefc, d.efc_J, d.qM, d.qLD_tree, d.qLDiagInv, d.qfrc_smooth,
-                        d.qacc_smooth, d.qacc, d.efc_force, d.efc_state,
-                        d.qfrc_constraint, d.solver_niter, s["se"], s["si"], s["sv"],
-                        s["sH"], s["sw"], s["sb"], s["stats"], int(opt.iterations),
-                        float(opt.tolerance), float(opt.ls_tolerance),
-                        int(opt.ls_iterations), scale, int(newton))
-    if opt.noslip_iterations > 0:
-        from .noslip import noslip  # noslip builds on this module's functions
-        noslip(m, d, s)
+        for _ in range(nlaunch):
+            _primal_iterate(m.dof_parentid, m.dof_Madr, m.dof_simplenum, m.nv,
+                            d.nefc, d.efc_J, d.qM, d.qLD_tree, d.qLDiagInv,
+                            d.qfrc_smooth, d.qacc_smooth, d.qacc, d.efc_force,
+                            d.efc_state, d.qfrc_constraint, d.solver_niter, s["se"],
+                            s["si"], s["sv"], s["sH"], s["sw"], s["sb"], s["stats"],
+                            int(opt.iterations), float(opt.tolerance),
+                            float(opt.ls_tolerance), int(opt.ls_iterations), scale,
+                            int(newton), npass, probe)
 
 
 def solver_stats(m, d) -> dict:

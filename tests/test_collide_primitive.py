@@ -400,8 +400,8 @@ def _f32_main(arch="cpu"):
 
 
 def _vulkan_archs():
-    from test_precision import _vulkan_available
-    return ["vulkan"] if _vulkan_available() else []
+    import spirv
+    return ["vulkan"] if spirv.vulkan_available() else []
 
 
 @pytest.mark.parametrize("arch", _vulkan_archs())

@@ -14,6 +14,7 @@ import os
 import mujoco
 import numpy as np
 import pytest
+import spirv
 from oracle import corpus_dir
 from tiphys.kernels.energy import energy_pos, energy_vel
 
@@ -169,16 +170,10 @@ def test_corpus_energy_matches_mujoco(rel):
     print(rel, err)
 
 
-def _archs():
-    """cpu, and vulkan where a Vulkan device exists (Mesa's lavapipe on CPU machines:
-    the SPIR-V path Metal and non-CUDA GPUs use)."""
-    from test_precision import _vulkan_available
-    return ["cpu"] + (["vulkan"] if _vulkan_available() else [])
-
-
-@pytest.mark.parametrize("arch", _archs())
+@pytest.mark.parametrize("arch", spirv.archs())
 def test_energy_in_f32_matches_mujoco(arch):
-    """The kernels in f32 (a subprocess: Taichi's precision is per process)."""
+    """The kernels in f32 (a subprocess: Taichi's precision is per process), after the
+    position stages they read (kinematics, tendons, the mass matrix)."""
     import subprocess
     import sys
     code = f"""
@@ -194,7 +189,7 @@ md.qvel[:] = np.linspace(-1, 1, mjm.nv)
 mujoco.mj_forward(mjm, md)
 d = tiphys.make_data(m, 1)
 d.qvel.from_numpy(md.qvel[None].astype(np.float32))
-tiphys.forward(m, d)
+tiphys.fwd_position(m, d)
 energy_pos(m, d); energy_vel(m, d)
 e = d.numpy("energy")[0]
 print(float(np.max(np.abs(e - md.energy) / np.maximum(1, np.abs(md.energy)))))

@@ -257,7 +257,8 @@ def mujoco_rows(mjm, qpos, qvel, warmstart=None):
         rec = {"nefc": nefc, "ne": md.ne, "nf": md.nf, "nl": md.nl, "ncon": md.ncon,
                "efc_J": J, "efc_type": md.efc_type.copy(), "efc_id": md.efc_id.copy(),
                "qacc_warmstart": md.qacc_warmstart.copy(),
-               "qacc_smooth": md.qacc_smooth.copy()}
+               "qacc_smooth": md.qacc_smooth.copy(), "qM": md.qM.copy(),
+               "qfrc_smooth": md.qfrc_smooth.copy()}
         for k in EFC_FLOAT:
             rec["efc_" + k] = getattr(md, "efc_" + k).copy()
         con = md.contact
@@ -292,27 +293,35 @@ def _put(arr, values):
     arr.from_numpy(full)
 
 
-def tiphys_solve(m, recs, qpos, qvel, njmax=None, nconmax=None, tamper=None):
+def tiphys_solve(m, recs, qpos, qvel, njmax=None, nconmax=None, tamper=None,
+                 mujoco_smooth=False):
     """tiphys's smooth stages on the state, MuJoCo's rows copied in, outputs poisoned,
-    solve; returns d. ``tamper(arrays)`` may edit the copied row arrays first."""
+    solve; returns d. ``tamper(arrays)`` may edit the copied row arrays first. With
+    ``mujoco_smooth``, MuJoCo's qM, qfrc_smooth and qacc_smooth are copied in too and
+    factor_m is the only smooth stage that runs (fewer kernels to compile)."""
     nworld = len(recs)
     njmax = njmax or max(1, max(r["nefc"] for r in recs)) + 3
     nconmax = nconmax or max(1, max(r["ncon"] for r in recs)) + 2
     d = tiphys.make_data(m, nworld, nconmax=nconmax, njmax=njmax)
     d.qpos.from_numpy(qpos)
     d.qvel.from_numpy(qvel)
-    kinematics(m, d)
-    com_pos(m, d)
-    tendon(m, d)
-    crb(m, d)
-    factor_m(m, d)
-    transmission(m, d)
-    velocity(m, d)
-    com_vel(m, d)
-    passive(m, d)
-    rne(m, d)
-    actuation(m, d)
-    fwd_acceleration(m, d)
+    if mujoco_smooth:
+        for k in ("qM", "qfrc_smooth", "qacc_smooth"):
+            _put(getattr(d, k), np.array([r[k] for r in recs]))
+        factor_m(m, d)
+    else:
+        kinematics(m, d)
+        com_pos(m, d)
+        tendon(m, d)
+        crb(m, d)
+        factor_m(m, d)
+        transmission(m, d)
+        velocity(m, d)
+        com_vel(m, d)
+        passive(m, d)
+        rne(m, d)
+        actuation(m, d)
+        fwd_acceleration(m, d)
     nv = m.nv
     rows = {k: np.zeros((nworld, njmax)) for k in ("efc_" + f for f in EFC_FLOAT)}
     rows["efc_J"] = np.zeros((nworld, njmax, max(1, nv)))

@@ -1,0 +1,38 @@
+"""What the Vulkan (SPIR-V) tests share: which archs run, and what they keep cheap.
+
+The SPIR-V path (Metal, non-CUDA GPUs) is tested on Mesa's software Vulkan, lavapipe,
+which `make test` installs where it can. lavapipe compiles every pipeline with LLVM
+the first time it meets it; the Mesa shader cache keeps the result, but a new machine
+has an empty cache and pays the whole compile inside the test run. That cost is far
+from linear in kernel size. Measured on a 2-core machine (Mesa 22.3, LLVM 15, loaded):
+a kernel with one dynamically indexed local 64x3 array compiles in 7 s, 256x3 in
+188 s, because lavapipe lowers every dynamic index of a local array into straight-line
+code over the whole array and LLVM's instruction scheduler is quadratic in the size of
+a basic block. The convex narrowphase keeps EPA's polytope in local arrays of 1020
+faces (MuJoCo's sizing), so its kernel does not compile in useful time on lavapipe
+with a cold cache (more than 20 minutes), whereas CUDA and the CPU compile it in
+seconds.
+
+So each Vulkan test exercises its own stage on a scene whose other stages are cheap to
+compile: only analytic collision pairs (no pair that needs the convex narrowphase),
+and upstream results taken from MuJoCo where the stage under test reads them.
+"""
+import functools
+import subprocess
+import sys
+
+# analytic detectors exist for these; every other pair runs the convex narrowphase
+PRIMITIVE_TYPES = ("plane", "sphere", "capsule", "box")
+
+
+@functools.lru_cache(maxsize=None)
+def vulkan_available() -> bool:
+    probe = "import taichi as ti; ti.init(arch=ti.vulkan); " \
+            "import sys; sys.exit(0 if ti.lang.impl.current_cfg().arch == ti.vulkan else 1)"
+    return subprocess.run([sys.executable, "-c", probe], capture_output=True).returncode == 0
+
+
+def archs() -> list:
+    """cpu, and vulkan where a Vulkan device exists (Mesa's lavapipe on CPU machines:
+    the SPIR-V path Metal and non-CUDA GPUs use)."""
+    return ["cpu"] + (["vulkan"] if vulkan_available() else [])
