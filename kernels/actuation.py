@@ -1,7 +1,9 @@
 """Actuators: transmission (mj_transmission), actuator/tendon velocities, actuation
 (mj_fwdActuation) and activation integration (as mj_advance)."""
+import numpy as np
 import taichi as ti
 
+from .. import backend
 from .check import WARN_BADCTRL, is_bad
 from .math import quat_mul, quat_normalize, rot_vec_quat, sub_quat
 from .tendon import add_jac_dot
@@ -248,7 +250,6 @@ def has_body_transmission(m) -> bool:
     """True if some actuator uses a body transmission (adhesion)."""
     cached = getattr(m, "_tiphys_has_trn_body", None)
     if cached is None:
-        import numpy as np
         cached = bool(m.nu and np.any(np.asarray(m.arrays.actuator_trntype)[:m.nu] == TRN_BODY))
         m._tiphys_has_trn_body = cached
     return cached
@@ -427,10 +428,26 @@ def actuator_disabled(group, disableactuator):
 
 
 @ti.func
+def _is_nan(x):
+    """NaN, read from the bits (fast-math may fold x != x away)."""
+    nan = False
+    if ti.static(backend.precision() == "f64"):
+        bits = ti.bit_cast(ti.cast(x, ti.f64), ti.u64)
+        nan = ((bits >> 52) & 0x7FF) == 0x7FF and (bits & ti.u64(0xFFFFFFFFFFFFF)) != 0
+    else:
+        bits = ti.bit_cast(ti.cast(x, ti.f32), ti.u32)
+        nan = ((bits >> 23) & 0xFF) == 0xFF and (bits & ti.u32(0x7FFFFF)) != 0
+    return nan
+
+
+@ti.func
 def _clamped_ctrl(worldid, actid, ctrl: ti.template(), clampctrl,
                   actuator_ctrllimited: ti.template(), actuator_ctrlrange: ti.template()):
+    """The control as mj_fwdActuation clamps it: mju_clip keeps a NaN (every comparison
+    with it is false), so the bad-control check that follows sees it. (ti.min/ti.max
+    would turn it into a range limit.)"""
     u = ctrl[worldid, actid]
-    if clampctrl != 0 and actuator_ctrllimited[actid] != 0:
+    if clampctrl != 0 and actuator_ctrllimited[actid] != 0 and not _is_nan(u):
         rng = actuator_ctrlrange[worldid % actuator_ctrlrange.shape[0], actid]
         u = _clip(u, rng[0], rng[1])
     return u
@@ -588,12 +605,38 @@ def _zero2(a: ND, n: ti.i32):
         a[worldid, i] = 0.0
 
 
+def _plan(m):
+    """(unsupported-feature message or None, actuator gravcomp on): host facts of the
+    model and its options, computed once per option set and cached on the model, so
+    that the per-step path does no numpy work."""
+    opt = m.opt
+    cached = getattr(m, "_tiphys_actuation_plan", None)
+    if cached is not None and cached[0] is opt:
+        return cached[1]
+    a = m.arrays
+    unsupported = None
+    if np.any(np.asarray(a.actuator_dyntype)[:m.nu] == DYN_USER) or \
+            np.any(np.asarray(a.actuator_gaintype)[:m.nu] == GAIN_USER) or \
+            np.any(np.asarray(a.actuator_biastype)[:m.nu] == BIAS_USER) or \
+            np.any(np.asarray(a.actuator_plugin)[:m.nu] >= 0):
+        unsupported = ("actuation: user/plugin actuator dynamics, gain or bias not "
+                       "supported yet")
+    gravity = not opt.disabled("gravity") and any(float(x) for x in opt.gravity)
+    has_gravcomp = bool(gravity and np.any(np.asarray(a.body_gravcomp) != 0))
+    plan = (unsupported, has_gravcomp)
+    m._tiphys_actuation_plan = (opt, plan)
+    return plan
+
+
 def actuation(m, d):
     """Actuator forces and activation derivatives, as mj_fwdActuation (two launches).
 
     Reads ctrl, act, actuator_length, actuator_velocity, actuator_moment_dense,
     qfrc_gravcomp; writes act_dot, actuator_force, qfrc_actuator. Honours clampctrl,
-    the actuation and gravity disable flags and opt.disableactuator groups.
+    the actuation and gravity disable flags and opt.disableactuator groups. A world
+    with a bad control after clamping (NaN, or beyond 1e10) runs its actuators on zero
+    controls (ctrl itself is kept, as MuJoCo's local copy) and counts mjWARN_BADCTRL in
+    warning_number / warning_lastinfo, on the device; other worlds are untouched.
     """
     opt = m.opt
     if m.nu == 0 or opt.disabled("actuation"):
@@ -601,16 +644,9 @@ def actuation(m, d):
             _zero2(d.actuator_force, m.nu)
         _zero2(d.qfrc_actuator, m.nv)
         return
-    import numpy as np
-    a = m.arrays
-    if np.any(np.asarray(a.actuator_dyntype)[:m.nu] == DYN_USER) or \
-            np.any(np.asarray(a.actuator_gaintype)[:m.nu] == GAIN_USER) or \
-            np.any(np.asarray(a.actuator_biastype)[:m.nu] == BIAS_USER) or \
-            np.any(np.asarray(a.actuator_plugin)[:m.nu] >= 0):
-        raise NotImplementedError("actuation: user/plugin actuator dynamics, gain or bias "
-                                  "not supported yet")
-    gravity = not opt.disabled("gravity") and any(float(x) for x in opt.gravity)
-    has_gravcomp = gravity and np.any(np.asarray(a.body_gravcomp) != 0)
+    unsupported, has_gravcomp = _plan(m)
+    if unsupported:
+        raise NotImplementedError(unsupported)
     _actuation(m.actuator_dyntype, m.actuator_gaintype, m.actuator_biastype,
                m.actuator_actadr, m.actuator_actnum, m.actuator_group,
                m.actuator_ctrllimited, m.actuator_actlimited, m.actuator_dynprm,

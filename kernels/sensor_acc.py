@@ -125,8 +125,12 @@ def _match_contact(worldid, conid, type1, id1, type2, id2, body_parentid: ti.tem
     else:
         inside = True
         if type1 == OBJ_SITE:
+            # inside_geom returns an int: compare, so that the bool takes a bool (an int
+            # assigned to it makes Taichi warn "Assign may lose precision: u1 <- i32"
+            # once per contact kernel it compiles)
             inside = inside_geom(site_xpos[worldid, id1], site_xmat[worldid, id1],
-                                  site_size[id1], site_type[id1], contact_pos[worldid, conid])
+                                 site_size[id1], site_type[id1],
+                                 contact_pos[worldid, conid]) != 0
         if inside:
             geom1 = contact_geom[worldid, conid][0]
             geom2 = contact_geom[worldid, conid][1]

@@ -8,7 +8,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import tiphys  # noqa: E402
 
-tiphys.init(arch="cpu", precision="f64")
+
+def pytest_configure(config):
+    # here, not at import: the f32 scripts some test files run in a subprocess import
+    # this module (for ``record``) and then initialise Taichi in f32 themselves
+    tiphys.init(arch="cpu", precision="f64")
 
 # (test group) -> {model: status}; printed at the end of the run. Each record also
 # rides on the running test's report (user_properties), so that under pytest-xdist

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import tiphys
-from tiphys.cli import GaitDriver, ensure_backend, gait_for, main, random_qpos
+from tiphys.cli import (GaitDriver, bench_argv, ensure_backend, gait_for, main,
+                        random_qpos)
 from tiphys.compiler.compile import compile_spec
 from tiphys.scenes import scene_path
 
@@ -53,7 +54,7 @@ def test_info_on_bundled_scene(capsys):
     assert main(["info"]) == 0
     out = capsys.readouterr().out
     assert "strider" in out
-    assert "compiled" in out and "not compiled yet" not in out
+    assert "compiled" in out and "not supported yet" not in out
     for word in ("nq", "nbody", "ngeom", "hinge", "free", "timestep", "implicitfast",
                  "compile"):
         assert word in out
@@ -65,7 +66,7 @@ def test_info_on_corpus_model_with_unsupported_feature_reports_it(capsys):
         pytest.skip("corpus not fetched (make corpus)")
     assert main(["info", path]) == 0
     out = capsys.readouterr().out
-    assert "not compiled yet" in out
+    assert "not supported yet" in out and "later issue" not in out
     assert "flexcomp" in out  # spec-level counts of the uncompiled section
     assert "body" in out and "timestep" in out
 
@@ -76,7 +77,7 @@ def test_info_on_corpus_model_with_sensors_compiles(capsys):
         pytest.skip("corpus not fetched (make corpus)")
     assert main(["info", path]) == 0
     out = capsys.readouterr().out
-    assert "not compiled yet" not in out
+    assert "not supported yet" not in out
     assert "every section of this model is supported" in out
 
 
@@ -86,7 +87,7 @@ def test_info_on_corpus_model_with_actuators_compiles(capsys):
         pytest.skip("corpus not fetched (make corpus)")
     assert main(["info", path]) == 0
     out = capsys.readouterr().out
-    assert "not compiled yet" not in out
+    assert "not supported yet" not in out
     assert "nu" in out and "body" in out
 
 
@@ -231,3 +232,60 @@ def test_python_dash_m_entry_point():
                           text=True, timeout=120, env=env)
     assert proc.returncode == 2
     assert "no display" in proc.stderr
+
+
+def test_commands_print_no_taichi_banner(tmp_path):
+    """Neither `tiphys --help` nor a command prints Taichi's banner or start-up line."""
+    for argv in (["--help"], ["info", "--device"]):
+        proc = subprocess.run([sys.executable, "-m", "tiphys.cli", *argv],
+                              capture_output=True, text=True, timeout=600, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        text = proc.stdout + proc.stderr
+        assert "[Taichi]" not in text, text
+        assert "usage: tiphys" in text or "strider" in text
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_bench_arguments(capsys):
+    from tiphys.cli import bench_out_default, build_parser
+
+    assert main(["bench", "nope"]) == 2
+    assert "unknown benchmark nope" in capsys.readouterr().err
+    assert main(["bench", "--nworld", "0"]) == 2
+    assert main(["bench", "--steps", "0"]) == 2
+    args = build_parser().parse_args(["bench", "step", "--nworld", "1", "64", "--steps", "5",
+                                      "--precision", "f32"])
+    argv = bench_argv(args)
+    assert argv[:1] == ["step"] and argv[argv.index("--nworld") + 1:][:2] == ["1", "64"]
+    assert argv[argv.index("--out") + 1] == bench_out_default()
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    assert not bench_out_default().startswith(repo)
+
+
+def test_bench_writes_only_where_told(tmp_path):
+    """A small real run: the results land in --out, nothing in the checkout, and the
+    report describes what exists (step is timed; nothing claims it is missing)."""
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    bench_dir = os.path.join(repo, "benchmarks")
+    before = {f: os.path.getmtime(os.path.join(bench_dir, f)) for f in os.listdir(bench_dir)}
+    out = tmp_path / "results"
+    proc = subprocess.run([sys.executable, "-m", "tiphys.cli", "bench", "kinematics", "step",
+                           "--nworld", "1", "--steps", "1", "--precision", "f64", "--scene",
+                           "strider", "--out", str(out)], capture_output=True, text=True,
+                          timeout=900, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    after = {f: os.path.getmtime(os.path.join(bench_dir, f)) for f in os.listdir(bench_dir)}
+    assert after == before
+    assert sorted(p.name for p in out.iterdir()) == ["RESULTS.md", "results.json"]
+    report = (out / "RESULTS.md").read_text()
+    assert "### kinematics" in report and "### step" in report
+    for claim in ("not exist", "does not compile", "do not compile"):
+        assert claim not in report
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results"]
+
+
+def test_cli_in_a_process_running_other_settings_says_so(capsys):
+    """In-process (a notebook): the CLI does not switch the running backend."""
+    assert main(["run", "--nworld", "1", "--steps", "1", "--precision", "f32"]) == 2
+    err = capsys.readouterr().err
+    assert "precision='f32'" in err and "precision='f64'" in err and "Traceback" not in err

@@ -418,5 +418,5 @@ if __name__ == "__main__":
     arch = os.environ.get("TIPHYS_ARCH", "cpu")
     tiphys.init(arch=arch, precision="f64", fast_math=False)
     exact = exact_statistics()
-    tiphys.init(arch=arch, precision="f32")
+    tiphys.init(arch=arch, precision="f32", reinit=True)  # f64 statistics done
     print(json.dumps({"exact": exact, "f32": f32_statistics()}))

@@ -435,6 +435,45 @@ def test_render_errors(scene):
         Renderer(m, 0, 10)
 
 
+def test_render_before_any_forward_is_a_clear_error(scene, renderer):
+    """Straight from make_data (or reset_data) nothing has positions yet: MuJoCo would
+    draw every geom collapsed at the origin, tiphys would draw only the sky. Either is
+    silently wrong, so render says what to call first; after forward it draws."""
+    _, _, m, _ = scene
+    d = tiphys.make_data(m, 2)
+    with pytest.raises(ValueError, match=r"no positions.*world\(s\) 1.*tiphys.forward"):
+        renderer.render(d, world=1)
+    tiphys.kinematics(m, d)
+    assert renderer.render(d, world=1).shape == (H, W, 3)
+    tiphys.reset_data(m, d)
+    with pytest.raises(ValueError, match="no positions"):
+        render(m, d, width=W, height=H)
+    tiphys.forward(m, d)
+    assert render(m, d, width=W, height=H).shape == (H, W, 3)
+    other = tiphys.load_model_from_string(XML)
+    with pytest.raises(ValueError, match="another Model"):
+        render(other, d)
+
+
+def test_render_leaves_no_imgui_ini_in_the_current_folder(tmp_path):
+    """GGUI's Dear ImGui saves imgui.ini in the current folder (at exit, and every few
+    seconds of frames); tiphys runs those calls in its cache folder instead."""
+    code = ("import tiphys\n"
+            "m = tiphys.load_model_from_string('<mujoco><worldbody><geom size=\".1\"/>"
+            "</worldbody></mujoco>')\n"
+            "d = tiphys.make_data(m, 1)\n"
+            "tiphys.forward(m, d)\n"
+            "print('IMG', tiphys.render(m, d, width=32, height=24).shape)\n")
+    cwd, cache = tmp_path / "work", tmp_path / "cache"
+    cwd.mkdir()
+    env = dict(os.environ, XDG_CACHE_HOME=str(cache))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, timeout=600, cwd=cwd)
+    assert proc.returncode == 0 and "IMG (24, 32, 3)" in proc.stdout, proc.stdout + proc.stderr
+    assert list(cwd.iterdir()) == []
+    assert (cache / "tiphys" / "ggui" / "imgui.ini").is_file()  # GGUI did write one
+
+
 def test_missing_vulkan_is_a_clear_error(tmp_path):
     code = ("import tiphys\n"
             "from tiphys.viewer.renderer import RenderError, Renderer\n"
@@ -627,5 +666,7 @@ def test_cli_view_without_display(monkeypatch, capsys):
     assert main(["view"]) == 2
     err = capsys.readouterr().err
     assert "no display" in err and "tiphys render" in err
+    m = tiphys.load_model_from_string(XML)
+    d = tiphys.make_data(m, 1)
     with pytest.raises(RenderError, match="no display"):
-        Viewer(tiphys.load_model_from_string(XML), None)
+        Viewer(m, d)

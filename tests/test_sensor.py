@@ -429,7 +429,8 @@ CUTOFF = """
 @pytest.fixture(scope="module")
 def cutoff_model():
     mjm = mujoco.MjModel.from_xml_string(CUTOFF)
-    return mjm, tiphys.put_model(mjm), tiphys.make_data(tiphys.put_model(mjm), NWORLD)
+    m = tiphys.put_model(mjm)
+    return mjm, m, tiphys.make_data(m, NWORLD)
 
 
 def _user_mujoco(m, d, stage):

@@ -1,4 +1,10 @@
 """tiphys: a MuJoCo-compatible physics engine on Taichi, batched over many worlds."""
+import os as _os
+
+# Taichi prints a "[Taichi] version ..." banner on import; a library (and every CLI
+# command, --help included) should not. ENABLE_TAICHI_HEADER_PRINT=1 brings it back.
+_os.environ.setdefault("ENABLE_TAICHI_HEADER_PRINT", "0")
+
 from .api import compile_model, load_model, load_model_from_string, load_spec, put_model
 from .backend import init
 from .errors import ModelError
@@ -69,3 +75,35 @@ __all__ = [
     "sensor_pos", "sensor_vel", "sensor_acc", "energy_pos", "energy_vel",
     "set_sensor_callback", "apply_cutoff", "subtree_vel",
 ]
+
+
+def _check_entries() -> None:
+    """Every exported ``func(m, d, ...)`` first checks, on the host and by identity,
+    that ``d`` was made from ``m`` (model.check_pair): Data of another model that
+    happens to have the same sizes must not run."""
+    import functools
+    import inspect
+
+    from .model import check_pair, checks_model_data
+
+    namespace = globals()
+    for name in __all__:
+        obj = namespace[name]
+        if not inspect.isfunction(obj):
+            continue
+        params = list(inspect.signature(obj).parameters)
+        if params[:2] == ["m", "d"]:
+            namespace[name] = checks_model_data(obj)
+        elif params[:3] == ["m", "src", "dst"]:
+            def pair_entry(func):
+                @functools.wraps(func)
+                def entry(m, src, dst, *args, **kwargs):
+                    check_pair(m, src, func.__name__ + " (src)")
+                    check_pair(m, dst, func.__name__ + " (dst)")
+                    return func(m, src, dst, *args, **kwargs)
+                entry._tiphys_checks_pair = True
+                return entry
+            namespace[name] = pair_entry(obj)
+
+
+_check_entries()

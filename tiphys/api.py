@@ -39,7 +39,7 @@ def load_model(path: str, assets: Optional[dict] = None) -> Model:
 def load_model_from_string(xml: str, assets: Optional[dict] = None,
                            basedir: Optional[str] = None) -> Model:
     """Compile MJCF text; referenced files come from ``assets`` (name -> bytes) or basedir."""
-    return compile_model(parse_xml(xml, assets=assets, basedir=basedir or os.getcwd()))
+    return compile_model(parse_xml(xml, assets=assets, basedir=basedir))
 
 
 _OBJ_NAMES = {"body": "mjOBJ_BODY", "joint": "mjOBJ_JOINT", "geom": "mjOBJ_GEOM",
@@ -104,8 +104,60 @@ def _option_from_mujoco(opt):
     return Option(**values)
 
 
+# MjModel size fields that tiphys's Model does not carry. Each either names a feature
+# tiphys does not simulate yet (put_model refuses a model that has it, rather than
+# dropping it silently), or is MuJoCo bookkeeping that tiphys derives or does not need.
+UNSUPPORTED_SIZES = {
+    "nflex": "flexes (<flex>, <flexcomp>)",
+    "nflexnode": "flex nodes", "nflexvert": "flex vertices", "nflexedge": "flex edges",
+    "nflexelem": "flex elements", "nflexelemdata": "flex element data",
+    "nflexelemedge": "flex element edges", "nflexshelldata": "flex shell data",
+    "nflexevpair": "flex element-vertex pairs", "nflextexcoord": "flex texture coordinates",
+    "nskin": "skins (<skin>)", "nskinvert": "skin vertices",
+    "nskintexvert": "skin texture coordinates", "nskinface": "skin faces",
+    "nskinbone": "skin bones", "nskinbonevert": "skin bone vertices",
+    "nplugin": "plugin instances (<plugin>, <instance>)",
+    "npluginattr": "plugin configuration attributes", "npluginstate": "plugin state",
+    "noct": "mesh SDF octrees (meshes used as signed distance fields)",
+}
+IGNORED_SIZES = {
+    # sparse-matrix sizes tiphys derives from the topology itself
+    "nB": "sparse body-dof nonzeros", "nC": "sparse reduced dof-dof nonzeros",
+    "nD": "sparse dof-dof nonzeros", "nJmom": "sparse actuator_moment nonzeros",
+    # bounding-volume hierarchies: tiphys's broadphase does not use MuJoCo's BVH
+    "nbvh": "bounding volumes", "nbvhstatic": "static bounding volumes",
+    "nbvhdynamic": "dynamic bounding volumes",
+    # memory and name bookkeeping of mjModel / mjData
+    "narena": "arena bytes", "nbuffer": "model buffer bytes", "nnames": "name characters",
+    "nnames_map": "name hash slots", "npaths": "path characters",
+    # buffer sizes: make_data(m, nworld, nconmax=, njmax=) chooses them
+    "nconmax": "contact buffer size", "njmax": "constraint buffer size",
+    "nemax": "equality rows (derived)", "ngravcomp": "gravcomp bodies (derived)",
+}
+
+
+def unsupported_features(mjm) -> list[str]:
+    """What a ``mujoco.MjModel`` holds that tiphys would drop, as 'name=count (what)'."""
+    found = []
+    for name, what in UNSUPPORTED_SIZES.items():
+        count = int(getattr(mjm, name, 0) or 0)
+        if count:
+            found.append(f"{name}={count} ({what})")
+    return found
+
+
 def put_model(mjm) -> Model:
-    """A tiphys Model from a model compiled by MuJoCo (``mujoco.MjModel``)."""
+    """A tiphys Model from a model compiled by MuJoCo (``mujoco.MjModel``).
+
+    Raises NotImplementedError, naming each element, when the model has something
+    tiphys does not simulate yet (flexes, skins, plugins, mesh SDFs): building the
+    Model without it would silently simulate a different model.
+    """
+    missing = unsupported_features(mjm)
+    if missing:
+        raise NotImplementedError(
+            "put_model: tiphys does not support these elements of the MuJoCo model yet "
+            "and would drop them: " + ", ".join(missing))
     return Model(model_arrays_from_mujoco(mjm))
 
 

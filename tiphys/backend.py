@@ -1,38 +1,82 @@
 """Taichi initialisation and the engine's float precision."""
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 
 import taichi as ti
 
-_STATE = {"initialized": False, "arch": None, "precision": None}
+_STATE = {"initialized": False, "arch": None, "precision": None, "options": None,
+          "generation": 0}
+
+
+class InitError(RuntimeError):
+    """tiphys.init asked to switch a backend that already runs."""
+
 
 _ARCHS = {"cpu": "cpu", "cuda": "cuda", "vulkan": "vulkan", "metal": "metal", "gpu": "gpu"}
 
 
-def init(arch: str = "cpu", precision: str = "f64", **kwargs) -> None:
+def _describe(arch: str, precision: str, options: dict) -> str:
+    extra = "".join(f", {k}={v!r}" for k, v in sorted(options.items()))
+    return f"arch={arch!r}, precision={precision!r}{extra}"
+
+
+def init(arch: str = "cpu", precision: str = "f64", *, reinit: bool = False,
+         **kwargs) -> None:
     """Initialise Taichi. ``arch``: cpu|cuda|vulkan|metal|gpu; ``precision``: f64|f32.
 
-    Models and Data made before a re-init are invalid afterwards. The Taichi
-    offline cache is kept on so that kernels compile once per machine.
+    Taichi runs one backend per process. Calling ``init`` again with the same settings
+    (a re-run notebook cell) does nothing; with other settings it raises InitError (a
+    RuntimeError) naming both, because switching would invalidate every Model and Data
+    made so far.
+    ``reinit=True`` switches anyway: Models and Data made before then raise a clear
+    error when used. Extra keyword arguments go to ``ti.init``. The Taichi offline
+    cache is kept on so that kernels compile once per machine.
     """
     if arch not in _ARCHS:
         raise ValueError(f"arch must be one of {sorted(_ARCHS)}, not {arch!r}")
     if precision not in ("f64", "f32"):
         raise ValueError(f"precision must be 'f64' or 'f32', not {precision!r}")
-    fdtype = ti.f64 if precision == "f64" else ti.f32
     kwargs.setdefault("offline_cache", True)
-    kwargs.setdefault("log_level", os.environ.get("TIPHYS_TI_LOG", "warn"))
+    log_level = kwargs.setdefault("log_level", os.environ.get("TIPHYS_TI_LOG", "warn"))
     kwargs.setdefault("random_seed", 0)
     if arch == "cpu":
         kwargs.setdefault("cpu_max_num_threads", os.cpu_count() or 1)
-    ti.init(arch=getattr(ti, _ARCHS[arch]), default_fp=fdtype, default_ip=ti.i32, **kwargs)
-    _STATE.update(initialized=True, arch=arch, precision=precision)
+    options = dict(kwargs)  # the effective settings: defaults given explicitly match
+    if _STATE["initialized"] and not reinit:
+        if (_STATE["arch"], _STATE["precision"], _STATE["options"]) == \
+                (arch, precision, options):
+            return
+        old = {k: v for k, v in _STATE["options"].items() if options.get(k) != v}
+        new = {k: v for k, v in options.items() if _STATE["options"].get(k) != v}
+        raise InitError(
+            f"tiphys.init({_describe(arch, precision, new)}): tiphys already runs with "
+            f"{_describe(_STATE['arch'], _STATE['precision'], old)}. Taichi has one "
+            f"backend per process and switching it invalidates every Model and Data made "
+            f"so far: restart the process (notebook kernel), or pass reinit=True to "
+            f"switch anyway (then load the models again)")
+    fdtype = ti.f64 if precision == "f64" else ti.f32
+    # ti.init prints "[Taichi] Starting on arch=..." unconditionally; keep it only when
+    # the user asked Taichi to talk (TIPHYS_TI_LOG=info/debug/trace)
+    quiet = log_level in ("warn", "error", "critical")
+    with contextlib.redirect_stdout(io.StringIO()) if quiet else contextlib.nullcontext():
+        ti.init(arch=getattr(ti, _ARCHS[arch]), default_fp=fdtype, default_ip=ti.i32,
+                **kwargs)
+    _STATE.update(initialized=True, arch=arch, precision=precision, options=options,
+                  generation=_STATE["generation"] + 1)
 
 
 def ensure_init() -> None:
     if not _STATE["initialized"]:
         init()
+
+
+def generation() -> int:
+    """How many times Taichi was initialised: arrays made under an older generation are
+    gone (``init(..., reinit=True)``)."""
+    return _STATE["generation"]
 
 
 def float_dtype():

@@ -1,8 +1,8 @@
 """The ``tiphys`` command line: ``info``, ``run``, ``bench``, ``view``, ``render``.
 
 Exit codes: 0 success; 1 internal failure (a compiler bug, non-finite results);
-2 bad input (a model that does not compile, a bad option, a command that is not
-available yet).
+2 bad input (a model that does not compile, a bad option, a model feature tiphys
+does not support yet).
 """
 
 import argparse
@@ -96,15 +96,9 @@ def count_launches():
 
 
 def ensure_backend(arch: str, precision: str) -> None:
-    """Initialise Taichi unless it already runs with these settings.
-
-    Re-initialising invalidates every Model and Data made before, so a process
-    that already runs (a test session, a notebook) keeps its backend when asked
-    for the same one.
-    """
-    state = backend._STATE
-    if state["initialized"] and state["arch"] == arch and state["precision"] == precision:
-        return
+    """Initialise Taichi with these settings; a process that already runs them (a test
+    session, a notebook) keeps its backend, and one that runs others gets
+    backend.InitError (tiphys.init never switches silently)."""
     backend.init(arch=arch, precision=precision)
 
 
@@ -289,13 +283,13 @@ def cmd_info(args, out: Console, err: Console) -> int:
                   soft_wrap=True)
     elif not_compiled is not None:
         feature = _not_compiled_feature(not_compiled)
-        out.print(f"[yellow]not compiled yet[/yellow]: {escape(feature)} — tiphys does not "
-                  f"compile this feature yet (a later issue adds it); showing what the "
-                  f"parser read.\n  {escape(not_compiled)}", soft_wrap=True)
+        out.print(f"[yellow]not supported yet[/yellow]: {escape(feature)} — tiphys cannot "
+                  f"compile this model, because it does not support this feature yet; "
+                  f"showing what the parser read.\n  {escape(not_compiled)}", soft_wrap=True)
         pending = later_sections(spec)
         if pending:
             listed = ", ".join(f"<{tag}> {what} ({n})" for tag, what, n in pending)
-            out.print(f"  sections not compiled yet in this model: {escape(listed)}",
+            out.print(f"  sections not supported yet in this model: {escape(listed)}",
                       soft_wrap=True)
     else:
         out.print(f"[red]internal compiler error[/red]: {escape(internal)} (rerun with "
@@ -624,15 +618,55 @@ def float_np_dtype(dev) -> type:
     return np.float64 if dtype == ti.f64 else np.float32
 
 
+BENCHES = ["kinematics", "step"]  # benchmarks/run.py's BENCHES
+
+
+def bench_out_default() -> str:
+    """Where `tiphys bench` writes by default: the user's cache, not the checkout."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "tiphys", "bench")
+
+
+def bench_argv(args) -> list[str]:
+    """benchmarks/run.py's command line for the parsed `tiphys bench` arguments."""
+    unknown = [b for b in args.benches if b not in BENCHES]
+    if unknown:
+        raise ValueError(f"unknown benchmark {', '.join(unknown)}: choose from "
+                         f"{', '.join(BENCHES)}")
+    argv = list(args.benches)
+    if args.nworld:
+        if min(args.nworld) < 1:
+            raise ValueError("--nworld values must be >= 1")
+        argv += ["--nworld", *map(str, args.nworld)]
+    if args.steps < 1:
+        raise ValueError("--steps must be >= 1")
+    argv += ["--steps", str(args.steps)]
+    if args.precision:
+        argv += ["--precision", *args.precision]
+    if args.scene:
+        argv += ["--scene", *args.scene]
+    if args.quick:
+        argv.append("--quick")
+    argv += ["--out", os.path.abspath(args.out or bench_out_default())]
+    return argv
+
+
 def cmd_bench(args, out: Console, err: Console) -> int:
     runner = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                           "benchmarks", "run.py")
+    try:
+        argv = bench_argv(args)
+        if args.out and os.path.exists(args.out) and not os.path.isdir(args.out):
+            raise ValueError(f"--out {args.out}: not a folder")
+    except ValueError as exc:
+        err.print(f"[red]error[/red]: {escape(str(exc))}", soft_wrap=True)
+        return EXIT_BAD_INPUT
     if not os.path.isfile(runner):
         err.print("[red]tiphys bench[/red] runs benchmarks/run.py from a source checkout; "
                   "this installation has none. Clone the repository and run `make bench`.",
                   soft_wrap=True)
         return EXIT_BAD_INPUT
-    return subprocess.call([sys.executable, runner, *args.bench_args])
+    return subprocess.call([sys.executable, runner, *argv])
 
 
 # --------------------------------------------------------------------------- view, render
@@ -858,9 +892,25 @@ def build_parser() -> argparse.ArgumentParser:
     backend_options(p)
     p.set_defaults(func=cmd_run)
 
-    p = sub.add_parser("bench", help="run the benchmark suite (benchmarks/run.py)")
-    p.add_argument("bench_args", nargs=argparse.REMAINDER,
-                   help="arguments passed to benchmarks/run.py")
+    p = sub.add_parser(
+        "bench", help="time tiphys against MuJoCo C (benchmarks/run.py, source checkout)",
+        description="Time tiphys against MuJoCo C on many worlds (benchmarks/run.py of a "
+                    "source checkout). Results go to --out, by default "
+                    f"{bench_out_default()}; never into the checkout.")
+    p.add_argument("benches", nargs="*", metavar="BENCH", default=[],
+                   help=f"benchmarks: {', '.join(BENCHES)} (default: all)")
+    p.add_argument("--nworld", type=int, nargs="+", metavar="N",
+                   help="world counts (default 1 64 1024 4096; --quick: 1 64)")
+    p.add_argument("--steps", type=int, default=10,
+                   help="step calls per timed call of the step benchmark (default 10)")
+    p.add_argument("--precision", nargs="+", choices=("f64", "f32"), default=None,
+                   help="precisions (default: f64 f32)")
+    p.add_argument("--scene", nargs="+", metavar="NAME",
+                   help="scenes whose name contains NAME (default: all)")
+    p.add_argument("--quick", action="store_true", help="nworld 1 and 64 only")
+    p.add_argument("--out", metavar="PATH", default=None,
+                   help=f"folder for results.json and RESULTS.md (default "
+                        f"{bench_out_default()})")
     p.set_defaults(func=cmd_bench)
 
     def scene_options(p, width, height):
@@ -912,7 +962,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         err.print(f"[yellow]not supported yet[/yellow]: {escape(str(exc))}\n"
                   f"(`tiphys info` shows what the model contains)", soft_wrap=True)
         return EXIT_BAD_INPUT
-    except FileNotFoundError as exc:
+    except (FileNotFoundError, backend.InitError) as exc:
         err.print(f"[red]error[/red]: {escape(str(exc))}", soft_wrap=True)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:

@@ -31,7 +31,7 @@ from .kernels.sensor import (STAGE_ACC, STAGE_NONE, STAGE_POS, STAGE_VEL, energy
 from .kernels.smooth import camlight, com_pos, com_vel, crb, factor_m, kinematics, rne
 from .kernels.solver import solve
 from .kernels.tendon import tendon
-from .model import Data, Model
+from .model import Data, Model, checks_model_data
 
 _INTEGRATOR_NAMES = {0: "Euler", 1: "RK4", 2: "implicit", 3: "implicitfast"}
 
@@ -68,6 +68,7 @@ def constraint_rows_possible(m: Model) -> bool:
     return possible
 
 
+@checks_model_data
 def forward(m: Model, d: Data) -> None:
     """Forward dynamics of every world, as mj_forward.
 
@@ -180,6 +181,7 @@ def _forward(m: Model, d: Data, skipstage: int = 0, skipsensor: bool = False) ->
         _acc_sensors(m, d)
 
 
+@checks_model_data
 def step(m: Model, d: Data) -> None:
     """Advance every world by one timestep: forward, then the model's integrator.
     With <flag fwdinv="enable"/>, compare_fwd_inv runs before integrating (solver_fwdinv).
@@ -216,6 +218,7 @@ def _rk4(m: Model, d: Data) -> None:
     rk4_stage(m, d, 3, RK4_B, final=True)
 
 
+@checks_model_data
 def step1(m: Model, d: Data) -> None:
     """First half of step, as mj_step1: position and velocity stages (kinematics to rne).
 
@@ -229,6 +232,7 @@ def step1(m: Model, d: Data) -> None:
     _velocity_sensors(m, d, False)
 
 
+@checks_model_data
 def step2(m: Model, d: Data) -> None:
     """Second half of step, as mj_step2: acceleration, then Euler, or the implicit
     integrators (RK4 uses Euler here, as MuJoCo)."""
@@ -253,6 +257,7 @@ def _integrate(m: Model, d: Data) -> None:
         euler(m, d)
 
 
+@checks_model_data
 def inverse(m: Model, d: Data) -> None:
     """Inverse dynamics of every world, as mj_inverse.
 
@@ -308,6 +313,7 @@ def _inverse(m: Model, d: Data, skipstage: int, skipsensor: bool) -> None:
             _acc_sensors(m, d)
 
 
+@checks_model_data
 def compare_fwd_inv(m: Model, d: Data) -> None:
     """Compare forward and inverse dynamics after forward, as mj_compareFwdInv.
 
@@ -334,6 +340,7 @@ def _skipstage(func: str, skipstage) -> int:
     return stage
 
 
+@checks_model_data
 def forward_skip(m: Model, d: Data, skipstage: int = STAGE_NONE,
                  skipsensor: bool = False) -> None:
     """forward without the stages whose inputs did not change, as mj_forwardSkip.
@@ -349,6 +356,7 @@ def forward_skip(m: Model, d: Data, skipstage: int = STAGE_NONE,
     _forward(m, d, _skipstage("forward_skip", skipstage), bool(skipsensor))
 
 
+@checks_model_data
 def inverse_skip(m: Model, d: Data, skipstage: int = STAGE_NONE,
                  skipsensor: bool = False) -> None:
     """inverse without the stages whose inputs did not change, as mj_inverseSkip:

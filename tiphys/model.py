@@ -1,6 +1,7 @@
 """Model and Data on the device: Taichi arrays generated from the tables in types.py."""
 from __future__ import annotations
 
+import os
 from types import SimpleNamespace
 from typing import Optional
 
@@ -67,6 +68,10 @@ class Model:
 
     def __init__(self, arrays: "ModelArrays"):
         backend.ensure_init()
+        # what Data made from this model (or a copy.copy of it, which shares the device
+        # arrays) carries, so that every (m, d) entry can check the pair on the host
+        self._tiphys_key = object()
+        self._tiphys_generation = backend.generation()
         self.arrays = arrays
         sizes = arrays.sizes
         for name in MODEL_SIZES:
@@ -88,21 +93,119 @@ class Model:
 EFC_J_BUDGET = 2 * 2**30  # bytes of dense efc_J the default njmax may take
 
 
+def _count_arg(name: str, value, minimum: int = 0) -> int:
+    """An int argument (a Python or numpy integer, not a bool, float or string)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"make_data: {name} must be an integer, not {value!r}")
+    if value < minimum:
+        raise ValueError(f"make_data: {name} must be >= {minimum}, not {value}")
+    return int(value)
+
+
+def check_model(m, func: str) -> None:
+    """A clear error when ``m`` is not a usable tiphys Model."""
+    if not isinstance(m, Model):
+        hint = (": convert it with tiphys.put_model(mjm)" if type(m).__name__ == "MjModel"
+                else "")
+        raise TypeError(f"{func}: expected a tiphys.Model, got {type(m).__name__}{hint}")
+    if m._tiphys_generation != backend.generation():
+        raise RuntimeError(f"{func}: this Model was made before tiphys.init(..., reinit=True) "
+                           f"restarted Taichi, which freed its arrays; load it again")
+
+
+def check_pair(m, d, func: str) -> None:
+    """``d`` must be Data made by make_data from ``m`` (or from a copy.copy of ``m``):
+    host-side identity checks only, no device work."""
+    if getattr(d, "_tiphys_model_key", None) is getattr(m, "_tiphys_key", False):
+        if m._tiphys_generation == backend.generation():
+            return
+    check_model(m, func)
+    if not isinstance(d, Data):
+        hint = (": make one with tiphys.make_data(m, nworld)" if type(d).__name__ == "MjData"
+                else "")
+        raise TypeError(f"{func}: expected a tiphys.Data, got {type(d).__name__}{hint}")
+    other = d._tiphys_model_repr
+    what = (f"another Model object with the same sizes ({other}: a separate load_model / "
+            f"put_model gives a new Model)" if other == repr(m) else
+            f"another Model ({other}), not for the one passed ({m!r})")
+    raise ValueError(f"{func}: this Data was made for {what}; make the Data with "
+                     f"tiphys.make_data(m, nworld) from the Model you pass with it")
+
+
+def data_bytes(sizes: dict, nworld: int) -> int:
+    """Device bytes of a Data's fields (padding included) at the current precision."""
+    fbytes = 8 if backend.precision() == "f64" else 4
+    total = 0
+    for _, shape, dtype, _ in DATA_FIELDS + DATA_EXTRA_FIELDS:
+        dims, elem = parse_shape(shape)
+        full = numpy_shape(shape, sizes, nworld)
+        n = int(np.prod([max(1, k) for k in full[:len(dims)]], dtype=np.int64))
+        n *= int(np.prod(elem, dtype=np.int64)) if elem else 1
+        total += n * (fbytes if dtype == "f" else 4)
+    return total
+
+
+def available_memory() -> tuple[Optional[int], str]:
+    """(bytes free for new arrays, what was measured): free device memory on CUDA (the
+    driver's cuMemGetInfo), available RAM on the CPU backend; (None, why) where it
+    cannot be known (Vulkan, Metal: the driver does not say)."""
+    arch = backend.arch()
+    if arch == "cpu":
+        try:
+            with open("/proc/meminfo") as f:
+                for line in f:
+                    if line.startswith("MemAvailable:"):
+                        return int(line.split()[1]) * 1024, "available RAM"
+        except OSError:
+            pass
+        try:
+            return (os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"),
+                    "available RAM")
+        except (ValueError, OSError, AttributeError):
+            return None, "unknown RAM"
+    if arch in ("cuda", "gpu"):
+        import ctypes
+        try:
+            cuda = ctypes.CDLL("libcuda.so.1")
+            free, total = ctypes.c_size_t(), ctypes.c_size_t()
+            if cuda.cuMemGetInfo_v2(ctypes.byref(free), ctypes.byref(total)) == 0:
+                return int(free.value), "free CUDA device memory"
+        except (OSError, AttributeError):
+            pass
+    return None, f"unknown {arch} device memory"
+
+
+def check_memory(sizes: dict, nworld: int) -> None:
+    """MemoryError, saying how many worlds fit, when the Data would not fit."""
+    need = data_bytes(sizes, nworld)
+    if need < 2**28:  # small: not worth asking the system
+        return
+    free, what = available_memory()
+    if free is None or need <= free:
+        return
+    per_world = data_bytes(sizes, 2) - data_bytes(sizes, 1)
+    fixed = data_bytes(sizes, 1) - per_world
+    fit = max(0, (free - fixed) // max(1, per_world))
+    gib = 2.0**30
+    raise MemoryError(
+        f"make_data: {nworld} worlds need about {need / gib:.1f} GiB "
+        f"({per_world / 2**20:.2f} MiB per world with nconmax={sizes['nconmax']}, "
+        f"njmax={sizes['njmax']}), but only {free / gib:.1f} GiB of {what} is left: "
+        f"about {fit} worlds fit; lower nworld (or nconmax / njmax)")
+
+
 class Data:
     """Simulation state and results for ``nworld`` worlds; every field is (nworld, ...)."""
 
     def __init__(self, m: Model, nworld: int, nconmax: Optional[int] = None,
                  njmax: Optional[int] = None):
-        if nworld < 1:
-            raise ValueError("nworld must be >= 1")
-        self.nworld = int(nworld)
+        check_model(m, "make_data")
+        self.nworld = _count_arg("nworld", nworld, minimum=1)
         sizes = dict(m.arrays.sizes)
         if nconmax is None:
             from .contacts import default_nconmax
             nconmax = default_nconmax(m)
-        if int(nconmax) < 0:
-            raise ValueError("nconmax must be >= 0")
-        self.nconmax = int(nconmax)
+        self.nconmax = _count_arg("nconmax", nconmax)
         sizes["nconmax"] = self.nconmax
         row_bytes = self.nworld * max(1, m.nv) * 8  # one dense efc_J row in all worlds
         if njmax is None:
@@ -118,18 +221,20 @@ class Data:
                     f"world needs more; set make_data(m, nworld, njmax=...) to choose)",
                     RuntimeWarning, stacklevel=3)
                 njmax = cap
-        if int(njmax) < 0:
-            raise ValueError("njmax must be >= 0")
-        if int(njmax) * row_bytes > 4 * EFC_J_BUDGET:
+        njmax = _count_arg("njmax", njmax)
+        sizes["njmax"] = njmax
+        check_memory(sizes, self.nworld)
+        if njmax * row_bytes > 4 * EFC_J_BUDGET:
             raise ValueError(
-                f"make_data: njmax={int(njmax)} rows per world need "
-                f"{int(njmax) * row_bytes / 2**30:.1f} GiB of dense efc_J for {self.nworld} "
+                f"make_data: njmax={njmax} rows per world need "
+                f"{njmax * row_bytes / 2**30:.1f} GiB of dense efc_J for {self.nworld} "
                 f"worlds (nv={m.nv}); lower njmax or nworld")
-        self.njmax = int(njmax)
-        sizes["njmax"] = self.njmax
+        self.njmax = njmax
         for name, shape, dtype, _ in DATA_FIELDS + DATA_EXTRA_FIELDS:
             setattr(self, name, _make_array(shape, dtype, sizes, nworld=self.nworld))
         self._sizes = sizes
+        self._tiphys_model_key = m._tiphys_key
+        self._tiphys_model_repr = repr(m)
 
     def field_shape(self, name: str) -> tuple:
         """The MuJoCo-sized shape of a Data field (without the padding)."""
@@ -172,6 +277,7 @@ def reset_data(m: Model, d: Data, keyframe=None, world: Optional[int] = None) ->
 
     ``world=None`` resets all worlds, an int resets only that world.
     """
+    check_pair(m, d, "reset_data")
     a = m.arrays
     nw = d.nworld
     if world is not None and (not isinstance(world, (int, np.integer)) or not 0 <= world < nw):
@@ -199,6 +305,9 @@ def reset_data(m: Model, d: Data, keyframe=None, world: Optional[int] = None) ->
         field = getattr(d, name)
         if name in state:
             value = state[name]
+        elif world is None:
+            field.fill(0)  # on the device: no host array as large as the field
+            continue
         else:
             value = np.zeros(d.field_shape(name))
         if world is not None:
@@ -239,7 +348,8 @@ def reset_state_arrays(m: Model, d: Data, keyframe=None) -> dict:
 
 
 def _set_padded(field, value: np.ndarray) -> None:
-    full = np.zeros(field.to_numpy().shape, dtype=_np_dtype(field))
+    full = np.zeros(tuple(field.shape) + value.shape[len(field.shape):],
+                    dtype=_np_dtype(field))
     full[tuple(slice(0, n) for n in value.shape)] = value
     field.from_numpy(full)
 
@@ -266,3 +376,23 @@ def _names(m, objtype: str) -> list:
     if key not in OBJ_TYPES:
         raise ValueError(f"unknown object type {objtype!r}; one of {sorted(OBJ_TYPES)}")
     return m.names.get(key, [])
+
+
+def checks_model_data(func):
+    """Wrap a public ``func(m, d, ...)`` so that it first checks (on the host, by
+    identity) that ``d`` was made from ``m`` (check_pair)."""
+    import functools
+
+    if getattr(func, "_tiphys_checks_pair", False):
+        return func
+    name = func.__name__
+
+    @functools.wraps(func)
+    def entry(*args, **kwargs):
+        m = args[0] if args else kwargs.get("m")
+        d = args[1] if len(args) > 1 else kwargs.get("d")
+        check_pair(m, d, name)
+        return func(*args, **kwargs)
+
+    entry._tiphys_checks_pair = True
+    return entry

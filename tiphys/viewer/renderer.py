@@ -6,10 +6,12 @@ tessellated objects (``geometry.build_scene``, once) and the vertex buffers that
 is the one-call version: ``tiphys.render(m, d, camera="top", world=3)`` returns an
 (H, W, 3) uint8 image, row 0 at the top.
 """
-from __future__ import annotations
 
+import atexit
+import contextlib
 import math
 import os
+import tempfile
 from dataclasses import dataclass, field
 from typing import Optional, Sequence, Union
 
@@ -18,7 +20,7 @@ import taichi as ti
 
 from .. import backend
 from ..kernels import render as rk
-from ..model import id2name, name2id
+from ..model import check_pair, id2name, name2id
 from . import geometry as geo
 
 MAX_LIGHTS = 8  # MuJoCo's OpenGL renderer enables 8 lights (the headlight first)
@@ -44,11 +46,68 @@ def open_window(title: str, width: int, height: int, show: bool):
                           "unset); render images headless instead: `tiphys render MODEL -o "
                           "frame.png` or tiphys.render(m, d)")
     try:
-        return ti.ui.Window(title, (int(width), int(height)), vsync=False, show_window=show)
+        with imgui_cwd():
+            window = ti.ui.Window(title, (int(width), int(height)), vsync=False,
+                                  show_window=show)
+        if not _ALL_WINDOWS:
+            atexit.register(_exit_in_cache_dir)
+        _ALL_WINDOWS.append(window)
+        return window
     except RuntimeError as exc:
         if "Vulkan" in str(exc) or "GGUI" in str(exc):
             raise RenderError(f"{exc}. {VULKAN_HELP}") from None
         raise
+
+
+def _ggui_dir() -> str:
+    """Where GGUI's Dear ImGui may write its imgui.ini: ~/.cache/tiphys/ggui (or
+    $XDG_CACHE_HOME/tiphys/ggui), else a folder in the temp dir."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    for path in (os.path.join(base, "tiphys", "ggui"),
+                 os.path.join(tempfile.gettempdir(),
+                              f"tiphys-ggui-{getattr(os, 'getuid', lambda: 0)()}")):
+        try:
+            os.makedirs(path, exist_ok=True)
+            if os.access(path, os.W_OK):
+                return path
+        except OSError:
+            continue
+    return tempfile.gettempdir()
+
+
+@contextlib.contextmanager
+def imgui_cwd():
+    """Run GGUI calls in tiphys's cache folder. Dear ImGui (inside GGUI) saves its window
+    layout to "imgui.ini" in the *current* folder when a window starts, every few
+    seconds of frames and when the window is destroyed, and Taichi 1.7.4 offers no way
+    to change that path or turn it off; without this, every render would leave an
+    imgui.ini wherever the user ran it."""
+    try:
+        old = os.getcwd()
+    except OSError:  # the current folder was removed
+        old = None
+    os.chdir(_ggui_dir())
+    try:
+        yield
+    finally:
+        if old is not None:
+            os.chdir(old)
+
+
+_ALL_WINDOWS: list = []
+_EXITING = {"done": False}
+
+
+def _exit_in_cache_dir() -> None:
+    """At exit the interpreter tears the GGUI windows down, and each saves imgui.ini in
+    the current folder then: make that folder tiphys's cache folder. (The windows are
+    not destroyed here: Taichi 1.7.4 does that itself, and calling destroy() on several
+    windows from an atexit handler is no safer than its own teardown.)"""
+    _EXITING["done"] = True
+    try:
+        os.chdir(_ggui_dir())
+    except OSError:
+        pass
 
 
 # Taichi 1.7.4's GGUI windows share Vulkan state: destroying one window crashes the
@@ -70,6 +129,8 @@ def _acquire_window(title: str, width: int, height: int, show: bool):
 
 
 def _release_window(window, width: int, height: int, show: bool) -> None:
+    if _EXITING["done"]:  # the interpreter is tearing the windows down
+        return
     if show:
         window.running = False
     else:
@@ -314,6 +375,22 @@ def tile_offsets(m, n: int, spacing: Optional[float] = None) -> np.ndarray:
     return out
 
 
+@ti.kernel
+def _unset_worlds(xmat: ti.types.ndarray(), worlds: ti.types.ndarray(), n: ti.i32) -> ti.i32:
+    """How many of ``worlds`` have never had kinematics: the world body's xmat is the
+    identity once kinematics ran and all zeros after make_data / reset_data."""
+    count = 0
+    for k in range(n):
+        mat = xmat[worlds[k], 0]
+        total = 0.0
+        for i in ti.static(range(3)):
+            for j in ti.static(range(3)):
+                total += ti.abs(mat[i, j])
+        if total == 0.0:
+            count += 1
+    return count
+
+
 class Renderer:
     """Draws Data of one model into a GGUI window (hidden: headless).
 
@@ -368,6 +445,8 @@ class Renderer:
         if self.worlds == worlds and spacing is None:
             return
         self.worlds = worlds
+        self._world_ids = ti.ndarray(ti.i32, (len(worlds),))
+        self._world_ids.from_numpy(np.asarray(worlds, dtype=np.int32))
         offsets = np.zeros((1, 3)) if len(worlds) == 1 else tile_offsets(self.m, len(worlds),
                                                                            spacing)
         self.offsets = offsets
@@ -487,9 +566,17 @@ class Renderer:
              segmentation: bool = False, extra_lines: Optional[np.ndarray] = None) -> None:
         """Fill the buffers from ``d`` and draw them (call ``read``/``window.show`` next)."""
         options = options or self.options
+        check_pair(self.m, d, "render")
         if max(self.worlds) >= d.nworld:
             raise IndexError(f"world {max(self.worlds)} out of range: the Data has "
                              f"{d.nworld} worlds")
+        if _unset_worlds(d.xmat, self._world_ids, len(self.worlds)):
+            shown = ", ".join(map(str, self.worlds))
+            raise ValueError(
+                f"render: the Data has no positions to draw yet in world(s) {shown} "
+                f"(make_data and reset_data leave xpos/xmat/geom_xpos zero, as MuJoCo's "
+                f"mj_resetData does, and the picture would only show the sky): call "
+                f"tiphys.forward(m, d) (or kinematics, step) first")
         self._fit_contacts(d)
         key = (tuple(options.geomgroup), tuple(options.sitegroup), options.sites)
         if key != self._visibility_key:
@@ -533,7 +620,8 @@ class Renderer:
 
     def read(self) -> np.ndarray:
         """The drawn image, (height, width, 4) float32 in [0, 1], row 0 at the top."""
-        img = self.window.get_image_buffer_as_numpy()
+        with imgui_cwd():
+            img = self.window.get_image_buffer_as_numpy()
         return np.ascontiguousarray(np.transpose(img, (1, 0, 2))[::-1])
 
     def render(self, d, camera: CameraArg = None, world: int = 0, *,
@@ -614,8 +702,11 @@ def render(m, d, camera: CameraArg = None, world: int = 0, width: int = 640,
     ``camera``: None (MuJoCo's default free camera), a model camera name or id, or a
     FreeCamera. ``worlds``: several worlds tiled side by side. ``segmentation``: draw
     object ids instead of colours (see Renderer.segment). Call ``tiphys.forward``
-    (or step) first: the image shows the Data's current geom_xpos/geom_xmat.
+    (or step) first: the image shows the Data's current geom_xpos/geom_xmat, and a
+    world whose positions were never computed (straight from make_data or reset_data)
+    raises ValueError rather than drawing an empty sky.
     """
+    check_pair(m, d, "render")
     camera_id(m, camera)
     check_world(d, world)
     return _renderer_for(m, width, height).render(d, camera, world, options=options,

@@ -24,8 +24,10 @@ import numpy as np
 import taichi as ti
 
 from ..kernels import render as rk
+from ..model import check_pair
 from . import geometry as geo
-from .renderer import CameraPose, FreeCamera, RenderOptions, Renderer, check_world
+from .renderer import (CameraPose, FreeCamera, RenderOptions, Renderer, check_world,
+                       imgui_cwd)
 
 KEYS = (
     ("Space", "pause / run"),
@@ -78,6 +80,7 @@ class Viewer:
 
     def __init__(self, m, d, width: int = 1280, height: int = 800, world: int = 0,
                  title: str = "tiphys", show_window: bool = True):
+        check_pair(m, d, "Viewer")
         self.m, self.d = m, d
         self.renderer = Renderer(m, width, height, show_window=show_window, title=title)
         self.window = self.renderer.window
@@ -476,7 +479,8 @@ class Viewer:
         self.fps = float(len(self._frame_times))
         if self.show_window:
             self._draw_gui()
-            self.window.show()
+            with imgui_cwd():
+                self.window.show()
 
     def image(self) -> np.ndarray:
         """The last drawn frame, (H, W, 3) uint8."""
