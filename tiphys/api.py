@@ -1,7 +1,6 @@
 """Loading models: MJCF files/strings and MuJoCo-compiled models."""
 from __future__ import annotations
 
-import os
 from typing import Optional
 
 import numpy as np
