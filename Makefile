@@ -35,7 +35,7 @@ vulkan:
 # worker (--dist loadfile) and keeps its shared Model/Data fixtures
 TEST_WORKERS ?= 4
 test: $(STAMP) corpus vulkan
-	$(PY) -m pytest -q -n auto --maxprocesses=$(TEST_WORKERS) --dist loadfile tests
+	$(PY) -m pytest -q -n auto --maxprocesses=$(TEST_WORKERS) --dist loadfile --durations=25 tests
 
 run: $(STAMP)
 	$(PY) -m tiphys.cli run
@@ -48,6 +48,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_fd.py
 	$(PY) benchmarks/stability.py
 	$(PY) benchmarks/bench_render.py
+	$(PY) benchmarks/bench_compile.py
 
 # the README's picture: the bundled scene after 1 s of trotting, rendered headless
 picture: $(STAMP) vulkan

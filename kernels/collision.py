@@ -231,16 +231,14 @@ PRIMITIVE_DETECTORS = {
 
 
 def primitive_table():
-    """(type1, type2) -> (detector, max contacts) for the analytic pairs implemented."""
+    """(type1, type2) -> (detector, max contacts) for every pair in PRIMITIVE_DETECTORS;
+    a renamed module or function raises (ImportError / AttributeError): the table is
+    static, a pair listed there is never "not implemented yet"."""
     import importlib
     table = {}
     for pair, (module, name, maxcon) in PRIMITIVE_DETECTORS.items():
-        try:
-            mod = importlib.import_module(f"{__package__}.{module}")
-        except ModuleNotFoundError:
-            continue
-        if hasattr(mod, name):
-            table[pair] = (getattr(mod, name), maxcon)
+        mod = importlib.import_module(f"{__package__}.{module}")
+        table[pair] = (getattr(mod, name), maxcon)
     return table
 
 

@@ -24,7 +24,7 @@ def corpus_dir() -> str:
 # Corpus sources read only by the tests that ask for them (the compiler and sensor
 # corpus tests): the dm_control suite adds ~30 robots with sensors, too many for every
 # stage test's Taichi compiles within the suite's time budget.
-EXTRA_SOURCES = ("dmc",)
+EXTRA_SOURCES = ("dmc", "menagerie")
 
 
 def corpus_models(include_extra: bool = False) -> list[str]:
@@ -184,31 +184,17 @@ def load_pair_from_xml(path: str, xml: bytes, tag: str):
         os.remove(tmp)
 
 
-def stripped_corpus_pair(rel: str, group: str, record):
-    """(tiphys Model, MjModel) of a corpus model with later sections stripped, or None.
+def stripped_corpus_pair(rel: str):
+    """(tiphys Model, MjModel) of a corpus model with later sections stripped.
 
-    None when MuJoCo cannot compile the model (as written: covered by the compiler
-    tests; stripped: it needs its <extension> plugins) or tiphys raises
-    NotImplementedError; the reason is recorded in the corpus report under ``group``.
+    tiphys' NotImplementedError goes through (tests/corpus_xfail.py pins the models
+    expected to raise it); models MuJoCo rejects are left out of the parametrization
+    (corpus_xfail.stage_models).
     """
     import tiphys
-    path = os.path.join(corpus_dir(), rel)
-    try:
-        mujoco_model(path)
-    except ValueError:
-        return None
-    with StrippedModel(path) as tmp:
-        try:
-            mjm = mujoco_model(tmp)
-        except ValueError:
-            record(group, rel, "not yet: needs <extension> plugins")
-            return None
-        try:
-            m = tiphys.load_model(tmp)
-        except NotImplementedError as exc:
-            record(group, rel, "not yet: " + str(exc).split(": ", 1)[1])
-            return None
-    return m, mjm
+    with StrippedModel(os.path.join(corpus_dir(), rel)) as tmp:
+        mjm = mujoco_model(tmp)
+        return tiphys.load_model(tmp), mjm
 
 
 # ------------------------------------------------------------------------------------

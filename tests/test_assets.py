@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-mujoco = pytest.importorskip("mujoco")
+import mujoco  # noqa: E402 (pinned test dependency)
 from PIL import Image  # noqa: E402
 
 import tiphys  # noqa: E402

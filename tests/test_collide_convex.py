@@ -28,8 +28,8 @@ import pytest
 
 import tiphys
 from conftest import record
-from oracle import (collide_both, compare_contacts, corpus_models, random_free_qpos,
-                    stripped_corpus_pair)
+from corpus_xfail import corpus_params, not_yet
+from oracle import collide_both, compare_contacts, random_free_qpos, stripped_corpus_pair
 from tiphys.contacts import detector_kind, plan
 from tiphys.kernels.collide_convex import geom_distance
 
@@ -428,13 +428,9 @@ def _distance_check(m, mjm, d, qpos, g1, g2, distmax, tol, ntrial=16):
 
 @pytest.mark.parametrize("a,b", DIST_PAIRS, ids=[f"{a}-{b}" for a, b in DIST_PAIRS])
 def test_geom_distance_matches_mujoco(a, b):
-    from tiphys.kernels.collision import primitive_table
     xml = pair_xml(a, b)
     m = tiphys.load_model_from_string(xml)
     mjm = mujoco.MjModel.from_xml_string(xml)
-    t = tuple(sorted(int(x) for x in mjm.geom_type))
-    if detector_kind(*t) == "primitive" and t != (6, 6) and t not in primitive_table():
-        pytest.skip("analytic detector not written yet")
     d = tiphys.make_data(m, NWORLD)
     qpos = poses(mjm, NWORLD, 7)
     d.qpos.from_numpy(qpos)
@@ -471,18 +467,13 @@ CONVEX_CORPUS = ["gym/pusher.xml", "gym/pusher_v5.xml", "mjtest/model.xml",
                  "mjwarp/tendon/pulley_wrap.xml", "mjwarp/tendon/wrap.xml"]
 
 
-@pytest.mark.parametrize("rel", CONVEX_CORPUS)
+@pytest.mark.parametrize("rel", corpus_params("test_collide_convex", CONVEX_CORPUS))
 def test_corpus_convex_contacts_match_mujoco(rel):
     """Corpus models with convex pairs, every joint moved (free bodies by up to 0.15,
     kept near upright) so that geoms touch in some worlds."""
     group = "convex collision (corpus models with convex pairs)"
-    if rel not in corpus_models():
-        record(group, rel, "not in this corpus")
-        return
-    pair = stripped_corpus_pair(rel, group, record)
-    if pair is None:
-        return  # recorded: not compiled by tiphys or MuJoCo
-    m, mjm = pair
+    with not_yet("test_collide_convex", group, rel):
+        m, mjm = stripped_corpus_pair(rel)
     assert plan(m).convex_count > 0
     nworld = 6
     rng = np.random.default_rng(zlib.crc32(rel.encode()))
@@ -494,11 +485,8 @@ def test_corpus_convex_contacts_match_mujoco(rel):
                 q = mjm.qpos0[adr + 3:adr + 7] + rng.normal(scale=0.1, size=4)
                 qpos[w, adr + 3:adr + 7] = q / np.linalg.norm(q)
     d = tiphys.make_data(m, nworld)
-    try:
+    with not_yet("test_collide_convex", group, rel):
         ours, theirs = collide_both(m, d, mjm, qpos)
-    except NotImplementedError as exc:  # detectors not written yet (SDF plugins)
-        record(group, rel, "not yet: " + str(exc).split(": ", 1)[-1])
-        return
     msgs, touching, ncon, worst, noisy = errors_of(ours, theirs, TOL_SMOOTH, mjm, qpos)
     assert not msgs, msgs[:5]
     convex = [c for w in theirs for c in w if detector_kind(*sorted(

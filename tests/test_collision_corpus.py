@@ -11,7 +11,8 @@ import pytest
 
 import tiphys
 from conftest import record
-from oracle import collide_both, compare_contacts, corpus_models, stripped_corpus_pair
+from corpus_xfail import corpus_params, not_yet, stage_models
+from oracle import collide_both, compare_contacts, stripped_corpus_pair
 from test_collide_convex import within_mujoco_noise
 from tiphys.contacts import detector_kind
 
@@ -48,20 +49,14 @@ def _atol(mjm, contact):
     return 1e-9 if kind == "primitive" else 1e-5
 
 
-@pytest.mark.parametrize("rel", corpus_models())
+@pytest.mark.parametrize("rel", corpus_params("test_collision_corpus", stage_models()))
 def test_corpus_contacts(rel):
-    pair = stripped_corpus_pair(rel, GROUP, record)
-    if pair is None:
-        return  # recorded (MuJoCo rejects it, or tiphys does not compile it yet)
-    m, mjm = pair
-    rng = np.random.default_rng(zlib.crc32(rel.encode()))
-    qpos = corpus_states(mjm, rng, NWORLD)
-    d = tiphys.make_data(m, NWORLD)
-    try:
+    with not_yet("test_collision_corpus", GROUP, rel):
+        m, mjm = stripped_corpus_pair(rel)
+        rng = np.random.default_rng(zlib.crc32(rel.encode()))
+        qpos = corpus_states(mjm, rng, NWORLD)
+        d = tiphys.make_data(m, NWORLD)
         ours, theirs = collide_both(m, d, mjm, qpos)
-    except NotImplementedError as exc:
-        record(GROUP, rel, "not yet: " + str(exc).split(": ", 1)[-1])
-        return
     errors = []
     for w in range(NWORLD):
         if len(ours[w]) != len(theirs[w]):

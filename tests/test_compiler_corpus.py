@@ -15,6 +15,7 @@ import tiphys
 from tiphys.compiler.compile import compile_spec
 from oracle import (StrippedModel, compare_model, corpus_dir, corpus_models, mujoco_model)
 from conftest import record
+from corpus_xfail import corpus_params, mujoco_accepts, not_yet
 
 MODELS = corpus_models(include_extra=True)
 # sections the compiler refuses (NotImplementedError) until a later issue adds them
@@ -37,7 +38,7 @@ def _mujoco_or_none(path):
         return exc
 
 
-@pytest.mark.parametrize("rel", MODELS)
+@pytest.mark.parametrize("rel", corpus_params("test_compiler_corpus", MODELS))
 def test_compile_as_written_matches_mujoco(rel):
     path = os.path.join(corpus_dir(), rel)
     mjm = _mujoco_or_none(path)
@@ -46,38 +47,32 @@ def test_compile_as_written_matches_mujoco(rel):
         with pytest.raises((tiphys.ModelError, NotImplementedError)):
             compile_spec(tiphys.load_spec(path))
         record("compile as written", rel, "rejected by both")
-        return
-    try:
-        arrays = compile_spec(tiphys.load_spec(path))
-    except NotImplementedError as exc:
-        msg = str(exc)
-        assert "<" in msg and "not supported yet" in msg, msg
-        record("compile as written", rel, "not yet: " + msg.split(": ", 1)[1])
-        return
-    errors = compare_model(arrays, mjm)
-    assert not errors, "\n".join(errors)
-    record("compile as written", rel, "match")
+    else:
+        with not_yet("test_compiler_corpus", "compile as written", rel):
+            try:
+                arrays = compile_spec(tiphys.load_spec(path))
+            except NotImplementedError as exc:
+                assert "<" in str(exc) and "not supported yet" in str(exc), str(exc)
+                raise
+        errors = compare_model(arrays, mjm)
+        assert not errors, "\n".join(errors)
+        record("compile as written", rel, "match")
 
 
-@pytest.mark.parametrize("rel", MODELS)
+# models MuJoCo rejects as written are left out: the test above checks them
+@pytest.mark.parametrize("rel", corpus_params("test_compiler_corpus_stripped",
+                                              [r for r in MODELS if mujoco_accepts(r)]))
 def test_compile_without_later_sections_matches_mujoco(rel):
     path = os.path.join(corpus_dir(), rel)
-    if isinstance(_mujoco_or_none(path), Exception):
-        return  # covered by the test above
     with StrippedModel(path, COMPILER_LATER) as tmp:
         mjm = _mujoco_or_none(tmp)
         if isinstance(mjm, Exception):
-            # only models whose geoms/meshes need plugin instances end up here
+            # only models whose geoms/meshes need plugin instances end up here: MuJoCo
+            # needs the <extension> section, so both compile the model as written
             assert "plugin" in str(mjm), str(mjm)
-            with pytest.raises(NotImplementedError):
-                compile_spec(tiphys.load_spec(path))
-            record("compile stripped", rel, "not yet: needs <extension> plugins")
-            return
-        try:
+            tmp, mjm = path, mujoco_model(path)
+        with not_yet("test_compiler_corpus_stripped", "compile stripped", rel):
             arrays = compile_spec(tiphys.load_spec(tmp))
-        except NotImplementedError as exc:
-            record("compile stripped", rel, "not yet: " + str(exc).split(": ", 1)[1])
-            return
     errors = compare_model(arrays, mjm)
     assert not errors, "\n".join(errors)
     record("compile stripped", rel, "match")

@@ -9,8 +9,9 @@ from lxml import etree
 
 from tiphys.compiler.compile import compile_spec
 from tiphys.spec import parse_xml
-from oracle import compare_model, corpus_dir, corpus_models, strip_later_sections
+from oracle import compare_model, corpus_dir, strip_later_sections
 from conftest import record
+from corpus_xfail import NOT_YET, not_yet, stage_models
 
 
 def _with_option(xml: bytes, **opts) -> bytes:
@@ -32,19 +33,24 @@ def _mujoco_crashes(path: str) -> bool:
     return res.returncode < 0
 
 
-def _models():
+def _params():
+    """(model, option) for every corpus model MuJoCo compiles as written and stripped
+    (the others are fragments, or need the <extension> plugins stripped here), those
+    pinned in NOT_YET["test_compiler_options"] (keyed "model option") as strict xfails."""
+    table = NOT_YET["test_compiler_options"]
     out = []
-    for rel in corpus_models():
-        try:
-            mujoco.MjModel.from_xml_path(os.path.join(corpus_dir(), rel))
-        except ValueError:
-            continue
-        out.append(rel)
+    for rel in stage_models():
+        for option in ("fusestatic", "discardvisual"):
+            key = f"{rel} {option}"
+            marks = [pytest.mark.xfail(strict=True, raises=NotImplementedError,
+                                       reason=table[key])] if key in table else []
+            out.append(pytest.param(rel, option, marks=marks, id=f"{rel}-{option}"))
+    stale = set(table) - {f"{p.values[0]} {p.values[1]}" for p in out}
+    assert not out or not stale, f"pinned but not parametrized: {sorted(stale)}"
     return out
 
 
-@pytest.mark.parametrize("option", ["fusestatic", "discardvisual"])
-@pytest.mark.parametrize("rel", _models())
+@pytest.mark.parametrize("rel,option", _params())
 def test_compiler_option_matches_mujoco_on_corpus(rel, option):
     path = os.path.join(corpus_dir(), rel)
     xml = _with_option(strip_later_sections(path), **{option: "true"})
@@ -52,25 +58,12 @@ def test_compiler_option_matches_mujoco_on_corpus(rel, option):
     with open(tmp, "wb") as f:
         f.write(xml)
     try:
+        with not_yet("test_compiler_options", f"compile {option}", f"{rel} {option}"):
+            arrays = compile_spec(parse_xml(xml, filename=tmp))  # ours must compile
         if option == "fusestatic" and _mujoco_crashes(tmp):
-            try:
-                compile_spec(parse_xml(xml, filename=tmp))  # ours must still compile
-            except NotImplementedError as exc:
-                record(f"compile {option}", rel, "not yet: " + str(exc).split(": ", 1)[1])
-                return
             record(f"compile {option}", rel, "not compared: MuJoCo 3.4.0 crashes on it")
             return
-        try:
-            mjm = mujoco.MjModel.from_xml_path(tmp)
-        except ValueError as exc:
-            assert "plugin" in str(exc)  # plugin instances live in the stripped <extension>
-            record(f"compile {option}", rel, "not yet: needs <extension> plugins")
-            return
-        try:
-            arrays = compile_spec(parse_xml(xml, filename=tmp))
-        except NotImplementedError as exc:
-            record(f"compile {option}", rel, "not yet: " + str(exc).split(": ", 1)[1])
-            return
+        mjm = mujoco.MjModel.from_xml_path(tmp)
     finally:
         os.remove(tmp)
     errors = compare_model(arrays, mjm)

@@ -16,11 +16,12 @@ import zlib
 import mujoco
 import numpy as np
 import pytest
+import spirv
 
 import tiphys
 from tiphys.model import _np_dtype
-from oracle import (StrippedModel, corpus_dir, corpus_models, mujoco_contacts,
-                    random_free_qpos)
+from corpus_xfail import corpus_params, not_yet, stage_models
+from oracle import StrippedModel, corpus_dir, mujoco_contacts, random_free_qpos
 
 NWORLD = 6
 RTOL = 1e-10
@@ -566,41 +567,30 @@ def corpus_states(mjm, rng, nworld):
 
 def corpus_check(path, seed, nworld=3):
     """(errors, status) of one model: rows of tiphys (fed MuJoCo's contacts, so that
-    collision differences stay out) against MuJoCo's."""
+    collision differences stay out) against MuJoCo's. tiphys' NotImplementedError
+    goes through."""
     with StrippedModel(path, COMPILER_LATER) as tmp:
-        try:
-            mjm = mujoco.MjModel.from_xml_path(tmp)
-        except ValueError:
-            return [], "not yet: needs <extension> plugins"
-        try:
-            m = tiphys.load_model(tmp)
-        except NotImplementedError as exc:
-            return [], "not yet: " + str(exc).split(": ", 1)[-1]
+        mjm = mujoco.MjModel.from_xml_path(tmp)
+        m = tiphys.load_model(tmp)
     rng = np.random.default_rng(seed)
     qpos, qvel = corpus_states(mjm, rng, nworld)
     theirs = run_mujoco(mjm, qpos, qvel)
     ncon = max([len(r["contacts"]) for r in theirs] + [0])
     d = tiphys.make_data(m, nworld, nconmax=max(ncon, 1),
                          njmax=max([r["nefc"] for r in theirs] + [1]))
-    try:
-        run_tiphys(m, d, qpos, qvel, contacts=[r["contacts"] for r in theirs])
-    except NotImplementedError as exc:
-        return [], "not yet: " + str(exc).split(": ", 1)[-1]
+    run_tiphys(m, d, qpos, qvel, contacts=[r["contacts"] for r in theirs])
     ours = fetch(d)
     errors = [e for w in range(nworld) for e in compare_world(ours, theirs[w], w)]
     nefc = sum(r["nefc"] for r in theirs)
     return errors, (f"match ({nefc} rows)" if not errors else f"MISMATCH: {errors[0]}")
 
 
-@pytest.mark.parametrize("rel", corpus_models())
+@pytest.mark.parametrize("rel", corpus_params("test_constraint",
+                                              stage_models(COMPILER_LATER)))
 def test_corpus_rows(rel, report):
     path = os.path.join(corpus_dir(), rel)
-    try:
-        mujoco.MjModel.from_xml_path(path)
-    except ValueError:
-        report(CORPUS_GROUP, rel, "rejected by MuJoCo (as written)")
-        return
-    errors, status = corpus_check(path, seed=zlib.crc32(rel.encode()))
+    with not_yet("test_constraint", CORPUS_GROUP, rel):
+        errors, status = corpus_check(path, seed=zlib.crc32(rel.encode()))
     report(CORPUS_GROUP, rel, status)
     assert not errors, errors[:5]
 
@@ -612,14 +602,7 @@ def test_corpus_rows(rel, report):
 F32_TOL = 1e-5
 
 
-def _archs():
-    """cpu, and vulkan where a Vulkan device exists (Mesa's lavapipe on CPU machines:
-    the SPIR-V path Metal and non-CUDA GPUs use)."""
-    from test_precision import _vulkan_available
-    return ["cpu"] + (["vulkan"] if _vulkan_available() else [])
-
-
-@pytest.mark.parametrize("arch", _archs())
+@pytest.mark.parametrize("arch", spirv.archs())
 def test_f32_rows_match_mujoco_to_single_precision(arch):
     import json
     import subprocess

@@ -13,6 +13,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Optional
 
+import mujoco
 import numpy as np
 import pytest
 
@@ -540,7 +541,6 @@ _MJ_CASES = [c for c in CASES + REGRESSIONS if c.mujoco is not None]
 @pytest.mark.parametrize("case", _MJ_CASES, ids=[c.id for c in _MJ_CASES])
 def test_mujoco_agrees(case):
     """MuJoCo rejects the same text, or accepts it for the recorded reason."""
-    mujoco = pytest.importorskip("mujoco")
     if case.mujoco == REJECT:
         with pytest.raises(Exception):
             mujoco.MjModel.from_xml_string(case.xml, dict(case.assets))
@@ -619,10 +619,6 @@ ACCEPTED = {
 def test_accepted(name):
     xml, assets = ACCEPTED[name] if isinstance(ACCEPTED[name], tuple) else (ACCEPTED[name], {})
     out = compile_text(xml, assets=assets)
-    try:
-        import mujoco
-    except ImportError:
-        return
     m = mujoco.MjModel.from_xml_string(xml, dict(assets))
     for k in ("nbody", "ngeom", "nq", "nhfield", "nnumericdata", "nkey", "nmocap"):
         assert out.sizes[k] == getattr(m, k), k

@@ -246,4 +246,7 @@ def test_overlapping_parent_child_geoms_are_filtered():
     xml = """<mujoco><worldbody><body><freejoint/><geom size=".1"/>
       <body><joint/><geom size=".1"/></body></body></worldbody></mujoco>"""
     m = tiphys.load_model_from_string(xml)
-    tiphys.step(m, tiphys.make_data(m, 1))
+    d = tiphys.make_data(m, 1)
+    tiphys.step(m, d)
+    assert d.numpy("ncon")[0] == 0
+    assert np.isfinite(d.numpy("qacc")).all()

@@ -14,10 +14,9 @@ import struct
 from pathlib import Path
 
 import numpy as np
+import mujoco
 import pytest
 from lxml import etree
-
-mujoco = pytest.importorskip("mujoco")
 
 import tiphys  # noqa: E402
 from tiphys.compiler.mesh import compile_hfield, compile_mesh  # noqa: E402

@@ -23,24 +23,47 @@ GEOM_TYPE_NAMES = ("plane", "hfield", "sphere", "capsule", "ellipsoid", "cylinde
                    "mesh", "sdf")
 
 
+# MuJoCo's mjCOLLISIONFUNC, every type pair (t1 <= t2) that has a collision function,
+# as the tiphys narrowphase kind that runs it; pairs not listed have none in MuJoCo either
+# (plane-plane, plane-hfield, hfield-hfield). Analytic pairs are the "primitive" kind,
+# with their device function in kc.PRIMITIVE_DETECTORS.
+_P, _H, _S, _C, _E, _Y, _B, _M, _D = range(kc.NGEOMTYPES)
+DETECTOR_KINDS = {
+    **{pair: "primitive" for pair in kc.PRIMITIVE_DETECTORS},
+    (_P, _E): "convex", (_P, _M): "convex",  # mjc_PlaneConvex
+    (_S, _E): "convex", (_S, _M): "convex",  # mjc_Convex
+    (_C, _E): "convex", (_C, _Y): "convex", (_C, _M): "convex",
+    (_E, _E): "convex", (_E, _Y): "convex", (_E, _B): "convex", (_E, _M): "convex",
+    (_Y, _Y): "convex", (_Y, _B): "convex", (_Y, _M): "convex",
+    (_B, _M): "convex", (_M, _M): "convex",
+    **{(_H, t): "hfield" for t in (_S, _C, _E, _Y, _B, _M)},  # mjc_ConvexHField
+    **{(t, _D): "sdf" for t in (_P, _H, _S, _C, _E, _Y, _B, _M, _D)},
+}
+
+# narrowphase kind -> (module in tiphys.kernels, host function that runs its launch)
+NARROWPHASE = {
+    "primitive": ("collision", "narrow_primitive"),
+    "convex": ("collide_convex", "narrow_convex"),
+    "hfield": ("collide_hfield", "narrow_hfield"),
+}
+
+# pairs MuJoCo collides and tiphys does not yet: a model with such a candidate pair
+# raises NotImplementedError naming the pair (check_detectors)
+NOT_YET_PAIRS = {pair for pair, kind in DETECTOR_KINDS.items() if kind == "sdf"}
+
+
 def detector_kind(t1: int, t2: int):
     """'primitive' | 'convex' | 'hfield' | 'sdf' | None for a type pair with t1 <= t2
     (MuJoCo's mjCOLLISIONFUNC table)."""
-    if (t1, t2) in PRIMITIVE_MAXCON:
-        return "primitive"
-    if t1 == kc.PLANE:
-        if t2 in (kc.ELLIPSOID, kc.MESH):
-            return "convex"  # mjc_PlaneConvex
-        if t2 == kc.SDF:
-            return "sdf"
-        return None  # plane-plane, plane-hfield
-    if t1 == kc.HFIELD:
-        if t2 == kc.HFIELD:
-            return None
-        return "sdf" if t2 == kc.SDF else "hfield"
-    if t2 == kc.SDF or t1 == kc.SDF:
-        return "sdf"
-    return "convex"  # mjc_Convex
+    return DETECTOR_KINDS.get((t1, t2))
+
+
+def narrowphase(kind: str):
+    """The host function of a narrowphase kind (NARROWPHASE); a renamed module or
+    function raises ImportError / AttributeError, never passes as "not yet"."""
+    import importlib
+    module, name = NARROWPHASE[kind]
+    return getattr(importlib.import_module(f"tiphys.kernels.{module}"), name)
 
 
 def _pair_ok_bitmask(ct1, ca1, ct2, ca2) -> bool:
@@ -272,34 +295,16 @@ def _sap_state(m, d, p):
 
 def check_detectors(m) -> None:
     """NotImplementedError naming the geom type pairs tiphys cannot collide yet
-    (checked once per collision plan)."""
+    (NOT_YET_PAIRS; checked once per collision plan)."""
     p = plan(m)
     if getattr(p, "detectors_checked", False):
         return
-    missing = set()
     t = np.asarray(m.arrays.geom_type)
-    prim = kc.primitive_table()
-    for (g1, g2, _), kind in zip(p.cand_host, p.kinds):
-        pair = (int(t[g1]), int(t[g2]))
-        if (kind == "primitive" and pair not in prim) or \
-                (kind != "primitive" and not _kind_available(kind)):
-            missing.add(f"{GEOM_TYPE_NAMES[pair[0]]}-{GEOM_TYPE_NAMES[pair[1]]}")
+    missing = {(int(t[g1]), int(t[g2])) for g1, g2, _ in p.cand_host} & NOT_YET_PAIRS
     if missing:
-        raise NotImplementedError("collision: no detector yet for geom pairs "
-                                  + ", ".join(sorted(missing)))
+        raise NotImplementedError("collision: no detector yet for geom pairs " + ", ".join(
+            sorted(f"{GEOM_TYPE_NAMES[a]}-{GEOM_TYPE_NAMES[b]}" for a, b in missing)))
     p.detectors_checked = True
-
-
-def _kind_available(kind) -> bool:
-    import importlib
-    module = {"convex": "collide_convex", "hfield": "collide_hfield"}.get(kind)
-    if module is None:
-        return False
-    try:
-        mod = importlib.import_module(f"tiphys.kernels.{module}")
-    except ImportError:
-        return False
-    return hasattr(mod, "narrow_" + kind)
 
 
 def default_nconmax(m) -> int:
@@ -341,13 +346,11 @@ def collision(m, d) -> None:
 
 
 def _narrow(m, d, p, serial):
-    kc.narrow_primitive(m, d, p, serial)
+    narrowphase("primitive")(m, d, p, serial)
     if p.convex_count:
-        from .kernels.collide_convex import narrow_convex
-        narrow_convex(m, d, p, serial)
+        narrowphase("convex")(m, d, p, serial)
     if p.hfield_count:
-        from .kernels.collide_hfield import narrow_hfield
-        narrow_hfield(m, d, p, serial)
+        narrowphase("hfield")(m, d, p, serial)
 
 
 def _overflow_check(m, d, p):

@@ -4,8 +4,22 @@
 - gymnasium wheel: gymnasium/envs/mujoco/assets                -> <dest>/gym
 - the installed mujoco wheel's testdata folder                -> <dest>/mjtest
 - dm_control==1.0.50 wheel: dm_control/suite (robots with many sensors) -> <dest>/dmc
+- Menagerie robots, through the mujoco-menagerie==2026.10.4 package (a 30 kB wheel
+  whose registry pins each robot's archive; the archives come from the Menagerie
+  GitHub releases): each robot folder's XML files and asset folders
+  -> <dest>/menagerie/<robot>, plus <dest>/menagerie/index.json (robot -> default
+  scene). Only on request, since the archives are not on PyPI: ``--menagerie``
+  takes MENAGERIE_ROBOTS (the large robots the compile benchmark and
+  tests/test_compile_speed.py use, ~75 MB to download), ``--menagerie-all`` all 69
+  (~240 MB download, ~1.7 GB unpacked). Where the archives cannot be downloaded
+  this source is skipped with a warning, and what uses it skips too.
 Models are read from here at test time; nothing is copied into the repository.
+
+    python tools/fetch_corpus.py [DEST] [--menagerie | --menagerie-all]
 """
+from __future__ import annotations
+
+import json
 import os
 import shutil
 import subprocess
@@ -33,7 +47,74 @@ def _extract(wheel: str, prefix: str, dest: str) -> int:
     return n
 
 
-def main(dest: str) -> None:
+MENAGERIE = "mujoco-menagerie==2026.10.4"
+MENAGERIE_ROBOTS = ("berkeley_humanoid", "apptronik_apollo", "robotis_op3", "leap_hand",
+                    "unitree_g1", "shadow_hand", "pndbotics_adam_lite", "flybody",
+                    "rainbow_robotics_rby1")
+
+
+def _copy_robot(src: str, dst: str) -> int:
+    """A robot folder's XML files and its asset folders (no thumbnails, READMEs)."""
+    n = 0
+    for dirpath, _, files in os.walk(src):
+        rel = os.path.relpath(dirpath, src)
+        for f in files:
+            if rel == "." and not f.endswith(".xml"):
+                continue
+            if f.startswith("."):  # the cache's own markers
+                continue
+            out = os.path.join(dst, rel, f)
+            os.makedirs(os.path.dirname(out), exist_ok=True)
+            shutil.copyfile(os.path.join(dirpath, f), out)
+            n += 1
+    return n
+
+
+def fetch_menagerie(dest: str, robots=MENAGERIE_ROBOTS) -> list:
+    """Menagerie robots (names; None: all) into <dest>/menagerie; returns the robots
+    now present. Robots already there are kept; download failures are warnings."""
+    target = os.path.join(dest, "menagerie")
+    index_path = os.path.join(target, "index.json")
+    index = {}
+    if os.path.isfile(index_path):
+        with open(index_path) as f:
+            index = json.load(f)
+    if robots is not None and all(r in index for r in robots):
+        return sorted(index)
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.check_call([sys.executable, "-m", "pip", "download", "-q", "--no-deps",
+                               "--only-binary=:all:", "-d", tmp, MENAGERIE])
+        wheel = [f for f in os.listdir(tmp) if f.startswith("mujoco_menagerie")][0]
+        pkg = os.path.join(tmp, "pkg")
+        with zipfile.ZipFile(os.path.join(tmp, wheel)) as z:
+            z.extractall(pkg)
+        sys.path.insert(0, pkg)
+        try:
+            import mujoco_menagerie as mm
+            from mujoco_menagerie._errors import MenagerieError
+        finally:
+            sys.path.remove(pkg)
+        cache = mm.Cache(dir=os.path.join(tmp, "cache"))
+        for name in (mm.names() if robots is None else robots):
+            if name in index:
+                continue
+            robot = mm.get(name)
+            try:
+                src = robot.path(cache, progress=None)
+            except (MenagerieError, OSError) as exc:
+                print(f"corpus: menagerie {name} skipped: {exc}", file=sys.stderr)
+                continue
+            n = _copy_robot(str(src), os.path.join(target, name))
+            scene = robot.default_scene or robot.default_model
+            index[name] = {"scene": robot.entry(scene).file, "oid": robot.oid}
+            os.makedirs(target, exist_ok=True)
+            with open(index_path, "w") as f:
+                json.dump(index, f, indent=1, sort_keys=True)
+            print(f"corpus: {n} files of menagerie {name} -> {target}/{name}")
+    return sorted(index)
+
+
+def main(dest: str, menagerie: str | None = None) -> None:
     os.makedirs(dest, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         for key, (req, prefix) in WHEELS.items():
@@ -54,7 +135,13 @@ def main(dest: str) -> None:
     if os.path.isdir(src) and not os.path.isdir(target):
         shutil.copytree(src, target)
         print(f"corpus: mujoco testdata -> {target}")
+    if menagerie is not None:
+        fetch_menagerie(dest, None if menagerie == "all" else MENAGERIE_ROBOTS)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else os.path.join(".cache", "corpus"))
+    flags = {"--menagerie": "large", "--menagerie-all": "all"}
+    args = [a for a in sys.argv[1:] if a not in flags]
+    chosen = [flags[a] for a in sys.argv[1:] if a in flags]
+    main(args[0] if args else os.path.join(".cache", "corpus"),
+         chosen[-1] if chosen else None)

@@ -15,6 +15,7 @@ from .attrs import BOOL, Attrs
 from .defaults import DefaultTree
 from .replicate import expand_replicated_references
 from .options import read_option, read_size, read_statistic, read_visual
+from .progress import CompileProgress
 from .actuator import compile_tendons_and_actuators
 from .contact import compile_contact, referenced_geom_names
 from .equality import compile_equality
@@ -106,8 +107,20 @@ def _check_later_sections(spec):
                     f"is not supported yet")
 
 
-def compile_spec(spec) -> ModelArrays:
-    """Compile a Spec into host arrays named and shaped like mujoco.MjModel's."""
+def compile_spec(spec, progress: Optional[bool] = None) -> ModelArrays:
+    """Compile a Spec into host arrays named and shaped like mujoco.MjModel's.
+
+    ``progress``: a progress line on stderr (rich, erased at the end) for a compile
+    that takes more than a few seconds: None shows it when stderr is a terminal,
+    True always, False never."""
+    nmesh = sum(child.tag == "mesh" for section in spec.sections("asset")
+                for child in section.children)
+    label = os.path.basename(getattr(spec, "filename", None) or "") or "model"
+    with CompileProgress(label, nmesh, progress):
+        return _compile_spec(spec)
+
+
+def _compile_spec(spec) -> ModelArrays:
     from .assets import AssetCompiler  # local: assets imports mesh processing
 
     _check_later_sections(spec)

@@ -29,9 +29,13 @@ depend on the order, e.g. normals are computed on the raw vertices):
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import io
+import itertools
 import math
 import os
+import pickle
 import re
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
@@ -39,6 +43,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from tiphys.errors import ModelError
+from tiphys.compiler import progress
 
 __all__ = [
     "CompiledMesh",
@@ -323,6 +328,12 @@ def _read_msh(data: bytes, fname: str, righthand: bool):
 
 _NUM_RE = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 _INT_RE = re.compile(r"[ \t\n\v\f\r]*([+-]?\d+)")
+# fast paths of the OBJ reader, for the well-formed lines that make up nearly every
+# file: anything they do not match takes the general path, which gives the same result
+_NUM = r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?"
+_V_LINE_RE = re.compile(rf"\s*({_NUM})\s+({_NUM})\s+({_NUM})(?:\s.*)?")
+_VT_LINE_RE = re.compile(rf"\s*({_NUM})\s+({_NUM})(?:\s.*)?")
+_TRIPLE_RE = re.compile(r"(\d+)(?:/(\d+)|//(\d+)|/(\d+)/(\d+))?")
 
 
 def _atoi(s: str) -> int:
@@ -504,17 +515,40 @@ def _read_obj_full(data: bytes, fname: str, righthand: bool):
         c1 = tok[1] if len(tok) > 1 else ""
         c2 = tok[2] if len(tok) > 2 else ""
         if c0 == "v" and c1 in (" ", "\t"):
+            m = _V_LINE_RE.fullmatch(tok, 2)
+            if m:
+                v.extend(map(float, m.groups()))
+                continue
             parts = tok[2:].split()
             v.extend(_parse_real(parts[i] if i < len(parts) else None) for i in range(3))
         elif c0 == "v" and c1 == "n" and c2 in (" ", "\t"):
+            m = _V_LINE_RE.fullmatch(tok, 3)
+            if m:
+                vn.extend(map(float, m.groups()))
+                continue
             parts = tok[3:].split()
             vn.extend(_parse_real(parts[i] if i < len(parts) else None) for i in range(3))
         elif c0 == "v" and c1 == "t" and c2 in (" ", "\t"):
+            m = _VT_LINE_RE.fullmatch(tok, 3)
+            if m:
+                vt.extend(map(float, m.groups()))
+                continue
             parts = tok[3:].split()
             vt.extend(_parse_real(parts[i] if i < len(parts) else None) for i in range(2))
         elif c0 in ("l", "p", "f") and c1 in (" ", "\t"):
             poly = []
             for t in tok[2:].split():
+                if t.isdigit() and t.isascii() and t[0] != "0":  # a plain vertex index
+                    poly.append((int(t) - 1, -1, -1))
+                    continue
+                m = _TRIPLE_RE.fullmatch(t)
+                if m:  # positive indices only (0 and negative ones: the general path)
+                    a, b, c, d, e = m.groups()
+                    r = (int(a) - 1, int(b or d or 0) - 1, int(c or e or 0) - 1)
+                    if r[0] >= 0 and (b is None or r[1] >= 0) and (c is None or r[2] >= 0) \
+                            and (d is None or (r[1] >= 0 and r[2] >= 0)):
+                        poly.append(r)
+                        continue
                 r = _parse_triple(t, len(v) // 3, len(vn) // 3, len(vt) // 2)
                 if r is None:
                     raise ModelError(f"could not parse OBJ file '{fname}'")
@@ -538,15 +572,9 @@ def _read_obj_full(data: bytes, fname: str, righthand: bool):
     vert = np.asarray(v, dtype=np.float32)
     normal = np.asarray(vn, dtype=np.float32)
     texcoord = np.asarray(vt, dtype=np.float32)
-    face = []
-    fn = []
-    ft = []
     b, c = (1, 2) if righthand else (2, 1)
-    for tri in first_shape:
-        for k in (0, b, c):
-            face.append(tri[k][0])
-            ft.append(tri[k][1])
-            fn.append(tri[k][2])
+    tris = np.asarray(first_shape, dtype=np.int64).reshape(-1, 3, 3)[:, [0, b, c], :]
+    face, ft, fn = tris[:, :, 0].ravel(), tris[:, :, 1].ravel(), tris[:, :, 2].ravel()
     if len(texcoord):
         texcoord = texcoord.copy()
         texcoord[1::2] = _F32(1.0) - texcoord[1::2]
@@ -593,22 +621,25 @@ def _qhull(vert: np.ndarray, opts: str):
 
 
 def _voronoi_order(q, simp):
-    """Hull vertices in Qhull's vertex-list order (None if unavailable)."""
-    try:
-        # the Voronoi extraction walks Qhull's vertex list; the region
-        # index of each hull vertex is its position in that list
-        point_region = np.asarray(q.get_voronoi_diagram()[4])
-        hv = np.unique(simp)
-        pr = point_region[hv]
-        if np.all(pr >= 0) and len(np.unique(pr)) == len(hv):
-            return hv[np.argsort(pr, kind="stable")]
-    except Exception:  # noqa: BLE001
-        pass
-    return None
+    """Hull vertices in Qhull's vertex-list order, or None where the Voronoi pass
+    does not give every hull vertex a region of its own.
+
+    The Voronoi extraction walks Qhull's vertex list; the region index of each
+    hull vertex is its position in that list. It raises no error of its own on
+    valid hulls (checked on every corpus and Menagerie mesh, with and without TA):
+    where Qhull fails here it calls exit(), which ``_guarded`` turns into None. Any
+    exception is therefore a bug and propagates."""
+    point_region = np.asarray(q.get_voronoi_diagram()[4])
+    hv = np.unique(simp)
+    pr = point_region[hv]
+    if np.all(pr >= 0) and len(np.unique(pr)) == len(hv):
+        return hv[np.argsort(pr, kind="stable")]
+    return None  # the caller then orders the vertices from the facets instead
 
 
 def _guarded(fn):
-    """``fn()`` (an int array or None) run in a forked child; None if the child dies."""
+    """``fn()`` (an int array or None) run in a forked child; None if the child dies
+    without an answer (Qhull's exit()); an exception raised by ``fn`` is raised here."""
     if not hasattr(os, "fork"):  # pragma: no cover
         return fn()
     rfd, wfd = os.pipe()
@@ -617,9 +648,16 @@ def _guarded(fn):
         code = 1
         try:
             os.close(rfd)
-            res = fn()
-            data = b"" if res is None else np.asarray(res, dtype=np.int64).tobytes()
-            view = memoryview(b"\x01" + data)
+            try:
+                res = fn()
+                data = b"\x01" + (b"" if res is None
+                                  else np.asarray(res, dtype=np.int64).tobytes())
+            except BaseException as exc:  # noqa: BLE001 - handed to the parent
+                try:
+                    data = b"\x02" + pickle.dumps(exc)
+                except Exception:  # noqa: BLE001 - an exception that cannot be pickled
+                    data = b"\x02" + pickle.dumps(RuntimeError(repr(exc)))
+            view = memoryview(data)
             while view:
                 view = view[os.write(wfd, view):]
             code = 0
@@ -635,6 +673,8 @@ def _guarded(fn):
     os.close(rfd)
     _, status = os.waitpid(pid, 0)
     data = b"".join(chunks)
+    if status == 0 and data.startswith(b"\x02"):
+        raise pickle.loads(data[1:])
     if status != 0 or not data.startswith(b"\x01") or len(data) == 1:
         return None
     return np.frombuffer(data[1:], dtype=np.int64).copy()
@@ -738,113 +778,138 @@ def _qhull_vertex_order(simp, verts):
 FACE_TOL = 0.99999872  # two faces are one polygon when their normals' dot exceeds this
 
 
-def _makenormal(a, b, c):
-    """Unit normal of triangle (a, b, c) with the compiler's arithmetic (a near-zero
-    cross product is divided anyway, as MuJoCo does)."""
-    ab = (b[0] - a[0], b[1] - a[1], b[2] - a[2])
-    ac = (c[0] - a[0], c[1] - a[1], c[2] - a[2])
-    n = [ab[1] * ac[2] - ab[2] * ac[1], ab[2] * ac[0] - ab[0] * ac[2],
-         ab[0] * ac[1] - ab[1] * ac[0]]
-    nrm = math.sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2])
-    if nrm < EPS:
-        n = [1.0, 0.0, 0.0]
-    if nrm == 0:  # inf / nan, as the C division gives
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return [float(np.float64(x) / np.float64(nrm)) for x in n]
-    return [n[0] / nrm, n[1] / nrm, n[2] / nrm]
-
-
-def _polygon_less(n1, n2) -> bool:
-    """MuJoCo's polygon order: normals within FACE_TOL are equivalent, others compare
-    lexicographically with a MINVAL tolerance (not a strict weak order: the set below
-    reproduces where the search of a std::set lands)."""
-    if n1[0] * n2[0] + n1[1] * n2[1] + n1[2] * n2[2] > FACE_TOL:
-        return False
-    for k in range(3):
-        if abs(n1[k] - n2[k]) > MINVAL:
-            return n1[k] > n2[k]
-    return False
+def _makenormals(vert: np.ndarray, faces: np.ndarray) -> np.ndarray:
+    """Unit normals of triangles (rows of ``faces``) with the compiler's arithmetic,
+    operation for operation (a near-zero cross product is divided anyway, as MuJoCo
+    does: [1, 0, 0] / |n|, inf or nan when |n| is 0)."""
+    v = np.asarray(vert, dtype=np.float64)
+    f = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
+    a, b, c = v[f[:, 0]], v[f[:, 1]], v[f[:, 2]]
+    ab = b - a
+    ac = c - a
+    n = np.stack([ab[:, 1] * ac[:, 2] - ab[:, 2] * ac[:, 1],
+                  ab[:, 2] * ac[:, 0] - ab[:, 0] * ac[:, 2],
+                  ab[:, 0] * ac[:, 1] - ab[:, 1] * ac[:, 0]], axis=1)
+    nrm = np.sqrt(n[:, 0] * n[:, 0] + n[:, 1] * n[:, 1] + n[:, 2] * n[:, 2])
+    n[nrm < EPS] = (1.0, 0.0, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return n / nrm[:, None]
 
 
 class _Polygon:
-    """Faces sharing one plane: boundary edges (directed), grouped into islands of
-    faces connected so far (MeshPolygon in MuJoCo's compiler)."""
+    """Faces sharing one plane (MeshPolygon in MuJoCo's compiler): its boundary edges
+    (directed), each tagged with the island of faces connected so far it bounds.
 
-    __slots__ = ("normal", "edges", "islands", "nisland", "left", "right", "parent", "black")
+    MuJoCo keeps the edges in a vector and finds an edge by a linear scan, which is
+    quadratic in the size of a large flat region. Here the edges live in a dict
+    (edge -> (sequence number, island)) and islands in a union-find, which give the
+    same answers: the sequence numbers restore the vector's order, a repeated edge's
+    later copies wait in ``dups`` (a removal takes the oldest, as the scan does), and
+    MuJoCo's island labels (merged islands take the smaller label, higher labels
+    shift down, a new island takes the next label) are the ranks of the union-find
+    roots when each root is the island created first."""
 
-    def __init__(self, normal, v1, v2, v3):
+    __slots__ = ("normal", "face", "edges", "dups", "nedge", "uf", "nisland",
+                 "left", "right", "parent", "black")
+
+    def __init__(self, normal, face):
         self.normal = normal
-        self.edges = [(v1, v2), (v2, v3), (v3, v1)]
-        self.islands = [0, 0, 0]
-        self.nisland = 1
+        self.face = face    # the first face; edges are built when a second one joins
+        self.edges = None
+        self.dups = None
         self.left = self.right = self.parent = None
         self.black = False
 
-    def _combine(self, island1, island2):
-        if island2 < island1:
-            island1, island2 = island2, island1
-        for k, isl in enumerate(self.islands):
-            if isl == island2:
-                self.islands[k] = island1
-            elif isl > island2:
-                self.islands[k] = isl - 1
-        return island1
+    def _root(self, island):
+        uf = self.uf
+        while uf[island] != island:
+            uf[island] = uf[uf[island]]
+            island = uf[island]
+        return island
 
-    def _take_edge(self, a, b):
-        """Remove boundary edge (a, b) if present; returns its island or None."""
-        for i, e in enumerate(self.edges):
-            if e == (a, b):
-                del self.edges[i]
-                return self.islands.pop(i)
-        return None
+    def _add_edge(self, edge, island):
+        entry = (self.nedge, island)
+        self.nedge += 1
+        if edge in self.edges:
+            if self.dups is None:
+                self.dups = {}
+            self.dups.setdefault(edge, []).append(entry)
+        else:
+            self.edges[edge] = entry
+
+    def _take_edge(self, edge):
+        """Remove (the oldest copy of) a boundary edge; its island root, or None."""
+        entry = self.edges.pop(edge, None)
+        if entry is None:
+            return None
+        if self.dups is not None:
+            later = self.dups.get(edge)
+            if later:
+                self.edges[edge] = later.pop(0)
+                if not later:
+                    del self.dups[edge]
+        return self._root(entry[1])
 
     def insert_face(self, v1, v2, v3):
+        if self.edges is None:
+            a, b, c = self.face
+            self.edges, self.nedge, self.uf, self.nisland = {}, 0, [0], 1
+            for edge in ((a, b), (b, c), (c, a)):
+                self._add_edge(edge, 0)
         island = -1
         added = []
-        for (a, b) in ((v1, v2), (v2, v3), (v3, v1)):
-            other = self._take_edge(b, a)  # the face attaches across a shared edge
+        for edge in ((v1, v2), (v2, v3), (v3, v1)):
+            other = self._take_edge((edge[1], edge[0]))  # attach across a shared edge
             if other is None:
-                added.append((a, b))
+                added.append(edge)
             elif island == -1:
                 island = other
             elif other != island:
                 self.nisland -= 1
-                island = self._combine(island, other)
+                lo, hi = (island, other) if island < other else (other, island)
+                self.uf[hi] = lo
+                island = lo
         if island == -1:
-            island = self.nisland
+            island = len(self.uf)
+            self.uf.append(island)
             self.nisland += 1
-        for e in added:
-            self.edges.append(e)
-            self.islands.append(island)
+        for edge in added:
+            self._add_edge(edge, island)
 
     def paths(self):
         """Closed vertex loops, one per island (edge 0 is never followed, as in MuJoCo)."""
-        edges = self.edges
-        if len(edges) == 3:
-            return [[edges[0][0], edges[1][0], edges[2][0]]]
+        if self.edges is None:
+            return [list(self.face)]
+        entries = [(seq, edge, isl) for edge, (seq, isl) in self.edges.items()]
+        for edge, later in (self.dups or {}).items():
+            entries.extend((seq, edge, isl) for seq, isl in later)
+        entries.sort()
+        if len(entries) == 3:
+            return [[e[1][0] for e in entries]]
+        # every live island keeps a label, also one whose edges are all gone
+        roots = [isl for isl, up in enumerate(self.uf) if up == isl]
+        label = {root: k for k, root in enumerate(roots)}
+        first = {}   # island label -> its first edge (edge 0 included)
+        follow = {}  # (island label, vertex) -> end of the first edge k >= 1 leaving it
+        for k, (_, (a, b), isl) in enumerate(entries):
+            lab = label[self._root(isl)]
+            first.setdefault(lab, (a, b))
+            if k:
+                follow.setdefault((lab, a), b)
         out = []
         for isl in range(self.nisland):
-            path = []
-            for j, e in enumerate(edges):
-                if self.islands[j] == isl:
-                    path = [e[0], e[1]]
-                    break
-            if not path:
+            if isl not in first:
                 continue
+            path = list(first[isl])
             nxt = path[-1]
-            for _ in range(len(edges)):
-                finished = False
-                for k in range(1, len(edges)):
-                    if self.islands[k] == isl and edges[k][0] == nxt:
-                        nxt = edges[k][1]
-                        if nxt == path[0]:
-                            out.append(path)
-                            finished = True
-                            break
-                        path.append(nxt)
-                        break
-                if finished:
+            for _ in range(len(entries)):  # MuJoCo's bound on a walk that never closes
+                nxt = follow.get((isl, nxt))
+                if nxt is None:
                     break
+                if nxt == path[0]:
+                    out.append(path)
+                    break
+                path.append(nxt)
         return out
 
 
@@ -853,34 +918,75 @@ class _PolygonSet:
     wheels link) implements it: a red-black tree; find = lower bound + equivalence
     test, emplace = descent that stops at the first equivalent node. With a comparator
     that is not a strict weak order, the tree's shape decides which polygon a face
-    joins, so the tree is rebuilt node for node."""
+    joins, so the tree is rebuilt node for node.
+
+    The comparator ("less"): normals whose dot exceeds FACE_TOL are equivalent (neither
+    is less); otherwise the first coordinate that differs by more than MINVAL decides,
+    the larger coordinate being the lesser normal; if none does, they are equivalent.
+    So any two normals are exactly one of less, greater or equivalent, and ``add``
+    does find and emplace in one descent: both walk the same path until the first
+    equivalent node, where emplace stops (and drops the face) while the lower bound
+    goes on to the left."""
 
     def __init__(self):
-        self.end = _Polygon(None, 0, 0, 0)  # end node: its left child is the root
+        self.end = _Polygon(None, None)  # end node: its left child is the root
 
-    def find(self, normal):
-        node, result = self.end.left, self.end
+    def add(self, normal, face):
+        """One face: joins the polygon that find returns, else becomes a new polygon
+        (or is dropped, where emplace meets an equivalent polygon first)."""
+        nx, ny, nz = normal
+        tol, minval = FACE_TOL, MINVAL
+        parent, node = self.end, self.end.left
+        bound = parent  # lower bound: the last node the walk went left from (the end
+        # node, whose left child is the root, while it has gone left from none)
+        equiv = None   # the last node equivalent to the normal on the walk
         while node is not None:
-            if not _polygon_less(node.normal, normal):
-                result, node = node, node.left
-            else:
+            parent = node
+            mx, my, mz = node.normal
+            if mx * nx + my * ny + mz * nz > tol:  # equivalent
+                bound = equiv = node
+                node = node.left
+                continue
+            # (a NaN dot is no equivalence: the coordinates may still decide; the
+            # node is less than the normal where its deciding coordinate is larger)
+            d = mx - nx
+            if d > minval:
                 node = node.right
-        if result is not self.end and not _polygon_less(normal, result.normal):
-            return result
-        return None
-
-    def emplace(self, poly):
-        parent, node, side = self.end, self.end.left, "left"
-        while node is not None:
-            if _polygon_less(poly.normal, node.normal):
-                parent, node, side = node, node.left, "left"
-            elif _polygon_less(node.normal, poly.normal):
-                parent, node, side = node, node.right, "right"
+                continue
+            if d < -minval:
+                bound = node
+                node = node.left
+                continue
+            d = my - ny
+            if d > minval:
+                node = node.right
+                continue
+            if d < -minval:
+                bound = node
+                node = node.left
+                continue
+            d = mz - nz
+            if d > minval:
+                node = node.right
+                continue
+            if d < -minval:
+                bound = node
+                node = node.left
+                continue
+            bound = equiv = node  # no coordinate decides: equivalent
+            node = node.left
+        if equiv is None:  # no equivalent polygon on the walk: a new one
+            poly = _Polygon(normal, face)
+            poly.parent = parent
+            if bound is parent:  # the walk's last step went left
+                parent.left = poly
             else:
-                return  # an equivalent polygon on the path: the face is dropped
-        poly.parent = parent
-        setattr(parent, side, poly)
-        self._rebalance(poly)
+                parent.right = poly
+            self._rebalance(poly)
+        elif bound is equiv:  # find's answer
+            bound.insert_face(*face)
+        # else: find saw no equivalent lower bound, and emplace stops at the first
+        # equivalent node: the face is dropped, as in MuJoCo
 
     @staticmethod
     def _is_left(x):
@@ -967,30 +1073,49 @@ class _PolygonSet:
 def make_polygons(vert: np.ndarray, faces: np.ndarray):
     """Merge coplanar faces into polygons as MuJoCo's compiler does (on the vertices
     before the user transform, faces of the hull graph when there is one); returns
-    (polygons: lists of local vertex ids, polymap: for each vertex the polygons
-    through it)."""
-    v = np.asarray(vert, dtype=np.float64).tolist()
+    (polyvertnum, polyvert, polymapnum, polymap) as int32 arrays: each polygon's
+    vertex count and the polygons' local vertex ids one after the other, and for
+    each vertex the polygons through it (in polygon order)."""
+    faces = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
     polys = _PolygonSet()
-    for a, b, c in np.asarray(faces, dtype=np.int64).tolist():
-        normal = _makenormal(v[a], v[b], v[c])
-        found = polys.find(normal)
-        if found is None:
-            polys.emplace(_Polygon(normal, a, b, c))
-        else:
-            found.insert_face(a, b, c)
-    polygons = [path for poly in polys for path in poly.paths() if len(path) >= 3]
-    polymap = [[] for _ in range(len(v))]
-    for i, path in enumerate(polygons):
-        for vid in path:
-            polymap[vid].append(i)
-    return polygons, polymap
+    with _gc_paused():  # millions of small objects: no use scanning them meanwhile
+        add = polys.add
+        for normal, face in zip(_makenormals(vert, faces).tolist(), faces.tolist()):
+            add(normal, face)
+        polygons = []
+        for poly in polys:
+            if poly.edges is None:  # a single face
+                polygons.append(poly.face)
+            else:
+                polygons.extend(path for path in poly.paths() if len(path) >= 3)
+            poly.parent = None  # no cycles left: the tree is freed as soon as dropped
+        del polys, add  # freed here, so the collector never has to scan it
+        polyvertnum = np.fromiter(map(len, polygons), np.int32, len(polygons))
+        polyvert = np.fromiter(itertools.chain.from_iterable(polygons), np.int32,
+                               int(polyvertnum.sum()))
+    polyid = np.repeat(np.arange(len(polygons), dtype=np.int32), polyvertnum)
+    polymap = polyid[np.argsort(polyvert, kind="stable")]
+    polymapnum = np.bincount(polyvert, minlength=len(vert)).astype(np.int32)
+    return polyvertnum, polyvert, polymapnum, polymap
 
 
-def polygon_normals(vert: np.ndarray, polygons) -> np.ndarray:
+def polygon_normals(vert: np.ndarray, polyvertnum, polyvert) -> np.ndarray:
     """(npoly, 3) normals from each polygon's first three vertices (final vertices)."""
-    v = np.asarray(vert, dtype=np.float64).tolist()
-    out = [_makenormal(v[p[0]], v[p[1]], v[p[2]]) for p in polygons]
-    return np.array(out, dtype=np.float64).reshape(-1, 3)
+    adr = np.cumsum(polyvertnum, dtype=np.int64) - polyvertnum
+    return _makenormals(vert, polyvert[adr[:, None] + np.arange(3)]).reshape(-1, 3)
+
+
+@contextlib.contextmanager
+def _gc_paused():
+    """The cyclic garbage collector off for a block that allocates many objects and
+    frees none (each of its passes would scan them all again), then back as it was."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def polygon_arrays(meshes) -> dict:
@@ -1261,6 +1386,7 @@ def compile_mesh(*, name: str = "", file_bytes: Optional[bytes] = None,
     or in an explicit pair - or when the mesh inertia is "convex"; without
     faces the hull is always built because it supplies the faces).
     """
+    progress.step(f"mesh {name}" if name else "mesh")
     if inertia not in INERTIA_MODES:
         raise ModelError(f"invalid mesh inertia '{inertia}'")
     if maxhullvert != -1 and maxhullvert < 4:
@@ -1420,7 +1546,7 @@ def compile_mesh(*, name: str = "", file_bytes: Optional[bytes] = None,
         poly_faces = graph[2 + 3 * nv_g + 3 * nf_g:].reshape(-1, 3)
     else:
         poly_faces = faces
-    polygons, polymap = make_polygons(vert, poly_faces)
+    polyvertnum, polyvert, polymapnum, polymap = make_polygons(vert, poly_faces)
 
     # ---- user transformation
     if refpos[0] != 0 or refpos[1] != 0 or refpos[2] != 0:
@@ -1551,8 +1677,6 @@ def compile_mesh(*, name: str = "", file_bytes: Optional[bytes] = None,
     else:
         facetexcoord = np.zeros((faces.shape[0], 3), np.int32)
 
-    polyvert = [vid for path in polygons for vid in path]
-    polymap_flat = [pid for lst in polymap for pid in lst]
     return CompiledMesh(
         name=name,
         vert=vert.astype(np.float32).astype(np.float64),
@@ -1571,11 +1695,11 @@ def compile_mesh(*, name: str = "", file_bytes: Optional[bytes] = None,
         boxsz=boxsz,
         aamm=aamm,
         vert_double=vert,
-        polynormal=polygon_normals(vert, polygons),
-        polyvertnum=np.array([len(p) for p in polygons], dtype=np.int32),
-        polyvert=np.array(polyvert, dtype=np.int32),
-        polymapnum=np.array([len(lst) for lst in polymap], dtype=np.int32),
-        polymap=np.array(polymap_flat, dtype=np.int32),
+        polynormal=polygon_normals(vert, polyvertnum, polyvert),
+        polyvertnum=polyvertnum,
+        polyvert=polyvert,
+        polymapnum=polymapnum,
+        polymap=polymap,
     )
 
 

@@ -80,34 +80,32 @@ class MT19937_64:
     def _twist(self):
         mt, n, m = self.mt, self.N, self.M
         upper, lower = np.uint64(0xFFFFFFFF80000000), np.uint64(0x7FFFFFFF)
-        a = np.uint64(0xB5026F5AA96619E9)
-
-        def step(i0, i1, nxt, far):
-            y = (mt[i0:i1] & upper) | (nxt & lower)
-            mag = np.where((y & np.uint64(1)) != 0, a, np.uint64(0))
-            mt[i0:i1] = far ^ (y >> np.uint64(1)) ^ mag
-
-        step(0, n - m, mt[1:n - m + 1].copy(), mt[m:n].copy())
-        step(n - m, n - 1, mt[n - m + 1:n].copy(), mt[0:m - 1].copy())
-        step(n - 1, n, mt[0:1].copy(), mt[m - 1:m].copy())
+        one, a = np.uint64(1), np.uint64(0xB5026F5AA96619E9)
+        # y[i] pairs mt[i] with mt[i + 1]; only the last one pairs with a new value
+        y = (mt[:-1] & upper) | (mt[1:] & lower)
+        mix = (y >> one) ^ ((y & one) * a)
+        mt[:n - m] = mt[m:] ^ mix[:n - m]                 # from old values
+        mt[n - m:n - 1] = mt[:m - 1] ^ mix[n - m:]        # from the new ones above
+        last = (mt[n - 1] & upper) | (mt[0] & lower)
+        mt[n - 1] = mt[m - 1] ^ (last >> one) ^ ((last & one) * a)
         self.index = 0
 
     def take(self, count: int) -> np.ndarray:
-        out = np.empty(count, dtype=np.uint64)
+        chunks = []
         done = 0
         while done < count:
             if self.index >= self.N:
                 self._twist()
             k = min(count - done, self.N - self.index)
-            y = self.mt[self.index:self.index + k].copy()
-            y ^= (y >> np.uint64(29)) & np.uint64(0x5555555555555555)
-            y ^= (y << np.uint64(17)) & np.uint64(0x71D67FFFEDA60000)
-            y ^= (y << np.uint64(37)) & np.uint64(0xFFF7EEE000000000)
-            y ^= y >> np.uint64(43)
-            out[done:done + k] = y
+            chunks.append(self.mt[self.index:self.index + k].copy())
             done += k
             self.index += k
-        return out
+        y = np.concatenate(chunks) if chunks else np.zeros(0, np.uint64)
+        y ^= (y >> np.uint64(29)) & np.uint64(0x5555555555555555)
+        y ^= (y << np.uint64(17)) & np.uint64(0x71D67FFFEDA60000)
+        y ^= (y << np.uint64(37)) & np.uint64(0xFFF7EEE000000000)
+        y ^= y >> np.uint64(43)
+        return y
 
     def uniform(self, count: int) -> np.ndarray:
         """std::uniform_real_distribution<double>(0, 1): one draw / 2^64 each."""
