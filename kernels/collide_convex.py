@@ -1984,13 +1984,8 @@ def geom_distance(m, d, g1: int, g2: int, distmax: float):
     elif kind == "convex":
         mode, maxcon = "plane", MAX_PLANE_MESH
     elif kind == "primitive":
-        table = primitive_table()
-        if (t1, t2) not in table:
-            raise NotImplementedError(
-                f"geom_distance: no detector yet for {GEOM_TYPE_NAMES[t1]}-"
-                f"{GEOM_TYPE_NAMES[t2]}")
         mode = "primitive"
-        detector, maxcon = table[(t1, t2)]
+        detector, maxcon = primitive_table()[(t1, t2)]  # static: every primitive pair
     elif kind == "hfield":
         from .collide_hfield import hfield_distance
         ga, gb = (g2, g1) if flip else (g1, g2)

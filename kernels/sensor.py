@@ -934,12 +934,7 @@ def _geom_groups(m, plan):
         elif kind == "convex":
             key = ("plane", 0, cc.MAX_PLANE_MESH, flip)
         elif kind == "primitive":
-            table = primitive_table()
-            if (t1, t2) not in table:
-                raise NotImplementedError(
-                    f"sensor {sid}: geom distance: no detector yet for "
-                    f"{GEOM_TYPE_NAMES[t1]}-{GEOM_TYPE_NAMES[t2]}")
-            detector, maxcon = table[(t1, t2)]
+            detector, maxcon = primitive_table()[(t1, t2)]  # static: every primitive pair
             key = ("primitive", detector, maxcon, flip)
         elif kind == "hfield":
             hfield.append((p, sid, g2 if flip else g1, g1 if flip else g2, flip))
