@@ -31,6 +31,18 @@ _PLUGIN = "<extension><plugin> (plugins) is not supported yet"
 _FLEXCOMP = "<flexcomp> is not supported yet"
 _ASSET_MODEL = "<asset><model> is not supported yet"
 
+# the compiler corpus, as written and with <deformable>/<extension> stripped (models
+# whose geoms need their plugins are compiled as written): the same models
+_COMPILER = {
+    "dmc/dog.xml": "<asset><skin> is not supported yet",
+    "mjwarp/collision_sdf/cow.xml": _PLUGIN,
+    "mjwarp/collision_sdf/mesh.xml": _PLUGIN,
+    "mjwarp/collision_sdf/nutbolt.xml": _PLUGIN,
+    "mjwarp/collision_sdf/tactile.xml": _PLUGIN,
+    "mjwarp/flex/floppy.xml": _FLEXCOMP,
+    "mjwarp/humanoid/n_humanoid.xml": _ASSET_MODEL,
+}
+
 NOT_YET: dict[str, dict[str, str]] = {
     # stage tests on the corpus with oracle.LATER_SECTIONS stripped
     "test_kinematics": {
@@ -63,26 +75,10 @@ NOT_YET: dict[str, dict[str, str]] = {
         "mjwarp/flex/floppy.xml": _FLEXCOMP,
     },
     # compiled as written (every corpus source, dm_control included)
-    "test_compiler_corpus": {
-        "dmc/dog.xml": "<asset><skin> is not supported yet",
-        "mjwarp/collision_sdf/cow.xml": _PLUGIN,
-        "mjwarp/collision_sdf/mesh.xml": _PLUGIN,
-        "mjwarp/collision_sdf/nutbolt.xml": _PLUGIN,
-        "mjwarp/collision_sdf/tactile.xml": _PLUGIN,
-        "mjwarp/flex/floppy.xml": _FLEXCOMP,
-        "mjwarp/humanoid/n_humanoid.xml": _ASSET_MODEL,
-    },
+    "test_compiler_corpus": _COMPILER,
     # <deformable> and <extension> stripped; models whose geoms need their plugins are
     # compiled as written
-    "test_compiler_corpus_stripped": {
-        "dmc/dog.xml": "<asset><skin> is not supported yet",
-        "mjwarp/collision_sdf/cow.xml": _PLUGIN,
-        "mjwarp/collision_sdf/mesh.xml": _PLUGIN,
-        "mjwarp/collision_sdf/nutbolt.xml": _PLUGIN,
-        "mjwarp/collision_sdf/tactile.xml": _PLUGIN,
-        "mjwarp/flex/floppy.xml": _FLEXCOMP,
-        "mjwarp/humanoid/n_humanoid.xml": _ASSET_MODEL,
-    },
+    "test_compiler_corpus_stripped": _COMPILER,
     # keyed "model option" (fusestatic, discardvisual), oracle.LATER_SECTIONS stripped
     "test_compiler_options": {
         "mjwarp/flex/floppy.xml fusestatic": _FLEXCOMP,
