@@ -3,8 +3,8 @@
 import numpy as np
 import taichi as ti
 
-from .. import backend
-from .check import WARN_BADCTRL, is_bad
+from ..model import per_options
+from .check import WARN_BADCTRL, is_bad, is_nan
 from .math import quat_mul, quat_normalize, rot_vec_quat, sub_quat
 from .tendon import add_jac_dot
 
@@ -428,26 +428,13 @@ def actuator_disabled(group, disableactuator):
 
 
 @ti.func
-def _is_nan(x):
-    """NaN, read from the bits (fast-math may fold x != x away)."""
-    nan = False
-    if ti.static(backend.precision() == "f64"):
-        bits = ti.bit_cast(ti.cast(x, ti.f64), ti.u64)
-        nan = ((bits >> 52) & 0x7FF) == 0x7FF and (bits & ti.u64(0xFFFFFFFFFFFFF)) != 0
-    else:
-        bits = ti.bit_cast(ti.cast(x, ti.f32), ti.u32)
-        nan = ((bits >> 23) & 0xFF) == 0xFF and (bits & ti.u32(0x7FFFFF)) != 0
-    return nan
-
-
-@ti.func
 def _clamped_ctrl(worldid, actid, ctrl: ti.template(), clampctrl,
                   actuator_ctrllimited: ti.template(), actuator_ctrlrange: ti.template()):
     """The control as mj_fwdActuation clamps it: mju_clip keeps a NaN (every comparison
     with it is false), so the bad-control check that follows sees it. (ti.min/ti.max
     would turn it into a range limit.)"""
     u = ctrl[worldid, actid]
-    if clampctrl != 0 and actuator_ctrllimited[actid] != 0 and not _is_nan(u):
+    if clampctrl != 0 and actuator_ctrllimited[actid] != 0 and not is_nan(u):
         rng = actuator_ctrlrange[worldid % actuator_ctrlrange.shape[0], actid]
         u = _clip(u, rng[0], rng[1])
     return u
@@ -607,12 +594,9 @@ def _zero2(a: ND, n: ti.i32):
 
 def _plan(m):
     """(unsupported-feature message or None, actuator gravcomp on): host facts of the
-    model and its options, computed once per option set and cached on the model, so
-    that the per-step path does no numpy work."""
+    model and its options (cached per option set by ``actuation``, so that the
+    per-step path does no numpy work)."""
     opt = m.opt
-    cached = getattr(m, "_tiphys_actuation_plan", None)
-    if cached is not None and cached[0] is opt:
-        return cached[1]
     a = m.arrays
     unsupported = None
     if np.any(np.asarray(a.actuator_dyntype)[:m.nu] == DYN_USER) or \
@@ -623,9 +607,7 @@ def _plan(m):
                        "supported yet")
     gravity = not opt.disabled("gravity") and any(float(x) for x in opt.gravity)
     has_gravcomp = bool(gravity and np.any(np.asarray(a.body_gravcomp) != 0))
-    plan = (unsupported, has_gravcomp)
-    m._tiphys_actuation_plan = (opt, plan)
-    return plan
+    return unsupported, has_gravcomp
 
 
 def actuation(m, d):
@@ -644,7 +626,7 @@ def actuation(m, d):
             _zero2(d.actuator_force, m.nu)
         _zero2(d.qfrc_actuator, m.nv)
         return
-    unsupported, has_gravcomp = _plan(m)
+    unsupported, has_gravcomp = per_options(m, "_tiphys_actuation_plan", _plan)
     if unsupported:
         raise NotImplementedError(unsupported)
     _actuation(m.actuator_dyntype, m.actuator_gaintype, m.actuator_biastype,

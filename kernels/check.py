@@ -35,14 +35,33 @@ _CHECKS = {"pos": WARN_BADQPOS, "vel": WARN_BADQVEL, "acc": WARN_BADQACC}
 
 
 @ti.func
-def is_bad(x):
-    """NaN, +-inf (all exponent bits set: read from the bits, since fast-math may fold
-    x != x away) or beyond +-MAXVAL."""
+def _special(x):
+    """(all exponent bits set: NaN or +-inf, mantissa bits set: NaN), read from the bits,
+    since fast-math may fold x != x away."""
     special = False
+    mantissa = False
     if ti.static(backend.precision() == "f64"):
-        special = ((ti.bit_cast(ti.cast(x, ti.f64), ti.u64) >> 52) & 0x7FF) == 0x7FF
+        bits = ti.bit_cast(ti.cast(x, ti.f64), ti.u64)
+        special = ((bits >> 52) & 0x7FF) == 0x7FF
+        mantissa = (bits & ti.u64(0xFFFFFFFFFFFFF)) != 0
     else:
-        special = ((ti.bit_cast(ti.cast(x, ti.f32), ti.u32) >> 23) & 0xFF) == 0xFF
+        bits = ti.bit_cast(ti.cast(x, ti.f32), ti.u32)
+        special = ((bits >> 23) & 0xFF) == 0xFF
+        mantissa = (bits & ti.u32(0x7FFFFF)) != 0
+    return special, mantissa
+
+
+@ti.func
+def is_nan(x):
+    """NaN (from the bits, see _special)."""
+    special, mantissa = _special(x)
+    return special and mantissa
+
+
+@ti.func
+def is_bad(x):
+    """NaN, +-inf or beyond +-MAXVAL."""
+    special, _ = _special(x)
     return special or x > MAXVAL or x < -MAXVAL
 
 

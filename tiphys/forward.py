@@ -31,7 +31,7 @@ from .kernels.sensor import (STAGE_ACC, STAGE_NONE, STAGE_POS, STAGE_VEL, energy
 from .kernels.smooth import camlight, com_pos, com_vel, crb, factor_m, kinematics, rne
 from .kernels.solver import solve
 from .kernels.tendon import tendon
-from .model import Data, Model, checks_model_data
+from .model import Data, Model, checks_model_data, per_options
 
 _INTEGRATOR_NAMES = {0: "Euler", 1: "RK4", 2: "implicit", 3: "implicitfast"}
 
@@ -47,10 +47,11 @@ def contacts_possible(m: Model) -> bool:
 def constraint_rows_possible(m: Model) -> bool:
     """True if some world may get constraint rows with the current options: active
     equalities, friction loss, limits or contact candidates."""
+    return per_options(m, "_tiphys_rows_possible", _rows_possible)
+
+
+def _rows_possible(m: Model) -> bool:
     opt = m.opt
-    cached = getattr(m, "_tiphys_rows_possible", None)
-    if cached is not None and cached[0] is opt:
-        return cached[1]
     a = m.arrays
     possible = False
     if not opt.disabled("constraint"):
@@ -64,7 +65,6 @@ def constraint_rows_possible(m: Model) -> bool:
             or (m.ntendon and friction and
                 np.any(np.asarray(a.tendon_frictionloss)[..., :m.ntendon] > 0))
             or contacts_possible(m))
-    m._tiphys_rows_possible = (opt, possible)
     return possible
 
 
