@@ -152,3 +152,24 @@ def test_menagerie_is_kept_out_of_ordinary_corpus_runs():
     from oracle import EXTRA_SOURCES, corpus_models
     assert "menagerie" in EXTRA_SOURCES
     assert not any(p.split(os.sep)[0] == "menagerie" for p in corpus_models())
+
+
+def test_mesh_cache_gives_a_fresh_compile_and_private_copies():
+    """A mesh compiled again (the same inputs, another name) comes from the cache:
+    still MuJoCo's fields, every array equal to the first compile's, and arrays of its
+    own, so that changing one result changes neither the cache nor the other."""
+    from tiphys.compiler import mesh
+    vert, face = HARD["box_grid_shuffled"]
+    kw = {"vertex": [float(x) for x in np.asarray(vert, np.float32).ravel()],
+          "face": [int(i) for i in np.asarray(face).ravel()]}
+    mesh.clear_mesh_cache()
+    first = compile_mesh(name="a", needhull=True, **kw)
+    first.vert[:] = 0.0
+    second = compile_mesh(name="b", needhull=True, **kw)
+    assert second.name == "b" and len(mesh._mesh_cache) == 1
+    compare_mesh(kw, contype=1)  # a cache hit: MuJoCo's mesh fields
+    mesh.clear_mesh_cache()
+    fresh = compile_mesh(name="b", needhull=True, **kw)
+    for f in ("vert", "face", "normal", "graph", "polyvert", "polymap", "polynormal",
+              "boxsz", "pos", "quat"):
+        np.testing.assert_array_equal(getattr(second, f), getattr(fresh, f))

@@ -29,8 +29,11 @@ depend on the order, e.g. normals are computed on the raw vertices):
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import dataclasses
 import gc
+import hashlib
 import io
 import itertools
 import math
@@ -483,9 +486,105 @@ def _triangulate_polygon(poly, v32):
     return out
 
 
+# --- OBJ, whole-file fast path --------------------------------------------------
+# Nearly every exported OBJ file is all well-formed lines: "v x y z", "vn", "vt", and
+# triangles "f" written in one index form throughout. Such a file is read with one
+# regular-expression pass per line kind over the whole text instead of a Python step
+# per line. Each pattern takes only lines that the general reader (_read_obj_full)
+# reads to the same numbers, and the file is left to the general reader unless every
+# line the general reader would look at (counted by its first token, as it sees it)
+# was taken: the result is the same either way.
+_FNUM = r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+_FAST_V_RE = re.compile(
+    rf"\nv[ \t]+({_FNUM})[ \t]+({_FNUM})[ \t]+({_FNUM})(?:[ \t][^\n]*)?(?=\n)")
+_FAST_VN_RE = re.compile(
+    rf"\nvn[ \t]+({_FNUM})[ \t]+({_FNUM})[ \t]+({_FNUM})(?:[ \t][^\n]*)?(?=\n)")
+_FAST_VT_RE = re.compile(rf"\nvt[ \t]+({_FNUM})[ \t]+({_FNUM})(?:[ \t][^\n]*)?(?=\n)")
+# the lines the general reader treats as each kind (it strips leading spaces and tabs)
+_ANY_V_RE = re.compile(r"\n[ \t]*v[ \t]")
+_ANY_VN_RE = re.compile(r"\n[ \t]*vn[ \t]")
+_ANY_VT_RE = re.compile(r"\n[ \t]*vt[ \t]")
+_ANY_F_RE = re.compile(r"\n[ \t]*f[ \t]")
+_ANY_LP_RE = re.compile(r"\n[ \t]*[lp][ \t]")
+_ANY_GO_RE = re.compile(r"\n[ \t]*[go][ \t]")
+# triangles in one index form: (corner pattern, which of (v, vt, vn) each group is)
+_FACE_FORMS = tuple(
+    (re.compile(rf"\nf[ \t]+{c}[ \t]+{c}[ \t]+{c}[ \t]*(?=\n)"), slots)
+    for c, slots in ((r"([0-9]+)", (0,)),
+                     (r"([0-9]+)/([0-9]+)", (0, 1)),
+                     (r"([0-9]+)//([0-9]+)", (0, 2)),
+                     (r"([0-9]+)/([0-9]+)/([0-9]+)", (0, 1, 2))))
+
+
+def _floats(rows, width: int) -> list:
+    """The numbers of findall's rows, flat, as the general reader's float() reads them."""
+    return list(map(float, itertools.chain.from_iterable(rows))) if width > 1 else \
+        list(map(float, rows))
+
+
+def _read_obj_fast(text: str):
+    """(v, vn, vt, tris) as the general reader gives them, or None where the file has
+    a line that only the general reader takes (see the patterns above)."""
+    text = "\n" + text + "\n"
+    if _ANY_LP_RE.search(text):
+        return None
+    v = _FAST_V_RE.findall(text)
+    vn = _FAST_VN_RE.findall(text)
+    vt = _FAST_VT_RE.findall(text)
+    if (len(v) != len(_ANY_V_RE.findall(text)) or len(vn) != len(_ANY_VN_RE.findall(text))
+            or len(vt) != len(_ANY_VT_RE.findall(text))):
+        return None
+    first = _ANY_F_RE.search(text)
+    tris = np.zeros((0, 3, 3), np.int64)
+    if first is not None:
+        # the first shape: from the first face to the next "g" or "o" line
+        end = _ANY_GO_RE.search(text, first.start())
+        end = len(text) if end is None else end.start() + 1
+        form = next((f for f in _FACE_FORMS if f[0].match(text, first.start())), None)
+        if form is None:
+            return None
+        pattern, slots = form
+        rows = pattern.findall(text, first.start(), end)
+        nface = len(_ANY_F_RE.findall(text))
+        if len(rows) != len(_ANY_F_RE.findall(text, first.start(), end)) or (
+                nface > len(rows) and len(pattern.findall(text, end - 1)) != nface - len(rows)):
+            return None
+        idx = np.fromiter(map(int, itertools.chain.from_iterable(rows)), np.int64,
+                          len(rows) * 3 * len(slots)).reshape(-1, 3, len(slots))
+        if idx.size and idx.min() < 1:  # index 0: the general reader's error
+            return None
+        tris = np.full((len(rows), 3, 3), -1, np.int64)
+        tris[:, :, list(slots)] = idx - 1
+    return _floats(v, 3), _floats(vn, 3), _floats(vt, 2), tris
+
+
 def _read_obj_full(data: bytes, fname: str, righthand: bool):
     """Parse an OBJ file; MuJoCo uses all v/vn/vt lines but only the first shape's faces."""
     text = data.decode("latin-1")
+    if "\r" in text:  # the general reader's line ends: "\r\n", "\n" or "\r"
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    fast = _read_obj_fast(text)
+    v, vn, vt, tris = fast if fast is not None else _read_obj_lines(text, fname)
+    vert = np.asarray(v, dtype=np.float32)
+    normal = np.asarray(vn, dtype=np.float32)
+    texcoord = np.asarray(vt, dtype=np.float32)
+    b, c = (1, 2) if righthand else (2, 1)
+    tris = tris[:, [0, b, c], :]
+    face, ft, fn = tris[:, :, 0].ravel(), tris[:, :, 1].ravel(), tris[:, :, 2].ravel()
+    if len(texcoord):
+        texcoord = texcoord.copy()
+        texcoord[1::2] = _F32(1.0) - texcoord[1::2]
+    return dict(vert=vert, face=np.asarray(face, dtype=np.int64),
+                normal=normal if len(normal) else None,
+                texcoord=texcoord if len(texcoord) else None,
+                facenormal=np.asarray(fn, dtype=np.int64) if len(normal) else None,
+                facetexcoord=np.asarray(ft, dtype=np.int64) if len(texcoord) else None)
+
+
+def _read_obj_lines(text: str, fname: str):
+    """The general OBJ reader, one line at a time (lines split at "\n"): (v, vn, vt)
+    flat lists of floats and the first shape's triangles as an (n, 3, 3) array of
+    (vertex, texcoord, normal) ids, -1 where absent."""
     v: list = []
     vn: list = []
     vt: list = []
@@ -507,7 +606,7 @@ def _read_obj_full(data: bytes, fname: str, righthand: bool):
                 tris.extend(_triangulate_polygon(poly, v32))
         return tris
 
-    for raw in re.split(r"\r\n|\n|\r", text):
+    for raw in text.split("\n"):
         tok = raw.lstrip(" \t")
         if not tok or tok[0] == "#":
             continue
@@ -568,21 +667,7 @@ def _read_obj_full(data: bytes, fname: str, righthand: bool):
             cur_other = False
     if first_shape is None:
         first_shape = export(cur_faces)
-
-    vert = np.asarray(v, dtype=np.float32)
-    normal = np.asarray(vn, dtype=np.float32)
-    texcoord = np.asarray(vt, dtype=np.float32)
-    b, c = (1, 2) if righthand else (2, 1)
-    tris = np.asarray(first_shape, dtype=np.int64).reshape(-1, 3, 3)[:, [0, b, c], :]
-    face, ft, fn = tris[:, :, 0].ravel(), tris[:, :, 1].ravel(), tris[:, :, 2].ravel()
-    if len(texcoord):
-        texcoord = texcoord.copy()
-        texcoord[1::2] = _F32(1.0) - texcoord[1::2]
-    return dict(vert=vert, face=np.asarray(face, dtype=np.int64),
-                normal=normal if len(normal) else None,
-                texcoord=texcoord if len(texcoord) else None,
-                facenormal=np.asarray(fn, dtype=np.int64) if len(normal) else None,
-                facetexcoord=np.asarray(ft, dtype=np.int64) if len(texcoord) else None)
+    return v, vn, vt, np.asarray(first_shape, dtype=np.int64).reshape(-1, 3, 3)
 
 
 # ----------------------------------------------------------------------------
@@ -1369,6 +1454,55 @@ def _as_flat(x, dtype):
     return a if a.size else None
 
 
+# Compiled meshes of this process, as MuJoCo keeps its own (mjCache): loading a model
+# again, or another model with the same mesh files, skips the mesh pipeline. Keyed by
+# a digest of every input but the name (file contents, not paths or times, so an
+# edited file is compiled anew); least recently used entries go first past the size.
+MESH_CACHE_BYTES = 256 << 20
+_mesh_cache: collections.OrderedDict = collections.OrderedDict()  # key -> (mesh, nbytes)
+
+
+def clear_mesh_cache() -> None:
+    """Forget every compiled mesh (the next load compiles its meshes anew)."""
+    _mesh_cache.clear()
+
+
+def _mesh_key(inputs: dict) -> bytes | None:
+    """Digest of compile_mesh's inputs, or None for inputs it cannot key exactly."""
+    digest = hashlib.sha1(usedforsecurity=False)
+    for arg in sorted(inputs):
+        val = inputs[arg]
+        digest.update(arg.encode() + b"=")
+        if val is None:
+            digest.update(b"N")
+        elif isinstance(val, (bytes, bytearray, memoryview)):
+            data = memoryview(val).cast("B")
+            digest.update(b"B%d:" % len(data))
+            digest.update(data)
+        else:
+            try:
+                arr = np.asarray(val)
+            except ValueError:  # ragged: left uncached (compile_mesh reports it)
+                return None
+            if arr.dtype == object:
+                return None
+            digest.update(f"{arr.dtype.str}{arr.shape}:".encode())
+            digest.update(arr.tobytes())
+    return digest.digest()
+
+
+def _mesh_nbytes(cm: CompiledMesh) -> int:
+    return sum(getattr(cm, f.name).nbytes for f in dataclasses.fields(cm)
+               if isinstance(getattr(cm, f.name), np.ndarray))
+
+
+def _copy_mesh(cm: CompiledMesh, name: str) -> CompiledMesh:
+    """A CompiledMesh of its own (arrays copied): callers may change what they get."""
+    arrays = {f.name: getattr(cm, f.name).copy() for f in dataclasses.fields(cm)
+              if isinstance(getattr(cm, f.name), np.ndarray)}
+    return dataclasses.replace(cm, name=name, **arrays)
+
+
 def compile_mesh(*, name: str = "", file_bytes: Optional[bytes] = None,
                  file_name: Optional[str] = None, content_type: Optional[str] = None,
                  vertex=None, face=None, normal=None, texcoord=None,
@@ -1376,7 +1510,8 @@ def compile_mesh(*, name: str = "", file_bytes: Optional[bytes] = None,
                  refquat: Sequence[float] = (1, 0, 0, 0), inertia: str = "legacy",
                  maxhullvert: int = -1, smoothnormal: bool = False,
                  needhull: bool = True) -> CompiledMesh:
-    """Compile one mesh asset as MuJoCo 3.4.0 does.
+    """Compile one mesh asset as MuJoCo 3.4.0 does (from the process's mesh cache when
+    the same inputs were compiled before; see MESH_CACHE_BYTES).
 
     ``file_bytes``/``file_name`` give the file contents and its name (the name
     picks the format unless ``content_type`` is given).  ``vertex``, ``face``,
@@ -1387,6 +1522,31 @@ def compile_mesh(*, name: str = "", file_bytes: Optional[bytes] = None,
     faces the hull is always built because it supplies the faces).
     """
     progress.step(f"mesh {name}" if name else "mesh")
+    inputs = {"file_bytes": file_bytes, "file_name": file_name,
+              "content_type": content_type, "vertex": vertex, "face": face,
+              "normal": normal, "texcoord": texcoord, "scale": scale, "refpos": refpos,
+              "refquat": refquat, "inertia": inertia, "maxhullvert": maxhullvert,
+              "smoothnormal": smoothnormal, "needhull": needhull}
+    key = _mesh_key(inputs) if MESH_CACHE_BYTES > 0 else None
+    hit = _mesh_cache.get(key) if key is not None else None
+    if hit is not None:
+        _mesh_cache.move_to_end(key)
+        return _copy_mesh(hit[0], name)
+    cm = _compile_mesh(name=name, **inputs)
+    if key is not None:
+        nbytes = _mesh_nbytes(cm)
+        if nbytes <= MESH_CACHE_BYTES:
+            _mesh_cache[key] = (_copy_mesh(cm, ""), nbytes)
+            total = sum(n for _, n in _mesh_cache.values())
+            while total > MESH_CACHE_BYTES:
+                total -= _mesh_cache.popitem(last=False)[1][1]
+    return cm
+
+
+def _compile_mesh(*, name, file_bytes, file_name, content_type, vertex, face, normal,
+                  texcoord, scale, refpos, refquat, inertia, maxhullvert, smoothnormal,
+                  needhull) -> CompiledMesh:
+    """compile_mesh without the cache."""
     if inertia not in INERTIA_MODES:
         raise ModelError(f"invalid mesh inertia '{inertia}'")
     if maxhullvert != -1 and maxhullvert < 4:
