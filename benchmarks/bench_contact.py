@@ -334,12 +334,12 @@ def bench_model(name, rel, settle, precision, nworlds, quick) -> dict:
                 stage_synced_s=synced, stage_plain_s=plain, stats=stats)
 
 
-def worker(precision: str, nworlds, quick: bool) -> dict:
+def worker(precision: str, nworlds, quick: bool, arch: str = "cpu") -> dict:
     import tiphys
-    tiphys.init(arch="cpu", precision=precision)
+    tiphys.init(arch=arch, precision=precision)
     models = [bench_model(name, rel, settle, precision, nworlds, quick)
               for name, rel, settle in MODELS]
-    return dict(precision=precision, nthread=os.cpu_count(), models=models)
+    return dict(precision=precision, arch=arch, nthread=os.cpu_count(), models=models)
 
 
 # --------------------------------------------------------------------------- report
@@ -451,16 +451,18 @@ def main():
     ap.add_argument("--quick", action="store_true", help="nworld 1 and 64, nothing written")
     ap.add_argument("--worker", choices=("f64", "f32"), help=argparse.SUPPRESS)
     ap.add_argument("--nworld", type=int, nargs="*")
+    ap.add_argument("--arch", default="cpu", help="tiphys backend (MuJoCo runs on the CPU)")
     args = ap.parse_args()
     nworlds = args.nworld or (QUICK_NWORLDS if args.quick else NWORLDS)
     if args.worker:
-        print(json.dumps(worker(args.worker, nworlds, args.quick)))
+        print(json.dumps(worker(args.worker, nworlds, args.quick, args.arch)))
         return
     t0 = time.perf_counter()
     results = []
     for precision in ("f64", "f32"):
         print(f"worker {precision} ...", file=sys.stderr, flush=True)
-        cmd = [sys.executable, __file__, "--worker", precision, "--nworld", *map(str, nworlds)]
+        cmd = [sys.executable, __file__, "--worker", precision, "--arch", args.arch,
+               "--nworld", *map(str, nworlds)]
         if args.quick:
             cmd.append("--quick")
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)  # progress on stderr

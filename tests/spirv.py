@@ -25,14 +25,31 @@ import sys
 PRIMITIVE_TYPES = ("plane", "sphere", "capsule", "box")
 
 
-@functools.lru_cache(maxsize=None)
-def vulkan_available() -> bool:
-    probe = "import taichi as ti; ti.init(arch=ti.vulkan); " \
-            "import sys; sys.exit(0 if ti.lang.impl.current_cfg().arch == ti.vulkan else 1)"
+def _probe(arch: str) -> bool:
+    probe = f"import taichi as ti; ti.init(arch=ti.{arch}); import sys; " \
+            f"sys.exit(0 if ti.lang.impl.current_cfg().arch == ti.{arch} else 1)"
     return subprocess.run([sys.executable, "-c", probe], capture_output=True).returncode == 0
 
 
+@functools.lru_cache(maxsize=None)
+def vulkan_available() -> bool:
+    return _probe("vulkan")
+
+
+@functools.lru_cache(maxsize=None)
+def cuda_available() -> bool:
+    import ctypes.util
+    return ctypes.util.find_library("cuda") is not None and _probe("cuda")
+
+
 def archs() -> list:
-    """cpu, and vulkan where a Vulkan device exists (Mesa's lavapipe on CPU machines:
-    the SPIR-V path Metal and non-CUDA GPUs use)."""
-    return ["cpu"] + (["vulkan"] if vulkan_available() else [])
+    """cpu, vulkan where a Vulkan device exists (Mesa's lavapipe on CPU machines: the
+    SPIR-V path Metal and non-CUDA GPUs use), and cuda where an NVIDIA GPU is present
+    (CI has none; a GPU machine runs these same checks)."""
+    return ["cpu"] + (["vulkan"] if vulkan_available() else []) + \
+        (["cuda"] if cuda_available() else [])
+
+
+def device_archs() -> list:
+    """The backends other than the CPU that this machine has."""
+    return [arch for arch in archs() if arch != "cpu"]

@@ -18,7 +18,6 @@ moved by ~1e-15 (``within_mujoco_noise``); the corpus report lists how many worl
 needed that.
 """
 import os
-import subprocess
 import sys
 import zlib
 
@@ -26,6 +25,7 @@ import mujoco
 import numpy as np
 import pytest
 
+import subproc
 import tiphys
 from conftest import record
 from corpus_xfail import corpus_params, not_yet
@@ -560,8 +560,7 @@ F32_TOL_POLY = 2e-4
 
 def test_convex_pairs_in_f32_match_mujoco_to_single_precision():
     """The same kernels in f32 (what GPUs, Metal and Vulkan run)."""
-    res = subprocess.run([sys.executable, os.path.abspath(__file__), "cpu"],
-                         capture_output=True, text=True, timeout=600)
+    res = subproc.run([os.path.abspath(__file__), "cpu"], key="cpu-f32")
     assert res.returncode == 0, res.stderr[-3000:]
     assert res.stdout.strip().splitlines()[-1] == "ok", res.stdout[-3000:]
 

@@ -14,7 +14,6 @@ random poses in f32 and prints the worst errors as JSON (test_f32_matches_mujoco
 """
 import json
 import os
-import subprocess
 import sys
 
 import mujoco
@@ -23,6 +22,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import subproc
 import tiphys  # noqa: E402
 from oracle import collide_both, compare_contacts, random_free_qpos  # noqa: E402
 
@@ -342,25 +342,20 @@ def test_max_contacts_in_table_is_what_mujoco_returns(case):
 
 @pytest.fixture(scope="module", autouse=True)
 def _f32_process(request):
-    """The f32 run is another process (precision is per process): start it first so
-    that it runs beside the f64 tests."""
+    """The f32 run happens in the f32 helper process (precision is per process):
+    submitted first so that it runs beside the f64 tests."""
     wanted = any(item.name == "test_f32_matches_mujoco" for item in request.session.items)
-    proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "f32"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True) if wanted else None
-    yield proc
-    if proc is not None and proc.poll() is None:
-        proc.kill()
-        proc.communicate()
+    return subproc.submit([os.path.abspath(__file__), "f32"], key="cpu-f32",
+                          timeout=300) if wanted else None
 
 
 def test_f32_matches_mujoco(_f32_process):
     """Same contacts in f32 (random poses, and cylinders standing flat on the floor and
     on the tilted plane), dist and pos to single precision. Normals are looser: from
     nearly coincident centres they are ill-conditioned in f32."""
-    stdout, stderr = _f32_process.communicate(timeout=300)
-    assert _f32_process.returncode == 0, stderr[-3000:]
-    worst = json.loads(stdout.strip().splitlines()[-1])
+    res = _f32_process.result()
+    assert res.returncode == 0, res.stderr[-3000:]
+    worst = json.loads(res.stdout.strip().splitlines()[-1])
     assert set(worst) == set(CASES) | {"flat cylinder"}
     for name, res in worst.items():
         assert res["contacts"] > 0, name
@@ -399,18 +394,17 @@ def _f32_main(arch="cpu"):
     print(json.dumps(out))
 
 
-def _vulkan_archs():
+def _device_archs():
     import spirv
-    return ["vulkan"] if spirv.vulkan_available() else []
+    return spirv.device_archs()
 
 
-@pytest.mark.parametrize("arch", _vulkan_archs())
+@pytest.mark.parametrize("arch", _device_archs())
 def test_spirv_path_matches_mujoco(arch):
     """The same f32 comparison on Vulkan (lavapipe on a CPU machine: the SPIR-V code
     Metal and non-CUDA GPUs run). Caught a SPIR-V miscompile: a dynamic loop over the
     local contact list inside the narrowphase's while loop emitted 2 of 4 box corners."""
-    res = subprocess.run([sys.executable, os.path.abspath(__file__), "f32", arch],
-                         capture_output=True, text=True, timeout=600)
+    res = subproc.run([os.path.abspath(__file__), "f32", arch], key=f"{arch}-f32")
     assert res.returncode == 0, res.stderr[-3000:]
     worst = json.loads(res.stdout.strip().splitlines()[-1])
     for name, r in worst.items():

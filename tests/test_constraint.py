@@ -16,6 +16,7 @@ import zlib
 import mujoco
 import numpy as np
 import pytest
+import subproc
 import spirv
 
 import tiphys
@@ -605,9 +606,7 @@ F32_TOL = 1e-5
 @pytest.mark.parametrize("arch", spirv.archs())
 def test_f32_rows_match_mujoco_to_single_precision(arch):
     import json
-    import subprocess
-    res = subprocess.run([sys.executable, os.path.abspath(__file__), "f32", arch],
-                         capture_output=True, text=True, timeout=600)
+    res = subproc.run([os.path.abspath(__file__), "f32", arch], key=f"{arch}-f32")
     assert res.returncode == 0, res.stderr[-3000:]
     worst = json.loads(res.stdout.strip().splitlines()[-1])
     assert set(worst) == {"equality", "friction_limits", "contacts_pyramidal",

@@ -14,6 +14,7 @@ import os
 import mujoco
 import numpy as np
 import pytest
+import subproc
 import spirv
 from oracle import corpus_dir
 from tiphys.kernels.energy import energy_pos, energy_vel
@@ -174,8 +175,6 @@ def test_corpus_energy_matches_mujoco(rel):
 def test_energy_in_f32_matches_mujoco(arch):
     """The kernels in f32 (a subprocess: Taichi's precision is per process), after the
     position stages they read (kinematics, tendons, the mass matrix)."""
-    import subprocess
-    import sys
     code = f"""
 import sys; sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
 import numpy as np, mujoco, tiphys
@@ -194,7 +193,6 @@ energy_pos(m, d); energy_vel(m, d)
 e = d.numpy("energy")[0]
 print(float(np.max(np.abs(e - md.energy) / np.maximum(1, np.abs(md.energy)))))
 """
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=600, check=False)
+    res = subproc.run(["-c", code], key=f"{arch}-f32")
     assert res.returncode == 0, res.stderr[-3000:]
     assert float(res.stdout.strip().splitlines()[-1]) < 1e-5

@@ -10,14 +10,13 @@ every corpus model with actuators or tendons in RK4, implicit and implicitfast.
 import dataclasses
 import json
 import os
-import subprocess
-import sys
 import zlib
 
 import mujoco
 import numpy as np
 import pytest
 
+import subproc
 import tiphys
 from conftest import record
 from corpus_xfail import corpus_params, not_yet
@@ -515,8 +514,8 @@ def test_integrators_run_in_f32():
     """RK4, implicit and implicitfast (all derivative kernels: both fluid models, RNE,
     actuators, tendons) compile and run in f32 and stay within single precision of
     MuJoCo's f64 over 10 steps (Taichi's precision is per process: a subprocess)."""
-    res = subprocess.run([sys.executable, "-c", F32_SCRIPT], input=json.dumps([ACTUATED, FLUID]),
-                         capture_output=True, text=True, timeout=900)
+    res = subproc.run(["-c", F32_SCRIPT], key="cpu-f32",
+                      input=json.dumps([ACTUATED, FLUID]))
     assert res.returncode == 0, res.stderr[-3000:]
     errors = json.loads(res.stdout.strip().splitlines()[-1])
     assert set(errors) == {"RK4", "implicit", "implicitfast"}

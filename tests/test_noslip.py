@@ -14,7 +14,6 @@ comparison is not the main solver's twice.
 """
 import json
 import os
-import subprocess
 import sys
 import zlib
 
@@ -23,6 +22,7 @@ import numpy as np
 import pytest
 from lxml import etree
 
+import subproc
 import tiphys
 from oracle import corpus_dir, load_pair_from_xml, strip_later_sections
 from tiphys.kernels.solver import solver_stats
@@ -419,8 +419,7 @@ def _f32_errors(arch):
 
 
 def test_noslip_f32_matches_mujoco_to_single_precision():
-    res = subprocess.run([sys.executable, os.path.abspath(__file__), "f32"],
-                         capture_output=True, text=True, timeout=600, cwd=HERE)
+    res = subproc.run([os.path.abspath(__file__), "f32"], key="cpu-f32", cwd=HERE)
     assert res.returncode == 0, res.stderr[-3000:]
     errors = json.loads(res.stdout.strip().splitlines()[-1])
     assert len(errors) == 4

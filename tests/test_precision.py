@@ -1,16 +1,19 @@
 """Every kernel also runs in f32 (GPUs, Metal and Vulkan have no usable f64)."""
 import json
 import os
-import subprocess
-import sys
+
+import pytest
+
+import spirv
+import subproc
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODELS = ["gym/humanoid.xml", "gym/ant.xml", "mjwarp/pendula.xml", "mjwarp/mug/mug.xml"]
 
 
 def _run(arch, precision):
-    res = subprocess.run([sys.executable, os.path.join(HERE, "precision_check.py"), arch,
-                          precision] + MODELS, capture_output=True, text=True, timeout=600)
+    res = subproc.run([os.path.join(HERE, "precision_check.py"), arch, precision]
+                      + MODELS, key=f"{arch}-{precision}")
     assert res.returncode == 0, res.stderr[-3000:]
     return json.loads(res.stdout.strip().splitlines()[-1])
 
@@ -27,13 +30,11 @@ def _vulkan_available() -> bool:
     return spirv.vulkan_available()
 
 
-def test_kinematics_on_vulkan_spirv_path():
-    """The SPIR-V path (Metal, Vulkan GPUs) on Mesa's software Vulkan (lavapipe).
-
-    `make test` installs mesa-vulkan-drivers where it can (root + apt-get)."""
-    import pytest
-    if not _vulkan_available():
-        pytest.skip("no Vulkan device (install mesa-vulkan-drivers libvulkan1)")
-    errors = _run("vulkan", "f32")
+@pytest.mark.parametrize("arch", spirv.device_archs())
+def test_kinematics_on_other_backends(arch):
+    """The SPIR-V path (Metal, Vulkan GPUs) on Mesa's software Vulkan (lavapipe), and
+    CUDA where a GPU is present. `make test` installs mesa-vulkan-drivers where it can
+    (root + apt-get)."""
+    errors = _run(arch, "f32")
     for model, err in errors.items():
         assert err < 5e-5, f"{model}: relative error {err}"

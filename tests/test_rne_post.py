@@ -20,13 +20,13 @@ f32``) it checks the scene in f32.
 """
 import json
 import os
-import subprocess
 import sys
 
 import mujoco
 import numpy as np
 import pytest
 
+import subproc
 import tiphys
 from test_forward import ISLAND_OFF, TIGHT, _constrained_state, load_both
 from test_smooth import SPRINGS
@@ -301,8 +301,7 @@ def test_flex_equality_is_not_implemented():
 # ------------------------------------------------------------------------------------
 
 def test_f32_matches_mujoco_to_single_precision():
-    res = subprocess.run([sys.executable, os.path.abspath(__file__), "f32"],
-                         capture_output=True, text=True, timeout=600)
+    res = subproc.run([os.path.abspath(__file__), "f32"], key="cpu-f32")
     assert res.returncode == 0, res.stderr[-3000:]
     worst = json.loads(res.stdout.strip().splitlines()[-1])
     assert set(worst) == {"pyramidal", "elliptic"}

@@ -15,7 +15,6 @@ script (``python tests/test_sensor.py f32``) it checks SCENE and GEOMDIST in f32
 """
 import json
 import os
-import subprocess
 import sys
 
 import mujoco
@@ -23,6 +22,7 @@ import numpy as np
 import pytest
 from lxml import etree
 
+import subproc
 import tiphys
 from oracle import corpus_dir, strip_later_sections
 from tiphys.kernels import sensor as sensor_mod
@@ -762,8 +762,7 @@ def _geomdist_state(mjm, nworld):
 # ---------------------------------------------------------------- f32 (a subprocess)
 
 def test_f32_matches_mujoco_to_single_precision():
-    res = subprocess.run([sys.executable, os.path.abspath(__file__), "f32"],
-                         capture_output=True, text=True, timeout=900)
+    res = subproc.run([os.path.abspath(__file__), "f32"], key="cpu-f32")
     assert res.returncode == 0, res.stderr[-3000:]
     worst = json.loads(res.stdout.strip().splitlines()[-1])
     assert len(worst) >= 33

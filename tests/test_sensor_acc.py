@@ -29,6 +29,7 @@ import mujoco
 import numpy as np
 import pytest
 from lxml import etree
+import subproc
 import spirv
 from oracle import corpus_dir
 from tiphys.kernels.actuation import actuation
@@ -655,9 +656,7 @@ def test_f32_matches_mujoco_to_single_precision(arch):
     stages run, the solver does not: its result is MuJoCo's. On Vulkan the geoms that
     need the convex narrowphase are left out (tests/spirv.py says why)."""
     import json
-    import subprocess
-    res = subprocess.run([sys.executable, os.path.abspath(__file__), "f32", arch],
-                         capture_output=True, text=True, timeout=900, check=False)
+    res = subproc.run([os.path.abspath(__file__), "f32", arch], key=f"{arch}-f32")
     assert res.returncode == 0, res.stderr[-3000:]
     worst = json.loads(res.stdout.strip().splitlines()[-1])
     assert set(worst) == {"pyramidal", "elliptic", "tactile"}

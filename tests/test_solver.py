@@ -21,7 +21,6 @@ Tolerances, in f64:
 """
 import json
 import os
-import subprocess
 import sys
 import zlib
 
@@ -29,6 +28,7 @@ import mujoco
 import numpy as np
 import pytest
 
+import subproc
 import tiphys
 from oracle import corpus_dir, load_pair_from_xml, strip_later_sections
 from tiphys.kernels.smooth import com_pos, com_vel, crb, factor_m, kinematics, rne
@@ -628,8 +628,7 @@ def _f32_errors():
 
 
 def test_solver_f32_matches_mujoco_to_single_precision():
-    res = subprocess.run([sys.executable, os.path.abspath(__file__), "f32"],
-                         capture_output=True, text=True, timeout=600, cwd=HERE)
+    res = subproc.run([os.path.abspath(__file__), "f32"], key="cpu-f32", cwd=HERE)
     assert res.returncode == 0, res.stderr[-3000:]
     errors = json.loads(res.stdout.strip().splitlines()[-1])
     assert len(errors) == 6

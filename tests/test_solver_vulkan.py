@@ -19,8 +19,10 @@ caught the fault.
 """
 import json
 import os
-import subprocess
 import sys
+
+import spirv
+import subproc
 
 import pytest
 
@@ -86,12 +88,9 @@ def _solve_all(arch):
     return out
 
 
-def test_solvers_on_vulkan_match_mujoco():
-    from test_precision import _vulkan_available
-    if not _vulkan_available():
-        pytest.skip("no Vulkan device (install mesa-vulkan-drivers libvulkan1)")
-    res = subprocess.run([sys.executable, os.path.abspath(__file__), "vulkan"],
-                         capture_output=True, text=True, timeout=900, cwd=HERE)
+@pytest.mark.parametrize("arch", spirv.device_archs())
+def test_solvers_on_device_backends_match_mujoco(arch):
+    res = subproc.run([os.path.abspath(__file__), arch], key=f"{arch}-f32", cwd=HERE)
     assert res.returncode == 0, res.stderr[-3000:]
     out = json.loads(res.stdout.strip().splitlines()[-1])
     from test_solver import F32_TOL
@@ -109,6 +108,6 @@ def test_solvers_on_vulkan_match_mujoco():
             assert out[case]["one_launch_limited"], f"{case}: {out[case]}"
 
 
-if __name__ == "__main__" and sys.argv[1:2] == ["vulkan"]:
+if __name__ == "__main__" and sys.argv[1:2] in (["vulkan"], ["cuda"]):
     sys.path.insert(0, HERE)
     print(json.dumps(_solve_all(sys.argv[1]), default=float))

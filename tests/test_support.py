@@ -9,6 +9,7 @@ import mujoco
 import numpy as np
 import pytest
 
+import subproc
 import tiphys
 from tiphys.kernels.check import WARN_BADQACC, WARN_BADQPOS, WARN_BADQVEL, warnings_of
 from tiphys.types import DATA_FIELDS, MODEL_FIELDS
@@ -380,10 +381,7 @@ def test_support_kernels_in_f32_match_mujoco_to_single_precision():
     process), on MuJoCo's own kinematics copied into Data (no pipeline compile)."""
     import json
     import os
-    import subprocess
-    import sys
-    res = subprocess.run([sys.executable, os.path.abspath(__file__), "f32"],
-                         capture_output=True, text=True, timeout=300)
+    res = subproc.run([os.path.abspath(__file__), "f32"], key="cpu-f32")
     assert res.returncode == 0, res.stderr[-3000:]
     errors = json.loads(res.stdout.strip().splitlines()[-1])
     assert len(errors) == 10
