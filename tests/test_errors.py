@@ -9,6 +9,7 @@ a deliberate, documented one.
 from __future__ import annotations
 
 import io
+import os
 import struct
 from dataclasses import dataclass, field
 from typing import Optional
@@ -733,3 +734,20 @@ def test_stray_text_is_ignored_with_a_warning_as_mujoco_ignores_it():
         messages
     assert any(":6: <geom>: text content ignored" in m for m in messages), messages
     assert arrays.sizes["ngeom"] == 1
+
+
+def test_kernel_compile_errors_still_name_file_line_and_source():
+    """tiphys shortens the position text Taichi builds for every AST node (compile
+    speed); a kernel that fails to compile must still say where, with the code."""
+    import taichi as ti
+
+    @ti.kernel
+    def broken():  # no annotations: this file has `from __future__ import annotations`
+        for i in range(3):
+            print(no_such_name + i)  # noqa: F821
+
+    with pytest.raises(Exception) as err:
+        broken()
+    text = str(err.value)
+    assert os.path.basename(__file__) in text and "in broken" in text
+    assert "print(no_such_name + i)" in text and "^^^^^^^^^^^^" in text
