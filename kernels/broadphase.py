@@ -11,7 +11,8 @@ every candidate pair of every world costs more than sorting. One thread per worl
    their detector kind.
 Candidates that SAP cannot bound (planes: infinite extent, explicit <pair>s: their
 own margin) are copied into every world's lists first. A world whose list would
-overflow gets ``overflow[w] = 1`` and the host redoes the call with all candidates.
+overflow gets ``overflow[w] = 1``, and the narrowphase kernels then give that world
+every candidate (the shared lists), on the device.
 """
 import taichi as ti
 

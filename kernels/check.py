@@ -141,3 +141,28 @@ def check(m, d, what: str) -> None:
 def warnings_of(d) -> np.ndarray:
     """(nworld, 8) warning counts, columns in mjtWarning order."""
     return d.warning_number.to_numpy()[:d.nworld]
+
+
+@ti.kernel
+def _zero_world(a: ti.types.ndarray(), worldid: ti.i32):
+    for index in ti.grouped(a):
+        if index[0] == worldid:
+            a[index] = ti.zero(a[index])
+
+
+@ti.kernel
+def _copy_world(src: ti.types.ndarray(), dst: ti.types.ndarray(), worldid: ti.i32):
+    for index in ti.grouped(src):  # src holds one world
+        at = index
+        at[0] = worldid
+        dst[at] = src[index]
+
+
+def zero_world(field, worldid: int) -> None:
+    """Zero world ``worldid``'s slice of a Data field, on the device."""
+    _zero_world(field, worldid)
+
+
+def copy_world(src, field, worldid: int) -> None:
+    """Copy a one-world array into world ``worldid``'s slice of a Data field."""
+    _copy_world(src, field, worldid)

@@ -1761,10 +1761,11 @@ def _object(worldid, g, margin, geom_type: ti.template(), geom_dataid: ti.templa
 @ti.kernel
 def _narrow_convex(
     cap: ti.template(), multiccd: ti.template(), maxcon: ti.template(),
-    polycap: ti.template(), serial: ti.template(), override: ti.template(),
+    polycap: ti.template(), override: ti.template(),
     o_margin: float, tol: float, kmax: ti.i32,
     # candidates: lists[l, KIND_CONVEX, k] for k < counts[l, KIND_CONVEX], l = world or 0
     cand_geom: ND, cand_pair: ND, lists: ND, counts: ND, lanes: ti.i32,
+    fallback: ND, all_lists: ND, all_counts: ND,
     # model
     geom_type: ND, geom_dataid: ND, geom_size: ND, geom_rbound: ND, geom_margin: ND,
     pair_margin_arr: ND, mesh_vertadr: ND, mesh_vertnum: ND, mesh_graphadr: ND,
@@ -1776,13 +1777,11 @@ def _narrow_convex(
     ncon: ND, contact_dist: ND, contact_pos: ND, contact_frame: ND, contact_key: ND,
 ):
     nworld = geom_xpos.shape[0]
-    if ti.static(serial):
-        ti.loop_config(serialize=True)
     for worldid, lane in ti.ndrange(nworld, lanes):
-        n = list_count(worldid, KIND_CONVEX, counts, world_mask)
+        n = list_count(worldid, KIND_CONVEX, counts, world_mask, fallback, all_counts)
         k = lane
         while k < n:
-            cand = list_entry(worldid, KIND_CONVEX, k, lists)
+            cand = list_entry(worldid, KIND_CONVEX, k, lists, fallback, all_lists)
             k += lanes
             g1, g2, margin, near = near_pair(worldid, cand, cand_geom, cand_pair, geom_type,
                                              geom_rbound, geom_margin, pair_margin_arr,
@@ -1850,8 +1849,9 @@ def _check_options(opt):
             "implemented; tiphys always runs MuJoCo's native ccd")
 
 
-def narrow_convex(m, d, plan, serial=False):
-    """Convex pairs of every world (one launch): mjc_Convex and mjc_PlaneConvex.
+def narrow_convex(m, d, plan, sweep):
+    """Convex pairs of the worlds in ``sweep.mask`` (one launch): mjc_Convex and
+    mjc_PlaneConvex.
 
     Reads geom_xpos/geom_xmat and the model's geom, pair and mesh fields; appends
     contacts (dist, pos, normal, sort key) to the buffers like kernels/collision.py's
@@ -1868,14 +1868,14 @@ def narrow_convex(m, d, plan, serial=False):
         polycap = polygon_capacity(polyvertnum.max() if polyvertnum.size else 4)
     with _light_compile():
         _narrow_convex(
-            cap, multiccd, plan.convex_maxcon, polycap, bool(serial),
+            cap, multiccd, plan.convex_maxcon, polycap,
             bool(opt.enabled("override")), float(opt.o_margin), float(opt.ccd_tolerance),
-            int(opt.ccd_iterations), plan.cand_geom, plan.cand_pair, *plan.lists(d),
+            int(opt.ccd_iterations), plan.cand_geom, plan.cand_pair, *sweep.lists,
             m.geom_type, m.geom_dataid, m.geom_size, m.geom_rbound, m.geom_margin,
             m.pair_margin, m.mesh_vertadr, m.mesh_vertnum, m.mesh_graphadr, m.mesh_vert,
             m.mesh_graph, m.mesh_polyadr, m.mesh_polynormal, m.mesh_polyvertadr,
             m.mesh_polyvertnum, m.mesh_polyvert, m.mesh_polymapadr, m.mesh_polymapnum,
-            m.mesh_polymap, d.geom_xpos, d.geom_xmat, plan.world_mask(d, serial), d.ncon,
+            m.mesh_polymap, d.geom_xpos, d.geom_xmat, sweep.mask, d.ncon,
             d.contact_dist, d.contact_pos, d.contact_frame, d.contact_key)
 
 

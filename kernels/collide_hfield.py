@@ -192,9 +192,10 @@ def _hfield_convex(worldid, cand, g1, g2, margin, record: ti.template(), best: t
 
 @ti.kernel
 def _narrow_hfield(
-    cap: ti.template(), serial: ti.template(), override: ti.template(), o_margin: float,
+    cap: ti.template(), override: ti.template(), o_margin: float,
     tol: float, kmax: ti.i32,
     cand_geom: ND, cand_pair: ND, lists: ND, counts: ND, lanes: ti.i32,
+    fallback: ND, all_lists: ND, all_counts: ND,
     geom_type: ND, geom_dataid: ND, geom_size: ND, geom_rbound: ND, geom_margin: ND,
     pair_margin_arr: ND, hfield_size: ND, hfield_nrow: ND, hfield_ncol: ND, hfield_adr: ND,
     hfield_data: ND, mesh_vertadr: ND, mesh_vertnum: ND, mesh_graphadr: ND,
@@ -203,13 +204,11 @@ def _narrow_hfield(
     ncon: ND, contact_dist: ND, contact_pos: ND, contact_frame: ND, contact_key: ND,
 ):
     nworld = geom_xpos.shape[0]
-    if ti.static(serial):
-        ti.loop_config(serialize=True)
     for worldid, lane in ti.ndrange(nworld, lanes):
-        n = list_count(worldid, KIND_HFIELD, counts, world_mask)
+        n = list_count(worldid, KIND_HFIELD, counts, world_mask, fallback, all_counts)
         k = lane
         while k < n:
-            cand = list_entry(worldid, KIND_HFIELD, k, lists)
+            cand = list_entry(worldid, KIND_HFIELD, k, lists, fallback, all_lists)
             k += lanes
             g1, g2, margin, near = near_pair(worldid, cand, cand_geom, cand_pair, geom_type,
                                              geom_rbound, geom_margin, pair_margin_arr,
@@ -225,8 +224,9 @@ def _narrow_hfield(
                                contact_frame, contact_key)
 
 
-def narrow_hfield(m, d, plan, serial=False):
-    """Heightfield pairs of every world (one launch), as mjc_ConvexHField.
+def narrow_hfield(m, d, plan, sweep):
+    """Heightfield pairs of the worlds in ``sweep.mask`` (one launch), as
+    mjc_ConvexHField.
 
     Reads geom_xpos/geom_xmat and the model's geom, pair, hfield and mesh fields;
     appends contacts (dist, pos, normal, sort key) like kernels/collision.py's ``emit``
@@ -238,13 +238,13 @@ def narrow_hfield(m, d, plan, serial=False):
     cap = polytope_capacity(opt.ccd_iterations)
     with _light_compile():
         _narrow_hfield(
-            cap, bool(serial), bool(opt.enabled("override")), float(opt.o_margin),
+            cap, bool(opt.enabled("override")), float(opt.o_margin),
             float(opt.ccd_tolerance), int(opt.ccd_iterations), plan.cand_geom,
-            plan.cand_pair, *plan.lists(d), m.geom_type, m.geom_dataid, m.geom_size,
+            plan.cand_pair, *sweep.lists, m.geom_type, m.geom_dataid, m.geom_size,
             m.geom_rbound, m.geom_margin, m.pair_margin, m.hfield_size, m.hfield_nrow,
             m.hfield_ncol, m.hfield_adr, m.hfield_data, m.mesh_vertadr, m.mesh_vertnum,
             m.mesh_graphadr, m.mesh_vert, m.mesh_graph, d.geom_xpos, d.geom_xmat,
-            plan.world_mask(d, serial), d.ncon, d.contact_dist, d.contact_pos,
+            sweep.mask, d.ncon, d.contact_dist, d.contact_pos,
             d.contact_frame, d.contact_key)
 
 

@@ -20,11 +20,14 @@ normal points from geom 1 to geom 2, geom 1 being the one of lower type (MuJoCo'
 order). Convex and heightfield detectors, which need mesh/hfield data, run their
 own kernels with the same ``emit``.
 """
+import contextlib
 import functools
 
 import taichi as ti
+from taichi.lang import impl
 
 from .. import backend  # noqa: E402 (tiphys.backend)
+from .check import WARN_CONTACTFULL  # noqa: E402
 
 ND = ti.types.ndarray()
 
@@ -133,20 +136,31 @@ def sphere_filter(worldid, g1, g2, margin, geom_type: ti.template(),
 
 
 @ti.func
-def list_count(worldid, kind, counts: ti.template(), world_mask: ti.template()):
+def list_count(worldid, kind, counts: ti.template(), world_mask: ti.template(),
+               fallback: ti.template(), all_counts: ti.template()):
     """How many candidates of detector ``kind`` the world tests (lists and counts are
-    per world under sweep-and-prune, shared otherwise); 0 when the world is masked
-    out. Narrowphase kernels run ``lanes`` threads per world, thread ``lane`` taking
-    slots lane, lane + lanes, ... below this count."""
+    per world under sweep-and-prune, shared otherwise; a world whose sweep-and-prune
+    list overflowed, fallback[w] != 0, tests every candidate of the shared lists); 0
+    when the world is masked out. Narrowphase kernels run ``lanes`` threads per world,
+    thread ``lane`` taking slots lane, lane + lanes, ... below this count."""
     n = 0
     if world_mask[worldid] != 0:
-        n = counts[worldid % counts.shape[0], kind]
+        if fallback[worldid] != 0:
+            n = all_counts[0, kind]
+        else:
+            n = counts[worldid % counts.shape[0], kind]
     return n
 
 
 @ti.func
-def list_entry(worldid, kind, k, lists: ti.template()):
-    return lists[worldid % lists.shape[0], kind, k]
+def list_entry(worldid, kind, k, lists: ti.template(), fallback: ti.template(),
+               all_lists: ti.template()):
+    cand = 0
+    if fallback[worldid] != 0:
+        cand = all_lists[0, kind, k]
+    else:
+        cand = lists[worldid % lists.shape[0], kind, k]
+    return cand
 
 
 @ti.func
@@ -191,7 +205,7 @@ def emit_one(worldid, key, dist, pos, normal, tangent, ncon: ti.template(),
     nconmax = contact_dist.shape[1]
     slot = ti.atomic_add(ncon[worldid], 1)
     if slot >= nconmax and nconmax > 0:
-        # full: replace the largest key if this one is smaller, so that a serial
+        # full: replace the largest key if this one is smaller, so that an ordered
         # re-run (collision() does one for overflowing worlds) keeps the nconmax
         # contacts of lowest (candidate, index), whatever order detectors ran in
         slot = -1
@@ -245,10 +259,10 @@ def primitive_table():
 @ti.kernel
 def _narrow_primitive(
     code: ti.template(), detector: ti.template(), maxcon: ti.template(),
-    serial: ti.template(),
     override: ti.template(), o_margin: float,
     # candidates: lists[l, KIND_PRIMITIVE, k] for k < counts[l, 0], l = world or 0
     cand_geom: ND, cand_pair: ND, cand_code: ND, lists: ND, counts: ND, lanes: ti.i32,
+    fallback: ND, all_lists: ND, all_counts: ND,
     # model
     geom_type: ND, geom_size: ND, geom_rbound: ND, geom_margin: ND, pair_margin_arr: ND,
     # data
@@ -256,13 +270,11 @@ def _narrow_primitive(
     ncon: ND, contact_dist: ND, contact_pos: ND, contact_frame: ND, contact_key: ND,
 ):
     nworld = geom_xpos.shape[0]
-    if ti.static(serial):
-        ti.loop_config(serialize=True)
     for worldid, lane in ti.ndrange(nworld, lanes):
-        n = list_count(worldid, 0, counts, world_mask)
+        n = list_count(worldid, 0, counts, world_mask, fallback, all_counts)
         k = lane
         while k < n:
-            cand = list_entry(worldid, 0, k, lists)
+            cand = list_entry(worldid, 0, k, lists, fallback, all_lists)
             k += lanes
             if cand_code[cand] == code:
                 g1, g2, margin, near = near_pair(worldid, cand, cand_geom, cand_pair,
@@ -280,24 +292,40 @@ def _narrow_primitive(
                          contact_key)
 
 
-def narrow_primitive(m, d, plan, serial=False):
-    """Analytic pairs of every world: one launch per geom type pair the model has (a
-    kernel per detector compiles once and serves every model)."""
+@contextlib.contextmanager
+def exact_math():
+    """Compile the kernels launched inside without fast math: every product and sum
+    rounded as MuJoCo's C rounds them (no fused multiply-add, no reassociation), so
+    that exact ties in the analytic detectors (a box resting on a box, a corner on a
+    clipping line) break as MuJoCo breaks them, whatever code surrounds them. The
+    option is read when a kernel compiles (first launch or an offline-cache miss)."""
+    cfg = impl.current_cfg()
+    saved = cfg.fast_math
+    cfg.fast_math = False
+    try:
+        yield
+    finally:
+        cfg.fast_math = saved
+
+
+def narrow_primitive(m, d, plan, sweep):
+    """Analytic pairs of the worlds in ``sweep.mask``: one launch per geom type pair the
+    model has (a kernel per detector compiles once and serves every model)."""
     if plan.prim_count == 0:
         return
     opt = m.opt
     table = primitive_table()
-    lists = plan.lists(d)
-    mask = plan.world_mask(d, serial)
+    mask = sweep.mask
     for code in plan.prim_codes:
         detector, maxcon = table[(code // NGEOMTYPES, code % NGEOMTYPES)]
-        _narrow_primitive(code, detector, maxcon, bool(serial),
-                          bool(opt.enabled("override")), float(opt.o_margin),
-                          plan.cand_geom, plan.cand_pair, plan.cand_code, *lists,
-                          m.geom_type, m.geom_size, m.geom_rbound,
-                          m.geom_margin, m.pair_margin, d.geom_xpos, d.geom_xmat,
-                          mask, d.ncon, d.contact_dist, d.contact_pos,
-                          d.contact_frame, d.contact_key)
+        with exact_math():
+            _narrow_primitive(code, detector, maxcon,
+                              bool(opt.enabled("override")), float(opt.o_margin),
+                              plan.cand_geom, plan.cand_pair, plan.cand_code, *sweep.lists,
+                              m.geom_type, m.geom_size, m.geom_rbound,
+                              m.geom_margin, m.pair_margin, d.geom_xpos, d.geom_xmat,
+                              mask, d.ncon, d.contact_dist, d.contact_pos,
+                              d.contact_frame, d.contact_key)
 
 
 # ------------------------------------------------------------------------------------
@@ -326,15 +354,16 @@ def make_frame(normal, hint):
 
 
 @ti.kernel
-def _finalize_rank(ncon: ND, contact_key: ND, contact_dist: ND, contact_pos: ND,
-                   contact_frame: ND, tmp_key: ND, tmp_dist: ND, tmp_pos: ND, tmp_frame: ND):
+def _finalize_rank(world_mask: ND, ncon: ND, contact_key: ND, contact_dist: ND,
+                   contact_pos: ND, contact_frame: ND, tmp_key: ND, tmp_dist: ND,
+                   tmp_pos: ND, tmp_frame: ND):
     """Each kept contact goes to slot = its rank by key in the scratch arrays (keys are
     unique: candidate * KEY_STRIDE + detector index), one thread per contact."""
     nworld = ncon.shape[0]
     nconmax = contact_dist.shape[1]
     for worldid, conid in ti.ndrange(nworld, nconmax):
         kept = ti.min(ncon[worldid], nconmax)
-        if conid < kept:
+        if world_mask[worldid] != 0 and conid < kept:
             key = contact_key[worldid, conid]
             rank = 0
             for j in range(kept):
@@ -347,9 +376,9 @@ def _finalize_rank(ncon: ND, contact_key: ND, contact_dist: ND, contact_pos: ND,
 
 
 @ti.kernel
-def _finalize_gather(ncon: ND, contact_overflow: ND, contact_key: ND, contact_dist: ND,
-                     contact_pos: ND, contact_frame: ND, tmp_key: ND, tmp_dist: ND,
-                     tmp_pos: ND, tmp_frame: ND):
+def _finalize_gather(world_mask: ND, ncon: ND, contact_overflow: ND, contact_key: ND,
+                     contact_dist: ND, contact_pos: ND, contact_frame: ND, tmp_key: ND,
+                     tmp_dist: ND, tmp_pos: ND, tmp_frame: ND):
     """Sorted contacts back from the scratch arrays; ncon clamped to nconmax and the
     excess counted in contact_overflow. (Thread 0 of a world writes ncon while the
     others read it: both values give the same min(ncon, nconmax).)"""
@@ -358,7 +387,9 @@ def _finalize_gather(ncon: ND, contact_overflow: ND, contact_key: ND, contact_di
     for worldid, conid in ti.ndrange(nworld, nconmax):
         n = ncon[worldid]
         kept = ti.min(n, nconmax)
-        if conid == 0:
+        if world_mask[worldid] == 0:
+            kept = 0
+        elif conid == 0:
             contact_overflow[worldid] = n - kept
             ncon[worldid] = kept
         if conid < kept:
@@ -401,14 +432,14 @@ def _finalize(
     pair_dim: ND, pair_solref: ND, pair_solreffriction: ND, pair_solimp: ND,
     pair_margin_arr: ND, pair_gap: ND, pair_friction: ND,
     # data
-    ncon: ND, contact_dist: ND, contact_key: ND, contact_includemargin: ND,
+    world_mask: ND, ncon: ND, contact_dist: ND, contact_key: ND, contact_includemargin: ND,
     contact_friction: ND, contact_solref: ND, contact_solreffriction: ND, contact_solimp: ND,
     contact_dim: ND, contact_exclude: ND,
 ):
     nworld = ncon.shape[0]
     nconmax = contact_dist.shape[1]
     for worldid, conid in ti.ndrange(nworld, nconmax):
-        if conid < ncon[worldid]:
+        if world_mask[worldid] != 0 and conid < ncon[worldid]:
             cand = contact_key[worldid, conid] // KEY_STRIDE
             g1 = cand_geom[cand, 0]
             g2 = cand_geom[cand, 1]
@@ -492,13 +523,13 @@ def _finalize(
 
 
 @ti.kernel
-def _finalize_ids(cand_geom: ND, ncon: ND, contact_key: ND, contact_frame: ND,
-                  contact_mu: ND, contact_geom: ND, contact_flex: ND, contact_elem: ND,
-                  contact_vert: ND, contact_efc_address: ND):
+def _finalize_ids(world_mask: ND, cand_geom: ND, ncon: ND, contact_key: ND,
+                  contact_frame: ND, contact_mu: ND, contact_geom: ND, contact_flex: ND,
+                  contact_elem: ND, contact_vert: ND, contact_efc_address: ND):
     nworld = ncon.shape[0]
     nconmax = contact_key.shape[1]
     for worldid, conid in ti.ndrange(nworld, nconmax):
-        if conid < ncon[worldid]:
+        if world_mask[worldid] != 0 and conid < ncon[worldid]:
             cand = contact_key[worldid, conid] // KEY_STRIDE
             frame = contact_frame[worldid, conid]
             contact_frame[worldid, conid] = make_frame(
@@ -512,14 +543,15 @@ def _finalize_ids(cand_geom: ND, ncon: ND, contact_key: ND, contact_frame: ND,
             contact_vert[worldid, conid] = ti.Vector([-1, -1])
 
 
-def finalize(m, d, plan):
-    """Clamp each world's contacts to nconmax (contact_overflow counts the rest), sort
-    them into MuJoCo's order and set their parameters (mj_contactParam, mj_setContact)."""
+def finalize(m, d, plan, mask):
+    """Clamp the contacts of each world in ``mask`` to nconmax (contact_overflow counts
+    the rest), sort them into MuJoCo's order and set their parameters
+    (mj_contactParam, mj_setContact)."""
     opt = m.opt
     scratch = _sort_scratch(d)
-    _finalize_rank(d.ncon, d.contact_key, d.contact_dist, d.contact_pos, d.contact_frame,
-                   *scratch)
-    _finalize_gather(d.ncon, d.contact_overflow, d.contact_key, d.contact_dist,
+    _finalize_rank(mask, d.ncon, d.contact_key, d.contact_dist, d.contact_pos,
+                   d.contact_frame, *scratch)
+    _finalize_gather(mask, d.ncon, d.contact_overflow, d.contact_key, d.contact_dist,
                      d.contact_pos, d.contact_frame, *scratch)
     _finalize(bool(opt.enabled("override")),
               *(float(x) for x in tuple(opt.o_solref) + tuple(opt.o_solimp)
@@ -529,23 +561,32 @@ def finalize(m, d, plan):
               m.geom_friction, m.geom_margin, m.geom_gap,
               m.pair_dim, m.pair_solref, m.pair_solreffriction, m.pair_solimp,
               m.pair_margin, m.pair_gap, m.pair_friction,
-              d.ncon, d.contact_dist, d.contact_key, d.contact_includemargin,
+              mask, d.ncon, d.contact_dist, d.contact_key, d.contact_includemargin,
               d.contact_friction, d.contact_solref, d.contact_solreffriction, d.contact_solimp,
               d.contact_dim, d.contact_exclude)
-    _finalize_ids(plan.cand_geom, d.ncon, d.contact_key, d.contact_frame, d.contact_mu,
+    _finalize_ids(mask, plan.cand_geom, d.ncon, d.contact_key, d.contact_frame, d.contact_mu,
                   d.contact_geom, d.contact_flex, d.contact_elem, d.contact_vert,
                   d.contact_efc_address)
 
 
 @ti.kernel
-def _reset_ncon(world_mask: ND, ncon: ND):
+def _flag_overflow(contact_overflow: ND, ncon: ND, warning_number: ND, warning_lastinfo: ND,
+                   redo: ND):
+    """After the parallel narrowphase: a world whose buffer overflowed counts
+    mjWARN_CONTACTFULL (lastinfo: the contacts it found) and is marked for the ordered
+    re-run (its parallel threads raced for the last slots), its contacts cleared."""
     for worldid in range(ncon.shape[0]):
-        if world_mask[worldid] != 0:
+        redo[worldid] = 0
+        if contact_overflow[worldid] > 0:
+            warning_number[worldid][WARN_CONTACTFULL] += 1
+            warning_lastinfo[worldid][WARN_CONTACTFULL] = \
+                ncon[worldid] + contact_overflow[worldid]
+            redo[worldid] = 1
             ncon[worldid] = 0
 
 
-def reset_ncon(d, mask):
-    _reset_ncon(mask, d.ncon)
+def flag_overflow(d, redo):
+    _flag_overflow(d.contact_overflow, d.ncon, d.warning_number, d.warning_lastinfo, redo)
 
 
 # ---------------------------------------------------------------------------------------

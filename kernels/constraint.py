@@ -21,11 +21,11 @@ sides of hinges and slides, balls; then tendons), contacts (frictionless 1, pyra
 
 Per-world parameters ("*" fields) are indexed ``worldid % shape[0]``.
 """
-import warnings
 
 import numpy as np
 import taichi as ti
 
+from .check import WARN_CNSTRFULL
 from .math import quat_mul
 from .tendon import last_dof
 
@@ -913,10 +913,15 @@ def _fill_contact(
 # ------------------------------------------------------------------------------------
 
 @ti.kernel
-def _finish(nefc: ND, efc_KBIP: ND, efc_R: ND, efc_D: ND, efc_diagApprox: ND):
+def _finish(nefc: ND, efc_KBIP: ND, efc_R: ND, efc_D: ND, efc_diagApprox: ND,
+            efc_overflow: ND, warning_number: ND, warning_lastinfo: ND):
     nworld = nefc.shape[0]
     njmax = efc_R.shape[1]
     for worldid, row in ti.ndrange(nworld, njmax):
+        if row == 0 and efc_overflow[worldid] > 0:
+            # mjWARN_CNSTRFULL, counted here and reported by check_warnings on the host
+            warning_number[worldid][WARN_CNSTRFULL] += 1
+            warning_lastinfo[worldid][WARN_CNSTRFULL] = nefc[worldid] + efc_overflow[worldid]
         if row < nefc[worldid]:
             r = efc_R[worldid, row]
             imp = efc_KBIP[worldid, row][2]
@@ -1052,19 +1057,8 @@ def make_constraint(m, d) -> None:
                       d.contact_solref, d.contact_solreffriction, d.contact_solimp,
                       d.contact_dim, d.contact_geom, adr, d.contact_mu,
                       d.contact_efc_address, *out)
-    _finish(d.nefc, d.efc_KBIP, d.efc_R, d.efc_D, d.efc_diagApprox)
-    _overflow_check(d)
-
-
-def _overflow_check(d) -> None:
-    over = d.efc_overflow.to_numpy()[:d.nworld]
-    bad = np.nonzero(over > 0)[0]
-    if len(bad):
-        warnings.warn(
-            f"make_constraint: njmax={d.njmax} constraint rows were not enough in "
-            f"{len(bad)} world(s) (world {bad[0]} dropped {over[bad[0]]} rows: the first "
-            f"element that did not fit and all after it); raise it with "
-            f"make_data(m, nworld, njmax=...)", RuntimeWarning, stacklevel=3)
+    _finish(d.nefc, d.efc_KBIP, d.efc_R, d.efc_D, d.efc_diagApprox, d.efc_overflow,
+            d.warning_number, d.warning_lastinfo)
 
 
 def reference_constraint(m, d) -> None:

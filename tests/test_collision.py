@@ -207,7 +207,9 @@ def test_sweep_and_prune_matches_mujoco(monkeypatch, cap):
         for w in range(6):
             assert compare_contacts(ours[w], theirs[w]) == [], (seed, w)
         total += sum(len(c) for c in theirs)
-        assert d._tiphys_sap.active == (cap is None)
+        # a world whose list overflows tests every pair, decided on the device
+        overflowed = p.sweeps(d)[0].sap.overflow.to_numpy()[:6]
+        assert overflowed.all() if cap is not None else not overflowed.any()
     assert total > 100
 
 
@@ -247,3 +249,42 @@ def test_pair_without_detector_yet_raises_naming_it(monkeypatch):
     monkeypatch.setattr(contacts, "NOT_YET_PAIRS", {(2, 6)})
     with pytest.raises(NotImplementedError, match="no detector yet for geom pairs sphere-box"):
         collision(m, d)
+
+
+def test_step_reads_nothing_back_and_reports_overflow_later(monkeypatch):
+    """Overflow is counted on the device (mjWARN_CONTACTFULL): step copies nothing to
+    the host, and the warning comes when results are read, on check_warnings, or after
+    REPORT_EVERY steps at the latest, once per occurrence."""
+    import taichi as ti
+
+    import tiphys.report as report
+    xml = FILTERS.format(filterparent="enable")
+    mjm = mujoco.MjModel.from_xml_string(xml)
+    m = tiphys.load_model_from_string(xml)
+    qpos = random_free_qpos(mjm, np.random.default_rng(3), NWORLD, spread=0.05,
+                            center=(0, 0, 0.02))
+    d = tiphys.make_data(m, NWORLD, nconmax=1)
+    d.qpos.from_numpy(qpos.astype(d.qpos.to_numpy().dtype))
+    tiphys.step(m, d)  # compile outside the checked region
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        tiphys.check_warnings(m, d)
+    monkeypatch.setattr(report, "REPORT_EVERY", 3)
+    d._steps_since_report = 0
+
+    def no_read_back(*args, **kwargs):
+        raise AssertionError("step read an array back to the host")
+
+    with monkeypatch.context() as patch:
+        for reader in ("_ndarray_to_numpy", "_ndarray_matrix_to_numpy"):
+            patch.setattr(ti.lang._ndarray.Ndarray, reader, no_read_back)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            tiphys.step(m, d)
+            tiphys.step(m, d)
+    with pytest.warns(RuntimeWarning, match=r"nconmax=1 .* make_data\(m, nworld, nconmax"):
+        tiphys.step(m, d)  # the third step since the last report
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert tiphys.check_warnings(m, d) == {}
+    assert (d.numpy("warning_number")[:, 1] >= 4).any()  # counted at every step

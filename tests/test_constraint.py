@@ -504,9 +504,16 @@ def test_njmax_overflow_warns_and_keeps_whole_elements_in_order():
     njmax = 40
     assert min(res["nefc"] for res in theirs) > njmax  # every world overflows
     d = tiphys.make_data(m, 4, njmax=njmax)
-    with pytest.warns(RuntimeWarning, match=r"make_data\(m, nworld, njmax=\.\.\.\)"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # counted on the device: the stages never read back
         run_tiphys(m, d, qpos, qvel, active)
-    ours = fetch(d)
+    with pytest.warns(RuntimeWarning, match=r"make_data\(m, nworld, njmax=\.\.\.\)"):
+        ours = fetch(d)  # reading results reports what was counted
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert tiphys.check_warnings(m, d) == {}  # each occurrence once
+    number = d.numpy("warning_number")
+    assert (number[:, 2] == 1).all()  # mjWARN_CNSTRFULL, once per world
     for w, res in enumerate(theirs):
         n = int(ours["nefc"][w])
         assert 0 < n <= njmax

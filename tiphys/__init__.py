@@ -45,6 +45,7 @@ from .kernels.sensor import (apply_cutoff, sensor_pos, sensor_vel, set_sensor_ca
                              subtree_vel)
 from .kernels.sensor_acc import sensor_acc
 from .kernels.energy import energy_pos, energy_vel
+from .report import check_warnings
 
 __version__ = "0.1.0"
 
@@ -73,7 +74,7 @@ __all__ = [
     "fwd_velocity", "runge_kutta", "implicit", "inv_position", "inv_velocity",
     "inv_constraint", "constraint_update", "project_constraint",
     "sensor_pos", "sensor_vel", "sensor_acc", "energy_pos", "energy_vel",
-    "set_sensor_callback", "apply_cutoff", "subtree_vel",
+    "set_sensor_callback", "apply_cutoff", "subtree_vel", "check_warnings",
 ]
 
 

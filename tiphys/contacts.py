@@ -9,7 +9,7 @@ and runs the detectors for every (world, candidate) (kernels/collision.py).
 """
 from __future__ import annotations
 
-import warnings
+import weakref
 from types import SimpleNamespace
 
 import numpy as np
@@ -164,24 +164,39 @@ SAP_AXIS = np.array([1.0, 0.7, 0.3]) / np.linalg.norm([1.0, 0.7, 0.3])  # obliqu
 class CollisionPlan(SimpleNamespace):
     """A model's candidate pairs on the device, grouped by detector kind."""
 
-    def world_mask(self, d, serial: bool):
-        if serial:
-            return self.serial_mask
-        ones = self._ones.get(d.nworld)
-        if ones is None:
-            ones = ti.ndarray(ti.i32, shape=(d.nworld,))
-            ones.fill(1)
-            self._ones[d.nworld] = ones
-        return ones
-
-    def lists(self, d):
-        """(lists, counts, lanes) for the narrowphase kernels: lists[l, kind, k] for k <
-        counts[l, kind] are candidate ids; l = world (sweep-and-prune) or 0 (every world
-        tests all candidates of the kind); ``lanes`` threads per world share a list."""
-        sp = getattr(d, "_tiphys_sap", None)
-        if sp is not None and sp.active:
-            return sp.lists, sp.counts, _lanes(sp.cap, d.nworld)
-        return self.static_lists, self.static_counts, _lanes(self.static_cap, d.nworld)
+    def sweeps(self, d):
+        """(first, redo): what the narrowphase kernels of each pass read, made once per
+        Data. ``lists`` = (lists, counts, lanes, fallback, all_lists, all_counts):
+        lists[l, kind, k] for k < counts[l, kind] are candidate ids, l = world
+        (sweep-and-prune) or 0 (every world tests all candidates of the kind); a world
+        with fallback[w] != 0 (its sweep-and-prune list overflowed) takes the shared
+        lists all_lists/all_counts instead; ``lanes`` threads per world share a list.
+        ``mask`` selects the worlds a pass runs. The first pass runs every world, in
+        parallel lanes; the redo pass runs one thread per world over the shared lists
+        in candidate order, for the worlds whose contacts overflowed (``redo`` is None
+        when nconmax holds every contact the candidates can make)."""
+        cached = self._sweeps.get(d)
+        if cached is not None:
+            return cached
+        nw = d.nworld
+        ones = ti.ndarray(ti.i32, shape=(nw,))
+        ones.fill(1)
+        zeros = ti.ndarray(ti.i32, shape=(nw,))
+        zeros.fill(0)
+        shared = (self.static_lists, self.static_counts)
+        sp = _sap_state(self, d) if self.sap else None
+        if sp is not None:
+            lists = (sp.lists, sp.counts, _lanes(sp.cap, nw), sp.overflow, *shared)
+        else:
+            lists = (*shared, _lanes(self.static_cap, nw), zeros, *shared)
+        first = SimpleNamespace(lists=lists, mask=ones, sap=sp)
+        redo = None
+        if self.total_maxcon > d.nconmax:
+            redo_mask = ti.ndarray(ti.i32, shape=(nw,))
+            redo_mask.fill(0)
+            redo = SimpleNamespace(lists=(*shared, 1, zeros, *shared), mask=redo_mask)
+        self._sweeps[d] = (first, redo)
+        return first, redo
 
 
 LANE_THREADS = 4096  # narrowphase threads per launch to aim for (worlds x lanes)
@@ -221,7 +236,8 @@ def plan(m) -> CollisionPlan:
         kinds.append(kind)
         codes.append(t1 * kc.NGEOMTYPES + t2)
         maxcons.append(_maxcon(kind, t1, t2))
-    p = CollisionPlan(key=key, ncand=len(cands), kinds=kinds, _ones={})
+    p = CollisionPlan(key=key, ncand=len(cands), kinds=kinds,
+                       _sweeps=weakref.WeakKeyDictionary())
     p.cand_geom = _int_array([c[:2] for c in cands], (len(cands), 2))
     p.cand_pair = _int_array([c[2] for c in cands], (len(cands),))
     p.cand_code = _int_array(codes, (len(cands),))
@@ -242,7 +258,6 @@ def plan(m) -> CollisionPlan:
         setattr(p, short + "_codes", tuple(sorted({codes[i] for i in x})))
         setattr(p, short + "_maxcon", max([maxcons[i] for i in x] + [1]))
     _plan_sap(p, a, cands, kind_id)
-    p.serial_mask = None
     m._tiphys_collision_plan = p
     return p
 
@@ -271,16 +286,13 @@ def _plan_sap(p, a, cands, kind_id):
     p.sap_cap = int(min(p.static_cap, len(fixed) + max(256, 16 * len(geoms))))
 
 
-def _sap_state(m, d, p):
-    """Per-Data sweep-and-prune scratch (persistent geom order), made on first use."""
-    sp = getattr(d, "_tiphys_sap", None)
-    if sp is not None and sp.plan is p:
-        return sp
+def _sap_state(p, d):
+    """Per-Data sweep-and-prune scratch (persistent geom order)."""
     from . import backend
     fdt = backend.float_dtype()
     n, nw = p.sap_n, d.nworld
-    sp = SimpleNamespace(
-        plan=p, active=True, initialized=False, nsap=n, sap_geom=p.sap_geom,
+    return SimpleNamespace(
+        initialized=False, nsap=n, sap_geom=p.sap_geom,
         pairmap=p.sap_pairmap, cand_geom=p.cand_geom, cand_pair=p.cand_pair,
         cand_kind=p.cand_kind, fixed=p.sap_fixed, nfixed=p.sap_nfixed, cap=p.sap_cap,
         axis=tuple(float(x) for x in SAP_AXIS),
@@ -289,8 +301,6 @@ def _sap_state(m, d, p):
         lists=ti.ndarray(ti.i32, shape=(nw, len(KINDS), p.sap_cap)),
         counts=ti.ndarray(ti.i32, shape=(nw, len(KINDS))),
         overflow=ti.ndarray(ti.i32, shape=(nw,)))
-    d._tiphys_sap = sp
-    return sp
 
 
 def check_detectors(m) -> None:
@@ -333,42 +343,26 @@ def collision(m, d) -> None:
             f"{p.ncand} candidate geom pair(s); allocate slots with make_data(m, nworld, "
             f"nconmax=...) or turn contacts off with <flag contact=\"disable\"/>")
     check_detectors(m)
-    if p.sap:
+    first, redo = p.sweeps(d)
+    if first.sap is not None:
         from .kernels.broadphase import sap
-        sp = _sap_state(m, d, p)
-        sp.active = True
-        sap(m, d, sp)
-        if sp.overflow.to_numpy().any():  # a world's pair list is full: test all pairs
-            sp.active = False
-    _narrow(m, d, p, serial=False)
-    kc.finalize(m, d, p)
-    _overflow_check(m, d, p)
+        sap(m, d, first.sap)  # a world whose list overflows tests every candidate
+    _narrow(m, d, p, first)
+    kc.finalize(m, d, p, first.mask)
+    if redo is not None:
+        # worlds whose buffer overflowed run again, one thread each in candidate order,
+        # so that they keep the same nconmax contacts whatever the thread timing
+        kc.flag_overflow(d, redo.mask)
+        _narrow(m, d, p, redo)
+        kc.finalize(m, d, p, redo.mask)
 
 
-def _narrow(m, d, p, serial):
-    narrowphase("primitive")(m, d, p, serial)
+def _narrow(m, d, p, sweep):
+    narrowphase("primitive")(m, d, p, sweep)
     if p.convex_count:
-        narrowphase("convex")(m, d, p, serial)
+        narrowphase("convex")(m, d, p, sweep)
     if p.hfield_count:
-        narrowphase("hfield")(m, d, p, serial)
-
-
-def _overflow_check(m, d, p):
-    over = d.contact_overflow.to_numpy()[:d.nworld]
-    bad = np.nonzero(over > 0)[0]
-    if not len(bad):
-        return
-    warnings.warn(
-        f"collision: nconmax={d.nconmax} contact slots were not enough in "
-        f"{len(bad)} world(s) (world {bad[0]} dropped {over[bad[0]]}); raise it with "
-        f"make_data(m, nworld, nconmax=...)", RuntimeWarning, stacklevel=3)
-    # deterministic contents: redo the flagged worlds serially, in candidate order
-    mask = np.zeros(d.nworld, dtype=np.int32)
-    mask[bad] = 1
-    p.serial_mask = _int_array(mask, (d.nworld,))
-    kc.reset_ncon(d, p.serial_mask)
-    _narrow(m, d, p, serial=True)
-    kc.finalize(m, d, p)
+        narrowphase("hfield")(m, d, p, sweep)
 
 
 def add_contact(m, d, world, geom, pos, frame, dist, dim=3, friction=None, solref=None,

@@ -32,6 +32,7 @@ from .kernels.smooth import camlight, com_pos, com_vel, crb, factor_m, kinematic
 from .kernels.solver import solve
 from .kernels.tendon import tendon
 from .model import Data, Model, checks_model_data, per_options
+from .report import stepped
 
 _INTEGRATOR_NAMES = {0: "Euler", 1: "RK4", 2: "implicit", 3: "implicitfast"}
 
@@ -201,6 +202,7 @@ def step(m: Model, d: Data) -> None:
         _rk4(m, d)
     else:
         _integrate(m, d)
+    stepped(d)
 
 
 def _check_integrator(m: Model) -> None:
@@ -243,6 +245,7 @@ def step2(m: Model, d: Data) -> None:
     if m.opt.enabled("fwdinv"):
         compare_fwd_inv(m, d)
     _integrate(m, d)
+    stepped(d)
 
 
 def _integrate(m: Model, d: Data) -> None:

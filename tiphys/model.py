@@ -255,7 +255,10 @@ class Data:
         raise KeyError(name)
 
     def numpy(self, name: str) -> np.ndarray:
-        """A Data field as numpy, padding removed."""
+        """A Data field as numpy, padding removed. Reading results also reports the
+        capacity overflows counted on the device since the last report (tiphys.report)."""
+        from .report import report
+        report(self)
         want = self.field_shape(name)
         arr = getattr(self, name).to_numpy()
         return arr[tuple(slice(0, n) for n in want)]
@@ -310,22 +313,40 @@ def reset_data(m: Model, d: Data, keyframe=None, world: Optional[int] = None) ->
                      ctrl=np.tile(a.key_ctrl[k], (nw, 1)),
                      mocap_pos=np.tile(a.key_mpos[k].reshape(-1, 3), (nw, 1, 1)),
                      mocap_quat=np.tile(a.key_mquat[k].reshape(-1, 4), (nw, 1, 1)))
-    if world is None:
-        d._reset_state = reset_state_arrays(m, d, keyframe)
+    if world is not None:
+        _reset_world(m, d, keyframe, int(world), state)
+        return
+    d._reset_state = reset_state_arrays(m, d, keyframe)
     for name, _, _, _ in DATA_FIELDS + DATA_EXTRA_FIELDS:
         field = getattr(d, name)
         if name in state:
-            value = state[name]
-        elif world is None:
-            field.fill(0)  # on the device: no host array as large as the field
-            continue
+            _set_padded(field, state[name])
         else:
-            value = np.zeros(d.field_shape(name))
-        if world is not None:
-            current = d.numpy(name)
-            current[world] = value[world]
-            value = current
-        _set_padded(field, value)
+            field.fill(0)  # on the device: no host array as large as the field
+
+
+def _reset_world(m: Model, d: Data, keyframe, world: int, state: dict) -> None:
+    """reset_data of one world, on the device: its slice of each state field from a
+    one-world copy of the reset state (made once per keyframe), zeros elsewhere; the
+    other worlds are not touched and nothing is read back."""
+    from .kernels.check import copy_world, zero_world
+    cache = d.__dict__.setdefault("_reset_world_state", {})
+    one = cache.get(keyframe)
+    if one is None:
+        table = {name: (shape, dtype) for name, shape, dtype, _ in
+                 DATA_FIELDS + DATA_EXTRA_FIELDS}
+        one = {}
+        for name, value in state.items():
+            arr = _make_array(*table[name], d._sizes, nworld=1)
+            _set_padded(arr, np.asarray(value)[:1])
+            one[name] = arr
+        cache[keyframe] = one
+    for name, _, _, _ in DATA_FIELDS + DATA_EXTRA_FIELDS:
+        field = getattr(d, name)
+        if name in one:
+            copy_world(one[name], field, world)
+        else:
+            zero_world(field, world)
 
 
 RESET_FIELDS = ("time", "qpos", "qvel", "act", "ctrl", "mocap_pos", "mocap_quat")

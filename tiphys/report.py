@@ -1,0 +1,81 @@
+"""Warnings counted on the device, reported on the host.
+
+The step never reads anything back from the device. Capacity overflows are counted
+where they happen, in ``warning_number`` / ``warning_lastinfo`` as MuJoCo counts
+mjWARN_CONTACTFULL and mjWARN_CNSTRFULL, and the host turns new counts into Python
+warnings naming the option to raise:
+
+- when the user reads results (``Data.numpy``);
+- on an explicit ``tiphys.check_warnings(m, d)``;
+- at the latest every ``REPORT_EVERY`` calls of ``step`` / ``step2`` on that Data
+  (one small read-back then, none in the other steps).
+
+Each occurrence is reported once: the host keeps the counts it has reported.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .kernels.check import WARN_CNSTRFULL, WARN_CONTACTFULL
+from .model import checks_model_data
+
+REPORT_EVERY = 1000  # steps between reports at the latest
+
+
+def _contact_text(d, worlds, lastinfo) -> str:
+    w = int(worlds[0])
+    return (f"collision: nconmax={d.nconmax} contact slots were not enough in "
+            f"{len(worlds)} world(s) (world {w} found {int(lastinfo[w])} contacts and "
+            f"kept the first {d.nconmax} in pair order); raise it with "
+            f"make_data(m, nworld, nconmax=...)")
+
+
+def _rows_text(d, worlds, lastinfo) -> str:
+    w = int(worlds[0])
+    return (f"make_constraint: njmax={d.njmax} constraint rows were not enough in "
+            f"{len(worlds)} world(s) (world {w} needed {int(lastinfo[w])} rows: the "
+            f"first element that did not fit and all after it were dropped); raise it "
+            f"with make_data(m, nworld, njmax=...)")
+
+
+_TEXTS = {WARN_CONTACTFULL: _contact_text, WARN_CNSTRFULL: _rows_text}
+
+
+def report(d, stacklevel: int = 3) -> dict:
+    """Warn about the overflows counted since the last report; returns
+    {warning id: worlds (array) with new counts} for those that were new."""
+    d._steps_since_report = 0
+    number = np.asarray(d.warning_number.to_numpy())[:d.nworld]
+    seen = getattr(d, "_reported_warnings", None)
+    if seen is None or seen.shape != number.shape:
+        seen = np.zeros_like(number)
+    # a reset sets the counts back to 0: what is there now is all new
+    new = np.where(number < seen, number, number - seen)
+    d._reported_warnings = number
+    out = {}
+    for warning, text in _TEXTS.items():
+        worlds = np.nonzero(new[:, warning] > 0)[0]
+        if len(worlds):
+            lastinfo = np.asarray(d.warning_lastinfo.to_numpy())[:d.nworld, warning]
+            warnings.warn(text(d, worlds, lastinfo), RuntimeWarning, stacklevel=stacklevel)
+            out[warning] = worlds
+    return out
+
+
+@checks_model_data
+def check_warnings(m, d) -> dict:
+    """Report, as RuntimeWarnings, the capacity overflows (nconmax, njmax) counted on
+    the device since the last report, and return {warning id: worlds}. ``step`` does
+    this itself at the latest every REPORT_EVERY steps, and reading a field with
+    ``d.numpy`` does it too."""
+    return report(d)
+
+
+def stepped(d) -> None:
+    """Count a step; report when REPORT_EVERY steps passed without a report."""
+    n = getattr(d, "_steps_since_report", 0) + 1
+    d._steps_since_report = n
+    if n >= REPORT_EVERY:
+        report(d, stacklevel=4)
