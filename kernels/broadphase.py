@@ -11,8 +11,9 @@ every candidate pair of every world costs more than sorting. One thread per worl
    their detector kind.
 Candidates that SAP cannot bound (planes: infinite extent, explicit <pair>s: their
 own margin) are copied into every world's lists first. A world whose list would
-overflow gets ``overflow[w] = 1``, and the narrowphase kernels then give that world
-every candidate (the shared lists), on the device.
+overflow gets ``overflow[w] = 1`` and counts of -1 - (the kind's number of
+candidates): the narrowphase kernels then give that world every candidate from the
+shared lists, on the device.
 """
 import taichi as ti
 
@@ -43,7 +44,7 @@ def _sap(
     # data
     geom_xpos: ND, geom_xmat: ND,
     # scratch / out
-    order: ND, lo: ND, hi: ND, lists: ND, counts: ND, overflow: ND,
+    order: ND, lo: ND, hi: ND, lists: ND, counts: ND, overflow: ND, all_counts: ND,
 ):
     nworld = geom_xpos.shape[0]
     axis = ti.Vector([ax, ay, az])
@@ -87,6 +88,10 @@ def _sap(
                     if near:
                         _append(worldid, cand_kind[cand], cand, lists, counts, overflow)
                 j += 1
+        if overflow[worldid] != 0:
+            # the narrowphase then tests every candidate (list_count / list_entry)
+            for k in range(nkind):
+                counts[worldid, k] = -1 - all_counts[0, k]
 
 
 @ti.kernel
@@ -106,4 +111,4 @@ def sap(m, d, sp):
          m.geom_type, m.geom_rbound, m.geom_margin, m.pair_margin, m.ngeom,
          sp.sap_geom, sp.nsap, sp.pairmap, sp.cand_geom, sp.cand_pair, sp.cand_kind,
          sp.fixed, sp.nfixed, d.geom_xpos, d.geom_xmat,
-         sp.order, sp.lo, sp.hi, sp.lists, sp.counts, sp.overflow)
+         sp.order, sp.lo, sp.hi, sp.lists, sp.counts, sp.overflow, sp.all_counts)

@@ -1765,7 +1765,7 @@ def _narrow_convex(
     o_margin: float, tol: float, kmax: ti.i32,
     # candidates: lists[l, KIND_CONVEX, k] for k < counts[l, KIND_CONVEX], l = world or 0
     cand_geom: ND, cand_pair: ND, lists: ND, counts: ND, lanes: ti.i32,
-    fallback: ND, all_lists: ND, all_counts: ND,
+    all_lists: ND,
     # model
     geom_type: ND, geom_dataid: ND, geom_size: ND, geom_rbound: ND, geom_margin: ND,
     pair_margin_arr: ND, mesh_vertadr: ND, mesh_vertnum: ND, mesh_graphadr: ND,
@@ -1778,10 +1778,10 @@ def _narrow_convex(
 ):
     nworld = geom_xpos.shape[0]
     for worldid, lane in ti.ndrange(nworld, lanes):
-        n = list_count(worldid, KIND_CONVEX, counts, world_mask, fallback, all_counts)
+        n = list_count(worldid, KIND_CONVEX, counts, world_mask)
         k = lane
         while k < n:
-            cand = list_entry(worldid, KIND_CONVEX, k, lists, fallback, all_lists)
+            cand = list_entry(worldid, KIND_CONVEX, k, lists, counts, all_lists)
             k += lanes
             g1, g2, margin, near = near_pair(worldid, cand, cand_geom, cand_pair, geom_type,
                                              geom_rbound, geom_margin, pair_margin_arr,

@@ -136,27 +136,26 @@ def sphere_filter(worldid, g1, g2, margin, geom_type: ti.template(),
 
 
 @ti.func
-def list_count(worldid, kind, counts: ti.template(), world_mask: ti.template(),
-               fallback: ti.template(), all_counts: ti.template()):
+def list_count(worldid, kind, counts: ti.template(), world_mask: ti.template()):
     """How many candidates of detector ``kind`` the world tests (lists and counts are
-    per world under sweep-and-prune, shared otherwise; a world whose sweep-and-prune
-    list overflowed, fallback[w] != 0, tests every candidate of the shared lists); 0
-    when the world is masked out. Narrowphase kernels run ``lanes`` threads per world,
-    thread ``lane`` taking slots lane, lane + lanes, ... below this count."""
+    per world under sweep-and-prune, shared otherwise); 0 when the world is masked
+    out. A negative count -1 - n says the world's sweep-and-prune list overflowed: it
+    tests all n candidates of the kind, from the shared lists (list_entry).
+    Narrowphase kernels run ``lanes`` threads per world, thread ``lane`` taking slots
+    lane, lane + lanes, ... below this count."""
     n = 0
     if world_mask[worldid] != 0:
-        if fallback[worldid] != 0:
-            n = all_counts[0, kind]
-        else:
-            n = counts[worldid % counts.shape[0], kind]
+        n = counts[worldid % counts.shape[0], kind]
+        if n < 0:
+            n = -1 - n
     return n
 
 
 @ti.func
-def list_entry(worldid, kind, k, lists: ti.template(), fallback: ti.template(),
+def list_entry(worldid, kind, k, lists: ti.template(), counts: ti.template(),
                all_lists: ti.template()):
     cand = 0
-    if fallback[worldid] != 0:
+    if counts[worldid % counts.shape[0], kind] < 0:
         cand = all_lists[0, kind, k]
     else:
         cand = lists[worldid % lists.shape[0], kind, k]
@@ -262,7 +261,7 @@ def _narrow_primitive(
     override: ti.template(), o_margin: float,
     # candidates: lists[l, KIND_PRIMITIVE, k] for k < counts[l, 0], l = world or 0
     cand_geom: ND, cand_pair: ND, cand_code: ND, lists: ND, counts: ND, lanes: ti.i32,
-    fallback: ND, all_lists: ND, all_counts: ND,
+    all_lists: ND,
     # model
     geom_type: ND, geom_size: ND, geom_rbound: ND, geom_margin: ND, pair_margin_arr: ND,
     # data
@@ -271,10 +270,10 @@ def _narrow_primitive(
 ):
     nworld = geom_xpos.shape[0]
     for worldid, lane in ti.ndrange(nworld, lanes):
-        n = list_count(worldid, 0, counts, world_mask, fallback, all_counts)
+        n = list_count(worldid, 0, counts, world_mask)
         k = lane
         while k < n:
-            cand = list_entry(worldid, 0, k, lists, fallback, all_lists)
+            cand = list_entry(worldid, 0, k, lists, counts, all_lists)
             k += lanes
             if cand_code[cand] == code:
                 g1, g2, margin, near = near_pair(worldid, cand, cand_geom, cand_pair,

@@ -166,14 +166,14 @@ class CollisionPlan(SimpleNamespace):
 
     def sweeps(self, d):
         """(first, redo): what the narrowphase kernels of each pass read, made once per
-        Data. ``lists`` = (lists, counts, lanes, fallback, all_lists, all_counts):
-        lists[l, kind, k] for k < counts[l, kind] are candidate ids, l = world
-        (sweep-and-prune) or 0 (every world tests all candidates of the kind); a world
-        with fallback[w] != 0 (its sweep-and-prune list overflowed) takes the shared
-        lists all_lists/all_counts instead; ``lanes`` threads per world share a list.
-        ``mask`` selects the worlds a pass runs. The first pass runs every world, in
-        parallel lanes; the redo pass runs one thread per world over the shared lists
-        in candidate order, for the worlds whose contacts overflowed (``redo`` is None
+        Data. ``lists`` = (lists, counts, lanes, all_lists): lists[l, kind, k] for k <
+        counts[l, kind] are candidate ids, l = world (sweep-and-prune) or 0 (every world
+        tests all candidates of the kind); a world whose sweep-and-prune list
+        overflowed has counts -1 - n and takes the n candidates of all_lists (the
+        shared lists) instead; ``lanes`` threads per world share a list. ``mask``
+        selects the worlds a pass runs. The first pass runs every world, in parallel
+        lanes; the redo pass runs one thread per world over the shared lists in
+        candidate order, for the worlds whose contacts overflowed (``redo`` is None
         when nconmax holds every contact the candidates can make)."""
         cached = self._sweeps.get(d)
         if cached is not None:
@@ -181,20 +181,18 @@ class CollisionPlan(SimpleNamespace):
         nw = d.nworld
         ones = ti.ndarray(ti.i32, shape=(nw,))
         ones.fill(1)
-        zeros = ti.ndarray(ti.i32, shape=(nw,))
-        zeros.fill(0)
         shared = (self.static_lists, self.static_counts)
         sp = _sap_state(self, d) if self.sap else None
         if sp is not None:
-            lists = (sp.lists, sp.counts, _lanes(sp.cap, nw), sp.overflow, *shared)
+            lists = (sp.lists, sp.counts, _lanes(sp.cap, nw), self.static_lists)
         else:
-            lists = (*shared, _lanes(self.static_cap, nw), zeros, *shared)
+            lists = (*shared, _lanes(self.static_cap, nw), self.static_lists)
         first = SimpleNamespace(lists=lists, mask=ones, sap=sp)
         redo = None
         if self.total_maxcon > d.nconmax:
             redo_mask = ti.ndarray(ti.i32, shape=(nw,))
             redo_mask.fill(0)
-            redo = SimpleNamespace(lists=(*shared, 1, zeros, *shared), mask=redo_mask)
+            redo = SimpleNamespace(lists=(*shared, 1, self.static_lists), mask=redo_mask)
         self._sweeps[d] = (first, redo)
         return first, redo
 
@@ -295,6 +293,7 @@ def _sap_state(p, d):
         initialized=False, nsap=n, sap_geom=p.sap_geom,
         pairmap=p.sap_pairmap, cand_geom=p.cand_geom, cand_pair=p.cand_pair,
         cand_kind=p.cand_kind, fixed=p.sap_fixed, nfixed=p.sap_nfixed, cap=p.sap_cap,
+        all_counts=p.static_counts,
         axis=tuple(float(x) for x in SAP_AXIS),
         order=ti.ndarray(ti.i32, shape=(nw, n)), lo=ti.ndarray(fdt, shape=(nw, n)),
         hi=ti.ndarray(fdt, shape=(nw, n)),
