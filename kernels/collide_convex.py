@@ -1875,8 +1875,7 @@ def narrow_convex(m, d, plan, sweep):
             m.pair_margin, m.mesh_vertadr, m.mesh_vertnum, m.mesh_graphadr, m.mesh_vert,
             m.mesh_graph, m.mesh_polyadr, m.mesh_polynormal, m.mesh_polyvertadr,
             m.mesh_polyvertnum, m.mesh_polyvert, m.mesh_polymapadr, m.mesh_polymapnum,
-            m.mesh_polymap, d.geom_xpos, d.geom_xmat, sweep.mask, d.ncon,
-            d.contact_dist, d.contact_pos, d.contact_frame, d.contact_key)
+            m.mesh_polymap, d.geom_xpos, d.geom_xmat, sweep.mask, d.ncon, *sweep.emit)
 
 
 # ------------------------------------------------------------------------------------

@@ -244,8 +244,7 @@ def narrow_hfield(m, d, plan, sweep):
             m.geom_rbound, m.geom_margin, m.pair_margin, m.hfield_size, m.hfield_nrow,
             m.hfield_ncol, m.hfield_adr, m.hfield_data, m.mesh_vertadr, m.mesh_vertnum,
             m.mesh_graphadr, m.mesh_vert, m.mesh_graph, d.geom_xpos, d.geom_xmat,
-            sweep.mask, d.ncon, d.contact_dist, d.contact_pos,
-            d.contact_frame, d.contact_key)
+            sweep.mask, d.ncon, *sweep.emit)
 
 
 @ti.kernel

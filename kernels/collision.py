@@ -323,8 +323,7 @@ def narrow_primitive(m, d, plan, sweep):
                               plan.cand_geom, plan.cand_pair, plan.cand_code, *sweep.lists,
                               m.geom_type, m.geom_size, m.geom_rbound,
                               m.geom_margin, m.pair_margin, d.geom_xpos, d.geom_xmat,
-                              mask, d.ncon, d.contact_dist, d.contact_pos,
-                              d.contact_frame, d.contact_key)
+                              mask, d.ncon, *sweep.emit)
 
 
 # ------------------------------------------------------------------------------------
@@ -353,69 +352,59 @@ def make_frame(normal, hint):
 
 
 @ti.kernel
-def _finalize_rank(world_mask: ND, ncon: ND, contact_key: ND, contact_dist: ND,
-                   contact_pos: ND, contact_frame: ND, tmp_key: ND, tmp_dist: ND,
-                   tmp_pos: ND, tmp_frame: ND):
-    """Each kept contact goes to slot = its rank by key in the scratch arrays (keys are
-    unique: candidate * KEY_STRIDE + detector index), one thread per contact."""
+def _finalize_rank(ncon: ND, emit_key: ND, emit_dist: ND, emit_pos: ND, emit_frame: ND,
+                   contact_key: ND, contact_dist: ND, contact_pos: ND, contact_frame: ND):
+    """Each emitted contact goes to slot = its rank by key (keys are unique: candidate
+    * KEY_STRIDE + detector index), one thread per contact; ranks past nconmax are
+    dropped, so a world keeps the nconmax contacts of lowest (candidate, index)
+    whatever order the threads emitted them in."""
     nworld = ncon.shape[0]
+    cap = emit_dist.shape[1]
     nconmax = contact_dist.shape[1]
-    for worldid, conid in ti.ndrange(nworld, nconmax):
-        kept = ti.min(ncon[worldid], nconmax)
-        if world_mask[worldid] != 0 and conid < kept:
-            key = contact_key[worldid, conid]
+    for worldid, i in ti.ndrange(nworld, cap):
+        n = ti.min(ncon[worldid], cap)
+        if i < n:
+            key = emit_key[worldid, i]
             rank = 0
-            for j in range(kept):
-                if contact_key[worldid, j] < key:
+            for j in range(n):
+                if emit_key[worldid, j] < key:
                     rank += 1
-            tmp_key[worldid, rank] = key
-            tmp_dist[worldid, rank] = contact_dist[worldid, conid]
-            tmp_pos[worldid, rank] = contact_pos[worldid, conid]
-            tmp_frame[worldid, rank] = contact_frame[worldid, conid]
+            if rank < nconmax:
+                contact_key[worldid, rank] = key
+                contact_dist[worldid, rank] = emit_dist[worldid, i]
+                contact_pos[worldid, rank] = emit_pos[worldid, i]
+                contact_frame[worldid, rank] = emit_frame[worldid, i]
 
 
 @ti.kernel
-def _finalize_gather(world_mask: ND, ncon: ND, contact_overflow: ND, contact_key: ND,
-                     contact_dist: ND, contact_pos: ND, contact_frame: ND, tmp_key: ND,
-                     tmp_dist: ND, tmp_pos: ND, tmp_frame: ND):
-    """Sorted contacts back from the scratch arrays; ncon clamped to nconmax and the
-    excess counted in contact_overflow. (Thread 0 of a world writes ncon while the
-    others read it: both values give the same min(ncon, nconmax).)"""
-    nworld = ncon.shape[0]
-    nconmax = contact_dist.shape[1]
-    for worldid, conid in ti.ndrange(nworld, nconmax):
+def _finalize_count(ncon: ND, contact_overflow: ND, warning_number: ND,
+                    warning_lastinfo: ND, nconmax: ti.i32):
+    """ncon clamped to nconmax and the excess counted in contact_overflow; a world that
+    found more counts mjWARN_CONTACTFULL (lastinfo: how many it found), reported on
+    the host by check_warnings."""
+    for worldid in range(ncon.shape[0]):
         n = ncon[worldid]
         kept = ti.min(n, nconmax)
-        if world_mask[worldid] == 0:
-            kept = 0
-        elif conid == 0:
-            contact_overflow[worldid] = n - kept
-            ncon[worldid] = kept
-        if conid < kept:
-            contact_key[worldid, conid] = tmp_key[worldid, conid]
-            contact_dist[worldid, conid] = tmp_dist[worldid, conid]
-            contact_pos[worldid, conid] = tmp_pos[worldid, conid]
-            contact_frame[worldid, conid] = tmp_frame[worldid, conid]
+        contact_overflow[worldid] = n - kept
+        ncon[worldid] = kept
+        if n > kept:
+            warning_number[worldid][WARN_CONTACTFULL] += 1
+            warning_lastinfo[worldid][WARN_CONTACTFULL] = n
 
 
-def _sort_scratch(d):
-    """Scratch copies of the sorted contact arrays (allocated on first use)."""
-    s = getattr(d, "_contact_sort_scratch", None)
-    if s is None or s[0].shape != d.contact_key.shape:
-        s = tuple(_like(getattr(d, name)) for name in
-                  ("contact_key", "contact_dist", "contact_pos", "contact_frame"))
-        d._contact_sort_scratch = s
-    return s
-
-
-def _like(arr):
-    shape = tuple(arr.shape)
-    elem = tuple(getattr(arr, "element_shape", ()) or ())
-    if not elem:
-        return ti.ndarray(arr.dtype, shape=shape)
-    if len(elem) == 1:
-        return ti.Vector.ndarray(elem[0], arr.dtype, shape=shape)
-    return ti.Matrix.ndarray(elem[0], elem[1], arr.dtype, shape=shape)
+def emit_buffers(d, cap: int):
+    """(dist, pos, frame, key) arrays of ``cap`` slots per world that the narrowphase
+    kernels emit into (finalize sorts them into the contact arrays), made once per
+    Data and capacity."""
+    buffers = d.__dict__.setdefault("_contact_emit", {})
+    out = buffers.get(cap)
+    if out is None:
+        shape = (d.nworld, max(1, cap))
+        fdt = backend.float_dtype()
+        out = (ti.ndarray(fdt, shape=shape), ti.Vector.ndarray(3, fdt, shape=shape),
+               ti.Matrix.ndarray(3, 3, fdt, shape=shape), ti.ndarray(ti.i32, shape=shape))
+        buffers[cap] = out
+    return out
 
 
 @ti.kernel
@@ -542,16 +531,16 @@ def _finalize_ids(world_mask: ND, cand_geom: ND, ncon: ND, contact_key: ND,
             contact_vert[worldid, conid] = ti.Vector([-1, -1])
 
 
-def finalize(m, d, plan, mask):
-    """Clamp the contacts of each world in ``mask`` to nconmax (contact_overflow counts
-    the rest), sort them into MuJoCo's order and set their parameters
-    (mj_contactParam, mj_setContact)."""
+def finalize(m, d, plan, emit, mask):
+    """Sort each world's emitted contacts into MuJoCo's order, keep the first nconmax
+    (contact_overflow counts the rest), and set their parameters (mj_contactParam,
+    mj_setContact). ``emit``: the emission buffers (emit_buffers)."""
     opt = m.opt
-    scratch = _sort_scratch(d)
-    _finalize_rank(mask, d.ncon, d.contact_key, d.contact_dist, d.contact_pos,
-                   d.contact_frame, *scratch)
-    _finalize_gather(mask, d.ncon, d.contact_overflow, d.contact_key, d.contact_dist,
-                     d.contact_pos, d.contact_frame, *scratch)
+    dist, pos, frame, key = emit
+    _finalize_rank(d.ncon, key, dist, pos, frame, d.contact_key, d.contact_dist,
+                   d.contact_pos, d.contact_frame)
+    _finalize_count(d.ncon, d.contact_overflow, d.warning_number, d.warning_lastinfo,
+                    d.nconmax)
     _finalize(bool(opt.enabled("override")),
               *(float(x) for x in tuple(opt.o_solref) + tuple(opt.o_solimp)
                 + tuple(opt.o_friction)),
@@ -569,23 +558,20 @@ def finalize(m, d, plan, mask):
 
 
 @ti.kernel
-def _flag_overflow(contact_overflow: ND, ncon: ND, warning_number: ND, warning_lastinfo: ND,
-                   redo: ND):
-    """After the parallel narrowphase: a world whose buffer overflowed counts
-    mjWARN_CONTACTFULL (lastinfo: the contacts it found) and is marked for the ordered
-    re-run (its parallel threads raced for the last slots), its contacts cleared."""
+def _flag_overflow(ncon: ND, emit_key: ND, redo: ND):
+    """After the parallel narrowphase: a world that emitted more contacts than its
+    emission buffer holds (its threads raced for the last slots) is marked for the
+    ordered re-run and its contacts are cleared."""
+    cap = emit_key.shape[1]
     for worldid in range(ncon.shape[0]):
         redo[worldid] = 0
-        if contact_overflow[worldid] > 0:
-            warning_number[worldid][WARN_CONTACTFULL] += 1
-            warning_lastinfo[worldid][WARN_CONTACTFULL] = \
-                ncon[worldid] + contact_overflow[worldid]
+        if ncon[worldid] > cap:
             redo[worldid] = 1
             ncon[worldid] = 0
 
 
-def flag_overflow(d, redo):
-    _flag_overflow(d.contact_overflow, d.ncon, d.warning_number, d.warning_lastinfo, redo)
+def flag_overflow(d, emit, redo):
+    _flag_overflow(d.ncon, emit[3], redo)
 
 
 # ---------------------------------------------------------------------------------------

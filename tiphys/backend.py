@@ -7,6 +7,8 @@ import os
 
 import taichi as ti
 
+from . import launch
+
 _STATE = {"initialized": False, "arch": None, "precision": None, "options": None,
           "generation": 0}
 
@@ -43,6 +45,7 @@ def _patch_taichi() -> None:
 
 
 _patch_taichi()
+launch.install()
 
 
 _ARCHS = {"cpu": "cpu", "cuda": "cuda", "vulkan": "vulkan", "metal": "metal", "gpu": "gpu"}

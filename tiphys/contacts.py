@@ -171,10 +171,14 @@ class CollisionPlan(SimpleNamespace):
         tests all candidates of the kind); a world whose sweep-and-prune list
         overflowed has counts -1 - n and takes the n candidates of all_lists (the
         shared lists) instead; ``lanes`` threads per world share a list. ``mask``
-        selects the worlds a pass runs. The first pass runs every world, in parallel
-        lanes; the redo pass runs one thread per world over the shared lists in
-        candidate order, for the worlds whose contacts overflowed (``redo`` is None
-        when nconmax holds every contact the candidates can make)."""
+        selects the worlds a pass runs, ``emit`` the buffers both passes emit into
+        (EMIT_FACTOR x nconmax slots, or every contact the candidates can make if that
+        is fewer). The first pass runs every world, in parallel lanes; finalize keeps
+        the nconmax contacts of lowest key, so what a world keeps does not depend on
+        thread timing. Only where a world can emit more than its buffer holds (big
+        scenes) is there a redo pass: one thread per world over the shared lists in
+        candidate order, for the worlds whose buffer overflowed (``redo`` is None when
+        the buffer holds every contact the candidates can make)."""
         cached = self._sweeps.get(d)
         if cached is not None:
             return cached
@@ -187,16 +191,20 @@ class CollisionPlan(SimpleNamespace):
             lists = (sp.lists, sp.counts, _lanes(sp.cap, nw), self.static_lists)
         else:
             lists = (*shared, _lanes(self.static_cap, nw), self.static_lists)
-        first = SimpleNamespace(lists=lists, mask=ones, sap=sp)
+        cap = min(self.total_maxcon, EMIT_FACTOR * max(1, d.nconmax))
+        emit = kc.emit_buffers(d, cap)
+        first = SimpleNamespace(lists=lists, mask=ones, sap=sp, emit=emit)
         redo = None
-        if self.total_maxcon > d.nconmax:
+        if self.total_maxcon > cap:
             redo_mask = ti.ndarray(ti.i32, shape=(nw,))
             redo_mask.fill(0)
-            redo = SimpleNamespace(lists=(*shared, 1, self.static_lists), mask=redo_mask)
+            redo = SimpleNamespace(lists=(*shared, 1, self.static_lists), mask=redo_mask,
+                                   emit=emit)
         self._sweeps[d] = (first, redo)
         return first, redo
 
 
+EMIT_FACTOR = 4  # emission buffer slots per contact slot (nconmax), at most
 LANE_THREADS = 4096  # narrowphase threads per launch to aim for (worlds x lanes)
 
 
@@ -347,13 +355,12 @@ def collision(m, d) -> None:
         from .kernels.broadphase import sap
         sap(m, d, first.sap)  # a world whose list overflows tests every candidate
     _narrow(m, d, p, first)
-    kc.finalize(m, d, p, first.mask)
     if redo is not None:
-        # worlds whose buffer overflowed run again, one thread each in candidate order,
-        # so that they keep the same nconmax contacts whatever the thread timing
-        kc.flag_overflow(d, redo.mask)
+        # worlds whose emission buffer overflowed run again, one thread each in
+        # candidate order, so that they keep the same contacts whatever the timing
+        kc.flag_overflow(d, first.emit, redo.mask)
         _narrow(m, d, p, redo)
-        kc.finalize(m, d, p, redo.mask)
+    kc.finalize(m, d, p, first.emit, first.mask)
 
 
 def _narrow(m, d, p, sweep):

@@ -1,0 +1,81 @@
+"""Prepared launches (tiphys/launch.py): a kernel launched again with the same
+arguments skips Taichi's per-argument Python work, with the same results."""
+import gc
+
+import numpy as np
+import taichi as ti
+
+import tiphys
+import tiphys.launch as launch
+
+
+@ti.kernel
+def _axpy(y: ti.types.ndarray(), x: ti.types.ndarray(), a: float, n: ti.i32):
+    for i in range(n):
+        y[i] += a * x[i]
+
+
+@ti.kernel
+def _total(x: ti.types.ndarray()) -> float:
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += x[i]
+    return s
+
+
+def _table(kernel):
+    return kernel._primal.__dict__.get("_tiphys_prepared")
+
+
+def test_repeated_launches_are_prepared_and_give_the_same_results():
+    assert ti.lang.kernel_impl.Kernel.__call__ is launch._call
+    x = ti.ndarray(ti.f64, 5)
+    x.from_numpy(np.arange(5.0))
+    y = ti.ndarray(ti.f64, 5)
+    y.fill(0.0)
+    for _ in range(3):
+        _axpy(y, x, 2.0, 5)
+    assert np.array_equal(y.to_numpy(), 6.0 * np.arange(5.0))
+    assert len(_table(_axpy)) == 1
+    _axpy(y, x, -1.0, 3)  # another scalar: another entry, not a stale one
+    assert np.array_equal(y.to_numpy(), np.array([0, 5, 10, 18, 24.0]))
+    assert len(_table(_axpy)) == 2
+    # a kernel that returns a value takes Taichi's own path every time
+    assert _total(x) == 10.0 and _total(x) == 10.0
+    assert _table(_total) is False
+
+
+def test_a_freed_array_drops_its_entries():
+    x = ti.ndarray(ti.f64, 4)
+    x.fill(1.0)
+    y = ti.ndarray(ti.f64, 4)
+    y.fill(0.0)
+    _axpy(y, x, 1.0, 4)
+    key = launch._key((y, x, 1.0, 4))
+    assert key in _table(_axpy)
+    del x
+    gc.collect()
+    assert key not in _table(_axpy)
+    z = ti.ndarray(ti.f64, 4)  # may reuse the freed object's id: no stale entry matches
+    z.fill(3.0)
+    _axpy(y, z, 1.0, 4)
+    _axpy(y, z, 1.0, 4)
+    assert np.array_equal(y.to_numpy(), np.full(4, 7.0))
+
+
+def test_step_is_the_same_with_and_without_prepared_launches(monkeypatch):
+    xml = """<mujoco><option integrator="RK4"/><worldbody><geom type="plane" size="1 1 .1"/>
+      <body pos="0 0 .02"><freejoint/><geom type="box" size=".1 .05 .03"/></body>
+      <body pos=".3 0 .025" euler="0 90 0"><freejoint/><geom type="capsule" size=".03 .1"/></body>
+      </worldbody></mujoco>"""
+    m = tiphys.load_model_from_string(xml)
+    runs = []
+    for enabled in (False, True):
+        monkeypatch.setattr(launch, "ENABLED", enabled)
+        d = tiphys.make_data(m, 3)
+        for _ in range(40):
+            tiphys.step(m, d)
+        runs.append((d.numpy("qpos"), d.numpy("qvel"), d.numpy("ncon")))
+    for a, b in zip(*runs):
+        assert np.array_equal(a, b)
+    assert runs[1][2].min() > 0  # resting on the plane: contacts in every world

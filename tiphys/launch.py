@@ -1,0 +1,139 @@
+"""Prepared kernel launches: the argument work of a (kernel, arguments) pair is done
+once, and later launches with the same arguments only fill a launch context.
+
+Taichi 1.7.4's ``Kernel.__call__`` does all of its argument work in Python on every
+launch: it matches the arguments against the kernel's signature (feature extraction
+for the compiled-instance lookup), type-checks each one and writes each into a new
+launch context, then looks the compiled kernel up again. That costs several µs per
+ndarray argument, and a step is ~130 launches of 15-40 arguments each: at one or a
+few worlds most of a step's time. tiphys launches the same kernels with the same
+Data and Model arrays every step, so after the first launch of a kernel with a given
+argument tuple this keeps the compiled kernel and the list of (slot, value) settings,
+and the next launch with the same arguments (the same ndarray objects, the same
+scalar and template values) fills a new launch context from that list and goes
+straight to the runtime's launch. (A filled context cannot be launched twice: the
+runtime keeps state in it, and a replayed one corrupts later launches.) Anything else takes Taichi's
+own path unchanged: keyword arguments, autodiff, kernels that return values or print,
+arguments other than ndarrays, ints and floats (numpy arrays, fields, ...), a new
+Taichi runtime (``init(..., reinit=True)``), and kernels whose arguments keep changing
+(more than MAX_VARIANTS distinct tuples).
+
+Entries hold weak references to their ndarrays: when one is freed, the entries that
+point at it are dropped, so a launch never sees a stale allocation and Data can be
+garbage-collected as before.
+"""
+from __future__ import annotations
+
+import weakref
+
+from taichi.lang import impl, kernel_impl
+from taichi.lang._ndarray import Ndarray
+from taichi.lang.util import cook_dtype
+from taichi.types import ndarray_type, primitive_types
+from taichi.types.annotations import template
+from taichi.types.utils import is_signed
+
+MAX_VARIANTS = 64  # distinct argument tuples per kernel before it stops preparing
+ENABLED = True
+
+_taichi_call = kernel_impl.Kernel.__call__
+_NONE = kernel_impl.AutodiffMode.NONE
+
+
+class _Entry:
+    __slots__ = ("prog", "compiled", "kernel", "ndarrays", "floats", "ints", "refs")
+
+
+def _key(args):
+    return tuple(id(a) if isinstance(a, Ndarray) else (a.__class__, a) for a in args)
+
+
+def _prepare(kernel, args, key):
+    """A filled launch context for ``args`` (the kernel is compiled already), or None
+    when an argument is of a kind this does not replay."""
+    instance_id, _ = kernel.mapper.lookup(args)
+    t_kernel = kernel.compiled_kernels[(kernel.func, instance_id, kernel.autodiff_mode)]
+    ndarrays, floats, ints, arrays = [], [], [], []
+    slot = 0
+    for param, value in zip(kernel.arguments, args):
+        needed = param.annotation
+        if isinstance(needed, template):
+            continue
+        index = (slot,)
+        slot += 1
+        if isinstance(needed, ndarray_type.NdarrayType) and isinstance(value, Ndarray):
+            if value.grad is not None:
+                return None
+            ndarrays.append((index, value.arr))
+            arrays.append(value)
+        elif id(needed) in primitive_types.real_type_ids and \
+                isinstance(value, (int, float)) and not isinstance(value, bool):
+            floats.append((index, float(value)))
+        elif id(needed) in primitive_types.integer_type_ids and isinstance(value, int) and \
+                not isinstance(value, bool) and is_signed(cook_dtype(needed)):
+            ints.append((index, int(value)))
+        else:
+            return None
+    prog = impl.get_runtime().prog
+    entry = _Entry()
+    entry.prog = prog
+    entry.compiled = prog.compile_kernel(prog.config(), prog.get_device_caps(), t_kernel)
+    entry.kernel = t_kernel
+    entry.ndarrays, entry.floats, entry.ints = tuple(ndarrays), tuple(floats), tuple(ints)
+    table = kernel.__dict__["_tiphys_prepared"]
+
+    def drop(_ref, table=table, key=key):
+        table.pop(key, None)
+
+    entry.refs = [weakref.ref(a, drop) for a in arrays]
+    return entry
+
+
+def _call(self, *args, **kwargs):
+    table = self.__dict__.get("_tiphys_prepared")
+    key = None
+    if table and not kwargs:
+        try:
+            key = _key(args)
+            entry = table.get(key)
+        except TypeError:  # an unhashable template argument
+            key = entry = None
+        if entry is not None:
+            runtime = impl.get_runtime()
+            if entry.prog is runtime.prog and not runtime.target_tape:
+                # a new context each launch: the runtime does not let one be replayed
+                ctx = entry.kernel.make_launch_context()
+                for index, arr in entry.ndarrays:
+                    ctx.set_arg_ndarray(index, arr)
+                for index, value in entry.floats:
+                    ctx.set_arg_float(index, value)
+                for index, value in entry.ints:
+                    ctx.set_arg_int(index, value)
+                entry.prog.launch_kernel(entry.compiled, ctx)
+                return None
+    result = _taichi_call(self, *args, **kwargs)
+    if table is False or kwargs or not ENABLED:
+        return result
+    if table is None:
+        if self.autodiff_mode != _NONE or self.return_type is not None or self.has_print:
+            self.__dict__["_tiphys_prepared"] = False
+            return result
+        table = self.__dict__["_tiphys_prepared"] = {}
+    runtime = impl.get_runtime()
+    if len(table) >= MAX_VARIANTS or runtime.target_tape or runtime.fwd_mode_manager:
+        return result
+    try:
+        key = _key(args) if key is None else key
+        hash(key)
+    except TypeError:
+        return result
+    entry = _prepare(self, args, key)
+    if entry is not None:
+        table[key] = entry
+    return result
+
+
+def install() -> None:
+    """Route Taichi kernel calls through the prepared launches (once)."""
+    if kernel_impl.Kernel.__call__ is not _call:
+        kernel_impl.Kernel.__call__ = _call
