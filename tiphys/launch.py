@@ -24,6 +24,7 @@ garbage-collected as before.
 """
 from __future__ import annotations
 
+import os
 import weakref
 
 from taichi.lang import impl, kernel_impl
@@ -34,7 +35,8 @@ from taichi.types.annotations import template
 from taichi.types.utils import is_signed
 
 MAX_VARIANTS = 64  # distinct argument tuples per kernel before it stops preparing
-ENABLED = True
+# TIPHYS_PREPARED_LAUNCHES=0 turns it off (every launch takes Taichi's own path)
+ENABLED = os.environ.get("TIPHYS_PREPARED_LAUNCHES", "1") != "0"
 
 _taichi_call = kernel_impl.Kernel.__call__
 _NONE = kernel_impl.AutodiffMode.NONE
