@@ -43,7 +43,17 @@ _NONE = kernel_impl.AutodiffMode.NONE
 
 
 class _Entry:
-    __slots__ = ("prog", "compiled", "kernel", "ndarrays", "floats", "ints", "refs")
+    __slots__ = ("prog", "kernel", "ndarrays", "floats", "ints", "refs")
+
+
+_TABLES: dict = {}  # id -> every kernel's table of entries (see forget)
+
+
+def forget() -> None:
+    """Drop every prepared launch: called before Taichi's runtime is torn down
+    (ti.reset, ti.init), while the kernels the entries point at still exist."""
+    for table in list(_TABLES.values()):
+        table.clear()
 
 
 def _key(args):
@@ -76,10 +86,8 @@ def _prepare(kernel, args, key):
             ints.append((index, int(value)))
         else:
             return None
-    prog = impl.get_runtime().prog
     entry = _Entry()
-    entry.prog = prog
-    entry.compiled = prog.compile_kernel(prog.config(), prog.get_device_caps(), t_kernel)
+    entry.prog = impl.get_runtime().prog
     entry.kernel = t_kernel
     entry.ndarrays, entry.floats, entry.ints = tuple(ndarrays), tuple(floats), tuple(ints)
     table = kernel.__dict__["_tiphys_prepared"]
@@ -102,8 +110,11 @@ def _call(self, *args, **kwargs):
             key = entry = None
         if entry is not None:
             runtime = impl.get_runtime()
-            if entry.prog is runtime.prog and not runtime.target_tape:
-                # a new context each launch: the runtime does not let one be replayed
+            prog = runtime.prog
+            if entry.prog is prog and not runtime.target_tape:
+                # a new context each launch: the runtime does not let one be replayed;
+                # the compiled kernel is looked up each time, as Taichi does (a held
+                # reference would outlive the runtime's own cache entry)
                 ctx = entry.kernel.make_launch_context()
                 for index, arr in entry.ndarrays:
                     ctx.set_arg_ndarray(index, arr)
@@ -111,7 +122,9 @@ def _call(self, *args, **kwargs):
                     ctx.set_arg_float(index, value)
                 for index, value in entry.ints:
                     ctx.set_arg_int(index, value)
-                entry.prog.launch_kernel(entry.compiled, ctx)
+                prog.launch_kernel(
+                    prog.compile_kernel(prog.config(), prog.get_device_caps(), entry.kernel),
+                    ctx)
                 return None
     result = _taichi_call(self, *args, **kwargs)
     if table is False or kwargs or not ENABLED:
@@ -121,6 +134,7 @@ def _call(self, *args, **kwargs):
             self.__dict__["_tiphys_prepared"] = False
             return result
         table = self.__dict__["_tiphys_prepared"] = {}
+        _TABLES[id(table)] = table
     runtime = impl.get_runtime()
     if len(table) >= MAX_VARIANTS or runtime.target_tape or runtime.fwd_mode_manager:
         return result
@@ -135,7 +149,18 @@ def _call(self, *args, **kwargs):
     return result
 
 
+_taichi_reset = impl.reset
+
+
+def _reset():
+    forget()  # the entries point into the runtime that reset tears down
+    _taichi_reset()
+
+
 def install() -> None:
-    """Route Taichi kernel calls through the prepared launches (once)."""
+    """Route Taichi kernel calls through the prepared launches, and drop them whenever
+    Taichi resets its runtime (ti.reset, ti.init) (once)."""
     if kernel_impl.Kernel.__call__ is not _call:
         kernel_impl.Kernel.__call__ = _call
+    if impl.reset is not _reset:
+        impl.reset = _reset
