@@ -45,6 +45,14 @@ _NONE = kernel_impl.AutodiffMode.NONE
 class _Entry:
     __slots__ = ("prog", "kernel", "ndarrays", "floats", "ints", "refs")
 
+    def matches(self, args) -> bool:
+        """The entry's ndarrays are still these very objects (ids alone could be
+        reused by a new array once one is freed)."""
+        for position, ref in self.refs:
+            if ref() is not args[position]:
+                return False
+        return True
+
 
 _TABLES: dict = {}  # id -> every kernel's table of entries (see forget)
 
@@ -65,7 +73,9 @@ def _prepare(kernel, args, key):
     when an argument is of a kind this does not replay."""
     instance_id, _ = kernel.mapper.lookup(args)
     t_kernel = kernel.compiled_kernels[(kernel.func, instance_id, kernel.autodiff_mode)]
-    ndarrays, floats, ints, arrays = [], [], [], []
+    ndarrays, floats, ints = [], [], []
+    arrays = [(position, value) for position, value in enumerate(args)
+              if isinstance(value, Ndarray)]
     slot = 0
     for param, value in zip(kernel.arguments, args):
         needed = param.annotation
@@ -77,7 +87,6 @@ def _prepare(kernel, args, key):
             if value.grad is not None:
                 return None
             ndarrays.append((index, value.arr))
-            arrays.append(value)
         elif id(needed) in primitive_types.real_type_ids and \
                 isinstance(value, (int, float)) and not isinstance(value, bool):
             floats.append((index, float(value)))
@@ -95,7 +104,7 @@ def _prepare(kernel, args, key):
     def drop(_ref, table=table, key=key):
         table.pop(key, None)
 
-    entry.refs = [weakref.ref(a, drop) for a in arrays]
+    entry.refs = tuple((position, weakref.ref(a, drop)) for position, a in arrays)
     return entry
 
 
@@ -111,7 +120,7 @@ def _call(self, *args, **kwargs):
         if entry is not None:
             runtime = impl.get_runtime()
             prog = runtime.prog
-            if entry.prog is prog and not runtime.target_tape:
+            if entry.prog is prog and not runtime.target_tape and entry.matches(args):
                 # a new context each launch: the runtime does not let one be replayed;
                 # the compiled kernel is looked up each time, as Taichi does (a held
                 # reference would outlive the runtime's own cache entry)

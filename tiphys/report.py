@@ -27,8 +27,8 @@ REPORT_EVERY = 1000  # steps between reports at the latest
 def _contact_text(d, worlds, lastinfo) -> str:
     w = int(worlds[0])
     return (f"collision: nconmax={d.nconmax} contact slots were not enough in "
-            f"{len(worlds)} world(s) (world {w} found {int(lastinfo[w])} contacts and "
-            f"kept the first {d.nconmax} in pair order); raise it with "
+            f"{len(worlds)} world(s) (world {w}: {int(lastinfo[w])} contacts found or "
+            f"added, the first {d.nconmax} in pair order kept); raise it with "
             f"make_data(m, nworld, nconmax=...)")
 
 
