@@ -45,6 +45,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_step.py
 	$(PY) benchmarks/bench_collision.py
 	$(PY) benchmarks/bench_contact.py
+	$(PY) benchmarks/bench_launch.py
 	$(PY) benchmarks/bench_fd.py
 	$(PY) benchmarks/stability.py
 	$(PY) benchmarks/bench_render.py

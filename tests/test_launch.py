@@ -3,6 +3,7 @@ arguments skips Taichi's per-argument Python work, with the same results."""
 import gc
 
 import numpy as np
+import pytest
 import taichi as ti
 
 import tiphys
@@ -21,6 +22,14 @@ def _total(x: ti.types.ndarray()) -> float:
     for i in range(x.shape[0]):
         s += x[i]
     return s
+
+
+@pytest.fixture(autouse=True)
+def _prepared(monkeypatch):
+    """Prepared launches on for these tests (they are opt-in), none left behind."""
+    monkeypatch.setattr(launch, "ENABLED", True)
+    yield
+    launch.forget()
 
 
 def _table(kernel):

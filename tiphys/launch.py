@@ -35,8 +35,11 @@ from taichi.types.annotations import template
 from taichi.types.utils import is_signed
 
 MAX_VARIANTS = 64  # distinct argument tuples per kernel before it stops preparing
-# TIPHYS_PREPARED_LAUNCHES=0 turns it off (every launch takes Taichi's own path)
-ENABLED = os.environ.get("TIPHYS_PREPARED_LAUNCHES", "1") != "0"
+# opt-in for now: TIPHYS_PREPARED_LAUNCHES=1 (or tiphys.launch.ENABLED = True). With
+# it on by default, a cold `make test` (empty Taichi cache) failed one rendering check
+# (test_render's first segmentation image of world 0 came back without its geoms)
+# that passes alone, warm, and with it off; not understood yet.
+ENABLED = os.environ.get("TIPHYS_PREPARED_LAUNCHES", "0") == "1"
 
 _taichi_call = kernel_impl.Kernel.__call__
 _NONE = kernel_impl.AutodiffMode.NONE
@@ -111,7 +114,7 @@ def _prepare(kernel, args, key):
 def _call(self, *args, **kwargs):
     table = self.__dict__.get("_tiphys_prepared")
     key = None
-    if table and not kwargs:
+    if table and ENABLED and not kwargs:
         try:
             key = _key(args)
             entry = table.get(key)
