@@ -45,18 +45,15 @@ compiled without Taichi's advanced IR passes and without fast-math (see
 ``_light_compile``): minutes of compile time become seconds, and f64 results then
 follow MuJoCo's arithmetic to the last bits on polytopes.
 """
-import contextlib
 import math
 
 import numpy as np
 import taichi as ti
-from taichi.lang import impl
 
 from .. import backend
 from .collision import (BOX, CAPSULE, CYLINDER, ELLIPSOID, HFIELD, MESH, ND, PLANE, SPHERE,
-                        add, emit, geom_pose, list_count, list_entry, make_frame, near_pair,
-                        new_list,
-                        primitive_table)
+                        add, compile_options, emit, geom_pose, list_count, list_entry,
+                        make_frame, near_pair, new_list, primitive_table)
 
 MINVAL = 1e-15
 MINVAL2 = MINVAL * MINVAL
@@ -1816,7 +1813,6 @@ def _narrow_convex(
                      contact_key)
 
 
-@contextlib.contextmanager
 def _light_compile():
     """Compile the kernels launched inside without Taichi's advanced IR optimizations
     and without fast-math.
@@ -1825,17 +1821,8 @@ def _light_compile():
     its size under those passes (the CFG pass above all: over 10 minutes instead of
     ~15 s; Genesis turns cfg_optimization off globally for the same reason); LLVM /
     SPIR-V optimize the result anyway. Without fast-math no operation is reordered
-    or fused, so the f64 iterates are MuJoCo's. Both options are read when a kernel
-    is compiled (first launch or an offline-cache miss), so they are set around each
-    launch and restored after."""
-    cfg = impl.current_cfg()
-    saved = cfg.advanced_optimization, cfg.fast_math
-    cfg.advanced_optimization = False
-    cfg.fast_math = False
-    try:
-        yield
-    finally:
-        cfg.advanced_optimization, cfg.fast_math = saved
+    or fused, so the f64 iterates are MuJoCo's."""
+    return compile_options(advanced_optimization=False, fast_math=False)
 
 
 def _float():

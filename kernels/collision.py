@@ -292,19 +292,27 @@ def _narrow_primitive(
 
 
 @contextlib.contextmanager
-def exact_math():
-    """Compile the kernels launched inside without fast math: every product and sum
-    rounded as MuJoCo's C rounds them (no fused multiply-add, no reassociation), so
-    that exact ties in the analytic detectors (a box resting on a box, a corner on a
-    clipping line) break as MuJoCo breaks them, whatever code surrounds them. The
-    option is read when a kernel compiles (first launch or an offline-cache miss)."""
+def compile_options(**options):
+    """Taichi compile options set for the kernels launched inside, restored after.
+    They are read when a kernel compiles (first launch or an offline-cache miss), so
+    they are set around each launch."""
     cfg = impl.current_cfg()
-    saved = cfg.fast_math
-    cfg.fast_math = False
+    saved = {name: getattr(cfg, name) for name in options}
+    for name, value in options.items():
+        setattr(cfg, name, value)
     try:
         yield
     finally:
-        cfg.fast_math = saved
+        for name, value in saved.items():
+            setattr(cfg, name, value)
+
+
+def exact_math():
+    """Compile without fast math: every product and sum rounded as MuJoCo's C rounds
+    them (no fused multiply-add, no reassociation), so that exact ties in the analytic
+    detectors (a box resting on a box, a corner on a clipping line) break as MuJoCo
+    breaks them, whatever code surrounds them."""
+    return compile_options(fast_math=False)
 
 
 def narrow_primitive(m, d, plan, sweep):
@@ -420,14 +428,14 @@ def _finalize(
     pair_dim: ND, pair_solref: ND, pair_solreffriction: ND, pair_solimp: ND,
     pair_margin_arr: ND, pair_gap: ND, pair_friction: ND,
     # data
-    world_mask: ND, ncon: ND, contact_dist: ND, contact_key: ND, contact_includemargin: ND,
+    ncon: ND, contact_dist: ND, contact_key: ND, contact_includemargin: ND,
     contact_friction: ND, contact_solref: ND, contact_solreffriction: ND, contact_solimp: ND,
     contact_dim: ND, contact_exclude: ND,
 ):
     nworld = ncon.shape[0]
     nconmax = contact_dist.shape[1]
     for worldid, conid in ti.ndrange(nworld, nconmax):
-        if world_mask[worldid] != 0 and conid < ncon[worldid]:
+        if conid < ncon[worldid]:
             cand = contact_key[worldid, conid] // KEY_STRIDE
             g1 = cand_geom[cand, 0]
             g2 = cand_geom[cand, 1]
@@ -511,13 +519,13 @@ def _finalize(
 
 
 @ti.kernel
-def _finalize_ids(world_mask: ND, cand_geom: ND, ncon: ND, contact_key: ND,
-                  contact_frame: ND, contact_mu: ND, contact_geom: ND, contact_flex: ND,
-                  contact_elem: ND, contact_vert: ND, contact_efc_address: ND):
+def _finalize_ids(cand_geom: ND, ncon: ND, contact_key: ND, contact_frame: ND,
+                  contact_mu: ND, contact_geom: ND, contact_flex: ND, contact_elem: ND,
+                  contact_vert: ND, contact_efc_address: ND):
     nworld = ncon.shape[0]
     nconmax = contact_key.shape[1]
     for worldid, conid in ti.ndrange(nworld, nconmax):
-        if world_mask[worldid] != 0 and conid < ncon[worldid]:
+        if conid < ncon[worldid]:
             cand = contact_key[worldid, conid] // KEY_STRIDE
             frame = contact_frame[worldid, conid]
             contact_frame[worldid, conid] = make_frame(
@@ -531,7 +539,7 @@ def _finalize_ids(world_mask: ND, cand_geom: ND, ncon: ND, contact_key: ND,
             contact_vert[worldid, conid] = ti.Vector([-1, -1])
 
 
-def finalize(m, d, plan, emit, mask):
+def finalize(m, d, plan, emit):
     """Sort each world's emitted contacts into MuJoCo's order, keep the first nconmax
     (contact_overflow counts the rest), and set their parameters (mj_contactParam,
     mj_setContact). ``emit``: the emission buffers (emit_buffers)."""
@@ -549,10 +557,10 @@ def finalize(m, d, plan, emit, mask):
               m.geom_friction, m.geom_margin, m.geom_gap,
               m.pair_dim, m.pair_solref, m.pair_solreffriction, m.pair_solimp,
               m.pair_margin, m.pair_gap, m.pair_friction,
-              mask, d.ncon, d.contact_dist, d.contact_key, d.contact_includemargin,
+              d.ncon, d.contact_dist, d.contact_key, d.contact_includemargin,
               d.contact_friction, d.contact_solref, d.contact_solreffriction, d.contact_solimp,
               d.contact_dim, d.contact_exclude)
-    _finalize_ids(mask, plan.cand_geom, d.ncon, d.contact_key, d.contact_frame, d.contact_mu,
+    _finalize_ids(plan.cand_geom, d.ncon, d.contact_key, d.contact_frame, d.contact_mu,
                   d.contact_geom, d.contact_flex, d.contact_elem, d.contact_vert,
                   d.contact_efc_address)
 

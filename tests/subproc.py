@@ -78,8 +78,8 @@ class _Server:
             try:
                 ready = self.recv.poll(job.timeout)
                 reply = self.recv.recv() if ready else None
-            except (EOFError, OSError):
-                reply = None
+            except (EOFError, OSError):  # the connection broke: the helper died
+                ready, reply = True, None
             if reply is None:  # timed out or died: this helper is done
                 self.close()
                 if ready:

@@ -360,7 +360,7 @@ def collision(m, d) -> None:
         # candidate order, so that they keep the same contacts whatever the timing
         kc.flag_overflow(d, first.emit, redo.mask)
         _narrow(m, d, p, redo)
-    kc.finalize(m, d, p, first.emit, first.mask)
+    kc.finalize(m, d, p, first.emit)
 
 
 def _narrow(m, d, p, sweep):

@@ -24,23 +24,17 @@ from .model import checks_model_data
 REPORT_EVERY = 1000  # steps between reports at the latest
 
 
-def _contact_text(d, worlds, lastinfo) -> str:
-    w = int(worlds[0])
-    return (f"collision: nconmax={d.nconmax} contact slots were not enough in "
-            f"{len(worlds)} world(s) (world {w}: {int(lastinfo[w])} contacts found or "
-            f"added, the first {d.nconmax} in pair order kept); raise it with "
-            f"make_data(m, nworld, nconmax=...)")
-
-
-def _rows_text(d, worlds, lastinfo) -> str:
-    w = int(worlds[0])
-    return (f"make_constraint: njmax={d.njmax} constraint rows were not enough in "
-            f"{len(worlds)} world(s) (world {w} needed {int(lastinfo[w])} rows: the "
-            f"first element that did not fit and all after it were dropped); raise it "
-            f"with make_data(m, nworld, njmax=...)")
-
-
-_TEXTS = {WARN_CONTACTFULL: _contact_text, WARN_CNSTRFULL: _rows_text}
+# per warning: the text (world w, lastinfo n, capacity cap) and the capacity's option
+_TEXTS = {
+    WARN_CONTACTFULL: ("collision: nconmax={cap} contact slots were not enough in {k} "
+                       "world(s) (world {w}: {n} contacts found or added, the first {cap} "
+                       "in pair order kept); raise it with make_data(m, nworld, "
+                       "nconmax=...)", "nconmax"),
+    WARN_CNSTRFULL: ("make_constraint: njmax={cap} constraint rows were not enough in {k} "
+                     "world(s) (world {w} needed {n} rows: the first element that did not "
+                     "fit and all after it were dropped); raise it with make_data(m, "
+                     "nworld, njmax=...)", "njmax"),
+}
 
 
 def report(d, stacklevel: int = 3) -> dict:
@@ -55,11 +49,13 @@ def report(d, stacklevel: int = 3) -> dict:
     new = np.where(number < seen, number, number - seen)
     d._reported_warnings = number
     out = {}
-    for warning, text in _TEXTS.items():
+    for warning, (text, option) in _TEXTS.items():
         worlds = np.nonzero(new[:, warning] > 0)[0]
         if len(worlds):
-            lastinfo = np.asarray(d.warning_lastinfo.to_numpy())[:d.nworld, warning]
-            warnings.warn(text(d, worlds, lastinfo), RuntimeWarning, stacklevel=stacklevel)
+            w = int(worlds[0])
+            n = int(np.asarray(d.warning_lastinfo.to_numpy())[w, warning])
+            warnings.warn(text.format(cap=getattr(d, option), k=len(worlds), w=w, n=n),
+                          RuntimeWarning, stacklevel=stacklevel)
             out[warning] = worlds
     return out
 
