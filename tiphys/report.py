@@ -18,7 +18,7 @@ import warnings
 
 import numpy as np
 
-from .kernels.check import WARN_CNSTRFULL, WARN_CONTACTFULL
+from .kernels.check import WARN_CNSTRFULL, WARN_CONTACTFULL, warnings_of
 from .model import checks_model_data
 
 REPORT_EVERY = 1000  # steps between reports at the latest
@@ -41,7 +41,7 @@ def report(d, stacklevel: int = 3) -> dict:
     """Warn about the overflows counted since the last report; returns
     {warning id: worlds (array) with new counts} for those that were new."""
     d._steps_since_report = 0
-    number = np.asarray(d.warning_number.to_numpy())[:d.nworld]
+    number = warnings_of(d)
     seen = getattr(d, "_reported_warnings", None)
     if seen is None or seen.shape != number.shape:
         seen = np.zeros_like(number)
