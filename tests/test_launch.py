@@ -26,7 +26,8 @@ def _total(x: ti.types.ndarray()) -> float:
 
 @pytest.fixture(autouse=True)
 def _prepared(monkeypatch):
-    """Prepared launches on for these tests (they are opt-in), none left behind."""
+    """Prepared launches on for these tests (whatever the environment says), none left
+    behind."""
     monkeypatch.setattr(launch, "ENABLED", True)
     yield
     launch.forget()
