@@ -606,7 +606,7 @@ def _plan(m):
         unsupported = ("actuation: user/plugin actuator dynamics, gain or bias not "
                        "supported yet")
     gravity = not opt.disabled("gravity") and any(float(x) for x in opt.gravity)
-    has_gravcomp = bool(gravity and np.any(np.asarray(a.body_gravcomp) != 0))
+    has_gravcomp = bool(gravity and m.ngravcomp)  # MuJoCo's test in mj_gravcomp
     return unsupported, has_gravcomp
 
 

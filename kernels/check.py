@@ -91,8 +91,8 @@ def _check(warn: ti.template(), autoreset: ti.template(), n: ti.i32, values: ND,
             warning_lastinfo[worldid][warn] = bad
             if ti.static(autoreset):
                 time[worldid] = r_time[0]
-                for i in range(nq):
-                    qpos[worldid, i] = r_qpos[0, i]
+                for i in range(nq):  # one qpos row per world when qpos0 is per world
+                    qpos[worldid, i] = r_qpos[worldid % r_qpos.shape[0], i]
                 for i in range(nv):
                     qvel[worldid, i] = r_qvel[0, i]
                     qacc_warmstart[worldid, i] = 0.0
@@ -114,10 +114,12 @@ def _check(warn: ti.template(), autoreset: ti.template(), n: ti.i32, values: ND,
 def _reset_state(m, d):
     """One world's reset state on the device (set by make_data / reset_data)."""
     state = getattr(d, "_reset_state", None)
-    if state is None:
-        from ..model import reset_state_arrays
-        state = reset_state_arrays(m, d, None)
-        d._reset_state = state
+    if state is None or getattr(d, "_reset_version", 0) != m._param_version:
+        from ..model import reset_state_arrays  # made again after set_param (qpos0)
+        keyframe = getattr(d, "_reset_keyframe", None)
+        state = reset_state_arrays(m, d, keyframe)
+        d._reset_state, d._reset_keyframe = state, keyframe
+        d._reset_version = m._param_version
     return state
 
 

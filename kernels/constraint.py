@@ -978,8 +978,8 @@ def _host_flags(m):
     eq_type = np.asarray(a.eq_type)[:m.neq]
     eq_on = on and m.neq > 0 and not opt.disabled("equality")
     fric_on = on and not opt.disabled("frictionloss") and (
-        bool(np.any(np.asarray(a.dof_frictionloss)[..., :m.nv] != 0))
-        or bool(np.any(np.asarray(a.tendon_frictionloss)[..., :m.ntendon] > 0)))
+        bool(np.any(m.param("dof_frictionloss")[..., :m.nv] != 0))
+        or bool(np.any(m.param("tendon_frictionloss")[..., :m.ntendon] > 0)))
     lim_on = on and not opt.disabled("limit") and (
         bool(np.any(np.asarray(a.jnt_limited)[:m.njnt]))
         or bool(np.any(np.asarray(a.tendon_limited)[:m.ntendon])))

@@ -200,7 +200,7 @@ def discrete_mode(m) -> int:
                          "is not supported by the RK4 integrator (as in MuJoCo)")
     if opt.integrator == 0:
         damped = m.nv > 0 and not opt.disabled("eulerdamp") and \
-            bool(np.any(np.asarray(m.arrays.dof_damping)[..., :m.nv] > 0))
+            bool(np.any(m.param("dof_damping")[..., :m.nv] > 0))
         return DISCRETE_EULER if damped else DISCRETE_NONE
     if opt.integrator in (2, 3):
         return int(opt.integrator)

@@ -103,7 +103,8 @@ def passive(m, d):
     has_spring = not opt.disabled("spring")
     has_damper = not opt.disabled("damper")
     g = (0.0, 0.0, 0.0) if opt.disabled("gravity") else tuple(float(x) for x in opt.gravity)
-    has_gravcomp = any(g) and (has_spring or has_damper)
+    # mj_gravcomp runs only for a model compiled with gravcomp bodies (ngravcomp)
+    has_gravcomp = any(g) and (has_spring or has_damper) and m.ngravcomp > 0
     _passive(m.jnt_type, m.jnt_qposadr, m.jnt_dofadr, m.jnt_actgravcomp,
              m.jnt_stiffness, m.qpos_spring, m.dof_bodyid, m.dof_jntid, m.dof_damping,
              m.body_rootid, m.body_mass, m.body_gravcomp, m.body_subtree_adr,

@@ -837,15 +837,16 @@ class RayTables:
 def body_collision_boxes(m) -> np.ndarray:
     """(nbody, 6): center and half-size of the box around each body's collision geoms
     (contype or conaffinity nonzero) in the body's inertial frame, as MuJoCo's body
-    BVH root (bvh_aabb[body_bvhadr]); half-size -1 for bodies without one."""
+    BVH root (bvh_aabb[body_bvhadr]); half-size -1 for bodies without one. Where
+    geom_pos, geom_quat, body_ipos or body_iquat are given per world (tiphys.params),
+    the box holds every world's."""
     a = m.arrays
     out = np.full((max(m.nbody, 1), 6), -1.0)
     out[:, :3] = 0.0
-    geom_pos = np.asarray(a.geom_pos).reshape(-1, m.ngeom, 3)[0] if m.ngeom else None
-    geom_quat = np.asarray(a.geom_quat).reshape(-1, m.ngeom, 4)[0] if m.ngeom else None
     geom_aabb = np.asarray(a.geom_aabb).reshape(-1, 6)
-    body_ipos = np.asarray(a.body_ipos).reshape(-1, m.nbody, 3)[0]
-    body_iquat = np.asarray(a.body_iquat).reshape(-1, m.nbody, 4)[0]
+    sets = {name: m.param(name) for name in ("geom_pos", "geom_quat", "body_ipos",
+                                             "body_iquat")}
+    nset = max(len(v) for v in sets.values())
     corners = np.array([[v & 1, (v >> 1) & 1, (v >> 2) & 1] for v in range(8)], bool)
     for b in range(m.nbody):
         adr, num = int(a.body_geomadr[b]), int(a.body_geomnum[b])
@@ -853,17 +854,20 @@ def body_collision_boxes(m) -> np.ndarray:
                  if a.geom_contype[g] or a.geom_conaffinity[g]] if num > 0 else []
         if not geoms:
             continue
-        iq = body_iquat[b]
-        qinv = np.array([iq[0], -iq[1], -iq[2], -iq[3]])
         lo = np.full(3, np.inf)
         hi = np.full(3, -np.inf)
-        for g in geoms:
-            box = geom_aabb[g]
-            verts = np.where(corners, box[:3] + box[3:], box[:3] - box[3:])
-            verts = _quat_rotate(geom_quat[g], verts) + (geom_pos[g] - body_ipos[b])
-            verts = _quat_rotate(qinv, verts)
-            lo = np.minimum(lo, verts.min(axis=0))
-            hi = np.maximum(hi, verts.max(axis=0))
+        for k in range(nset):
+            geom_pos, geom_quat, body_ipos, body_iquat = (
+                v[k % len(v)] for v in sets.values())
+            iq = body_iquat[b]
+            qinv = np.array([iq[0], -iq[1], -iq[2], -iq[3]])
+            for g in geoms:
+                box = geom_aabb[g]
+                verts = np.where(corners, box[:3] + box[3:], box[:3] - box[3:])
+                verts = _quat_rotate(geom_quat[g], verts) + (geom_pos[g] - body_ipos[b])
+                verts = _quat_rotate(qinv, verts)
+                lo = np.minimum(lo, verts.min(axis=0))
+                hi = np.maximum(hi, verts.max(axis=0))
         flat = np.abs(lo - hi) < 1e-14  # mjEPS: MuJoCo inflates flat boxes
         lo[flat] -= 1e-14
         hi[flat] += 1e-14

@@ -508,7 +508,7 @@ def _crb_tendon(
 
 
 def _tendon_armature_on(m) -> bool:
-    return m.ntendon > 0 and bool(np.any(np.asarray(m.arrays.tendon_armature) != 0))
+    return m.ntendon > 0 and bool(np.any(m.param("tendon_armature") != 0))
 
 
 def crb(m, d):

@@ -199,8 +199,7 @@ def test_transition_fd_per_world_parameters():
     mjm = mujoco.MjModel.from_xml_string(ARM)
     s = _states(mjm, seed=9, nworld=2)
     damping = np.stack([mjm.dof_damping, 5.0 * mjm.dof_damping + 0.3])
-    m.dof_damping = tiphys.make_data(m, 2).qvel  # an (nworld, nv) float ndarray
-    m.dof_damping.from_numpy(damping)
+    tiphys.set_param(m, "dof_damping", damping)
     d = _data(m, mjm, s)
     out = tder.transition_fd(m, d, EPS, False, outputs="AB")
     ndx = 2 * mjm.nv + mjm.na

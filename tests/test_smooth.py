@@ -192,8 +192,7 @@ def test_per_world_parameters_are_used():
     """A '*' parameter given per world (dof_damping here) acts in its own world only."""
     m = tiphys.load_model_from_string(SPRINGS)
     damping = np.stack([m.arrays.dof_damping, 2.0 * m.arrays.dof_damping])
-    m.dof_damping = tiphys.make_data(m, 2).qvel  # an (nworld, nv) float ndarray
-    m.dof_damping.from_numpy(damping)
+    tiphys.set_param(m, "dof_damping", damping)
     d = tiphys.make_data(m, 2)
     d.qvel.from_numpy(np.ones((2, m.nv)))
     tiphys.kinematics(m, d)

@@ -38,6 +38,7 @@ from .support import (angmom_mat, check_acc, check_pos, check_vel, differentiate
                       mul_jac_t_vec, mul_jac_vec, normalize_quat, object_acceleration,
                       object_velocity, set_total_mass)
 from .printing import print_data, print_model
+from .params import PARAM_FIELDS, get_param, param_shape, set_param
 from .components import (constraint_update, fwd_kinematics, fwd_position, fwd_velocity,
                          implicit, inv_constraint, inv_position, inv_velocity,
                          project_constraint, runge_kutta)
@@ -75,6 +76,7 @@ __all__ = [
     "inv_constraint", "constraint_update", "project_constraint",
     "sensor_pos", "sensor_vel", "sensor_acc", "energy_pos", "energy_vel",
     "set_sensor_callback", "apply_cutoff", "subtree_vel", "check_warnings",
+    "set_param", "get_param", "param_shape", "PARAM_FIELDS",
 ]
 
 

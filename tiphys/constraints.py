@@ -22,10 +22,10 @@ def default_njmax(m, nconmax: int) -> int:
             rows += EQ_ROWS[int(t)] if int(t) < len(EQ_ROWS) else 0
     if m.nv:
         rows += int(np.count_nonzero(np.any(
-            np.asarray(a.dof_frictionloss).reshape(-1, m.nv) != 0, axis=0)))
+            m.param("dof_frictionloss").reshape(-1, m.nv) != 0, axis=0)))
     if m.ntendon:
         rows += int(np.count_nonzero(np.any(
-            np.asarray(a.tendon_frictionloss).reshape(-1, m.ntendon) > 0, axis=0)))
+            m.param("tendon_frictionloss").reshape(-1, m.ntendon) > 0, axis=0)))
         rows += 2 * int(np.count_nonzero(np.asarray(a.tendon_limited)[:m.ntendon]))
     if m.njnt:
         limited = np.asarray(a.jnt_limited)[:m.njnt] != 0

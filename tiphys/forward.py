@@ -62,9 +62,9 @@ def _rows_possible(m: Model) -> bool:
             (m.neq and not opt.disabled("equality")) or
             (m.njnt and limit and np.any(np.asarray(a.jnt_limited)[:m.njnt])) or
             (m.ntendon and limit and np.any(np.asarray(a.tendon_limited)[:m.ntendon])) or
-            (m.nv and friction and np.any(np.asarray(a.dof_frictionloss)[..., :m.nv] > 0))
+            (m.nv and friction and np.any(m.param("dof_frictionloss")[..., :m.nv] > 0))
             or (m.ntendon and friction and
-                np.any(np.asarray(a.tendon_frictionloss)[..., :m.ntendon] > 0))
+                np.any(m.param("tendon_frictionloss")[..., :m.ntendon] > 0))
             or contacts_possible(m))
     return possible
 

@@ -80,11 +80,39 @@ class Model:
         self.stat = arrays.stat
         self.vis = arrays.vis
         self.names = arrays.names
-        self.nworld_param = 1
+        # bodies with gravity compensation when compiled (mjModel.ngravcomp): as in
+        # MuJoCo, body_gravcomp given later acts only in a model compiled with some
+        self.ngravcomp = int(np.count_nonzero(np.asarray(arrays.body_gravcomp).reshape(
+            -1)[:self.nbody]))
+        self._params = {}  # field -> (n, ...) host values of fields set per world
+        self._param_version = 0  # counts set_param calls (Data caches compare it)
         for name, shape, dtype, _ in MODEL_FIELDS + MODEL_EXTRA_FIELDS:
             arr = _make_array(shape, dtype, sizes)
             _fill(arr, getattr(arrays, name), shape, sizes)
             setattr(self, name, arr)
+
+    def param(self, name: str) -> np.ndarray:
+        """Host values of a per-world parameter field (tiphys.params), shaped
+        (n, *field shape): n = 1 when one value serves every world. What host code
+        deciding from a parameter reads (never ``arrays`` alone, which holds the
+        compiled values)."""
+        values = self._params.get(name)
+        if values is not None:
+            return values
+        one = np.asarray(getattr(self.arrays, name))
+        return one.reshape((1,) + one.shape)
+
+    def param_worlds(self) -> dict:
+        """{field: n} of the fields given per world (n > 1)."""
+        return {name: values.shape[0] for name, values in self._params.items()}
+
+    def forget_plans(self) -> None:
+        """Drop the host plans and scratch kept on this model (rebuilt on next use):
+        after its parameters change, what was planned from them may no longer hold."""
+        self._param_version += 1
+        for key in [k for k in self.__dict__ if k.startswith("_tiphys_")]:
+            if key not in ("_tiphys_key", "_tiphys_generation"):
+                del self.__dict__[key]
 
     def __repr__(self):
         return f"<tiphys.Model nq={self.nq} nv={self.nv} nbody={self.nbody} ngeom={self.ngeom}>"
@@ -124,11 +152,23 @@ def check_model(m, func: str) -> None:
                            f"restarted Taichi, which freed its arrays; load it again")
 
 
+def check_param_worlds(m, nworld: int, func: str) -> None:
+    """Fields given per world (tiphys.set_param) must have ``nworld`` sets."""
+    wrong = {name: n for name, n in m.param_worlds().items() if n != nworld}
+    if wrong:
+        listed = ", ".join(f"{name} ({n})" for name, n in sorted(wrong.items()))
+        raise ValueError(f"{func}: the Model has parameters given per world for another "
+                         f"number of worlds than the Data's {nworld}: {listed}; give them "
+                         f"for {nworld} worlds with tiphys.set_param (or one value for all)")
+
+
 def check_pair(m, d, func: str) -> None:
     """``d`` must be Data made by make_data from ``m`` (or from a copy.copy of ``m``):
     host-side identity checks only, no device work."""
     if getattr(d, "_tiphys_model_key", None) is getattr(m, "_tiphys_key", False):
         if m._tiphys_generation == backend.generation():
+            if m._params:
+                check_param_worlds(m, d._param_worlds, func)
             return
     check_model(m, func)
     if not isinstance(d, Data):
@@ -209,9 +249,13 @@ class Data:
     """Simulation state and results for ``nworld`` worlds; every field is (nworld, ...)."""
 
     def __init__(self, m: Model, nworld: int, nconmax: Optional[int] = None,
-                 njmax: Optional[int] = None):
+                 njmax: Optional[int] = None, param_worlds: Optional[int] = None):
         check_model(m, "make_data")
         self.nworld = _count_arg("nworld", nworld, minimum=1)
+        # the worlds the model's per-world parameters are for: nworld, except in the
+        # expanded Data of tiphys.derivative (world c * n + w is a copy of world w)
+        self._param_worlds = self.nworld if param_worlds is None else param_worlds
+        check_param_worlds(m, self._param_worlds, "make_data")
         sizes = dict(m.arrays.sizes)
         if nconmax is None:
             from .contacts import default_nconmax
@@ -296,8 +340,9 @@ def reset_data(m: Model, d: Data, keyframe=None, world: Optional[int] = None) ->
     nw = d.nworld
     if world is not None and (not isinstance(world, (int, np.integer)) or not 0 <= world < nw):
         raise IndexError(f"reset_data: world {world!r} out of range (nworld={nw})")
+    qpos0 = m.param("qpos0")  # (1 or nworld, nq)
     state = {
-        "time": np.zeros(nw), "qpos": np.tile(a.qpos0, (nw, 1)),
+        "time": np.zeros(nw), "qpos": qpos0[np.arange(nw) % len(qpos0)],
         "qvel": np.zeros((nw, m.nv)), "act": np.zeros((nw, m.na)),
         "ctrl": np.zeros((nw, m.nu)),
         "eq_active": np.tile(np.asarray(a.eq_active0).reshape(-1)[:m.neq], (nw, 1)),
@@ -317,6 +362,7 @@ def reset_data(m: Model, d: Data, keyframe=None, world: Optional[int] = None) ->
         _reset_world(m, d, keyframe, int(world), state)
         return
     d._reset_state = reset_state_arrays(m, d, keyframe)
+    d._reset_keyframe, d._reset_version = keyframe, m._param_version
     for name, _, _, _ in DATA_FIELDS + DATA_EXTRA_FIELDS:
         field = getattr(d, name)
         if name in state:
@@ -331,16 +377,20 @@ def _reset_world(m: Model, d: Data, keyframe, world: int, state: dict) -> None:
     other worlds are not touched and nothing is read back."""
     from .kernels.check import copy_world, zero_world
     cache = d.__dict__.setdefault("_reset_world_state", {})
-    one = cache.get(keyframe)
+    # a world's reset state differs from world 0's only by qpos0 given per world
+    key = (keyframe, m._param_version,
+           world if keyframe is None and "qpos0" in m._params else 0)
+    one = cache.get(key)
     if one is None:
         table = {name: (shape, dtype) for name, shape, dtype, _ in
                  DATA_FIELDS + DATA_EXTRA_FIELDS}
         one = {}
         for name, value in state.items():
             arr = _make_array(*table[name], d._sizes, nworld=1)
-            _set_padded(arr, np.asarray(value)[:1])
+            _set_padded(arr, np.asarray(value)[world:world + 1] if len(value) > 1 and
+                        key[2] else np.asarray(value)[:1])
             one[name] = arr
-        cache[keyframe] = one
+        cache[key] = one
     for name, _, _, _ in DATA_FIELDS + DATA_EXTRA_FIELDS:
         field = getattr(d, name)
         if name in one:
@@ -354,9 +404,10 @@ RESET_FIELDS = ("time", "qpos", "qvel", "act", "ctrl", "mocap_pos", "mocap_quat"
 
 def reset_state_arrays(m: Model, d: Data, keyframe=None) -> dict:
     """One world's reset state (qpos0 or the keyframe) as device arrays shaped like
-    the Data fields with nworld = 1: what autoreset (kernels/check.py) restores."""
+    the Data fields with nworld = 1 (qpos: one row per world when qpos0 is given per
+    world): what autoreset (kernels/check.py) restores."""
     a = m.arrays
-    state = {"time": np.zeros(1), "qpos": np.asarray(a.qpos0).reshape(1, -1),
+    state = {"time": np.zeros(1), "qpos": m.param("qpos0"),
              "qvel": np.zeros((1, m.nv)), "act": np.zeros((1, m.na)),
              "ctrl": np.zeros((1, m.nu)),
              "mocap_pos": np.asarray(a.mocap_pos0).reshape(1, -1, 3),
@@ -372,9 +423,10 @@ def reset_state_arrays(m: Model, d: Data, keyframe=None) -> dict:
     out = {}
     for name in RESET_FIELDS:
         shape, dtype = shapes[name]
-        arr = _make_array(shape, dtype, d._sizes, nworld=1)
+        n = len(state[name])
+        arr = _make_array(shape, dtype, d._sizes, nworld=n)
         _set_padded(arr, np.asarray(state[name], dtype=np.float64).reshape(
-            numpy_shape(shape, d._sizes, 1)))
+            numpy_shape(shape, d._sizes, n)))
         out[name] = arr
     return out
 

@@ -100,6 +100,9 @@ def print_model(m: Model, file=None) -> str:
     c.print(_table("OPTION", [(f.name, _fmt(getattr(a.opt, f.name)))
                               for f in dc_fields(a.opt)]))
     c.print(_table("", [("totalmass", _fmt(np.sum(np.asarray(a.body_mass)[1:m.nbody])))]))
+    if m.param_worlds():  # the fields below show the compiled values of these
+        c.print(_table("PER-WORLD PARAMETERS (tiphys.set_param; compiled values below)",
+                       [(name, f"{n} sets") for name, n in sorted(m.param_worlds().items())]))
     c.print(_table("STATISTIC", [(k, _fmt(v)) for k, v in vars(a.stat).items()]))
     groups, loose = {}, []
     for name, shape, _, _ in MODEL_FIELDS + MODEL_EXTRA_FIELDS:

@@ -358,14 +358,10 @@ def set_total_mass(m: Model, newmass) -> None:
     scale = np.maximum(MINVAL, target / np.maximum(MINVAL, total))
     mass[:, 1:m.nbody] = mass[:, 1:m.nbody] * scale[:, None]
     inertia[:, 1:m.nbody] = inertia[:, 1:m.nbody] * scale[:, None, None]
-    m.body_mass.from_numpy(mass)
-    m.body_inertia.from_numpy(inertia)
-    if nset == 1:
-        a = m.arrays
-        a.body_mass = np.asarray(a.body_mass, dtype=np.float64).copy()
-        a.body_inertia = np.asarray(a.body_inertia, dtype=np.float64).copy()
-        a.body_mass[1:m.nbody] *= scale[0]
-        a.body_inertia[1:m.nbody] *= scale[0]
+    from .params import set_param
+    one = nset == 1  # one set for every world stays one set (and the host copy follows)
+    set_param(m, "body_mass", mass[0, :m.nbody] if one else mass[:, :m.nbody])
+    set_param(m, "body_inertia", inertia[0, :m.nbody] if one else inertia[:, :m.nbody])
 
 
 # ----------------------------------------------------- constraint Jacobian products
@@ -439,6 +435,24 @@ def check_acc(m: Model, d: Data) -> None:
         _forward_worlds(m, d, bad)
 
 
+def _model_of_worlds(m: Model, idx, worlds: np.ndarray) -> Model:
+    """A copy of ``m`` whose per-world parameters are those of ``worlds`` (in that
+    order), for a Data gathered from those worlds; the other fields are shared."""
+    import copy
+
+    from .model import _make_array
+    from .types import MODEL_FIELDS, parse_shape
+    shapes = {name: shape for name, shape, _, _ in MODEL_FIELDS}
+    sub = copy.copy(m)
+    sub.forget_plans()  # plans of m may hold its arrays
+    sub._params = {name: values[worlds] for name, values in m._params.items()}
+    for name in m._params:
+        arr = _make_array(shapes[name], "f", m.arrays.sizes, nbatch=len(worlds))
+        _k.world_gather(getattr(m, name), idx, len(parse_shape(shapes[name])[0]) - 1, arr)
+        setattr(sub, name, arr)
+    return sub
+
+
 def _forward_worlds(m: Model, d: Data, worlds: np.ndarray) -> None:
     """forward on some worlds only: they are gathered into a scratch Data, run, and
     every Data array is scattered back; the other worlds are not touched."""
@@ -446,11 +460,12 @@ def _forward_worlds(m: Model, d: Data, worlds: np.ndarray) -> None:
     from .types import DATA_EXTRA_FIELDS, DATA_FIELDS, parse_shape
     idx = ti.ndarray(ti.i32, (len(worlds),))
     idx.from_numpy(worlds.astype(np.int32))
-    sub = Data(m, len(worlds), nconmax=d.nconmax, njmax=d.njmax)
+    msub = _model_of_worlds(m, idx, worlds) if m._params else m
+    sub = Data(msub, len(worlds), nconmax=d.nconmax, njmax=d.njmax)
     names = [(name, len(parse_shape(shape)[0]) - 1)
              for name, shape, _, _ in DATA_FIELDS + DATA_EXTRA_FIELDS]
     for name, ndim in names:
         _k.world_gather(getattr(d, name), idx, ndim, getattr(sub, name))
-    forward(m, sub)
+    forward(msub, sub)
     for name, ndim in names:
         _k.world_scatter(getattr(sub, name), idx, ndim, getattr(d, name))

@@ -577,6 +577,12 @@ class Renderer:
                 f"(make_data and reset_data leave xpos/xmat/geom_xpos zero, as MuJoCo's "
                 f"mj_resetData does, and the picture would only show the sky): call "
                 f"tiphys.forward(m, d) (or kinematics, step) first")
+        drawn_per_world = sorted(set(self.m.param_worlds()) & {"geom_size", "geom_rgba"})
+        if drawn_per_world:
+            raise NotImplementedError(
+                f"render: {' and '.join(drawn_per_world)} given per world "
+                f"(tiphys.set_param): the renderer draws each geom with the one size and "
+                f"colour it was built with; per-world sizes and colours are not drawn yet")
         self._fit_contacts(d)
         key = (tuple(options.geomgroup), tuple(options.sitegroup), options.sites)
         if key != self._visibility_key:

@@ -337,7 +337,8 @@ class Viewer:
         local = getattr(self, "_sel_local", np.zeros(3))
         from ..compiler.rotation import mat2quat
 
-        iquat = np.asarray(self.m.arrays.body_iquat, dtype=np.float64).reshape(-1, 4)[body]
+        sets = self.m.param("body_iquat")  # (1 or nworld, nbody, 4)
+        iquat = np.asarray(sets[self.world % len(sets)], dtype=np.float64)[body]
         xquat = mat2quat(bmat)
         refquat = _quat_mul(xquat, iquat)
         self.pert = Perturbation(body, self.world, local, bmat @ local + bpos, refquat,
@@ -368,8 +369,8 @@ class Viewer:
         p = self.pert
         if p is None:
             return
-        a = self.m.arrays
-        w0 = np.asarray(a.body_invweight0, dtype=np.float64).reshape(-1, 2)[p.body]
+        sets = self.m.param("body_invweight0")  # (1 or nworld, nbody, 2)
+        w0 = np.asarray(sets[p.world % len(sets)], dtype=np.float64)[p.body]
         mp = self._vis["map"]
         prm = np.zeros(rk.NPERT)
         prm[rk.PERT_LOCALPOS:rk.PERT_LOCALPOS + 3] = p.localpos
