@@ -93,17 +93,6 @@ class Model:
 EFC_J_BUDGET = 2 * 2**30  # bytes of dense efc_J the default njmax may take
 
 
-def per_options(m: Model, key: str, compute):
-    """``compute(m)``, kept on the model until its options object is replaced: host
-    facts of the model and its options that the step's host code reads every call."""
-    cached = getattr(m, key, None)
-    if cached is not None and cached[0] is m.opt:
-        return cached[1]
-    value = compute(m)
-    setattr(m, key, (m.opt, value))
-    return value
-
-
 def _count_arg(name: str, value, minimum: int = 0) -> int:
     """An int argument (a Python or numpy integer, not a bool, float or string)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
@@ -246,6 +235,12 @@ class Data:
         self._sizes = sizes
         self._tiphys_model_key = m._tiphys_key
         self._tiphys_model_repr = repr(m)
+        self._reset_state = None  # what autoreset restores: reset_data sets it
+
+    def _make_reset_state(self, m: Model) -> dict:
+        """The qpos0 reset state, for Data that reset_data never reset (kernels/check.py
+        makes it on first use)."""
+        return reset_state_arrays(m, self, None)
 
     def field_shape(self, name: str) -> tuple:
         """The MuJoCo-sized shape of a Data field (without the padding)."""
