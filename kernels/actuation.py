@@ -3,18 +3,17 @@
 import numpy as np
 import taichi as ti
 
-from ..model import per_options
-from .check import WARN_BADCTRL, is_bad, is_nan
+from .check import is_bad, is_nan
+from .config import per_options
+from .consts import (BIAS_AFFINE, BIAS_MUSCLE, BIAS_USER, CONE_ELLIPTIC, DYN_FILTER,
+                     DYN_FILTEREXACT, DYN_INTEGRATOR, DYN_MUSCLE, DYN_USER, GAIN_AFFINE,
+                     GAIN_FIXED, GAIN_MUSCLE, GAIN_USER, JNT_BALL, JNT_FREE, JNT_HINGE, JNT_SLIDE,
+                     MINVAL, PI, TRN_BODY, TRN_JOINT, TRN_JOINTINPARENT, TRN_SITE, TRN_SLIDERCRANK,
+                     TRN_TENDON, WARN_BADCTRL)
 from .math import quat_mul, quat_normalize, rot_vec_quat, sub_quat
 from .tendon import add_jac_dot
 
 ND = ti.types.ndarray()
-
-MINVAL = 1e-15
-TRN_JOINT, TRN_JOINTINPARENT, TRN_SLIDERCRANK, TRN_TENDON, TRN_SITE, TRN_BODY = range(6)
-DYN_NONE, DYN_INTEGRATOR, DYN_FILTER, DYN_FILTEREXACT, DYN_MUSCLE, DYN_USER = range(6)
-GAIN_FIXED, GAIN_AFFINE, GAIN_MUSCLE, GAIN_USER = range(4)
-BIAS_NONE, BIAS_AFFINE, BIAS_MUSCLE, BIAS_USER = range(4)
 
 
 @ti.func
@@ -27,8 +26,8 @@ def _quat2vel(quat):
     else:
         axis = axis / sin_a_2
     speed = 2.0 * ti.atan2(sin_a_2, quat[0])
-    if speed > 3.14159265358979323846:
-        speed -= 2.0 * 3.14159265358979323846
+    if speed > PI:
+        speed -= 2.0 * PI
     return axis * speed
 
 
@@ -66,10 +65,10 @@ def _transmission(
             jtype = jnt_type[trnid]
             padr = jnt_qposadr[trnid]
             dadr = jnt_dofadr[trnid]
-            if jtype == 2 or jtype == 3:
+            if jtype == JNT_SLIDE or jtype == JNT_HINGE:
                 length = qpos[worldid, padr] * gear[0]
                 actuator_moment_dense[worldid, actid, dadr] = gear[0]
-            elif jtype == 1:
+            elif jtype == JNT_BALL:
                 quat = quat_normalize(ti.Vector([qpos[worldid, padr + k]
                                                  for k in ti.static(range(4))]))
                 axis = _quat2vel(quat)
@@ -277,7 +276,7 @@ def transmission(m, d, contacts: bool | None = None):
             contacts = True
         _transmission_body(m.actuator_trntype, m.actuator_trnid, m.geom_bodyid,
                            m.body_parentid, m.body_dofnum, m.body_dofadr, m.body_rootid,
-                           m.dof_parentid, m.nu, m.nv, int(m.opt.cone == 1),
+                           m.dof_parentid, m.nu, m.nv, int(m.opt.cone == CONE_ELLIPTIC),
                            int(bool(contacts)), d.cdof, d.subtree_com, d.ncon,
                            d.contact_geom, d.contact_exclude, d.contact_dim,
                            d.contact_efc_address, d.contact_pos, d.contact_frame, d.efc_J,
@@ -567,9 +566,9 @@ def _actuation_limits(
     for worldid, jntid in ti.ndrange(nworld, njnt):
         jtype = jnt_type[jntid]
         ndof = 1
-        if jtype == 0:
+        if jtype == JNT_FREE:
             ndof = 6
-        elif jtype == 1:
+        elif jtype == JNT_BALL:
             ndof = 3
         dadr = jnt_dofadr[jntid]
         for k in range(ndof):

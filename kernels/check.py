@@ -21,14 +21,10 @@ mjWARN_BADCTRL is counted.
 import numpy as np
 import taichi as ti
 
-from .. import backend
+from . import config
+from .consts import MAXVAL, WARN_BADQACC, WARN_BADQPOS, WARN_BADQVEL
 
 ND = ti.types.ndarray()
-
-# mjtWarning
-WARN_INERTIA, WARN_CONTACTFULL, WARN_CNSTRFULL, WARN_VGEOMFULL = 0, 1, 2, 3
-WARN_BADQPOS, WARN_BADQVEL, WARN_BADQACC, WARN_BADCTRL = 4, 5, 6, 7
-MAXVAL = 1e10  # mjMAXVAL
 
 # what each check reads: the state vector and its warning
 _CHECKS = {"pos": WARN_BADQPOS, "vel": WARN_BADQVEL, "acc": WARN_BADQACC}
@@ -40,7 +36,7 @@ def _special(x):
     since fast-math may fold x != x away."""
     special = False
     mantissa = False
-    if ti.static(backend.precision() == "f64"):
+    if ti.static(config.precision() == "f64"):
         bits = ti.bit_cast(ti.cast(x, ti.f64), ti.u64)
         special = ((bits >> 52) & 0x7FF) == 0x7FF
         mantissa = (bits & ti.u64(0xFFFFFFFFFFFFF)) != 0
@@ -113,13 +109,9 @@ def _check(warn: ti.template(), autoreset: ti.template(), n: ti.i32, values: ND,
 
 def _reset_state(m, d):
     """One world's reset state on the device (set by make_data / reset_data)."""
-    state = getattr(d, "_reset_state", None)
+    state = d._reset_state
     if state is None or getattr(d, "_reset_version", 0) != m._param_version:
-        from ..model import reset_state_arrays  # made again after set_param (qpos0)
-        keyframe = getattr(d, "_reset_keyframe", None)
-        state = reset_state_arrays(m, d, keyframe)
-        d._reset_state, d._reset_keyframe = state, keyframe
-        d._reset_version = m._param_version
+        state = d._reset_state = d._make_reset_state(m)  # again after set_param (qpos0)
     return state
 
 

@@ -26,7 +26,8 @@ of a kernel; this keeps box_box's first compile near 15 s rather than a minute.
 """
 import taichi as ti
 
-from .collision import MINVAL, add
+from .collision import add
+from .consts import MINVAL
 
 # box-box: raw contact points before the driver's removal (4 clipped lines x 4, then
 # 4 + 4 corners); MuJoCo keeps at most 9 of them (8 polygon corners + a box corner)

@@ -50,14 +50,14 @@ import math
 import numpy as np
 import taichi as ti
 
-from .. import backend
-from .collision import (BOX, CAPSULE, CYLINDER, ELLIPSOID, HFIELD, MESH, ND, PLANE, SPHERE,
-                        add, compile_options, emit, geom_pose, list_count, list_entry,
-                        make_frame, near_pair, new_list, primitive_table)
+from . import config
+from .collision import (ND, add, compile_options, detector_kind, emit, geom_pose, list_count,
+                        list_entry, make_frame, near_pair, new_list, primitive_table)
+from .consts import (GEOM_BOX, GEOM_CAPSULE, GEOM_CYLINDER, GEOM_ELLIPSOID, GEOM_HFIELD, GEOM_MESH,
+                     GEOM_PLANE, GEOM_SPHERE, GEOM_TYPE_NAMES, MAXVAL, MINVAL)
 
-MINVAL = 1e-15
 MINVAL2 = MINVAL * MINVAL
-MAXVAL2 = 1e20  # mjMAXVAL squared
+MAXVAL2 = MAXVAL * MAXVAL
 MAX_LIMIT = 1e30  # stands for mjMAX_LIMIT (DBL_MAX), also representable in f32
 FLT_MAX = 3.4028234663852886e38
 MESH_HILLCLIMB_MIN = 10
@@ -67,7 +67,7 @@ MULTICCD_TOL = 1e-3  # distinct contacts: farther apart than this * min(rbound)
 MULTICCD_SIN = math.sin(0.5e-3)  # perturbation of +-1e-3 rad, as a quaternion
 MULTICCD_COS = math.cos(0.5e-3)
 
-KIND_CONVEX = 1  # index of "convex" in tiphys.contacts.KINDS (the plan's candidate lists)
+KIND_CONVEX = 1  # index of "convex" in collision.KINDS (the plan's candidate lists)
 
 
 # ------------------------------------------------------------------------------------
@@ -196,10 +196,10 @@ def _support_one(gtype, pos, mat, size, margin, shrink, vadr, vnum, gadr, vidx, 
     their support vertex, hill climbing its local id."""
     local = mat.transpose() @ direction
     res = pos
-    if gtype == SPHERE:
+    if gtype == GEOM_SPHERE:
         if shrink == 0:
             res = size[0] * direction + pos
-    if gtype == CAPSULE:
+    if gtype == GEOM_CAPSULE:
         if shrink != 0:
             scl = size[1] if local[2] >= 0 else -size[1]
             res = ti.Vector([mat[0, 2], mat[1, 2], mat[2, 2]]) * scl + pos
@@ -207,7 +207,7 @@ def _support_one(gtype, pos, mat, size, margin, shrink, vadr, vnum, gadr, vidx, 
             ls = local * size[0]
             ls[2] += size[1] if local[2] >= 0 else -size[1]
             res = mat @ ls + pos
-    if gtype == ELLIPSOID:
+    if gtype == GEOM_ELLIPSOID:
         ls = local * size
         norm2 = ls.dot(ls)
         if norm2 < MINVAL2:
@@ -215,7 +215,7 @@ def _support_one(gtype, pos, mat, size, margin, shrink, vadr, vnum, gadr, vidx, 
         else:
             inv = 1.0 / ti.sqrt(norm2)
             res = mat @ (ls * (inv * size)) + pos
-    if gtype == CYLINDER:
+    if gtype == GEOM_CYLINDER:
         n2 = local[0] * local[0] + local[1] * local[1]
         scl = 0.0
         if n2 >= MINVAL2:
@@ -223,7 +223,7 @@ def _support_one(gtype, pos, mat, size, margin, shrink, vadr, vnum, gadr, vidx, 
         ls = ti.Vector([scl * local[0], scl * local[1],
                         size[1] if local[2] >= 0 else -size[1]])
         res = mat @ ls + pos
-    if gtype == BOX:
+    if gtype == GEOM_BOX:
         ls = ti.Vector([size[0] if local[0] >= 0 else -size[0],
                         size[1] if local[1] >= 0 else -size[1],
                         size[2] if local[2] >= 0 else -size[2]])
@@ -232,7 +232,7 @@ def _support_one(gtype, pos, mat, size, margin, shrink, vadr, vnum, gadr, vidx, 
             if ls[k] > 0:
                 vidx |= 1 << k
         res = mat @ ls + pos
-    if gtype == MESH:
+    if gtype == GEOM_MESH:
         imax = 0
         if gadr < 0 or vnum < MESH_HILLCLIMB_MIN:
             # exhaustive search, ties keep the previous support vertex (mjc_meshSupport)
@@ -345,8 +345,8 @@ def _hillclimb(gadr, vadr, midx, local, mesh_vert: ti.template(), mesh_graph: ti
 @ti.func
 def _discrete(o1: ti.template(), o2: ti.template()):
     return o1.margin == 0 and o2.margin == 0 and \
-        (o1.type == MESH or o1.type == BOX or o1.type == HFIELD) and \
-        (o2.type == MESH or o2.type == BOX or o2.type == HFIELD)
+        (o1.type == GEOM_MESH or o1.type == GEOM_BOX or o1.type == GEOM_HFIELD) and \
+        (o2.type == GEOM_MESH or o2.type == GEOM_BOX or o2.type == GEOM_HFIELD)
 
 
 # ------------------------------------------------------------------------------------
@@ -1001,7 +1001,7 @@ def _epa(pt: ti.template(), st: ti.template(), o1: ti.template(), o2: ti.templat
     face = -1
     tolerance = tol
     discrete = _discrete(o1, o2)
-    if ti.static(backend.precision() == "f64"):
+    if ti.static(config.precision() == "f64"):
         if discrete:
             tolerance = MINVAL
     k = 0
@@ -1122,7 +1122,7 @@ def _box_corner(pos, mat, size, bits):
 @ti.func
 def _face_size(gtype, polyadr, face, mesh_polyvertnum: ti.template()):
     n = 4
-    if gtype == MESH:
+    if gtype == GEOM_MESH:
         n = ti.min(mesh_polyvertnum[polyadr + face], MAX_POLYVERT)
     return n
 
@@ -1133,7 +1133,7 @@ def _face_vertex(gtype, pos, mat, size, vadr, polyadr, face, k, mesh_vert: ti.te
                  mesh_polyvert: ti.template()):
     """Vertex k of a box face (boxFace) or mesh polygon (meshFace: reversed order)."""
     res = ti.Vector([0.0, 0.0, 0.0])
-    if gtype == BOX:
+    if gtype == GEOM_BOX:
         codes = ti.Vector(BOX_FACES)
         res = _box_corner(pos, mat, size, (codes[face] >> (3 * k)) & 7)
     else:
@@ -1147,7 +1147,7 @@ def _face_vertex(gtype, pos, mat, size, vadr, polyadr, face, k, mesh_vert: ti.te
 def _face_normal(gtype, mat, polyadr, face, mesh_polynormal: ti.template()):
     """World normal of box face ``face`` (+x, -x, +y, -y, +z, -z) or mesh polygon."""
     res = ti.Vector([0.0, 0.0, 0.0])
-    if gtype == BOX:
+    if gtype == GEOM_BOX:
         axis = face // 2
         col = ti.Vector([mat[0, axis], mat[1, axis], mat[2, axis]])
         res = col if face % 2 == 0 else -col
@@ -1183,7 +1183,7 @@ def _face_set(gtype, mat, vadr, dim, i1, i2, i3, direction, mesh_polymapadr: ti.
     count = 0
     ids = ti.Vector([0, 0, 0])
     mapadr = -1
-    if gtype == BOX:
+    if gtype == GEOM_BOX:
         if dim == 1:
             count = 3
             for a in ti.static(range(3)):
@@ -1246,7 +1246,7 @@ def _edge_end(gtype, pos, mat, size, vadr, polyadr, dim, i1, p2, k, mesh_vert: t
     meshEdgeNormals): the other EPA vertex for dim 2, else a neighbour on the shape."""
     res = p2
     if dim == 1:
-        if gtype == BOX:
+        if gtype == GEOM_BOX:
             res = _box_corner(pos, mat, size, i1 ^ (1 << k))
         else:
             face = mesh_polymap[mesh_polymapadr[vadr + i1] + k]
@@ -1267,7 +1267,7 @@ def _same_point(a, b):
     where a vertex that lies on a clipping edge comes back from the intersection a
     few ulps off, a few ulps of the coordinates."""
     res = False
-    if ti.static(backend.precision() == "f64"):
+    if ti.static(config.precision() == "f64"):
         res = _equal3(a, b)
     else:
         scale = ti.max(1.0, ti.max(ti.abs(a).max(), ti.abs(b).max()))
@@ -1421,7 +1421,7 @@ def _multicontact(out: ti.template(), st: ti.template(), o1: ti.template(),
         nedge = 1
         if dims[es] == 1:
             nedge = 3
-            if gtype == MESH:
+            if gtype == GEOM_MESH:
                 nedge = ti.min(mesh_polymapnum[vadr + v1i[es]], MAX_POLYVERT)
         found = False
         i = 0
@@ -1543,8 +1543,8 @@ def _ccd(st: ti.template(), o1: ti.template(), o2: ti.template(),
     st.nx = 0
     st.nsimplex = 0
     st.dist = 0.0
-    shrinkable = o1.type == SPHERE or o1.type == CAPSULE or o2.type == SPHERE or \
-        o2.type == CAPSULE
+    shrinkable = o1.type == GEOM_SPHERE or o1.type == GEOM_CAPSULE or o2.type == GEOM_SPHERE or \
+        o2.type == GEOM_CAPSULE
     npass = 2 if shrinkable else 1
     margin1 = o1.margin
     margin2 = o2.margin
@@ -1556,11 +1556,11 @@ def _ccd(st: ti.template(), o1: ti.template(), o2: ti.template(),
             full2 = 0.0
             c = cutoff
             if shrink:
-                if o1.type == SPHERE or o1.type == CAPSULE:
+                if o1.type == GEOM_SPHERE or o1.type == GEOM_CAPSULE:
                     full1 = o1.size[0] + 0.5 * margin1
                     o1.margin = 0.0
                     o1.shrink = 1
-                if o2.type == SPHERE or o2.type == CAPSULE:
+                if o2.type == GEOM_SPHERE or o2.type == GEOM_CAPSULE:
                     full2 = o2.size[0] + 0.5 * margin2
                     o2.margin = 0.0
                     o2.shrink = 1
@@ -1647,14 +1647,14 @@ def _convex(out: ti.template(), o1: ti.template(), o2: ti.template(), margin, rb
                     if ti.static(multiccd):
                         # maxContacts > 1 in MuJoCo: contacts from the mesh polygons /
                         # box faces after EPA, and no perturbations
-                        native = (o1.type == BOX or o1.type == MESH) and \
-                            (o2.type == BOX or o2.type == MESH) and margin <= 0
+                        native = (o1.type == GEOM_BOX or o1.type == GEOM_MESH) and \
+                            (o2.type == GEOM_BOX or o2.type == GEOM_MESH) and margin <= 0
                         if native:
                             nadd = _multicontact(out, st, o1, o2, margin + st.dist,
                                                  polyadr1, polyadr2, polycap, mesh_vert,
                                                  *poly)
-                        smooth = o1.type == SPHERE or o1.type == ELLIPSOID or \
-                            o2.type == SPHERE or o2.type == ELLIPSOID
+                        smooth = o1.type == GEOM_SPHERE or o1.type == GEOM_ELLIPSOID or \
+                            o2.type == GEOM_SPHERE or o2.type == GEOM_ELLIPSOID
                         perturb = not native and not smooth
                         origin = pos
                         frame = make_frame(normal, ti.Vector([0.0, 0.0, 0.0]))
@@ -1684,10 +1684,10 @@ def _plane_convex(out: ti.template(), margin, pos1, mat1, o2: ti.template(), rbo
     pos2 = o2.pos
     local = mat2.transpose() @ direction
     vec = pos2
-    if o2.type == ELLIPSOID:
+    if o2.type == GEOM_ELLIPSOID:
         size = o2.size
         vec = mat2 @ (_normalize(local * size) * size) + pos2
-    if o2.type == MESH:
+    if o2.type == GEOM_MESH:
         ibest = -1
         if o2.gadr < 0:
             best = -1e10
@@ -1706,7 +1706,7 @@ def _plane_convex(out: ti.template(), margin, pos1, mat1, o2: ti.template(), rbo
     dist = normal.dot(vec - pos1)
     if dist <= margin:
         add(out, dist, vec - normal * (0.5 * dist), normal)
-        if o2.type == MESH:
+        if o2.type == GEOM_MESH:
             threshold = normal.dot(pos2 - pos1) - margin
             first = vec - normal * (0.5 * dist)  # the first contact's position
             minsep = TOL_PLANE_MESH * rbound2
@@ -1750,7 +1750,7 @@ def _object(worldid, g, margin, geom_type: ti.template(), geom_dataid: ti.templa
             mesh_graphadr: ti.template()):
     pos, mat, size = geom_pose(worldid, g, geom_xpos, geom_xmat, geom_size)
     gtype = geom_type[g]
-    mesh_id = geom_dataid[g] if gtype == MESH else -1
+    mesh_id = geom_dataid[g] if gtype == GEOM_MESH else -1
     return _new_obj(gtype, pos, mat, size, margin, mesh_id, mesh_vertadr, mesh_vertnum,
                     mesh_graphadr)
 
@@ -1789,7 +1789,7 @@ def _narrow_convex(
                 o2 = _object(worldid, g2, margin, geom_type, geom_dataid, geom_size,
                              geom_xpos, geom_xmat, mesh_vertadr, mesh_vertnum,
                              mesh_graphadr)
-                if geom_type[g1] == PLANE:
+                if geom_type[g1] == GEOM_PLANE:
                     o2.margin = 0.0
                     _plane_convex(out, margin, geom_xpos[worldid, g1], geom_xmat[worldid, g1],
                                   o2, geom_rbound[rw, g2], mesh_vert, mesh_graph)
@@ -1800,9 +1800,9 @@ def _narrow_convex(
                     polyadr1 = 0
                     polyadr2 = 0
                     if ti.static(multiccd):
-                        if o1.type == MESH:
+                        if o1.type == GEOM_MESH:
                             polyadr1 = mesh_polyadr[geom_dataid[g1]]
-                        if o2.type == MESH:
+                        if o2.type == GEOM_MESH:
                             polyadr2 = mesh_polyadr[geom_dataid[g2]]
                     _convex(out, o1, o2, margin, geom_rbound[rw, g1], geom_rbound[rw, g2],
                             cap, multiccd, mesh_vert, mesh_graph, tol, kmax, polyadr1,
@@ -1826,7 +1826,7 @@ def _light_compile():
 
 
 def _float():
-    return ti.f64 if backend.precision() == "f64" else ti.f32
+    return ti.f64 if config.precision() == "f64" else ti.f32
 
 
 def _check_options(opt):
@@ -1951,7 +1951,6 @@ def geom_distance(m, d, g1: int, g2: int, distmax: float):
     native ccd in distance mode; the other pairs (plane, analytic) run their collision
     function with distmax as margin, as MuJoCo does (heightfields: mjc_ConvexHField).
     SDFs raise NotImplementedError."""
-    from tiphys.contacts import GEOM_TYPE_NAMES, detector_kind
     g1, g2 = int(g1), int(g2)
     gtype = np.asarray(m.arrays.geom_type)
     opt = m.opt
@@ -1965,7 +1964,7 @@ def geom_distance(m, d, g1: int, g2: int, distmax: float):
     if kind is None:
         return np.full(nworld, float(distmax)), np.zeros((nworld, 6))
     detector, maxcon = 0, 1
-    if kind == "convex" and t1 != PLANE or (t1, t2) == (BOX, BOX):
+    if kind == "convex" and t1 != GEOM_PLANE or (t1, t2) == (GEOM_BOX, GEOM_BOX):
         mode, flip = "ccd", False  # the geoms in the caller's order
     elif kind == "convex":
         mode, maxcon = "plane", MAX_PLANE_MESH

@@ -27,10 +27,10 @@ import taichi as ti
 
 from .collide_convex import (_ccd, _check_options, _light_compile, _new_status, _normalize,
                              _object, _support_one, polytope_capacity)
-from .collision import (HFIELD, KEY_STRIDE, MAXCONPAIR, ND, emit_one, list_count,
-                        list_entry, near_pair)
+from .collision import KEY_STRIDE, ND, emit_one, list_count, list_entry, near_pair
+from .consts import GEOM_HFIELD, MAXCONPAIR
 
-KIND_HFIELD = 2  # index of "hfield" in tiphys.contacts.KINDS
+KIND_HFIELD = 2  # index of "hfield" in collision.KINDS
 
 
 @ti.func
@@ -50,7 +50,7 @@ def _new_prism():
         size=ti.types.vector(3, float), margin=float, shrink=ti.i32, vadr=ti.i32,
         vnum=ti.i32, gadr=ti.i32, vidx=ti.i32, midx=ti.i32,
         prism=ti.types.matrix(6, 3, float))(
-        type=HFIELD, pos=ti.Vector.zero(float, 3), mat=ti.Matrix.identity(float, 3),
+        type=GEOM_HFIELD, pos=ti.Vector.zero(float, 3), mat=ti.Matrix.identity(float, 3),
         size=ti.Vector.zero(float, 3), margin=0.0, shrink=0, vadr=0, vnum=0, gadr=-1,
         vidx=-1, midx=-1, prism=ti.Matrix.zero(float, 6, 3))
 

@@ -11,8 +11,9 @@ the same order and take the same branches in degenerate poses.
 """
 import taichi as ti
 
-from .. import backend
-from .collision import MINVAL, add, add_tangent
+from . import config
+from .collision import add, add_tangent
+from .consts import MINVAL
 
 
 def _flat_disk_sqr() -> float:
@@ -20,7 +21,7 @@ def _flat_disk_sqr() -> float:
     disk as parallel to the plane. f64: MuJoCo's mjMINVAL^2. f32: rounding alone leaves
     ~1e-14 there, whose direction is noise (contacts off by up to the radius, e.g. a
     cylinder standing on a tilted plane), so use 1e-12 as MuJoCo Warp does."""
-    return MINVAL * MINVAL if backend.precision() == "f64" else 1e-12
+    return MINVAL * MINVAL if config.precision() == "f64" else 1e-12
 
 
 @ti.func

@@ -26,19 +26,15 @@ import functools
 import taichi as ti
 from taichi.lang import impl
 
-from .. import backend  # noqa: E402 (tiphys.backend)
-from .check import WARN_CONTACTFULL  # noqa: E402
+from . import config
+from .consts import (GEOM_BOX, GEOM_CAPSULE, GEOM_CYLINDER, GEOM_ELLIPSOID, GEOM_HFIELD,
+                     GEOM_MESH, GEOM_PLANE, GEOM_SDF, GEOM_SPHERE, MINMU, MINVAL,
+                     NGEOMTYPES, WARN_CONTACTFULL)
 
 ND = ti.types.ndarray()
 
 
-MAXCONPAIR = 50  # mjMAXCONPAIR: most contacts one detector may return
 KEY_STRIDE = 64
-MINVAL = 1e-15
-MINMU = 1e-5  # mjMINMU
-
-(PLANE, HFIELD, SPHERE, CAPSULE, ELLIPSOID, CYLINDER, BOX, MESH, SDF) = range(9)
-NGEOMTYPES = 9
 
 
 @functools.lru_cache(maxsize=None)
@@ -51,7 +47,7 @@ def _contact_list(n: int, precision: str):
 
 def contact_list(n: int):
     """The local contact-list struct type for detectors returning up to ``n`` contacts."""
-    return _contact_list(int(n), backend.precision())
+    return _contact_list(int(n), config.precision())
 
 
 @ti.func
@@ -124,11 +120,11 @@ def sphere_filter(worldid, g1, g2, margin, geom_type: ti.template(),
         bound = r1 + r2 + margin
         out = (p1 - p2).norm_sqr() > bound * bound
     else:
-        if geom_type[g1] == PLANE and r2 > 0:
+        if geom_type[g1] == GEOM_PLANE and r2 > 0:
             mat = geom_xmat[worldid, g1]
             normal = ti.Vector([mat[0, 2], mat[1, 2], mat[2, 2]])
             out = (p2 - p1).dot(normal) > margin + r2
-        if geom_type[g2] == PLANE and r1 > 0:
+        if geom_type[g2] == GEOM_PLANE and r1 > 0:
             mat = geom_xmat[worldid, g2]
             normal = ti.Vector([mat[0, 2], mat[1, 2], mat[2, 2]])
             out = out or (p1 - p2).dot(normal) > margin + r1
@@ -229,18 +225,49 @@ def emit_one(worldid, key, dist, pos, normal, tangent, ncon: ti.template(),
 
 PRIMITIVE_DETECTORS = {
     # (type1, type2): (module, function name, max contacts) -- MuJoCo's analytic pairs
-    (PLANE, SPHERE): ("collide_primitive", "plane_sphere", 1),
-    (PLANE, CAPSULE): ("collide_primitive", "plane_capsule", 2),
-    (PLANE, CYLINDER): ("collide_primitive", "plane_cylinder", 4),
-    (PLANE, BOX): ("collide_primitive", "plane_box", 4),
-    (SPHERE, SPHERE): ("collide_primitive", "sphere_sphere", 1),
-    (SPHERE, CAPSULE): ("collide_primitive", "sphere_capsule", 1),
-    (SPHERE, CYLINDER): ("collide_primitive", "sphere_cylinder", 1),
-    (CAPSULE, CAPSULE): ("collide_primitive", "capsule_capsule", 2),
-    (SPHERE, BOX): ("collide_box", "sphere_box", 1),
-    (CAPSULE, BOX): ("collide_box", "capsule_box", 2),
-    (BOX, BOX): ("collide_box", "box_box", 9),
+    (GEOM_PLANE, GEOM_SPHERE): ("collide_primitive", "plane_sphere", 1),
+    (GEOM_PLANE, GEOM_CAPSULE): ("collide_primitive", "plane_capsule", 2),
+    (GEOM_PLANE, GEOM_CYLINDER): ("collide_primitive", "plane_cylinder", 4),
+    (GEOM_PLANE, GEOM_BOX): ("collide_primitive", "plane_box", 4),
+    (GEOM_SPHERE, GEOM_SPHERE): ("collide_primitive", "sphere_sphere", 1),
+    (GEOM_SPHERE, GEOM_CAPSULE): ("collide_primitive", "sphere_capsule", 1),
+    (GEOM_SPHERE, GEOM_CYLINDER): ("collide_primitive", "sphere_cylinder", 1),
+    (GEOM_CAPSULE, GEOM_CAPSULE): ("collide_primitive", "capsule_capsule", 2),
+    (GEOM_SPHERE, GEOM_BOX): ("collide_box", "sphere_box", 1),
+    (GEOM_CAPSULE, GEOM_BOX): ("collide_box", "capsule_box", 2),
+    (GEOM_BOX, GEOM_BOX): ("collide_box", "box_box", 9),
 }
+
+
+# MuJoCo's mjCOLLISIONFUNC: every type pair (t1 <= t2) that has a collision function, as
+# the tiphys narrowphase kind that runs it; pairs not listed have none in MuJoCo either
+# (plane-plane, plane-hfield, hfield-hfield). Analytic pairs are the "primitive" kind,
+# with their device function in PRIMITIVE_DETECTORS.
+_CONVEX_PAIRS = (
+    (GEOM_PLANE, GEOM_ELLIPSOID), (GEOM_PLANE, GEOM_MESH),  # mjc_PlaneConvex
+    (GEOM_SPHERE, GEOM_ELLIPSOID), (GEOM_SPHERE, GEOM_MESH),  # mjc_Convex from here on
+    (GEOM_CAPSULE, GEOM_ELLIPSOID), (GEOM_CAPSULE, GEOM_CYLINDER), (GEOM_CAPSULE, GEOM_MESH),
+    (GEOM_ELLIPSOID, GEOM_ELLIPSOID), (GEOM_ELLIPSOID, GEOM_CYLINDER),
+    (GEOM_ELLIPSOID, GEOM_BOX), (GEOM_ELLIPSOID, GEOM_MESH),
+    (GEOM_CYLINDER, GEOM_CYLINDER), (GEOM_CYLINDER, GEOM_BOX), (GEOM_CYLINDER, GEOM_MESH),
+    (GEOM_BOX, GEOM_MESH), (GEOM_MESH, GEOM_MESH),
+)
+DETECTOR_KINDS = {
+    **{pair: "primitive" for pair in PRIMITIVE_DETECTORS},
+    **{pair: "convex" for pair in _CONVEX_PAIRS},
+    **{(GEOM_HFIELD, t): "hfield"  # mjc_ConvexHField
+       for t in (GEOM_SPHERE, GEOM_CAPSULE, GEOM_ELLIPSOID, GEOM_CYLINDER, GEOM_BOX, GEOM_MESH)},
+    **{(t, GEOM_SDF): "sdf" for t in range(NGEOMTYPES)},
+}
+
+# detector kinds with their own kernels, in the order of the plan's candidate lists
+KINDS = ("primitive", "convex", "hfield")
+
+
+def detector_kind(t1: int, t2: int):
+    """'primitive' | 'convex' | 'hfield' | 'sdf' | None for a type pair with t1 <= t2
+    (MuJoCo's mjCOLLISIONFUNC table)."""
+    return DETECTOR_KINDS.get((t1, t2))
 
 
 def primitive_table():
@@ -408,7 +435,7 @@ def emit_buffers(d, cap: int):
     out = buffers.get(cap)
     if out is None:
         shape = (d.nworld, max(1, cap))
-        fdt = backend.float_dtype()
+        fdt = config.float_dtype()
         out = (ti.ndarray(fdt, shape=shape), ti.Vector.ndarray(3, fdt, shape=shape),
                ti.Matrix.ndarray(3, 3, fdt, shape=shape), ti.ndarray(ti.i32, shape=shape))
         buffers[cap] = out

@@ -25,23 +25,15 @@ Per-world parameters ("*" fields) are indexed ``worldid % shape[0]``.
 import numpy as np
 import taichi as ti
 
-from .check import WARN_CNSTRFULL
+from .consts import (CNSTR_CONTACT_ELLIPTIC, CNSTR_CONTACT_FRICTIONLESS, CNSTR_CONTACT_PYRAMIDAL,
+                     CNSTR_EQUALITY, CNSTR_FRICTION_DOF, CNSTR_FRICTION_TENDON, CNSTR_LIMIT_JOINT,
+                     CNSTR_LIMIT_TENDON, CONE_ELLIPTIC, EQ_CONNECT, EQ_JOINT, EQ_TENDON, EQ_WELD,
+                     JAC_AUTO, JAC_SPARSE, JNT_BALL, JNT_HINGE, JNT_SLIDE, MAXIMP, MINIMP, MINVAL,
+                     OBJ_SITE, PI, WARN_CNSTRFULL)
 from .math import quat_mul
 from .tendon import last_dof
 
 ND = ti.types.ndarray()
-
-MINVAL = 1e-15  # mjMINVAL
-MINIMP = 0.0001  # mjMINIMP
-MAXIMP = 0.9999  # mjMAXIMP
-
-# mjtConstraint
-(EQUALITY, FRICTION_DOF, FRICTION_TENDON, LIMIT_JOINT, LIMIT_TENDON,
- CONTACT_FRICTIONLESS, CONTACT_PYRAMIDAL, CONTACT_ELLIPTIC) = range(8)
-# mjtEq, mjtObj (site), mjtJoint
-EQ_CONNECT, EQ_WELD, EQ_JOINT, EQ_TENDON = range(4)
-OBJ_SITE = 6
-JNT_BALL, JNT_SLIDE, JNT_HINGE = 1, 2, 3
 
 
 # ------------------------------------------------------------------------------------
@@ -380,8 +372,8 @@ def _ball_angle(worldid, jntid, jnt_qposadr: ti.template(), qpos: ti.template())
     else:
         axis = axis * (1.0 / sin_a_2)
     speed = 2.0 * ti.atan2(sin_a_2, q[0])
-    if speed > 3.14159265358979323846:
-        speed -= 2.0 * 3.14159265358979323846
+    if speed > PI:
+        speed -= 2.0 * PI
     vel = axis * speed
     value = ti.sqrt(vel[0] * vel[0] + vel[1] * vel[1] + vel[2] * vel[2])
     if value < MINVAL:
@@ -569,7 +561,7 @@ def _fill_eq_body(
             iw0 = body_invweight0[bw, b0]
             iw1 = body_invweight0[bw, b1]
             for r in range(nrow):
-                _row_head(worldid, row + r, EQUALITY, eqid, cpos[r], 0.0, 0.0, efc_type,
+                _row_head(worldid, row + r, CNSTR_EQUALITY, eqid, cpos[r], 0.0, 0.0, efc_type,
                           efc_id, efc_pos, efc_margin, efc_frictionloss)
                 diag = iw0[0] + iw1[0]
                 if r >= 3:
@@ -641,7 +633,7 @@ def _fill_eq_scalar(
             solref = _solref_checked(eq_solref[ew, eqid], timestep, refsafe, 0.02, 1.0)
             solimp = _solimp_checked(eq_solimp[worldid % eq_solimp.shape[0], eqid])
             imp, impp = _impedance(solimp, cpos, 0.0)
-            _row_head(worldid, row, EQUALITY, eqid, cpos, 0.0, 0.0, efc_type, efc_id,
+            _row_head(worldid, row, CNSTR_EQUALITY, eqid, cpos, 0.0, 0.0, efc_type, efc_id,
                       efc_pos, efc_margin, efc_frictionloss)
             efc_KBIP[worldid, row] = _kbip(solref, solimp, imp, impp, False)
             efc_R[worldid, row] = _r_of(imp, diag)
@@ -668,7 +660,7 @@ def _fill_friction(
     for worldid, k in ti.ndrange(nworld, nv + ntendon):  # dofs, then tendons
         row = efc_adr[worldid, neq + k]
         if row >= 0:
-            ctype = FRICTION_DOF
+            ctype = CNSTR_FRICTION_DOF
             objid = k
             frictionloss = 0.0
             diag = 0.0
@@ -683,7 +675,7 @@ def _fill_friction(
                 solref = dof_solref[worldid % dof_solref.shape[0], objid]
                 solimp = dof_solimp[worldid % dof_solimp.shape[0], objid]
             else:
-                ctype = FRICTION_TENDON
+                ctype = CNSTR_FRICTION_TENDON
                 objid = k - nv
                 tw = worldid % tendon_frictionloss.shape[0]
                 frictionloss = tendon_frictionloss[tw, objid]
@@ -735,7 +727,7 @@ def _fill_limit(
                     for c in ti.static(range(3)):
                         efc_J[worldid, row, dofadr + c] = axis[c] * -1.0
                     imp, impp = _impedance(solimp, dist, margin)
-                    _row_head(worldid, row, LIMIT_JOINT, jntid, dist, margin, 0.0, efc_type,
+                    _row_head(worldid, row, CNSTR_LIMIT_JOINT, jntid, dist, margin, 0.0, efc_type,
                               efc_id, efc_pos, efc_margin, efc_frictionloss)
                     efc_KBIP[worldid, row] = _kbip(solref, solimp, imp, impp, False)
                     efc_R[worldid, row] = _r_of(imp, diag)
@@ -749,7 +741,7 @@ def _fill_limit(
                             _zero_row(worldid, r, nv, efc_J)
                             efc_J[worldid, r, dofadr] = -side
                             imp, impp = _impedance(solimp, dist, margin)
-                            _row_head(worldid, r, LIMIT_JOINT, jntid, dist, margin, 0.0,
+                            _row_head(worldid, r, CNSTR_LIMIT_JOINT, jntid, dist, margin, 0.0,
                                       efc_type, efc_id, efc_pos, efc_margin,
                                       efc_frictionloss)
                             efc_KBIP[worldid, r] = _kbip(solref, solimp, imp, impp, False)
@@ -774,7 +766,7 @@ def _fill_limit(
                         for dofid in range(nv):
                             efc_J[worldid, r, dofid] = ten_J[worldid, tenid, dofid] * (-side)
                         imp, impp = _impedance(solimp, dist, margin)
-                        _row_head(worldid, r, LIMIT_TENDON, tenid, dist, margin, 0.0,
+                        _row_head(worldid, r, CNSTR_LIMIT_TENDON, tenid, dist, margin, 0.0,
                                   efc_type, efc_id, efc_pos, efc_margin, efc_frictionloss)
                         efc_KBIP[worldid, r] = _kbip(solref, solimp, imp, impp, False)
                         efc_R[worldid, r] = _r_of(imp, diag)
@@ -811,9 +803,10 @@ def _fill_contact(
             if row >= 0:
                 dim = contact_dim[worldid, conid]
                 nrow = _contact_rows(dim, elliptic)
-                ctype = CONTACT_FRICTIONLESS
+                ctype = CNSTR_CONTACT_FRICTIONLESS
                 if dim > 1:
-                    ctype = CONTACT_ELLIPTIC if ti.static(elliptic) else CONTACT_PYRAMIDAL
+                    ctype = CNSTR_CONTACT_ELLIPTIC if ti.static(elliptic) else \
+                        CNSTR_CONTACT_PYRAMIDAL
                 geoms = contact_geom[worldid, conid]
                 b1 = geom_bodyid[geoms[0]]
                 b2 = geom_bodyid[geoms[1]]
@@ -952,7 +945,7 @@ def _reference(nv: ti.i32, nefc: ND, efc_J: ND, efc_KBIP: ND, efc_pos: ND, efc_m
 def _is_sparse(m) -> bool:
     """mj_isSparse: opt.jacobian sparse, or auto with nv >= 60."""
     jac = m.opt.jacobian
-    return jac == 1 or (jac == 2 and m.nv >= 60)
+    return jac == JAC_SPARSE or (jac == JAC_AUTO and m.nv >= 60)
 
 
 def _scratch(m, d):
@@ -985,8 +978,8 @@ def _host_flags(m):
         or bool(np.any(np.asarray(a.tendon_limited)[:m.ntendon])))
     con_on = on and not opt.disabled("contact")
     flags = dict(eq=eq_on, fric=fric_on, lim=lim_on, con=con_on,
-                 eq_body=eq_on and bool(np.any(eq_type <= 1)),
-                 eq_scalar=eq_on and bool(np.any((eq_type == 2) | (eq_type == 3))))
+                 eq_body=eq_on and bool(np.any(eq_type <= EQ_WELD)),
+                 eq_scalar=eq_on and bool(np.any((eq_type == EQ_JOINT) | (eq_type == EQ_TENDON))))
     m._tiphys_constraint_flags = (key, flags)
     return flags
 
@@ -1007,7 +1000,7 @@ def make_constraint(m, d) -> None:
     flags = _host_flags(m)
     adr = _scratch(m, d)
     refsafe = not opt.disabled("refsafe")
-    elliptic = opt.cone == 1
+    elliptic = opt.cone == CONE_ELLIPTIC
     timestep = float(opt.timestep)
     if flags["eq"]:
         _count_equality(m.nv, m.neq, m.eq_type, m.eq_obj1id, m.eq_obj2id, m.eq_objtype,

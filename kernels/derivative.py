@@ -23,13 +23,12 @@ one thread per (world, dof row).
 """
 import taichi as ti
 
-from .actuation import (BIAS_AFFINE, DYN_NONE, GAIN_AFFINE, GAIN_MUSCLE,
-                        _muscle_gain_length, _muscle_norm_length, actuator_disabled)
+from .actuation import _muscle_gain_length, _muscle_norm_length, actuator_disabled
+from .consts import (BIAS_AFFINE, DYN_NONE, GAIN_AFFINE, GAIN_MUSCLE, GEOM_CAPSULE, GEOM_CYLINDER,
+                     GEOM_SPHERE, INT_IMPLICITFAST, JNT_BALL, JNT_FREE, MINVAL, PI)
 from .math import cross_motion, mul_inert_vec
 
 ND = ti.types.ndarray()
-MINVAL = 1e-15
-PI = 3.14159265358979323846
 
 
 @ti.func
@@ -46,11 +45,11 @@ def _pow2(x):
 @ti.func
 def _semiaxes(gtype, gsize):
     size = gsize
-    if gtype == 2:  # sphere
+    if gtype == GEOM_SPHERE:
         size = ti.Vector([gsize[0], gsize[0], gsize[0]])
-    elif gtype == 3:  # capsule
+    elif gtype == GEOM_CAPSULE:
         size = ti.Vector([gsize[0], gsize[0], gsize[1] + gsize[0]])
-    elif gtype == 5:  # cylinder
+    elif gtype == GEOM_CYLINDER:
         size = ti.Vector([gsize[0], gsize[0], gsize[1]])
     return size
 
@@ -337,9 +336,9 @@ def _body_derivs(
             jntid = dof_jntid[dofid]
             jadr = jnt_dofadr[jntid]
             last = dofid
-            if jnt_type[jntid] == 1:
+            if jnt_type[jntid] == JNT_BALL:
                 last = jadr + 2
-            elif jnt_type[jntid] == 0:
+            elif jnt_type[jntid] == JNT_FREE:
                 last = jadr + 2
                 if dofid >= jadr + 3:
                     last = jadr + 5
@@ -521,7 +520,7 @@ def smooth_vel(m, d, flg_bias: bool):
                      m.body_geomadr, m.body_geomnum, m.body_subtree_adr, m.body_subtree_num,
                      m.body_subtree, m.body_dofadr, m.dof_bodyid, m.dof_jntid, m.jnt_type,
                      m.jnt_dofadr, m.geom_type, m.geom_size, m.geom_fluid, m.nbody, m.nv,
-                     int(flg_bias), int(opt.integrator == 3),
+                     int(flg_bias), int(opt.integrator == INT_IMPLICITFAST),
                      float(opt.density), float(opt.viscosity), *wind,
                      d.qvel, d.xipos, d.ximat, d.geom_xpos, d.geom_xmat, d.subtree_com,
                      d.cvel, d.cdof, d.cdof_dot, d.cinert,

@@ -16,11 +16,11 @@ flexes. Per-world-able ("*") parameters are indexed ``worldid % shape[0]``.
 """
 import taichi as ti
 
+from .consts import JNT_BALL, JNT_FREE
 from .math import sub_quat
 
 ND = ti.types.ndarray()
 
-JNT_FREE, JNT_BALL, JNT_SLIDE, JNT_HINGE = range(4)  # mjtJoint
 
 
 @ti.kernel

@@ -24,14 +24,13 @@ tiphys returns (s+ - s-) / 2 eps there too.
 """
 import taichi as ti
 
+from .consts import JNT_BALL, JNT_FREE
 from .math import quat_integrate, quat_normalize, sub_quat
 
 ND = ti.types.ndarray()
 
 # column kinds
 NOMINAL, CTRL, ACT, QVEL, QPOS, QACC = range(6)
-# mjtJoint
-FREE, BALL = 0, 1
 
 
 @ti.func
@@ -124,8 +123,8 @@ def _perturb(
                 padr = jnt_qposadr[jntid]
                 vadr = jnt_dofadr[jntid]
                 jtype = jnt_type[jntid]
-                if jtype == FREE or jtype == BALL:
-                    if jtype == FREE:
+                if jtype == JNT_FREE or jtype == JNT_BALL:
+                    if jtype == JNT_FREE:
                         if i >= vadr and i < vadr + 3:
                             e_qpos[e, padr + i - vadr] += dt
                         padr += 3
@@ -244,8 +243,8 @@ def _diff_transition(
                     padr = jnt_qposadr[jntid]
                     vadr = jnt_dofadr[jntid]
                     jtype = jnt_type[jntid]
-                    if jtype == FREE or jtype == BALL:
-                        if jtype == FREE:
+                    if jtype == JNT_FREE or jtype == JNT_BALL:
+                        if jtype == JNT_FREE:
                             for k in ti.static(range(3)):
                                 jac_state[w, vadr + k, j] = (out_state[c2, w, padr + k] -
                                                              out_state[c1, w, padr + k]) / h

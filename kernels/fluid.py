@@ -6,13 +6,11 @@ body's equivalent inertia box. Each produces a force and torque that are mapped 
 joint space as mj_applyFT does; everything is written to qfrc_fluid and added to
 qfrc_passive.
 """
-import math
-
 import taichi as ti
 
+from .consts import GEOM_CAPSULE, GEOM_CYLINDER, GEOM_SPHERE, MINVAL, PI
+
 ND = ti.types.ndarray()
-MINVAL = 1e-15
-PI = math.pi
 
 
 @ti.func
@@ -143,11 +141,11 @@ def _fluid(
                         gsize = geom_size[worldid % geom_size.shape[0], geomid]
                         size = gsize
                         gtype = geom_type[geomid]
-                        if gtype == 2:  # sphere
+                        if gtype == GEOM_SPHERE:
                             size = ti.Vector([gsize[0], gsize[0], gsize[0]])
-                        elif gtype == 3:  # capsule
+                        elif gtype == GEOM_CAPSULE:
                             size = ti.Vector([gsize[0], gsize[0], gsize[1] + gsize[0]])
-                        elif gtype == 5:  # cylinder
+                        elif gtype == GEOM_CYLINDER:
                             size = ti.Vector([gsize[0], gsize[0], gsize[1]])
                         pos = geom_xpos[worldid, geomid]
                         mat = geom_xmat[worldid, geomid]

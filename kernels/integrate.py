@@ -3,6 +3,7 @@ implicitfast (mj_Euler, mj_RungeKutta, mj_implicit), and position integration.""
 import taichi as ti
 
 from .actuation import advance_activation
+from .consts import JNT_BALL, JNT_FREE
 from .derivative import smooth_vel, velocity_dependent
 from .math import quat_integrate
 from .smooth import ld_factor, ld_solve, row_end
@@ -16,13 +17,13 @@ def _integrate_joint(worldid, jntid, jnt_type: ti.template(), jnt_qposadr: ti.te
     padr = jnt_qposadr[jntid]
     vadr = jnt_dofadr[jntid]
     jtype = jnt_type[jntid]
-    if jtype == 0:
+    if jtype == JNT_FREE:
         for k in ti.static(range(3)):
             qpos[worldid, padr + k] += dt * qvel[worldid, vadr + k]
         padr += 3
         vadr += 3
         jtype = 1
-    if jtype == 1:
+    if jtype == JNT_BALL:
         quat = ti.Vector([qpos[worldid, padr + k] for k in ti.static(range(4))])
         vel = ti.Vector([qvel[worldid, vadr + k] for k in ti.static(range(3))])
         quat = quat_integrate(quat, vel, dt)

@@ -20,6 +20,7 @@ inverse is from forward's constraint force and applied forces.
 import numpy as np
 import taichi as ti
 
+from .consts import INT_EULER, INT_IMPLICIT, INT_IMPLICITFAST, INT_RK4
 from .derivative import smooth_vel
 from .smooth import ld_solve, mul_m_tree_add
 from .solver import E_JAREF, E_N, I_N, _constraint_update, row_params
@@ -27,7 +28,10 @@ from .solver import E_JAREF, E_N, I_N, _constraint_update, row_params
 ND = ti.types.ndarray()
 
 # how mj_discreteAcc maps the discrete acceleration (mjtIntegrator values)
-DISCRETE_NONE, DISCRETE_EULER, DISCRETE_IMPLICIT, DISCRETE_IMPLICITFAST = -1, 0, 2, 3
+DISCRETE_NONE = -1
+DISCRETE_EULER = INT_EULER
+DISCRETE_IMPLICIT = INT_IMPLICIT
+DISCRETE_IMPLICITFAST = INT_IMPLICITFAST
 
 
 @ti.kernel
@@ -195,14 +199,14 @@ def discrete_mode(m) -> int:
     opt = m.opt
     if not opt.enabled("invdiscrete"):
         return DISCRETE_NONE
-    if opt.integrator == 1:
+    if opt.integrator == INT_RK4:
         raise ValueError("inverse: discrete inverse dynamics (<flag invdiscrete=\"enable\"/>) "
                          "is not supported by the RK4 integrator (as in MuJoCo)")
-    if opt.integrator == 0:
+    if opt.integrator == INT_EULER:
         damped = m.nv > 0 and not opt.disabled("eulerdamp") and \
             bool(np.any(m.param("dof_damping")[..., :m.nv] > 0))
         return DISCRETE_EULER if damped else DISCRETE_NONE
-    if opt.integrator in (2, 3):
+    if opt.integrator in (INT_IMPLICIT, INT_IMPLICITFAST):
         return int(opt.integrator)
     raise NotImplementedError(f"inverse: invdiscrete with integrator {opt.integrator}")
 

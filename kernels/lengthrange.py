@@ -6,11 +6,11 @@ step: ``lengthrange_decay``, step1, ``lengthrange_force``, step2.
 """
 import taichi as ti
 
+from .consts import MINVAL
 from .smooth import ld_solve
 
 ND = ti.types.ndarray()
 
-MINVAL = 1e-15
 
 
 @ti.kernel

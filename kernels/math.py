@@ -1,6 +1,9 @@
 """@ti.func math shared by the kernels: quaternions, rotations, spatial algebra."""
 import taichi as ti
 
+from .consts import (GEOM_BOX, GEOM_CAPSULE, GEOM_CYLINDER, GEOM_ELLIPSOID, GEOM_PLANE,
+                     GEOM_SPHERE, MINVAL, PI)
+
 
 @ti.func
 def quat_mul(a, b):
@@ -13,13 +16,13 @@ def quat_mul(a, b):
 @ti.func
 def quat_normalize(q):
     """Unit quaternion; a zero quaternion becomes the identity. As mju_normalize4, a
-    quaternion whose norm is within 1e-15 of 1 is kept as it is (round-off in xquat,
+    quaternion whose norm is within mjMINVAL of 1 is kept as it is (round-off in xquat,
     and so in xmat and every position below it, then agrees with MuJoCo bit for bit)."""
     n = q.norm()
     out = ti.Vector([1.0, 0.0, 0.0, 0.0])
-    if n >= 1e-15:
+    if n >= MINVAL:
         out = q
-        if ti.abs(n - 1.0) > 1e-15:
+        if ti.abs(n - 1.0) > MINVAL:
             out = q * (1.0 / n)
     return out
 
@@ -120,7 +123,7 @@ def quat_integrate(quat, vel, dt):
     """Rotate quat by the angular velocity vel (local frame) over dt, as mju_quatIntegrate."""
     norm = vel.norm()
     axis = ti.Vector([1.0, 0.0, 0.0])
-    if norm >= 1e-15:
+    if norm >= MINVAL:
         axis = vel * (1.0 / norm)
     return quat_mul(quat_normalize(quat), axis_angle2quat(axis, dt * norm))
 
@@ -132,19 +135,14 @@ def sub_quat(qa, qb):
     dif = quat_mul(qneg, qa)
     axis = ti.Vector([dif[1], dif[2], dif[3]])
     sin_a_2 = axis.norm()
-    if sin_a_2 < 1e-15:
+    if sin_a_2 < MINVAL:
         axis = ti.Vector([1.0, 0.0, 0.0])
     else:
         axis = axis * (1.0 / sin_a_2)
     speed = 2.0 * ti.atan2(sin_a_2, dif[0])
-    if speed > 3.14159265358979323846:
-        speed -= 2.0 * 3.14159265358979323846
+    if speed > PI:
+        speed -= 2.0 * PI
     return axis * speed
-
-
-MINVAL = 1e-15  # mjMINVAL
-# mjtGeom primitives inside_geom knows
-_PLANE, _SPHERE, _CAPSULE, _ELLIPSOID, _CYLINDER, _BOX = 0, 2, 3, 4, 5, 6
 
 
 @ti.func
@@ -183,25 +181,25 @@ def inside_geom(pos, mat, size, gtype, point):
     size), else 0."""
     vec = point - pos
     inside = 0
-    if gtype == _SPHERE:
+    if gtype == GEOM_SPHERE:
         inside = 1 if vec.dot(vec) < size[0] * size[0] else 0
     else:
         p = mul_mat_t(mat, vec)
-        if gtype == _CAPSULE:
+        if gtype == GEOM_CAPSULE:
             z = p[2] - ti.min(ti.max(p[2], -size[1]), size[1])
             if p[0] * p[0] + p[1] * p[1] + z * z < size[0] * size[0]:
                 inside = 1
-        elif gtype == _ELLIPSOID:
+        elif gtype == GEOM_ELLIPSOID:
             if (p[0] * p[0] / (size[0] * size[0]) + p[1] * p[1] / (size[1] * size[1])
                     + p[2] * p[2] / (size[2] * size[2])) < 1.0:
                 inside = 1
-        elif gtype == _CYLINDER:
+        elif gtype == GEOM_CYLINDER:
             if ti.abs(p[2]) < size[1] and p[0] * p[0] + p[1] * p[1] < size[0] * size[0]:
                 inside = 1
-        elif gtype == _BOX:
+        elif gtype == GEOM_BOX:
             if ti.abs(p[0]) < size[0] and ti.abs(p[1]) < size[1] and ti.abs(p[2]) < size[2]:
                 inside = 1
-        elif gtype == _PLANE:
+        elif gtype == GEOM_PLANE:
             if p[2] < 0.0:
                 inside = 1
     return inside

@@ -37,13 +37,12 @@ where the backend limits a thread's loop iterations: see solver.loop_limit).
 """
 import taichi as ti
 
-from .solver import (CNSTR_CONTACT_ELLIPTIC, E_ARINV, E_B, E_FLOSS, E_FRIC, E_R,
-                     I_DIM, I_OLDSTATE, MINVAL, QCQP_ITERATIONS, STAGE_DONE,
-                     STAGE_RUNNING, STAGE_START, V_U, W_IT, W_IT0, W_LIMIT, W_STAGE,
-                     _dual_qfrc, _dual_state, _limit_reached, _solve_m, cone_qcqp)
+from .consts import CNSTR_CONTACT_ELLIPTIC, CNSTR_CONTACT_PYRAMIDAL, MINVAL, SOL_PGS
+from .solver import (E_ARINV, E_B, E_FLOSS, E_FRIC, E_R, I_DIM, I_OLDSTATE, QCQP_ITERATIONS,
+                     STAGE_DONE, STAGE_RUNNING, STAGE_START, V_U, W_IT, W_IT0, W_LIMIT,
+                     W_STAGE, _dual_qfrc, _dual_state, _limit_reached, _solve_m, cone_qcqp)
 
 ND = ti.types.ndarray()
-CNSTR_CONTACT_PYRAMIDAL = 6  # mjCNSTR_CONTACT_PYRAMIDAL
 BLOCK_MINDIAG = 1e-10  # extractBlock's clamp of the contact block diagonal
 COST_RISE = 1e-10  # costChange: a larger rise restores the old forces
 
@@ -321,7 +320,7 @@ def _noslip(
 def _minvjt(m, d, s):
     """M^-1 J' by rows: PGS's (already computed by solve) or noslip's own, allocated
     on first use; returns (array, whether it must be computed)."""
-    if m.opt.solver == 0:
+    if m.opt.solver == SOL_PGS:
         return s["minvjt"], 0
     shape = (d.nworld, s["se"].shape[2], s["sv"].shape[2])
     own = getattr(d, "_noslip_minvjt", None)

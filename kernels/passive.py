@@ -4,6 +4,7 @@ Fluid forces (density or viscosity > 0) come from kernels/fluid.py.
 """
 import taichi as ti
 
+from .consts import JNT_BALL, JNT_FREE
 from .fluid import fluid
 from .math import quat_normalize, sub_quat
 
@@ -33,21 +34,21 @@ def _passive(
         spring_ref = qpos_spring.shape[0]
         if has_spring == 0 or stiffness == 0.0:
             ndof = 1
-            if jtype == 0:
+            if jtype == JNT_FREE:
                 ndof = 6
-            elif jtype == 1:
+            elif jtype == JNT_BALL:
                 ndof = 3
             for k in range(ndof):
                 qfrc_spring[worldid, dadr + k] = 0.0
         else:
-            if jtype == 0:
+            if jtype == JNT_FREE:
                 for k in ti.static(range(3)):
                     qfrc_spring[worldid, dadr + k] = -stiffness * (
                         qpos[worldid, padr + k] - qpos_spring[worldid % spring_ref, padr + k])
                 padr += 3
                 dadr += 3
                 jtype = 1
-            if jtype == 1:
+            if jtype == JNT_BALL:
                 quat = quat_normalize(ti.Vector([
                     qpos[worldid, padr], qpos[worldid, padr + 1], qpos[worldid, padr + 2],
                     qpos[worldid, padr + 3]]))

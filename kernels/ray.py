@@ -29,16 +29,12 @@ arrays come from ``ray_args(m, d)``. The host entry points are in tiphys/ray.py.
 import numpy as np
 import taichi as ti
 
-from .. import backend
+from . import config
+from .consts import (EPS, GEOM_BOX, GEOM_CAPSULE, GEOM_CYLINDER, GEOM_ELLIPSOID, GEOM_HFIELD,
+                     GEOM_MESH, GEOM_PLANE, GEOM_SDF, GEOM_SPHERE, MINVAL, NGROUP, PI)
 
 ND = ti.types.ndarray()
-MINVAL = 1e-15  # mjMINVAL
-PI = 3.14159265358979323846
-NGROUP = 6  # mjNGROUP
 GROUP_ALL = (1 << NGROUP) - 1  # the mask that keeps every group (MuJoCo's geomgroup NULL)
-
-# mjtGeom
-PLANE, HFIELD, SPHERE, CAPSULE, ELLIPSOID, CYLINDER, BOX, MESH, SDF = range(9)
 
 # geom_int columns: type, body, flags, then per type: mesh (BVH root node, bvh node
 # count), hfield (hfield id, nrow, ncol, adr)
@@ -224,17 +220,17 @@ def ray_primitive(geomtype, pos, mat, size, pnt, vec):
     """mju_rayGeom: plane, sphere, capsule, ellipsoid, cylinder or box (-1 for other
     types; the host rejects them)."""
     x = -1.0
-    if geomtype == PLANE:
+    if geomtype == GEOM_PLANE:
         x = ray_plane(pos, mat, size, pnt, vec)
-    elif geomtype == SPHERE:
+    elif geomtype == GEOM_SPHERE:
         x = ray_sphere(pos, size[0] * size[0], pnt, vec)
-    elif geomtype == CAPSULE:
+    elif geomtype == GEOM_CAPSULE:
         x = ray_capsule(pos, mat, size, pnt, vec)
-    elif geomtype == ELLIPSOID:
+    elif geomtype == GEOM_ELLIPSOID:
         x = ray_ellipsoid(pos, mat, size, pnt, vec)
-    elif geomtype == CYLINDER:
+    elif geomtype == GEOM_CYLINDER:
         x = ray_cylinder(pos, mat, size, pnt, vec)
-    elif geomtype == BOX:
+    elif geomtype == GEOM_BOX:
         x = ray_box(pos, mat, size, pnt, vec)
     return x
 
@@ -308,7 +304,7 @@ def ray_triangle(v0, v1, v2, lpnt, lvec, b0, b1):
 @ti.func
 def _big():
     """A float beyond any distance (mjMAXVAL's role), finite in f32 too."""
-    return 1e300 if ti.static(backend.precision() == "f64") else 1e30
+    return 1e300 if ti.static(config.precision() == "f64") else 1e30
 
 
 @ti.func
@@ -467,10 +463,10 @@ def ray_geom_id(worldid, geomid, pnt, vec, geom_int: ti.template(), geom_size: t
     """Distance to geom ``geomid`` of world ``worldid`` (any type but sdf), -1 if missed."""
     gtype = geom_int[geomid][GI_TYPE]
     x = -1.0
-    if gtype == MESH:
+    if gtype == GEOM_MESH:
         x = ray_mesh(worldid, geomid, pnt, vec, geom_int, geom_size, geom_xpos, geom_xmat,
                      mesh_vert, tri_vert, bvh_box, bvh_node)
-    elif gtype == HFIELD:
+    elif gtype == GEOM_HFIELD:
         x = ray_hfield(worldid, geomid, pnt, vec, geom_int, geom_xpos, geom_xmat, hfield_size,
                        hfield_data)
     else:
@@ -773,7 +769,7 @@ class RayTables:
         a = m.arrays
         ngeom = m.ngeom
         gtype = np.asarray(a.geom_type, dtype=np.int64)[:ngeom]
-        if np.any(gtype == SDF):
+        if np.any(gtype == GEOM_SDF):
             raise NotImplementedError("ray casting: sdf geoms")
         bodyid = np.asarray(a.geom_bodyid)[:ngeom]
         dataid = np.asarray(a.geom_dataid)[:ngeom]
@@ -802,7 +798,7 @@ class RayTables:
         nnode = ntri = 0
         mesh_vert = np.asarray(a.mesh_vert, dtype=np.float64).reshape(-1, 3)
         mesh_face = np.asarray(a.mesh_face, dtype=np.int64).reshape(-1, 3)
-        for meshid in sorted(set(dataid[gtype == MESH].tolist())):
+        for meshid in sorted(set(dataid[gtype == GEOM_MESH].tolist())):
             vadr = int(a.mesh_vertadr[meshid])
             vnum = int(a.mesh_vertnum[meshid])
             fadr = int(a.mesh_faceadr[meshid])
@@ -817,9 +813,9 @@ class RayTables:
             tris.append(faces[order] + vadr)
             nnode += len(b)
             ntri += len(order)
-        for g in np.nonzero(gtype == MESH)[0]:
+        for g in np.nonzero(gtype == GEOM_MESH)[0]:
             gi[g, GI_A] = roots[int(dataid[g])]
-        for g in np.nonzero(gtype == HFIELD)[0]:
+        for g in np.nonzero(gtype == GEOM_HFIELD)[0]:
             hid = int(dataid[g])
             gi[g, GI_A] = hid
             gi[g, GI_B] = int(a.hfield_nrow[hid])
@@ -868,9 +864,9 @@ def body_collision_boxes(m) -> np.ndarray:
                 verts = _quat_rotate(qinv, verts)
                 lo = np.minimum(lo, verts.min(axis=0))
                 hi = np.maximum(hi, verts.max(axis=0))
-        flat = np.abs(lo - hi) < 1e-14  # mjEPS: MuJoCo inflates flat boxes
-        lo[flat] -= 1e-14
-        hi[flat] += 1e-14
+        flat = np.abs(lo - hi) < EPS  # MuJoCo inflates flat boxes
+        lo[flat] -= EPS
+        hi[flat] += EPS
         out[b] = np.r_[(hi + lo) / 2, (hi - lo) / 2]
     return out
 

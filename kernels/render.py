@@ -16,14 +16,15 @@ zero-length lines), so a buffer's layout never changes with what is shown.
 """
 import taichi as ti
 
+from .consts import CONE_PYRAMIDAL, JNT_SLIDE, LIGHT_DIRECTIONAL, LIGHT_SPOT, MINVAL
 from .math import quat_mul
 from .rne_post import contact_force_local
 
 ND = ti.types.ndarray()
 
+# object flags and kinds (tiphys.viewer.geometry's object tables)
 FLAG_VISIBLE, FLAG_PLANE, FLAG_STATIC = 1, 2, 4
-OBJ_GEOM, OBJ_SITE = 0, 1
-LIGHT_SPOT, LIGHT_DIRECTIONAL, LIGHT_POINT = 0, 1, 2
+KIND_GEOM, KIND_SITE = 0, 1
 # params layout (float32 vector set by the host each frame)
 P_CAM, P_HEAD_AMB, P_HEAD_DIF, P_HEAD_SPEC, P_HEAD_ON, P_HEAD_DIR = 0, 3, 6, 9, 12, 13
 P_FOG_ON, P_FOG_START, P_FOG_END, P_FOG_RGB, P_GLOBAL_AMB = 16, 17, 18, 19, 22
@@ -159,7 +160,7 @@ def _geom_vertices(vert_obj: ND, vert_pos: ND, vert_nrm: ND, vert_rgba: ND, vert
         else:
             pos = ti.Vector([0.0, 0.0, 0.0])
             mat = ti.Matrix.identity(float, 3)
-            if kind == OBJ_GEOM:
+            if kind == KIND_GEOM:
                 for i in ti.static(range(3)):
                     pos[i] = geom_xpos[worldid, elemid][i]
                     for j in ti.static(range(3)):
@@ -271,7 +272,7 @@ def _overlay_lines(show: ti.i32, scales: ND, tile_world: ND, tile_offset: ND,
         elif item < 3 * nbody + njnt:
             jntid = item - 3 * nbody
             jtype = jnt_type[jntid]
-            if (show & SHOW_JOINTS) != 0 and jtype >= 2:  # slide and hinge
+            if (show & SHOW_JOINTS) != 0 and jtype >= JNT_SLIDE:  # slide and hinge
                 a = _v3(xanchor, worldid, jntid) + off
                 b = a + scales[1] * _v3(xaxis, worldid, jntid)
                 c = ti.Vector([0.2, 0.6, 0.8, 1.0])
@@ -328,7 +329,7 @@ def overlay_lines(m, d, t, show: int, scales, vbo) -> None:
                    d.xpos, d.xmat, d.xanchor, d.xaxis, d.ten_wrapadr, d.ten_wrapnum,
                    d.wrap_obj, d.wrap_xpos, d.ncon, d.contact_pos, d.contact_frame,
                    d.contact_dim, d.contact_friction, d.contact_efc_address, d.efc_force,
-                   m.opt.cone == 0, m.nbody, m.njnt if m.njnt else 0, m.ntendon,
+                   m.opt.cone == CONE_PYRAMIDAL, m.nbody, m.njnt if m.njnt else 0, m.ntendon,
                    t.npoint, d.nconmax, t.ntile, t.lines_per_tile + 3 * d.nconmax, vbo)
 
 
@@ -414,7 +415,7 @@ def _perturb(xpos: ND, xmat: ND, xipos: ND, xquat: ND, cvel: ND, subtree_com: ND
             force += -ti.sqrt(stiffness) * mass * svel
             torque = arm.cross(force)
             dn = diff.norm()
-            if dn > 1e-15:
+            if dn > MINVAL:
                 axis = diff / dn
                 torque += -ti.sqrt(prm[PERT_STIFFROT]) * inertia * axis.dot(rot) * axis
         if prm[PERT_ROTATE] > 0.5:
@@ -428,7 +429,7 @@ def _perturb(xpos: ND, xmat: ND, xipos: ND, xquat: ND, cvel: ND, subtree_com: ND
             axis = ti.Vector([dif[1], dif[2], dif[3]])
             sin_a_2 = axis.norm()
             vel = ti.Vector([0.0, 0.0, 0.0])
-            if sin_a_2 > 1e-15:
+            if sin_a_2 > MINVAL:
                 angle = 2.0 * ti.atan2(sin_a_2, dif[0])
                 if angle > 3.14159265358979:
                     angle -= 2.0 * 3.14159265358979

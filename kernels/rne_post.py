@@ -19,14 +19,11 @@ parameters are indexed ``worldid % shape[0]``.
 import numpy as np
 import taichi as ti
 
-from tiphys import backend
-
+from . import config
+from .consts import CONE_PYRAMIDAL, EQ_CONNECT, EQ_FLEX, EQ_WELD, OBJ_BODY
 from .math import cross_force, mul_inert_vec, mul_mat_t
 
 ND = ti.types.ndarray()
-
-EQ_CONNECT, EQ_WELD, EQ_JOINT, EQ_TENDON, EQ_FLEX = range(5)  # mjtEq
-OBJ_BODY = 1  # mjOBJ_BODY
 
 
 @ti.func
@@ -231,7 +228,7 @@ def rne_post_constraint(m, d) -> None:
               d.xpos, d.xmat, d.xipos, d.subtree_com, d.xfrc_applied, d.ncon,
               d.contact_pos, d.contact_frame, d.contact_friction, d.contact_dim,
               d.contact_geom, d.contact_efc_address, d.ne, d.efc_id, d.efc_force,
-              d.cfrc_ext, m.opt.cone == 0)
+              d.cfrc_ext, m.opt.cone == CONE_PYRAMIDAL)
     g = (0.0, 0.0, 0.0) if m.opt.disabled("gravity") else tuple(float(x) for x in m.opt.gravity)
     _cacc_cfrc_int(m.body_parentid, m.body_depth, m.body_dofnum, m.body_dofadr,
                    m.body_subtree_adr, m.body_subtree_num, m.body_subtree, m.nbody, *g,
@@ -276,9 +273,9 @@ def contact_force(m, d, world_frame: bool = False) -> np.ndarray:
     Reads ncon, contact_frame, contact_friction, contact_dim, contact_efc_address and
     efc_force (run ``forward``, or the stages through ``solve``, first).
     """
-    fdtype = backend.float_dtype()
+    fdtype = config.float_dtype()
     out = ti.Vector.ndarray(6, fdtype, shape=(d.nworld, max(1, d.nconmax)))
     _contact_force(d.ncon, d.contact_frame, d.contact_friction, d.contact_dim,
-                   d.contact_efc_address, d.efc_force, out, m.opt.cone == 0,
+                   d.contact_efc_address, d.efc_force, out, m.opt.cone == CONE_PYRAMIDAL,
                    int(bool(world_frame)))
     return out.to_numpy().astype(np.float64)[:, :d.nconmax]

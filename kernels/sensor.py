@@ -44,44 +44,37 @@ import numpy as np
 import taichi as ti
 
 from . import collide_convex as cc
+from . import config
+from .consts import (CNSTR_LIMIT_JOINT, CNSTR_LIMIT_TENDON, DATATYPE_POSITIVE, DATATYPE_REAL,
+                     GEOM_BOX, GEOM_PLANE, GEOM_TYPE_NAMES, MINVAL, OBJ_BODY, OBJ_CAMERA, OBJ_GEOM,
+                     OBJ_SITE, OBJ_XBODY, SENS_ACTUATORPOS, SENS_ACTUATORVEL, SENS_BALLANGVEL,
+                     SENS_BALLQUAT, SENS_CAMPROJECTION, SENS_CLOCK, SENS_E_KINETIC,
+                     SENS_E_POTENTIAL, SENS_FRAMEANGVEL, SENS_FRAMELINVEL, SENS_FRAMEPOS,
+                     SENS_FRAMEQUAT, SENS_FRAMEXAXIS, SENS_FRAMEYAXIS, SENS_FRAMEZAXIS,
+                     SENS_GEOMDIST, SENS_GEOMFROMTO, SENS_GEOMNORMAL, SENS_GYRO, SENS_INSIDESITE,
+                     SENS_JOINTLIMITPOS, SENS_JOINTLIMITVEL, SENS_JOINTPOS, SENS_JOINTVEL,
+                     SENS_MAGNETOMETER, SENS_PLUGIN, SENS_RANGEFINDER, SENS_SUBTREEANGMOM,
+                     SENS_SUBTREECOM, SENS_SUBTREELINVEL, SENS_TENDONLIMITPOS, SENS_TENDONLIMITVEL,
+                     SENS_TENDONPOS, SENS_TENDONVEL, SENS_USER, SENS_VELOCIMETER, STAGE_ACC,
+                     STAGE_POS, STAGE_VEL)
 from .energy import energy_pos, energy_vel
-from .math import (MINVAL, inside_geom, mul_mat_t, normalize3, quat_mul,
-                   transform_motion)
+from .math import inside_geom, mul_mat_t, normalize3, quat_mul, transform_motion
 from .ray import GROUP_ALL, ray_scene, ray_tables
 
 ND = ti.types.ndarray()
 
-# mjtStage
-STAGE_NONE, STAGE_POS, STAGE_VEL, STAGE_ACC = range(4)
-
-# mjtSensor
-(TOUCH, ACCELEROMETER, VELOCIMETER, GYRO, FORCE, TORQUE, MAGNETOMETER, RANGEFINDER,
- CAMPROJECTION, JOINTPOS, JOINTVEL, TENDONPOS, TENDONVEL, ACTUATORPOS, ACTUATORVEL,
- ACTUATORFRC, JOINTACTFRC, TENDONACTFRC, BALLQUAT, BALLANGVEL, JOINTLIMITPOS,
- JOINTLIMITVEL, JOINTLIMITFRC, TENDONLIMITPOS, TENDONLIMITVEL, TENDONLIMITFRC, FRAMEPOS,
- FRAMEQUAT, FRAMEXAXIS, FRAMEYAXIS, FRAMEZAXIS, FRAMELINVEL, FRAMEANGVEL, FRAMELINACC,
- FRAMEANGACC, SUBTREECOM, SUBTREELINVEL, SUBTREEANGMOM, INSIDESITE, GEOMDIST, GEOMNORMAL,
- GEOMFROMTO, CONTACT, E_POTENTIAL, E_KINETIC, CLOCK, TACTILE, PLUGIN, USER) = range(49)
-
-POS_TYPES = (MAGNETOMETER, RANGEFINDER, CAMPROJECTION, JOINTPOS, TENDONPOS, ACTUATORPOS,
-             BALLQUAT, JOINTLIMITPOS, TENDONLIMITPOS, FRAMEPOS, FRAMEQUAT, FRAMEXAXIS,
-             FRAMEYAXIS, FRAMEZAXIS, SUBTREECOM, INSIDESITE, GEOMDIST, GEOMNORMAL,
-             GEOMFROMTO, E_POTENTIAL, E_KINETIC, CLOCK, USER)
-VEL_TYPES = (VELOCIMETER, GYRO, JOINTVEL, TENDONVEL, ACTUATORVEL, BALLANGVEL, JOINTLIMITVEL,
-             TENDONLIMITVEL, FRAMELINVEL, FRAMEANGVEL, SUBTREELINVEL, SUBTREEANGMOM,
-             E_KINETIC, USER)
-GEOM_SENSORS = (GEOMDIST, GEOMNORMAL, GEOMFROMTO)
+POS_TYPES = (SENS_MAGNETOMETER, SENS_RANGEFINDER, SENS_CAMPROJECTION, SENS_JOINTPOS, SENS_TENDONPOS,
+             SENS_ACTUATORPOS, SENS_BALLQUAT, SENS_JOINTLIMITPOS, SENS_TENDONLIMITPOS,
+             SENS_FRAMEPOS, SENS_FRAMEQUAT, SENS_FRAMEXAXIS, SENS_FRAMEYAXIS, SENS_FRAMEZAXIS,
+             SENS_SUBTREECOM, SENS_INSIDESITE, SENS_GEOMDIST, SENS_GEOMNORMAL, SENS_GEOMFROMTO,
+             SENS_E_POTENTIAL, SENS_E_KINETIC, SENS_CLOCK, SENS_USER)
+VEL_TYPES = (SENS_VELOCIMETER, SENS_GYRO, SENS_JOINTVEL, SENS_TENDONVEL, SENS_ACTUATORVEL,
+             SENS_BALLANGVEL, SENS_JOINTLIMITVEL, SENS_TENDONLIMITVEL, SENS_FRAMELINVEL,
+             SENS_FRAMEANGVEL, SENS_SUBTREELINVEL, SENS_SUBTREEANGMOM, SENS_E_KINETIC, SENS_USER)
+GEOM_SENSORS = (SENS_GEOMDIST, SENS_GEOMNORMAL, SENS_GEOMFROMTO)
 # handled by _sensor_extra (any stage)
-EXTRA_TYPES = (RANGEFINDER, JOINTLIMITPOS, TENDONLIMITPOS, JOINTLIMITVEL, TENDONLIMITVEL,
-               GEOMDIST, GEOMNORMAL, GEOMFROMTO)
-
-# mjtObj
-OBJ_UNKNOWN, OBJ_BODY, OBJ_XBODY, OBJ_JOINT = 0, 1, 2, 3
-OBJ_GEOM, OBJ_SITE, OBJ_CAMERA = 5, 6, 7
-# mjtDataType
-DATATYPE_REAL, DATATYPE_POSITIVE = 0, 1
-# mjtConstraint
-CNSTR_LIMIT_JOINT, CNSTR_LIMIT_TENDON = 3, 4
+EXTRA_TYPES = (SENS_RANGEFINDER, SENS_JOINTLIMITPOS, SENS_TENDONLIMITPOS, SENS_JOINTLIMITVEL,
+               SENS_TENDONLIMITVEL, SENS_GEOMDIST, SENS_GEOMNORMAL, SENS_GEOMFROMTO)
 
 # sint columns
 S_TYPE, S_DATATYPE, S_OBJTYPE, S_OBJID, S_REFTYPE, S_REFID, S_ADR, S_DIM = range(8)
@@ -150,7 +143,7 @@ def write_sensor(worldid, sid, out, sint: ti.template(), sensor_cutoff: ti.templ
     adr = si[S_ADR]
     dim = si[S_DIM]
     cutoff = sensor_cutoff[worldid % sensor_cutoff.shape[0], sid]
-    if si[S_TYPE] == GEOMFROMTO:
+    if si[S_TYPE] == SENS_GEOMFROMTO:
         cutoff = 0.0
     for j in ti.static(range(6)):
         if j < dim:
@@ -255,17 +248,17 @@ def _sensor_pos(
         reftype = si[S_REFTYPE]
         refid = si[S_REFID]
         out = ti.Vector.zero(float, 6)
-        if stype == USER:
+        if stype == SENS_USER:
             for j in range(si[S_DIM]):
                 sensordata[worldid, si[S_ADR] + j] = 0.0
         else:
-            if stype == MAGNETOMETER:
+            if stype == SENS_MAGNETOMETER:
                 f = sfloat[sid]
                 field = ti.Vector([f[0], f[1], f[2]])
                 v = mul_mat_t(site_xmat[worldid, objid], field)
                 for i in ti.static(range(3)):
                     out[i] = v[i]
-            elif stype == CAMPROJECTION:
+            elif stype == SENS_CAMPROJECTION:
                 # pixel = image . focal . [R' | -R' cam_pos] . [x; 1]
                 rot = cam_xmat[worldid, refid]
                 f = sfloat[sid]
@@ -281,13 +274,13 @@ def _sensor_pos(
                         denom = ti.max(denom, MINVAL)
                 out[0] = hx / denom
                 out[1] = hy / denom
-            elif stype == JOINTPOS:
+            elif stype == SENS_JOINTPOS:
                 out[0] = qpos[worldid, si[S_AUX]]
-            elif stype == TENDONPOS:
+            elif stype == SENS_TENDONPOS:
                 out[0] = ten_length[worldid, objid]
-            elif stype == ACTUATORPOS:
+            elif stype == SENS_ACTUATORPOS:
                 out[0] = actuator_length[worldid, objid]
-            elif stype == BALLQUAT:
+            elif stype == SENS_BALLQUAT:
                 adr = si[S_AUX]
                 q = ti.Vector([qpos[worldid, adr + i] for i in ti.static(range(4))])
                 norm = ti.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
@@ -297,24 +290,24 @@ def _sensor_pos(
                     q = q * (1.0 / norm)
                 for i in ti.static(range(4)):
                     out[i] = q[i]
-            elif stype == FRAMEPOS or (stype >= FRAMEXAXIS and stype <= FRAMEZAXIS):
+            elif stype == SENS_FRAMEPOS or (stype >= SENS_FRAMEXAXIS and stype <= SENS_FRAMEZAXIS):
                 pos, mat = _frame(worldid, objtype, objid, xpos, xmat, xipos, ximat,
                                   geom_xpos, geom_xmat, site_xpos, site_xmat, cam_xpos,
                                   cam_xmat)
                 v = pos
-                if stype != FRAMEPOS:
-                    axis = stype - FRAMEXAXIS
+                if stype != SENS_FRAMEPOS:
+                    axis = stype - SENS_FRAMEXAXIS
                     v = ti.Vector([mat[0, axis], mat[1, axis], mat[2, axis]])
                 if refid >= 0:
                     pos_ref, mat_ref = _frame(worldid, reftype, refid, xpos, xmat, xipos,
                                               ximat, geom_xpos, geom_xmat, site_xpos,
                                               site_xmat, cam_xpos, cam_xmat)
-                    if stype == FRAMEPOS:
+                    if stype == SENS_FRAMEPOS:
                         v = v - pos_ref
                     v = mul_mat_t(mat_ref, v)
                 for i in ti.static(range(3)):
                     out[i] = v[i]
-            elif stype == FRAMEQUAT:
+            elif stype == SENS_FRAMEQUAT:
                 q = _xquat(worldid, objtype, objid, si[S_OBJBODY], xquat, body_iquat,
                            geom_quat, site_quat, cam_quat)
                 if refid >= 0:
@@ -323,20 +316,20 @@ def _sensor_pos(
                     q = quat_mul(ti.Vector([r[0], -r[1], -r[2], -r[3]]), q)
                 for i in ti.static(range(4)):
                     out[i] = q[i]
-            elif stype == SUBTREECOM:
+            elif stype == SENS_SUBTREECOM:
                 v = subtree_com[worldid, objid]
                 for i in ti.static(range(3)):
                     out[i] = v[i]
-            elif stype == INSIDESITE:
+            elif stype == SENS_INSIDESITE:
                 pos, _ = _frame(worldid, objtype, objid, xpos, xmat, xipos, ximat, geom_xpos,
                                 geom_xmat, site_xpos, site_xmat, cam_xpos, cam_xmat)
                 out[0] = inside_geom(site_xpos[worldid, refid], site_xmat[worldid, refid],
                                       site_size[refid], si[S_AUX], pos)
-            elif stype == E_POTENTIAL:
+            elif stype == SENS_E_POTENTIAL:
                 out[0] = energy[worldid][0]
-            elif stype == E_KINETIC:
+            elif stype == SENS_E_KINETIC:
                 out[0] = energy[worldid][1]
-            elif stype == CLOCK:
+            elif stype == SENS_CLOCK:
                 out[0] = time[worldid]
             write_sensor(worldid, sid, out, sint, sensor_cutoff, sensordata)
 
@@ -400,27 +393,27 @@ def _sensor_vel(
         objid = si[S_OBJID]
         refid = si[S_REFID]
         out = ti.Vector.zero(float, 6)
-        if stype == USER:
+        if stype == SENS_USER:
             for j in range(si[S_DIM]):
                 sensordata[worldid, si[S_ADR] + j] = 0.0
         else:
-            if stype == VELOCIMETER or stype == GYRO:
+            if stype == SENS_VELOCIMETER or stype == SENS_GYRO:
                 ang, lin = _object_velocity(worldid, site_xpos[worldid, objid],
                                             site_xmat[worldid, objid], si[S_OBJBODY], 1,
                                             body_weldid, body_rootid, cvel, subtree_com)
-                v = lin if stype == VELOCIMETER else ang
+                v = lin if stype == SENS_VELOCIMETER else ang
                 for i in ti.static(range(3)):
                     out[i] = v[i]
-            elif stype == JOINTVEL:
+            elif stype == SENS_JOINTVEL:
                 out[0] = qvel[worldid, si[S_AUX]]
-            elif stype == TENDONVEL:
+            elif stype == SENS_TENDONVEL:
                 out[0] = ten_velocity[worldid, objid]
-            elif stype == ACTUATORVEL:
+            elif stype == SENS_ACTUATORVEL:
                 out[0] = actuator_velocity[worldid, objid]
-            elif stype == BALLANGVEL:
+            elif stype == SENS_BALLANGVEL:
                 for i in ti.static(range(3)):
                     out[i] = qvel[worldid, si[S_AUX] + i]
-            elif stype == FRAMELINVEL or stype == FRAMEANGVEL:
+            elif stype == SENS_FRAMELINVEL or stype == SENS_FRAMEANGVEL:
                 pos, mat = _frame(worldid, objtype, objid, xpos, xmat, xipos, ximat,
                                   geom_xpos, geom_xmat, site_xpos, site_xmat, cam_xpos,
                                   cam_xmat)
@@ -440,18 +433,18 @@ def _sensor_vel(
                     rel_lin += (pos - pos_ref).cross(ang_ref)
                     ang = mul_mat_t(mat_ref, rel_ang)
                     lin = mul_mat_t(mat_ref, rel_lin)
-                v = lin if stype == FRAMELINVEL else ang
+                v = lin if stype == SENS_FRAMELINVEL else ang
                 for i in ti.static(range(3)):
                     out[i] = v[i]
-            elif stype == SUBTREELINVEL or stype == SUBTREEANGMOM:
+            elif stype == SENS_SUBTREELINVEL or stype == SENS_SUBTREEANGMOM:
                 linvel, angmom = _subtree_vel(worldid, objid, body_subtree_adr,
                                               body_subtree_num, body_subtree, body_mass,
                                               body_subtreemass, body_inertia, body_weldid,
                                               body_rootid, xipos, ximat, cvel, subtree_com)
-                v = linvel if stype == SUBTREELINVEL else angmom
+                v = linvel if stype == SENS_SUBTREELINVEL else angmom
                 for i in ti.static(range(3)):
                     out[i] = v[i]
-            elif stype == E_KINETIC:
+            elif stype == SENS_E_KINETIC:
                 out[0] = energy[worldid][1]
             write_sensor(worldid, sid, out, sint, sensor_cutoff, sensordata)
 
@@ -484,7 +477,7 @@ def _sensor_extra(
         stype = si[S_TYPE]
         objid = si[S_OBJID]
         out = ti.Vector.zero(float, 6)
-        if stype == RANGEFINDER:
+        if stype == SENS_RANGEFINDER:
             if ti.static(has_ray):
                 mat = site_xmat[worldid, objid]
                 vec = ti.Vector([mat[0, 2], mat[1, 2], mat[2, 2]])
@@ -493,18 +486,18 @@ def _sensor_extra(
                                     geom_xpos, geom_xmat, mesh_vert, tri_vert, bvh_box,
                                     bvh_node, hfield_size, hfield_data)
                 out[0] = dist
-        elif stype == JOINTLIMITPOS or stype == TENDONLIMITPOS or \
-                stype == JOINTLIMITVEL or stype == TENDONLIMITVEL:
+        elif stype == SENS_JOINTLIMITPOS or stype == SENS_TENDONLIMITPOS or \
+                stype == SENS_JOINTLIMITVEL or stype == SENS_TENDONLIMITVEL:
             ctype = CNSTR_LIMIT_JOINT
-            if stype == TENDONLIMITPOS or stype == TENDONLIMITVEL:
+            if stype == SENS_TENDONLIMITPOS or stype == SENS_TENDONLIMITVEL:
                 ctype = CNSTR_LIMIT_TENDON
             row = _limit_row(worldid, ctype, objid, ne, nf, nefc, efc_type, efc_id)
             if row >= 0:
-                if stype == JOINTLIMITPOS or stype == TENDONLIMITPOS:
+                if stype == SENS_JOINTLIMITPOS or stype == SENS_TENDONLIMITPOS:
                     out[0] = efc_pos[worldid, row] - efc_margin[worldid, row]
                 else:
                     out[0] = efc_vel[worldid, row]
-        elif stype >= GEOMDIST and stype <= GEOMFROMTO:
+        elif stype >= SENS_GEOMDIST and stype <= SENS_GEOMFROMTO:
             if ti.static(has_geom):
                 # the smallest distance over the sensor's geom pairs (first on ties),
                 # starting from the cutoff
@@ -514,9 +507,9 @@ def _sensor_extra(
                     if pair_dist[worldid, p] < dist:
                         dist = pair_dist[worldid, p]
                         fromto = pair_fromto[worldid, p]
-                if stype == GEOMDIST:
+                if stype == SENS_GEOMDIST:
                     out[0] = dist
-                elif stype == GEOMNORMAL:
+                elif stype == SENS_GEOMNORMAL:
                     nrm = ti.Vector([fromto[3] - fromto[0], fromto[4] - fromto[1],
                                      fromto[5] - fromto[2]])
                     if nrm[0] != 0 or nrm[1] != 0 or nrm[2] != 0:
@@ -534,7 +527,7 @@ def _apply_cutoff(ids: ND, sint: ND, sensor_cutoff: ND, sensordata: ND):
         sid = ids[k]
         si = sint[sid]
         cutoff = sensor_cutoff[worldid % sensor_cutoff.shape[0], sid]
-        if si[S_TYPE] != GEOMFROMTO and cutoff > 0.0:
+        if si[S_TYPE] != SENS_GEOMFROMTO and cutoff > 0.0:
             for j in range(si[S_DIM]):
                 adr = si[S_ADR] + j
                 sensordata[worldid, adr] = clip_sensor(sensordata[worldid, adr], cutoff,
@@ -599,7 +592,7 @@ def sensor_plan(m) -> SimpleNamespace:
     datatype = _ints(a, "sensor_datatype", n)
     adr = _ints(a, "sensor_adr", n)
     dim = _ints(a, "sensor_dim", n)
-    plugins = np.flatnonzero(stype == PLUGIN)
+    plugins = np.flatnonzero(stype == SENS_PLUGIN)
     if plugins.size:
         raise NotImplementedError(
             f"sensors: plugin sensors (sensor {int(plugins[0])}) are not supported yet")
@@ -621,15 +614,15 @@ def sensor_plan(m) -> SimpleNamespace:
         row[S_OBJBODY] = _body_of(a, objtype[sid], objid[sid])
         row[S_REFBODY] = _body_of(a, reftype[sid], refid[sid])
         t = stype[sid]
-        if t in (JOINTPOS, BALLQUAT):
+        if t in (SENS_JOINTPOS, SENS_BALLQUAT):
             row[S_AUX] = jnt_qposadr[objid[sid]]
-        elif t in (JOINTVEL, BALLANGVEL):
+        elif t in (SENS_JOINTVEL, SENS_BALLANGVEL):
             row[S_AUX] = jnt_dofadr[objid[sid]]
-        elif t == INSIDESITE:
+        elif t == SENS_INSIDESITE:
             row[S_AUX] = site_type[refid[sid]]
-        elif t == MAGNETOMETER:
+        elif t == SENS_MAGNETOMETER:
             sfloat[sid, :3] = np.asarray(m.opt.magnetic, dtype=np.float64)
-        elif t == CAMPROJECTION:
+        elif t == SENS_CAMPROJECTION:
             sfloat[sid] = _cam_constants(a, refid[sid])
         elif t in GEOM_SENSORS:
             def geoms(otype, oid):
@@ -651,7 +644,7 @@ def sensor_plan(m) -> SimpleNamespace:
 
     def stage(number, types=None):
         sel = np.flatnonzero(needstage == number)
-        user = [int(s) for s in sel if stype[s] == USER]
+        user = [int(s) for s in sel if stype[s] == SENS_USER]
         if types is not None:
             bad = [int(s) for s in sel if stype[s] not in types]
             if bad:
@@ -665,8 +658,7 @@ def sensor_plan(m) -> SimpleNamespace:
                                nuser=len(user), core_ids=device_ints(core), ncore=len(core),
                                extra_ids=device_ints(extra), nextra=len(extra))
 
-    from .. import backend
-    fdtype = backend.float_dtype()
+    fdtype = config.float_dtype()
     sint_dev = ti.Vector.ndarray(S_WIDTH, ti.i32, shape=(sint.shape[0],))
     sint_dev.from_numpy(sint)
     sfloat_dev = ti.Vector.ndarray(4, fdtype, shape=(sfloat.shape[0],))
@@ -676,15 +668,15 @@ def sensor_plan(m) -> SimpleNamespace:
     acc = stage(STAGE_ACC)
     for st in (pos, vel, acc):
         types = stype[st.sids] if st.n else np.zeros(0)
-        st.epot = bool(np.any(types == E_POTENTIAL))
-        st.ekin = bool(np.any(types == E_KINETIC))
-    pos.ray = bool(np.any(stype[pos.sids] == RANGEFINDER)) if pos.n else False
+        st.epot = bool(np.any(types == SENS_E_POTENTIAL))
+        st.ekin = bool(np.any(types == SENS_E_KINETIC))
+    pos.ray = bool(np.any(stype[pos.sids] == SENS_RANGEFINDER)) if pos.n else False
     pos.geom = bool(pairs)
     pos.pairs = pairs
     plan = SimpleNamespace(sint=sint_dev, sfloat=sfloat_dev, pos=pos, vel=vel, acc=acc,
                            stages={STAGE_POS: pos, STAGE_VEL: vel, STAGE_ACC: acc},
-                           epot=bool(np.any(stype == E_POTENTIAL)),
-                           ekin=bool(np.any(stype == E_KINETIC)),
+                           epot=bool(np.any(stype == SENS_E_POTENTIAL)),
+                           ekin=bool(np.any(stype == SENS_E_KINETIC)),
                            dummy_f=ti.ndarray(fdtype, shape=(1,)),
                            dummy_i=ti.ndarray(ti.i32, shape=(1,)), geom_cache=None)
     m._tiphys_sensor_plan = (m.opt, plan)
@@ -842,7 +834,7 @@ def _has_subtree_vel_sensors(m) -> bool:
     has = getattr(m, "_tiphys_subtree_vel_sensors", None)
     if has is None:
         types = np.asarray(m.arrays.sensor_type)[:m.nsensor]
-        has = bool(np.isin(types, (SUBTREELINVEL, SUBTREEANGMOM)).any())
+        has = bool(np.isin(types, (SENS_SUBTREELINVEL, SENS_SUBTREEANGMOM)).any())
         m._tiphys_subtree_vel_sensors = has
     return has
 
@@ -917,9 +909,7 @@ def _geom_groups(m, plan):
     """The geom pairs of the distance sensors grouped by detector (host, once): the
     group keys and each pair's group for the batched kernel, the heightfield pairs
     (one launch each) and the device pair table."""
-    from tiphys.contacts import GEOM_TYPE_NAMES, detector_kind
-
-    from .collision import BOX, PLANE, primitive_table
+    from .collision import detector_kind, primitive_table
     gtype = np.asarray(m.arrays.geom_type).reshape(-1)
     groups: dict = {}
     hfield = []
@@ -929,7 +919,7 @@ def _geom_groups(m, plan):
         kind = detector_kind(t1, t2)
         if kind is None:
             continue  # no collision function: distance stays at the cutoff
-        if kind == "convex" and t1 != PLANE or (t1, t2) == (BOX, BOX):
+        if kind == "convex" and t1 != GEOM_PLANE or (t1, t2) == (GEOM_BOX, GEOM_BOX):
             key = ("ccd", 0, 1, False)
         elif kind == "convex":
             key = ("plane", 0, cc.MAX_PLANE_MESH, flip)

@@ -35,24 +35,20 @@ from types import SimpleNamespace
 import numpy as np
 import taichi as ti
 
-from .math import (MINVAL, inside_geom, mul_mat_t, normalize3, rot_vec_quat,
-                   transform_motion)
+from .consts import (CNSTR_LIMIT_JOINT, CNSTR_LIMIT_TENDON, CONE_PYRAMIDAL, GEOM_BOX, GEOM_CAPSULE,
+                     GEOM_CYLINDER, GEOM_ELLIPSOID, GEOM_HFIELD, GEOM_MESH, GEOM_PLANE, GEOM_SDF,
+                     GEOM_SPHERE, MINVAL, OBJ_BODY, OBJ_CAMERA, OBJ_GEOM, OBJ_SITE, OBJ_UNKNOWN,
+                     OBJ_XBODY, SENS_ACCELEROMETER, SENS_ACTUATORFRC, SENS_CONTACT, SENS_FORCE,
+                     SENS_FRAMEANGACC, SENS_FRAMELINACC, SENS_JOINTACTFRC, SENS_JOINTLIMITFRC,
+                     SENS_PLUGIN, SENS_TACTILE, SENS_TENDONACTFRC, SENS_TENDONLIMITFRC,
+                     SENS_TORQUE, SENS_TOUCH, SENS_USER, STAGE_ACC, TRN_TENDON)
+from .math import inside_geom, mul_mat_t, normalize3, rot_vec_quat, transform_motion
 from .ray import ray_primitive
 from .rne_post import contact_force_local, rne_post_constraint
-from .sensor import STAGE_ACC, clip_sensor, sensor_user
+from .sensor import clip_sensor, sensor_user
 
 ND = ti.types.ndarray()
 
-# mjtSensor (3.4.0)
-(TOUCH, ACCELEROMETER, FORCE, TORQUE, ACTUATORFRC, JOINTACTFRC, TENDONACTFRC,
- JOINTLIMITFRC, TENDONLIMITFRC, FRAMELINACC, FRAMEANGACC, CONTACT, TACTILE, USER,
- PLUGIN) = (0, 1, 4, 5, 15, 16, 17, 22, 25, 33, 34, 42, 46, 48, 47)
-# mjtObj
-OBJ_UNKNOWN, OBJ_BODY, OBJ_XBODY, OBJ_GEOM, OBJ_SITE, OBJ_CAMERA = 0, 1, 2, 5, 6, 7
-TRN_TENDON = 3  # mjTRN_TENDON
-CNSTR_LIMIT_JOINT, CNSTR_LIMIT_TENDON = 3, 4  # mjtConstraint
-# mjtGeom
-PLANE, HFIELD, SPHERE, CAPSULE, ELLIPSOID, CYLINDER, BOX, MESH, SDF = range(9)
 # mjtConDataField sizes: found, force, torque, dist, pos, normal, tangent
 CONDATA_SIZE = (1, 3, 3, 1, 3, 3, 3)
 REDUCE_NONE, REDUCE_MINDIST, REDUCE_MAXFORCE, REDUCE_NETFORCE = range(4)
@@ -61,11 +57,13 @@ REDUCE_NONE, REDUCE_MINDIST, REDUCE_MAXFORCE, REDUCE_NETFORCE = range(4)
  C_REDUCE, C_BODY, C_ROOT, C_WELD, C_AUX) = range(14)
 C_WIDTH = 14
 
-MOTION_FORCE = (ACCELEROMETER, FORCE, TORQUE, ACTUATORFRC, JOINTACTFRC, TENDONACTFRC,
-                JOINTLIMITFRC, TENDONLIMITFRC, FRAMELINACC, FRAMEANGACC, USER)
-CONTACTS = (TOUCH, CONTACT)
-TACTILES = (TACTILE,)
-NEEDS_RNE_POST = (ACCELEROMETER, FORCE, TORQUE, FRAMELINACC, FRAMEANGACC, USER)
+MOTION_FORCE = (SENS_ACCELEROMETER, SENS_FORCE, SENS_TORQUE, SENS_ACTUATORFRC, SENS_JOINTACTFRC,
+                SENS_TENDONACTFRC, SENS_JOINTLIMITFRC, SENS_TENDONLIMITFRC, SENS_FRAMELINACC,
+                SENS_FRAMEANGACC, SENS_USER)
+CONTACTS = (SENS_TOUCH, SENS_CONTACT)
+TACTILES = (SENS_TACTILE,)
+NEEDS_RNE_POST = (SENS_ACCELEROMETER, SENS_FORCE, SENS_TORQUE, SENS_FRAMELINACC, SENS_FRAMEANGACC,
+                  SENS_USER)
 
 
 # ---------------------------------------------------------------- small helpers
@@ -231,22 +229,22 @@ def _motion_force(
         bodyid = si[C_BODY]
         out = ti.Vector.zero(float, 3)
         n = 3  # values written from out; 0: user sensor
-        if stype == ACCELEROMETER:
+        if stype == SENS_ACCELEROMETER:
             _, lin = _object_acc(worldid, bodyid, si[C_ROOT], si[C_WELD],
                                  site_xpos[worldid, objid], site_xmat[worldid, objid], True,
                                  subtree_com, cvel, cacc)
             out = lin
-        elif stype == FORCE or stype == TORQUE:
+        elif stype == SENS_FORCE or stype == SENS_TORQUE:
             # the interaction force with the parent, moved to the site, in its frame
             frc = cfrc_int[worldid, bodyid]
             f = ti.Vector([frc[3], frc[4], frc[5]])
-            if stype == FORCE:
+            if stype == SENS_FORCE:
                 out = mul_mat_t(site_xmat[worldid, objid], f)
             else:
                 dif = site_xpos[worldid, objid] - subtree_com[worldid, si[C_ROOT]]
                 t = ti.Vector([frc[0], frc[1], frc[2]]) - _cross(dif, f)
                 out = mul_mat_t(site_xmat[worldid, objid], t)
-        elif stype == FRAMELINACC or stype == FRAMEANGACC:
+        elif stype == SENS_FRAMELINACC or stype == SENS_FRAMEANGACC:
             objtype = si[C_OBJTYPE]
             pos = ti.Vector.zero(float, 3)
             if objtype == OBJ_BODY:
@@ -262,22 +260,22 @@ def _motion_force(
             ang, lin = _object_acc(worldid, bodyid, si[C_ROOT], si[C_WELD], pos,
                                    ti.Matrix.identity(float, 3), False, subtree_com, cvel, cacc)
             out = lin
-            if stype == FRAMEANGACC:
+            if stype == SENS_FRAMEANGACC:
                 out = ang
-        elif stype == ACTUATORFRC:
+        elif stype == SENS_ACTUATORFRC:
             n = 1
             out[0] = actuator_force[worldid, objid]
-        elif stype == JOINTACTFRC:
+        elif stype == SENS_JOINTACTFRC:
             n = 1
             out[0] = qfrc_actuator[worldid, si[C_AUX]]
-        elif stype == TENDONACTFRC:
+        elif stype == SENS_TENDONACTFRC:
             n = 1
             for actid in range(nu):
                 if actuator_trntype[actid] == TRN_TENDON and actuator_trnid[actid][0] == objid:
                     out[0] += actuator_force[worldid, actid]
-        elif stype == JOINTLIMITFRC or stype == TENDONLIMITFRC:
+        elif stype == SENS_JOINTLIMITFRC or stype == SENS_TENDONLIMITFRC:
             n = 1
-            want = CNSTR_LIMIT_JOINT if stype == JOINTLIMITFRC else CNSTR_LIMIT_TENDON
+            want = CNSTR_LIMIT_JOINT if stype == SENS_JOINTLIMITFRC else CNSTR_LIMIT_TENDON
             for efcid in range(ne[worldid] + nf[worldid], nefc[worldid]):
                 if efc_type[worldid, efcid] == want and efc_id[worldid, efcid] == objid:
                     out[0] = efc_force[worldid, efcid]
@@ -315,7 +313,7 @@ def _contacts(
         objid = si[C_OBJID]
         adr = si[C_ADR]
         nc = ncon[worldid]
-        if si[C_TYPE] == TOUCH:
+        if si[C_TYPE] == SENS_TOUCH:
             # normal forces of the site body's contacts whose force ray meets the site
             bodyid = si[C_BODY]
             total = 0.0
@@ -477,11 +475,11 @@ def _primitive_distance(gtype, size, x):
     MuJoCo's geomDistance (the SDF of each primitive; boxes inside: the radial
     field's intersection)."""
     dist = 0.0
-    if gtype == PLANE:
+    if gtype == GEOM_PLANE:
         dist = x[2]
-    elif gtype == SPHERE:
+    elif gtype == GEOM_SPHERE:
         dist = x.norm() - size[0]
-    elif gtype == BOX:
+    elif gtype == GEOM_BOX:
         a = ti.abs(x) - size
         if a[0] >= 0.0 or a[1] >= 0.0 or a[2] >= 0.0:
             b = ti.max(a, 0.0)
@@ -494,15 +492,15 @@ def _primitive_distance(gtype, size, x):
                     field[i] = -field[i]
             t = ti.Vector([-a[i] / ti.abs(field[i]) for i in ti.static(range(3))])
             dist = -ti.min(t[0], ti.min(t[1], t[2])) * field.norm()
-    elif gtype == CAPSULE:
+    elif gtype == GEOM_CAPSULE:
         a = ti.Vector([x[0], x[1], x[2] - ti.min(ti.max(x[2], -size[1]), size[1])])
         dist = a.norm() - size[0]
-    elif gtype == ELLIPSOID:
+    elif gtype == GEOM_ELLIPSOID:
         a = x / size
         b = a / size
         k0 = a.norm()
         dist = k0 * (k0 - 1.0) / b.norm()
-    elif gtype == CYLINDER:
+    elif gtype == GEOM_CYLINDER:
         a0 = ti.sqrt(x[0] * x[0] + x[1] * x[1]) - size[0]
         a1 = ti.abs(x[2]) - size[1]
         b0 = ti.max(a0, 0.0)
@@ -577,7 +575,8 @@ def _tactile(
         for gi in range(tac_ngeom[worldid, t]):
             other = tac_geom[worldid, t, gi]
             gtype = geom_type[other]
-            if gtype != MESH and gtype != HFIELD and gtype != SDF:  # meshes: no octree
+            # meshes: no octree
+            if gtype != GEOM_MESH and gtype != GEOM_HFIELD and gtype != GEOM_SDF:
                 lpos = mul_mat_t(geom_xmat[worldid, other], xpos - geom_xpos[worldid, other])
                 size = geom_size[worldid % geom_size.shape[0], other]
                 depth = ti.min(_primitive_distance(gtype, size, lpos), 0.0)
@@ -622,7 +621,7 @@ def _plan(m):
     stage = np.asarray(a.sensor_needstage).reshape(-1)[:n]
     acc = [i for i in range(n) if stage[i] == STAGE_ACC]
     unknown = sorted({int(stype[i]) for i in acc} - set(MOTION_FORCE + CONTACTS + TACTILES))
-    if PLUGIN in unknown:
+    if SENS_PLUGIN in unknown:
         raise NotImplementedError("sensor_acc: plugin sensors")
     if unknown:
         raise NotImplementedError(f"sensor_acc: sensor types {unknown} (mjtSensor)")
@@ -635,8 +634,8 @@ def _plan(m):
         arr.from_numpy(np.array(sel, dtype=np.int32))
         return arr
 
-    tactile = [i for i in acc if stype[i] == TACTILE]
-    if tactile and np.any(np.asarray(a.geom_type).reshape(-1)[:m.ngeom] == SDF):
+    tactile = [i for i in acc if stype[i] == SENS_TACTILE]
+    if tactile and np.any(np.asarray(a.geom_type).reshape(-1)[:m.ngeom] == GEOM_SDF):
         raise NotImplementedError("sensor_acc: tactile sensors in a model with SDF geoms "
                                   "(their distance needs the SDF plugin or mesh octree)")
     taxel_sensor, taxel_vert = [], []
@@ -660,7 +659,7 @@ def _plan(m):
         ntactile=len(tactile), taxel_sensor=device(taxel_sensor) if taxel_sensor else None,
         taxel_vert=device(taxel_vert) if taxel_vert else None,
         rne=any(stype[i] in NEEDS_RNE_POST for i in acc),
-        user=any(stype[i] == USER for i in acc))
+        user=any(stype[i] == SENS_USER for i in acc))
     m._tiphys_sensor_acc_plan = plan
     return plan
 
@@ -687,16 +686,16 @@ def _acc_int_table(a, n, acc):
         row[C_ADR], row[C_DIM] = ints("sensor_adr")[i], ints("sensor_dim")[i]
         row[C_SPEC], row[C_REDUCE] = intprm[i, 0], intprm[i, 1]
         body = -1
-        if stype[i] == TACTILE:
+        if stype[i] == SENS_TACTILE:
             body = bodies[OBJ_GEOM][row[C_REFID]]
         elif objtype[i] in bodies and objid[i] >= 0:
             lookup = bodies[objtype[i]]
             body = objid[i] if lookup is None else lookup[objid[i]]
         if body >= 0:
             row[C_BODY], row[C_ROOT], row[C_WELD] = body, body_rootid[body], body_weldid[body]
-        if stype[i] == JOINTACTFRC:
+        if stype[i] == SENS_JOINTACTFRC:
             row[C_AUX] = ints("jnt_dofadr")[objid[i]]
-        elif stype[i] == TACTILE:
+        elif stype[i] == SENS_TACTILE:
             row[C_AUX] = body_rootid[row[C_WELD]]
         elif objtype[i] == OBJ_SITE:
             row[C_AUX] = ints("site_type")[objid[i]]
@@ -733,7 +732,7 @@ def sensor_acc(m, d) -> None:
                   m.geom_bodyid, m.site_type, m.site_size, d.site_xpos, d.site_xmat, d.ncon,
                   d.contact_dist, d.contact_pos, d.contact_frame, d.contact_friction,
                   d.contact_dim, d.contact_geom, d.contact_efc_address, d.efc_force,
-                  d.sensordata, m.opt.cone == 0)
+                  d.sensordata, m.opt.cone == CONE_PYRAMIDAL)
     if plan.taxel_sensor is not None:
         tac_geom, tac_ngeom = _tactile_scratch(m, d, plan.ntactile)
         _tactile(plan.tactile, plan.taxel_sensor, plan.taxel_vert, plan.acc_int,

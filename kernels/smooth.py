@@ -10,6 +10,8 @@ subtree lists. Per-world-able ("*") parameters are indexed ``worldid % shape[0]`
 import numpy as np
 import taichi as ti
 
+from .consts import (CAMLIGHT_TARGETBODY, CAMLIGHT_TARGETBODYCOM, CAMLIGHT_TRACK,
+                     CAMLIGHT_TRACKCOM, JNT_BALL, JNT_FREE, JNT_HINGE, JNT_SLIDE)
 from .math import (axis_angle2quat, cross_force, cross_motion, dof_com, inert_com,
                    mul_inert_vec, quat2mat, quat_mul, quat_normalize, rot_vec_quat)
 from .tendon import tendon_jdot_qvel
@@ -41,7 +43,7 @@ def _body_step(worldid, b, pos, quat, write, body_mocapid: ti.template(),
     With ``write``, the joint anchors and axes are stored."""
     jntadr = body_jntadr[b]
     jntnum = body_jntnum[b]
-    if jntnum == 1 and jnt_type[jntadr] == 0:
+    if jntnum == 1 and jnt_type[jntadr] == JNT_FREE:
         qadr = jnt_qposadr[jntadr]
         pos = ti.Vector([qpos[worldid, qadr], qpos[worldid, qadr + 1], qpos[worldid, qadr + 2]])
         quat = quat_normalize(ti.Vector([qpos[worldid, qadr + 3], qpos[worldid, qadr + 4],
@@ -66,11 +68,11 @@ def _body_step(worldid, b, pos, quat, write, body_mocapid: ti.template(),
             jpos = jnt_pos[worldid % jnt_pos.shape[0], jid]
             ax = rot_vec_quat(axis, quat)
             anchor = rot_vec_quat(jpos, quat) + pos
-            if jtype == 2:
+            if jtype == JNT_SLIDE:
                 pos += ax * (qpos[worldid, qadr] - qpos0[worldid % qpos0.shape[0], qadr])
             else:
                 qloc = ti.Vector([1.0, 0.0, 0.0, 0.0])
-                if jtype == 1:
+                if jtype == JNT_BALL:
                     qloc = quat_normalize(ti.Vector([
                         qpos[worldid, qadr], qpos[worldid, qadr + 1],
                         qpos[worldid, qadr + 2], qpos[worldid, qadr + 3]]))
@@ -225,14 +227,14 @@ def _com_pos(
         da = jnt_dofadr[jid]
         offset = subtree_com[worldid, body_rootid[bodyid]] - xanchor[worldid, jid]
         jtype = jnt_type[jid]
-        if jtype == 2:
+        if jtype == JNT_SLIDE:
             ax = xaxis[worldid, jid]
             cdof[worldid, da] = ti.Vector([0.0, 0.0, 0.0, ax[0], ax[1], ax[2]])
-        elif jtype == 3:
+        elif jtype == JNT_HINGE:
             cdof[worldid, da] = dof_com(xaxis[worldid, jid], offset)
         else:
             skip = 0
-            if jtype == 0:
+            if jtype == JNT_FREE:
                 cdof[worldid, da] = ti.Vector([0.0, 0.0, 0.0, 1.0, 0.0, 0.0])
                 cdof[worldid, da + 1] = ti.Vector([0.0, 0.0, 0.0, 0.0, 1.0, 0.0])
                 cdof[worldid, da + 2] = ti.Vector([0.0, 0.0, 0.0, 0.0, 0.0, 1.0])
@@ -283,16 +285,16 @@ def _camlight(
         pos, mat = _local2global(xpos[worldid, bodyid], xmat[worldid, bodyid],
                                  cam_pos[worldid % cam_pos.shape[0], camid],
                                  cam_quat[worldid % cam_quat.shape[0], camid])
-        if mode == 1:
+        if mode == CAMLIGHT_TRACK:
             mat = cam_mat0[worldid % cam_mat0.shape[0], camid]
             pos = xpos[worldid, bodyid] + cam_pos0[worldid % cam_pos0.shape[0], camid]
-        elif mode == 2:
+        elif mode == CAMLIGHT_TRACKCOM:
             mat = cam_mat0[worldid % cam_mat0.shape[0], camid]
             pos = subtree_com[worldid, bodyid] + \
                 cam_poscom0[worldid % cam_poscom0.shape[0], camid]
-        elif (mode == 3 or mode == 4) and target >= 0:
+        elif (mode == CAMLIGHT_TARGETBODY or mode == CAMLIGHT_TARGETBODYCOM) and target >= 0:
             look = xpos[worldid, target]
-            if mode == 4:
+            if mode == CAMLIGHT_TARGETBODYCOM:
                 look = subtree_com[worldid, target]
             mat = _look_at(pos, look)
         cam_xpos[worldid, camid] = pos
@@ -304,16 +306,16 @@ def _camlight(
         pos = xmat[worldid, bodyid] @ light_pos[worldid % light_pos.shape[0], lid] + \
             xpos[worldid, bodyid]
         ldir = xmat[worldid, bodyid] @ light_dir[worldid % light_dir.shape[0], lid]
-        if mode == 1:
+        if mode == CAMLIGHT_TRACK:
             pos = xpos[worldid, bodyid] + light_pos0[worldid % light_pos0.shape[0], lid]
             ldir = light_dir0[worldid % light_dir0.shape[0], lid]
-        elif mode == 2:
+        elif mode == CAMLIGHT_TRACKCOM:
             pos = subtree_com[worldid, bodyid] + \
                 light_poscom0[worldid % light_poscom0.shape[0], lid]
             ldir = light_dir0[worldid % light_dir0.shape[0], lid]
-        elif (mode == 3 or mode == 4) and target >= 0:
+        elif (mode == CAMLIGHT_TARGETBODY or mode == CAMLIGHT_TARGETBODYCOM) and target >= 0:
             look = xpos[worldid, target]
-            if mode == 4:
+            if mode == CAMLIGHT_TARGETBODYCOM:
                 look = subtree_com[worldid, target]
             ldir = (look - pos).normalized()
         light_xpos[worldid, lid] = pos
@@ -745,7 +747,7 @@ def _body_vel(worldid, b, cvel, write, body_dofnum: ti.template(), body_dofadr: 
     while j < body_dofnum[b]:
         dofid = bda + j
         jtype = jnt_type[dof_jntid[dofid]]
-        if jtype == 0:  # free: translation first (cdof_dot = 0), then as a ball joint
+        if jtype == JNT_FREE:  # free: translation first (cdof_dot = 0), then as a ball joint
             tmp = ti.Vector.zero(float, 6)
             for k in ti.static(range(3)):
                 if write:
@@ -755,7 +757,7 @@ def _body_vel(worldid, b, cvel, write, body_dofnum: ti.template(), body_dofadr: 
             dofid += 3
             j += 3
             jtype = 1
-        if jtype == 1:
+        if jtype == JNT_BALL:
             tmp = ti.Vector.zero(float, 6)
             for k in ti.static(range(3)):
                 if write:

@@ -49,19 +49,16 @@ import warnings
 
 import taichi as ti
 
-from .. import backend
+from . import config
+from .consts import (CNSTRSTATE_CONE, CNSTRSTATE_LINEARNEG, CNSTRSTATE_LINEARPOS,
+                     CNSTRSTATE_QUADRATIC, CNSTRSTATE_SATISFIED, CNSTR_CONTACT_ELLIPTIC, MINVAL,
+                     NSOLVER, SOL_CG, SOL_NEWTON, SOL_PGS)
 
 ND = ti.types.ndarray()
-MINVAL = 1e-15  # mjMINVAL
-NSOLVER = 200  # mjNSOLVER: iterations with statistics
 # Newton iterations of the friction QCQPs (MuJoCo's constant), passed to the kernel as
 # a runtime value: a constant trip count lets LLVM unroll the loops and triples the
 # compile time
 QCQP_ITERATIONS = 20
-
-# mjtConstraint, mjtConstraintState
-CNSTR_EQUALITY, CNSTR_CONTACT_ELLIPTIC = 0, 7
-SATISFIED, QUADRATIC, LINEARNEG, LINEARPOS, CONE = 0, 1, 2, 3, 4
 
 # row kinds, the solver's view of a row (by position, as MuJoCo: ne equality rows,
 # nf friction rows, then limits and contacts)
@@ -90,7 +87,7 @@ STAT_NAMES = ("improvement", "gradient", "lineslope", "nactive", "nchange", "nev
               "nupdate")
 S_N = len(STAT_NAMES)
 
-SOLVER_NAMES = {0: "PGS", 1: "CG", 2: "Newton"}
+SOLVER_NAMES = {SOL_PGS: "PGS", SOL_CG: "CG", SOL_NEWTON: "Newton"}
 
 
 # ---------------------------------------------------------------------------------------
@@ -269,10 +266,10 @@ def loop_limit():
     """The number of loop iterations one kernel thread may run on this backend before
     its loops are cut short (lavapipe: 65535), or None where there is no such limit
     (measured once per Taichi initialisation; CPU and CUDA have none)."""
-    key = backend.generation()
+    key = config.generation()
     if key not in _LOOP_LIMIT:
         limit = None
-        if backend.arch() not in ("cpu", "cuda"):
+        if config.arch() not in ("cpu", "cuda"):
             out = ti.ndarray(ti.i32, (1,))
             _loop_limit_probe(LOOP_PROBE, out)
             count = int(out.to_numpy()[0])
@@ -309,30 +306,30 @@ def _constraint_update(w, n, se: ti.template(), si: ti.template(), jrow,
         if kind == KIND_EQUALITY:
             cost += 0.5 * D * jar * jar
             force[w, i] = -D * jar
-            state[w, i] = QUADRATIC
+            state[w, i] = CNSTRSTATE_QUADRATIC
         elif kind == KIND_FRICTION:
             R = se[w, E_R, i]
             fl = se[w, E_FLOSS, i]
             if jar <= -R * fl:
                 cost += -0.5 * R * fl * fl - fl * jar
                 force[w, i] = fl
-                state[w, i] = LINEARNEG
+                state[w, i] = CNSTRSTATE_LINEARNEG
             elif jar >= R * fl:
                 cost += -0.5 * R * fl * fl + fl * jar
                 force[w, i] = -fl
-                state[w, i] = LINEARPOS
+                state[w, i] = CNSTRSTATE_LINEARPOS
             else:
                 cost += 0.5 * D * jar * jar
                 force[w, i] = -D * jar
-                state[w, i] = QUADRATIC
+                state[w, i] = CNSTRSTATE_QUADRATIC
         elif kind == KIND_INEQUALITY:
             if jar >= 0.0:
                 force[w, i] = 0.0
-                state[w, i] = SATISFIED
+                state[w, i] = CNSTRSTATE_SATISFIED
             else:
                 cost += 0.5 * D * jar * jar
                 force[w, i] = -D * jar
-                state[w, i] = QUADRATIC
+                state[w, i] = CNSTRSTATE_QUADRATIC
         else:  # elliptic cone: rows i .. i+dim-1
             dim = si[w, I_DIM, i]
             step = dim
@@ -343,17 +340,17 @@ def _constraint_update(w, n, se: ti.template(), si: ti.template(), jrow,
                 u = se[w, jrow, i + j] * se[w, E_FRIC, i + j]
                 tsqr += u * u
             T = ti.sqrt(tsqr)
-            result = CONE
+            result = CNSTRSTATE_CONE
             if (N >= mu * T) | ((T <= 0.0) & (N >= 0.0)):
                 for j in range(dim):
                     force[w, i + j] = 0.0
-                result = SATISFIED
+                result = CNSTRSTATE_SATISFIED
             elif (mu * N + T <= 0.0) | ((T <= 0.0) & (N < 0.0)):
                 for j in range(dim):
                     jj = se[w, jrow, i + j]
                     cost += 0.5 * se[w, E_D, i + j] * jj * jj
                     force[w, i + j] = -se[w, E_D, i + j] * jj
-                result = QUADRATIC
+                result = CNSTRSTATE_QUADRATIC
             else:
                 dm = D / (mu * mu * (1.0 + mu * mu))
                 nmt = N - mu * T
@@ -414,8 +411,8 @@ def _update_constraint(w, n, nv, efc_J: ti.template(), se: ti.template(),
     nactive = 0
     ncone = 0
     for i in range(n):
-        nactive += state[w, i] != SATISFIED
-        ncone += state[w, i] == CONE
+        nactive += state[w, i] != CNSTRSTATE_SATISFIED
+        ncone += state[w, i] == CNSTRSTATE_CONE
     gauss = 0.0
     for i in range(nv):
         gauss += 0.5 * (sv[w, V_MA, i] - qfrc_smooth[w, i]) * (
@@ -588,7 +585,7 @@ def _hessian_row(w, i, n, efc_J: ti.template(), se: ti.template(),
     for j in range(i + 1):
         sH[w, 0, i, j] = 0.0
     for r in range(n):
-        if efc_state[w, r] == QUADRATIC:
+        if efc_state[w, r] == CNSTRSTATE_QUADRATIC:
             a = efc_J[w, r, i]
             if a != 0.0:
                 ad = a * se[w, E_D, r]
@@ -621,7 +618,7 @@ def _hessian_cone(w, n, nv, efc_J: ti.template(), se: ti.template(), si: ti.temp
             sH[w, 1, i, j] = sH[w, 0, i, j]
     nupdate = 0
     for i in range(n):
-        if (si[w, I_KIND, i] == KIND_ELLIPTIC) & (efc_state[w, i] == CONE):
+        if (si[w, I_KIND, i] == KIND_ELLIPTIC) & (efc_state[w, i] == CNSTRSTATE_CONE):
             dim = si[w, I_DIM, i]
             _cone_hessian(w, i, dim, se, sb)
             _chol_factor(w, 0, dim, sb, MINVAL)
@@ -1061,9 +1058,9 @@ def _primal_iterate(
                             old = si[w, I_OLDSTATE, i]
                             new = efc_state[w, i]
                             flag = -1
-                            if (old != QUADRATIC) & (new == QUADRATIC):
+                            if (old != CNSTRSTATE_QUADRATIC) & (new == CNSTRSTATE_QUADRATIC):
                                 flag = 1
-                            elif (old == QUADRATIC) & (new != QUADRATIC):
+                            elif (old == CNSTRSTATE_QUADRATIC) & (new != CNSTRSTATE_QUADRATIC):
                                 flag = 0
                             if flag != -1:
                                 sd = ti.sqrt(se[w, E_D, i])
@@ -1342,22 +1339,22 @@ def _dual_state(w, n, se: ti.template(), si: ti.template(), force: ti.template()
         f = force[w, i]
         step = 1
         if kind == KIND_EQUALITY:
-            state[w, i] = QUADRATIC
+            state[w, i] = CNSTRSTATE_QUADRATIC
             nactive += 1
         elif kind == KIND_FRICTION:
             fl = se[w, E_FLOSS, i]
             nactive += 1
             if f <= -fl:
-                state[w, i] = LINEARPOS  # opposite of primal
+                state[w, i] = CNSTRSTATE_LINEARPOS  # opposite of primal
             elif f >= fl:
-                state[w, i] = LINEARNEG
+                state[w, i] = CNSTRSTATE_LINEARNEG
             else:
-                state[w, i] = QUADRATIC
+                state[w, i] = CNSTRSTATE_QUADRATIC
         elif kind == KIND_INEQUALITY:
             if f <= 0.0:
-                state[w, i] = SATISFIED
+                state[w, i] = CNSTRSTATE_SATISFIED
             else:
-                state[w, i] = QUADRATIC
+                state[w, i] = CNSTRSTATE_QUADRATIC
                 nactive += 1
         else:
             dim = si[w, I_DIM, i]
@@ -1369,11 +1366,11 @@ def _dual_state(w, n, se: ti.template(), si: ti.template(), force: ti.template()
                 fj = force[w, i + j] / se[w, E_FRIC, i + j]
                 tsqr += fj * fj
             T = ti.sqrt(tsqr)
-            result = CONE
+            result = CNSTRSTATE_CONE
             if mu * N >= T:
-                result = SATISFIED
+                result = CNSTRSTATE_SATISFIED
             elif N + mu * T <= 0.0:
-                result = QUADRATIC
+                result = CNSTRSTATE_QUADRATIC
                 nactive += dim
             else:
                 nactive += dim
@@ -1624,9 +1621,9 @@ def _nstat(m) -> int:
 
 def _scratch(m, d):
     """Solver scratch on ``d`` (allocated on first use, re-allocated if sizes change)."""
-    dual = m.opt.solver == 0
+    dual = m.opt.solver == SOL_PGS
     nv, njmax, nstat = max(1, m.nv), max(1, d.njmax), _nstat(m)
-    key = (nv, njmax, nstat, dual, m.opt.solver == 2)
+    key = (nv, njmax, nstat, dual, m.opt.solver == SOL_NEWTON)
     scratch = getattr(d, "_solver_scratch", None)
     if scratch is None or scratch["key"] != key:
         dtype = d.qvel.dtype
@@ -1674,7 +1671,7 @@ def solve(m, d) -> None:
     limit = loop_limit()
     # passes of the iteration kernel: PGS's warm-start test, sweeps and dualFinish;
     # CG / Newton's set-up and iterations
-    passes = int(opt.iterations) + (2 if opt.solver == 0 else 1)
+    passes = int(opt.iterations) + (2 if opt.solver == SOL_PGS else 1)
     if limit is None:
         _solve(m, d, s, passes, 0)
         if opt.noslip_iterations > 0:
@@ -1709,9 +1706,9 @@ def _first_npass(m, d, limit) -> int:
     pass's loop iterations (solve lowers it if the limiter still runs out)."""
     nv, njmax = max(1, m.nv), max(1, d.njmax)
     per_pass = 4 * njmax * nv + 20 * njmax + 10 * nv + 100
-    if m.opt.solver != 0:
+    if m.opt.solver != SOL_PGS:
         per_pass += 8 * njmax * min(int(m.opt.ls_iterations), 10)
-    if m.opt.solver == 2:
+    if m.opt.solver == SOL_NEWTON:
         per_pass += 2 * nv * nv * nv
     return max(1, limit // (2 * per_pass))
 
@@ -1721,7 +1718,7 @@ def _solve(m, d, s, npass, probe) -> None:
     launch (as many launches as it takes to run every pass)."""
     opt = m.opt
     warmstart = int(not opt.disabled("warmstart"))
-    dual = opt.solver == 0
+    dual = opt.solver == SOL_PGS
     scale = 1.0 / (float(m.stat.meaninertia) * max(1, m.nv))
     passes = int(opt.iterations) + (2 if dual else 1)
     nlaunch = -(-passes // npass)
@@ -1740,7 +1737,7 @@ def _solve(m, d, s, npass, probe) -> None:
                  int(opt.iterations), float(opt.tolerance), scale, warmstart,
                  QCQP_ITERATIONS, npass, probe)
     else:
-        newton = opt.solver == 2
+        newton = opt.solver == SOL_NEWTON
         _primal_start(m.dof_parentid, m.dof_Madr, m.nv,
                       d.nefc, d.efc_J, d.qM, d.qfrc_smooth, d.qacc_smooth,
                       d.qacc_warmstart, d.qacc, d.efc_force, d.efc_state,

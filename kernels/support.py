@@ -11,13 +11,14 @@ Per-world-able ("*") model parameters are indexed ``worldid % shape[0]``.
 """
 import taichi as ti
 
+from .consts import (JNT_BALL, JNT_FREE, SAMEFRAME_BODY, SAMEFRAME_BODYROT, SAMEFRAME_INERTIA,
+                     SAMEFRAME_INERTIAROT)
 from .jac import _jac_point
 from .math import (cross_motion, quat2mat, quat_integrate, quat_mul, quat_normalize, sub_quat,
                    transform_motion)
 
 ND = ti.types.ndarray()
 
-JNT_FREE, JNT_BALL = 0, 1
 
 
 @ti.func
@@ -192,14 +193,14 @@ def local2global(
         bpos = xpos[worldid, body]
         bmat = xmat[worldid, body]
         p = bmat @ _vec3(pos, worldid, 0) + bpos
-        if sameframe == 1:
+        if sameframe == SAMEFRAME_BODY:
             p = bpos
-        elif sameframe == 2:
+        elif sameframe == SAMEFRAME_INERTIA:
             p = xipos[worldid, body]
         r = quat2mat(quat_mul(xquat[worldid, body], _vec4(quat, worldid, 0)))
-        if sameframe == 1 or sameframe == 3:
+        if sameframe == SAMEFRAME_BODY or sameframe == SAMEFRAME_BODYROT:
             r = bmat
-        elif sameframe == 2 or sameframe == 4:
+        elif sameframe == SAMEFRAME_INERTIA or sameframe == SAMEFRAME_INERTIAROT:
             r = ximat[worldid, body]
         for i in ti.static(range(3)):
             out_pos[worldid, i] = p[i]

@@ -5,17 +5,12 @@ side of a sidesite) and split into pulley branches scaled by a divisor.
 """
 import taichi as ti
 
+from .consts import (JNT_BALL, JNT_FREE, MINVAL, PI, WRAP_CYLINDER, WRAP_JOINT, WRAP_NONE,
+                     WRAP_PULLEY, WRAP_SPHERE)
 from .math import cross_motion
 
 ND = ti.types.ndarray()
 
-MINVAL = 1e-15
-PI = 3.14159265358979323846
-WRAP_JOINT = 1
-WRAP_PULLEY = 2
-WRAP_SITE = 3
-WRAP_SPHERE = 4
-WRAP_CYLINDER = 5
 
 
 @ti.func
@@ -329,7 +324,7 @@ def _tendon(
                     x0 = site_xpos[worldid, id0]
                     wlen = -1.0
                     wrapid = -1
-                    wraptype = 0
+                    wraptype = WRAP_NONE
                     w0 = zero3
                     w1 = zero3
                     if type1 == WRAP_SPHERE or type1 == WRAP_CYLINDER:
@@ -388,7 +383,7 @@ def _tendon(
                         _set_wrap(worldid, wrapcount + 2, wrapid, w1, wrap_obj, wrap_xpos)
                     wrapnum += npnt
                     wrapcount += npnt
-                    if wraptype != 0:
+                    if wraptype != WRAP_NONE:
                         j += 2
                     else:
                         j += 1
@@ -441,7 +436,7 @@ def _site_vel_acc(worldid, siteid, site_bodyid: ti.template(), body_parentid: ti
         cdd = cdof_dot[worldid, dofid]
         jntid = dof_jntid[dofid]
         jtype = jnt_type[jntid]
-        if jtype == 1 or (jtype == 0 and dofid >= jnt_dofadr[jntid] + 3):
+        if jtype == JNT_BALL or (jtype == JNT_FREE and dofid >= jnt_dofadr[jntid] + 3):
             cdd = cross_motion(cvel[worldid, dof_bodyid[dofid]], cd)
         rot = ti.Vector([cd[0], cd[1], cd[2]])
         rot_dot = ti.Vector([cdd[0], cdd[1], cdd[2]])

@@ -12,7 +12,8 @@ import pytest
 import tiphys
 from tiphys import backend
 from tiphys.api import IGNORED_SIZES, UNSUPPORTED_SIZES
-from tiphys.kernels.check import WARN_BADCTRL, warnings_of
+from tiphys.kernels.check import warnings_of
+from tiphys.kernels.consts import WARN_BADCTRL
 from tiphys.types import MODEL_SIZES
 
 # three actuators: two with a ctrlrange (clamped), one unlimited

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 import tiphys
-from tiphys.kernels.check import (WARN_BADCTRL, WARN_BADQACC, WARN_BADQPOS, WARN_BADQVEL,
-                                  warnings_of)
+from tiphys.kernels.check import warnings_of
+from tiphys.kernels.consts import WARN_BADCTRL, WARN_BADQACC, WARN_BADQPOS, WARN_BADQVEL
 
 XML = """<mujoco><option timestep="0.01"><flag contact="disable" {flags}/></option>
   <worldbody>

@@ -26,6 +26,7 @@ import subproc
 import tiphys
 from oracle import corpus_dir, strip_later_sections
 from tiphys.kernels import sensor as sensor_mod
+from tiphys.kernels.consts import SENS_E_KINETIC, SENS_USER
 
 NWORLD = 4
 TOL = 1e-8
@@ -229,7 +230,7 @@ def scene():
 
 def test_scene_covers_every_pos_vel_type(scene):
     mjm = scene[0]
-    want = set(sensor_mod.POS_TYPES + sensor_mod.VEL_TYPES) - {sensor_mod.USER} - \
+    want = set(sensor_mod.POS_TYPES + sensor_mod.VEL_TYPES) - {SENS_USER} - \
         set(sensor_mod.GEOM_SENSORS)
     assert want <= set(int(t) for t in mjm.sensor_type)
 
@@ -297,7 +298,7 @@ def test_nan_world_does_not_affect_others(scene):
     got = d.numpy("sensordata")
     _compare(mjm, got, want, worlds=[0, 3], label="nan")
     _compare(mjm, got, want, worlds=[2], stages=(1,), label="nan qvel",
-             skip=(sensor_mod.E_KINETIC,))  # (its needstage is pos)
+             skip=(SENS_E_KINETIC,))  # (its needstage is pos)
 
 
 def test_skipsensor_leaves_sensordata(scene):
@@ -449,7 +450,7 @@ def _user_tiphys(calls):
         qpos, qvel = d.numpy("qpos"), d.numpy("qvel")
         a = m.arrays
         for s in range(m.nsensor):
-            if a.sensor_type[s] == sensor_mod.USER and a.sensor_needstage[s] == stage:
+            if a.sensor_type[s] == SENS_USER and a.sensor_needstage[s] == stage:
                 adr, dim = a.sensor_adr[s], a.sensor_dim[s]
                 for j in range(dim):
                     data[:, adr + j] = 3 * qpos[:, j] + stage + 10 * qvel[:, j] * (stage == 2)
@@ -494,7 +495,7 @@ def test_user_sensors_zeroed_without_callback(cutoff_model):
     tiphys.forward(m, d)
     want, _ = _mujoco(mjm, *state)
     _compare(mjm, d.numpy("sensordata"), want, label="no callback")
-    users = [s for s in range(mjm.nsensor) if mjm.sensor_type[s] == sensor_mod.USER]
+    users = [s for s in range(mjm.nsensor) if mjm.sensor_type[s] == SENS_USER]
     for s in users:
         a, n = mjm.sensor_adr[s], mjm.sensor_dim[s]
         assert (d.numpy("sensordata")[:, a:a + n] == 0).all()

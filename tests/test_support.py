@@ -11,7 +11,8 @@ import pytest
 
 import subproc
 import tiphys
-from tiphys.kernels.check import WARN_BADQACC, WARN_BADQPOS, WARN_BADQVEL, warnings_of
+from tiphys.kernels.check import warnings_of
+from tiphys.kernels.consts import WARN_BADQACC, WARN_BADQPOS, WARN_BADQVEL
 from tiphys.types import DATA_FIELDS, MODEL_FIELDS
 
 NWORLD = 3

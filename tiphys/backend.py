@@ -1,4 +1,8 @@
-"""Taichi initialisation and the engine's float precision."""
+"""Taichi initialisation and the engine's float precision.
+
+The settings themselves live in kernels/config.py (tiphys.kernels.config), which the
+kernels read; ``precision``, ``float_dtype``, ``arch``, ``generation`` and ``ensure_init``
+are re-exported from there."""
 from __future__ import annotations
 
 import contextlib
@@ -8,9 +12,9 @@ import os
 import taichi as ti
 
 from . import launch
+from .kernels import config as _config
 
-_STATE = {"initialized": False, "arch": None, "precision": None, "options": None,
-          "generation": 0}
+_STATE = _config.STATE  # the one record of the settings, shared with the kernels
 
 
 class InitError(RuntimeError):
@@ -101,27 +105,10 @@ def init(arch: str = "cpu", precision: str = "f64", *, reinit: bool = False,
                   generation=_STATE["generation"] + 1)
 
 
-def ensure_init() -> None:
-    if not _STATE["initialized"]:
-        init()
-
-
-def generation() -> int:
-    """How many times Taichi was initialised: arrays made under an older generation are
-    gone (``init(..., reinit=True)``)."""
-    return _STATE["generation"]
-
-
-def float_dtype():
-    ensure_init()
-    return ti.f64 if _STATE["precision"] == "f64" else ti.f32
-
-
-def precision() -> str:
-    ensure_init()
-    return _STATE["precision"]
-
-
-def arch() -> str:
-    ensure_init()
-    return _STATE["arch"]
+_config.set_default_init(init)
+# the readers, as tiphys.backend.*
+ensure_init = _config.ensure_init
+generation = _config.generation
+float_dtype = _config.float_dtype
+precision = _config.precision
+arch = _config.arch

@@ -26,11 +26,8 @@ from rich.table import Table
 
 from . import backend
 from .errors import ModelError
+from .kernels.consts import GEOM_TYPE_NAMES, JNT_BALL, JNT_FREE, JOINT_TYPE_NAMES, WARNING_NAMES
 from .scenes import scene_path
-
-JOINT_TYPES = ("free", "ball", "slide", "hinge")
-GEOM_TYPES = ("plane", "hfield", "sphere", "capsule", "ellipsoid", "cylinder", "box", "mesh",
-              "sdf")
 
 # Sizes always shown by `info` (others are shown when non-zero).
 _KEY_SIZES = ("nq", "nv", "nu", "na", "nbody", "njnt", "ntree", "ngeom", "nsite", "ncam",
@@ -62,8 +59,8 @@ def random_qpos(m, nworld: int, rng: np.random.Generator, scale: float = 0.5) ->
     jnt_range = np.asarray(m.jnt_range, dtype=np.float64).reshape(-1, 2)
     for jntid, jtype in enumerate(jnt_type):
         adr = int(jnt_qposadr[jntid])
-        if jtype in (0, 1):
-            if jtype == 0:
+        if jtype in (JNT_FREE, JNT_BALL):
+            if jtype == JNT_FREE:
                 qpos[:, adr:adr + 3] += 0.2 * scale * rng.standard_normal((nworld, 3))
                 adr += 3
             quat = qpos[:, adr:adr + 4] + scale * rng.standard_normal((nworld, 4))
@@ -218,8 +215,8 @@ def _types_table(arrays) -> Table:
     table.add_column("element")
     table.add_column("type")
     table.add_column("count", justify="right")
-    for label, types, values in (("joint", JOINT_TYPES, arrays.jnt_type),
-                                 ("geom", GEOM_TYPES, arrays.geom_type)):
+    for label, types, values in (("joint", JOINT_TYPE_NAMES, arrays.jnt_type),
+                                 ("geom", GEOM_TYPE_NAMES, arrays.geom_type)):
         counts = Counter(int(t) for t in np.asarray(values).reshape(-1))
         for t, n in sorted(counts.items()):
             table.add_row(label, types[t] if 0 <= t < len(types) else str(t), str(n))
@@ -331,9 +328,6 @@ def _precision(args) -> str:
 
 # --------------------------------------------------------------------------- run
 
-# mjtWarning, in order (Data.warning_number's columns)
-WARNING_NAMES = ("INERTIA", "CONTACTFULL", "CNSTRFULL", "VGEOMFULL", "BADQPOS", "BADQVEL",
-                 "BADQACC", "BADCTRL")
 _LEGS = ("fl", "fr", "hl", "hr")
 _LEG_JOINTS = ("hip_x", "hip_y", "knee")
 RUN_CHUNK = 10  # steps between progress updates (and the samples of the statistics)
@@ -424,7 +418,7 @@ def free_root(m):
     """(body id, qpos address) of the first free joint's body, or None."""
     a = m.arrays
     jnt_type = np.asarray(a.jnt_type).reshape(-1)[:m.njnt]
-    free = np.flatnonzero(jnt_type == 0)
+    free = np.flatnonzero(jnt_type == JNT_FREE)
     if not len(free):
         return None
     jntid = int(free[0])
@@ -535,7 +529,7 @@ def cmd_run(args, out: Console, err: Console) -> int:
     table.add_column("quantity")
     table.add_column("value")
     flagged = warning_number.sum(axis=1) > 0
-    by_kind = ", ".join(f"{name} in {int((warning_number[:, k] > 0).sum())}"
+    by_kind = ", ".join(f"{name.upper()} in {int((warning_number[:, k] > 0).sum())}"
                         for k, name in enumerate(WARNING_NAMES)
                         if (warning_number[:, k] > 0).any())
     solver = SOLVER_NAMES.get(m.opt.solver, str(m.opt.solver))

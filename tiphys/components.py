@@ -11,6 +11,7 @@ import numpy as np
 from .forward import _position, _rk4, _velocity, constraint_rows_possible
 from .kernels import integrate as ki
 from .kernels import inverse as kinv
+from .kernels.consts import INT_IMPLICIT, INT_IMPLICITFAST
 from .kernels.smooth import camlight, com_pos, full_m, kinematics
 from .kernels.tendon import tendon
 from .model import Data, Model
@@ -48,9 +49,9 @@ def runge_kutta(m: Model, d: Data, n: int = 4) -> None:
 def implicit(m: Model, d: Data) -> None:
     """mj_implicit: the integration step of the implicit or implicitfast integrator
     (the model's) after ``forward``; ValueError for other integrators, as MuJoCo."""
-    if m.opt.integrator == 2:
+    if m.opt.integrator == INT_IMPLICIT:
         ki.implicit(m, d)
-    elif m.opt.integrator == 3:
+    elif m.opt.integrator == INT_IMPLICITFAST:
         ki.implicitfast(m, d)
     else:
         raise ValueError("implicit: integrator must be implicit or implicitfast")

@@ -1,6 +1,8 @@
 """Host side of the constraint stage: row budgets (``njmax``) per world."""
 import numpy as np
 
+from .kernels.consts import JNT_BALL
+
 # rows per equality type (mjtEq: connect, weld, joint, tendon); flex rows are per edge
 EQ_ROWS = (3, 6, 1, 1)
 
@@ -29,7 +31,7 @@ def default_njmax(m, nconmax: int) -> int:
         rows += 2 * int(np.count_nonzero(np.asarray(a.tendon_limited)[:m.ntendon]))
     if m.njnt:
         limited = np.asarray(a.jnt_limited)[:m.njnt] != 0
-        ball = np.asarray(a.jnt_type)[:m.njnt] == 1
+        ball = np.asarray(a.jnt_type)[:m.njnt] == JNT_BALL
         rows += int(np.count_nonzero(limited & ball)) + 2 * int(
             np.count_nonzero(limited & ~ball))
     condim = 1

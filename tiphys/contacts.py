@@ -16,29 +16,10 @@ import numpy as np
 import taichi as ti
 
 from .kernels import collision as kc
+from .kernels.collision import DETECTOR_KINDS, KINDS, detector_kind
+from .kernels.consts import GEOM_PLANE, GEOM_TYPE_NAMES, MAXCONPAIR, NGEOMTYPES, WARN_CONTACTFULL
 
 PRIMITIVE_MAXCON = {pair: v[2] for pair, v in kc.PRIMITIVE_DETECTORS.items()}
-
-GEOM_TYPE_NAMES = ("plane", "hfield", "sphere", "capsule", "ellipsoid", "cylinder", "box",
-                   "mesh", "sdf")
-
-
-# MuJoCo's mjCOLLISIONFUNC, every type pair (t1 <= t2) that has a collision function,
-# as the tiphys narrowphase kind that runs it; pairs not listed have none in MuJoCo either
-# (plane-plane, plane-hfield, hfield-hfield). Analytic pairs are the "primitive" kind,
-# with their device function in kc.PRIMITIVE_DETECTORS.
-_P, _H, _S, _C, _E, _Y, _B, _M, _D = range(kc.NGEOMTYPES)
-DETECTOR_KINDS = {
-    **{pair: "primitive" for pair in kc.PRIMITIVE_DETECTORS},
-    (_P, _E): "convex", (_P, _M): "convex",  # mjc_PlaneConvex
-    (_S, _E): "convex", (_S, _M): "convex",  # mjc_Convex
-    (_C, _E): "convex", (_C, _Y): "convex", (_C, _M): "convex",
-    (_E, _E): "convex", (_E, _Y): "convex", (_E, _B): "convex", (_E, _M): "convex",
-    (_Y, _Y): "convex", (_Y, _B): "convex", (_Y, _M): "convex",
-    (_B, _M): "convex", (_M, _M): "convex",
-    **{(_H, t): "hfield" for t in (_S, _C, _E, _Y, _B, _M)},  # mjc_ConvexHField
-    **{(t, _D): "sdf" for t in (_P, _H, _S, _C, _E, _Y, _B, _M, _D)},
-}
 
 # narrowphase kind -> (module in tiphys.kernels, host function that runs its launch)
 NARROWPHASE = {
@@ -50,12 +31,6 @@ NARROWPHASE = {
 # pairs MuJoCo collides and tiphys does not yet: a model with such a candidate pair
 # raises NotImplementedError naming the pair (check_detectors)
 NOT_YET_PAIRS = {pair for pair, kind in DETECTOR_KINDS.items() if kind == "sdf"}
-
-
-def detector_kind(t1: int, t2: int):
-    """'primitive' | 'convex' | 'hfield' | 'sdf' | None for a type pair with t1 <= t2
-    (MuJoCo's mjCOLLISIONFUNC table)."""
-    return DETECTOR_KINDS.get((t1, t2))
 
 
 def narrowphase(kind: str):
@@ -151,11 +126,10 @@ def _maxcon(kind, t1, t2):
     if kind == "primitive":
         return PRIMITIVE_MAXCON[(t1, t2)]
     if kind == "hfield":
-        return kc.MAXCONPAIR
+        return MAXCONPAIR
     return 5 if kind == "convex" else 1
 
 
-KINDS = ("primitive", "convex", "hfield")  # detector kinds with their own kernels
 SAP_MIN_CANDIDATES = 2000  # sweep-and-prune above this many boundable candidates
 SAP_AXIS = np.array([1.0, 0.7, 0.3]) / np.linalg.norm([1.0, 0.7, 0.3])  # oblique: stacks
 # and grids aligned with the world axes do not all overlap along it
@@ -240,7 +214,7 @@ def plan(m) -> CollisionPlan:
         t1, t2 = int(geom_type[g1]), int(geom_type[g2])
         kind = detector_kind(t1, t2)
         kinds.append(kind)
-        codes.append(t1 * kc.NGEOMTYPES + t2)
+        codes.append(t1 * NGEOMTYPES + t2)
         maxcons.append(_maxcon(kind, t1, t2))
     p = CollisionPlan(key=key, ncand=len(cands), kinds=kinds,
                        _sweeps=weakref.WeakKeyDictionary())
@@ -273,7 +247,7 @@ def _plan_sap(p, a, cands, kind_id):
     candidate map over them, and the candidates every world keeps (planes, pairs)."""
     geom_type = np.asarray(a.geom_type)
     boundable = [i for i, (g1, g2, pid) in enumerate(cands) if pid < 0 and kind_id[i] >= 0
-                 and geom_type[g1] != kc.PLANE and geom_type[g2] != kc.PLANE]
+                 and geom_type[g1] != GEOM_PLANE and geom_type[g2] != GEOM_PLANE]
     p.sap = len(boundable) >= SAP_MIN_CANDIDATES
     if not p.sap:
         return
@@ -389,7 +363,6 @@ def add_contact(m, d, world, geom, pos, frame, dist, dim=3, friction=None, solre
     stage) and before ``make_constraint``.
     """
     from .backend import precision
-    from .kernels.check import WARN_CONTACTFULL
 
     fdt = np.float64 if precision() == "f64" else np.float32
     world = np.atleast_1d(np.asarray(world, dtype=np.int64))

@@ -18,6 +18,7 @@ import taichi as ti
 
 from .kernels import fd as _k
 from .kernels.actuation import actuation
+from .kernels.consts import INT_RK4
 from .model import Data, Model
 
 # bytes of expanded Data one finite difference may allocate (max_worlds default)
@@ -151,7 +152,7 @@ def transition_fd(m: Model, d: Data, eps: Optional[float] = None, flg_centered: 
     Returns a TransitionFD of numpy arrays (nworld first). RK4 is refused, as MuJoCo.
     """
     eps = _check_eps(eps)
-    if m.opt.integrator == 1:
+    if m.opt.integrator == INT_RK4:
         raise ValueError("transition_fd: RK4 integrator is not supported (as "
                          "mjd_transitionFD)")
     outputs = str(outputs).upper()
@@ -226,7 +227,7 @@ def inverse_fd(m: Model, d: Data, eps: Optional[float] = None, flg_actuation: bo
     RK4 and the noslip solver are refused, as MuJoCo.
     """
     eps = _check_eps(eps)
-    if m.opt.integrator == 1:
+    if m.opt.integrator == INT_RK4:
         raise ValueError("inverse_fd: RK4 integrator is not supported (as mjd_inverseFD)")
     if m.opt.noslip_iterations:
         raise ValueError("inverse_fd: noslip solver is not supported (as mjd_inverseFD)")

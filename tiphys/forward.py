@@ -19,22 +19,25 @@ import numpy as np
 from .contacts import collision
 from .kernels.actuation import actuation, transmission, velocity
 from .kernels.check import check
+from .kernels.config import per_options
 from .kernels.constraint import make_constraint, reference_constraint
+from .kernels.consts import (INT_EULER, INT_IMPLICIT, INT_IMPLICITFAST, INT_RK4, STAGE_ACC,
+                             STAGE_NONE, STAGE_POS, STAGE_VEL)
 from .kernels.energy import energy_pos, energy_vel
 from .kernels.forward import fwd_acceleration
 from .kernels.integrate import RK4_A, RK4_B, euler, implicit, implicitfast, rk4_stage
 from .kernels.inverse import (DISCRETE_NONE, compare_inverse, discrete_mode,
                               inverse_acceleration)
 from .kernels.passive import passive
-from .kernels.sensor import (STAGE_ACC, STAGE_NONE, STAGE_POS, STAGE_VEL, energy_sensor,
-                             sensor_plan, sensor_pos, sensor_vel)
+from .kernels.sensor import energy_sensor, sensor_plan, sensor_pos, sensor_vel
 from .kernels.smooth import camlight, com_pos, com_vel, crb, factor_m, kinematics, rne
 from .kernels.solver import solve
 from .kernels.tendon import tendon
-from .model import Data, Model, checks_model_data, per_options
+from .model import Data, Model, checks_model_data
 from .report import stepped
 
-_INTEGRATOR_NAMES = {0: "Euler", 1: "RK4", 2: "implicit", 3: "implicitfast"}
+_INTEGRATOR_NAMES = {INT_EULER: "Euler", INT_RK4: "RK4", INT_IMPLICIT: "implicit",
+                     INT_IMPLICITFAST: "implicitfast"}
 
 
 def contacts_possible(m: Model) -> bool:
@@ -198,7 +201,7 @@ def step(m: Model, d: Data) -> None:
     check(m, d, "acc")
     if m.opt.enabled("fwdinv"):
         compare_fwd_inv(m, d)
-    if integrator == 1:
+    if integrator == INT_RK4:
         _rk4(m, d)
     else:
         _integrate(m, d)
@@ -207,7 +210,7 @@ def step(m: Model, d: Data) -> None:
 
 def _check_integrator(m: Model) -> None:
     integrator = m.opt.integrator
-    if integrator not in (0, 1, 2, 3):
+    if integrator not in _INTEGRATOR_NAMES:
         name = _INTEGRATOR_NAMES.get(integrator, integrator)
         raise NotImplementedError(f"step: integrator {name}")
 
@@ -252,9 +255,9 @@ def _integrate(m: Model, d: Data) -> None:
     """The integration after the acceleration stages: implicitfast, implicit, or Euler
     (for Euler and, as in mj_step2, for RK4)."""
     integrator = m.opt.integrator
-    if integrator == 3:
+    if integrator == INT_IMPLICITFAST:
         implicitfast(m, d)
-    elif integrator == 2:
+    elif integrator == INT_IMPLICIT:
         implicit(m, d)
     else:
         euler(m, d)

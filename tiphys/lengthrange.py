@@ -27,14 +27,16 @@ import numpy as np
 import taichi as ti
 
 from . import backend
-from .compiler.options import DISABLE_FLAGS, Option
+from .compiler.options import Option
 from .errors import error_at
 from .forward import step1, step2
+from .kernels.consts import (DSBL_ACTUATION, DSBL_CONTACT, DSBL_DAMPER, DSBL_FRICTIONLOSS,
+                             DSBL_GRAVITY, DSBL_SPRING, INT_EULER, INT_IMPLICITFAST, MAXVAL)
 from .kernels.lengthrange import lengthrange_decay, lengthrange_force
 from .model import Model, make_data
 
-_LR_DISABLED = ("frictionloss", "contact", "spring", "damper", "gravity", "actuation")
-_MAXVAL = 1e10  # mjMAXVAL: beyond it (or NaN) MuJoCo's step checks reset the state
+_LR_DISABLED = (DSBL_FRICTIONLOSS | DSBL_CONTACT | DSBL_SPRING | DSBL_DAMPER | DSBL_GRAVITY
+                | DSBL_ACTUATION)
 _MAXSTEPS = 10_000_000
 
 
@@ -44,12 +46,9 @@ def lengthrange_options(opt: Option, lropt) -> Option:
     implicitfast becomes Euler: with actuation, spring and damper disabled its velocity
     derivative is zero, so both solve M qacc = qfrc_smooth and add h qacc to qvel.
     """
-    flags = 0
-    for name in _LR_DISABLED:
-        flags |= 1 << DISABLE_FLAGS.index(name)
     timestep = lropt.timestep if lropt.timestep > 0 else opt.timestep
-    integrator = 0 if opt.integrator == 3 else opt.integrator
-    return replace(opt, disableflags=flags, timestep=float(timestep), integrator=integrator)
+    integrator = INT_EULER if opt.integrator == INT_IMPLICITFAST else opt.integrator
+    return replace(opt, disableflags=_LR_DISABLED, timestep=float(timestep), integrator=integrator)
 
 
 def step_schedule(timestep: float, inttotal: float, interval: float) -> tuple[int, int]:
@@ -146,5 +145,5 @@ def _simulate(lr: Model, pending: list, lropt, nstep: int, first: int):
     bad = np.zeros(nworld, dtype=bool)
     for name in ("qpos", "qvel", "qacc"):
         values = d.numpy(name).reshape(nworld, -1)
-        bad |= ~np.all(np.abs(values) <= _MAXVAL, axis=1)
+        bad |= ~np.all(np.abs(values) <= MAXVAL, axis=1)
     return lr_min.to_numpy(), lr_max.to_numpy(), bad

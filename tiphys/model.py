@@ -121,17 +121,6 @@ class Model:
 EFC_J_BUDGET = 2 * 2**30  # bytes of dense efc_J the default njmax may take
 
 
-def per_options(m: Model, key: str, compute):
-    """``compute(m)``, kept on the model until its options object is replaced: host
-    facts of the model and its options that the step's host code reads every call."""
-    cached = getattr(m, key, None)
-    if cached is not None and cached[0] is m.opt:
-        return cached[1]
-    value = compute(m)
-    setattr(m, key, (m.opt, value))
-    return value
-
-
 def _count_arg(name: str, value, minimum: int = 0) -> int:
     """An int argument (a Python or numpy integer, not a bool, float or string)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
@@ -290,6 +279,15 @@ class Data:
         self._sizes = sizes
         self._tiphys_model_key = m._tiphys_key
         self._tiphys_model_repr = repr(m)
+        self._reset_state = None  # what autoreset restores: reset_data sets it
+
+    def _make_reset_state(self, m: Model) -> dict:
+        """The reset state autoreset restores (kernels/check.py makes it on first use,
+        and again after tiphys.set_param changed the model): qpos0, or the keyframe
+        reset_data last reset to."""
+        keyframe = getattr(self, "_reset_keyframe", None)
+        self._reset_version = m._param_version
+        return reset_state_arrays(m, self, keyframe)
 
     def field_shape(self, name: str) -> tuple:
         """The MuJoCo-sized shape of a Data field (without the padding)."""

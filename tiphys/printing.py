@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .kernels import support as _k
+from .kernels.consts import WARNING_NAMES
 from .model import Data, Model
 from .types import DATA_EXTRA_FIELDS, DATA_FIELDS, MODEL_EXTRA_FIELDS, MODEL_FIELDS, \
     MODEL_SIZES, numpy_shape, parse_shape
@@ -36,8 +37,6 @@ _OBJECTS = {
     "nsensor": ("SENSOR", "sensor"), "nnumeric": ("NUMERIC", "numeric"),
     "ntext": ("TEXT", "text"), "ntuple": ("TUPLE", "tuple"), "nkey": ("KEYFRAME", "key"),
 }
-_WARNINGS = ("inertia", "contactfull", "cnstrfull", "vgeomfull", "badqpos", "badqvel",
-             "badqacc", "badctrl")
 # Data arrays listed up to the world's contact / constraint count
 _ROWS_OF = {"nconmax": "ncon", "njmax": "nefc"}
 _DATA_SIZES = ("ncon", "ne", "nf", "nl", "nefc", "solver_niter", "contact_overflow",
@@ -161,7 +160,7 @@ def print_data(m: Model, d: Data, file=None, world: int = 0) -> str:
     number = _world_numpy(d.warning_number, w)
     lastinfo = _world_numpy(d.warning_lastinfo, w)
     c.print(_table("WARNING", [(name, f"number {number[i]}  lastinfo {lastinfo[i]}")
-                               for i, name in enumerate(_WARNINGS)]))
+                               for i, name in enumerate(WARNING_NAMES)]))
     rows = []
     for name, shape, _, _ in DATA_FIELDS + DATA_EXTRA_FIELDS:
         if name in counts or name.startswith("warning_"):

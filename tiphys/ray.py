@@ -14,10 +14,12 @@ import numpy as np
 import taichi as ti
 
 from .kernels import ray as _k
+from .kernels.consts import (GEOM_BOX, GEOM_CAPSULE, GEOM_CYLINDER, GEOM_ELLIPSOID, GEOM_HFIELD,
+                             GEOM_MESH, GEOM_PLANE, GEOM_SPHERE, GEOM_TYPE_NAMES, MAXVAL, MINVAL,
+                             NGROUP)
 
-MAXVAL = 1e10  # mjMAXVAL: mj_multiRay's cutoff when none is given
-_PRIMITIVES = {_k.PLANE: "plane", _k.SPHERE: "sphere", _k.CAPSULE: "capsule",
-               _k.ELLIPSOID: "ellipsoid", _k.CYLINDER: "cylinder", _k.BOX: "box"}
+_PRIMITIVES = {t: GEOM_TYPE_NAMES[t] for t in (GEOM_PLANE, GEOM_SPHERE, GEOM_CAPSULE,
+                                                GEOM_ELLIPSOID, GEOM_CYLINDER, GEOM_BOX)}
 
 
 def _fdtype(m):
@@ -65,7 +67,7 @@ def _vectors(name: str, value, nworld: int, nray: Optional[int]) -> np.ndarray:
 
 def _check_vecs(name: str, vecs: np.ndarray) -> None:
     norm = np.linalg.norm(vecs, axis=-1)
-    bad = np.argwhere(norm < 1e-15)  # mjMINVAL: mj_ray's "vector length is too small"
+    bad = np.argwhere(norm < MINVAL)  # mj_ray's "vector length is too small"
     if len(bad):
         raise ValueError(f"{name}: ray direction has zero length (at index {tuple(bad[0])})")
 
@@ -75,10 +77,10 @@ def _groupmask(geomgroup) -> int:
     if geomgroup is None:
         return _k.GROUP_ALL
     g = np.asarray(geomgroup).reshape(-1)
-    if g.shape != (_k.NGROUP,):
-        raise ValueError(f"geomgroup: expected {_k.NGROUP} flags (one per geom group) or "
+    if g.shape != (NGROUP,):
+        raise ValueError(f"geomgroup: expected {NGROUP} flags (one per geom group) or "
                          f"None, got shape {np.asarray(geomgroup).shape}")
-    return int(sum(1 << i for i in range(_k.NGROUP) if g[i]))
+    return int(sum(1 << i for i in range(NGROUP) if g[i]))
 
 
 def _bodyexclude(m, bodyexclude) -> int:
@@ -95,7 +97,7 @@ def _geom_of_type(m, geomid, geomtype: int, what: str) -> int:
         raise ValueError(f"{what}: invalid geom id {geomid} (model has {m.ngeom} geoms)")
     if int(m.arrays.geom_type[g]) != geomtype:
         raise ValueError(f"{what}: geom {g} is not a{'n' if what == 'ray_hfield' else ''} "
-                         f"{'hfield' if geomtype == _k.HFIELD else 'mesh'}")
+                         f"{'hfield' if geomtype == GEOM_HFIELD else 'mesh'}")
     return g
 
 
@@ -188,7 +190,7 @@ def ray_mesh(m, d, geomid: int, pnt, vec) -> np.ndarray:
     """Distance along the ray to mesh geom ``geomid`` (its triangles), per world, as
     mj_rayMesh (no group / visibility filter). ``pnt``, ``vec``: (3,) or (nworld, 3).
     Returns numpy (nworld,), -1 where missed."""
-    g = _geom_of_type(m, geomid, _k.MESH, "ray_mesh")
+    g = _geom_of_type(m, geomid, GEOM_MESH, "ray_mesh")
     pnts = _vectors("pnt", pnt, d.nworld, None)
     vecs = _vectors("vec", vec, d.nworld, None)
     _check_vecs("vec", vecs)
@@ -198,7 +200,7 @@ def ray_mesh(m, d, geomid: int, pnt, vec) -> np.ndarray:
 def ray_hfield(m, d, geomid: int, pnt, vec) -> np.ndarray:
     """Distance along the ray to height-field geom ``geomid``, per world, as
     mj_rayHfield. ``pnt``, ``vec``: (3,) or (nworld, 3). Returns numpy (nworld,)."""
-    g = _geom_of_type(m, geomid, _k.HFIELD, "ray_hfield")
+    g = _geom_of_type(m, geomid, GEOM_HFIELD, "ray_hfield")
     pnts = _vectors("pnt", pnt, d.nworld, None)
     vecs = _vectors("vec", vec, d.nworld, None)
     _check_vecs("vec", vecs)

@@ -18,7 +18,8 @@ import warnings
 
 import numpy as np
 
-from .kernels.check import WARN_CNSTRFULL, WARN_CONTACTFULL, warnings_of
+from .kernels.check import warnings_of
+from .kernels.consts import WARN_CNSTRFULL, WARN_CONTACTFULL
 from .model import checks_model_data
 
 REPORT_EVERY = 1000  # steps between reports at the latest

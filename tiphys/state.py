@@ -18,31 +18,33 @@ import taichi as ti
 
 from . import backend
 from .kernels import support as _k
+from .kernels.consts import (NSTATE, STATE_ACT, STATE_CTRL, STATE_EQ_ACTIVE, STATE_FULLPHYSICS,
+                             STATE_INTEGRATION, STATE_MOCAP_POS, STATE_MOCAP_QUAT, STATE_PHYSICS,
+                             STATE_PLUGIN, STATE_QFRC_APPLIED, STATE_QPOS, STATE_QVEL, STATE_TIME,
+                             STATE_USER, STATE_USERDATA, STATE_WARMSTART, STATE_XFRC_APPLIED)
 from .model import Data, Model, name2id
 
 
 class State(enum.IntFlag):
     """mjtState: the elements of a state vector, and MuJoCo's composite masks."""
-    TIME = 1 << 0
-    QPOS = 1 << 1
-    QVEL = 1 << 2
-    ACT = 1 << 3
-    WARMSTART = 1 << 4
-    CTRL = 1 << 5
-    QFRC_APPLIED = 1 << 6
-    XFRC_APPLIED = 1 << 7
-    EQ_ACTIVE = 1 << 8
-    MOCAP_POS = 1 << 9
-    MOCAP_QUAT = 1 << 10
-    USERDATA = 1 << 11
-    PLUGIN = 1 << 12
-    PHYSICS = QPOS | QVEL | ACT
-    FULLPHYSICS = TIME | PHYSICS | PLUGIN
-    USER = CTRL | QFRC_APPLIED | XFRC_APPLIED | EQ_ACTIVE | MOCAP_POS | MOCAP_QUAT | USERDATA
-    INTEGRATION = FULLPHYSICS | USER | WARMSTART
+    TIME = STATE_TIME
+    QPOS = STATE_QPOS
+    QVEL = STATE_QVEL
+    ACT = STATE_ACT
+    WARMSTART = STATE_WARMSTART
+    CTRL = STATE_CTRL
+    QFRC_APPLIED = STATE_QFRC_APPLIED
+    XFRC_APPLIED = STATE_XFRC_APPLIED
+    EQ_ACTIVE = STATE_EQ_ACTIVE
+    MOCAP_POS = STATE_MOCAP_POS
+    MOCAP_QUAT = STATE_MOCAP_QUAT
+    USERDATA = STATE_USERDATA
+    PLUGIN = STATE_PLUGIN
+    PHYSICS = STATE_PHYSICS
+    FULLPHYSICS = STATE_FULLPHYSICS
+    USER = STATE_USER
+    INTEGRATION = STATE_INTEGRATION
 
-
-NSTATE = 13  # mjNSTATE
 
 # element bit -> (Data array, size attribute(s) of the model, vector width: -1 one
 # scalar per world, 0 a row of scalars, k a row of k-vectors)

@@ -26,12 +26,14 @@ import taichi as ti
 from . import backend
 from .kernels import support as _k
 from .kernels.check import check as _check
+from .kernels.consts import MAXVAL, MINVAL, OBJ_BODY, OBJ_CAMERA, OBJ_GEOM, OBJ_SITE, OBJ_XBODY
 from .model import Data, Model
 
 # mjtObj values of the objects with a spatial frame, and their names
-_OBJ_FRAMES = {1: "body", 2: "xbody", 5: "geom", 6: "site", 7: "camera"}
-_OBJ_BY_NAME = {"body": 1, "xbody": 2, "geom": 5, "site": 6, "camera": 7, "cam": 7}
-MINVAL = 1e-15  # mjMINVAL
+_OBJ_FRAMES = {OBJ_BODY: "body", OBJ_XBODY: "xbody", OBJ_GEOM: "geom", OBJ_SITE: "site",
+               OBJ_CAMERA: "camera"}
+_OBJ_BY_NAME = {"body": OBJ_BODY, "xbody": OBJ_XBODY, "geom": OBJ_GEOM, "site": OBJ_SITE,
+                "camera": OBJ_CAMERA, "cam": OBJ_CAMERA}
 
 
 def check_id(func: str, arg: str, value, count: int, what: str) -> int:
@@ -429,7 +431,7 @@ def check_acc(m: Model, d: Data) -> None:
     if m.nv == 0:
         return
     qacc = d.numpy("qacc")
-    bad = np.flatnonzero(np.any(np.isnan(qacc) | (np.abs(qacc) > 1e10), axis=1))
+    bad = np.flatnonzero(np.any(np.isnan(qacc) | (np.abs(qacc) > MAXVAL), axis=1))
     _check(m, d, "acc")
     if bad.size and not m.opt.disabled("autoreset"):
         _forward_worlds(m, d, bad)

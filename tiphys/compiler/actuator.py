@@ -16,18 +16,22 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import error_at
+from ..kernels.consts import (BIAS_AFFINE, BIAS_MUSCLE, BIAS_NONE, BIAS_USER, DYN_FILTER,
+                              DYN_FILTEREXACT, DYN_INTEGRATOR, DYN_MUSCLE, DYN_NONE, DYN_USER,
+                              GAIN_AFFINE, GAIN_FIXED, GAIN_MUSCLE, GAIN_USER, JNT_HINGE,
+                              JNT_SLIDE, LIMITED_AUTO, LIMITED_TRUE, LRMODE_ALL, LRMODE_MUSCLE,
+                              LRMODE_MUSCLEUSER, LRMODE_NONE, MINVAL, NBIAS, NDYN, NGAIN, TRN_BODY,
+                              TRN_JOINT, TRN_JOINTINPARENT, TRN_SITE, TRN_SLIDERCRANK, TRN_TENDON,
+                              TRN_UNDEFINED)
 from .attrs import BOOL, LIMITED, Attrs, parse_floats
 
-NDYN = NGAIN = NBIAS = 10
-MINVAL = 1e-15
-
-# mjtTrn
-TRN_JOINT, TRN_JOINTINPARENT, TRN_SLIDERCRANK, TRN_TENDON, TRN_SITE, TRN_BODY = range(6)
-TRN_UNDEFINED = 1000
-DYN = {"none": 0, "integrator": 1, "filter": 2, "filterexact": 3, "muscle": 4, "user": 5}
-GAIN = {"fixed": 0, "affine": 1, "muscle": 2, "user": 3}
-BIAS = {"none": 0, "affine": 1, "muscle": 2, "user": 3}
-LRMODE = {"none": 0, "muscle": 1, "muscleuser": 2, "all": 3}
+# MJCF keywords -> mjtDyn, mjtGain, mjtBias, mjtLRMode
+DYN = {"none": DYN_NONE, "integrator": DYN_INTEGRATOR, "filter": DYN_FILTER,
+       "filterexact": DYN_FILTEREXACT, "muscle": DYN_MUSCLE, "user": DYN_USER}
+GAIN = {"fixed": GAIN_FIXED, "affine": GAIN_AFFINE, "muscle": GAIN_MUSCLE, "user": GAIN_USER}
+BIAS = {"none": BIAS_NONE, "affine": BIAS_AFFINE, "muscle": BIAS_MUSCLE, "user": BIAS_USER}
+LRMODE = {"none": LRMODE_NONE, "muscle": LRMODE_MUSCLE, "muscleuser": LRMODE_MUSCLEUSER,
+          "all": LRMODE_ALL}
 ACTUATOR_TAGS = ("general", "motor", "position", "velocity", "damper", "intvelocity",
                  "cylinder", "muscle", "adhesion")
 _TARGETS = (("joint", TRN_JOINT), ("jointinparent", TRN_JOINTINPARENT),
@@ -47,9 +51,9 @@ class ActState:
     el: object = None
     name: str = ""
     group: int = 0
-    ctrllimited: int = 2
-    forcelimited: int = 2
-    actlimited: int = 2
+    ctrllimited: int = LIMITED_AUTO
+    forcelimited: int = LIMITED_AUTO
+    actlimited: int = LIMITED_AUTO
     ctrlrange: np.ndarray = field(default_factory=lambda: np.zeros(2))
     forcerange: np.ndarray = field(default_factory=lambda: np.zeros(2))
     actrange: np.ndarray = field(default_factory=lambda: np.zeros(2))
@@ -60,9 +64,9 @@ class ActState:
     target: str = ""
     slidersite: str = ""
     refsite: str = ""
-    dyntype: int = 0
-    gaintype: int = 0
-    biastype: int = 0
+    dyntype: int = DYN_NONE
+    gaintype: int = GAIN_FIXED
+    biastype: int = BIAS_NONE
     actearly: int = 0
     dynprm: np.ndarray = field(default_factory=lambda: _vec(NDYN, 1))
     gainprm: np.ndarray = field(default_factory=lambda: _vec(NGAIN, 1))
@@ -168,7 +172,7 @@ def apply_element(el, st: ActState) -> None:
             st.actdim = v
     elif tag == "motor":
         st.gainprm[0] = 1
-        st.dyntype, st.gaintype, st.biastype = 0, 0, 0
+        st.dyntype, st.gaintype, st.biastype = DYN_NONE, GAIN_FIXED, BIAS_NONE
     elif tag in ("position", "intvelocity"):
         kp = _read1(a, "kp")
         kp = st.gainprm[0] if kp is None else kp
@@ -179,8 +183,8 @@ def apply_element(el, st: ActState) -> None:
         inheritrange = st.inheritrange if ir is None else ir
         err = _set_position(st, kp, kv, dampratio, timeconst, inheritrange)
         if err is None and tag == "intvelocity":
-            st.dyntype = 1
-            st.actlimited = 1
+            st.dyntype = DYN_INTEGRATOR
+            st.actlimited = LIMITED_TRUE
             if inheritrange > 0 and (st.actrange[0] or st.actrange[1]):
                 err = ("actrange and inheritrange cannot both be defined", "inheritrange")
     elif tag == "velocity":
@@ -189,14 +193,14 @@ def apply_element(el, st: ActState) -> None:
         st.biasprm[:] = 0
         st.gainprm[0] = kv
         st.biasprm[2] = -kv
-        st.dyntype, st.gaintype, st.biastype = 0, 0, 1
+        st.dyntype, st.gaintype, st.biastype = DYN_NONE, GAIN_FIXED, BIAS_AFFINE
     elif tag == "damper":
         kv = _read1(a, "kv")
         kv = 0.0 if kv is None else kv
         st.gainprm[:] = 0
         st.gainprm[2] = -kv
-        st.ctrllimited = 1
-        st.dyntype, st.gaintype, st.biastype = 0, 1, 0
+        st.ctrllimited = LIMITED_TRUE
+        st.dyntype, st.gaintype, st.biastype = DYN_NONE, GAIN_AFFINE, BIAS_NONE
         if kv < 0:
             err = ("damping coefficient cannot be negative", "kv")
         elif st.ctrlrange[0] < 0 or st.ctrlrange[1] < 0:
@@ -212,15 +216,15 @@ def apply_element(el, st: ActState) -> None:
         st.gainprm[0] = st.gainprm[0] if area is None else area
         if diameter is not None and diameter >= 0:
             st.gainprm[0] = math.pi / 4 * diameter * diameter
-        st.dyntype, st.gaintype, st.biastype = 2, 0, 1
+        st.dyntype, st.gaintype, st.biastype = DYN_FILTER, GAIN_FIXED, BIAS_AFFINE
     elif tag == "muscle":
         _set_muscle(st, a)
     elif tag == "adhesion":
         gain = _read1(a, "gain")
         gain = st.gainprm[0] if gain is None else gain
         st.gainprm[0] = gain
-        st.ctrllimited = 1
-        st.gaintype, st.biastype = 0, 0
+        st.ctrllimited = LIMITED_TRUE
+        st.gaintype, st.biastype = GAIN_FIXED, BIAS_NONE
         if gain < 0:
             err = ("adhesion gain cannot be negative", "gain")
         elif st.ctrlrange[0] < 0 or st.ctrlrange[1] < 0:
@@ -249,11 +253,11 @@ def _set_position(st, kp, kv, dampratio, timeconst, inheritrange):
         if timeconst < 0:
             return ("timeconst cannot be negative", "timeconst")
         st.dynprm[0] = timeconst
-        st.dyntype = 0 if timeconst == 0 else 3
+        st.dyntype = DYN_NONE if timeconst == 0 else DYN_FILTEREXACT
     st.inheritrange = inheritrange
     if inheritrange > 0 and (st.ctrlrange[0] or st.ctrlrange[1]):
         return ("ctrlrange and inheritrange cannot both be defined", "inheritrange")
-    st.gaintype, st.biastype = 0, 1
+    st.gaintype, st.biastype = GAIN_FIXED, BIAS_AFFINE
     return None
 
 
@@ -292,7 +296,7 @@ def _set_muscle(st, a):
         if vals[k] >= 0:
             g[2 + i] = vals[k]
     st.biasprm[:9] = g[:9]
-    st.dyntype, st.gaintype, st.biastype = 4, 2, 2
+    st.dyntype, st.gaintype, st.biastype = DYN_MUSCLE, GAIN_MUSCLE, BIAS_MUSCLE
 
 
 def default_actuators(spec) -> dict:
@@ -394,17 +398,18 @@ def _compile_one(st, i, ctx, joints, sites, bodies, tendons, nuser):
         raise a.error(f"transmission target '{st.target}' not found in actuator {i}", attr)
     st.trnid = (target.id, trnid1)
 
-    if st.gaintype == 0 and st.biastype == 1 and st.gainprm[0] == -st.biasprm[1] and \
+    if st.gaintype == GAIN_FIXED and st.biastype == BIAS_AFFINE and \
+            st.gainprm[0] == -st.biasprm[1] and \
             st.inheritrange > 0:
-        if st.dyntype in (0, 3):
+        if st.dyntype in (DYN_NONE, DYN_FILTEREXACT):
             rattr = "ctrlrange"
-        elif st.dyntype == 1:
+        elif st.dyntype == DYN_INTEGRATOR:
             rattr = "actrange"
         else:
             raise a.error("inheritrange only available for position and intvelocity "
                           "actuators", "inheritrange")
         if st.trntype == TRN_JOINT:
-            if target.type not in (2, 3):
+            if target.type not in (JNT_SLIDE, JNT_HINGE):
                 raise a.error("inheritrange can only be used with hinge and slide joints",
                               "inheritrange")
             trange = target.range
@@ -423,29 +428,31 @@ def _compile_one(st, i, ctx, joints, sites, bodies, tendons, nuser):
     for kind in ("force", "ctrl", "act"):
         lim = getattr(st, kind + "limited")
         rng = getattr(st, kind + "range")
-        if lim == 2 and not ctx.autolimits and not (rng[0] == 0 and rng[1] == 0):
+        if lim == LIMITED_AUTO and not ctx.autolimits and not (rng[0] == 0 and rng[1] == 0):
             raise a.error(f"actuator has `{kind}range` but not `{kind}limited`. set the "
                           f"autolimits=\"true\" compiler option, specify `{kind}limited` "
                           f"explicitly (\"true\" or \"false\"), or remove the `{kind}range` "
                           f"attribute.", kind + "range")
-        setattr(st, "is_" + kind + "limited", lim == 1 or (lim == 2 and rng[0] < rng[1]))
+        setattr(st, "is_" + kind + "limited",
+                lim == LIMITED_TRUE or (lim == LIMITED_AUTO and rng[0] < rng[1]))
     if st.is_forcelimited and st.forcerange[0] >= st.forcerange[1]:
         raise a.error("invalid force range for actuator", "forcerange")
     if st.is_ctrllimited and st.ctrlrange[0] >= st.ctrlrange[1]:
         raise a.error("invalid control range for actuator", "ctrlrange")
     if st.is_actlimited and st.actrange[0] >= st.actrange[1]:
         raise a.error("invalid actrange for actuator", "actrange")
-    if st.is_actlimited and st.dyntype == 0:
+    if st.is_actlimited and st.dyntype == DYN_NONE:
         raise a.error("actrange specified but dyntype is 'none' in actuator", "actrange")
-    if st.actdim > 1 and st.dyntype != 5:
+    if st.actdim > 1 and st.dyntype != DYN_USER:
         raise a.error("actdim > 1 is only allowed for dyntype 'user' in actuator", "actdim")
-    if st.actdim == 1 and st.dyntype == 0:
+    if st.actdim == 1 and st.dyntype == DYN_NONE:
         raise a.error("invalid actdim 1 in stateless actuator", "actdim")
-    if st.actdim == 0 and st.dyntype != 0:
+    if st.actdim == 0 and st.dyntype != DYN_NONE:
         raise a.error("invalid actdim 0 in stateful actuator", "actdim")
     if st.actdim < 0:
-        st.actdim = int(st.dyntype != 0)
-    for prm, used in ((st.gainprm, st.gaintype == 2), (st.biasprm, st.biastype == 2)):
+        st.actdim = int(st.dyntype != DYN_NONE)
+    for prm, used in ((st.gainprm, st.gaintype == GAIN_MUSCLE),
+                      (st.biasprm, st.biastype == BIAS_MUSCLE)):
         if not used:
             continue
         if prm[0] >= prm[1]:
@@ -667,10 +674,11 @@ def actuator_constants(a, acts, k, Minv, dof_M0, ten_length, ten_J, lropt):
 def needs_lengthrange(a, i, lropt) -> bool:
     """mj_setLengthRange's first tests: does actuator i get a range by mode (muscle,
     muscleuser, all) and lack a usable existing one?"""
-    ismuscle = a.actuator_gaintype[i] == 2 or a.actuator_biastype[i] == 2
-    isuser = a.actuator_gaintype[i] == 3 or a.actuator_biastype[i] == 3
+    ismuscle = a.actuator_gaintype[i] == GAIN_MUSCLE or a.actuator_biastype[i] == BIAS_MUSCLE
+    isuser = a.actuator_gaintype[i] == GAIN_USER or a.actuator_biastype[i] == BIAS_USER
     mode = lropt.mode
-    if mode == 0 or (mode == 1 and not ismuscle) or (mode == 2 and not ismuscle and not isuser):
+    if mode == LRMODE_NONE or (mode == LRMODE_MUSCLE and not ismuscle) or \
+            (mode == LRMODE_MUSCLEUSER and not ismuscle and not isuser):
         return False
     lr = a.actuator_lengthrange[i]
     return not (lropt.useexisting and lr[0] < lr[1])
@@ -745,7 +753,7 @@ def invweight0(out, k0, Minv):
         if out.body_weldid[b] == 0:
             continue
         if out.body_simple[b] == 2:
-            bw[b, 0] = 1.0 / max(1e-15, out.body_mass[b])
+            bw[b, 0] = 1.0 / max(MINVAL, out.body_mass[b])
         elif nv:
             chain = k0.chain(b)
             jp, jr = k0.jac(k0.xipos[b], b)
@@ -756,7 +764,7 @@ def invweight0(out, k0, Minv):
     for j in range(len(out.jnt_type)):
         adr, body = out.jnt_dofadr[j], out.jnt_bodyid[j]
         if out.body_simple[body] == 2:
-            dw[adr] = 1.0 / max(1e-15, out.body_mass[body])
+            dw[adr] = 1.0 / max(MINVAL, out.body_mass[body])
             continue
         dnum = {0: 6, 1: 3}.get(int(out.jnt_type[j]), 1)
         A = Minv[adr:adr + dnum, adr:adr + dnum]

@@ -7,14 +7,19 @@ import numpy as np
 
 from ..errors import ModelError, error_at
 from ..io.resources import base_part, is_abs, join_path, missing, reduce_path
+from ..kernels.consts import (GEOM_HFIELD, GEOM_MESH, TEXROLE_EMISSIVE, TEXROLE_METALLIC,
+                              TEXROLE_NORMAL, TEXROLE_OCCLUSION, TEXROLE_OPACITY, TEXROLE_ORM,
+                              TEXROLE_RGB, TEXROLE_RGBA, TEXROLE_ROUGHNESS, TEXROLE_USER)
 from . import rotation as rot
 from .attrs import BOOL, Attrs
 from .mesh import compile_hfield, compile_mesh, polygon_arrays
 from .texture import compile_texture
 
-TEXTURE_TYPES = {"2d": 0, "cube": 1, "skybox": 2}
-TEXTURE_ROLES = {"user": 0, "rgb": 1, "occlusion": 2, "roughness": 3, "metallic": 4,
-                 "normal": 5, "opacity": 6, "emissive": 7, "rgba": 8, "orm": 9}
+# MJCF <layer role> -> mjtTextureRole
+TEXTURE_ROLES = {"user": TEXROLE_USER, "rgb": TEXROLE_RGB, "occlusion": TEXROLE_OCCLUSION,
+                 "roughness": TEXROLE_ROUGHNESS, "metallic": TEXROLE_METALLIC,
+                 "normal": TEXROLE_NORMAL, "opacity": TEXROLE_OPACITY,
+                 "emissive": TEXROLE_EMISSIVE, "rgba": TEXROLE_RGBA, "orm": TEXROLE_ORM}
 MESH_INERTIA = ("convex", "exact", "legacy", "shell")
 
 
@@ -228,7 +233,7 @@ class AssetCompiler:
 
     def attach_geom(self, g, a: Attrs):
         """Resolve a geom's mesh/hfield: sizes, data id and the mesh frame offset."""
-        if g.type == 1:
+        if g.type == GEOM_HFIELD:
             if not g.hfield:
                 raise a.error("hfield geom must have a valid hfield", "hfield")
             hid = self._lookup(self.hfield_names, g.hfield, a, "hfield")
@@ -238,7 +243,7 @@ class AssetCompiler:
             g.size = np.array([hs[0], hs[1], 0.25 * hs[2] + 0.5 * hs[3]])
         elif g.hfield:
             raise a.error("hfield attribute requires type hfield", "hfield")
-        if g.type == 7 and not g.mesh:
+        if g.type == GEOM_MESH and not g.mesh:
             raise a.error("mesh geom must have a valid mesh", "mesh")
         if not g.mesh:
             return
@@ -248,7 +253,7 @@ class AssetCompiler:
         collide = g.contype != 0 or g.conaffinity != 0
         cm = self.mesh(mid, needhull=False)
         center = np.zeros(3)
-        if g.type != 7:
+        if g.type != GEOM_MESH:
             kind = {2: "sphere", 3: "capsule", 4: "ellipsoid", 5: "cylinder", 6: "box"}.get(
                 g.type)
             if kind is None:

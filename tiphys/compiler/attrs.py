@@ -8,6 +8,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from ..errors import ModelError, error_at
+from ..kernels.consts import LIMITED_AUTO, LIMITED_FALSE, LIMITED_TRUE
 
 
 def _split(text: str) -> list[str]:
@@ -68,7 +69,7 @@ def parse_ints(el, name: str, text: str) -> list[int]:
 
 
 BOOL = {"false": 0, "true": 1}
-LIMITED = {"false": 0, "true": 1, "auto": 2}
+LIMITED = {"false": LIMITED_FALSE, "true": LIMITED_TRUE, "auto": LIMITED_AUTO}  # mjtLimited
 
 
 class Attrs:

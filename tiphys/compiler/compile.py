@@ -8,6 +8,9 @@ from typing import Optional
 import numpy as np
 
 from ..errors import ModelError, error_at
+from ..kernels.consts import (JNT_BALL, JNT_FREE, JNT_HINGE, JNT_SLIDE, MINVAL, SAMEFRAME_BODY,
+                              SAMEFRAME_BODYROT, SAMEFRAME_INERTIA, SAMEFRAME_INERTIAROT,
+                              SAMEFRAME_NONE)
 from ..model import ModelArrays
 from ..types import MODEL_SIZES
 from . import rotation as rot
@@ -207,13 +210,15 @@ def _referenced_body_names(spec) -> set:
     return names
 
 
-_MINVAL = 1e-15  # mjMINVAL
+# dofs and qpos numbers per joint type
+_JNT_DOFS = {JNT_FREE: 6, JNT_BALL: 3, JNT_SLIDE: 1, JNT_HINGE: 1}
+_JNT_QPOS = {JNT_FREE: 7, JNT_BALL: 4, JNT_SLIDE: 1, JNT_HINGE: 1}
 
 
 def _check_moving_mass(bodies):
     """MuJoCo: a body with joints needs mass and inertia, its own or a static child's."""
     def valid(b):
-        if b.mass >= _MINVAL and bool((np.asarray(b.inertia) >= _MINVAL).all()):
+        if b.mass >= MINVAL and bool((np.asarray(b.inertia) >= MINVAL).all()):
             return True
         return any(valid(c) for c in b.children if not c.joints)
 
@@ -284,7 +289,7 @@ def _assemble(out, builder, ctx, size):
         lastdof[i] = lastdof[pid] if b.parent else -1
         sameframe = _sameframe_body(ipos, b.iquat)
         body["sameframe"].append(sameframe)
-        simple[i] = int(sameframe == 1 and (rootid[i] == i or (
+        simple[i] = int(sameframe == SAMEFRAME_BODY and (rootid[i] == i or (
             body["parentid"][pid] == 0 and body["dofnum"][pid] == 0)))
         if pid > 0:
             simple[pid] = 0
@@ -308,20 +313,21 @@ def _assemble(out, builder, ctx, size):
             jnt["actfrcrange"].append(j.actfrcrange)
             jnt["margin"].append(j.margin)
             aligned = sum(abs(x) > rot.EPS for x in j.axis) == 1
-            if rotfound or np.abs(j.pos).max() >= 1e-6 or (j.type in (2, 3) and not aligned):
+            if rotfound or np.abs(j.pos).max() >= 1e-6 or (
+                    j.type in (JNT_SLIDE, JNT_HINGE) and not aligned):
                 simple[i] = 0
-            rotfound = rotfound or j.type in (1, 3)
-            if j.type == 0:
+            rotfound = rotfound or j.type in (JNT_BALL, JNT_HINGE)
+            if j.type == JNT_FREE:
                 qpos0[qposadr:qposadr + 3] = b.pos
                 qpos0[qposadr + 3:qposadr + 7] = b.quat
                 qpos_spring[qposadr:qposadr + 7] = qpos0[qposadr:qposadr + 7]
-            elif j.type == 1:
+            elif j.type == JNT_BALL:
                 qpos0[qposadr:qposadr + 4] = (1, 0, 0, 0)
                 qpos_spring[qposadr:qposadr + 4] = (1, 0, 0, 0)
             else:
                 qpos0[qposadr] = j.ref
                 qpos_spring[qposadr] = j.springref
-            ndof = {0: 6, 1: 3, 2: 1, 3: 1}[j.type]
+            ndof = _JNT_DOFS[j.type]
             for _ in range(ndof):
                 dof["bodyid"].append(i)
                 dof["jntid"].append(j.id)
@@ -334,9 +340,9 @@ def _assemble(out, builder, ctx, size):
                 dof["damping"].append(j.damping)
                 dofadr += 1
             jntadr += 1
-            qposadr += {0: 7, 1: 4, 2: 1, 3: 1}[j.type]
+            qposadr += _JNT_QPOS[j.type]
         if simple[i] and b.dofnum:
-            simple[i] = 2 if all(j.type == 2 for j in b.joints) else 1
+            simple[i] = 2 if all(j.type == JNT_SLIDE for j in b.joints) else 1
 
     ntree = sum(1 for p in dof["parentid"] if p == -1)
     dof_treeid, t = [], -1
@@ -422,23 +428,23 @@ _QUNIT = np.array([1.0, 0, 0, 0])
 
 def _sameframe_body(ipos, iquat):
     if _same(ipos, 0) and _same_quat(iquat, _QUNIT):
-        return 1
+        return SAMEFRAME_BODY
     if _same_quat(iquat, _QUNIT):
-        return 3
-    return 0
+        return SAMEFRAME_BODYROT
+    return SAMEFRAME_NONE
 
 
 def _sameframe_obj(pos, quat, body):
     ipos = np.zeros(3) if body.ipos is None else body.ipos
     if _same(pos, 0) and _same_quat(quat, _QUNIT):
-        return 1
+        return SAMEFRAME_BODY
     if _same_quat(quat, _QUNIT):
-        return 3
+        return SAMEFRAME_BODYROT
     if _same(pos, ipos) and _same_quat(quat, body.iquat):
-        return 2
+        return SAMEFRAME_INERTIA
     if _same_quat(quat, body.iquat):
-        return 4
-    return 0
+        return SAMEFRAME_INERTIAROT
+    return SAMEFRAME_NONE
 
 
 def _geoms(out, geoms, bodies):
@@ -511,7 +517,7 @@ def _global_poses(bodies):
     for b in reversed(bodies[1:]):
         moment[b.parent.id] += moment[b.id]
         sub[b.parent.id] += sub[b.id]
-    com = np.where(sub[:, None] < 1e-15, xipos, moment / np.maximum(sub, 1e-300)[:, None])
+    com = np.where(sub[:, None] < MINVAL, xipos, moment / np.maximum(sub, 1e-300)[:, None])
     return xpos, xquat, com
 
 
@@ -617,8 +623,8 @@ def _keyframes(spec, out, nkey_size=0):
         for j in range(nmocap):
             out.key_mquat[i, j] = rot.normalize(out.key_mquat[i, j])[0]
         for jtype, adr in zip(out.jnt_type, out.jnt_qposadr):
-            if jtype in (0, 1):
-                q = adr + (3 if jtype == 0 else 0)
+            if jtype in (JNT_FREE, JNT_BALL):
+                q = adr + (3 if jtype == JNT_FREE else 0)
                 out.key_qpos[i, q:q + 4] = rot.normalize(out.key_qpos[i, q:q + 4])[0] \
                     if np.linalg.norm(out.key_qpos[i, q:q + 4]) >= rot.EPS else (1, 0, 0, 0)
     _setsize(out, nkey=nkey)

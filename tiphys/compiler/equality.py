@@ -16,16 +16,15 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import error_at
+from ..kernels.consts import (EQ_CONNECT, EQ_JOINT, EQ_TENDON, EQ_WELD, JNT_HINGE, JNT_SLIDE,
+                              MINVAL, NEQDATA, OBJ_BODY, OBJ_SITE, OBJ_UNKNOWN)
 from . import rotation as rot
 from .attrs import BOOL, Attrs, parse_floats
 
-EQ_CONNECT, EQ_WELD, EQ_JOINT, EQ_TENDON = range(4)  # mjtEq
-OBJ_UNKNOWN, OBJ_BODY, OBJ_SITE = 0, 1, 6  # mjtObj
-NEQDATA = 11
 SOLREF0 = (0.02, 1.0)
 SOLIMP0 = (0.9, 0.95, 0.001, 0.5, 2.0)
 _TYPES = {"connect": EQ_CONNECT, "weld": EQ_WELD, "joint": EQ_JOINT, "tendon": EQ_TENDON}
-_HINGE_SLIDE = (2, 3)  # mjJNT_SLIDE, mjJNT_HINGE
+_HINGE_SLIDE = (JNT_SLIDE, JNT_HINGE)
 
 
 def _read(el, name, n, exact=True):
@@ -189,9 +188,9 @@ def _set_data(eqs, out):
             quat = data[6:10]
             if np.any(quat != 0):  # given by relpose: mju_normalize4
                 norm = float(np.sqrt(quat @ quat))
-                if norm < 1e-15:
+                if norm < MINVAL:
                     data[6:10] = (1.0, 0.0, 0.0, 0.0)
-                elif abs(norm - 1) > 1e-15:
+                elif abs(norm - 1) > MINVAL:
                     data[6:10] = quat * (1.0 / norm)
                 continue
             pos = k0.xpos[id2] + k0.xmat[id2] @ data[0:3]

@@ -47,6 +47,7 @@ import numpy as np
 
 from tiphys.errors import ModelError
 from tiphys.compiler import progress
+from tiphys.kernels.consts import EPS, MINVAL
 
 __all__ = [
     "CompiledMesh",
@@ -58,8 +59,6 @@ __all__ = [
     "polygon_arrays",
 ]
 
-MINVAL = 1e-15      # smallest denominator used by the compiler
-EPS = 1e-14         # generic epsilon used by the compiler
 EIG_EPS = 1e-12     # tolerance of the Jacobi eigen-solver
 
 INERTIA_MODES = ("convex", "legacy", "exact", "shell")

@@ -5,17 +5,23 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
+from ..kernels.consts import (CONE_ELLIPTIC, CONE_PYRAMIDAL, INT_EULER, INT_IMPLICIT,
+                              INT_IMPLICITFAST, INT_RK4, JAC_AUTO, JAC_DENSE, JAC_SPARSE, SOL_CG,
+                              SOL_NEWTON, SOL_PGS)
 from .attrs import Attrs
 
+# MJCF <flag> attributes in mjtDisableBit / mjtEnableBit order (bit i is 1 << i)
 DISABLE_FLAGS = ("constraint", "equality", "frictionloss", "limit", "contact", "spring",
                  "damper", "gravity", "clampctrl", "warmstart", "filterparent", "actuation",
                  "refsafe", "sensor", "midphase", "eulerdamp", "autoreset", "nativeccd",
                  "island")
 ENABLE_FLAGS = ("override", "energy", "fwdinv", "invdiscrete", "multiccd", "sleep")
-INTEGRATORS = {"Euler": 0, "RK4": 1, "implicit": 2, "implicitfast": 3}
-CONES = {"pyramidal": 0, "elliptic": 1}
-JACOBIANS = {"dense": 0, "sparse": 1, "auto": 2}
-SOLVERS = {"PGS": 0, "CG": 1, "Newton": 2}
+# MJCF keywords -> mjtIntegrator, mjtCone, mjtJacobian, mjtSolver
+INTEGRATORS = {"Euler": INT_EULER, "RK4": INT_RK4, "implicit": INT_IMPLICIT,
+               "implicitfast": INT_IMPLICITFAST}
+CONES = {"pyramidal": CONE_PYRAMIDAL, "elliptic": CONE_ELLIPTIC}
+JACOBIANS = {"dense": JAC_DENSE, "sparse": JAC_SPARSE, "auto": JAC_AUTO}
+SOLVERS = {"PGS": SOL_PGS, "CG": SOL_CG, "Newton": SOL_NEWTON}
 ENABLE_DISABLE = {"disable": 0, "enable": 1}
 
 
@@ -39,10 +45,10 @@ class Option:
     o_solref: tuple = (0.02, 1.0)
     o_solimp: tuple = (0.9, 0.95, 0.001, 0.5, 2.0)
     o_friction: tuple = (1.0, 1.0, 0.005, 0.0001, 0.0001)
-    integrator: int = 0
-    cone: int = 0
-    jacobian: int = 2
-    solver: int = 2
+    integrator: int = INT_EULER
+    cone: int = CONE_PYRAMIDAL
+    jacobian: int = JAC_AUTO
+    solver: int = SOL_NEWTON
     iterations: int = 100
     ls_iterations: int = 50
     noslip_iterations: int = 0

@@ -9,7 +9,8 @@ import math
 
 import numpy as np
 
-EPS = 1e-14      # smallest norm treated as nonzero (MuJoCo's mjEPS)
+from ..kernels.consts import EPS
+
 EIG_EPS = 1e-12  # Jacobi termination
 
 

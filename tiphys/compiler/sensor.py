@@ -17,92 +17,104 @@ from typing import Optional
 import numpy as np
 
 from ..errors import error_at
+from ..kernels.consts import (DATATYPE_AXIS, DATATYPE_POSITIVE, DATATYPE_QUATERNION, DATATYPE_REAL,
+                              GEOM_HFIELD, JNT_BALL, JNT_HINGE, JNT_SLIDE, OBJ_ACTUATOR, OBJ_BODY,
+                              OBJ_CAMERA, OBJ_DOF, OBJ_EQUALITY, OBJ_EXCLUDE, OBJ_FLEX, OBJ_GEOM,
+                              OBJ_HFIELD, OBJ_JOINT, OBJ_KEY, OBJ_LIGHT, OBJ_MATERIAL, OBJ_MESH,
+                              OBJ_NUMERIC, OBJ_PAIR, OBJ_PLUGIN, OBJ_SENSOR, OBJ_SITE, OBJ_SKIN,
+                              OBJ_TENDON, OBJ_TEXT, OBJ_TEXTURE, OBJ_TUPLE, OBJ_UNKNOWN, OBJ_XBODY,
+                              SENS_ACCELEROMETER, SENS_ACTUATORFRC, SENS_ACTUATORPOS,
+                              SENS_ACTUATORVEL, SENS_BALLANGVEL, SENS_BALLQUAT, SENS_CAMPROJECTION,
+                              SENS_CLOCK, SENS_CONTACT, SENS_E_KINETIC, SENS_E_POTENTIAL,
+                              SENS_FORCE, SENS_FRAMEANGACC, SENS_FRAMEANGVEL, SENS_FRAMELINACC,
+                              SENS_FRAMELINVEL, SENS_FRAMEPOS, SENS_FRAMEQUAT, SENS_FRAMEXAXIS,
+                              SENS_FRAMEYAXIS, SENS_FRAMEZAXIS, SENS_GEOMDIST, SENS_GEOMFROMTO,
+                              SENS_GEOMNORMAL, SENS_GYRO, SENS_INSIDESITE, SENS_JOINTACTFRC,
+                              SENS_JOINTLIMITFRC, SENS_JOINTLIMITPOS, SENS_JOINTLIMITVEL,
+                              SENS_JOINTPOS, SENS_JOINTVEL, SENS_MAGNETOMETER, SENS_PLUGIN,
+                              SENS_RANGEFINDER, SENS_SUBTREEANGMOM, SENS_SUBTREECOM,
+                              SENS_SUBTREELINVEL, SENS_TACTILE, SENS_TENDONACTFRC,
+                              SENS_TENDONLIMITFRC, SENS_TENDONLIMITPOS, SENS_TENDONLIMITVEL,
+                              SENS_TENDONPOS, SENS_TENDONVEL, SENS_TORQUE, SENS_TOUCH, SENS_USER,
+                              SENS_VELOCIMETER, STAGE_ACC, STAGE_NONE, STAGE_POS, STAGE_VEL)
 from .attrs import parse_floats, parse_ints
 
-# mjtSensor
-(TOUCH, ACCELEROMETER, VELOCIMETER, GYRO, FORCE, TORQUE, MAGNETOMETER, RANGEFINDER,
- CAMPROJECTION, JOINTPOS, JOINTVEL, TENDONPOS, TENDONVEL, ACTUATORPOS, ACTUATORVEL,
- ACTUATORFRC, JOINTACTFRC, TENDONACTFRC, BALLQUAT, BALLANGVEL, JOINTLIMITPOS,
- JOINTLIMITVEL, JOINTLIMITFRC, TENDONLIMITPOS, TENDONLIMITVEL, TENDONLIMITFRC, FRAMEPOS,
- FRAMEQUAT, FRAMEXAXIS, FRAMEYAXIS, FRAMEZAXIS, FRAMELINVEL, FRAMEANGVEL, FRAMELINACC,
- FRAMEANGACC, SUBTREECOM, SUBTREELINVEL, SUBTREEANGMOM, INSIDESITE, GEOMDIST, GEOMNORMAL,
- GEOMFROMTO, CONTACT, E_POTENTIAL, E_KINETIC, CLOCK, TACTILE, PLUGIN, USER) = range(49)
-
-# mjtObj
-OBJ_TYPES = {"body": 1, "xbody": 2, "joint": 3, "dof": 4, "geom": 5, "site": 6, "camera": 7,
-             "light": 8, "flex": 9, "mesh": 10, "skin": 11, "hfield": 12, "texture": 13,
-             "material": 14, "pair": 15, "exclude": 16, "equality": 17, "tendon": 18,
-             "actuator": 19, "sensor": 20, "numeric": 21, "text": 22, "tuple": 23, "key": 24,
-             "plugin": 25}
-(OBJ_UNKNOWN, OBJ_BODY, OBJ_XBODY, OBJ_JOINT, OBJ_GEOM, OBJ_SITE, OBJ_CAMERA, OBJ_MESH,
- OBJ_TENDON, OBJ_ACTUATOR) = 0, 1, 2, 3, 5, 6, 7, 10, 18, 19
+# MJCF object type names -> mjtObj
+OBJ_TYPES = {"body": OBJ_BODY, "xbody": OBJ_XBODY, "joint": OBJ_JOINT, "dof": OBJ_DOF,
+             "geom": OBJ_GEOM, "site": OBJ_SITE, "camera": OBJ_CAMERA, "light": OBJ_LIGHT,
+             "flex": OBJ_FLEX, "mesh": OBJ_MESH, "skin": OBJ_SKIN, "hfield": OBJ_HFIELD,
+             "texture": OBJ_TEXTURE, "material": OBJ_MATERIAL, "pair": OBJ_PAIR,
+             "exclude": OBJ_EXCLUDE, "equality": OBJ_EQUALITY, "tendon": OBJ_TENDON,
+             "actuator": OBJ_ACTUATOR, "sensor": OBJ_SENSOR, "numeric": OBJ_NUMERIC,
+             "text": OBJ_TEXT, "tuple": OBJ_TUPLE, "key": OBJ_KEY, "plugin": OBJ_PLUGIN}
 _SPATIAL = (OBJ_BODY, OBJ_XBODY, OBJ_GEOM, OBJ_SITE, OBJ_CAMERA)
 
-REAL, POSITIVE, AXIS, QUATERNION = range(4)  # mjtDataType
-STAGE_NONE, STAGE_POS, STAGE_VEL, STAGE_ACC = range(4)  # mjtStage
-_DATATYPE = {"real": REAL, "positive": POSITIVE, "axis": AXIS, "quaternion": QUATERNION}
+_DATATYPE = {"real": DATATYPE_REAL, "positive": DATATYPE_POSITIVE, "axis": DATATYPE_AXIS,
+             "quaternion": DATATYPE_QUATERNION}
 _STAGE = {"none": STAGE_NONE, "pos": STAGE_POS, "vel": STAGE_VEL, "acc": STAGE_ACC}
 # contact sensor data fields (mjtConDataField) in their required order, and their sizes
 _CONDATA = ("found", "force", "torque", "dist", "pos", "normal", "tangent")
 _CONDATA_SIZE = (1, 3, 3, 1, 3, 3, 3)
 _REDUCE = {"none": 0, "mindist": 1, "maxforce": 2, "netforce": 3}
 
-_JNT_BALL, _JNT_SLIDE, _JNT_HINGE = 1, 2, 3
-_GEOM_HFIELD = 1
 
 # element -> (type, object attribute, object type) for sensors on one named object
 _SIMPLE = {
-    "touch": (TOUCH, "site", OBJ_SITE),
-    "accelerometer": (ACCELEROMETER, "site", OBJ_SITE),
-    "velocimeter": (VELOCIMETER, "site", OBJ_SITE),
-    "gyro": (GYRO, "site", OBJ_SITE),
-    "force": (FORCE, "site", OBJ_SITE),
-    "torque": (TORQUE, "site", OBJ_SITE),
-    "magnetometer": (MAGNETOMETER, "site", OBJ_SITE),
-    "camprojection": (CAMPROJECTION, "site", OBJ_SITE),
-    "rangefinder": (RANGEFINDER, "site", OBJ_SITE),
-    "jointpos": (JOINTPOS, "joint", OBJ_JOINT),
-    "jointvel": (JOINTVEL, "joint", OBJ_JOINT),
-    "tendonpos": (TENDONPOS, "tendon", OBJ_TENDON),
-    "tendonvel": (TENDONVEL, "tendon", OBJ_TENDON),
-    "actuatorpos": (ACTUATORPOS, "actuator", OBJ_ACTUATOR),
-    "actuatorvel": (ACTUATORVEL, "actuator", OBJ_ACTUATOR),
-    "actuatorfrc": (ACTUATORFRC, "actuator", OBJ_ACTUATOR),
-    "jointactuatorfrc": (JOINTACTFRC, "joint", OBJ_JOINT),
-    "tendonactuatorfrc": (TENDONACTFRC, "tendon", OBJ_TENDON),
-    "ballquat": (BALLQUAT, "joint", OBJ_JOINT),
-    "ballangvel": (BALLANGVEL, "joint", OBJ_JOINT),
-    "jointlimitpos": (JOINTLIMITPOS, "joint", OBJ_JOINT),
-    "jointlimitvel": (JOINTLIMITVEL, "joint", OBJ_JOINT),
-    "jointlimitfrc": (JOINTLIMITFRC, "joint", OBJ_JOINT),
-    "tendonlimitpos": (TENDONLIMITPOS, "tendon", OBJ_TENDON),
-    "tendonlimitvel": (TENDONLIMITVEL, "tendon", OBJ_TENDON),
-    "tendonlimitfrc": (TENDONLIMITFRC, "tendon", OBJ_TENDON),
-    "subtreecom": (SUBTREECOM, "body", OBJ_BODY),
-    "subtreelinvel": (SUBTREELINVEL, "body", OBJ_BODY),
-    "subtreeangmom": (SUBTREEANGMOM, "body", OBJ_BODY),
+    "touch": (SENS_TOUCH, "site", OBJ_SITE),
+    "accelerometer": (SENS_ACCELEROMETER, "site", OBJ_SITE),
+    "velocimeter": (SENS_VELOCIMETER, "site", OBJ_SITE),
+    "gyro": (SENS_GYRO, "site", OBJ_SITE),
+    "force": (SENS_FORCE, "site", OBJ_SITE),
+    "torque": (SENS_TORQUE, "site", OBJ_SITE),
+    "magnetometer": (SENS_MAGNETOMETER, "site", OBJ_SITE),
+    "camprojection": (SENS_CAMPROJECTION, "site", OBJ_SITE),
+    "rangefinder": (SENS_RANGEFINDER, "site", OBJ_SITE),
+    "jointpos": (SENS_JOINTPOS, "joint", OBJ_JOINT),
+    "jointvel": (SENS_JOINTVEL, "joint", OBJ_JOINT),
+    "tendonpos": (SENS_TENDONPOS, "tendon", OBJ_TENDON),
+    "tendonvel": (SENS_TENDONVEL, "tendon", OBJ_TENDON),
+    "actuatorpos": (SENS_ACTUATORPOS, "actuator", OBJ_ACTUATOR),
+    "actuatorvel": (SENS_ACTUATORVEL, "actuator", OBJ_ACTUATOR),
+    "actuatorfrc": (SENS_ACTUATORFRC, "actuator", OBJ_ACTUATOR),
+    "jointactuatorfrc": (SENS_JOINTACTFRC, "joint", OBJ_JOINT),
+    "tendonactuatorfrc": (SENS_TENDONACTFRC, "tendon", OBJ_TENDON),
+    "ballquat": (SENS_BALLQUAT, "joint", OBJ_JOINT),
+    "ballangvel": (SENS_BALLANGVEL, "joint", OBJ_JOINT),
+    "jointlimitpos": (SENS_JOINTLIMITPOS, "joint", OBJ_JOINT),
+    "jointlimitvel": (SENS_JOINTLIMITVEL, "joint", OBJ_JOINT),
+    "jointlimitfrc": (SENS_JOINTLIMITFRC, "joint", OBJ_JOINT),
+    "tendonlimitpos": (SENS_TENDONLIMITPOS, "tendon", OBJ_TENDON),
+    "tendonlimitvel": (SENS_TENDONLIMITVEL, "tendon", OBJ_TENDON),
+    "tendonlimitfrc": (SENS_TENDONLIMITFRC, "tendon", OBJ_TENDON),
+    "subtreecom": (SENS_SUBTREECOM, "body", OBJ_BODY),
+    "subtreelinvel": (SENS_SUBTREELINVEL, "body", OBJ_BODY),
+    "subtreeangmom": (SENS_SUBTREEANGMOM, "body", OBJ_BODY),
 }
-_FRAME = {"framepos": FRAMEPOS, "framequat": FRAMEQUAT, "framexaxis": FRAMEXAXIS,
-          "frameyaxis": FRAMEYAXIS, "framezaxis": FRAMEZAXIS, "framelinvel": FRAMELINVEL,
-          "frameangvel": FRAMEANGVEL, "framelinacc": FRAMELINACC,
-          "frameangacc": FRAMEANGACC}
-_GEOMDIST = {"distance": GEOMDIST, "normal": GEOMNORMAL, "fromto": GEOMFROMTO}
-_GLOBAL = {"e_potential": E_POTENTIAL, "e_kinetic": E_KINETIC, "clock": CLOCK}
+_FRAME = {"framepos": SENS_FRAMEPOS, "framequat": SENS_FRAMEQUAT, "framexaxis": SENS_FRAMEXAXIS,
+          "frameyaxis": SENS_FRAMEYAXIS, "framezaxis": SENS_FRAMEZAXIS,
+          "framelinvel": SENS_FRAMELINVEL, "frameangvel": SENS_FRAMEANGVEL,
+          "framelinacc": SENS_FRAMELINACC, "frameangacc": SENS_FRAMEANGACC}
+_GEOMDIST = {"distance": SENS_GEOMDIST, "normal": SENS_GEOMNORMAL, "fromto": SENS_GEOMFROMTO}
+_GLOBAL = {"e_potential": SENS_E_POTENTIAL, "e_kinetic": SENS_E_KINETIC, "clock": SENS_CLOCK}
 
-_POSITIVE_TYPES = (TOUCH, RANGEFINDER, INSIDESITE)
-_AXIS_TYPES = (FRAMEXAXIS, FRAMEYAXIS, FRAMEZAXIS, GEOMNORMAL)
-_QUAT_TYPES = (BALLQUAT, FRAMEQUAT)
-_ACC_TYPES = (TOUCH, ACCELEROMETER, FORCE, TORQUE, ACTUATORFRC, JOINTACTFRC, TENDONACTFRC,
-              JOINTLIMITFRC, TENDONLIMITFRC, FRAMELINACC, FRAMEANGACC, CONTACT, TACTILE)
-_VEL_TYPES = (VELOCIMETER, GYRO, JOINTVEL, TENDONVEL, ACTUATORVEL, BALLANGVEL, JOINTLIMITVEL,
-              TENDONLIMITVEL, FRAMELINVEL, FRAMEANGVEL, SUBTREELINVEL, SUBTREEANGMOM)
-_DIM = {CAMPROJECTION: 2, BALLQUAT: 4, FRAMEQUAT: 4, GEOMFROMTO: 6}
-_DIM.update({t: 3 for t in (ACCELEROMETER, VELOCIMETER, GYRO, FORCE, TORQUE, MAGNETOMETER,
-                            BALLANGVEL, FRAMEPOS, FRAMEXAXIS, FRAMEYAXIS, FRAMEZAXIS,
-                            FRAMELINVEL, FRAMEANGVEL, FRAMELINACC, FRAMEANGACC, SUBTREECOM,
-                            SUBTREELINVEL, SUBTREEANGMOM, GEOMNORMAL)})
+_POSITIVE_TYPES = (SENS_TOUCH, SENS_RANGEFINDER, SENS_INSIDESITE)
+_AXIS_TYPES = (SENS_FRAMEXAXIS, SENS_FRAMEYAXIS, SENS_FRAMEZAXIS, SENS_GEOMNORMAL)
+_QUAT_TYPES = (SENS_BALLQUAT, SENS_FRAMEQUAT)
+_ACC_TYPES = (SENS_TOUCH, SENS_ACCELEROMETER, SENS_FORCE, SENS_TORQUE, SENS_ACTUATORFRC,
+              SENS_JOINTACTFRC, SENS_TENDONACTFRC, SENS_JOINTLIMITFRC, SENS_TENDONLIMITFRC,
+              SENS_FRAMELINACC, SENS_FRAMEANGACC, SENS_CONTACT, SENS_TACTILE)
+_VEL_TYPES = (SENS_VELOCIMETER, SENS_GYRO, SENS_JOINTVEL, SENS_TENDONVEL, SENS_ACTUATORVEL,
+              SENS_BALLANGVEL, SENS_JOINTLIMITVEL, SENS_TENDONLIMITVEL, SENS_FRAMELINVEL,
+              SENS_FRAMEANGVEL, SENS_SUBTREELINVEL, SENS_SUBTREEANGMOM)
+_DIM = {SENS_CAMPROJECTION: 2, SENS_BALLQUAT: 4, SENS_FRAMEQUAT: 4, SENS_GEOMFROMTO: 6}
+_DIM.update({t: 3 for t in (SENS_ACCELEROMETER, SENS_VELOCIMETER, SENS_GYRO, SENS_FORCE,
+                            SENS_TORQUE, SENS_MAGNETOMETER, SENS_BALLANGVEL, SENS_FRAMEPOS,
+                            SENS_FRAMEXAXIS, SENS_FRAMEYAXIS, SENS_FRAMEZAXIS, SENS_FRAMELINVEL,
+                            SENS_FRAMEANGVEL, SENS_FRAMELINACC, SENS_FRAMEANGACC,
+                            SENS_SUBTREECOM, SENS_SUBTREELINVEL, SENS_SUBTREEANGMOM,
+                            SENS_GEOMNORMAL)})
 # sensors that need no sensorized object
-_OBJECTLESS = (E_POTENTIAL, E_KINETIC, CLOCK, PLUGIN, CONTACT, USER)
+_OBJECTLESS = (SENS_E_POTENTIAL, SENS_E_KINETIC, SENS_CLOCK, SENS_PLUGIN, SENS_CONTACT, SENS_USER)
 
 
 @dataclass
@@ -116,7 +128,7 @@ class _Sensor:
     reftype: int = OBJ_UNKNOWN
     refname: str = ""
     refattr: Optional[str] = None
-    datatype: int = REAL
+    datatype: int = DATATYPE_REAL
     needstage: int = STAGE_ACC
     dim: int = 0
     intprm: list = field(default_factory=lambda: [0, 0, 0])
@@ -302,9 +314,9 @@ def _read(el) -> _Sensor:
             s.refname = _required(el, "camera")
     elif tag in _FRAME:
         s.type = _FRAME[tag]
-        _read_frame(s, el, with_ref=s.type not in (FRAMELINACC, FRAMEANGACC))
+        _read_frame(s, el, with_ref=s.type not in (SENS_FRAMELINACC, SENS_FRAMEANGACC))
     elif tag == "insidesite":
-        s.type = INSIDESITE
+        s.type = SENS_INSIDESITE
         s.reftype, s.refattr = OBJ_SITE, "site"
         s.refname = _required(el, "site")
         _read_frame(s, el, with_ref=False)
@@ -312,15 +324,15 @@ def _read(el) -> _Sensor:
         s.type = _GEOMDIST[tag]
         _read_geomdist(s, el)
     elif tag == "contact":
-        s.type = CONTACT
+        s.type = SENS_CONTACT
         _read_contact(s, el)
     elif tag in _GLOBAL:
         s.type = _GLOBAL[tag]
     elif tag == "user":
-        s.type = USER
+        s.type = SENS_USER
         _read_user(s, el)
     elif tag == "tactile":
-        s.type = TACTILE
+        s.type = SENS_TACTILE
         s.reftype, s.refattr = OBJ_GEOM, "geom"
         s.refname = _required(el, "geom")
         s.objtype, s.objattr = OBJ_MESH, "mesh"
@@ -435,51 +447,51 @@ def _resolve(s: _Sensor, tables):
 def _check(s: _Sensor, out):
     """The type's own checks (mjCSensor::Compile's switch)."""
     el, t = s.el, s.type
-    if t == CAMPROJECTION:
+    if t == SENS_CAMPROJECTION:
         if not np.all(out.cam_resolution[s.refid]):
             raise error_at(el, "camera projection sensor requires camera resolution",
                            "camera")
-    elif t in (JOINTPOS, JOINTVEL, JOINTACTFRC):
-        if int(out.jnt_type[s.objid]) not in (_JNT_SLIDE, _JNT_HINGE):
+    elif t in (SENS_JOINTPOS, SENS_JOINTVEL, SENS_JOINTACTFRC):
+        if int(out.jnt_type[s.objid]) not in (JNT_SLIDE, JNT_HINGE):
             raise error_at(el, "joint must be slide or hinge in sensor", s.objattr)
-    elif t in (BALLQUAT, BALLANGVEL):
-        if int(out.jnt_type[s.objid]) != _JNT_BALL:
+    elif t in (SENS_BALLQUAT, SENS_BALLANGVEL):
+        if int(out.jnt_type[s.objid]) != JNT_BALL:
             raise error_at(el, "joint must be ball in sensor", s.objattr)
-    elif t in (JOINTLIMITPOS, JOINTLIMITVEL, JOINTLIMITFRC):
+    elif t in (SENS_JOINTLIMITPOS, SENS_JOINTLIMITVEL, SENS_JOINTLIMITFRC):
         if not out.jnt_limited[s.objid]:
             raise error_at(el, "joint must be limited in sensor", s.objattr)
-    elif t in (TENDONLIMITPOS, TENDONLIMITVEL, TENDONLIMITFRC):
+    elif t in (SENS_TENDONLIMITPOS, SENS_TENDONLIMITVEL, SENS_TENDONLIMITFRC):
         if not out.tendon_limited[s.objid]:
             raise error_at(el, "tendon must be limited in sensor", s.objattr)
-    elif t in _FRAME.values() or t == INSIDESITE:
+    elif t in _FRAME.values() or t == SENS_INSIDESITE:
         if s.objtype not in _SPATIAL:
             raise error_at(el, "sensor must be attached to (x)body, geom, site or camera",
                            "objtype")
-    elif t in (GEOMDIST, GEOMNORMAL, GEOMFROMTO):
+    elif t in (SENS_GEOMDIST, SENS_GEOMNORMAL, SENS_GEOMFROMTO):
         if s.objtype == s.reftype and s.objid == s.refid:
             raise error_at(el, "1st body/geom must be different from 2nd body/geom",
                            s.refattr)
         for objtype, objid, attr in ((s.objtype, s.objid, s.objattr),
                                      (s.reftype, s.refid, s.refattr)):
-            if objtype == OBJ_GEOM and int(out.geom_type[objid]) == _GEOM_HFIELD:
+            if objtype == OBJ_GEOM and int(out.geom_type[objid]) == GEOM_HFIELD:
                 raise error_at(el, "height fields are not supported in geom distance "
                                    "sensors", attr)
-    elif t == USER:
+    elif t == SENS_USER:
         if s.dim < 0:
             raise error_at(el, "sensor dim must be non-negative in sensor", "dim")
-        if s.datatype == AXIS and s.dim != 3:
+        if s.datatype == DATATYPE_AXIS and s.dim != 3:
             raise error_at(el, "datatype AXIS requires dim=3 in sensor", "dim")
-        if s.datatype == QUATERNION and s.dim != 4:
+        if s.datatype == DATATYPE_QUATERNION and s.dim != 4:
             raise error_at(el, "datatype QUATERNION requires dim=4 in sensor", "dim")
 
 
 def _dim(s: _Sensor, out) -> int:
-    if s.type == CONTACT:
+    if s.type == SENS_CONTACT:
         dataspec, _, num = s.intprm
         return num * sum(size for i, size in enumerate(_CONDATA_SIZE) if dataspec >> i & 1)
-    if s.type == TACTILE:
+    if s.type == SENS_TACTILE:
         return 3 * int(out.mesh_vertnum[s.objid])
-    if s.type == USER:
+    if s.type == SENS_USER:
         return s.dim
     return _DIM.get(s.type, 1)
 
@@ -493,15 +505,16 @@ def _compile(s: _Sensor, tables, out, nuser: int):
     if s.cutoff < 0:
         raise error_at(el, "negative cutoff in sensor", "cutoff")
     _resolve(s, tables)
-    if s.type != USER:
-        s.datatype = (POSITIVE if s.type in _POSITIVE_TYPES else AXIS if s.type in _AXIS_TYPES
-                      else QUATERNION if s.type in _QUAT_TYPES else REAL)
+    if s.type != SENS_USER:
+        s.datatype = (DATATYPE_POSITIVE if s.type in _POSITIVE_TYPES
+                      else DATATYPE_AXIS if s.type in _AXIS_TYPES
+                      else DATATYPE_QUATERNION if s.type in _QUAT_TYPES else DATATYPE_REAL)
         s.needstage = (STAGE_ACC if s.type in _ACC_TYPES else STAGE_VEL
                        if s.type in _VEL_TYPES else STAGE_POS)
     _check(s, out)
     s.dim = _dim(s, out)
-    if s.cutoff > 0 and (s.datatype == QUATERNION
-                         or (s.datatype == AXIS and s.type != GEOMNORMAL)):
+    if s.cutoff > 0 and (s.datatype == DATATYPE_QUATERNION
+                         or (s.datatype == DATATYPE_AXIS and s.type != SENS_GEOMNORMAL)):
         raise error_at(el, "cutoff applied to axis or quaternion datatype in sensor",
                        "cutoff")
 
@@ -512,7 +525,7 @@ def _validate_tactile(sensors, out):
     geom, MuJoCo reads out of bounds; the models tried there were rejected)."""
     ngeom = len(out.geom_bodyid)
     for s in sensors:
-        if s.type != TACTILE:
+        if s.type != SENS_TACTILE:
             continue
         ok = False
         if s.objid < ngeom:

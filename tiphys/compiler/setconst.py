@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..kernels.consts import GEOM_HFIELD, GEOM_PLANE, JNT_BALL, JNT_FREE, JNT_HINGE, MAXVAL, MINVAL
 from . import rotation as rot
 from .options import Statistic
 
@@ -46,7 +47,7 @@ def _mass_diag(a, xmat, xipos, ximat, xanchor, xaxis):
     sub = mass.copy()
     for i in range(nbody - 1, 0, -1):
         moment[a.body_parentid[i]] += moment[i]
-    com = np.where(a.body_subtreemass[:, None] < 1e-15, xipos,
+    com = np.where(a.body_subtreemass[:, None] < MINVAL, xipos,
                    moment / np.maximum(a.body_subtreemass, 1e-300)[:, None])
     del sub
     # composite spatial inertia (6x6, rotation first) about the root's subtree com
@@ -91,7 +92,7 @@ def set_const(a, user: Statistic) -> None:
     nbody = len(a.body_parentid)
     stat = Statistic(meaninertia=1.0, meanmass=1.0, meansize=0.2, extent=2.0,
                      center=np.zeros(3))
-    lo, hi = np.full(3, 1e10), np.full(3, -1e10)
+    lo, hi = np.full(3, MAXVAL), np.full(3, -MAXVAL)
 
     def box(p, r):
         nonlocal lo, hi
@@ -109,10 +110,10 @@ def set_const(a, user: Statistic) -> None:
         r = 0.0
         if a.geom_rbound[g] > 0:
             r = a.geom_rbound[g]
-        elif a.geom_type[g] == 0:
+        elif a.geom_type[g] == GEOM_PLANE:
             s = a.geom_size[g]
             r = max(s[0], s[1]) * 0.1 if (s[0] or s[1]) else 1.0
-        elif a.geom_type[g] == 1:
+        elif a.geom_type[g] == GEOM_HFIELD:
             r = max(a.hfield_size[a.geom_dataid[g]]) * 0.1
         box(geom_xpos[g], r)
     stat.center = (lo + hi) / 2
@@ -136,7 +137,7 @@ def set_const(a, user: Statistic) -> None:
     for i in range(nv):
         j = a.dof_jntid[i]
         jt = a.jnt_type[j]
-        if jt in (1, 3) or (jt == 0 and i - a.jnt_dofadr[j] >= 3):
+        if jt in (JNT_BALL, JNT_HINGE) or (jt == JNT_FREE and i - a.jnt_dofadr[j] >= 3):
             a.dof_length[i] = body[a.dof_bodyid[i]]
     stat.extent = max(stat.extent, 2 * stat.meansize)
     if nbody > 1:

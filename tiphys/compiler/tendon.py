@@ -16,15 +16,14 @@ from typing import Optional
 import numpy as np
 
 from ..errors import error_at
+from ..kernels.consts import (GEOM_CYLINDER, GEOM_SPHERE, JNT_FREE, LIMITED_AUTO, LIMITED_FALSE,
+                              LIMITED_TRUE, MINVAL, WRAP_CYLINDER, WRAP_JOINT, WRAP_NONE,
+                              WRAP_PULLEY, WRAP_SITE, WRAP_SPHERE)
 from . import rotation as rot
 from .attrs import LIMITED, Attrs
 
-MINVAL = 1e-15  # mjMINVAL
 SOLREF0 = (0.02, 1.0)
 SOLIMP0 = (0.9, 0.95, 0.001, 0.5, 2.0)
-
-# mjtWrap
-WRAP_NONE, WRAP_JOINT, WRAP_PULLEY, WRAP_SITE, WRAP_SPHERE, WRAP_CYLINDER = range(6)
 
 
 # ------------------------------------------------------------------------------------
@@ -54,7 +53,7 @@ class HostKinematics:
         xaxis = np.zeros((njnt, 3))
         for b in range(1, nbody):
             jadr, jnum = a.body_jntadr[b], a.body_jntnum[b]
-            if jnum == 1 and a.jnt_type[jadr] == 0:
+            if jnum == 1 and a.jnt_type[jadr] == JNT_FREE:
                 qa = a.jnt_qposadr[jadr]
                 xpos[b] = qpos[qa:qa + 3]
                 xquat[b] = rot.normalize(qpos[qa + 3:qa + 7])[0]
@@ -410,8 +409,8 @@ class Tendon:
     name: str
     id: int = 0
     group: int = 0
-    limited: int = 2
-    actfrclimited: int = 2
+    limited: int = LIMITED_AUTO
+    actfrclimited: int = LIMITED_AUTO
     range: np.ndarray = field(default_factory=lambda: np.zeros(2))
     actfrcrange: np.ndarray = field(default_factory=lambda: np.zeros(2))
     solref_lim: np.ndarray = field(default_factory=lambda: np.array(SOLREF0))
@@ -436,11 +435,11 @@ class Tendon:
 
 
 def _limited_auto(a: Attrs, ctx, limited, rng, attr, flag):
-    if limited == 2 and not ctx.autolimits and not (rng[0] == 0 and rng[1] == 0):
+    if limited == LIMITED_AUTO and not ctx.autolimits and not (rng[0] == 0 and rng[1] == 0):
         raise a.error(f"tendon has `{attr}` but not `{flag}`; set the autolimits=\"true\" "
                       f"compiler option, specify `{flag}` explicitly (\"true\" or "
                       f"\"false\"), or remove the `{attr}` attribute", attr)
-    return limited == 1 or (limited == 2 and rng[0] < rng[1])
+    return limited == LIMITED_TRUE or (limited == LIMITED_AUTO and rng[0] < rng[1])
 
 
 def compile_tendons(spec, defaults, builder, ctx, assets, nuser_tendon):
@@ -457,9 +456,9 @@ def compile_tendons(spec, defaults, builder, ctx, assets, nuser_tendon):
             t = Tendon(el=el, name=el.attr("name") or "", id=len(tendons))
             t.group = a.int("group", 0)
             t.material = a.str("material")
-            t.limited = a.keyword("limited", LIMITED, 2)
+            t.limited = a.keyword("limited", LIMITED, LIMITED_AUTO)
             # mjs_defaultTendon leaves actfrclimited at 0 (false), unlike limited (auto)
-            t.actfrclimited = a.keyword("actuatorfrclimited", LIMITED, 0)
+            t.actfrclimited = a.keyword("actuatorfrclimited", LIMITED, LIMITED_FALSE)
             t.width = a.float("width", 0.003)
             t.solref_lim = a.floats("solreflimit", 2, SOLREF0, exact=False)
             t.solimp_lim = a.floats("solimplimit", 5, SOLIMP0, exact=False)
@@ -511,9 +510,9 @@ def _tendon_path(t, el, joints, sites, geoms, ctx=None):
                         f"wrapping a geom removed by discardvisual is not supported yet")
                 raise sa.error(f"geom '{name}' not found in tendon", "geom")
             g = geoms[name]
-            if g.type == 5:
+            if g.type == GEOM_CYLINDER:
                 wtype = WRAP_CYLINDER
-            elif g.type == 2:
+            elif g.type == GEOM_SPHERE:
                 wtype = WRAP_SPHERE
             else:
                 raise sa.error(f"geom '{name}' in tendon is not sphere or cylinder", "geom")

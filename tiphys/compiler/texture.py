@@ -15,10 +15,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ModelError
+from ..kernels.consts import (BUILTIN_CHECKER, BUILTIN_FLAT, BUILTIN_GRADIENT, BUILTIN_NONE,
+                              COLORSPACE_AUTO, COLORSPACE_LINEAR, COLORSPACE_SRGB, MARK_CROSS,
+                              MARK_EDGE, MARK_NONE, MARK_RANDOM, TEXTURE_2D, TEXTURE_CUBE,
+                              TEXTURE_SKYBOX)
 
-COLORSPACES = {"auto": 0, "linear": 1, "sRGB": 2}
-BUILTINS = {"none": 0, "gradient": 1, "checker": 2, "flat": 3}
-MARKS = {"none": 0, "edge": 1, "cross": 2, "random": 3}
+# MJCF keywords -> mjtTexture, mjtColorSpace, mjtBuiltin, mjtMark
+TEXTURE_TYPES = {"2d": TEXTURE_2D, "cube": TEXTURE_CUBE, "skybox": TEXTURE_SKYBOX}
+COLORSPACES = {"auto": COLORSPACE_AUTO, "linear": COLORSPACE_LINEAR, "sRGB": COLORSPACE_SRGB}
+BUILTINS = {"none": BUILTIN_NONE, "gradient": BUILTIN_GRADIENT, "checker": BUILTIN_CHECKER,
+            "flat": BUILTIN_FLAT}
+MARKS = {"none": MARK_NONE, "edge": MARK_EDGE, "cross": MARK_CROSS, "random": MARK_RANDOM}
 CUBE_FILES = ("fileright", "fileleft", "fileup", "filedown", "filefront", "fileback")
 _INT_MAX = 2**31 - 1
 
@@ -119,13 +126,13 @@ def _marks(img, mark, markrgb, random, faces: int):
     height, width = img.shape[0] // faces, img.shape[1]
     for face in range(faces):
         sub = img[face * height:(face + 1) * height]
-        if mark == 1:
+        if mark == MARK_EDGE:
             sub[:, 0] = sub[:, width - 1] = rgbm
             sub[0, :] = sub[height - 1, :] = rgbm
-        elif mark == 2:
+        elif mark == MARK_CROSS:
             sub[:, width // 2] = rgbm
             sub[height // 2, :] = rgbm
-    if mark == 3 and random > 0:
+    if mark == MARK_RANDOM and random > 0:
         draws = MT19937_64(42).uniform(img.shape[0] * img.shape[1])
         img.reshape(-1, 3)[draws < random] = rgbm
 
@@ -133,7 +140,7 @@ def _marks(img, mark, markrgb, random, faces: int):
 def builtin_2d(builtin, rgb1, rgb2, mark, markrgb, random, width, height) -> np.ndarray:
     """mjCTexture::Builtin2D as an RGB (height, width, 3) image."""
     img = np.zeros((height, width, 3), dtype=np.uint8)
-    if builtin == 1:
+    if builtin == BUILTIN_GRADIENT:
         c = np.arange(width, dtype=np.float64)
         r = np.arange(height, dtype=np.float64)
         x = 2 * c[None, :] / (width - 1) - 1 if width > 1 else np.full((1, 1), np.nan)
@@ -141,9 +148,9 @@ def builtin_2d(builtin, rgb1, rgb2, mark, markrgb, random, width, height) -> np.
         pos = 2 * np.sqrt(x * x + y * y) - 1
         with np.errstate(invalid="ignore"):
             img[:] = _interp(rgb2, rgb1, np.broadcast_to(pos, (height, width)))
-    elif builtin == 2:
+    elif builtin == BUILTIN_CHECKER:
         img[:] = _checker(_byte(rgb1), _byte(rgb2), width, height)
-    elif builtin == 3:
+    elif builtin == BUILTIN_FLAT:
         img[:] = _byte(rgb1)
     _marks(img, mark, markrgb, random, 1)
     return img
@@ -155,7 +162,7 @@ def builtin_cube(builtin, rgb1, rgb2, mark, markrgb, random, width) -> np.ndarra
     w = width
     img = np.zeros((6 * w, w, 3), dtype=np.uint8)
     faces = img.reshape(6, w, w, 3)
-    if builtin == 1:
+    if builtin == BUILTIN_GRADIENT:
         c = np.arange(w, dtype=np.float64)
         with np.errstate(invalid="ignore", divide="ignore"):
             x = 2 * c[None, :] / (w - 1) - 1
@@ -168,11 +175,11 @@ def builtin_cube(builtin, rgb1, rgb2, mark, markrgb, random, width) -> np.ndarra
                 faces[k] = side
             faces[2] = _interp(rgb1, rgb2, np.broadcast_to(elup, (w, w)))
             faces[3] = _interp(rgb1, rgb2, np.broadcast_to(-elup, (w, w)))
-    elif builtin == 2:
+    elif builtin == BUILTIN_CHECKER:
         b1, b2 = _byte(rgb1), _byte(rgb2)
         for k in range(6):
             faces[k] = _checker(b1, b2, w, w) if k < 4 else _checker(b2, b1, w, w)
-    elif builtin == 3:
+    elif builtin == BUILTIN_FLAT:
         faces[:] = _byte(rgb1)
         faces[3] = _byte(rgb2)
     _marks(img, mark, markrgb, random, 6)
@@ -236,10 +243,10 @@ def decode_image(data: bytes, filename: str, content_type, nchannel: int,
 
 def compile_texture(a, read) -> Texture:
     """One <texture> (its Attrs ``a``); ``read(name, attr)`` returns a file's bytes."""
-    ttype = a.keyword("type", {"2d": 0, "cube": 1, "skybox": 2}, 1)
-    colorspace = a.keyword("colorspace", COLORSPACES, 0)
-    builtin = a.keyword("builtin", BUILTINS, 0)
-    mark = a.keyword("mark", MARKS, 0)
+    ttype = a.keyword("type", TEXTURE_TYPES, TEXTURE_CUBE)
+    colorspace = a.keyword("colorspace", COLORSPACES, COLORSPACE_AUTO)
+    builtin = a.keyword("builtin", BUILTINS, BUILTIN_NONE)
+    mark = a.keyword("mark", MARKS, MARK_NONE)
     rgb1 = a.floats("rgb1", 3, (0.8, 0.8, 0.8))
     rgb2 = a.floats("rgb2", 3, (0.5, 0.5, 0.5))
     markrgb = a.floats("markrgb", 3, (0.0, 0.0, 0.0))
@@ -255,10 +262,10 @@ def compile_texture(a, read) -> Texture:
         if len(layout) != gridsize[0] * gridsize[1]:
             raise a.error("gridlayout length must match gridsize", "gridlayout")
 
-    if builtin != 0:
+    if builtin != BUILTIN_NONE:
         if width < 1:
             raise a.error("Invalid width of builtin texture", "width")
-        if ttype != 0:
+        if ttype != TEXTURE_2D:
             if width >= _INT_MAX // 6:
                 raise a.error("Invalid width of builtin texture", "width")
             height = 6 * width
@@ -267,7 +274,7 @@ def compile_texture(a, read) -> Texture:
         size = width * height
         if size >= _INT_MAX // nchannel or size <= 0:
             raise a.error("Builtin texture too large", "width")
-        if ttype == 0:
+        if ttype == TEXTURE_2D:
             rgb = builtin_2d(builtin, rgb1, rgb2, mark, markrgb, random, width, height)
         else:
             rgb = builtin_cube(builtin, rgb1, rgb2, mark, markrgb, random, width)
@@ -282,10 +289,10 @@ def compile_texture(a, read) -> Texture:
     if fname:
         img, is_srgb = decode_image(read(fname, "file"), fname, a.str("content_type"),
                                     nchannel, hflip, vflip)
-        if colorspace == 0:
-            colorspace = 2 if is_srgb else 1
+        if colorspace == COLORSPACE_AUTO:
+            colorspace = COLORSPACE_SRGB if is_srgb else COLORSPACE_LINEAR
         h, w = img.shape[:2]
-        if ttype == 0:
+        if ttype == TEXTURE_2D:
             return _texture(ttype, colorspace, w, h, nchannel, img.reshape(-1))
         if gridsize[0] < 1 or gridsize[1] < 1 or gridsize[0] * gridsize[1] > 12:
             raise a.error("gridsize must be non-zero and no more than 12 squares in texture",
@@ -321,7 +328,7 @@ def compile_texture(a, read) -> Texture:
         data[:faces.size] = faces.reshape(-1)[:data.size]
         return _texture(ttype, colorspace, size, 6 * size, nchannel, data)
 
-    if ttype == 0:
+    if ttype == TEXTURE_2D:
         raise a.error("Cannot load 2D texture from separate files, texture", "file")
     names = [a.str(attr) or "" for attr in CUBE_FILES]
     if not any(names):
@@ -332,8 +339,8 @@ def compile_texture(a, read) -> Texture:
             continue
         img, is_srgb = decode_image(read(name, attr), name, a.str("content_type"), nchannel,
                                     hflip, vflip)
-        if colorspace == 0:
-            colorspace = 2 if is_srgb else 1
+        if colorspace == COLORSPACE_AUTO:
+            colorspace = COLORSPACE_SRGB if is_srgb else COLORSPACE_LINEAR
         h, w = img.shape[:2]
         if w != h:
             raise a.error(f"Non-square PNG file '{name}' in cube or skybox", attr)

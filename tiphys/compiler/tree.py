@@ -14,17 +14,29 @@ from typing import Optional
 import numpy as np
 
 from ..errors import error_at
+from ..kernels.consts import (ALIGNFREE_AUTO, ALIGNFREE_FALSE, ALIGNFREE_TRUE, CAMLIGHT_FIXED,
+                              CAMLIGHT_TARGETBODY, CAMLIGHT_TARGETBODYCOM, CAMLIGHT_TRACK,
+                              CAMLIGHT_TRACKCOM, EPS, GEOM_BOX, GEOM_CAPSULE, GEOM_CYLINDER,
+                              GEOM_ELLIPSOID, GEOM_HFIELD, GEOM_MESH, GEOM_PLANE, GEOM_SDF,
+                              GEOM_SPHERE, GEOM_TYPE_NAMES, INERTIAFROMGEOM_AUTO,
+                              INERTIAFROMGEOM_TRUE, JNT_BALL, JNT_FREE, JNT_HINGE,
+                              JOINT_TYPE_NAMES, LIGHT_DIRECTIONAL, LIGHT_IMAGE, LIGHT_POINT,
+                              LIGHT_SPOT, LIMITED_AUTO, LIMITED_FALSE, LIMITED_TRUE, MAXVAL, MINVAL)
 from . import rotation as rot
 from .attrs import BOOL, LIMITED, Attrs
 
-EPS = rot.EPS
-GEOM_TYPES = {"plane": 0, "hfield": 1, "sphere": 2, "capsule": 3, "ellipsoid": 4,
-              "cylinder": 5, "box": 6, "mesh": 7, "sdf": 8}
-GEOM_NSIZE = {0: 0, 1: 0, 2: 1, 3: 2, 4: 3, 5: 2, 6: 3, 7: 0, 8: 0}
-JOINT_TYPES = {"free": 0, "ball": 1, "slide": 2, "hinge": 3}
-CAMLIGHT_MODES = {"fixed": 0, "track": 1, "trackcom": 2, "targetbody": 3, "targetbodycom": 4}
-LIGHT_TYPES = {"spot": 0, "directional": 1, "point": 2, "image": 3}
+# MJCF keywords -> mjtGeom, mjtJoint, mjtCamLight, mjtLightType
+GEOM_TYPES = {name: t for t, name in enumerate(GEOM_TYPE_NAMES)}
+JOINT_TYPES = {name: t for t, name in enumerate(JOINT_TYPE_NAMES)}
+CAMLIGHT_MODES = {"fixed": CAMLIGHT_FIXED, "track": CAMLIGHT_TRACK, "trackcom": CAMLIGHT_TRACKCOM,
+                  "targetbody": CAMLIGHT_TARGETBODY, "targetbodycom": CAMLIGHT_TARGETBODYCOM}
+LIGHT_TYPES = {"spot": LIGHT_SPOT, "directional": LIGHT_DIRECTIONAL, "point": LIGHT_POINT,
+               "image": LIGHT_IMAGE}
+# size entries that must be positive, per geom type
+GEOM_NSIZE = {GEOM_PLANE: 0, GEOM_HFIELD: 0, GEOM_SPHERE: 1, GEOM_CAPSULE: 2,
+              GEOM_ELLIPSOID: 3, GEOM_CYLINDER: 2, GEOM_BOX: 3, GEOM_MESH: 0, GEOM_SDF: 0}
 FLUID_SHAPES = {"none": 0, "ellipsoid": 1}
+ALIGNFREE = {"false": ALIGNFREE_FALSE, "true": ALIGNFREE_TRUE, "auto": ALIGNFREE_AUTO}
 SOLREF0 = (0.02, 1.0)
 SOLIMP0 = (0.9, 0.95, 0.001, 0.5, 2.0)
 
@@ -160,7 +172,7 @@ class TreeBuilder:
                 i += 1
                 continue
             par = b.parent
-            if par.id != 0 and b.mass >= 1e-15:
+            if par.id != 0 and b.mass >= MINVAL:
                 _accumulate_inertia(par, b)
             for c in b.children:
                 c.pos, c.quat = rot.frame_accum(b.pos, b.quat, c.pos, c.quat)
@@ -343,16 +355,16 @@ class TreeBuilder:
             a = Attrs(el, {})
             j = _Joint(el=el, body=body, name=self._name(el), type=0)
             j.group = a.int("group", 0)
-            j.align = a.keyword("align", {"false": 0, "true": 1, "auto": 2}, 2)
+            j.align = a.keyword("align", ALIGNFREE, ALIGNFREE_AUTO)
         else:
             a = self._attrs(el, "joint", childclass)
             j = _Joint(el=el, body=body, name=self._name(el),
-                       type=a.keyword("type", JOINT_TYPES, 3))
+                       type=a.keyword("type", JOINT_TYPES, JNT_HINGE))
             j.group = a.int("group", 0)
             j.pos = a.floats("pos", 3, (0, 0, 0))
             j.axis = a.floats("axis", 3, (0, 0, 1))
-            j.limited = a.keyword("limited", LIMITED, 2)
-            j.actfrclimited = a.keyword("actuatorfrclimited", LIMITED, 2)
+            j.limited = a.keyword("limited", LIMITED, LIMITED_AUTO)
+            j.actfrclimited = a.keyword("actuatorfrclimited", LIMITED, LIMITED_AUTO)
             j.solref = a.floats("solreflimit", 2, SOLREF0, exact=False)
             j.solimp = a.floats("solimplimit", 5, SOLIMP0, exact=False)
             j.solref_friction = a.floats("solreffriction", 2, SOLREF0, exact=False)
@@ -379,45 +391,46 @@ class TreeBuilder:
 
     def _compile_joint(self, j, a: Attrs, frame):
         ctx = self.ctx
-        if j.type == 0:
-            j.limited = 0
-        elif j.limited == 2:
+        if j.type == JNT_FREE:
+            j.limited = LIMITED_FALSE
+        elif j.limited == LIMITED_AUTO:
             hasrange = not (j.range[0] == 0 and j.range[1] == 0)
             if not ctx.autolimits and hasrange:
                 raise a.error("joint has `range` but not `limited`; set autolimits=\"true\", "
                               "specify `limited` explicitly, or remove `range`", "range")
-        j.is_limited = j.limited == 1 or (j.limited == 2 and j.range[0] < j.range[1])
+        j.is_limited = j.limited == LIMITED_TRUE or (
+            j.limited == LIMITED_AUTO and j.range[0] < j.range[1])
         if j.is_limited:
-            if j.range[0] >= j.range[1] and j.type != 1:
+            if j.range[0] >= j.range[1] and j.type != JNT_BALL:
                 raise a.error("range[0] should be smaller than range[1]", "range")
-            if j.range[0] and j.type == 1:
+            if j.range[0] and j.type == JNT_BALL:
                 raise a.error("range[0] should be 0 in ball joint", "range")
-            if ctx.degree and j.type in (1, 3):
+            if ctx.degree and j.type in (JNT_BALL, JNT_HINGE):
                 j.range = j.range * (math.pi / 180.0)
-        if j.type in (0, 1):
-            j.actfrclimited = 0
-        elif j.actfrclimited == 2:
+        if j.type in (JNT_FREE, JNT_BALL):
+            j.actfrclimited = LIMITED_FALSE
+        elif j.actfrclimited == LIMITED_AUTO:
             hasrange = not (j.actfrcrange[0] == 0 and j.actfrcrange[1] == 0)
             if not ctx.autolimits and hasrange:
                 raise a.error("joint has `actuatorfrcrange` but not `actuatorfrclimited`",
                               "actuatorfrcrange")
-        j.is_actfrclimited = j.actfrclimited == 1 or (
-            j.actfrclimited == 2 and j.actfrcrange[0] < j.actfrcrange[1])
+        j.is_actfrclimited = j.actfrclimited == LIMITED_TRUE or (
+            j.actfrclimited == LIMITED_AUTO and j.actfrcrange[0] < j.actfrcrange[1])
         if j.is_actfrclimited and j.actfrcrange[0] >= j.actfrcrange[1]:
             raise a.error("actfrcrange[0] should be smaller than actfrcrange[1]",
                           "actuatorfrcrange")
-        if j.type in (0, 1):
+        if j.type in (JNT_FREE, JNT_BALL):
             j.axis = np.array([0.0, 0.0, 1.0])
         elif frame is not None:
             j.axis = rot.rotate(frame.quat, j.axis)
         j.axis, n = rot.normalize(j.axis)
         if n < EPS:
             raise a.error("axis too small", "axis")
-        if j.type == 0:
+        if j.type == JNT_FREE:
             j.pos = np.zeros(3)
         elif frame is not None:
             j.pos = frame.pos + rot.rotate(frame.quat, j.pos)
-        if j.type == 3 and ctx.degree:
+        if j.type == JNT_HINGE and ctx.degree:
             j.ref *= math.pi / 180.0
             j.springref *= math.pi / 180.0
 
@@ -425,8 +438,8 @@ class TreeBuilder:
     def _geom(self, el, body: Body, frame, childclass):
         a = self._attrs(el, "geom", childclass)
         g = _Geom(el=el, body=body, name=self._name(el))
-        g.type = a.keyword("type", GEOM_TYPES, 2)
-        if g.type == 8:
+        g.type = a.keyword("type", GEOM_TYPES, GEOM_SPHERE)
+        if g.type == GEOM_SDF:
             raise NotImplementedError(f"{el.xml_file or '<string>'}:{el.xml_line}: "
                                       f"<geom type=\"sdf\"> is not supported yet")
         if el.find("plugin"):
@@ -459,7 +472,7 @@ class TreeBuilder:
         fromto = a.floats("fromto", 6)
         g.pos = a.floats("pos", 3, (0, 0, 0))
         if fromto is not None:
-            if g.type not in (3, 4, 5, 6):
+            if g.type not in (GEOM_CAPSULE, GEOM_ELLIPSOID, GEOM_CYLINDER, GEOM_BOX):
                 raise a.error("fromto requires capsule, cylinder, box or ellipsoid", "fromto")
             if g.pos.any():
                 raise a.error("both pos and fromto defined", "fromto")
@@ -468,9 +481,9 @@ class TreeBuilder:
         else:
             g.quat = self.orientation(a)
         self.ctx.geom_assets(g, a)
-        if g.type not in (0, 1, 7):
+        if g.type not in (GEOM_PLANE, GEOM_HFIELD, GEOM_MESH):
             self._checksize(a, g.size, g.type)
-        elif g.type == 0 and g.size[2] <= 0:
+        elif g.type == GEOM_PLANE and g.size[2] <= 0:
             # MuJoCo: plane size(3) must be positive (visual grid spacing)
             raise a.error("plane size(3) must be positive", "size")
         g.aabb, g.rbound = _aabb_rbound(g)
@@ -485,7 +498,7 @@ class TreeBuilder:
         size[1] = n / 2
         if size[1] < EPS:
             raise a.error("fromto points too close", "fromto")
-        if gtype in (4, 6):
+        if gtype in (GEOM_ELLIPSOID, GEOM_BOX):
             size[2] = size[1]
             size[1] = size[0]
         pos = (fromto[:3] + fromto[3:]) / 2
@@ -499,8 +512,8 @@ class TreeBuilder:
     def _site(self, el, body: Body, frame, childclass):
         a = self._attrs(el, "site", childclass)
         s = _Site(el=el, body=body, name=self._name(el))
-        s.type = a.keyword("type", GEOM_TYPES, 2)
-        if s.type in (0, 1, 7, 8):
+        s.type = a.keyword("type", GEOM_TYPES, GEOM_SPHERE)
+        if s.type in (GEOM_PLANE, GEOM_HFIELD, GEOM_MESH, GEOM_SDF):
             raise a.error("meshes, hfields, sdfs and planes not allowed in site", "type")
         s.group = a.int("group", 0)
         s.material = a.str("material")
@@ -509,7 +522,7 @@ class TreeBuilder:
         fromto = a.floats("fromto", 6)
         s.pos = a.floats("pos", 3, (0, 0, 0))
         if fromto is not None:
-            if s.type not in (3, 4, 5, 6):
+            if s.type not in (GEOM_CAPSULE, GEOM_ELLIPSOID, GEOM_CYLINDER, GEOM_BOX):
                 raise a.error("fromto requires capsule, cylinder, box or ellipsoid", "fromto")
             if s.pos.any():
                 raise a.error("both pos and fromto defined", "fromto")
@@ -527,7 +540,7 @@ class TreeBuilder:
     def _camera(self, el, body: Body, frame, childclass):
         a = self._attrs(el, "camera", childclass)
         c = _Camera(el=el, body=body, name=self._name(el))
-        c.mode = a.keyword("mode", CAMLIGHT_MODES, 0)
+        c.mode = a.keyword("mode", CAMLIGHT_MODES, CAMLIGHT_FIXED)
         # MuJoCo: target="" is none; inside <replicate> the target gets the copy's
         # suffix (mjCCamera::NameSpace), so it names a body of the same copy
         c.target = self._suffixed(a.str("target")) or None
@@ -584,10 +597,10 @@ class TreeBuilder:
     def _light(self, el, body: Body, frame, childclass):
         a = self._attrs(el, "light", childclass)
         li = _Light(el=el, body=body, name=self._name(el))
-        li.mode = a.keyword("mode", CAMLIGHT_MODES, 0)
+        li.mode = a.keyword("mode", CAMLIGHT_MODES, CAMLIGHT_FIXED)
         li.target = self._suffixed(a.str("target")) or None  # as a camera's
         if a.has("type"):
-            li.type = a.keyword("type", LIGHT_TYPES, 0)
+            li.type = a.keyword("type", LIGHT_TYPES, LIGHT_SPOT)
         else:
             li.type = 1 if a.bool("directional", 0) else 0
         li.castshadow = a.bool("castshadow", 1)
@@ -618,11 +631,12 @@ class TreeBuilder:
         ctx = self.ctx
         # joints decide weldid; a plane on a moving body is an error
         for g in b.geoms:
-            if g.type == 0 and b.weldid != 0:
+            if g.type == GEOM_PLANE and b.weldid != 0:
                 raise error_at(g.el, "plane only allowed in static bodies", "type")
-        infer = ctx.inertiafromgeom == 1 or (ctx.inertiafromgeom == 2 and b.ipos is None)
+        infer = ctx.inertiafromgeom == INERTIAFROMGEOM_TRUE or (
+            ctx.inertiafromgeom == INERTIAFROMGEOM_AUTO and b.ipos is None)
         for g in b.geoms:
-            use = (not b.explicit_inertial or ctx.inertiafromgeom == 1) and \
+            use = (not b.explicit_inertial or ctx.inertiafromgeom == INERTIAFROMGEOM_TRUE) and \
                 ctx.inertiagrouprange[0] <= g.group <= ctx.inertiagrouprange[1]
             _geom_mass(g, use)
             if g.frame is not None:
@@ -654,10 +668,10 @@ class TreeBuilder:
             raise error_at(b.el, f"more than 6 dofs in body '{b.name}'")
         hasball = False
         for j in b.joints:
-            if j.type in (1, 3) and hasball:
+            if j.type in (JNT_BALL, JNT_HINGE) and hasball:
                 raise error_at(b.el, f"ball followed by rotation in body '{b.name}'")
-            hasball = hasball or j.type == 1
-        nfree = sum(j.type == 0 for j in b.joints)
+            hasball = hasball or j.type == JNT_BALL
+        nfree = sum(j.type == JNT_FREE for j in b.joints)
         if nfree > 1 or (nfree == 1 and len(b.joints) > 1):
             raise error_at(b.el, "free joint can only appear by itself")
         if nfree and b.parent.id != 0:
@@ -665,8 +679,9 @@ class TreeBuilder:
         if b.mocap and (b.dofnum or b.parent.id != 0):
             raise error_at(b.el, f"mocap body '{b.name}' is not a fixed child of world",
                            "mocap")
-        align = (len(b.joints) == 1 and b.joints[0].type == 0 and not b.children and
-                 (b.joints[0].align == 1 or (b.joints[0].align == 2 and ctx.alignfree)))
+        align = (len(b.joints) == 1 and b.joints[0].type == JNT_FREE and not b.children and
+                 (b.joints[0].align == ALIGNFREE_TRUE or
+                  (b.joints[0].align == ALIGNFREE_AUTO and ctx.alignfree)))
         if align:
             b.pos, b.quat = rot.frame_accum(b.pos, b.quat, b.ipos, b.iquat)
             inv_pos, inv_quat = rot.frame_invert(b.ipos, b.iquat)
@@ -724,7 +739,7 @@ def _accumulate_inertia(par: Body, b: Body) -> None:
     iquats = (par.iquat, b.iquat)
     inertias = (par.inertia, b.inertia)
     total = masses[0] + masses[1]
-    if total < 1e-15:
+    if total < MINVAL:
         par.mass, par.inertia = 0.0, np.zeros(3)
         par.ipos, par.iquat = np.zeros(3), np.array([1.0, 0, 0, 0])
         return
@@ -764,8 +779,8 @@ class _Joint:
     group: int = 0
     pos: np.ndarray = field(default_factory=lambda: np.zeros(3))
     axis: np.ndarray = field(default_factory=lambda: np.array([0.0, 0, 1]))
-    limited: int = 2
-    actfrclimited: int = 2
+    limited: int = LIMITED_AUTO
+    actfrclimited: int = LIMITED_AUTO
     solref: np.ndarray = field(default_factory=lambda: np.array(SOLREF0))
     solimp: np.ndarray = field(default_factory=lambda: np.array(SOLIMP0))
     solref_friction: np.ndarray = field(default_factory=lambda: np.array(SOLREF0))
@@ -781,7 +796,7 @@ class _Joint:
     damping: float = 0.0
     frictionloss: float = 0.0
     springdamper: Optional[np.ndarray] = None
-    align: int = 2
+    align: int = ALIGNFREE_AUTO
     is_limited: bool = False
     is_actfrclimited: bool = False
 
@@ -815,26 +830,26 @@ class _Light:
 
 
 def _volume(g) -> float:
-    if g.type == 7:
+    if g.type == GEOM_MESH:
         return g.meshobj.volume_ref()
     s = g.size
     shell = g.shell
-    if g.type == 2:
+    if g.type == GEOM_SPHERE:
         return 4 * math.pi * s[0] ** 2 if shell else 4 * math.pi * s[0] ** 3 / 3
-    if g.type == 3:
+    if g.type == GEOM_CAPSULE:
         h, r = 2 * s[1], s[0]
         return (4 * math.pi * r * r + 2 * math.pi * r * h) if shell else \
             math.pi * (r * r * h + 4 * r ** 3 / 3)
-    if g.type == 5:
+    if g.type == GEOM_CYLINDER:
         h, r = 2 * s[1], s[0]
         return (2 * math.pi * r * r + 2 * math.pi * r * h) if shell else math.pi * r * r * h
-    if g.type == 4:
+    if g.type == GEOM_ELLIPSOID:
         if shell:
             p = 1.6075
             t = (s[0] * s[1]) ** p + (s[1] * s[2]) ** p + (s[2] * s[0]) ** p
             return 4 * math.pi * (t / 3) ** (1 / p)
         return 4 * math.pi * s[0] * s[1] * s[2] / 3
-    if g.type in (1, 6):
+    if g.type in (GEOM_HFIELD, GEOM_BOX):
         if shell:
             return 8 * (s[0] * s[1] + s[1] * s[2] + s[2] * s[0])
         return 8 * s[0] * s[1] * s[2]
@@ -844,11 +859,11 @@ def _volume(g) -> float:
 def _principal_inertia(g) -> np.ndarray:
     m = g.mass_
     s = g.size
-    if g.type == 7:
+    if g.type == GEOM_MESH:
         return g.meshobj.inertia_for_mass(m)
-    if g.type == 2:
+    if g.type == GEOM_SPHERE:
         return np.full(3, 2 * m * s[0] ** 2 / (3 if g.shell else 5))
-    if g.type == 3:
+    if g.type == GEOM_CAPSULE:
         hh, h, r = s[1], 2 * s[1], s[0]
         if not g.shell:
             ms = m * 4 * r / (4 * r + 3 * h)
@@ -865,7 +880,7 @@ def _principal_inertia(g) -> np.ndarray:
         ix = mc * (6 * r * r + h * h) / 12 + si + ms * (hs_pos ** 2 - hs_com ** 2)
         iz = mc * r * r + si
         return np.array([ix, ix, iz])
-    if g.type == 5:
+    if g.type == GEOM_CYLINDER:
         hh, h, r = s[1], 2 * s[1], s[0]
         if not g.shell:
             ix = m * (3 * r * r + h * h) / 12
@@ -877,7 +892,7 @@ def _principal_inertia(g) -> np.ndarray:
         iz = mc * r * r + 2 * (md * r * r / 2)
         return np.array([ix, ix, iz])
     s00, s11, s22 = s[0] ** 2, s[1] ** 2, s[2] ** 2
-    if g.type == 4:
+    if g.type == GEOM_ELLIPSOID:
         if not g.shell:
             return m * np.array([s11 + s22, s00 + s22, s00 + s11]) / 5
         eps = 1e-6
@@ -888,7 +903,7 @@ def _principal_inertia(g) -> np.ndarray:
         ia = va * dens * np.array([s11 + s22, s00 + s22, s00 + s11]) / 5
         ib = vb * dens * np.array([be * be + ce * ce, ae * ae + ce * ce, ae * ae + be * be]) / 5
         return ib - ia
-    if g.type in (1, 6):
+    if g.type in (GEOM_HFIELD, GEOM_BOX):
         if not g.shell:
             return m * np.array([s11 + s22, s00 + s22, s00 + s11]) / 3
         lx, ly, lz = 2 * s
@@ -930,30 +945,30 @@ def _geom_mass(g, infer: bool):
 
 def _aabb_rbound(g):
     s = g.size
-    if g.type == 1:
+    if g.type == GEOM_HFIELD:
         hs = g.hfieldobj.size
         aamm = np.array([-hs[0], -hs[1], -hs[3], hs[0], hs[1], hs[2]])
         rbound = math.sqrt(hs[0] ** 2 + hs[1] ** 2 + max(hs[2] ** 2, hs[3] ** 2))
-    elif g.type == 2:
+    elif g.type == GEOM_SPHERE:
         aamm = np.array([-s[0]] * 3 + [s[0]] * 3)
         rbound = s[0]
-    elif g.type == 3:
+    elif g.type == GEOM_CAPSULE:
         aamm = np.array([-s[0], -s[0], -s[0] - s[1], s[0], s[0], s[0] + s[1]])
         rbound = s[0] + s[1]
-    elif g.type == 5:
+    elif g.type == GEOM_CYLINDER:
         aamm = np.array([-s[0], -s[0], -s[1], s[0], s[0], s[1]])
         rbound = math.sqrt(s[0] ** 2 + s[1] ** 2)
-    elif g.type == 7:
+    elif g.type == GEOM_MESH:
         aamm = np.asarray(g.meshobj.aamm, dtype=np.float64)
         h = np.maximum(np.abs(aamm[:3]), np.abs(aamm[3:]))
         rbound = float(np.sqrt(np.dot(h, h)))
-    elif g.type == 0:
-        big = 1e10
+    elif g.type == GEOM_PLANE:
+        big = MAXVAL
         aamm = np.array([-big, -big, -big, big, big, 0.0])
         rbound = 0.0
     else:
         aamm = np.concatenate([-s, s])
-        rbound = max(s) if g.type == 4 else math.sqrt(float(np.dot(s, s)))
+        rbound = max(s) if g.type == GEOM_ELLIPSOID else math.sqrt(float(np.dot(s, s)))
     aabb = np.concatenate([(aamm[3:] + aamm[:3]) / 2, (aamm[3:] - aamm[:3]) / 2])
     return aabb, rbound
 
@@ -992,11 +1007,11 @@ def _kappa(dx, dy, dz):
 
 def _fluid(g) -> np.ndarray:
     s = g.size
-    if g.type == 2:
+    if g.type == GEOM_SPHERE:
         dx = dy = dz = s[0]
-    elif g.type == 3:
+    elif g.type == GEOM_CAPSULE:
         dx, dy, dz = s[0], s[0], s[1] + s[0]
-    elif g.type == 5:
+    elif g.type == GEOM_CYLINDER:
         dx, dy, dz = s[0], s[0], s[1]
     else:
         dx, dy, dz = s[0], s[1], s[2]

@@ -19,15 +19,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-PLANE, HFIELD, SPHERE, CAPSULE, ELLIPSOID, CYLINDER, BOX, MESH = range(8)
-GEOM_NAMES = ("plane", "hfield", "sphere", "capsule", "ellipsoid", "cylinder", "box", "mesh",
-              "sdf")
-OBJ_GEOM, OBJ_SITE = 0, 1
+from ..kernels.consts import (GEOM_BOX, GEOM_CAPSULE, GEOM_CYLINDER, GEOM_ELLIPSOID, GEOM_HFIELD,
+                              GEOM_MESH, GEOM_PLANE, GEOM_SPHERE, GEOM_TYPE_NAMES, NTEXROLE,
+                              TEXROLE_RGB, TEXTURE_2D, TEXTURE_SKYBOX)
+from ..kernels.render import FLAG_PLANE, FLAG_STATIC, KIND_GEOM, KIND_SITE
+
 PASS_OPAQUE, PASS_PLANE, PASS_TRANSPARENT = range(3)
 NPASS = 3
-# object flags
-FLAG_VISIBLE, FLAG_PLANE, FLAG_STATIC = 1, 2, 4
-RGB_ROLE = 1  # mjTEXROLE_RGB
 MAX_PLANE_CELLS = 128  # per side
 VISUAL_SCALE = {  # mjVisual.scale defaults (MuJoCo 3.4.0)
     "forcewidth": 0.1, "contactwidth": 0.3, "contactheight": 0.1, "connect": 0.2,
@@ -68,7 +66,7 @@ class SceneTemplate:
     vert_rgba: np.ndarray  # (N, 4) f32 base colour
     pass_start: np.ndarray  # (NPASS + 1,) vertex ranges of the passes
     pass_tri: list          # NPASS arrays of triangle corner indices, relative to the pass
-    obj_kind: np.ndarray    # (O,) OBJ_GEOM / OBJ_SITE
+    obj_kind: np.ndarray    # (O,) KIND_GEOM / KIND_SITE
     obj_id: np.ndarray      # (O,) geom or site id
     obj_type: np.ndarray    # (O,) mjtGeom
     obj_group: np.ndarray   # (O,)
@@ -330,7 +328,7 @@ def _material(a, matid, rgba):
         emission = float(a.mat_emission[matid])
         specular = float(a.mat_specular[matid])
         shininess = float(a.mat_shininess[matid])
-        texid = int(np.asarray(a.mat_texid).reshape(-1, 10)[matid, RGB_ROLE])
+        texid = int(np.asarray(a.mat_texid).reshape(-1, NTEXROLE)[matid, TEXROLE_RGB])
         if np.allclose(rgba, [0.5, 0.5, 0.5, 1.0], rtol=0, atol=0):
             rgba = np.asarray(a.mat_rgba, dtype=np.float64).reshape(-1, 4)[matid].copy()
     return rgba, emission, specular, shininess, texid
@@ -373,7 +371,7 @@ def plane(a, geomid, size, texs: Textures, texid, matid, extent, zfar):
             halves.append(float(min(0.5 * zfar, 0.25 * MAX_PLANE_CELLS * period,
                                     max(10 * extent, 0.05 * zfar))))
             scl.append(rep)
-    textured = texs.available(texid) and int(a.tex_type[texid]) == 0
+    textured = texs.available(texid) and int(a.tex_type[texid]) == TEXTURE_2D
     ntex = [int(a.tex_width[texid]), int(a.tex_height[texid])] if textured else [0, 0]
     gx = _plane_axis(halves[0], scl[0], min(ntex[0], 4), MAX_PLANE_CELLS)
     gy = _plane_axis(halves[1], scl[1], min(ntex[1], 4), MAX_PLANE_CELLS)
@@ -408,7 +406,7 @@ def _texture_colours(texs, texid, a, kind, pos, nrm, size, matid, uv=None, has_d
         return texs.sample_2d(texid, uv[:, 0], uv[:, 1])
     size = np.where(np.asarray(size, dtype=np.float64) > 0, size, 1.0)
     unit = pos if has_data else pos / size  # MuJoCo's object coordinates
-    if int(a.tex_type[texid]) == 0:
+    if int(a.tex_type[texid]) == TEXTURE_2D:
         rep = np.asarray(a.mat_texrepeat, dtype=np.float64).reshape(-1, 2)[matid]
         scl = rep / size[:2] if has_data else rep.copy()
         if bool(a.mat_texuniform[matid]):
@@ -444,8 +442,8 @@ def build_scene(m, geomgroup=None, sitegroup=None) -> SceneTemplate:
                                       has_data)
         vrgba = colour * rgba
         tri = _fix_winding(pos, nrm, np.asarray(tri, dtype=np.int64))
-        flags = (FLAG_PLANE if gtype == PLANE else 0) | (FLAG_STATIC if body == 0 else 0)
-        if gtype == PLANE:
+        flags = (FLAG_PLANE if gtype == GEOM_PLANE else 0) | (FLAG_STATIC if body == 0 else 0)
+        if gtype == GEOM_PLANE:
             p = PASS_PLANE
         elif rgba[3] < 0.995:
             p = PASS_TRANSPARENT
@@ -463,29 +461,29 @@ def build_scene(m, geomgroup=None, sitegroup=None) -> SceneTemplate:
         matid = int(a.geom_matid[g])
         dataid = int(a.geom_dataid[g])
         uv, colour, has_data = None, None, False
-        if gtype == PLANE:
+        if gtype == GEOM_PLANE:
             texid = _material(a, matid, geom_rgba[g])[4]
             *built, colour = plane(a, g, size, texs, texid, matid, extent, zfar)
-        elif gtype == SPHERE:
+        elif gtype == GEOM_SPHERE:
             built = sphere(size[0], nslice, nstack)
-        elif gtype == CAPSULE:
+        elif gtype == GEOM_CAPSULE:
             built = capsule(size[0], size[1], nslice, nstack)
-        elif gtype == ELLIPSOID:
+        elif gtype == GEOM_ELLIPSOID:
             built = ellipsoid(size, nslice, nstack)
-        elif gtype == CYLINDER:
+        elif gtype == GEOM_CYLINDER:
             built = cylinder(size[0], size[1], nslice, nstack)
-        elif gtype == BOX:
+        elif gtype == GEOM_BOX:
             built = box(size, _cells(size, extent))
-        elif gtype == MESH:
+        elif gtype == GEOM_MESH:
             *built, uv = mesh(a, dataid)
             has_data = True
-        elif gtype == HFIELD:
+        elif gtype == GEOM_HFIELD:
             built = hfield(a, dataid)
             has_data = True
         else:
-            name = GEOM_NAMES[gtype] if 0 <= gtype < len(GEOM_NAMES) else str(gtype)
+            name = GEOM_TYPE_NAMES[gtype] if 0 <= gtype < len(GEOM_TYPE_NAMES) else str(gtype)
             raise NotImplementedError(f"rendering geom type '{name}' (geom {g})")
-        add(OBJ_GEOM, g, gtype, int(a.geom_group[g]), geom_rgba[g], matid, size,
+        add(KIND_GEOM, g, gtype, int(a.geom_group[g]), geom_rgba[g], matid, size,
             int(a.geom_bodyid[g]), built, uv, has_data, colour)
 
     site_size = np.asarray(a.site_size, dtype=np.float64).reshape(-1, 3)
@@ -493,17 +491,17 @@ def build_scene(m, geomgroup=None, sitegroup=None) -> SceneTemplate:
     ls, lt = nslice, nstack
     for s in range(m.nsite):
         stype, size = int(a.site_type[s]), site_size[s]
-        if stype == CAPSULE:
+        if stype == GEOM_CAPSULE:
             built = capsule(size[0], size[1], ls, lt)
-        elif stype == ELLIPSOID:
+        elif stype == GEOM_ELLIPSOID:
             built = ellipsoid(size, ls, lt)
-        elif stype == CYLINDER:
+        elif stype == GEOM_CYLINDER:
             built = cylinder(size[0], size[1], ls, lt)
-        elif stype == BOX:
+        elif stype == GEOM_BOX:
             built = box(size, (1, 1, 1))
         else:
             built = sphere(size[0], ls, lt)
-        add(OBJ_SITE, s, stype, int(a.site_group[s]), site_rgba[s], int(a.site_matid[s]),
+        add(KIND_SITE, s, stype, int(a.site_group[s]), site_rgba[s], int(a.site_matid[s]),
             size, int(a.site_bodyid[s]), built)
 
     # sort vertices by pass
@@ -528,7 +526,7 @@ def build_scene(m, geomgroup=None, sitegroup=None) -> SceneTemplate:
     obj = np.array([o[:9] for o in objs], dtype=np.float64).reshape(-1, 9)
     sky = None
     for t in range(texs.ntex):
-        if int(a.tex_type[t]) == 2 and texs.available(t):
+        if int(a.tex_type[t]) == TEXTURE_SKYBOX and texs.available(t):
             sky = t  # MuJoCo draws the first skybox texture
             break
     return SceneTemplate(

@@ -20,6 +20,7 @@ import taichi as ti
 
 from .. import backend
 from ..kernels import render as rk
+from ..kernels.consts import OBJ_GEOM, OBJ_SITE
 from ..model import check_pair, id2name, name2id
 from . import geometry as geo
 
@@ -332,8 +333,8 @@ class DeviceScene:
         groups = np.clip(t.obj_group, 0, 5)
         geom_on = np.asarray(options.geomgroup, dtype=bool)[groups]
         site_on = np.asarray(options.sitegroup, dtype=bool)[groups] & bool(options.sites)
-        visible = np.where(t.obj_kind == geo.OBJ_GEOM, geom_on, site_on)
-        self._obj_int_host[:t.nobj, 2] = t.obj_flags | np.where(visible, geo.FLAG_VISIBLE, 0)
+        visible = np.where(t.obj_kind == rk.KIND_GEOM, geom_on, site_on)
+        self._obj_int_host[:t.nobj, 2] = t.obj_flags | np.where(visible, rk.FLAG_VISIBLE, 0)
         self.obj_int.from_numpy(self._obj_int_host)
 
     def set_tiles(self, worlds: Sequence[int], offsets: np.ndarray) -> None:
@@ -677,7 +678,7 @@ class Renderer:
         out = np.full(img.shape[:2] + (3,), -1, dtype=np.int32)
         valid = (code >= 0) & (tile < len(self.worlds))
         out[valid, 0] = t.obj_id[obj[valid]]
-        out[valid, 1] = np.where(t.obj_kind[obj[valid]] == geo.OBJ_GEOM, 5, 6)
+        out[valid, 1] = np.where(t.obj_kind[obj[valid]] == rk.KIND_GEOM, OBJ_GEOM, OBJ_SITE)
         out[valid, 2] = np.asarray(self.worlds)[tile[valid]]
         return out
 

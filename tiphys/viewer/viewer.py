@@ -24,6 +24,7 @@ import numpy as np
 import taichi as ti
 
 from ..kernels import render as rk
+from ..kernels.consts import OBJ_GEOM
 from ..model import check_pair
 from . import geometry as geo
 from .renderer import (CameraPose, FreeCamera, RenderOptions, Renderer, check_world,
@@ -299,7 +300,7 @@ class Viewer:
         body = -1
         if objid >= 0:
             a = self.m.arrays
-            body = int(a.geom_bodyid[objid] if objtype == 5 else a.site_bodyid[objid])
+            body = int(a.geom_bodyid[objid] if objtype == OBJ_GEOM else a.site_bodyid[objid])
             if world >= 0:
                 self.world = world
         self.selected = body if body > 0 else -1
@@ -318,7 +319,7 @@ class Viewer:
 
     def _object_center(self, objid, objtype, world) -> np.ndarray:
         d, r = self.d, self.renderer
-        if objtype == 5:
+        if objtype == OBJ_GEOM:
             rk.pick_pose(d.geom_xpos, d.geom_xmat, world, objid, r._pose_buf)
         else:
             rk.pick_pose(d.site_xpos, d.site_xmat, world, objid, r._pose_buf)

@@ -1,0 +1,60 @@
+"""The runtime settings kernels read (float precision, arch, Taichi's generation), and
+``per_options``, the host-side cache of facts about a model and its options.
+
+``tiphys.backend.init`` writes them here when it initialises Taichi and re-exports the
+readers (``tiphys.backend.precision`` is ``precision`` below), so there is one record
+and kernels/ never imports tiphys. Reading precision, arch or float_dtype before any
+``init`` runs the default init that tiphys.backend registers (cpu, f64).
+"""
+from typing import Callable, Optional
+
+import taichi as ti
+
+STATE = {"initialized": False, "arch": None, "precision": None, "options": None,
+         "generation": 0}
+
+_DEFAULT_INIT: list = [None]  # tiphys.backend.init, registered when it is imported
+
+
+def set_default_init(init: Optional[Callable[[], None]]) -> None:
+    """The function ``ensure_init`` calls when Taichi is not initialised yet."""
+    _DEFAULT_INIT[0] = init
+
+
+def ensure_init() -> None:
+    if not STATE["initialized"]:
+        if _DEFAULT_INIT[0] is None:
+            raise RuntimeError("Taichi is not initialised: call tiphys.init() first")
+        _DEFAULT_INIT[0]()
+
+
+def generation() -> int:
+    """How many times Taichi was initialised: arrays made under an older generation are
+    gone (``init(..., reinit=True)``)."""
+    return STATE["generation"]
+
+
+def float_dtype():
+    ensure_init()
+    return ti.f64 if STATE["precision"] == "f64" else ti.f32
+
+
+def precision() -> str:
+    ensure_init()
+    return STATE["precision"]
+
+
+def arch() -> str:
+    ensure_init()
+    return STATE["arch"]
+
+
+def per_options(m, key: str, compute):
+    """``compute(m)``, kept on the model until its options object is replaced: host
+    facts of the model and its options that the step's host code reads every call."""
+    cached = getattr(m, key, None)
+    if cached is not None and cached[0] is m.opt:
+        return cached[1]
+    value = compute(m)
+    setattr(m, key, (m.opt, value))
+    return value
