@@ -89,3 +89,46 @@ def test_step_is_the_same_with_and_without_prepared_launches(monkeypatch):
     for a, b in zip(*runs):
         assert np.array_equal(a, b)
     assert runs[1][2].min() > 0  # resting on the plane: contacts in every world
+
+
+def test_first_launches_say_they_are_compiling(monkeypatch, capsys):
+    """A process whose first launches take long prints 'compiling kernels (one-time)'
+    once, on stderr, while they run; later launches and later kernels print nothing."""
+    monkeypatch.setitem(launch._NOTICE, "shown", False)
+    monkeypatch.setitem(launch._NOTICE, "spent", 0.0)
+    monkeypatch.setattr(launch, "NOTICE_AFTER_S", 0.0)
+
+    @ti.kernel
+    def fresh(x: ti.types.ndarray()):
+        for i in range(x.shape[0]):
+            x[i] = 2.0 * x[i] + 1.0
+
+    @ti.kernel
+    def fresh_too(x: ti.types.ndarray()):
+        for i in range(x.shape[0]):
+            x[i] = x[i] - 1.0
+
+    x = ti.ndarray(ti.f64, 4)
+    fresh(x)
+    err = capsys.readouterr().err
+    assert err.count("compiling kernels (one-time") == 1, err
+    fresh(x)
+    fresh_too(x)
+    assert "compiling" not in capsys.readouterr().err
+    np.testing.assert_array_equal(x.to_numpy(), np.full(4, 2.0))  # (0 * 2 + 1) * 2 + 1 - 1
+
+
+def test_quick_first_launches_stay_quiet(monkeypatch, capsys):
+    monkeypatch.setitem(launch._NOTICE, "shown", False)
+    monkeypatch.setitem(launch._NOTICE, "spent", 0.0)
+    monkeypatch.setattr(launch, "NOTICE_AFTER_S", 3600.0)
+
+    @ti.kernel
+    def quiet(x: ti.types.ndarray()):
+        for i in range(x.shape[0]):
+            x[i] = 3.0
+
+    x = ti.ndarray(ti.f64, 2)
+    quiet(x)
+    assert "compiling" not in capsys.readouterr().err
+    assert launch._NOTICE["spent"] > 0.0

@@ -25,6 +25,9 @@ garbage-collected as before.
 from __future__ import annotations
 
 import os
+import sys
+import threading
+import time
 import weakref
 
 from taichi.lang import impl, kernel_impl
@@ -140,7 +143,10 @@ def _call(self, *args, **kwargs):
                     prog.compile_kernel(prog.config(), prog.get_device_caps(), entry.kernel),
                     ctx)
                 return None
-    result = _taichi_call(self, *args, **kwargs)
+    if self.compiled_kernels or _NOTICE["shown"]:
+        result = _taichi_call(self, *args, **kwargs)
+    else:  # this kernel's first instance is compiled (or loaded from the cache) now
+        result = _compiling(self, args, kwargs)
     if table is False or kwargs or not ENABLED:
         return result
     if table is None:
@@ -161,6 +167,35 @@ def _call(self, *args, **kwargs):
     if entry is not None:
         table[key] = entry
     return result
+
+
+# "compiling kernels (one-time)" on stderr once a process has spent this long in first
+# launches (Taichi turning kernels into code, or loading them from its cache), so that
+# a first step that takes seconds says why; TIPHYS_QUIET=1 keeps it quiet
+NOTICE_AFTER_S = 1.0
+NOTICE = ("tiphys: compiling kernels (one-time per process; Taichi's offline cache makes "
+          "it faster from the second run on)")
+_NOTICE = {"shown": os.environ.get("TIPHYS_QUIET", "0") not in ("", "0"), "spent": 0.0}
+
+
+def _show_notice() -> None:
+    if not _NOTICE["shown"]:
+        _NOTICE["shown"] = True
+        print(NOTICE, file=sys.stderr, flush=True)
+
+
+def _compiling(kernel, args, kwargs):
+    """A kernel's first launch, timed: the notice goes out while it runs once the
+    first launches of the process have taken NOTICE_AFTER_S in all."""
+    timer = threading.Timer(max(0.0, NOTICE_AFTER_S - _NOTICE["spent"]), _show_notice)
+    timer.daemon = True
+    start = time.perf_counter()
+    timer.start()
+    try:
+        return _taichi_call(kernel, *args, **kwargs)
+    finally:
+        timer.cancel()
+        _NOTICE["spent"] += time.perf_counter() - start
 
 
 _taichi_reset = impl.reset
