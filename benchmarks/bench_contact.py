@@ -268,7 +268,7 @@ def bench_model(name, rel, settle, precision, nworlds, quick) -> dict:
     from mujoco import rollout
 
     import tiphys
-    from tiphys.cli import count_launches
+    from tiphys.launch import count_launches
     path = corpus_path(rel)
     t0 = time.perf_counter()
     m = tiphys.load_model(path)

@@ -33,7 +33,7 @@ def main():
     import tiphys
     import tiphys.launch as launch
     from oracle import corpus_dir
-    from tiphys.cli import count_launches
+    from tiphys.launch import count_launches
     tiphys.init(arch=args.arch, precision=args.precision)
     m = tiphys.load_model(os.path.join(corpus_dir(), args.model))
     rows = []

@@ -117,7 +117,9 @@ def worker(scene_index: int, precision: str, nworlds: tuple, path: str, benches:
     import taichi as ti
 
     import tiphys
-    from tiphys.cli import count_launches, float_np_dtype, random_qpos
+    from tiphys.cli import random_qpos
+    from tiphys.launch import count_launches
+    from tiphys.scenes.gait import float_np_dtype
 
     t0 = time.perf_counter()
     tiphys.init(arch=ARCH, precision=precision)

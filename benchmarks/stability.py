@@ -97,7 +97,8 @@ def pile(seconds, nworld):
 
 def walker(seconds, nworld):
     import tiphys
-    from tiphys.cli import GaitDriver, free_root, gait_for
+    from tiphys.cli import free_root
+    from tiphys.scenes.gait import GaitDriver, gait_for
     from tiphys.scenes import scene_path
     m = tiphys.load_model(scene_path())
     d = tiphys.make_data(m, nworld)

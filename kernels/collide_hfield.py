@@ -5,7 +5,7 @@ A height field is a grid of ``nrow x ncol`` elevations over the rectangle
 depth ``z_bottom`` (hfield_size). It is never collided as one shape: every grid cell
 splits into two triangles, each the top of a triangular prism reaching down to
 -z_bottom, and each prism near the other geom is collided with it by the convex
-GJK/EPA of collide_convex.py (penetration only: a prism yields a contact when it
+GJK/EPA of gjk.py and epa.py (penetration only: a prism yields a contact when it
 overlaps the geom). As in MuJoCo 3.4.0:
 
 - everything runs in the height field's frame: the other geom's pose is expressed
@@ -25,10 +25,12 @@ overlaps the geom). As in MuJoCo 3.4.0:
 """
 import taichi as ti
 
-from .collide_convex import (_ccd, _check_options, _light_compile, _new_status, _normalize,
-                             _object, _support_one, polytope_capacity)
+from .collide_convex import _ccd, _check_options, _light_compile, _object
 from .collision import KEY_STRIDE, ND, emit_one, list_count, list_entry, near_pair
 from .consts import GEOM_HFIELD, MAXCONPAIR
+from .convex_support import _normalize, _support_one
+from .epa import polytope_capacity
+from .gjk import _new_status
 
 KIND_HFIELD = 2  # index of "hfield" in collision.KINDS
 

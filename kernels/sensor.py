@@ -43,8 +43,8 @@ from typing import Callable, Optional
 import numpy as np
 import taichi as ti
 
-from . import collide_convex as cc
 from . import config
+from .collide_convex import MAX_PLANE_MESH, _check_options, _light_compile
 from .consts import (CNSTR_LIMIT_JOINT, CNSTR_LIMIT_TENDON, DATATYPE_POSITIVE, DATATYPE_REAL,
                      GEOM_BOX, GEOM_PLANE, GEOM_TYPE_NAMES, MINVAL, OBJ_BODY, OBJ_CAMERA, OBJ_GEOM,
                      OBJ_SITE, OBJ_XBODY, SENS_ACTUATORPOS, SENS_ACTUATORVEL, SENS_BALLANGVEL,
@@ -58,6 +58,8 @@ from .consts import (CNSTR_LIMIT_JOINT, CNSTR_LIMIT_TENDON, DATATYPE_POSITIVE, D
                      SENS_TENDONPOS, SENS_TENDONVEL, SENS_USER, SENS_VELOCIMETER, STAGE_ACC,
                      STAGE_POS, STAGE_VEL)
 from .energy import energy_pos, energy_vel
+from .epa import polytope_capacity
+from .geom_distance import pair_distance
 from .math import inside_geom, mul_mat_t, normalize3, quat_mul, transform_motion
 from .ray import GROUP_ALL, ray_scene, ray_tables
 
@@ -889,7 +891,7 @@ def _geom_pairs(
             fromto = ti.Vector.zero(float, 6)
             for gi in ti.static(range(len(keys))):
                 if group == gi:
-                    dist, fromto = cc.pair_distance(
+                    dist, fromto = pair_distance(
                         worldid, pg[1], pg[2], distmax, keys[gi][0], keys[gi][1],
                         keys[gi][2], keys[gi][3], cap, tol, kmax, geom_type, geom_dataid,
                         geom_size, geom_rbound, mesh_vertadr, mesh_vertnum, mesh_graphadr,
@@ -922,7 +924,7 @@ def _geom_groups(m, plan):
         if kind == "convex" and t1 != GEOM_PLANE or (t1, t2) == (GEOM_BOX, GEOM_BOX):
             key = ("ccd", 0, 1, False)
         elif kind == "convex":
-            key = ("plane", 0, cc.MAX_PLANE_MESH, flip)
+            key = ("plane", 0, MAX_PLANE_MESH, flip)
         elif kind == "primitive":
             detector, maxcon = primitive_table()[(t1, t2)]  # static: every primitive pair
             key = ("primitive", detector, maxcon, flip)
@@ -966,10 +968,10 @@ def _geom_pair_distances(m, d, plan):
         d._tiphys_geom_pairs = scratch
     _, pair_dist, pair_fromto = scratch
     opt = m.opt
-    cc._check_options(opt)
-    cap = cc.polytope_capacity(opt.ccd_iterations)
+    _check_options(opt)
+    cap = polytope_capacity(opt.ccd_iterations)
     if g.keys:
-        with cc._light_compile():
+        with _light_compile():
             _geom_pairs(g.keys, cap, g.pair_geom, g.pair_group, m.sensor_cutoff,
                         float(opt.ccd_tolerance), int(opt.ccd_iterations), m.geom_type,
                         m.geom_dataid, m.geom_size, m.geom_rbound, m.mesh_vertadr,

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 import tiphys
-from tiphys.cli import (GaitDriver, bench_argv, ensure_backend, gait_for, main,
-                        random_qpos)
+from tiphys.cli import bench_argv, ensure_backend, main, random_qpos
 from tiphys.compiler.compile import compile_spec
 from tiphys.scenes import scene_path
+from tiphys.scenes.gait import GaitDriver, gait_for
 
 from oracle import corpus_dir
 

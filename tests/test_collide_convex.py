@@ -31,7 +31,7 @@ from conftest import record
 from corpus_xfail import corpus_params, not_yet
 from oracle import collide_both, compare_contacts, random_free_qpos, stripped_corpus_pair
 from tiphys.contacts import detector_kind, plan
-from tiphys.kernels.collide_convex import geom_distance
+from tiphys.kernels.geom_distance import geom_distance
 
 NWORLD = 48
 TOL_SMOOTH = 1e-6

@@ -139,7 +139,7 @@ def test_hfield_explicit_pair_and_world_nan():
 def test_hfield_geom_distance_matches_mujoco(b):
     """mj_geomDistance on a heightfield pair runs mjc_ConvexHField with distmax as
     margin and keeps the deepest contact (either geom order)."""
-    from tiphys.kernels.collide_convex import geom_distance
+    from tiphys.kernels.geom_distance import geom_distance
     xml = hfield_xml(b)
     m = tiphys.load_model_from_string(xml)
     mjm = mujoco.MjModel.from_xml_string(xml)

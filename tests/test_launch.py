@@ -132,3 +132,21 @@ def test_quick_first_launches_stay_quiet(monkeypatch, capsys):
     quiet(x)
     assert "compiling" not in capsys.readouterr().err
     assert launch._NOTICE["spent"] > 0.0
+
+
+def test_count_launches_counts_prepared_and_taichi_launches_and_restores_the_patch():
+    x = ti.ndarray(ti.f64, 3)
+    x.fill(1.0)
+    y = ti.ndarray(ti.f64, 3)
+    y.fill(0.0)
+    _axpy(y, x, 1.0, 3)  # prepared from here on
+    with launch.count_launches() as counter:
+        for _ in range(4):
+            _axpy(y, x, 1.0, 3)  # prepared
+        _axpy(y, x, 0.5, 3)  # a new argument tuple: Taichi's own path
+        assert _total(x) == 3.0  # returns a value: never prepared
+    assert counter["n"] == 6
+    assert np.array_equal(y.to_numpy(), np.full(3, 5.5))
+    assert ti.lang.kernel_impl.Kernel.__call__ is launch._call
+    _axpy(y, x, 1.0, 3)
+    assert counter["n"] == 6  # nothing counted after the block

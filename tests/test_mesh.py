@@ -1,6 +1,6 @@
 """Mesh / height-field compilation against MuJoCo 3.4.0 (the oracle).
 
-Every case compiles the same asset twice: with tiphys.compiler.mesh and with
+Every case compiles the same asset twice: with tiphys.compiler.mesh (.hfield) and with
 MuJoCo (a one-body model holding one mesh geom), then compares the mjModel
 fields: mesh_vert/face/normal/facenormal/texcoord/facetexcoord/pos/quat/graph,
 the polygons (mesh_poly*: coplanar faces merged, used by multiccd's face clipping),
@@ -19,7 +19,8 @@ import pytest
 from lxml import etree
 
 import tiphys  # noqa: E402
-from tiphys.compiler.mesh import compile_hfield, compile_mesh  # noqa: E402
+from tiphys.compiler.hfield import compile_hfield  # noqa: E402
+from tiphys.compiler.mesh import compile_mesh  # noqa: E402
 from tiphys.errors import ModelError  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -121,7 +122,7 @@ def graph_parts(g):
 
 def check_graph(ours, theirs, exact=False):
     """Graph layout, vertex ids, adjacency sets and faces must match; the order
-    inside each vertex's adjacency list may differ (see mesh._make_graph)."""
+    inside each vertex's adjacency list may differ (see hull._make_graph)."""
     assert ours.shape == theirs.shape
     if exact:
         np.testing.assert_array_equal(ours, theirs)

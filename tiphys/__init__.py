@@ -23,7 +23,7 @@ from .kernels.actuation import actuation, advance_activation, transmission, velo
 from .kernels.passive import tendon_passive
 from .forward import compare_fwd_inv, inverse, step1, step2
 from .contacts import add_contact, collision
-from .kernels.collide_convex import geom_distance
+from .kernels.geom_distance import geom_distance
 from .kernels.constraint import make_constraint, reference_constraint
 from .kernels.jac import apply_ft, jac, jac_body, jac_body_com, jac_geom, jac_site, jac_subtree_com
 from .kernels.solver import solve, solver_stats

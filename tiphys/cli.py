@@ -12,8 +12,6 @@ import sys
 import time
 import warnings
 from collections import Counter
-from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Optional, Sequence
 
 import numpy as np
@@ -27,7 +25,9 @@ from rich.table import Table
 from . import backend
 from .errors import ModelError
 from .kernels.consts import GEOM_TYPE_NAMES, JNT_BALL, JNT_FREE, JOINT_TYPE_NAMES, WARNING_NAMES
+from .launch import count_launches
 from .scenes import scene_path
+from .scenes.gait import GaitDriver, gait_for
 
 # Sizes always shown by `info` (others are shown when non-zero).
 _KEY_SIZES = ("nq", "nv", "nu", "na", "nbody", "njnt", "ntree", "ngeom", "nsite", "ncam",
@@ -71,25 +71,6 @@ def random_qpos(m, nworld: int, rng: np.random.Generator, scale: float = 0.5) ->
         else:
             qpos[:, adr] += scale * rng.standard_normal(nworld)
     return qpos
-
-
-@contextmanager
-def count_launches():
-    """Count Taichi kernel launches inside the ``with`` block: ``counter["n"]``."""
-    from taichi.lang.kernel_impl import Kernel
-
-    counter = {"n": 0}
-    original = Kernel.__call__
-
-    def counting(self, *args, **kwargs):
-        counter["n"] += 1
-        return original(self, *args, **kwargs)
-
-    Kernel.__call__ = counting
-    try:
-        yield counter
-    finally:
-        Kernel.__call__ = original
 
 
 def ensure_backend(arch: str, precision: str) -> None:
@@ -328,90 +309,8 @@ def _precision(args) -> str:
 
 # --------------------------------------------------------------------------- run
 
-_LEGS = ("fl", "fr", "hl", "hr")
-_LEG_JOINTS = ("hip_x", "hip_y", "knee")
 RUN_CHUNK = 10  # steps between progress updates (and the samples of the statistics)
 RUN_NWORLD, RUN_STEPS = 256, 400  # `tiphys run` defaults: about a minute on 2 CPU cores
-ND = ti.types.ndarray()
-
-
-@dataclass
-class Gait:
-    """Open-loop control: ctrl[w, u] = offset[u] + amp[u] sin(omega[u] t_w + phase[u] + psi_w),
-    with psi_w one random phase per world."""
-    offset: np.ndarray
-    amp: np.ndarray
-    omega: np.ndarray
-    phase: np.ndarray
-    description: str
-
-
-def gait_for(m) -> Gait:
-    """The open-loop gait ``tiphys run`` drives a model with.
-
-    A model with the bundled walker's twelve leg servos (``{fl,fr,hl,hr}_{hip_x,hip_y,
-    knee}``) gets a 3 Hz trot: diagonal legs in phase, hip flexion swinging 0.3 rad
-    about a slight crouch, knees bending a quarter period later. Any other model gets
-    one 1 Hz sinusoid per actuator, spread in phase, around the middle of its
-    ctrlrange with a quarter of its width (0 +- 0.25 when the control is unlimited).
-    """
-    from .model import id2name
-
-    nu = m.nu
-    names = [id2name(m, "actuator", u) for u in range(nu)]
-    offset, amp = np.zeros(nu), np.zeros(nu)
-    omega, phase = np.zeros(nu), np.zeros(nu)
-    trot = {f"{leg}_{j}" for leg in _LEGS for j in _LEG_JOINTS}
-    if nu and trot <= set(names):
-        omega[:] = 2 * np.pi * 3.0
-        for leg in _LEGS:
-            front = 1.0 if leg[0] == "f" else -1.0
-            diagonal = 0.0 if leg in ("fl", "hr") else np.pi
-            hip, knee = names.index(f"{leg}_hip_y"), names.index(f"{leg}_knee")
-            offset[hip], amp[hip], phase[hip] = 0.3 * front, 0.3, diagonal
-            offset[knee], amp[knee] = -0.6 * front, -0.3 * front
-            phase[knee] = diagonal - np.pi / 2
-        return Gait(offset, amp, omega, phase,
-                    "trot: 3 Hz hip/knee sinusoids, random phase per world (on the device)")
-    a = m.arrays
-    lo, hi = np.asarray(a.actuator_ctrlrange, dtype=np.float64).reshape(-1, 2)[:nu].T
-    limited = np.asarray(a.actuator_ctrllimited).reshape(-1)[:nu].astype(bool) & (lo < hi)
-    offset[:] = np.where(limited, 0.5 * (lo + hi), 0.0)
-    amp[:] = np.where(limited, 0.25 * (hi - lo), 0.25)
-    omega[:] = 2 * np.pi * 1.0
-    phase[:] = 2 * np.pi * np.arange(nu) / max(1, nu)
-    return Gait(offset, amp, omega, phase,
-                "1 Hz sinusoid per actuator in its ctrlrange, random phase per world (on the "
-                "device)" if nu else "none (the model has no actuators)")
-
-
-@ti.kernel
-def _gait_ctrl(nu: ti.i32, time: ND, world_phase: ND, offset: ND, amp: ND, omega: ND,
-               phase: ND, ctrl: ND):
-    for worldid, actid in ti.ndrange(ctrl.shape[0], nu):
-        ctrl[worldid, actid] = offset[actid] + amp[actid] * ti.sin(
-            omega[actid] * time[worldid] + phase[actid] + world_phase[worldid])
-
-
-class GaitDriver:
-    """A Gait's parameters on the device; ``apply(d)`` writes d.ctrl from d.time (one
-    kernel launch, nothing copied)."""
-
-    def __init__(self, gait: Gait, world_phase: np.ndarray, d):
-        dtype = d.ctrl.dtype
-        self.nu = len(gait.offset)
-
-        def upload(values):
-            arr = ti.ndarray(dtype, (max(1, len(values)),))
-            arr.from_numpy(_padded(np.asarray(values, dtype=np.float64), arr))
-            return arr
-
-        self.world_phase = upload(world_phase)
-        self.params = [upload(getattr(gait, k)) for k in ("offset", "amp", "omega", "phase")]
-
-    def apply(self, d) -> None:
-        if self.nu:
-            _gait_ctrl(self.nu, d.time, self.world_phase, *self.params, d.ctrl)
 
 
 def free_root(m):
@@ -590,26 +489,6 @@ def cmd_run(args, out: Console, err: Console) -> int:
         err.print("[red]non-finite positions or velocities in the results[/red]")
         return EXIT_FAILURE
     return EXIT_OK
-
-
-def _padded(array: np.ndarray, dev) -> np.ndarray:
-    """``array`` zero-padded to the (possibly padded) shape of a device array."""
-    shape = tuple(dev.shape)
-    dtype = float_np_dtype(dev)
-    if array.shape == shape:
-        return array.astype(dtype)
-    full = np.zeros(shape, dtype=dtype)
-    full[tuple(slice(0, n) for n in array.shape)] = array
-    return full
-
-
-def float_np_dtype(dev) -> type:
-    """numpy float type of a Taichi field or ndarray (f64 or f32)."""
-    import taichi as ti
-
-    dtype = dev.dtype
-    dtype = getattr(dtype, "dtype", dtype)  # vector/matrix element type
-    return np.float64 if dtype == ti.f64 else np.float32
 
 
 BENCHES = ["kinematics", "step"]  # benchmarks/run.py's BENCHES

@@ -21,6 +21,11 @@ Taichi runtime (``init(..., reinit=True)``), and kernels whose arguments keep ch
 Entries hold weak references to their ndarrays: when one is freed, the entries that
 point at it are dropped, so a launch never sees a stale allocation and Data can be
 garbage-collected as before.
+
+``count_launches()`` counts the launches in a ``with`` block (``tiphys run``'s
+launches per step, the benchmarks): it wraps whatever ``Kernel.__call__`` is when the
+block starts (``_call`` once tiphys has initialised Taichi) and puts it back at the
+end, so prepared launches and Taichi's own path are counted alike.
 """
 from __future__ import annotations
 
@@ -29,6 +34,7 @@ import sys
 import threading
 import time
 import weakref
+from contextlib import contextmanager
 
 from taichi.lang import impl, kernel_impl
 from taichi.lang._ndarray import Ndarray
@@ -213,3 +219,22 @@ def install() -> None:
         kernel_impl.Kernel.__call__ = _call
     if impl.reset is not _reset:
         impl.reset = _reset
+
+
+@contextmanager
+def count_launches():
+    """Count Taichi kernel launches inside the ``with`` block: ``counter["n"]``."""
+    from taichi.lang.kernel_impl import Kernel
+
+    counter = {"n": 0}
+    original = Kernel.__call__
+
+    def counting(self, *args, **kwargs):
+        counter["n"] += 1
+        return original(self, *args, **kwargs)
+
+    Kernel.__call__ = counting
+    try:
+        yield counter
+    finally:
+        Kernel.__call__ = original

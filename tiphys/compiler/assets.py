@@ -12,7 +12,9 @@ from ..kernels.consts import (GEOM_HFIELD, GEOM_MESH, TEXROLE_EMISSIVE, TEXROLE_
                               TEXROLE_RGB, TEXROLE_RGBA, TEXROLE_ROUGHNESS, TEXROLE_USER)
 from . import rotation as rot
 from .attrs import BOOL, Attrs
-from .mesh import compile_hfield, compile_mesh, polygon_arrays
+from .hfield import compile_hfield
+from .mesh import compile_mesh
+from .polygons import polygon_arrays
 from .texture import compile_texture
 
 # MJCF <layer role> -> mjtTextureRole

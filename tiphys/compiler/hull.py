@@ -1,0 +1,198 @@
+"""Convex hull of a mesh and its graph (MuJoCo 3.4.0's user_mesh.cc MakeGraph): Qhull,
+through scipy's copy, with MuJoCo's options, laid out as mjModel's ``mesh_graph``
+(the hull graph GJK's hill climbing walks, kernels/convex_support.py).
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+
+import numpy as np
+
+from ..errors import ModelError
+from .mesh_math import _cross, _dot3
+
+
+def _qhull(vert: np.ndarray, opts: str):
+    """Run Qhull like MuJoCo does ("Qt" [+ "TA<n>"], then triangulate).
+
+    Returns (facets, vertex_order): facets as an (nface,3) array of point
+    ids in Qhull's facet order with each facet's vertices in Qhull's order,
+    and the hull vertices in Qhull's vertex-list order (None if unavailable).
+    """
+    pts = np.ascontiguousarray(vert, dtype=np.float64)
+    try:
+        from scipy.spatial._qhull import _Qhull  # private, but exposes Qhull's lists
+    except ImportError:  # pragma: no cover
+        _Qhull = None
+    if _Qhull is not None:
+        q = _Qhull(b"i", pts, opts.encode(), required_options=b"Qt")
+        try:
+            q.triangulate()
+            simp = np.asarray(q.get_simplex_facet_array()[0], dtype=np.int64)
+            if "TA" in opts:
+                # after an early stop (TA) on badly scaled points, Qhull's Voronoi
+                # pass can hit an internal error that calls exit(): run it in a
+                # child process so that bad input cannot kill this one
+                order = _guarded(lambda: _voronoi_order(q, simp))
+            else:
+                order = _voronoi_order(q, simp)
+        finally:
+            q.close()
+        return simp, order
+    from scipy.spatial import ConvexHull  # pragma: no cover
+    hull = ConvexHull(pts, qhull_options=opts)  # pragma: no cover
+    return np.asarray(hull.simplices, dtype=np.int64), None  # pragma: no cover
+
+
+def _voronoi_order(q, simp):
+    """Hull vertices in Qhull's vertex-list order, or None where the Voronoi pass
+    does not give every hull vertex a region of its own.
+
+    The Voronoi extraction walks Qhull's vertex list; the region index of each
+    hull vertex is its position in that list. It raises no error of its own on
+    valid hulls (checked on every corpus and Menagerie mesh, with and without TA):
+    where Qhull fails here it calls exit(), which ``_guarded`` turns into None. Any
+    exception is therefore a bug and propagates."""
+    point_region = np.asarray(q.get_voronoi_diagram()[4])
+    hv = np.unique(simp)
+    pr = point_region[hv]
+    if np.all(pr >= 0) and len(np.unique(pr)) == len(hv):
+        return hv[np.argsort(pr, kind="stable")]
+    return None  # the caller then orders the vertices from the facets instead
+
+
+def _guarded(fn):
+    """``fn()`` (an int array or None) run in a forked child; None if the child dies
+    without an answer (Qhull's exit()); an exception raised by ``fn`` is raised here."""
+    if not hasattr(os, "fork"):  # pragma: no cover
+        return fn()
+    rfd, wfd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: no Python cleanup, only the result down the pipe
+        code = 1
+        try:
+            os.close(rfd)
+            try:
+                res = fn()
+                data = b"\x01" + (b"" if res is None
+                                  else np.asarray(res, dtype=np.int64).tobytes())
+            except BaseException as exc:  # noqa: BLE001 - handed to the parent
+                try:
+                    data = b"\x02" + pickle.dumps(exc)
+                except Exception:  # noqa: BLE001 - an exception that cannot be pickled
+                    data = b"\x02" + pickle.dumps(RuntimeError(repr(exc)))
+            view = memoryview(data)
+            while view:
+                view = view[os.write(wfd, view):]
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(wfd)
+    chunks = []
+    while True:
+        chunk = os.read(rfd, 65536)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(rfd)
+    _, status = os.waitpid(pid, 0)
+    data = b"".join(chunks)
+    if status == 0 and data.startswith(b"\x02"):
+        raise pickle.loads(data[1:])
+    if status != 0 or not data.startswith(b"\x01") or len(data) == 1:
+        return None
+    return np.frombuffer(data[1:], dtype=np.int64).copy()
+
+
+def _make_graph(vert: np.ndarray, maxhullvert: int):
+    """Convex hull graph in MuJoCo's mesh_graph layout.
+
+    Layout: [numvert, numface, vert_edgeadr[numvert], vert_globalid[numvert],
+    edge_localid[numvert + 3*numface], face_globalid[3*numface]], where
+    edge_localid lists, for every hull vertex, the (local ids of) vertices
+    sharing a hull triangle with it, terminated by -1, and face_globalid are
+    the hull triangles, outward oriented.
+
+    Computed with Qhull (scipy's copy) with MuJoCo's options: "Qt" (triangulated
+    output) and "TA<maxhullvert-4>" to cap the number of hull vertices.
+    """
+    from scipy.spatial import QhullError  # type: ignore[attr-defined]
+
+    opts = "Qt"
+    if maxhullvert > -1:
+        opts += f" TA{maxhullvert - 4}"
+    try:
+        simp, order = _qhull(vert, opts)
+    except (QhullError, ValueError, RuntimeError) as exc:
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ModelError(f"qhull error: {msg}")
+    nface = simp.shape[0]
+    if nface == 0:
+        raise ModelError("qhull error: empty convex hull")
+
+    # outward orientation: swap the first two vertices of inward facets
+    p = vert[simp]
+    nrm = _cross(p[:, 1] - p[:, 0], p[:, 2] - p[:, 0])
+    hv = np.unique(simp)
+    cen = vert[hv].mean(axis=0)
+    outward = _dot3(nrm, p[:, 0] - cen[None, :]) >= 0
+    faces = np.where(outward[:, None], simp, simp[:, [1, 0, 2]])
+
+    if order is None:
+        order = _qhull_vertex_order(simp, hv)
+    order = [int(g) for g in order]
+    numvert = len(order)
+    local = {g: i for i, g in enumerate(order)}
+    nbr: dict = {g: [] for g in order}
+    for fi in range(nface):
+        for g in simp[fi]:
+            nbr[int(g)].append(fi)
+    vert_edgeadr = []
+    edge_local: list = []
+    for g in order:
+        vert_edgeadr.append(len(edge_local))
+        seen = set()
+        for fi in nbr[g]:
+            for g1 in simp[fi]:
+                g1 = int(g1)
+                if g1 != g and g1 not in seen:
+                    seen.add(g1)
+                    edge_local.append(local[g1])
+        edge_local.append(-1)
+    if len(edge_local) != numvert + 3 * nface:
+        raise ModelError("qhull error: convex hull graph has the wrong size")
+    graph = np.concatenate([np.array([numvert, nface]), np.array(vert_edgeadr),
+                            np.array(order), np.array(edge_local),
+                            faces.ravel()]).astype(np.int32)
+    return graph
+
+
+def _qhull_vertex_order(simp, verts):
+    """Fallback ordering of hull vertices (decreasing Qhull vertex number as
+    implied by the facets' vertex order) when Qhull's vertex list is not
+    available; only the order of vert_globalid / edge lists depends on it."""
+    import heapq
+    verts = [int(x) for x in verts]
+    newer = {g: set() for g in verts}
+    indeg = {g: 0 for g in verts}
+    for f in simp:
+        a, b, c = (int(x) for x in f)
+        for hi, lo in ((a, b), (b, c), (a, c)):
+            if lo not in newer[hi]:
+                newer[hi].add(lo)
+                indeg[lo] += 1
+    heap = [g for g in verts if indeg[g] == 0]
+    heapq.heapify(heap)
+    out = []
+    while heap:
+        g = heapq.heappop(heap)
+        out.append(g)
+        for n in newer[g]:
+            indeg[n] -= 1
+            if indeg[n] == 0:
+                heapq.heappush(heap, n)
+    if len(out) != len(verts):
+        out = verts
+    return np.asarray(out, dtype=np.int64)
