@@ -39,9 +39,9 @@ _OBJECTS = {
 _WARNINGS = ("inertia", "contactfull", "cnstrfull", "vgeomfull", "badqpos", "badqvel",
              "badqacc", "badctrl")
 # Data arrays listed up to the world's contact / constraint count
-_ROWS_OF = {"nconmax": "ncon", "njmax": "nefc"}
-_DATA_SIZES = ("ncon", "ne", "nf", "nl", "nefc", "solver_niter", "contact_overflow",
-               "efc_overflow")
+_ROWS_OF = {"nconmax": "ncon", "njmax": "nefc", "nislandmax": "nisland"}
+_DATA_SIZES = ("ncon", "ne", "nf", "nl", "nefc", "nisland", "nidof", "solver_niter",
+               "contact_overflow", "efc_overflow")
 
 
 def _fmt(value) -> str:
