@@ -40,8 +40,8 @@ _WARNINGS = ("inertia", "contactfull", "cnstrfull", "vgeomfull", "badqpos", "bad
              "badqacc", "badctrl")
 # Data arrays listed up to the world's contact / constraint count
 _ROWS_OF = {"nconmax": "ncon", "njmax": "nefc", "nislandmax": "nisland"}
-_DATA_SIZES = ("ncon", "ne", "nf", "nl", "nefc", "nisland", "nidof", "solver_niter",
-               "contact_overflow", "efc_overflow")
+_DATA_SIZES = ("ncon", "ne", "nf", "nl", "nefc", "nisland", "nidof", "contact_overflow",
+               "efc_overflow")
 
 
 def _fmt(value) -> str:

@@ -421,7 +421,9 @@ DATA_EXTRA_FIELDS = (
      "contacts dropped by the last collision because nconmax was reached"),
     # constraint rows (mjData's efc_* fields, dense Jacobian), njmax rows per world; the
     # first nefc[w] are world w's rows: equality, friction, limit, contact, as MuJoCo
-    ("solver_niter", "nworld", "i", "number of solver iterations of the last solve"),
+    ("solver_niter", "nworld 20", "i",
+     "solver iterations of the last solve, per island (mjNISLAND = 20; island 0 when "
+     "the world is solved whole)"),
     ("solver_fwdinv", "nworld 2", "f", "compare_fwd_inv: constraint and applied force gaps"),
     ("ne", "nworld", "i", "number of equality constraint rows"),
     ("nf", "nworld", "i", "number of friction constraint rows"),
