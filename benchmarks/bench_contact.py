@@ -240,7 +240,7 @@ def contact_stats(m, mjm, base_state, base, ctrl) -> dict:
         tiphys.step(m, d)
         ours["ncon"] += d.numpy("ncon").sum()
         ours["nefc"] += d.numpy("nefc").sum()
-        ours["niter"] += d.numpy("solver_niter").sum()
+        ours["niter"] += d.numpy("solver_niter").max(axis=1).sum()
     qpos_ours = d.numpy("qpos")
     spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
     md = mujoco.MjData(mjm)

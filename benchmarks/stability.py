@@ -56,7 +56,7 @@ def _simulate(name, m, d, seconds, per_step=None, probe=None):
             "bad_state": int(warn[:, 4:7].sum()),
             "overflow": int(d.numpy("contact_overflow").sum() + d.numpy("efc_overflow").sum()),
             "ncon": float(d.numpy("ncon").mean()),
-            "niter": float(d.numpy("solver_niter").mean()),
+            "niter": float(d.numpy("solver_niter").max(axis=1).mean()),
             "wall": time.perf_counter() - t0,
         }
         row.update(probe(qpos, qvel))

@@ -23,10 +23,11 @@ it falls below opt.noslip_tolerance or after opt.noslip_iterations.
 
 Outputs as MuJoCo's: efc_force, efc_state (dual states, as dualState), then
 qfrc_constraint = J'f and qacc = qacc_smooth + M^-1 J'f (dualFinish); solver_niter
-grows by the noslip sweeps and their statistics follow the main solver's in the
-statistics buffer where it has room (MuJoCo's holds 200 entries, tiphys's
-min(opt.iterations, 200): sweeps past that are counted, not recorded). Worlds without
-rows are left alone, as MuJoCo returns before noslip when nefc = 0.
+(island 0's: with noslip the main solver solves each world whole) grows by the noslip
+sweeps and their statistics follow the main solver's in the statistics buffer where it
+has room (MuJoCo's holds 200 entries, tiphys's min(opt.iterations, 200): sweeps past
+that are counted, not recorded). Worlds without rows are left alone, as MuJoCo returns
+before noslip when nefc = 0.
 
 Memory: like PGS, tiphys keeps M^-1 J' (nefc x nv, the size of efc_J; PGS's own copy
 is reused when the main solver is PGS) and the running u = M^-1 J'f, so a residual
@@ -223,7 +224,7 @@ def _noslip(
     """Noslip sweeps of every world from the main solver's forces, then dualFinish.
     At most ``npass`` sweeps per launch: a world's sweep count and stage stay in sw,
     so that the next launch resumes it (see solver.solve)."""
-    nstat = stats.shape[1]
+    nstat = stats.shape[2]
     for w in range(nefc.shape[0]):
         n = nefc[w]
         if (n > 0) & (sw[w, W_STAGE] != STAGE_DONE):
@@ -236,7 +237,7 @@ def _noslip(
                 _solve_m(w, V_U, nv, sv, qLD, qLDiagInv, dof_Madr, dof_parentid,
                          dof_simplenum)
                 _dual_state(w, n, se, si, efc_force, efc_state)
-                sw[w, W_IT0] = solver_niter[w]
+                sw[w, W_IT0] = solver_niter[w][0]
                 sw[w, W_STAGE] = STAGE_RUNNING
             it0 = ti.cast(sw[w, W_IT0], ti.i32)
             it = ti.cast(sw[w, W_IT], ti.i32)
@@ -290,13 +291,13 @@ def _noslip(
                     nchange += efc_state[w, r] != si[w, I_OLDSTATE, r]
                 improvement *= scale
                 if it0 + it < nstat:
-                    stats[w, it0 + it, 0] = improvement
-                    stats[w, it0 + it, 1] = 0.0
-                    stats[w, it0 + it, 2] = 0.0
-                    stats[w, it0 + it, 3] = nactive
-                    stats[w, it0 + it, 4] = nchange
-                    stats[w, it0 + it, 5] = 0.0
-                    stats[w, it0 + it, 6] = 0.0
+                    stats[w, 0, it0 + it, 0] = improvement
+                    stats[w, 0, it0 + it, 1] = 0.0
+                    stats[w, 0, it0 + it, 2] = 0.0
+                    stats[w, 0, it0 + it, 3] = nactive
+                    stats[w, 0, it0 + it, 4] = nchange
+                    stats[w, 0, it0 + it, 5] = 0.0
+                    stats[w, 0, it0 + it, 6] = 0.0
                 it += 1
                 if improvement < tolerance:
                     done = 1
@@ -304,7 +305,7 @@ def _noslip(
             sw[w, W_IT] = it
             if done:
                 sw[w, W_STAGE] = STAGE_DONE
-                solver_niter[w] = it0 + it
+                solver_niter[w][0] = it0 + it
                 # dualFinish
                 _dual_qfrc(w, n, nv, efc_J, efc_force, qfrc_constraint)
                 for k in range(nv):

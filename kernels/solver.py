@@ -26,30 +26,44 @@ Warmstart as mj_fwdConstraint's: Newton/CG start from qacc_warmstart when its to
 cost is not above that of qacc_smooth; PGS starts from the forces of qacc_warmstart
 unless their dual cost is positive; the ``warmstart`` disable flag starts cold.
 
-Islands: MuJoCo 3.4.0 (island flag on by default) solves Newton/CG per constraint
-island: each island has its own improvement/gradient scale (1 / sum of its M
-diagonal instead of 1 / (meaninertia nv)) and its own iteration count, and dofs in
-no island take qacc_smooth. tiphys solves each world as one system, which is what
-MuJoCo does with <flag island="disable"/> (and always for PGS or with noslip): with
-that flag iteration counts and per-iteration statistics match; with islands the
-solution agrees to solver tolerance.
+Islands (kernels/island.py finds them first), as MuJoCo 3.4.0's mj_fwdConstraint:
+with the island flag on (the default), CG or Newton and no noslip, every world with
+rows is solved island by island. The warm-start choice stays the world's (the total
+cost of qacc_warmstart against qacc_smooth's); then each island runs mj_solCGNewton
+on its own dofs and rows (in MuJoCo's idof / iefc order): its own Gauss and
+constraint cost, Hessian block, scale (1 / the sum of its M diagonal instead of
+1 / (meaninertia nv)), iterations, stopping test, solver_niter[island] and
+statistics (mjData.solver[island]; islands from 20 on, mjNISLAND, are solved but not
+recorded). Dofs in no island keep qacc_smooth and get no constraint force; with the
+warm start kept they start there whatever the solver (so with noslip or PGS too,
+where MuJoCo solves the world whole). efc_state is each island's final state (MuJoCo
+keeps those in iefc_state and leaves efc_state as its warm-start test left it).
+PGS, noslip and <flag island="disable"/> solve each world whole, as MuJoCo (iteration
+count and statistics in island 0's slots). An island's rows and dofs
+are read through map_iefc2efc and map_idof2dof: no island copy of efc_J or M is made
+(MuJoCo gathers iefc_J, iM, iLD); the scratch vectors stay indexed by dof and row,
+and an island's Hessian is its diagonal block of the world's in idof order.
 
 Parallelism: rows products (efc_b, warm-start J qacc, M^-1 J' for PGS) run one thread
-per (world, row), the initial Newton Hessian one per (world, i, j); the iterations
-run one thread per world inside one launch (each world stops on its own criterion;
-the launch ends when the last world has converged). A solve is 2 (PGS), 3 (CG) or 4
+per (world, row), the initial Newton Hessian one per (world, dof); the warm-start
+choice and each unit's first update one thread per world; the CG / Newton iterations
+one thread per solve unit, (world, island) or (world) for a world solved whole, and
+PGS one thread per world, inside one launch (each unit stops on its own criterion;
+the launch ends when the last one has converged). A solve is 2 (PGS), 3 (CG) or 4
 (Newton) launches whatever the iteration count, except on a backend whose threads
 have a loop limit (Mesa's lavapipe: see loop_limit): there the iterations run a few
-per launch, each world's progress kept in the scratch between launches.
+per launch, each unit's progress kept in the scratch between launches.
 
 With opt.noslip_iterations > 0, MuJoCo's noslip post-processing (kernels/noslip.py)
 follows whichever solver ran.
 """
 import warnings
 
+import numpy as np
 import taichi as ti
 
 from . import config
+from .collision import exact_math
 from .consts import (CNSTRSTATE_CONE, CNSTRSTATE_LINEARNEG, CNSTRSTATE_LINEARPOS,
                      CNSTRSTATE_QUADRATIC, CNSTRSTATE_SATISFIED, CNSTR_CONTACT_ELLIPTIC, MINVAL,
                      NSOLVER, SOL_CG, SOL_NEWTON, SOL_PGS)
@@ -74,20 +88,91 @@ I_N = 3
 (V_QACC, V_MA, V_MV, V_GRAD, V_MGRAD, V_SEARCH, V_GRADOLD, V_MGRADOLD, V_VEC,
  V_U) = range(10)
 V_N = 10
-# per-world scalars of ``sw`` (nworld, W_N): the primal solver's cost, Gauss cost and
-# counts, and each world's progress, kept between the launches of a solve (small
-# integers, exact in f32)
-(W_COST, W_GAUSS, W_NACTIVE, W_NCONE, W_IT, W_STAGE, W_SWEEP, W_KEEP, W_LIMIT,
- W_IT0) = range(10)
-W_N = 10
-# W_STAGE: the iteration kernels' progress in a world
+# per-world scalars of ``sw`` (nworld, W_N): the dual solvers' progress in each world,
+# kept between the launches of a solve (small integers, exact in f32), and whether a
+# loop limiter ran out
+W_IT, W_STAGE, W_SWEEP, W_KEEP, W_LIMIT, W_IT0 = range(6)
+W_N = 6
+# W_STAGE, K_STAGE: the iteration kernels' progress in a world or unit
 STAGE_START, STAGE_RUNNING, STAGE_DONE = range(3)
-# per-iteration statistics (mjSolverStat) in ``stats`` (nworld, nstat, S_N)
+# CG / Newton solve "units", one per thread: a whole world, or one island of it. The
+# unit table ``su`` (nworld, nunit, U_N): island or whole, first idof, dofs, first
+# iefc, rows (0: nothing to solve)
+U_ISLAND, U_DOFADR, U_NV, U_EFCADR, U_NEFC = range(5)
+U_N = 5
+# per-unit scalars of ``sk`` (nworld, nunit, K_N): cost, Gauss cost, counts,
+# iteration, progress and the scale of improvement and gradient
+K_COST, K_GAUSS, K_NACTIVE, K_NCONE, K_IT, K_STAGE, K_SCALE = range(7)
+K_N = 7
+NISLAND = 20  # mjNISLAND: islands with iteration counts and statistics
+# per-iteration statistics (mjSolverStat) in ``stats`` (nworld, nslot, nstat, S_N),
+# slot = island (0: a world solved whole)
 STAT_NAMES = ("improvement", "gradient", "lineslope", "nactive", "nchange", "neval",
               "nupdate")
 S_N = len(STAT_NAMES)
 
 SOLVER_NAMES = {SOL_PGS: "PGS", SOL_CG: "CG", SOL_NEWTON: "Newton"}
+
+
+# ---------------------------------------------------------------------------------------
+# solve units: a whole world or one of its islands
+# ---------------------------------------------------------------------------------------
+
+@ti.dataclass
+class Unit:
+    """What one CG / Newton thread solves: a whole world (island 0: dofs 0 .. nv-1,
+    rows 0 .. nefc-1) or one island of it (island 1: the idofs dofadr .. dofadr+nv-1
+    and iefcs efcadr .. efcadr+nefc-1, read through map_idof2dof and map_iefc2efc).
+    Scratch vectors stay indexed by dof and row (islands never share one); an
+    island's Hessian is its block at (dofadr, dofadr) in idof order."""
+    island: ti.i32
+    dofadr: ti.i32
+    nv: ti.i32
+    efcadr: ti.i32
+    nefc: ti.i32
+
+
+# A unit's thread is (world, unit), not the loop index alone, so Taichi cannot prove
+# that its global writes are its own: an augmented assignment (+=) to an ndarray would
+# compile to an atomic (several times slower in the inner loops). Per-unit code
+# writes ``a[i] = a[i] + x`` instead (the same arithmetic).
+
+
+def _given(maps) -> bool:
+    """Whether a map argument was passed (None: whole worlds only, no indirection)."""
+    return maps is not None
+
+
+@ti.func
+def _whole(nv, n):
+    return Unit(island=0, dofadr=0, nv=nv, efcadr=0, nefc=n)
+
+
+@ti.func
+def _load_unit(w, k, su: ti.template()):
+    return Unit(island=su[w, k, U_ISLAND], dofadr=su[w, k, U_DOFADR], nv=su[w, k, U_NV],
+                efcadr=su[w, k, U_EFCADR], nefc=su[w, k, U_NEFC])
+
+
+@ti.func
+def _dof(w, u, jj, dmap: ti.template()):
+    """The dof of the unit's jj-th dof (``dmap``: map_idof2dof, or None)."""
+    dofid = jj
+    if ti.static(_given(dmap)):
+        if u.island:
+            dofid = dmap[w, u.dofadr + jj]
+    return dofid
+
+
+@ti.func
+def _row(w, u, ii, rmap: ti.template()):
+    """The row of the unit's ii-th row (``rmap``: map_iefc2efc, or None). The rows of
+    an elliptic contact stay consecutive in both orders."""
+    efcid = ii
+    if ti.static(_given(rmap)):
+        if u.island:
+            efcid = rmap[w, u.efcadr + ii]
+    return efcid
 
 
 # ---------------------------------------------------------------------------------------
@@ -98,16 +183,24 @@ SOLVER_NAMES = {SOL_PGS: "PGS", SOL_CG: "CG", SOL_NEWTON: "Newton"}
 def _mul_m(w, nv, qM: ti.template(), dof_Madr: ti.template(), dof_parentid: ti.template(),
            sv: ti.template(), src, dst):
     """sv[w, dst] = M sv[w, src], from qM's sparse rows."""
-    for i in range(nv):
-        sv[w, dst, i] = 0.0
-    for i in range(nv):
+    _mul_m_unit(w, _whole(nv, 0), None, qM, dof_Madr, dof_parentid, sv, src, dst)
+
+
+@ti.func
+def _mul_m_unit(w, u, dmap: ti.template(), qM: ti.template(), dof_Madr: ti.template(),
+                dof_parentid: ti.template(), sv: ti.template(), src, dst):
+    """M sv[w, src] on the unit's dofs (whole trees, which M couples with no others)."""
+    for jj in range(u.nv):
+        sv[w, dst, _dof(w, u, jj, dmap)] = 0.0
+    for jj in range(u.nv):
+        i = _dof(w, u, jj, dmap)
         madr = dof_Madr[i]
-        sv[w, dst, i] += qM[w, madr] * sv[w, src, i]
+        sv[w, dst, i] = sv[w, dst, i] + qM[w, madr] * sv[w, src, i]
         j = dof_parentid[i]
         adr = madr + 1
         while j >= 0:
-            sv[w, dst, i] += qM[w, adr] * sv[w, src, j]
-            sv[w, dst, j] += qM[w, adr] * sv[w, src, i]
+            sv[w, dst, i] = sv[w, dst, i] + qM[w, adr] * sv[w, src, j]
+            sv[w, dst, j] = sv[w, dst, j] + qM[w, adr] * sv[w, src, i]
             adr += 1
             j = dof_parentid[j]
 
@@ -118,19 +211,30 @@ def _solve_m(w, k, nv, x: ti.template(), qLD: ti.template(), qLDiagInv: ti.templ
              dof_simplenum: ti.template()):
     """x[w, k] <- inv(M) x[w, k] with the L'DL factor in qM's layout (every tree at once:
     trees are contiguous and never couple)."""
-    for ii in range(nv):
-        i = nv - 1 - ii
+    _solve_m_unit(w, k, _whole(nv, 0), None, x, qLD, qLDiagInv, dof_Madr, dof_parentid,
+                  dof_simplenum)
+
+
+@ti.func
+def _solve_m_unit(w, k, u, dmap: ti.template(), x: ti.template(), qLD: ti.template(),
+                  qLDiagInv: ti.template(), dof_Madr: ti.template(),
+                  dof_parentid: ti.template(), dof_simplenum: ti.template()):
+    """inv(M) on the unit's dofs (x[w, k] elsewhere untouched)."""
+    for ii in range(u.nv):
+        i = _dof(w, u, u.nv - 1 - ii, dmap)
         if dof_simplenum[i] == 0:
             xi = x[w, k, i]
             adr = dof_Madr[i] + 1
             j = dof_parentid[i]
             while j >= 0:
-                x[w, k, j] -= qLD[w, adr] * xi
+                x[w, k, j] = x[w, k, j] - qLD[w, adr] * xi
                 adr += 1
                 j = dof_parentid[j]
-    for i in range(nv):
-        x[w, k, i] *= qLDiagInv[w, i]
-    for i in range(nv):
+    for ii in range(u.nv):
+        i = _dof(w, u, ii, dmap)
+        x[w, k, i] = x[w, k, i] * qLDiagInv[w, i]
+    for ii in range(u.nv):
+        i = _dof(w, u, ii, dmap)
         if dof_simplenum[i] == 0:
             adr = dof_Madr[i] + 1
             j = dof_parentid[i]
@@ -158,8 +262,9 @@ def _m_entry(w, i, j, qM: ti.template(), dof_Madr: ti.template(),
 
 
 @ti.func
-def _chol_factor(w, k, n, H: ti.template(), mindiag):
-    """In-place dense Cholesky H[w, k] = L L' (lower triangle), as mju_cholFactor.
+def _chol_factor(w, k, n, H: ti.template(), mindiag, o):
+    """In-place dense Cholesky of the n x n block of H[w, k] at (o, o) = L L' (lower
+    triangle), as mju_cholFactor.
 
     Row by row, each row from its first nonzero entry: L(i, p) is exactly zero left
     of H's first nonzero in row i, so the skipped products are exact zeros and every
@@ -170,47 +275,55 @@ def _chol_factor(w, k, n, H: ti.template(), mindiag):
     for i in range(n):
         f = i
         for p in range(i):
-            if f == i and H[w, k, i, p] != 0.0:
+            if f == i and H[w, k, o + i, o + p] != 0.0:
                 f = p
         for j in range(f, i):
-            s = H[w, k, i, j]
+            s = H[w, k, o + i, o + j]
             for p in range(f, j):
-                s -= H[w, k, i, p] * H[w, k, j, p]
-            H[w, k, i, j] = s * (1.0 / H[w, k, j, j])
-        tmp = H[w, k, i, i]
+                s -= H[w, k, o + i, o + p] * H[w, k, o + j, o + p]
+            H[w, k, o + i, o + j] = s * (1.0 / H[w, k, o + j, o + j])
+        tmp = H[w, k, o + i, o + i]
         for p in range(f, i):
-            tmp -= H[w, k, i, p] * H[w, k, i, p]
+            tmp -= H[w, k, o + i, o + p] * H[w, k, o + i, o + p]
         if tmp < mindiag:
             tmp = mindiag
             rank -= 1
-        H[w, k, i, i] = ti.sqrt(tmp)
+        H[w, k, o + i, o + i] = ti.sqrt(tmp)
     return rank
 
 
 @ti.func
-def _chol_solve(w, k, n, H: ti.template(), sv: ti.template(), src, dst):
-    """sv[w, dst] = inv(L L') sv[w, src], as mju_cholSolve."""
+def _chol_solve(w, k, u, dmap: ti.template(), H: ti.template(), sv: ti.template(), src,
+                dst):
+    """sv[w, dst] = inv(L L') sv[w, src] on the unit's dofs, L its block of H[w, k], as
+    mju_cholSolve."""
+    n = u.nv
+    o = u.dofadr
     for i in range(n):
-        s = sv[w, src, i]
+        s = sv[w, src, _dof(w, u, i, dmap)]
         for j in range(i):
-            s -= H[w, k, i, j] * sv[w, dst, j]
-        sv[w, dst, i] = s / H[w, k, i, i]
+            s -= H[w, k, o + i, o + j] * sv[w, dst, _dof(w, u, j, dmap)]
+        sv[w, dst, _dof(w, u, i, dmap)] = s / H[w, k, o + i, o + i]
     for ii in range(n):
         i = n - 1 - ii
-        s = sv[w, dst, i]
+        s = sv[w, dst, _dof(w, u, i, dmap)]
         for j in range(i + 1, n):
-            s -= H[w, k, j, i] * sv[w, dst, j]
-        sv[w, dst, i] = s / H[w, k, i, i]
+            s -= H[w, k, o + j, o + i] * sv[w, dst, _dof(w, u, j, dmap)]
+        sv[w, dst, _dof(w, u, i, dmap)] = s / H[w, k, o + i, o + i]
 
 
 @ti.func
-def _chol_update(w, k, n, H: ti.template(), sv: ti.template(), xrow, flg_plus):
-    """L L' +/- x x' in place (x = sv[w, xrow], destroyed), as mju_cholUpdate; rank."""
+def _chol_update(w, k, u, dmap: ti.template(), H: ti.template(), sv: ti.template(),
+                 xrow, flg_plus):
+    """L L' +/- x x' in place on the unit's block (x = sv[w, xrow] on its dofs,
+    destroyed), as mju_cholUpdate; returns the rank."""
+    n = u.nv
+    o = u.dofadr
     rank = n
     for kk in range(n):
-        xk = sv[w, xrow, kk]
+        xk = sv[w, xrow, _dof(w, u, kk, dmap)]
         if xk != 0.0:
-            lkk = H[w, k, kk, kk]
+            lkk = H[w, k, o + kk, o + kk]
             tmp = lkk * lkk - xk * xk
             if flg_plus:
                 tmp = lkk * lkk + xk * xk
@@ -221,14 +334,16 @@ def _chol_update(w, k, n, H: ti.template(), sv: ti.template(), xrow, flg_plus):
             c = r / lkk
             cinv = 1.0 / c
             s = xk / lkk
-            H[w, k, kk, kk] = r
+            H[w, k, o + kk, o + kk] = r
             for i in range(kk + 1, n):
+                xi = sv[w, xrow, _dof(w, u, i, dmap)]
                 if flg_plus:
-                    H[w, k, i, kk] = (H[w, k, i, kk] + s * sv[w, xrow, i]) * cinv
+                    H[w, k, o + i, o + kk] = (H[w, k, o + i, o + kk] + s * xi) * cinv
                 else:
-                    H[w, k, i, kk] = (H[w, k, i, kk] - s * sv[w, xrow, i]) * cinv
+                    H[w, k, o + i, o + kk] = (H[w, k, o + i, o + kk] - s * xi) * cinv
             for i in range(kk + 1, n):
-                sv[w, xrow, i] = c * sv[w, xrow, i] - s * H[w, k, i, kk]
+                di = _dof(w, u, i, dmap)
+                sv[w, xrow, di] = c * sv[w, xrow, di] - s * H[w, k, o + i, o + kk]
     return rank
 
 
@@ -295,10 +410,21 @@ def _limit_reached(probe):
 @ti.func
 def _constraint_update(w, n, se: ti.template(), si: ti.template(), jrow,
                        force: ti.template(), state: ti.template()):
-    """efc_force and efc_state from jar = se[w, jrow]; returns the constraint cost."""
+    """efc_force and efc_state of a world's n rows from jar = se[w, jrow]; returns the
+    constraint cost."""
+    return _constraint_update_unit(w, _whole(0, n), None, se, si, jrow, force, state)
+
+
+@ti.func
+def _constraint_update_unit(w, u, rmap: ti.template(), se: ti.template(),
+                            si: ti.template(), jrow, force: ti.template(),
+                            state: ti.template()):
+    """efc_force and efc_state of the unit's rows from jar = se[w, jrow]; returns their
+    constraint cost."""
     cost = 0.0
-    i = 0
-    while i < n:
+    ii = 0
+    while ii < u.nefc:
+        i = _row(w, u, ii, rmap)
         kind = si[w, I_KIND, i]
         jar = se[w, jrow, i]
         D = se[w, E_D, i]
@@ -337,8 +463,8 @@ def _constraint_update(w, n, se: ti.template(), si: ti.template(), jrow,
             N = jar * mu
             tsqr = 0.0
             for j in range(1, dim):
-                u = se[w, jrow, i + j] * se[w, E_FRIC, i + j]
-                tsqr += u * u
+                uj = se[w, jrow, i + j] * se[w, E_FRIC, i + j]
+                tsqr += uj * uj
             T = ti.sqrt(tsqr)
             result = CNSTRSTATE_CONE
             if (N >= mu * T) | ((T <= 0.0) & (N >= 0.0)):
@@ -362,14 +488,14 @@ def _constraint_update(w, n, se: ti.template(), si: ti.template(), jrow,
                     force[w, i + j] = -f0 / T * (se[w, jrow, i + j] * fr) * fr
             for j in range(dim):
                 state[w, i + j] = result
-        i += step
+        ii += step
     return cost
 
 
 @ti.func
-def _cone_hessian(w, i, dim, se: ti.template(), sb: ti.template()):
+def _cone_hessian(w, slot, i, dim, se: ti.template(), sb: ti.template()):
     """The cone-state Hessian of the elliptic contact at row i (dim x dim, from
-    Jaref), as mj_constraintUpdate_impl's contact H, into sb[w, 0]."""
+    Jaref), as mj_constraintUpdate_impl's contact H, into sb[w, slot]."""
     mu = se[w, E_FRIC, i]
     n0 = se[w, E_JAREF, i] * mu
     tsqr = 0.0
@@ -378,43 +504,50 @@ def _cone_hessian(w, i, dim, se: ti.template(), sb: ti.template()):
         tsqr += u * u
     T = ti.sqrt(tsqr)
     dm = se[w, E_D, i] / (mu * mu * (1.0 + mu * mu))
-    sb[w, 0, 0, 0] = 1.0
+    sb[w, slot, 0, 0] = 1.0
     for j in range(1, dim):
-        sb[w, 0, 0, j] = -mu / T * se[w, E_JAREF, i + j] * se[w, E_FRIC, i + j]
+        sb[w, slot, 0, j] = -mu / T * se[w, E_JAREF, i + j] * se[w, E_FRIC, i + j]
     scl = mu * n0 / (T * T * T)
     for k in range(1, dim):
         uk = se[w, E_JAREF, i + k] * se[w, E_FRIC, i + k]
         for j in range(k, dim):
-            sb[w, 0, k, j] = scl * se[w, E_JAREF, i + j] * se[w, E_FRIC, i + j] * uk
+            sb[w, slot, k, j] = scl * se[w, E_JAREF, i + j] * se[w, E_FRIC, i + j] * uk
     scl = mu * mu - mu * n0 / T
     for j in range(1, dim):
-        sb[w, 0, j, j] += scl
+        sb[w, slot, j, j] = sb[w, slot, j, j] + scl
     # scale by diag(mu, friction) on both sides and Dm; mirror into the lower triangle
     for k in range(dim):
         for j in range(k, dim):
-            sb[w, 0, k, j] *= dm * se[w, E_FRIC, i + k] * se[w, E_FRIC, i + j]
-            sb[w, 0, j, k] = sb[w, 0, k, j]
+            sb[w, slot, k, j] = sb[w, slot, k, j] * (
+                dm * se[w, E_FRIC, i + k] * se[w, E_FRIC, i + j])
+            sb[w, slot, j, k] = sb[w, slot, k, j]
 
 
 @ti.func
-def _update_constraint(w, n, nv, efc_J: ti.template(), se: ti.template(),
-                       si: ti.template(), force: ti.template(), state: ti.template(),
+def _update_constraint(w, u, dmap: ti.template(), rmap: ti.template(),
+                       efc_J: ti.template(), se: ti.template(), si: ti.template(),
+                       force: ti.template(), state: ti.template(),
                        qfrc_constraint: ti.template(), sv: ti.template(),
                        qfrc_smooth: ti.template(), qacc_smooth: ti.template()):
-    """CGupdateConstraint: forces, states, qfrc_constraint = J'f, counts, total cost."""
-    cost = _constraint_update(w, n, se, si, E_JAREF, force, state)
-    for j in range(nv):
+    """CGupdateConstraint on a unit: forces, states, qfrc_constraint = J'f, counts,
+    total cost."""
+    cost = _constraint_update_unit(w, u, rmap, se, si, E_JAREF, force, state)
+    for jj in range(u.nv):
+        j = _dof(w, u, jj, dmap)
         s = 0.0
-        for i in range(n):
+        for ii in range(u.nefc):
+            i = _row(w, u, ii, rmap)
             s += efc_J[w, i, j] * force[w, i]
         qfrc_constraint[w, j] = s
     nactive = 0
     ncone = 0
-    for i in range(n):
+    for ii in range(u.nefc):
+        i = _row(w, u, ii, rmap)
         nactive += state[w, i] != CNSTRSTATE_SATISFIED
         ncone += state[w, i] == CNSTRSTATE_CONE
     gauss = 0.0
-    for i in range(nv):
+    for jj in range(u.nv):
+        i = _dof(w, u, jj, dmap)
         gauss += 0.5 * (sv[w, V_MA, i] - qfrc_smooth[w, i]) * (
             sv[w, V_QACC, i] - qacc_smooth[w, i])
     return cost + gauss, gauss, nactive, ncone
@@ -517,18 +650,24 @@ def _primal_start(
     dof_parentid: ND, dof_Madr: ND, nv: ti.i32,
     # data in
     nefc: ND, efc_J: ND, qM: ND, qfrc_smooth: ND, qacc_smooth: ND, qacc_warmstart: ND,
+    nisland: ND, dof_island: ND, island_nv: ND, island_idofadr: ND, island_nefc: ND,
+    island_iefcadr: ND, map_idof2dof: ND, map_iefc2efc: ND,
     # data out
     qacc: ND, efc_force: ND, efc_state: ND, qfrc_constraint: ND, solver_niter: ND,
     # scratch
-    se: ND, si: ND, sv: ND, sw: ND,
+    se: ND, si: ND, sv: ND, sw: ND, su: ND, sk: ND,
     # options
-    warmstart: ti.i32, probe: ti.i32,
+    warmstart: ti.i32, scale: float, probe: ti.i32, by_island: ti.template(),
 ):
-    """Warmstart choice (cost of qacc_warmstart vs qacc_smooth), then the solver's
-    first constraint update; worlds without rows get qacc = qacc_smooth."""
+    """Warmstart choice (total cost of qacc_warmstart vs qacc_smooth, world by world as
+    MuJoCo's warmstart), then the solve units of each world (its islands with
+    ``by_island``, compile-time, where it has any, else the whole world) and each
+    unit's first constraint update; worlds without rows get qacc = qacc_smooth."""
     for w in range(nefc.shape[0]):
         n = nefc[w]
-        solver_niter[w] = 0
+        for k in ti.static(range(NISLAND)):
+            solver_niter[w][k] = 0
+        nunit = 0
         if n == 0:
             for i in range(nv):
                 qacc[w, i] = qacc_smooth[w, i]
@@ -562,89 +701,174 @@ def _primal_start(
                 _mul_m(w, nv, qM, dof_Madr, dof_parentid, sv, V_QACC, V_MA)
                 for i in range(n):
                     se[w, E_JAREF, i] = se[w, E_B, i]
-            cost, gauss, nactive, ncone = _update_constraint(
-                w, n, nv, efc_J, se, si, efc_force, efc_state, qfrc_constraint, sv,
-                qfrc_smooth, qacc_smooth)
-            sw[w, W_COST] = cost
-            sw[w, W_GAUSS] = gauss
-            sw[w, W_NACTIVE] = nactive
-            sw[w, W_NCONE] = ncone
+            elif nisland[w] > 0:
+                # with islands, the dofs in none start (and stay) at qacc_smooth,
+                # whichever solver runs; J is zero on them, so Jaref keeps
+                for i in range(nv):
+                    if dof_island[w, i] < 0:
+                        sv[w, V_QACC, i] = qacc_smooth[w, i]
+                _mul_m(w, nv, qM, dof_Madr, dof_parentid, sv, V_QACC, V_MA)
+            nunit = 1
+            if ti.static(by_island):
+                if nisland[w] > 0:
+                    nunit = nisland[w]
+                    # every row's state at the start (rows in no island keep it) and
+                    # the dofs the islands leave alone
+                    _constraint_update(w, n, se, si, E_JAREF, efc_force, efc_state)
+                    for i in range(nv):
+                        qacc[w, i] = sv[w, V_QACC, i]
+                        qfrc_constraint[w, i] = 0.0
+                    for k in range(nunit):
+                        u = Unit(island=1, dofadr=island_idofadr[w, k],
+                                 nv=island_nv[w, k], efcadr=island_iefcadr[w, k],
+                                 nefc=island_nefc[w, k])
+                        # 1 / the island's inertia: the sum of its M diagonal
+                        inertia = 0.0
+                        for jj in range(u.nv):
+                            inertia += qM[w, dof_Madr[_dof(w, u, jj, map_idof2dof)]]
+                        _start_unit(w, k, u, map_idof2dof, map_iefc2efc, 1.0 / inertia,
+                                    efc_J, qfrc_smooth, qacc_smooth, efc_force,
+                                    efc_state, qfrc_constraint, se, si, sv, su, sk)
+                else:  # rows in no island (MuJoCo stops with an error): whole
+                    _start_unit(w, 0, _whole(nv, n), map_idof2dof, map_iefc2efc, scale,
+                                efc_J, qfrc_smooth, qacc_smooth, efc_force, efc_state,
+                                qfrc_constraint, se, si, sv, su, sk)
+            else:
+                _start_unit(w, 0, _whole(nv, n), None, None, scale, efc_J, qfrc_smooth,
+                            qacc_smooth, efc_force, efc_state, qfrc_constraint, se, si,
+                            sv, su, sk)
+        for k in range(nunit, su.shape[1]):
+            su[w, k, U_NEFC] = 0
         if _limit_reached(probe):
             sw[w, W_LIMIT] = 1.0
 
 
 @ti.func
-def _hessian_row(w, i, n, efc_J: ti.template(), se: ti.template(),
-                 efc_state: ti.template(), qM: ti.template(), dof_Madr: ti.template(),
-                 dof_parentid: ti.template(), sH: ti.template()):
-    """Row i of H = M + sum over quadratic rows of J(r, :)' D(r) J(r, :), lower
-    triangle (j <= i). Rows are summed in order, as a dense J'DJ does, but a row whose
-    J(r, i) is zero is skipped: it only adds zeros, and contact rows touch a handful of
-    dofs, so a large scene costs nefc * nnz * nv instead of nefc * nv^2 / 2. J(r, 0..i)
-    is read contiguously."""
-    for j in range(i + 1):
-        sH[w, 0, i, j] = 0.0
-    for r in range(n):
+def _start_unit(w, k, u, dmap: ti.template(), rmap: ti.template(), scale,
+                efc_J: ti.template(), qfrc_smooth: ti.template(),
+                qacc_smooth: ti.template(), efc_force: ti.template(),
+                efc_state: ti.template(), qfrc_constraint: ti.template(),
+                se: ti.template(), si: ti.template(), sv: ti.template(),
+                su: ti.template(), sk: ti.template()):
+    """Unit k of world w: its entry in su, first constraint update and scalars."""
+    su[w, k, U_ISLAND] = u.island
+    su[w, k, U_DOFADR] = u.dofadr
+    su[w, k, U_NV] = u.nv
+    su[w, k, U_EFCADR] = u.efcadr
+    su[w, k, U_NEFC] = u.nefc
+    cost, gauss, nactive, ncone = _update_constraint(
+        w, u, dmap, rmap, efc_J, se, si, efc_force, efc_state, qfrc_constraint, sv,
+        qfrc_smooth, qacc_smooth)
+    sk[w, k, K_COST] = cost
+    sk[w, k, K_GAUSS] = gauss
+    sk[w, k, K_NACTIVE] = nactive
+    sk[w, k, K_NCONE] = ncone
+    sk[w, k, K_IT] = 0.0
+    sk[w, k, K_STAGE] = STAGE_START
+    sk[w, k, K_SCALE] = scale
+
+
+@ti.func
+def _hessian_row(w, a, u, dmap: ti.template(), rmap: ti.template(),
+                 efc_J: ti.template(), se: ti.template(), efc_state: ti.template(),
+                 qM: ti.template(), dof_Madr: ti.template(), dof_parentid: ti.template(),
+                 sH: ti.template()):
+    """Row a of the unit's H = M + sum over quadratic rows of J(r, :)' D(r) J(r, :),
+    lower triangle (b <= a). Rows are summed in order, as a dense J'DJ does, but a row
+    whose J(r, a) is zero is skipped: it only adds zeros, and contact rows touch a
+    handful of dofs, so a large scene costs nefc * nnz * nv instead of nefc * nv^2 / 2.
+    J(r, 0..a) is read contiguously (for a whole world)."""
+    o = u.dofadr
+    i = _dof(w, u, a, dmap)
+    for b in range(a + 1):
+        sH[w, 0, o + a, o + b] = 0.0
+    for rr in range(u.nefc):
+        r = _row(w, u, rr, rmap)
         if efc_state[w, r] == CNSTRSTATE_QUADRATIC:
-            a = efc_J[w, r, i]
-            if a != 0.0:
-                ad = a * se[w, E_D, r]
-                for j in range(i + 1):
-                    sH[w, 0, i, j] += ad * efc_J[w, r, j]
-    for j in range(i + 1):
-        sH[w, 0, i, j] += _m_entry(w, i, j, qM, dof_Madr, dof_parentid)
+            jri = efc_J[w, r, i]
+            if jri != 0.0:
+                ad = jri * se[w, E_D, r]
+                for b in range(a + 1):
+                    sH[w, 0, o + a, o + b] = sH[w, 0, o + a, o + b] + \
+                        ad * efc_J[w, r, _dof(w, u, b, dmap)]
+    for b in range(a + 1):
+        sH[w, 0, o + a, o + b] = sH[w, 0, o + a, o + b] + _m_entry(
+            w, i, _dof(w, u, b, dmap), qM, dof_Madr, dof_parentid)
 
 
 @ti.kernel
 def _hessian(
     dof_parentid: ND, dof_Madr: ND, nv: ti.i32,
-    nefc: ND, efc_J: ND, efc_state: ND, qM: ND, se: ND, sH: ND,
+    nefc: ND, efc_J: ND, efc_state: ND, qM: ND, nidof: ND, dof_island: ND,
+    map_idof2dof: ND, map_iefc2efc: ND, se: ND, su: ND, sH: ND, by_island: ti.template(),
 ):
-    """Newton's initial H = M + J'DJ (lower triangle), one thread per (world, row)."""
-    for w, i in ti.ndrange(nefc.shape[0], nv):
+    """Newton's initial H = M + J'DJ of every unit (lower triangle), one thread per
+    (world, dof), in idof order where a world is solved by islands (``by_island``:
+    as _primal_iterate). Compiled without fast math (see _solve): each product is
+    rounded before it is added, as when these sums were atomic adds."""
+    for w, jj in ti.ndrange(nefc.shape[0], nv):
         if nefc[w] > 0:
-            _hessian_row(w, i, nefc[w], efc_J, se, efc_state, qM, dof_Madr, dof_parentid,
-                         sH)
+            if ti.static(by_island):
+                k = 0
+                a = jj
+                if su[w, 0, U_ISLAND]:
+                    k = -1
+                    if jj < nidof[w]:
+                        k = dof_island[w, map_idof2dof[w, jj]]
+                        a = jj - su[w, k, U_DOFADR]
+                if k >= 0:
+                    _hessian_row(w, a, _load_unit(w, k, su), map_idof2dof,
+                                 map_iefc2efc, efc_J, se, efc_state, qM, dof_Madr,
+                                 dof_parentid, sH)
+            else:
+                _hessian_row(w, jj, _whole(nv, nefc[w]), None, None, efc_J, se,
+                             efc_state, qM, dof_Madr, dof_parentid, sH)
 
 
 @ti.func
-def _hessian_cone(w, n, nv, efc_J: ti.template(), se: ti.template(), si: ti.template(),
+def _hessian_cone(w, slot, u, dmap: ti.template(), rmap: ti.template(),
+                  efc_J: ti.template(), se: ti.template(), si: ti.template(),
                   efc_state: ti.template(), sH: ti.template(), sv: ti.template(),
                   sb: ti.template()):
-    """Lcone = L updated with every cone-state contact's J' Hcone J; returns the
-    number of rank-one updates."""
-    for i in range(nv):
-        for j in range(i + 1):
-            sH[w, 1, i, j] = sH[w, 0, i, j]
+    """Lcone = L updated with every cone-state contact's J' Hcone J (the unit's block);
+    returns the number of rank-one updates."""
+    o = u.dofadr
+    for a in range(u.nv):
+        for b in range(a + 1):
+            sH[w, 1, o + a, o + b] = sH[w, 0, o + a, o + b]
     nupdate = 0
-    for i in range(n):
+    for ii in range(u.nefc):
+        i = _row(w, u, ii, rmap)
         if (si[w, I_KIND, i] == KIND_ELLIPTIC) & (efc_state[w, i] == CNSTRSTATE_CONE):
             dim = si[w, I_DIM, i]
-            _cone_hessian(w, i, dim, se, sb)
-            _chol_factor(w, 0, dim, sb, MINVAL)
+            _cone_hessian(w, slot, i, dim, se, sb)
+            _chol_factor(w, slot, dim, sb, MINVAL, 0)
             for c in range(dim):
-                for k in range(nv):
+                for kk in range(u.nv):
+                    k = _dof(w, u, kk, dmap)
                     s = 0.0
                     for r in range(c, dim):
-                        s += sb[w, 0, r, c] * efc_J[w, i + r, k]
+                        s += sb[w, slot, r, c] * efc_J[w, i + r, k]
                     sv[w, V_VEC, k] = s
-                _chol_update(w, 1, nv, sH, sv, V_VEC, 1)
+                _chol_update(w, 1, u, dmap, sH, sv, V_VEC, 1)
             nupdate += dim
     return nupdate
 
 
 @ti.func
-def _ls_eval(w, n, alpha, g0, g1, g2, se: ti.template(), si: ti.template()):
-    """Cost and first two derivatives of the total cost along the search direction at
-    step alpha (CGeval); returns (alpha, cost, d0, d1)."""
+def _ls_eval(w, u, rmap: ti.template(), alpha, g0, g1, g2, se: ti.template(),
+             si: ti.template()):
+    """Cost and first two derivatives of the unit's total cost along the search
+    direction at step alpha (CGeval); returns (alpha, cost, d0, d1)."""
     cost = 0.0
     d0 = 0.0
     d1 = 0.0
     q0 = g0
     q1 = g1
     q2 = g2
-    i = 0
-    while i < n:
+    ii = 0
+    while ii < u.nefc:
+        i = _row(w, u, ii, rmap)
         kind = si[w, I_KIND, i]
         step = 1
         if kind == KIND_EQUALITY:
@@ -704,7 +928,7 @@ def _ls_eval(w, n, alpha, g0, g1, g2, se: ti.template(), si: ti.template()):
                 q0 += se[w, E_Q0, i]
                 q1 += se[w, E_Q1, i]
                 q2 += se[w, E_Q2, i]
-        i += step
+        ii += step
     cost += alpha * alpha * q2 + alpha * q1 + q0
     d0 += 2.0 * alpha * q2 + q1
     d1 += 2.0 * q2
@@ -744,13 +968,13 @@ def _newton_point(p):
 
 
 @ti.func
-def _linesearch(w, n, nv, efc_J: ti.template(), qM: ti.template(),
-                dof_Madr: ti.template(), dof_parentid: ti.template(),
+def _linesearch(w, u, dmap: ti.template(), rmap: ti.template(), efc_J: ti.template(),
+                qM: ti.template(), dof_Madr: ti.template(), dof_parentid: ti.template(),
                 qfrc_smooth: ti.template(), se: ti.template(), si: ti.template(),
                 sv: ti.template(), g0, tolerance, ls_iterations, scale):
-    """MuJoCo's exact line search (CGsearch) along sv[w, V_SEARCH]; fills Mv and Jv and
-    returns (alpha, number of evaluations, slope at the solution). ``g0``: the Gauss
-    cost at the current qacc.
+    """MuJoCo's exact line search (CGsearch) of a unit along sv[w, V_SEARCH]; fills Mv
+    and Jv and returns (alpha, number of evaluations, slope at the solution). ``g0``:
+    the Gauss cost at the current qacc.
 
     Written as a state machine with one evaluation site (CGeval), so that the
     evaluation is compiled once: each pass evaluates the point the phase asks for
@@ -760,19 +984,22 @@ def _linesearch(w, n, nv, efc_J: ti.template(), qM: ti.template(),
     neval = 0
     slope = 1.0
     snorm = 0.0
-    for i in range(nv):
+    for jj in range(u.nv):
+        i = _dof(w, u, jj, dmap)
         snorm += sv[w, V_SEARCH, i] * sv[w, V_SEARCH, i]
     snorm = ti.sqrt(snorm)
     if snorm >= MINVAL:
         gtol = tolerance * snorm / scale
         slopescl = scale / snorm
-        _mul_m(w, nv, qM, dof_Madr, dof_parentid, sv, V_SEARCH, V_MV)
-        for i in range(n):
+        _mul_m_unit(w, u, dmap, qM, dof_Madr, dof_parentid, sv, V_SEARCH, V_MV)
+        for ii in range(u.nefc):
+            i = _row(w, u, ii, rmap)
             s = 0.0
-            for j in range(nv):
+            for jj in range(u.nv):
+                j = _dof(w, u, jj, dmap)
                 s += efc_J[w, i, j] * sv[w, V_SEARCH, j]
             se[w, E_JV, i] = s
-        g1, g2 = _prepare_quadratics(w, n, nv, qfrc_smooth, se, si, sv)
+        g1, g2 = _prepare_quadratics(w, u, dmap, rmap, qfrc_smooth, se, si, sv)
         zero = ti.Vector([0.0, 0.0, 0.0, 0.0])
         p0, p1, p2, p1next, p2next, pmid, pt = zero, zero, zero, zero, zero, zero, zero
         c0, c1, c2 = zero, zero, zero
@@ -786,7 +1013,7 @@ def _linesearch(w, n, nv, efc_J: ti.template(), qM: ti.template(),
         done = 0
         while not done:
             if need:
-                pt = _ls_eval(w, n, x, g0, g1, g2, se, si)
+                pt = _ls_eval(w, u, rmap, x, g0, g1, g2, se, si)
                 neval += 1
             need = 1
             if phase == LS_P0:
@@ -910,20 +1137,23 @@ def _linesearch(w, n, nv, efc_J: ti.template(), qM: ti.template(),
 
 
 @ti.func
-def _prepare_quadratics(w, n, nv, qfrc_smooth: ti.template(), se: ti.template(),
+def _prepare_quadratics(w, u, dmap: ti.template(), rmap: ti.template(),
+                        qfrc_smooth: ti.template(), se: ti.template(),
                         si: ti.template(), sv: ti.template()):
-    """The per-row quadratics of the cost along the search direction and the cone
+    """The per-row quadratics of a unit's cost along the search direction and the cone
     quantities of elliptic contacts (CGprepare); returns the Gauss cost's linear and
     quadratic coefficients."""
     va = 0.0
     vf = 0.0
     vmv = 0.0
-    for i in range(nv):
+    for jj in range(u.nv):
+        i = _dof(w, u, jj, dmap)
         va += sv[w, V_SEARCH, i] * sv[w, V_MA, i]
         vf += qfrc_smooth[w, i] * sv[w, V_SEARCH, i]
         vmv += sv[w, V_SEARCH, i] * sv[w, V_MV, i]
-    i = 0
-    while i < n:
+    ii = 0
+    while ii < u.nefc:
+        i = _row(w, u, ii, rmap)
         jaref = se[w, E_JAREF, i]
         jv = se[w, E_JV, i]
         D = se[w, E_D, i]
@@ -946,11 +1176,11 @@ def _prepare_quadratics(w, n, nv, qfrc_smooth: ti.template(), se: ti.template(),
             vv = 0.0
             for j in range(1, dim):
                 fr = se[w, E_FRIC, i + j]
-                u = se[w, E_JAREF, i + j] * fr
-                v = se[w, E_JV, i + j] * fr
-                uu += u * u
-                uv += u * v
-                vv += v * v
+                uj = se[w, E_JAREF, i + j] * fr
+                vj = se[w, E_JV, i + j] * fr
+                uu += uj * uj
+                uv += uj * vj
+                vv += vj * vj
             # cone quantities in the next two rows' slots (dim >= 3)
             se[w, E_Q0, i + 1] = jaref * mu
             se[w, E_Q1, i + 1] = jv * mu
@@ -961,181 +1191,234 @@ def _prepare_quadratics(w, n, nv, qfrc_smooth: ti.template(), se: ti.template(),
         se[w, E_Q0, i] = 0.5 * q0
         se[w, E_Q1, i] = q1
         se[w, E_Q2, i] = 0.5 * q2
-        i += step
+        ii += step
     return va - vf, 0.5 * vmv
 
 
 @ti.func
-def _update_gradient(w, n, nv, ncone, newton, qfrc_smooth: ti.template(),
-                     qfrc_constraint: ti.template(), qLD: ti.template(),
-                     qLDiagInv: ti.template(), dof_Madr: ti.template(),
-                     dof_parentid: ti.template(), dof_simplenum: ti.template(),
+def _update_gradient(w, u, dmap: ti.template(), ncone, newton,
+                     qfrc_smooth: ti.template(), qfrc_constraint: ti.template(),
+                     qLD: ti.template(), qLDiagInv: ti.template(),
+                     dof_Madr: ti.template(), dof_parentid: ti.template(),
+                     dof_simplenum: ti.template(),
                      sH: ti.template(), sv: ti.template()):
-    """grad = M qacc - qfrc_smooth - qfrc_constraint; Mgrad = H^-1 grad (Newton) or
-    M^-1 grad (CG)."""
-    for i in range(nv):
+    """grad = M qacc - qfrc_smooth - qfrc_constraint on a unit's dofs; Mgrad = H^-1 grad
+    (Newton) or M^-1 grad (CG)."""
+    for jj in range(u.nv):
+        i = _dof(w, u, jj, dmap)
         sv[w, V_GRAD, i] = sv[w, V_MA, i] - qfrc_smooth[w, i] - qfrc_constraint[w, i]
     if newton:
         k = 0
         if ncone:
             k = 1
-        _chol_solve(w, k, nv, sH, sv, V_GRAD, V_MGRAD)
+        _chol_solve(w, k, u, dmap, sH, sv, V_GRAD, V_MGRAD)
     else:
-        for i in range(nv):
+        for jj in range(u.nv):
+            i = _dof(w, u, jj, dmap)
             sv[w, V_MGRAD, i] = sv[w, V_GRAD, i]
-        _solve_m(w, V_MGRAD, nv, sv, qLD, qLDiagInv, dof_Madr, dof_parentid, dof_simplenum)
+        _solve_m_unit(w, V_MGRAD, u, dmap, sv, qLD, qLDiagInv, dof_Madr, dof_parentid,
+                      dof_simplenum)
+
+
+@ti.func
+def _iterate_unit(w, slot, dmap: ti.template(), rmap: ti.template(),
+                  dof_parentid: ti.template(), dof_Madr: ti.template(),
+                  dof_simplenum: ti.template(), efc_J: ti.template(), qM: ti.template(),
+                  qLD: ti.template(), qLDiagInv: ti.template(),
+                  qfrc_smooth: ti.template(), qacc_smooth: ti.template(),
+                  qacc: ti.template(), efc_force: ti.template(), efc_state: ti.template(),
+                  qfrc_constraint: ti.template(), solver_niter: ti.template(),
+                  se: ti.template(), si: ti.template(), sv: ti.template(),
+                  sH: ti.template(), sb: ti.template(), su: ti.template(),
+                  sk: ti.template(), stats: ti.template(), maxiter, tolerance,
+                  ls_tolerance, ls_iterations, newton, npass, nslot, nstat):
+    """Up to ``npass`` passes of one unit's CG / Newton iterations (see
+    _primal_iterate); ``dmap`` / ``rmap``: the island maps, or None where every unit
+    is a whole world (no indirection compiled in)."""
+    u = _whole(su[w, slot, U_NV], su[w, slot, U_NEFC])  # offsets known to be 0
+    if ti.static(_given(dmap)):
+        u = _load_unit(w, slot, su)
+    n = u.nefc
+    scale = sk[w, slot, K_SCALE]
+    cost = sk[w, slot, K_COST]
+    gauss = sk[w, slot, K_GAUSS]
+    nactive = ti.cast(sk[w, slot, K_NACTIVE], ti.i32)
+    ncone = ti.cast(sk[w, slot, K_NCONE], ti.i32)
+    it = ti.cast(sk[w, slot, K_IT], ti.i32)
+    first = ti.cast(sk[w, slot, K_STAGE] == STAGE_START, ti.i32)
+    done = 0
+    npassed = 0
+    while npassed < npass:
+        if not (first | (it < maxiter)):
+            done = 1
+            break
+        npassed += 1
+        neval = 0
+        slope = 1.0
+        oldcost = cost
+        refactor = first
+        if not first:
+            alpha, neval, slope = _linesearch(
+                w, u, dmap, rmap, efc_J, qM, dof_Madr, dof_parentid, qfrc_smooth, se, si,
+                sv, gauss, tolerance * ls_tolerance, ls_iterations, scale)
+            if alpha == 0.0:
+                done = 1
+                break
+            for jj in range(u.nv):
+                i = _dof(w, u, jj, dmap)
+                sv[w, V_QACC, i] = sv[w, V_QACC, i] + alpha * sv[w, V_SEARCH, i]
+                sv[w, V_MA, i] = sv[w, V_MA, i] + alpha * sv[w, V_MV, i]
+            for ii in range(n):
+                i = _row(w, u, ii, rmap)
+                se[w, E_JAREF, i] = se[w, E_JAREF, i] + alpha * se[w, E_JV, i]
+            if not newton:
+                for jj in range(u.nv):
+                    i = _dof(w, u, jj, dmap)
+                    sv[w, V_GRADOLD, i] = sv[w, V_GRAD, i]
+                    sv[w, V_MGRADOLD, i] = sv[w, V_MGRAD, i]
+            for ii in range(n):
+                i = _row(w, u, ii, rmap)
+                si[w, I_OLDSTATE, i] = efc_state[w, i]
+            cost, gauss, nactive, ncone = _update_constraint(
+                w, u, dmap, rmap, efc_J, se, si, efc_force, efc_state, qfrc_constraint,
+                sv, qfrc_smooth, qacc_smooth)
+        nupdate = 0
+        if newton:
+            if not first:
+                # HessianIncremental: rank-one updates of L for rows that entered
+                # or left the quadratic state; refactor on loss of rank
+                for ii in range(n):
+                    i = _row(w, u, ii, rmap)
+                    old = si[w, I_OLDSTATE, i]
+                    new = efc_state[w, i]
+                    flag = -1
+                    if (old != CNSTRSTATE_QUADRATIC) & (new == CNSTRSTATE_QUADRATIC):
+                        flag = 1
+                    elif (old == CNSTRSTATE_QUADRATIC) & (new != CNSTRSTATE_QUADRATIC):
+                        flag = 0
+                    if flag != -1:
+                        sd = ti.sqrt(se[w, E_D, i])
+                        for kk in range(u.nv):
+                            k = _dof(w, u, kk, dmap)
+                            sv[w, V_VEC, k] = efc_J[w, i, k] * sd
+                        rank = _chol_update(w, 0, u, dmap, sH, sv, V_VEC, flag)
+                        nupdate += 1
+                        if rank < u.nv:
+                            refactor = 2
+                            break
+            if refactor:
+                if refactor == 2:
+                    for a in range(u.nv):
+                        _hessian_row(w, a, u, dmap, rmap, efc_J, se, efc_state, qM,
+                                     dof_Madr, dof_parentid, sH)
+                _chol_factor(w, 0, u.nv, sH, MINVAL, u.dofadr)
+            if ncone:
+                nupdate += _hessian_cone(w, slot, u, dmap, rmap, efc_J, se, si,
+                                         efc_state, sH, sv, sb)
+            if refactor:
+                nupdate = n
+        _update_gradient(w, u, dmap, ncone, newton, qfrc_smooth, qfrc_constraint, qLD,
+                         qLDiagInv, dof_Madr, dof_parentid, dof_simplenum, sH, sv)
+        stop = 0
+        if not first:
+            nchange = 0
+            for ii in range(n):
+                i = _row(w, u, ii, rmap)
+                nchange += efc_state[w, i] != si[w, I_OLDSTATE, i]
+            improvement = scale * (oldcost - cost)
+            gnorm = 0.0
+            for jj in range(u.nv):
+                i = _dof(w, u, jj, dmap)
+                gnorm += sv[w, V_GRAD, i] * sv[w, V_GRAD, i]
+            gradient = scale * ti.sqrt(gnorm)
+            if (slot < nslot) & (it < nstat):
+                stats[w, slot, it, 0] = improvement
+                stats[w, slot, it, 1] = gradient
+                stats[w, slot, it, 2] = slope
+                stats[w, slot, it, 3] = nactive
+                stats[w, slot, it, 4] = nchange
+                stats[w, slot, it, 5] = neval
+                stats[w, slot, it, 6] = nupdate
+            it += 1
+            stop = (improvement < tolerance) | (gradient < tolerance)
+        if stop:
+            done = 1
+            break
+        # search direction: -Mgrad (Newton, first CG step) or Polak-Ribiere
+        beta = 0.0
+        if not newton:
+            if not first:
+                num = 0.0
+                den = 0.0
+                for jj in range(u.nv):
+                    i = _dof(w, u, jj, dmap)
+                    num += sv[w, V_GRAD, i] * (
+                        sv[w, V_MGRAD, i] - sv[w, V_MGRADOLD, i])
+                    den += sv[w, V_GRADOLD, i] * sv[w, V_MGRADOLD, i]
+                beta = ti.max(0.0, num / ti.max(MINVAL, den))
+        for jj in range(u.nv):
+            i = _dof(w, u, jj, dmap)
+            d = -sv[w, V_MGRAD, i]
+            if not first:
+                d += beta * sv[w, V_SEARCH, i]
+            sv[w, V_SEARCH, i] = d
+        first = 0
+    sk[w, slot, K_COST] = cost
+    sk[w, slot, K_GAUSS] = gauss
+    sk[w, slot, K_NACTIVE] = nactive
+    sk[w, slot, K_NCONE] = ncone
+    sk[w, slot, K_IT] = it
+    sk[w, slot, K_STAGE] = STAGE_RUNNING
+    if done:
+        sk[w, slot, K_STAGE] = STAGE_DONE
+    if slot < NISLAND:
+        solver_niter[w][slot] = it
+    for jj in range(u.nv):
+        i = _dof(w, u, jj, dmap)
+        qacc[w, i] = sv[w, V_QACC, i]
 
 
 @ti.kernel
 def _primal_iterate(
     # model
-    dof_parentid: ND, dof_Madr: ND, dof_simplenum: ND, nv: ti.i32,
+    dof_parentid: ND, dof_Madr: ND, dof_simplenum: ND,
     # data in
-    nefc: ND, efc_J: ND, qM: ND, qLD: ND, qLDiagInv: ND, qfrc_smooth: ND,
-    qacc_smooth: ND,
+    efc_J: ND, qM: ND, qLD: ND, qLDiagInv: ND, qfrc_smooth: ND, qacc_smooth: ND,
+    map_idof2dof: ND, map_iefc2efc: ND,
     # data out
     qacc: ND, efc_force: ND, efc_state: ND, qfrc_constraint: ND, solver_niter: ND,
     # scratch
-    se: ND, si: ND, sv: ND, sH: ND, sw: ND, sb: ND, stats: ND,
+    se: ND, si: ND, sv: ND, sH: ND, sw: ND, sb: ND, su: ND, sk: ND, stats: ND,
     # options
     maxiter: ti.i32, tolerance: float, ls_tolerance: float, ls_iterations: ti.i32,
-    scale: float, newton: ti.i32, npass: ti.i32, probe: ti.i32,
+    newton: ti.i32, npass: ti.i32, probe: ti.i32, by_island: ti.template(),
 ):
-    """The CG / Newton iterations of every world (mj_solCGNewton after its first
-    constraint update). The set-up before MuJoCo's main loop (factor of the Hessian
-    built by _hessian, gradient, first direction) is this loop's first pass, so each
-    stage is compiled once. At most ``npass`` passes per launch: a world's cost,
-    counts, iteration and stage stay in sw, so that the next launch resumes it (see
-    _launches)."""
-    nstat = stats.shape[1]
-    for w in range(nefc.shape[0]):
-        n = nefc[w]
-        if (n > 0) & (sw[w, W_STAGE] != STAGE_DONE):
-            cost = sw[w, W_COST]
-            gauss = sw[w, W_GAUSS]
-            nactive = ti.cast(sw[w, W_NACTIVE], ti.i32)
-            ncone = ti.cast(sw[w, W_NCONE], ti.i32)
-            it = ti.cast(sw[w, W_IT], ti.i32)
-            first = ti.cast(sw[w, W_STAGE] == STAGE_START, ti.i32)
-            done = 0
-            npassed = 0
-            while npassed < npass:
-                if not (first | (it < maxiter)):
-                    done = 1
-                    break
-                npassed += 1
-                neval = 0
-                slope = 1.0
-                oldcost = cost
-                refactor = first
-                if not first:
-                    alpha, neval, slope = _linesearch(
-                        w, n, nv, efc_J, qM, dof_Madr, dof_parentid, qfrc_smooth, se, si,
-                        sv, gauss, tolerance * ls_tolerance, ls_iterations, scale)
-                    if alpha == 0.0:
-                        done = 1
-                        break
-                    for i in range(nv):
-                        sv[w, V_QACC, i] += alpha * sv[w, V_SEARCH, i]
-                        sv[w, V_MA, i] += alpha * sv[w, V_MV, i]
-                    for i in range(n):
-                        se[w, E_JAREF, i] += alpha * se[w, E_JV, i]
-                    if not newton:
-                        for i in range(nv):
-                            sv[w, V_GRADOLD, i] = sv[w, V_GRAD, i]
-                            sv[w, V_MGRADOLD, i] = sv[w, V_MGRAD, i]
-                    for i in range(n):
-                        si[w, I_OLDSTATE, i] = efc_state[w, i]
-                    cost, gauss, nactive, ncone = _update_constraint(
-                        w, n, nv, efc_J, se, si, efc_force, efc_state, qfrc_constraint, sv,
-                        qfrc_smooth, qacc_smooth)
-                nupdate = 0
-                if newton:
-                    if not first:
-                        # HessianIncremental: rank-one updates of L for rows that entered
-                        # or left the quadratic state; refactor on loss of rank
-                        for i in range(n):
-                            old = si[w, I_OLDSTATE, i]
-                            new = efc_state[w, i]
-                            flag = -1
-                            if (old != CNSTRSTATE_QUADRATIC) & (new == CNSTRSTATE_QUADRATIC):
-                                flag = 1
-                            elif (old == CNSTRSTATE_QUADRATIC) & (new != CNSTRSTATE_QUADRATIC):
-                                flag = 0
-                            if flag != -1:
-                                sd = ti.sqrt(se[w, E_D, i])
-                                for k in range(nv):
-                                    sv[w, V_VEC, k] = efc_J[w, i, k] * sd
-                                rank = _chol_update(w, 0, nv, sH, sv, V_VEC, flag)
-                                nupdate += 1
-                                if rank < nv:
-                                    refactor = 2
-                                    break
-                    if refactor:
-                        if refactor == 2:
-                            for i in range(nv):
-                                _hessian_row(w, i, n, efc_J, se, efc_state, qM, dof_Madr,
-                                             dof_parentid, sH)
-                        _chol_factor(w, 0, nv, sH, MINVAL)
-                    if ncone:
-                        nupdate += _hessian_cone(w, n, nv, efc_J, se, si, efc_state, sH, sv,
-                                                 sb)
-                    if refactor:
-                        nupdate = n
-                _update_gradient(w, n, nv, ncone, newton, qfrc_smooth, qfrc_constraint,
-                                 qLD, qLDiagInv, dof_Madr, dof_parentid, dof_simplenum, sH,
-                                 sv)
-                stop = 0
-                if not first:
-                    nchange = 0
-                    for i in range(n):
-                        nchange += efc_state[w, i] != si[w, I_OLDSTATE, i]
-                    improvement = scale * (oldcost - cost)
-                    gnorm = 0.0
-                    for i in range(nv):
-                        gnorm += sv[w, V_GRAD, i] * sv[w, V_GRAD, i]
-                    gradient = scale * ti.sqrt(gnorm)
-                    if it < nstat:
-                        stats[w, it, 0] = improvement
-                        stats[w, it, 1] = gradient
-                        stats[w, it, 2] = slope
-                        stats[w, it, 3] = nactive
-                        stats[w, it, 4] = nchange
-                        stats[w, it, 5] = neval
-                        stats[w, it, 6] = nupdate
-                    it += 1
-                    stop = (improvement < tolerance) | (gradient < tolerance)
-                if stop:
-                    done = 1
-                    break
-                # search direction: -Mgrad (Newton, first CG step) or Polak-Ribiere
-                beta = 0.0
-                if not newton:
-                    if not first:
-                        num = 0.0
-                        den = 0.0
-                        for i in range(nv):
-                            num += sv[w, V_GRAD, i] * (
-                                sv[w, V_MGRAD, i] - sv[w, V_MGRADOLD, i])
-                            den += sv[w, V_GRADOLD, i] * sv[w, V_MGRADOLD, i]
-                        beta = ti.max(0.0, num / ti.max(MINVAL, den))
-                for i in range(nv):
-                    d = -sv[w, V_MGRAD, i]
-                    if not first:
-                        d += beta * sv[w, V_SEARCH, i]
-                    sv[w, V_SEARCH, i] = d
-                first = 0
-            sw[w, W_COST] = cost
-            sw[w, W_GAUSS] = gauss
-            sw[w, W_NACTIVE] = nactive
-            sw[w, W_NCONE] = ncone
-            sw[w, W_IT] = it
-            sw[w, W_STAGE] = STAGE_RUNNING
-            if done:
-                sw[w, W_STAGE] = STAGE_DONE
-            solver_niter[w] = it
-            for i in range(nv):
-                qacc[w, i] = sv[w, V_QACC, i]
+    """The CG / Newton iterations of every unit (mj_solCGNewton after its first
+    constraint update), one thread per (world, unit): a world solved whole, or each of
+    its islands with its own iterations, scale and stopping test (``by_island``,
+    compile-time: without it no unit reads the island maps). The set-up before
+    MuJoCo's main loop (factor of the Hessian built by _hessian, gradient, first
+    direction) is this loop's first pass, so each stage is compiled once. At most
+    ``npass`` passes per launch: a unit's cost, counts, iteration and stage stay in
+    sk, so that the next launch resumes it (see _launches)."""
+    nslot = stats.shape[1]
+    nstat = stats.shape[2]
+    for w, slot in ti.ndrange(su.shape[0], su.shape[1]):
+        if (su[w, slot, U_NEFC] > 0) & (sk[w, slot, K_STAGE] != STAGE_DONE):
+            if ti.static(by_island):
+                _iterate_unit(w, slot, map_idof2dof, map_iefc2efc, dof_parentid,
+                              dof_Madr, dof_simplenum, efc_J, qM, qLD, qLDiagInv,
+                              qfrc_smooth, qacc_smooth, qacc, efc_force, efc_state,
+                              qfrc_constraint, solver_niter, se, si, sv, sH, sb, su, sk,
+                              stats, maxiter, tolerance, ls_tolerance, ls_iterations,
+                              newton, npass, nslot, nstat)
+            else:
+                _iterate_unit(w, slot, None, None, dof_parentid, dof_Madr,
+                              dof_simplenum, efc_J, qM, qLD, qLDiagInv, qfrc_smooth,
+                              qacc_smooth, qacc, efc_force, efc_state, qfrc_constraint,
+                              solver_niter, se, si, sv, sH, sb, su, sk, stats, maxiter,
+                              tolerance, ls_tolerance, ls_iterations, newton, npass,
+                              nslot, nstat)
         if _limit_reached(probe):
             sw[w, W_LIMIT] = 1.0
 
@@ -1511,11 +1794,12 @@ def _pgs(
     qfrc_constraint / qacc from the forces, as mj_solPGS and dualFinish). At most
     ``npass`` passes per launch: a world's sweep, iteration and stage stay in sw, so
     that the next launch resumes it (see _launches)."""
-    nstat = stats.shape[1]
+    nstat = stats.shape[2]
     for w in range(nefc.shape[0]):
         n = nefc[w]
         if sw[w, W_STAGE] == STAGE_START:
-            solver_niter[w] = 0
+            for k in ti.static(range(NISLAND)):
+                solver_niter[w][k] = 0
             sw[w, W_SWEEP] = 0.0
             sw[w, W_STAGE] = STAGE_RUNNING
             if n == 0:
@@ -1586,13 +1870,13 @@ def _pgs(
                         nchange += efc_state[w, r] != si[w, I_OLDSTATE, r]
                     improvement *= scale
                     if it < nstat:
-                        stats[w, it, 0] = improvement
-                        stats[w, it, 1] = 0.0
-                        stats[w, it, 2] = 0.0
-                        stats[w, it, 3] = nactive
-                        stats[w, it, 4] = nchange
-                        stats[w, it, 5] = 0.0
-                        stats[w, it, 6] = 0.0
+                        stats[w, 0, it, 0] = improvement
+                        stats[w, 0, it, 1] = 0.0
+                        stats[w, 0, it, 2] = 0.0
+                        stats[w, 0, it, 3] = nactive
+                        stats[w, 0, it, 4] = nchange
+                        stats[w, 0, it, 5] = 0.0
+                        stats[w, 0, it, 6] = 0.0
                     it += 1
                     if improvement < tolerance:
                         sweep = 2
@@ -1603,7 +1887,7 @@ def _pgs(
             sw[w, W_KEEP] = keep
             sw[w, W_IT] = it
             sw[w, W_SWEEP] = sweep
-            solver_niter[w] = it
+            solver_niter[w][0] = it
         if _limit_reached(probe):
             sw[w, W_LIMIT] = 1.0
 
@@ -1619,11 +1903,25 @@ def _nstat(m) -> int:
     return max(1, min(NSOLVER, iterations))
 
 
+def by_islands(m) -> bool:
+    """Whether CG / Newton solve each constraint island on its own, as MuJoCo 3.4.0's
+    mj_fwdConstraint: the island flag on (the default), no noslip, CG or Newton (a
+    world with rows always has islands then)."""
+    return (not m.opt.disabled("island") and m.opt.solver in (SOL_CG, SOL_NEWTON)
+            and m.opt.noslip_iterations == 0)
+
+
+def _nunit(m) -> int:
+    """Solve units per world: its islands (at most one per tree) or the whole world."""
+    return max(1, m.ntree) if by_islands(m) else 1
+
+
 def _scratch(m, d):
     """Solver scratch on ``d`` (allocated on first use, re-allocated if sizes change)."""
     dual = m.opt.solver == SOL_PGS
-    nv, njmax, nstat = max(1, m.nv), max(1, d.njmax), _nstat(m)
-    key = (nv, njmax, nstat, dual, m.opt.solver == SOL_NEWTON)
+    newton = m.opt.solver == SOL_NEWTON
+    nv, njmax, nstat, nunit = max(1, m.nv), max(1, d.njmax), _nstat(m), _nunit(m)
+    key = (nv, njmax, nstat, dual, newton, nunit)
     scratch = getattr(d, "_solver_scratch", None)
     if scratch is None or scratch["key"] != key:
         dtype = d.qvel.dtype
@@ -1634,12 +1932,16 @@ def _scratch(m, d):
             "si": ti.ndarray(ti.i32, (nworld, I_N, njmax)),
             "sv": ti.ndarray(dtype, (nworld, V_N, nv)),
             "sw": ti.ndarray(dtype, (nworld, W_N)),
-            # a small dense block per world: a cone Hessian and its factor (Newton);
+            # a small dense block per unit: a cone Hessian and its factor (Newton);
             # an AR block, its residual and old forces in rows 6, 7 (PGS)
-            "sb": ti.ndarray(dtype, (nworld, 1, 8, 6)),
-            "stats": ti.ndarray(dtype, (nworld, nstat, S_N)),
-            # Newton: the Hessian factor L and its copy with cone terms (lower triangles)
-            "sH": ti.ndarray(dtype, (nworld, 2, nv, nv) if key[4] else (1, 2, 1, 1)),
+            "sb": ti.ndarray(dtype, (nworld, nunit if newton else 1, 8, 6)),
+            # CG / Newton: the units and their scalars
+            "su": ti.ndarray(ti.i32, (nworld, nunit, U_N)),
+            "sk": ti.ndarray(dtype, (nworld, nunit, K_N)),
+            "stats": ti.ndarray(dtype, (nworld, min(nunit, NISLAND), nstat, S_N)),
+            # Newton: the Hessian factor L and its copy with cone terms (lower
+            # triangles), an island's in its diagonal block in idof order
+            "sH": ti.ndarray(dtype, (nworld, 2, nv, nv) if newton else (1, 2, 1, 1)),
             # PGS: M^-1 J' by rows
             "minvjt": ti.ndarray(dtype, (nworld, njmax, nv) if dual else (1, 1, 1)),
         }
@@ -1652,17 +1954,21 @@ def _scratch(m, d):
 
 def solve(m, d) -> None:
     """Constraint forces and constrained acceleration of every world, as
-    mj_fwdConstraint (after make_constraint), with opt.solver (PGS, CG, Newton).
+    mj_fwdConstraint (after make_constraint and island: the islands must be those of
+    the current rows, as forward makes them), with opt.solver (PGS, CG, Newton).
 
     Reads nefc, ne, nf, efc_type, efc_id, efc_J, efc_D, efc_R, efc_frictionloss,
     efc_aref, contact_mu, contact_friction, contact_dim, contact_efc_address, qM,
-    qLD_tree, qLDiagInv, qfrc_smooth, qacc_smooth, qacc_warmstart. Writes efc_b,
-    efc_force, efc_state, qfrc_constraint, qacc, solver_niter (iterations of the
-    last solve per world) and the per-iteration statistics read by ``solver_stats``.
-    Worlds without rows get qacc = qacc_smooth. Each world is solved as one system
-    (MuJoCo's island="disable"; see the module docstring). With
-    opt.noslip_iterations > 0, kernels/noslip.py then re-solves the friction forces
-    of every world with rows (mj_solNoSlip) and rewrites those outputs.
+    qLD_tree, qLDiagInv, qfrc_smooth, qacc_smooth, qacc_warmstart and the islands
+    (nisland, nidof, dof_island, island_nv, island_idofadr, island_nefc,
+    island_iefcadr, map_idof2dof, map_iefc2efc). Writes efc_b, efc_force, efc_state,
+    qfrc_constraint, qacc, solver_niter (iterations of the last solve, per island or
+    in island 0 for a world solved whole) and the per-iteration statistics read by
+    ``solver_stats``. Worlds without rows get qacc = qacc_smooth. CG and Newton solve
+    each island on its own when MuJoCo does (see by_islands and the module
+    docstring), else each world whole. With opt.noslip_iterations > 0,
+    kernels/noslip.py then re-solves the friction forces of every world with rows
+    (mj_solNoSlip) and rewrites those outputs.
     """
     opt = m.opt
     if opt.solver not in SOLVER_NAMES:
@@ -1738,30 +2044,45 @@ def _solve(m, d, s, npass, probe) -> None:
                  QCQP_ITERATIONS, npass, probe)
     else:
         newton = opt.solver == SOL_NEWTON
+        maps = (d.map_idof2dof, d.map_iefc2efc)
+        islands = by_islands(m)
         _primal_start(m.dof_parentid, m.dof_Madr, m.nv,
                       d.nefc, d.efc_J, d.qM, d.qfrc_smooth, d.qacc_smooth,
-                      d.qacc_warmstart, d.qacc, d.efc_force, d.efc_state,
-                      d.qfrc_constraint, d.solver_niter,
-                      s["se"], s["si"], s["sv"], s["sw"], warmstart, probe)
+                      d.qacc_warmstart, d.nisland, d.dof_island, d.island_nv,
+                      d.island_idofadr, d.island_nefc, d.island_iefcadr, *maps,
+                      d.qacc, d.efc_force, d.efc_state, d.qfrc_constraint, d.solver_niter,
+                      s["se"], s["si"], s["sv"], s["sw"], s["su"], s["sk"], warmstart,
+                      scale, probe, islands)
         if newton:
-            _hessian(m.dof_parentid, m.dof_Madr, m.nv, d.nefc, d.efc_J, d.efc_state,
-                     d.qM, s["se"], s["sH"])
+            # no fused multiply-adds: the same H, bit for bit, as _hessian made when
+            # its sums were atomic adds (a (world, dof) thread's writes are not the
+            # loop index's own to Taichi), without their cost
+            with exact_math():
+                _hessian(m.dof_parentid, m.dof_Madr, m.nv, d.nefc, d.efc_J, d.efc_state,
+                         d.qM, d.nidof, d.dof_island, *maps, s["se"], s["su"], s["sH"],
+                         islands)
         for _ in range(nlaunch):
-            _primal_iterate(m.dof_parentid, m.dof_Madr, m.dof_simplenum, m.nv,
-                            d.nefc, d.efc_J, d.qM, d.qLD_tree, d.qLDiagInv,
-                            d.qfrc_smooth, d.qacc_smooth, d.qacc, d.efc_force,
-                            d.efc_state, d.qfrc_constraint, d.solver_niter, s["se"],
-                            s["si"], s["sv"], s["sH"], s["sw"], s["sb"], s["stats"],
+            _primal_iterate(m.dof_parentid, m.dof_Madr, m.dof_simplenum,
+                            d.efc_J, d.qM, d.qLD_tree, d.qLDiagInv, d.qfrc_smooth,
+                            d.qacc_smooth, *maps, d.qacc, d.efc_force, d.efc_state,
+                            d.qfrc_constraint, d.solver_niter, s["se"], s["si"], s["sv"],
+                            s["sH"], s["sw"], s["sb"], s["su"], s["sk"], s["stats"],
                             int(opt.iterations), float(opt.tolerance),
-                            float(opt.ls_tolerance), int(opt.ls_iterations), scale,
-                            int(newton), npass, probe)
+                            float(opt.ls_tolerance), int(opt.ls_iterations), int(newton),
+                            npass, probe, islands)
 
 
-def solver_stats(m, d) -> dict:
-    """Per-iteration statistics of the last ``solve`` as mjData.solver (island 0):
+def solver_stats(m, d, island: int = 0) -> dict:
+    """Per-iteration statistics of the last ``solve`` as mjData.solver: those of
+    ``island`` (0 .. 19; island 0 is a world solved whole, PGS's and noslip's), as
     {name: (nworld, min(iterations, 200)) numpy array} for improvement, gradient,
-    lineslope, nactive, nchange, neval, nupdate; entries past solver_niter[w] are
-    stale."""
+    lineslope, nactive, nchange, neval, nupdate; entries past solver_niter[w, island]
+    are stale, and so are those of islands a world does not have."""
+    if not 0 <= island < NISLAND:
+        raise ValueError(f"solver_stats: island must be in [0, {NISLAND}), not {island}")
     s = _scratch(m, d)
     stats = s["stats"].to_numpy()
-    return {name: stats[:, :, k] for k, name in enumerate(STAT_NAMES)}
+    if island >= stats.shape[1]:
+        stats = np.zeros_like(stats[:, :1])
+        island = 0
+    return {name: stats[:, island, :, k] for k, name in enumerate(STAT_NAMES)}

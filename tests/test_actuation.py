@@ -238,7 +238,6 @@ def test_adhesion_matches_mujoco(cone):
     opt = etree.SubElement(root, "option")
     opt.set("cone", cone)
     opt.set("tolerance", "1e-12")
-    etree.SubElement(opt, "flag").set("island", "disable")
     root.insert(0, opt)
     m, mjm = load_pair_from_xml(path, etree.tostring(root), "adh")
     rng = np.random.default_rng(5)

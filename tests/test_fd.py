@@ -4,8 +4,8 @@ mjd_transitionFD, mjd_inverseFD, mjd_subQuat, mjd_quatIntegrate.
 Models: the corpus gym humanoid (integrator switched to Euler, as mjd_transitionFD
 refuses RK4; PGS, contacts, 17 motors with ctrl limits) and ARM below (free root,
 ball and hinge and slide joints so nq != nv, a filter actuator so na > 0, unlimited
-and limited controls, implicitfast, Newton with islands off so that both engines
-take the same solver iterates, contacts). Several worlds with random states, each
+and limited controls, implicitfast, Newton (both engines take the same solver
+iterates, island by island), contacts). Several worlds with random states, each
 with some controls exactly at their limits (the clamped nudges), random warmstarts
 (every nudged step must start from the input's warmstart, as MuJoCo's). A finite
 difference amplifies the engines' round-off difference by 1/eps, so Jacobians are
@@ -35,9 +35,7 @@ TOL = 1e-6
 
 ARM = """
 <mujoco>
-  <option timestep="0.01" integrator="implicitfast" solver="Newton" cone="elliptic">
-    <flag island="disable"/>
-  </option>
+  <option timestep="0.01" integrator="implicitfast" solver="Newton" cone="elliptic"/>
   <worldbody>
     <geom type="plane" size="3 3 .1"/>
     <body name="torso" pos="0 0 .12">

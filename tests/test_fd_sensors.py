@@ -3,7 +3,7 @@
 sensor_vel and sensor_acc run inside step and inverse).
 
 The model: a free torso resting on a plane with a ball/hinge arm and a slide, Newton
-with islands off (both engines take the same solver iterates, so the finite
+(both engines take the same solver iterates, island by island, so the finite
 differences of constraint-dependent sensors agree), implicitfast; sensors of every
 stage, most of them acceleration-stage ones that read the solver's output (touch,
 accelerometer, force, torque, frame accelerations, actuator and limit forces, a
@@ -27,9 +27,7 @@ TOL = 1e-6
 MODEL = """
 <mujoco>
   <option timestep="0.01" integrator="implicitfast" solver="Newton" cone="elliptic"
-          tolerance="1e-12" iterations="100">
-    <flag island="disable"/>
-  </option>
+          tolerance="1e-12" iterations="100"/>
   <worldbody>
     <geom type="plane" size="3 3 .1"/>
     <body name="torso" pos="0 0 .045">

@@ -4,7 +4,8 @@ Trajectories: 200 Euler steps with contacts and constraints disabled in both eng
 (<flag contact="disable" constraint="disable"/>), several worlds with different initial
 velocities; qpos/qvel agree to 1e-7. With constraints (contacts, limits, friction
 loss): forward on corpus robots touching the floor and 100-step trajectories of small
-models, both solvers run to tolerance 1e-12 with MuJoCo's islands off.
+models, both solvers run to tolerance 1e-12 (MuJoCo's default flags: constraint
+islands solved apart; the corpus robots also with islands off).
 """
 import os
 
@@ -146,7 +147,7 @@ def test_forward_matches_mj_forward():
 
 
 TIGHT = dict(tolerance="1e-12", iterations="200")
-ISLAND_OFF = {"island": "disable"}
+ISLAND_FLAGS = ({}, {"island": "disable"})  # MuJoCo's default (islands) and without
 
 
 def _constrained_state(mjm, nworld, seed):
@@ -206,9 +207,10 @@ def assert_forward_match(m, mjm, qpos, qvel, tol=1e-7):
     return d, rows
 
 
+@pytest.mark.parametrize("flags", ISLAND_FLAGS, ids=["islands", "whole"])
 @pytest.mark.parametrize("rel", ["gym/ant.xml", "gym/humanoid.xml", "gym/hopper.xml"])
-def test_forward_with_contacts_and_limits_matches_mujoco(rel):
-    m, mjm = load_both(rel, flags=ISLAND_OFF, **TIGHT)
+def test_forward_with_contacts_and_limits_matches_mujoco(rel, flags):
+    m, mjm = load_both(rel, flags=flags, **TIGHT)
     qpos, qvel = _constrained_state(mjm, NWORLD, seed=len(rel))
     d, rows = assert_forward_match(m, mjm, qpos, qvel)
     assert d.numpy("ncon").min() > 0 and rows > 0  # contacts in every world
@@ -221,7 +223,7 @@ def test_forward_with_contacts_and_limits_matches_mujoco(rel):
 ], ids=["limit", "frictionloss", "contact"])
 def test_constraint_models_step_like_mujoco(xml):
     """Limits, friction loss and contacts through step: 100 steps agree with MuJoCo."""
-    opt = '<option tolerance="1e-12" iterations="200"><flag island="disable"/></option>'
+    opt = '<option tolerance="1e-12" iterations="200"/>'
     full = f"<mujoco>{opt}<worldbody>{xml}</worldbody></mujoco>"
     m = tiphys.load_model_from_string(full)
     mjm = mujoco.MjModel.from_xml_string(full)

@@ -8,7 +8,8 @@ first (NaN, -7); nefc, efc_state, efc_force, qfrc_constraint and qfrc_inverse ar
 compared world by world, each to 1e-9 of its largest magnitude in f64 (inverse is
 direct: the same arithmetic up to summation order). The discrete-time inverse
 (invdiscrete) with Euler, implicit and implicitfast likewise. compare_fwd_inv after an
-unconverged forward (few iterations, islands off: both engines take the same iterates)
+unconverged forward (few iterations: both engines take the same iterates, island by
+island)
 against mj_compareFwdInv; and the round trip: Newton to tolerance 1e-12, then inverse
 gives back qfrc_applied + J' xfrc_applied + qfrc_actuator and forward's constraint
 forces, and compare_fwd_inv is at round-off, as MuJoCo's own check.
@@ -297,7 +298,7 @@ def _mujoco_forward(mjm, md, w, qpos, qvel, ctrl, qfrc, xfrc):
     ("gym/ant.xml", dict(solver="CG", iterations="3")),  # world 0 in the air: nefc 0
 ], ids=["constraints-newton", "ant-cg"])
 def test_compare_fwd_inv_matches_mujoco(rel, opt):
-    m, mjm = load_pair(rel, {"island": "disable"}, **opt)
+    m, mjm = load_pair(rel, {}, **opt)
     qpos, qvel, _ = random_state(mjm, rel, seed=5, free_world=0 if "ant" in rel else None)
     ctrl, qfrc, xfrc = _forward_inputs(mjm, seed=6)
     d = _tiphys_forward(m, qpos, qvel, ctrl, qfrc, xfrc)
@@ -329,7 +330,7 @@ def test_step_with_fwdinv_flag_fills_solver_fwdinv():
     """<flag fwdinv="enable"/>: mj_step compares forward and inverse before integrating;
     step does the same (solver_fwdinv after one step) and the trajectory is unchanged."""
     rel = "mjwarp/constraints.xml"
-    m, mjm = load_pair(rel, {"island": "disable", "fwdinv": "enable"}, cone="elliptic",
+    m, mjm = load_pair(rel, {"fwdinv": "enable"}, cone="elliptic",
                        iterations="1")
     qpos, qvel, _ = random_state(mjm, rel, seed=7)
     ctrl, qfrc, xfrc = _forward_inputs(mjm, seed=8)

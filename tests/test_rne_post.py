@@ -2,13 +2,13 @@
 
 Both engines run forward on the same random states (several worlds, each different):
 tiphys on all worlds at once, MuJoCo (mj_forward) world by world, solvers at tolerance
-1e-12 with islands off. The contacts and constraint rows must agree in number, order,
-type and id; then MuJoCo's qacc and efc_force (the solver's output, equal to ~1e-10
-only) are copied into tiphys's Data, so the stage itself is compared on the same
-state: outputs poisoned with NaN first, cacc, cfrc_int, cfrc_ext and every contact's
-force (contact frame, and world frame against MuJoCo's frame' force) to RTOL of each
-field's largest magnitude in that world. The end-to-end results (tiphys's own solver
-output) are compared too, to E2E_RTOL.
+1e-12 (MuJoCo's default flags: islands solved apart). The contacts and constraint rows
+must agree in number, order, type and id; then MuJoCo's qacc and efc_force (the
+solver's output, equal to ~1e-10 only) are copied into tiphys's Data, so the stage
+itself is compared on the same state: outputs poisoned with NaN first, cacc, cfrc_int,
+cfrc_ext and every contact's force (contact frame, and world frame against MuJoCo's
+frame' force) to RTOL of each field's largest magnitude in that world. The end-to-end
+results (tiphys's own solver output) are compared too, to E2E_RTOL.
 
 Models: gym ant, humanoid (pyramidal and elliptic) and hopper touching the floor; a
 hand-written scene with condim 1/3/4/6 contacts (floor and body-body), a contact in the
@@ -28,7 +28,7 @@ import pytest
 
 import subproc
 import tiphys
-from test_forward import ISLAND_OFF, TIGHT, _constrained_state, load_both
+from test_forward import TIGHT, _constrained_state, load_both
 from test_smooth import SPRINGS
 
 NWORLD = 3
@@ -39,9 +39,7 @@ OUTPUTS = ("cacc", "cfrc_int", "cfrc_ext")
 
 SCENE = """
 <mujoco>
-  <option cone="{cone}" tolerance="1e-12" iterations="200" gravity=".5 -.3 -9.81">
-    <flag island="disable"/>
-  </option>
+  <option cone="{cone}" tolerance="1e-12" iterations="200" gravity=".5 -.3 -9.81"/>
   <default><geom friction=".9 .03 .004"/></default>
   <worldbody>
     <geom name="floor" type="plane" size="3 3 .1" condim="1"/>
@@ -263,7 +261,7 @@ def test_scene_with_every_condim_equalities_and_xfrc_matches_mujoco(cone):
                                       ("gym/humanoid.xml", "elliptic"),
                                       ("gym/hopper.xml", "pyramidal")])
 def test_corpus_robots_touching_the_floor_match_mujoco(rel, cone):
-    m, mjm = load_both(rel, flags=ISLAND_OFF, cone=cone, **TIGHT)
+    m, mjm = load_both(rel, cone=cone, **TIGHT)
     qpos, qvel = _constrained_state(mjm, NWORLD, seed=len(rel))
     res = check_both(m, mjm, qpos, qvel)
     assert sum(n for (_, live), n in res["contacts"].items() if live) >= NWORLD, res

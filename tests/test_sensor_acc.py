@@ -3,11 +3,12 @@ sensordata).
 
 Both engines run forward on the same random states (several worlds, each different):
 tiphys on all worlds at once, MuJoCo (mj_forward) world by world, solvers at tolerance
-1e-12 with islands off. Contacts and constraint rows must agree in number, order, type
-and id; then MuJoCo's qacc and efc_force (the solver's output, equal to ~1e-10 only)
-are copied into tiphys's Data, so the stage itself is compared on the same state:
-sensordata poisoned with NaN, sensor_acc, every acc-stage entry to RTOL of
-max(1, |value|) per sensor. tiphys's own solver output is compared too (E2E_RTOL).
+1e-12 (MuJoCo's default flags: islands solved apart). Contacts and constraint rows
+must agree in number, order, type and id; then MuJoCo's qacc and efc_force (the
+solver's output, equal to ~1e-10 only) are copied into tiphys's Data, so the stage
+itself is compared on the same state: sensordata poisoned with NaN, sensor_acc, every
+acc-stage entry to RTOL of max(1, |value|) per sensor. tiphys's own solver output is
+compared too (E2E_RTOL).
 
 Models (put_model of MuJoCo's compiled model): a hand-written scene, both cones, with
 free bodies resting on a plane and on each other (touch sites of every primitive
@@ -47,9 +48,7 @@ REDUCES = ("none", "mindist", "maxforce", "netforce")
 
 SCENE = """
 <mujoco>
-  <option cone="{cone}" tolerance="1e-12" iterations="200" gravity=".3 -.2 -9.81">
-    <flag island="disable"/>
-  </option>
+  <option cone="{cone}" tolerance="1e-12" iterations="200" gravity=".3 -.2 -9.81"/>
   <default><geom friction=".9 .03 .004"/></default>
   <worldbody>
     <geom name="floor" type="plane" size="3 3 .1" margin=".01"/>
@@ -361,7 +360,7 @@ def test_contact_sensor_flips_and_orders_like_mujoco():
 def test_rne_post_runs_only_when_a_sensor_needs_it():
     """MuJoCo's rule: touch, contact and force-readout sensors alone leave cacc alone;
     an accelerometer makes sensor_acc compute it."""
-    xml = """<mujoco><option><flag island="disable"/></option><worldbody>
+    xml = """<mujoco><worldbody>
       <geom type="plane" size="1 1 1"/>
       <body pos="0 0 .09"><freejoint/><geom name="g" size=".1"/><site name="s" size=".2"/>
       </body></worldbody>
@@ -389,7 +388,8 @@ def test_rne_post_runs_only_when_a_sensor_needs_it():
 
 def test_disabled_sensors_write_nothing():
     xml = SCENE.format(cone="pyramidal", contact="").replace(
-        '<flag island="disable"/>', '<flag island="disable" sensor="disable"/>')
+        'gravity=".3 -.2 -9.81"/>',
+        'gravity=".3 -.2 -9.81"><flag sensor="disable"/></option>')
     m, _ = _pair(xml)
     d = tiphys.make_data(m, NWORLD)
     tiphys.forward(m, d)
@@ -427,10 +427,6 @@ def _add_sensors(path, cone):
     opt.set("cone", cone)
     opt.set("tolerance", "1e-12")
     opt.set("iterations", "200")
-    flag = opt.find("flag")
-    if flag is None:
-        flag = etree.SubElement(opt, "flag")
-    flag.set("island", "disable")
     sensor = root.find("sensor")
     if sensor is None:
         sensor = etree.SubElement(root, "sensor")
@@ -502,7 +498,6 @@ def test_mjtest_corpus_model_matches_mujoco():
     mjm = mujoco.MjModel.from_xml_path(path)
     mjm.opt.tolerance = 1e-12
     mjm.opt.iterations = 200
-    mjm.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_ISLAND
     m = tiphys.put_model(mjm)
     qpos, qvel, ctrl = _corpus_state(mjm, seed=3)
     stage, _, _, _ = check_both(m, mjm, qpos, qvel, ctrl)
@@ -574,7 +569,7 @@ def test_user_sensor_callback_runs_at_the_acc_stage():
 
 TACTILE = """
 <mujoco>
-  <option tolerance="1e-12" iterations="200"><flag island="disable"/></option>
+  <option tolerance="1e-12" iterations="200"/>
   <asset>
     <mesh name="plate" builtin="plate" params="6 6" scale=".1 .1 .05"/>
     <mesh name="cube" vertex="-.1 -.1 -.05  .1 -.1 -.05  -.1 .1 -.05  .1 .1 -.05

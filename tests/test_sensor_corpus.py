@@ -7,8 +7,8 @@ NWORLD worlds at different random states (qpos0 or a keyframe moved a little, ra
 qvel and ctrl) run `forward` in both engines and every sensor's data is compared,
 sensordata poisoned with NaN first.
 
-Islands off and the solver run to 1e-12 in both engines (tiphys solves each world as
-one system): position and velocity sensors must agree to POS_TOL of their scale,
+MuJoCo's default flags (constraint islands solved apart) and the solver run to 1e-12
+in both engines: position and velocity sensors must agree to POS_TOL of their scale,
 acceleration-stage sensors (forces, touch, contact, accelerometers: the solver's
 output) to ACC_TOL of their scale, where MuJoCo itself moves by ~1e-10 when its
 solver stops an iteration earlier or later. Where the contacts themselves differ by
@@ -51,7 +51,7 @@ def _models_with_sensors():
 
 
 def _load(rel):
-    """(tiphys Model, MjModel) with islands off and a tight solver."""
+    """(tiphys Model, MjModel) with a tight solver."""
     path = os.path.join(corpus_dir(), rel)
     root = etree.parse(path).getroot()
     opt = root.find("option")
@@ -61,10 +61,6 @@ def _load(rel):
     opt.set("tolerance", "1e-12")
     opt.set("iterations", "300")
     opt.set("ls_iterations", "100")
-    flag = opt.find("flag")
-    if flag is None:
-        flag = etree.SubElement(opt, "flag")
-    flag.set("island", "disable")
     return load_pair_from_xml(path, etree.tostring(root), "sens")
 
 

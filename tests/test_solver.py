@@ -8,16 +8,25 @@ poisoned (NaN, -7), ``solve`` runs, and efc_b, efc_force, efc_state,
 qfrc_constraint, qacc and solver_niter are compared with mj_fwdConstraint on the
 same state, world by world, each scaled by its largest magnitude.
 
+Islands: the models keep MuJoCo's default island flag (CG and Newton then solve each
+constraint island on its own; tiphys's island runs on the copied rows first) unless
+a test asks for <flag island="disable"/>; several tests run both. With islands the
+iteration counts and statistics are those of each island (solver_niter[island],
+mjData.solver[island]), and MuJoCo's final states are its iefc_state (its efc_state
+is left at the warmstart test's).
+
 Tolerances, in f64:
-- MuJoCo's tolerance 1e-8 with <flag island="disable"/>: tiphys does MuJoCo's
-  arithmetic up to summation order, so both engines take the same iterates: equal
-  iteration counts, equal per-iteration statistics (mjData.solver), outputs to
-  1e-9 (measured ~1e-14; CG on an ill-conditioned problem: see the equality test).
+- MuJoCo's tolerance 1e-8: tiphys does MuJoCo's arithmetic up to summation order, so
+  both engines take the same iterates: equal iteration counts, equal per-iteration
+  statistics (mjData.solver), outputs to 1e-9 (measured ~1e-14; CG on an
+  ill-conditioned problem: see the equality test).
 - tolerance 1e-12 (converged): Newton agrees to 1e-9; CG and PGS stop when the
   improvement reaches the cost's round-off, so see CONVERGED_TOL.
-- MuJoCo's defaults with islands: see test_default_options_with_islands.
 - PGS with elliptic cones: forces on the cone surface are "satisfied" or "cone" by
   round-off, so those states (and the counts made from them) may differ.
+- Line searches that end where the slope is round-off may take one evaluation more
+  or less (neval; see LS_FLAT): an island is a small problem whose own scale makes
+  the line search's tolerance tighter, so islands get there more often.
 """
 import json
 import os
@@ -34,6 +43,7 @@ from oracle import corpus_dir, load_pair_from_xml, strip_later_sections
 from tiphys.kernels.smooth import com_pos, com_vel, crb, factor_m, kinematics, rne
 from tiphys.kernels.actuation import actuation, transmission, velocity
 from tiphys.kernels.forward import fwd_acceleration
+from tiphys.kernels.island import island
 from tiphys.kernels.passive import passive
 from tiphys.kernels.solver import STAT_NAMES, solve, solver_stats
 from tiphys.kernels.tendon import tendon
@@ -126,8 +136,10 @@ EQUALITY_XML = """
 </mujoco>
 """
 
-TIGHT = dict(tolerance="1e-12", iterations="200", impratio="1", island="disable",
+TIGHT = dict(tolerance="1e-12", iterations="200", impratio="1", island="enable",
              warmstart="enable")
+# MuJoCo's default (islands: CG and Newton solve each island on its own) and without
+ISLAND_FLAGS = ("enable", "disable")
 
 _MODELS = {}
 
@@ -266,22 +278,21 @@ def mujoco_rows(mjm, qpos, qvel, warmstart=None):
                           "dim": con.dim.copy(), "efc_address": con.efc_address.copy(),
                           "geom": con.geom.copy()}
         mujoco.mj_fwdConstraint(mjm, md)
-        if md.nisland and mjm.opt.solver != mujoco.mjtSolver.mjSOL_PGS:
+        state = md.efc_state.copy()
+        if by_islands(mjm, md):
             # MuJoCo's island solvers leave efc_state as the warmstart test left it
-            # (at qacc_smooth): the states of the final qacc come from its forces
-            force = md.efc_force.copy()
-            jar = J @ md.qacc - md.efc_aref
-            mujoco.mj_constraintUpdate(mjm, md, jar.reshape(-1, 1), None, 0)
-            md.efc_force[:] = force
+            # (at qacc_smooth); their final states are in iefc_state
+            state[md.map_iefc2efc] = md.iefc_state
+        nslot = min(mujoco.mjNISLAND, max(1, md.nisland))
         rec["want"] = {"efc_b": md.efc_b.copy(), "efc_force": md.efc_force.copy(),
-                       "efc_state": md.efc_state.copy(), "qacc": md.qacc.copy(),
+                       "efc_state": state, "qacc": md.qacc.copy(),
                        "qfrc_constraint": md.qfrc_constraint.copy(),
-                       "solver_niter": int(md.solver_niter[0]),
+                       "solver_niter": md.solver_niter.copy(),
                        "nisland": md.nisland,
-                       "island_niter": md.solver_niter[:max(1, md.nisland)].copy(),
-                       "stats": {k: np.array([getattr(md.solver[i], k)
-                                              for i in range(min(200, md.solver_niter[0]))])
-                                 for k in STAT_NAMES}}
+                       "stats": [{k: np.array([getattr(md.solver[200 * slot + i], k)
+                                               for i in range(min(200, md.solver_niter[
+                                                   slot]))])
+                                  for k in STAT_NAMES} for slot in range(nslot)]}
         out.append(rec)
     return out
 
@@ -330,7 +341,8 @@ def tiphys_solve(m, recs, qpos, qvel, njmax=None, nconmax=None, tamper=None,
     con = {"contact_mu": np.zeros((nworld, nconmax)),
            "contact_friction": np.zeros((nworld, nconmax, 5)),
            "contact_dim": np.zeros((nworld, nconmax), dtype=np.int32),
-           "contact_efc_address": np.full((nworld, nconmax), -1, dtype=np.int32)}
+           "contact_efc_address": np.full((nworld, nconmax), -1, dtype=np.int32),
+           "contact_geom": np.full((nworld, nconmax, 2), -1, dtype=np.int32)}
     for w, r in enumerate(recs):
         n = r["nefc"]
         for k in rows:
@@ -339,7 +351,7 @@ def tiphys_solve(m, recs, qpos, qvel, njmax=None, nconmax=None, tamper=None,
             else:
                 rows[k][w, :n] = r[k][:n]
         nc = r["ncon"]
-        for k in ("mu", "friction", "dim", "efc_address"):
+        for k in ("mu", "friction", "dim", "efc_address", "geom"):
             con["contact_" + k][w, :nc] = r["contact"][k][:nc]
     if tamper:
         tamper(rows)
@@ -353,9 +365,18 @@ def tiphys_solve(m, recs, qpos, qvel, njmax=None, nconmax=None, tamper=None,
         arr.from_numpy(np.full(arr.shape, np.nan, dtype=arr.to_numpy().dtype))
     for k in ("efc_state", "solver_niter"):
         arr = getattr(d, k)
-        arr.from_numpy(np.full(arr.shape, -7, dtype=np.int32))
+        shape = arr.shape + tuple(getattr(arr, "element_shape", ()) or ())
+        arr.from_numpy(np.full(shape, -7, dtype=np.int32))
+    island(m, d)
     solve(m, d)
     return d
+
+
+def by_islands(mjm, md):
+    """Whether MuJoCo's mj_fwdConstraint solved md by islands."""
+    return bool(md.nisland) and mjm.opt.noslip_iterations == 0 and \
+        not mjm.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_ISLAND and \
+        mjm.opt.solver != mujoco.mjtSolver.mjSOL_PGS
 
 
 def _cone_boundary(r, i):
@@ -371,14 +392,15 @@ def _cone_boundary(r, i):
 
 def compare(m, d, recs, tol, niter=0, stats=False, worlds=None, state_slack=0.0):
     """Asserts every output of every world (or of ``worlds``) within ``tol`` of
-    MuJoCo's, scaled by the largest magnitude of each; iteration counts within
-    ``niter`` (None: not compared); with ``stats``, MuJoCo's per-iteration solver
-    statistics. ``state_slack`` (f32 runs): a row's state may differ from MuJoCo's
-    where MuJoCo's force lies within that (scaled) of the state boundary. Returns the
-    largest scaled error per output and the iteration counts [(tiphys, MuJoCo)]."""
+    MuJoCo's, scaled by the largest magnitude of each; iteration counts (of each
+    island MuJoCo solved, or of the whole world) within ``niter`` (None: not
+    compared); with ``stats``, MuJoCo's per-iteration solver statistics (of each
+    island). ``state_slack`` (f32 runs): a row's state may differ from MuJoCo's where
+    MuJoCo's force lies within that (scaled) of the state boundary. Returns the largest
+    scaled error per output and the iteration counts [(tiphys, MuJoCo)] of every
+    island."""
     got = {k: d.numpy(k) for k in ("efc_b", "efc_force", "efc_state", "qacc",
                                    "qfrc_constraint", "solver_niter")}
-    st = solver_stats(m, d) if stats else None
     worst = {}
     iters = []
     for w, r in enumerate(recs):
@@ -402,26 +424,48 @@ def compare(m, d, recs, tol, niter=0, stats=False, worlds=None, state_slack=0.0)
             tie = state_slack > 0 and _state_boundary(r, i, state_slack)
             assert pgs_cone or tie, \
                 f"world {w} efc_state {ours_state} != {want['efc_state']}"
-        iters.append((int(got["solver_niter"][w]), want["solver_niter"]))
+        np.testing.assert_array_equal(got["solver_niter"][w] >= 0, True)
+        nslot = len(want["stats"])
+        for slot in range(nslot):
+            ours_n, theirs_n = int(got["solver_niter"][w][slot]), \
+                int(want["solver_niter"][slot])
+            iters.append((ours_n, theirs_n))
+            if niter is not None:
+                assert abs(ours_n - theirs_n) <= niter, \
+                    f"world {w} island {slot}: {ours_n} iterations, MuJoCo {theirs_n}"
         if niter is not None:
-            assert abs(int(got["solver_niter"][w]) - want["solver_niter"]) <= niter, \
-                f"world {w}: {got['solver_niter'][w]} iterations, MuJoCo " \
-                f"{want['solver_niter']}"
+            np.testing.assert_array_equal(got["solver_niter"][w][nslot:],
+                                          want["solver_niter"][nslot:])
         if stats and n:
-            k = min(want["solver_niter"], st["nactive"].shape[1])
-            counts = ("nactive", "nchange", "neval", "nupdate")
-            if m.opt.solver == 0 and m.opt.cone == 1:
-                counts = ()  # from dual states, decided by round-off on cone surfaces
-            for name in counts:
-                np.testing.assert_array_equal(st[name][w, :k], want["stats"][name][:k],
-                                              err_msg=f"world {w} {name}")
-            for name in ("improvement", "gradient"):
-                # improvements are differences of costs: round-off of the largest
-                a, b = st[name][w, :k], want["stats"][name][:k]
-                atol = 1e-11 + 1e-13 * float(np.abs(b).max(initial=0))
-                np.testing.assert_allclose(a, b, rtol=1e-6, atol=atol,
-                                           err_msg=f"world {w} {name}")
+            for slot in range(nslot):
+                st = solver_stats(m, d, slot)
+                ref = want["stats"][slot]
+                k = min(int(want["solver_niter"][slot]), st["nactive"].shape[1])
+                counts = ("nactive", "nchange", "neval", "nupdate")
+                if m.opt.solver == 0 and m.opt.cone == 1:
+                    counts = ()  # from dual states, decided by round-off on cone surfaces
+                for name in counts:
+                    ours_c, theirs_c = st[name][w, :k], ref[name][:k]
+                    if name == "neval":
+                        # a line search that ends where the slope is round-off (below
+                        # 1e-5 of its tolerance) may stop one evaluation apart
+                        flat = np.minimum(st["lineslope"][w, :k], ref["lineslope"][:k])
+                        near = (np.abs(ours_c - theirs_c) <= 1) & (flat < LS_FLAT)
+                        ours_c = np.where(near, theirs_c, ours_c)
+                    np.testing.assert_array_equal(ours_c, theirs_c,
+                                                  err_msg=f"world {w} {slot} {name}")
+                for name in ("improvement", "gradient"):
+                    # improvements are differences of costs: round-off of the largest
+                    a, b = st[name][w, :k], ref[name][:k]
+                    atol = 1e-11 + 1e-13 * float(np.abs(b).max(initial=0))
+                    np.testing.assert_allclose(a, b, rtol=1e-6, atol=atol,
+                                               err_msg=f"world {w} {slot} {name}")
     return worst, iters
+
+
+# lineslope (|slope| at the step found, scaled as the line search's tolerance
+# tolerance * ls_tolerance = 1e-10) below which the slope is round-off
+LS_FLAT = 1e-15
 
 
 def _state_boundary(r, i, slack):
@@ -448,20 +492,25 @@ def _contact_model(solver, cone, condim, **opt):
                     impratio="1" if cone == "pyramidal" else "3", **opt)
 
 
+@pytest.mark.parametrize("island", ISLAND_FLAGS)
 @pytest.mark.parametrize("condim", [1, 3, 4, 6])
 @pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
 @pytest.mark.parametrize("solver", SOLVERS)
-def test_contacts_match_mujoco_iteration_by_iteration(solver, cone, condim):
-    """MuJoCo's default tolerance and iterations (islands off): the same iterates, so
-    the same iteration counts and per-iteration statistics, and outputs to round-off.
-    World 0 has no rows at all."""
-    m, mjm = _contact_model(solver, cone, condim, tolerance="1e-8", iterations="100")
+def test_contacts_match_mujoco_iteration_by_iteration(solver, cone, condim, island):
+    """MuJoCo's default tolerance and iterations, with and without islands: the same
+    iterates, so the same iteration counts and per-iteration statistics (per island
+    for CG and Newton with islands), and outputs to round-off. World 0 has no rows at
+    all."""
+    m, mjm = _contact_model(solver, cone, condim, tolerance="1e-8", iterations="100",
+                            island=island)
     qpos, qvel = contact_state(mjm, f"contacts {solver} {cone} {condim}")
     d, recs = run_both(m, mjm, qpos, qvel)
     assert recs[0]["nefc"] == 0 and all(r["nefc"] > 0 for r in recs[1:])
     if cone == "elliptic" and condim > 1:
         assert all((r["efc_type"] == mujoco.mjtConstraint.mjCNSTR_CONTACT_ELLIPTIC).any()
                    for r in recs[1:])
+    if island == "enable":
+        assert max(r["want"]["nisland"] for r in recs) >= 2
     compare(m, d, recs, 1e-9, niter=0, stats=True)
 
 
@@ -487,12 +536,14 @@ def test_contacts_converged_solution_matches_mujoco(solver, cone, condim):
     compare(m, d, recs, CONVERGED_TOL[solver], niter=1)
 
 
+@pytest.mark.parametrize("island", ISLAND_FLAGS)
 @pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
 @pytest.mark.parametrize("solver", SOLVERS)
-def test_limits_frictionloss_tendon_match_mujoco(solver, cone):
-    """Hinge, slide, ball and tendon limits, dof and tendon frictionloss, a contact."""
+def test_limits_frictionloss_tendon_match_mujoco(solver, cone, island):
+    """Hinge, slide, ball and tendon limits, dof and tendon frictionloss, a contact
+    (with islands: the pendulum's, the box's on the floor)."""
     m, mjm = load_xml(JOINT_XML, solver=solver, cone=cone, condim=3, tolerance="1e-8",
-                      iterations="100")
+                      iterations="100", island=island)
     qpos, qvel = joint_state(mjm, f"joints {solver} {cone}")
     d, recs = run_both(m, mjm, qpos, qvel)
     types = set(np.concatenate([r["efc_type"] for r in recs]).tolist())
@@ -503,89 +554,94 @@ def test_limits_frictionloss_tendon_match_mujoco(solver, cone):
     compare(m, d, recs, 1e-9, niter=0, stats=True)
 
 
+@pytest.mark.parametrize("island", ISLAND_FLAGS)
 @pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
 @pytest.mark.parametrize("solver", SOLVERS)
-def test_equalities_match_mujoco(solver, cone):
+def test_equalities_match_mujoco(solver, cone, island):
     """Connect, weld and joint equality rows (always quadratic) with contacts.
 
     The stiff weld on a light body makes this problem ill-conditioned: CG needs
     ~150 iterations, and although both engines take the same number with the same
     improvements (to 1e-10), round-off in the last iterations moves the forces by
-    ~1e-6 of their scale (qacc by ~1e-7); Newton and PGS agree to round-off."""
+    ~1e-6 of their scale (qacc by ~1e-7); Newton and PGS agree to round-off. With
+    islands the weld's body is an island of its own."""
     cg = solver == "CG"
     m, mjm = load_xml(EQUALITY_XML, solver=solver, cone=cone, condim=4, tolerance="1e-8",
-                      iterations="1000" if cg else "100")
+                      iterations="1000" if cg else "100", island=island)
     qpos, qvel = equality_state(mjm, f"equality {solver} {cone}")
     d, recs = run_both(m, mjm, qpos, qvel)
     assert all(r["ne"] == 3 + 6 + 1 and r["ncon"] for r in recs)
     compare(m, d, recs, 1e-5 if cg else 1e-9, niter=1 if cg else 0, stats=not cg)
 
 
+@pytest.mark.parametrize("island", ISLAND_FLAGS)
 @pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
 @pytest.mark.parametrize("solver", SOLVERS)
-def test_humanoid_matches_mujoco(solver, cone):
+def test_humanoid_matches_mujoco(solver, cone, island):
     """The gym humanoid in the floor with joints beyond their limits (its own
-    iterations="50" caps PGS and CG)."""
+    iterations="50" caps PGS and CG); one tree, so one island with islands on."""
     m, mjm = load_humanoid(solver=solver, cone=cone, jacobian="dense",
-                           flags={"island": "disable"})
+                           flags={"island": island})
     qpos, qvel = humanoid_state(mjm, "humanoid")
     d, recs = run_both(m, mjm, qpos, qvel)
     assert all(r["nl"] and r["ncon"] for r in recs)
     compare(m, d, recs, 1e-9, niter=0, stats=True)
 
 
-# MuJoCo's default tolerance with islands: Newton ends within round-off of the
-# solution either way; CG stops on improvement < 1e-8 with its scaled gradient still
-# ~1e-5..1e-4, at a different iterate per island than for the whole world.
-ISLAND_TOL = {"Newton": 1e-7, "CG": 1e-3}
-
-
 @pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
 @pytest.mark.parametrize("solver", ["Newton", "CG"])
-def test_default_options_with_islands(solver, cone):
-    """Islands on (MuJoCo's default): three bodies on the floor make up to three
-    islands per world. MuJoCo solves each island with its own scale (1 / its M
-    diagonal sum instead of 1 / (meaninertia nv)) and iteration count
-    (solver_niter[island]); tiphys solves the world as one system. Both stop on
-    scaled improvement or gradient below 1e-8 (see ISLAND_TOL). MuJoCo leaves
-    efc_state as its warmstart test left it; its states at the final qacc are
-    compared."""
+def test_islands_solved_apart_match_mujoco(solver, cone):
+    """MuJoCo's default options and flags: three bodies on the floor make up to three
+    islands per world, each solved with its own scale (1 / its M diagonal sum),
+    iterations (solver_niter[island]) and statistics; every one matches MuJoCo's, and
+    the same model with islands off takes other iterates (so the islands are not
+    solved as one system by accident)."""
     m, mjm = _contact_model(solver, cone, 3, tolerance="1e-8", iterations="100",
                             island="enable")
     qpos, qvel = contact_state(mjm, f"islands {solver} {cone}", free_world=-1)
     d, recs = run_both(m, mjm, qpos, qvel)
-    assert max(r["want"]["nisland"] for r in recs) >= 2
-    compare(m, d, recs, ISLAND_TOL[solver], niter=None)
-    if solver == "Newton":
-        # one system takes about as many Newton steps as its slowest island
-        got = d.numpy("solver_niter")
-        for w, r in enumerate(recs):
-            assert abs(int(got[w]) - int(max(r["want"]["island_niter"]))) <= 2
+    assert min(r["want"]["nisland"] for r in recs) >= 1
+    assert sum(r["want"]["nisland"] >= 2 for r in recs) >= 3
+    compare(m, d, recs, 1e-9, niter=0, stats=True)
+    off, mjm_off = _contact_model(solver, cone, 3, tolerance="1e-8", iterations="100",
+                                  island="disable")
+    d_off, recs_off = run_both(off, mjm_off, qpos, qvel)
+    compare(off, d_off, recs_off, 1e-9, niter=0, stats=solver == "Newton")
+    assert d.numpy("solver_niter")[:, 1].any()
+    assert not d_off.numpy("solver_niter")[:, 1:].any()
+    assert not np.array_equal(d.numpy("qacc"), d_off.numpy("qacc"))
 
 
 @pytest.mark.parametrize("solver", SOLVERS)
 def test_warmstart_matches_mujoco(solver):
     """qacc_warmstart near the solution (kept: fewer iterations), far from it (cost
-    above qacc_smooth's: dropped), and the warmstart disable flag."""
+    above qacc_smooth's: dropped), and the warmstart disable flag. In world 0 the
+    ball is in the air: with islands its dofs are in none and start (and end) at
+    qacc_smooth even where the warm start is kept. CG's statistics are not compared
+    from the near start: its iterates there amplify round-off (gradients ~1e-5
+    apart relative, outputs still within 1e-10)."""
     m, mjm = _contact_model(solver, "elliptic", 3, tolerance="1e-8", iterations="100")
     qpos, qvel = contact_state(mjm, f"warmstart {solver}", nworld=3, free_world=-1)
+    qpos[0, 16] += 1.0
     solved = np.array([r["want"]["qacc"] for r in mujoco_rows(mjm, qpos, qvel)])
     rng = np.random.default_rng(zlib.crc32(b"warmstart"))
     near = solved + rng.normal(scale=1e-3, size=solved.shape)
     far = solved + rng.normal(scale=1e3, size=solved.shape)
     d, recs_near = run_both(m, mjm, qpos, qvel, warmstart=near)
-    compare(m, d, recs_near, 1e-9, niter=0, stats=True)
+    compare(m, d, recs_near, 1e-9, niter=0, stats=solver != "CG")
+    assert (d.numpy("dof_island")[0, 12:] == -1).all() and d.numpy("nisland")[0] >= 1
+    np.testing.assert_array_equal(d.numpy("qacc")[0, 12:], d.numpy("qacc_smooth")[0, 12:])
     d, recs_far = run_both(m, mjm, qpos, qvel, warmstart=far)
     compare(m, d, recs_far, 1e-9, niter=0, stats=True)
     m_cold, mjm_cold = _contact_model(solver, "elliptic", 3, tolerance="1e-8",
                                       iterations="100", warmstart="disable")
     d, recs_cold = run_both(m_cold, mjm_cold, qpos, qvel, warmstart=near)
     compare(m_cold, d, recs_cold, 1e-9, niter=0, stats=True)
-    near_iters = sum(r["want"]["solver_niter"] for r in recs_near)
-    cold_iters = sum(r["want"]["solver_niter"] for r in recs_cold)
+    near_iters = sum(r["want"]["solver_niter"].sum() for r in recs_near)
+    cold_iters = sum(r["want"]["solver_niter"].sum() for r in recs_cold)
     assert near_iters < cold_iters
-    assert [r["want"]["solver_niter"] for r in recs_far] == \
-        [r["want"]["solver_niter"] for r in recs_cold]
+    assert [r["want"]["solver_niter"].tolist() for r in recs_far] == \
+        [r["want"]["solver_niter"].tolist() for r in recs_cold]
 
 
 @pytest.mark.parametrize("solver", SOLVERS)
@@ -599,7 +655,8 @@ def test_nan_in_one_world_leaves_the_others(solver):
 
     d = tiphys_solve(m, recs, qpos, qvel, tamper=poison)
     compare(m, d, recs, 1e-9, niter=0, worlds=(0, 2, 3))
-    assert 0 <= d.numpy("solver_niter")[1] <= 100
+    niter = d.numpy("solver_niter")[1]
+    assert 0 <= niter.min() <= niter.max() <= 100
 
 
 # f32 against MuJoCo's f64. Newton converges quadratically to the f32 solution (~1e-6).

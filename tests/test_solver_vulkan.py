@@ -15,7 +15,9 @@ compiles large kernels slowly: ~70 s of CPU time with cold Taichi and Mesa cache
 and compares with MuJoCo at the f32 tolerances of test_solver.py. On lavapipe it also
 solves again in a single launch, as the solver did before, and checks that the loop
 counter then runs out for PGS and CG: the model is large enough for this test to have
-caught the fault.
+caught the fault. With MuJoCo's default island flag, CG and Newton (elliptic cones)
+solve the same model island by island (three bodies on the floor: up to three
+islands per world), at the same tolerances.
 """
 import json
 import os
@@ -32,7 +34,7 @@ MODEL_XML = """
 <mujoco>
   <option solver="{solver}" cone="{cone}" tolerance="1e-8" iterations="100"
           jacobian="dense" impratio="{impratio}">
-    <flag island="disable"/>
+    <flag island="{island}"/>
   </option>
   <default><geom friction="0.8 0.02 0.002"/></default>
   <worldbody>
@@ -64,7 +66,7 @@ def _solve_all(arch):
     out = {"loop_limit": loop_limit()}
     for solver in SOLVERS:
         for cone in ("pyramidal", "elliptic"):
-            xml = MODEL_XML.format(solver=solver, cone=cone,
+            xml = MODEL_XML.format(solver=solver, cone=cone, island="disable",
                                    impratio="1" if cone == "pyramidal" else "3")
             mjm = mujoco.MjModel.from_xml_string(xml)
             m = tiphys.load_model_from_string(xml)
@@ -85,6 +87,19 @@ def _solve_all(arch):
                 "worst": worst, "iterations": iters, "npass": npass, "passes": passes,
                 "one_launch_limited": one_launch_limited,
                 "ncon": [int(r["ncon"]) for r in recs]}
+    for solver in ("CG", "Newton"):
+        xml = MODEL_XML.format(solver=solver, cone="elliptic", island="enable",
+                               impratio="3")
+        mjm = mujoco.MjModel.from_xml_string(xml)
+        m = tiphys.load_model_from_string(xml)
+        qpos, qvel = contact_state(mjm, f"vulkan islands {solver}")
+        recs = mujoco_rows(mjm, qpos, qvel)
+        d = tiphys_solve(m, recs, qpos, qvel, mujoco_smooth=True)
+        worst, iters = compare(m, d, recs, 1.0, niter=None, state_slack=F32_TOL[solver])
+        out[f"{solver} islands"] = {
+            "worst": worst, "iterations": iters,
+            "nisland": [int(r["want"]["nisland"]) for r in recs],
+            "ncon": [int(r["ncon"]) for r in recs]}
     return out
 
 
@@ -95,9 +110,11 @@ def test_solvers_on_device_backends_match_mujoco(arch):
     out = json.loads(res.stdout.strip().splitlines()[-1])
     from test_solver import F32_TOL
     limit = out.pop("loop_limit")
-    assert len(out) == 6
+    assert len(out) == 8
     for case, r in out.items():
         assert max(r["ncon"]) >= 3, f"{case}: too few contacts to test ({r['ncon']})"
+        if case.endswith("islands"):
+            assert max(r["nisland"]) >= 2, f"{case}: {r['nisland']}"
         for k, err in r["worst"].items():
             assert err < F32_TOL[case.split()[0]], f"{case} {k}: scaled error {err}"
     if limit is not None:

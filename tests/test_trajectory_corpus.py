@@ -2,9 +2,9 @@
 the two engines drift apart over time.
 
 Every corpus model that has contact candidates (sensor/deformable/extension sections
-stripped in both engines; tendons, actuators and equalities kept), MuJoCo's islands off
-in both (tiphys solves each world as one system), 2 worlds from qpos0 or a keyframe
-with small random velocities and controls, 100 steps of the model's own integrator.
+stripped in both engines; tendons, actuators and equalities kept), MuJoCo's default
+flags (constraint islands solved apart), 2 worlds from qpos0 or a keyframe with small
+random velocities and controls, 100 steps of the model's own integrator.
 
 Tolerance, and why: per step the engines differ by round-off (~1e-16 of the state), and
 contact dynamics may amplify any difference (solver iteration counts flip, a contact
@@ -93,17 +93,9 @@ def _models():
 
 
 def _load(rel):
-    """(tiphys Model, MjModel) with islands off."""
+    """(tiphys Model, MjModel) of the stripped model."""
     path = os.path.join(corpus_dir(), rel)
     root = etree.fromstring(strip_later_sections(path, STRIP))
-    opt = root.find("option")
-    if opt is None:
-        opt = etree.Element("option")
-        root.insert(0, opt)
-    flag = opt.find("flag")
-    if flag is None:
-        flag = etree.SubElement(opt, "flag")
-    flag.set("island", "disable")
     return load_pair_from_xml(path, etree.tostring(root), "traj")
 
 

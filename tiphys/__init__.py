@@ -25,6 +25,7 @@ from .forward import compare_fwd_inv, inverse, step1, step2
 from .contacts import add_contact, collision
 from .kernels.geom_distance import geom_distance
 from .kernels.constraint import make_constraint, reference_constraint
+from .kernels.island import island
 from .kernels.jac import apply_ft, jac, jac_body, jac_body_com, jac_geom, jac_site, jac_subtree_com
 from .kernels.solver import solve, solver_stats
 from .kernels.rne_post import contact_force, rne_post_constraint
@@ -60,7 +61,8 @@ __all__ = [
     "step1", "step2", "inverse", "jac", "jac_body", "jac_body_com", "jac_site", "jac_geom",
     "jac_subtree_com", "apply_ft",
     "tendon", "transmission", "velocity", "actuation", "advance_activation", "tendon_passive",
-    "collision", "add_contact", "geom_distance", "make_constraint", "reference_constraint", "solve",
+    "collision", "add_contact", "geom_distance", "make_constraint", "reference_constraint", "island",
+    "solve",
     "solver_stats", "compare_fwd_inv",
     "rne_post_constraint", "contact_force",
     "ray", "multi_ray", "ray_batch", "ray_geom", "ray_mesh", "ray_hfield",

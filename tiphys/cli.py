@@ -333,6 +333,8 @@ class RunStats:
 
     def sample(self, d) -> dict:
         now = {k: d.numpy(k) for k in self.samples}
+        # a world's iterations: those of its slowest island (island 0 when solved whole)
+        now["solver_niter"] = now["solver_niter"].max(axis=1)
         for k, v in now.items():
             self.samples[k].append(v)
         return now

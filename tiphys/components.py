@@ -26,8 +26,8 @@ def fwd_kinematics(m: Model, d: Data) -> None:
 
 
 def fwd_position(m: Model, d: Data) -> None:
-    """mj_fwdPosition: kinematics to crb and factor_m, collision, make_constraint and
-    transmission (sensors are not part of it, as in MuJoCo)."""
+    """mj_fwdPosition: kinematics to crb and factor_m, collision, make_constraint, island
+    and transmission (sensors are not part of it, as in MuJoCo)."""
     _position(m, d)
 
 

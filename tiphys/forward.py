@@ -1,10 +1,10 @@
 """The pipeline: forward and step as fixed sequences of stage launches.
 
 mj_forward's order: kinematics, com_pos, camlight, tendon, crb, factor_m, collision,
-make_constraint, transmission, (velocity) com_vel, passive, reference_constraint,
-rne; actuation, fwd_acceleration, solve. Stages a model cannot need (collision
-without candidate pairs, the constraint stages without any possible row) are left
-out on the host, decided once per set of options.
+make_constraint, island, transmission, (velocity) com_vel, passive,
+reference_constraint, rne; actuation, fwd_acceleration, solve. Stages a model cannot
+need (collision without candidate pairs, the constraint stages without any possible
+row) are left out on the host, decided once per set of options.
 
 Sensors and energy run where MuJoCo's mj_forwardSkip, mj_step1/mj_step2 and
 mj_inverseSkip run them: sensor_pos (and energy_pos with <flag energy="enable"/>,
@@ -25,6 +25,7 @@ from .kernels.consts import (INT_EULER, INT_IMPLICIT, INT_IMPLICITFAST, INT_RK4,
                              STAGE_NONE, STAGE_POS, STAGE_VEL)
 from .kernels.energy import energy_pos, energy_vel
 from .kernels.forward import fwd_acceleration
+from .kernels.island import clear_islands, island
 from .kernels.integrate import RK4_A, RK4_B, euler, implicit, implicitfast, rk4_stage
 from .kernels.inverse import (DISCRETE_NONE, compare_inverse, discrete_mode,
                               inverse_acceleration)
@@ -77,16 +78,16 @@ def forward(m: Model, d: Data) -> None:
     """Forward dynamics of every world, as mj_forward.
 
     Runs kinematics, com_pos, camlight, tendon, crb, factor_m, collision,
-    make_constraint, transmission, velocity, com_vel, passive, reference_constraint,
-    rne, actuation, fwd_acceleration, solve (qacc = qacc_smooth where a world has no
-    constraint rows); sensor_pos, sensor_vel and sensor_acc (and the energies with
-    <flag energy="enable"/>) after their stages, as mj_forward.
+    make_constraint, island, transmission, velocity, com_vel, passive,
+    reference_constraint, rne, actuation, fwd_acceleration, solve (qacc = qacc_smooth
+    where a world has no constraint rows); sensor_pos, sensor_vel and sensor_acc (and
+    the energies with <flag energy="enable"/>) after their stages, as mj_forward.
     """
     _forward(m, d)
 
 
 def _position(m: Model, d: Data) -> None:
-    """mj_fwdPosition: kinematics to make_constraint and transmission."""
+    """mj_fwdPosition: kinematics to make_constraint, island and transmission."""
     rows = constraint_rows_possible(m)
     kinematics(m, d)
     com_pos(m, d)
@@ -100,6 +101,7 @@ def _position(m: Model, d: Data) -> None:
         else:
             d.ncon.fill(0)
         make_constraint(m, d)
+        island(m, d)
     transmission(m, d, contacts=rows)
 
 
@@ -168,6 +170,7 @@ def _acceleration(m: Model, d: Data) -> None:
             d.qfrc_constraint.fill(0)
             d.nefc.fill(0)
             d.ncon.fill(0)
+            clear_islands(d)
             d._tiphys_constrained = False
         d.qacc.copy_from(d.qacc_smooth)
 
@@ -304,6 +307,7 @@ def _inverse(m: Model, d: Data, skipstage: int, skipsensor: bool) -> None:
     if not rows and getattr(d, "_tiphys_constrained", False):  # options changed
         d.nefc.fill(0)
         d.ncon.fill(0)
+        clear_islands(d)
         d._tiphys_constrained = False
     inverse_acceleration(m, d, rows)
     if not skipsensor:

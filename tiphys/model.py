@@ -267,6 +267,7 @@ class Data:
                 njmax = cap
         njmax = _count_arg("njmax", njmax)
         sizes["njmax"] = njmax
+        sizes["nislandmax"] = m.ntree  # an island holds at least one tree
         check_memory(sizes, self.nworld)
         if njmax * row_bytes > 4 * EFC_J_BUDGET:
             raise ValueError(

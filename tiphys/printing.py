@@ -38,8 +38,8 @@ _OBJECTS = {
     "ntext": ("TEXT", "text"), "ntuple": ("TUPLE", "tuple"), "nkey": ("KEYFRAME", "key"),
 }
 # Data arrays listed up to the world's contact / constraint count
-_ROWS_OF = {"nconmax": "ncon", "njmax": "nefc"}
-_DATA_SIZES = ("ncon", "ne", "nf", "nl", "nefc", "solver_niter", "contact_overflow",
+_ROWS_OF = {"nconmax": "ncon", "njmax": "nefc", "nislandmax": "nisland"}
+_DATA_SIZES = ("ncon", "ne", "nf", "nl", "nefc", "nisland", "nidof", "contact_overflow",
                "efc_overflow")
 
 

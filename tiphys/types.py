@@ -421,7 +421,9 @@ DATA_EXTRA_FIELDS = (
      "contacts dropped by the last collision because nconmax was reached"),
     # constraint rows (mjData's efc_* fields, dense Jacobian), njmax rows per world; the
     # first nefc[w] are world w's rows: equality, friction, limit, contact, as MuJoCo
-    ("solver_niter", "nworld", "i", "number of solver iterations of the last solve"),
+    ("solver_niter", "nworld 20", "i",
+     "solver iterations of the last solve, per island (mjNISLAND = 20; island 0 when "
+     "the world is solved whole)"),
     ("solver_fwdinv", "nworld 2", "f", "compare_fwd_inv: constraint and applied force gaps"),
     ("ne", "nworld", "i", "number of equality constraint rows"),
     ("nf", "nworld", "i", "number of friction constraint rows"),
@@ -444,6 +446,29 @@ DATA_EXTRA_FIELDS = (
     ("efc_force", "nworld njmax", "f", "constraint force in constraint space"),
     ("efc_overflow", "nworld", "i",
      "constraint rows dropped by the last make_constraint because njmax was reached"),
+    # constraint islands (mj_island: mjData's island fields, island_* sized by the
+    # world's nisland, at most ntree); nisland = nidof = 0 with the island flag off or
+    # without rows. Dofs (efc rows) in island order ("idof", "iefc"): by island, then
+    # by dof (row); the dofs in no island follow the nidof others, in dof order.
+    ("nisland", "nworld", "i", "number of detected constraint islands"),
+    ("nidof", "nworld", "i", "number of dofs in all islands"),
+    ("tree_island", "nworld ntree", "i", "island id of this tree; -1: none"),
+    ("island_ntree", "nworld nislandmax", "i", "number of trees in this island"),
+    ("island_itreeadr", "nworld nislandmax", "i", "island start address in itree vector"),
+    ("map_itree2tree", "nworld ntree", "i", "map from itree to tree"),
+    ("dof_island", "nworld nv", "i", "island id of this dof; -1: none"),
+    ("island_nv", "nworld nislandmax", "i", "number of dofs in this island"),
+    ("island_idofadr", "nworld nislandmax", "i", "island start address in idof vector"),
+    ("island_dofadr", "nworld nislandmax", "i", "island start address in dof vector"),
+    ("map_dof2idof", "nworld nv", "i", "map from dof to idof"),
+    ("map_idof2dof", "nworld nv", "i", "map from idof to dof; >= nidof: unconstrained"),
+    ("efc_island", "nworld njmax", "i", "island id of this constraint"),
+    ("island_ne", "nworld nislandmax", "i", "number of equality constraints in island"),
+    ("island_nf", "nworld nislandmax", "i", "number of friction constraints in island"),
+    ("island_nefc", "nworld nislandmax", "i", "number of constraints in island"),
+    ("island_iefcadr", "nworld nislandmax", "i", "start address in iefc vector"),
+    ("map_efc2iefc", "nworld njmax", "i", "map from efc to iefc"),
+    ("map_iefc2efc", "nworld njmax", "i", "map from iefc to efc"),
     # mjData.warning per world: counts and last info of each mjtWarning
     ("warning_number", "nworld 8", "i", "how many times each warning was raised"),
     ("warning_lastinfo", "nworld 8", "i", "info from the last warning of each kind"),
