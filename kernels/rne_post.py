@@ -210,9 +210,10 @@ def _check(m) -> None:
         raise NotImplementedError("rne_post_constraint: flex equality constraints")
 
 
-def rne_post_constraint(m, d) -> None:
+def rne_post_constraint(m, d, qacc=None) -> None:
     """com-based accelerations and forces after the constraint solver, as
-    mj_rnePostConstraint (two launches).
+    mj_rnePostConstraint (two launches). ``qacc``: the (nworld, nv) accelerations to
+    use instead of d.qacc (inverse's discrete-time case reads mj_discreteAcc's).
 
     Reads xfrc_applied, xpos, xmat, xipos, subtree_com, cdof, cdof_dot, cinert, cvel,
     qvel, qacc, the contacts (ncon, contact_pos/frame/friction/dim/geom/efc_address)
@@ -232,8 +233,8 @@ def rne_post_constraint(m, d) -> None:
     g = (0.0, 0.0, 0.0) if m.opt.disabled("gravity") else tuple(float(x) for x in m.opt.gravity)
     _cacc_cfrc_int(m.body_parentid, m.body_depth, m.body_dofnum, m.body_dofadr,
                    m.body_subtree_adr, m.body_subtree_num, m.body_subtree, m.nbody, *g,
-                   d.qvel, d.qacc, d.cdof, d.cdof_dot, d.cinert, d.cvel, d.cfrc_ext,
-                   d.cacc, d.cfrc_int)
+                   d.qvel, d.qacc if qacc is None else qacc, d.cdof, d.cdof_dot, d.cinert,
+                   d.cvel, d.cfrc_ext, d.cacc, d.cfrc_int)
 
 
 @ti.kernel

@@ -702,7 +702,7 @@ def _acc_int_table(a, n, acc):
     return table
 
 
-def sensor_acc(m, d) -> None:
+def sensor_acc(m, d, qacc=None) -> None:
     """Acceleration-dependent sensors of every world, as mj_sensorAcc (one launch per
     sensor group present, plus rne_post_constraint's two when a sensor needs it and
     one for the user sensors' cutoff when a callback is set).
@@ -714,13 +714,14 @@ def sensor_acc(m, d) -> None:
     cfrc_int, cfrc_ext when MuJoCo would (an accelerometer, force, torque, framelinacc,
     frameangacc or user sensor). User sensors are zeroed, then the callback of
     set_sensor_callback runs (stage 3). Each value is clipped by its sensor's cutoff
-    (apply_cutoff's rule). Nothing is written when sensors are disabled.
+    (apply_cutoff's rule). Nothing is written when sensors are disabled. ``qacc``:
+    accelerations to use instead of d.qacc (see rne_post_constraint).
     """
     if m.nsensor == 0 or m.opt.disabled("sensor"):
         return
     plan = _plan(m)
     if plan.rne:
-        rne_post_constraint(m, d)
+        rne_post_constraint(m, d, qacc)
     if plan.motion is not None:
         _motion_force(plan.motion, plan.acc_int, m.sensor_cutoff, m.actuator_trntype,
                       m.actuator_trnid, m.nu, d.xpos, d.xipos, d.geom_xpos, d.site_xpos,

@@ -151,11 +151,11 @@ def _velocity_sensors(m: Model, d: Data, skipsensor: bool) -> None:
         d._tiphys_energy_set = True
 
 
-def _acc_sensors(m: Model, d: Data) -> None:
+def _acc_sensors(m: Model, d: Data, qacc=None) -> None:
     """sensor_acc, imported when the model has acceleration-stage sensors."""
     if m.nsensor and not m.opt.disabled("sensor") and sensor_plan(m).acc.n:
         from .kernels.sensor_acc import sensor_acc
-        sensor_acc(m, d)
+        sensor_acc(m, d, qacc)
 
 
 def _acceleration(m: Model, d: Data) -> None:
@@ -311,16 +311,10 @@ def _inverse(m: Model, d: Data, skipstage: int, skipsensor: bool) -> None:
         d._tiphys_constrained = False
     inverse_acceleration(m, d, rows)
     if not skipsensor:
-        if discrete != DISCRETE_NONE:
-            # MuJoCo's acc sensors see the continuous-time qacc of mj_discreteAcc
-            given = d.qacc
-            d.qacc = d._inverse_scratch["qacc"]
-            try:
-                _acc_sensors(m, d)
-            finally:
-                d.qacc = given
-        else:
-            _acc_sensors(m, d)
+        # with invdiscrete, MuJoCo's acc sensors see the continuous-time qacc of
+        # mj_discreteAcc (d.qacc keeps the given one)
+        _acc_sensors(m, d, d._inverse_scratch["qacc"] if discrete != DISCRETE_NONE
+                     else None)
 
 
 @checks_model_data
