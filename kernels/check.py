@@ -110,7 +110,7 @@ def _check(warn: ti.template(), autoreset: ti.template(), n: ti.i32, values: ND,
 def _reset_state(m, d):
     """One world's reset state on the device (set by make_data / reset_data)."""
     state = d._reset_state
-    if state is None or getattr(d, "_reset_version", 0) != m._param_version:
+    if state is None or d._reset_version != m._param_version:
         state = d._reset_state = d._make_reset_state(m)  # again after set_param (qpos0)
     return state
 

@@ -10,6 +10,7 @@ subtree lists. Per-world-able ("*") parameters are indexed ``worldid % shape[0]`
 import numpy as np
 import taichi as ti
 
+from .config import per_options
 from .consts import (CAMLIGHT_TARGETBODY, CAMLIGHT_TARGETBODYCOM, CAMLIGHT_TRACK,
                      CAMLIGHT_TRACKCOM, JNT_BALL, JNT_FREE, JNT_HINGE, JNT_SLIDE)
 from .math import (axis_angle2quat, cross_force, cross_motion, dof_com, inert_com,
@@ -510,7 +511,10 @@ def _crb_tendon(
 
 
 def _tendon_armature_on(m) -> bool:
-    return m.ntendon > 0 and bool(np.any(m.param("tendon_armature") != 0))
+    """Whether some world's tendon armature is non-zero (kept on the model: crb runs
+    every step; set_param drops it)."""
+    return per_options(m, "_tiphys_tendon_armature", lambda m: m.ntendon > 0 and bool(
+        np.any(m.param("tendon_armature") != 0)))
 
 
 def crb(m, d):

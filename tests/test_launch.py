@@ -91,12 +91,17 @@ def test_step_is_the_same_with_and_without_prepared_launches(monkeypatch):
     assert runs[1][2].min() > 0  # resting on the plane: contacts in every world
 
 
+def _fresh_notice(monkeypatch, after_s):
+    """The compile notice as in a new process, given after ``after_s`` seconds."""
+    monkeypatch.setitem(launch._NOTICE, "shown", False)
+    monkeypatch.setitem(launch._NOTICE, "spent", 0.0)
+    monkeypatch.setattr(launch, "NOTICE_AFTER_S", after_s)
+
+
 def test_first_launches_say_they_are_compiling(monkeypatch, capsys):
     """A process whose first launches take long prints 'compiling kernels (one-time)'
     once, on stderr, while they run; later launches and later kernels print nothing."""
-    monkeypatch.setitem(launch._NOTICE, "shown", False)
-    monkeypatch.setitem(launch._NOTICE, "spent", 0.0)
-    monkeypatch.setattr(launch, "NOTICE_AFTER_S", 0.0)
+    _fresh_notice(monkeypatch, 0.0)
 
     @ti.kernel
     def fresh(x: ti.types.ndarray()):
@@ -119,9 +124,7 @@ def test_first_launches_say_they_are_compiling(monkeypatch, capsys):
 
 
 def test_quick_first_launches_stay_quiet(monkeypatch, capsys):
-    monkeypatch.setitem(launch._NOTICE, "shown", False)
-    monkeypatch.setitem(launch._NOTICE, "spent", 0.0)
-    monkeypatch.setattr(launch, "NOTICE_AFTER_S", 3600.0)
+    _fresh_notice(monkeypatch, 3600.0)
 
     @ti.kernel
     def quiet(x: ti.types.ndarray()):

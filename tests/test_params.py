@@ -109,13 +109,19 @@ def _mujoco_world(xml, params, state, w):
     return mjm, mjd
 
 
-def test_each_world_matches_mujoco_with_its_parameters():
+def _model_with_params(seed):
+    """XML's model with _per_world's parameters set, and a random state per world."""
     mjm = mujoco.MjModel.from_xml_string(XML)
-    rng = np.random.default_rng(3)
+    rng = np.random.default_rng(seed)
     params, state = _per_world(mjm, rng), _state(mjm, rng)
     m = tiphys.load_model_from_string(XML)
     for name, values in params.items():
         tiphys.set_param(m, name, values)
+    return m, params, state
+
+
+def test_each_world_matches_mujoco_with_its_parameters():
+    m, params, state = _model_with_params(3)
     d = _forward(m, state)
     got = {name: d.numpy(name) for name in OUTPUTS}
     ncon = d.numpy("ncon")
@@ -169,12 +175,7 @@ def test_per_world_qpos0_resets_each_world_to_its_own():
 def test_forward_on_some_worlds_uses_their_parameters():
     """check_acc's autoreset re-runs forward on the reset worlds only, gathered into a
     smaller Data: each keeps its own parameters there."""
-    mjm = mujoco.MjModel.from_xml_string(XML)
-    rng = np.random.default_rng(5)
-    params, state = _per_world(mjm, rng), _state(mjm, rng)
-    m = tiphys.load_model_from_string(XML)
-    for name, values in params.items():
-        tiphys.set_param(m, name, values)
+    m, _, state = _model_with_params(5)
     whole = _forward(m, state)
     part = _forward(m, state)
     for name in OUTPUTS:

@@ -102,8 +102,7 @@ def _expanded(m: Model, d: Data, nexp: int) -> Data:
     de._tiphys_fd_model = m
     from .kernels.check import _reset_state
     de._reset_state = _reset_state(m, d)  # a bad world resets to d's reset state
-    de._reset_keyframe = getattr(d, "_reset_keyframe", None)
-    de._reset_version = getattr(d, "_reset_version", m._param_version)
+    de._reset_keyframe, de._reset_version = d._reset_keyframe, d._reset_version
     d._tiphys_fd_data = de
     return de
 

@@ -280,15 +280,16 @@ class Data:
         self._sizes = sizes
         self._tiphys_model_key = m._tiphys_key
         self._tiphys_model_repr = repr(m)
-        self._reset_state = None  # what autoreset restores: reset_data sets it
+        # what autoreset restores (reset_data sets it), the keyframe it is of, and the
+        # model's set_param count it was made at (made again when that changed)
+        self._reset_state, self._reset_keyframe, self._reset_version = None, None, 0
 
     def _make_reset_state(self, m: Model) -> dict:
         """The reset state autoreset restores (kernels/check.py makes it on first use,
         and again after tiphys.set_param changed the model): qpos0, or the keyframe
         reset_data last reset to."""
-        keyframe = getattr(self, "_reset_keyframe", None)
         self._reset_version = m._param_version
-        return reset_state_arrays(m, self, keyframe)
+        return reset_state_arrays(m, self, self._reset_keyframe)
 
     def field_shape(self, name: str) -> tuple:
         """The MuJoCo-sized shape of a Data field (without the padding)."""
@@ -360,8 +361,8 @@ def reset_data(m: Model, d: Data, keyframe=None, world: Optional[int] = None) ->
     if world is not None:
         _reset_world(m, d, keyframe, int(world), state)
         return
-    d._reset_state = reset_state_arrays(m, d, keyframe)
-    d._reset_keyframe, d._reset_version = keyframe, m._param_version
+    d._reset_keyframe = keyframe
+    d._reset_state = d._make_reset_state(m)
     for name, _, _, _ in DATA_FIELDS + DATA_EXTRA_FIELDS:
         field = getattr(d, name)
         if name in state:
@@ -377,17 +378,16 @@ def _reset_world(m: Model, d: Data, keyframe, world: int, state: dict) -> None:
     from .kernels.check import copy_world, zero_world
     cache = d.__dict__.setdefault("_reset_world_state", {})
     # a world's reset state differs from world 0's only by qpos0 given per world
-    key = (keyframe, m._param_version,
-           world if keyframe is None and "qpos0" in m._params else 0)
+    row = world if keyframe is None and "qpos0" in m._params else 0
+    key = (keyframe, m._param_version, row)
     one = cache.get(key)
     if one is None:
         table = {name: (shape, dtype) for name, shape, dtype, _ in
                  DATA_FIELDS + DATA_EXTRA_FIELDS}
         one = {}
-        for name, value in state.items():
+        for name, value in state.items():  # every value has one row per world
             arr = _make_array(*table[name], d._sizes, nworld=1)
-            _set_padded(arr, np.asarray(value)[world:world + 1] if len(value) > 1 and
-                        key[2] else np.asarray(value)[:1])
+            _set_padded(arr, np.asarray(value)[row:row + 1])
             one[name] = arr
         cache[key] = one
     for name, _, _, _ in DATA_FIELDS + DATA_EXTRA_FIELDS:

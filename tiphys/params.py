@@ -51,9 +51,13 @@ def _field(m: Model, func: str, name) -> str:
     return name
 
 
+def _one_set(m: Model, name: str) -> tuple:
+    return numpy_shape(_SHAPES[name], m.arrays.sizes)[1:]
+
+
 def param_shape(m: Model, name: str) -> tuple:
     """The shape of one parameter set of field ``name`` (MuJoCo's shape of the field)."""
-    return numpy_shape(_SHAPES[_field(m, "param_shape", name)], m.arrays.sizes)[1:]
+    return _one_set(m, _field(m, "param_shape", name))
 
 
 def set_param(m: Model, name: str, value) -> None:
@@ -64,7 +68,7 @@ def set_param(m: Model, name: str, value) -> None:
     nworld matches."""
     name = _field(m, "set_param", name)
     shape = _SHAPES[name]
-    one = numpy_shape(shape, m.arrays.sizes)[1:]
+    one = _one_set(m, name)
     try:
         values = np.array(value, dtype=np.float64)
     except (TypeError, ValueError):

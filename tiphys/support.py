@@ -443,8 +443,8 @@ def _model_of_worlds(m: Model, idx, worlds: np.ndarray) -> Model:
     import copy
 
     from .model import _make_array
-    from .types import MODEL_FIELDS, parse_shape
-    shapes = {name: shape for name, shape, _, _ in MODEL_FIELDS}
+    from .params import _SHAPES as shapes
+    from .types import parse_shape
     sub = copy.copy(m)
     sub.forget_plans()  # plans of m may hold its arrays
     sub._params = {name: values[worlds] for name, values in m._params.items()}
