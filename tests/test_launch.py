@@ -61,7 +61,7 @@ def test_a_freed_array_drops_its_entries():
     y = ti.ndarray(ti.f64, 4)
     y.fill(0.0)
     _axpy(y, x, 1.0, 4)
-    key = launch._key((y, x, 1.0, 4))
+    key = _axpy._primal.__dict__["_tiphys_key"]((y, x, 1.0, 4))
     assert key in _table(_axpy)
     del x
     gc.collect()
@@ -153,3 +153,70 @@ def test_count_launches_counts_prepared_and_taichi_launches_and_restores_the_pat
     assert ti.lang.kernel_impl.Kernel.__call__ is launch._call
     _axpy(y, x, 1.0, 3)
     assert counter["n"] == 6  # nothing counted after the block
+
+
+@ti.kernel
+def _claim_order(counter: ti.types.ndarray(), out: ti.types.ndarray(), n: ti.i32):
+    for i in range(n):  # each iteration takes the next slot: in order only when serial
+        out[ti.atomic_add(counter[0], 1)] = i
+
+
+def _tagged(nworld):
+    arr = ti.ndarray(ti.i32, 1)
+    launch.tag_worlds(arr, nworld)
+    arr.fill(0)
+    return arr
+
+
+def test_few_worlds_run_the_serial_twin_and_many_the_parallel_kernel(monkeypatch):
+    """On the CPU, a launch given a Data array of at most serial_worlds worlds runs the
+    kernel's twin, whose loops are serial (iterations in order), through Taichi's path
+    and then prepared; one of more worlds, or given no Data array, runs the kernel."""
+    if not launch.SERIAL["cpu"]:
+        pytest.skip("serial twins exist on the CPU backends only")
+    monkeypatch.setitem(launch.SERIAL, "worlds", 4)
+    n = 200_000
+    out = ti.ndarray(ti.i32, n)
+    primal = _claim_order._primal
+    counter = _tagged(4)
+    for _ in range(2):  # Taichi's path (compiles the twin), then the prepared launch
+        counter.fill(0)
+        out.fill(-1)
+        _claim_order(counter, out, n)
+        assert np.array_equal(out.to_numpy(), np.arange(n, dtype=np.int32))
+    twin = primal.__dict__["_tiphys_twin"]
+    assert twin.compiled_kernels and not primal.compiled_kernels
+    assert len(_table(_claim_order)) == 1
+    for counter in (_tagged(5), ti.ndarray(ti.i32, 1)):  # more worlds; no Data array
+        counter.fill(0)
+        out.fill(-1)
+        _claim_order(counter, out, n)
+        assert np.array_equal(np.sort(out.to_numpy()), np.arange(n, dtype=np.int32))
+    assert len(primal.compiled_kernels) == 1 and len(twin.compiled_kernels) == 1
+
+
+def test_step_is_bit_identical_with_serial_and_parallel_loops(monkeypatch):
+    """Every stage gives the same bits from its serial twin and from its parallel
+    kernel (a step with contacts, a tendon, an actuator, sensors, RK4)."""
+    if not launch.SERIAL["cpu"]:
+        pytest.skip("serial twins exist on the CPU backends only")
+    xml = """<mujoco><option integrator="RK4"/><worldbody><geom type="plane" size="1 1 .1"/>
+      <site name="a" pos="0 0 .5"/>
+      <body pos="0 0 .02"><freejoint/><geom type="box" size=".1 .05 .03"/><site name="b"/></body>
+      <body pos=".3 0 .3"><joint name="h" type="hinge" axis="0 1 0"/>
+        <geom type="capsule" size=".03 .1"/></body>
+      </worldbody><tendon><spatial name="t"><site site="a"/><site site="b"/></spatial></tendon>
+      <actuator><motor joint="h"/></actuator>
+      <sensor><framepos objtype="site" objname="b"/><tendonpos tendon="t"/><accelerometer site="b"/>
+      </sensor></mujoco>"""
+    m = tiphys.load_model_from_string(xml)
+    runs = []
+    for worlds in (0, 8):
+        monkeypatch.setitem(launch.SERIAL, "worlds", worlds)
+        d = tiphys.make_data(m, 3)
+        d.ctrl.from_numpy(np.array([[0.3], [-0.2], [0.1]]))
+        for _ in range(30):
+            tiphys.step(m, d)
+        runs.append([d.numpy(f) for f in ("qpos", "qvel", "qacc", "sensordata", "efc_force")])
+    for a, b in zip(*runs):
+        assert np.array_equal(a, b)

@@ -8,7 +8,7 @@ from typing import Optional
 import numpy as np
 import taichi as ti
 
-from . import backend
+from . import backend, launch
 from .types import DATA_EXTRA_FIELDS, DATA_FIELDS, MODEL_EXTRA_FIELDS, MODEL_FIELDS, \
     MODEL_SIZES, numpy_shape, parse_shape
 
@@ -35,10 +35,14 @@ def _make_array(shape: str, dtype: str, sizes: dict, nworld: int = 1, nbatch: in
     array_shape = tuple(max(1, n) for n in full[:len(dims)])
     tdtype = backend.float_dtype() if dtype == "f" else ti.i32
     if not elem:
-        return ti.ndarray(tdtype, shape=array_shape)
-    if len(elem) == 1:
-        return ti.Vector.ndarray(elem[0], tdtype, shape=array_shape)
-    return ti.Matrix.ndarray(elem[0], elem[1], tdtype, shape=array_shape)
+        arr = ti.ndarray(tdtype, shape=array_shape)
+    elif len(elem) == 1:
+        arr = ti.Vector.ndarray(elem[0], tdtype, shape=array_shape)
+    else:
+        arr = ti.Matrix.ndarray(elem[0], elem[1], tdtype, shape=array_shape)
+    if "nworld" in dims:  # kernels given it run serial loops for few worlds
+        launch.tag_worlds(arr, nworld)
+    return arr
 
 
 def _fill(array_dev, array: np.ndarray, shape: str, sizes: dict, nworld=1, nbatch=1):
