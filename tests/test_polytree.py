@@ -171,7 +171,8 @@ def _corpus_cases():
         path = Path(corpus_dir()) / rel
         if not path.is_file():
             cases.append(pytest.param(rel, None, id=rel, marks=pytest.mark.skip(
-                reason=f"corpus file {path} not available (make corpus)")))
+                reason=f"{path} not in the corpus (tools/fetch_corpus.py, "
+                       "--menagerie for the robots)")))
             continue
         cases += [pytest.param(rel, name, id=f"{rel}:{name}")
                   for name, _ in corpus_meshes(path)]
