@@ -11,7 +11,8 @@ export TIPHYS_CORPUS ?= $(CURDIR)/$(CORPUS)
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml
+# setup.py builds the C walk of tiphys/compiler/polygons.py in place (optional)
+$(STAMP): pyproject.toml setup.py tiphys/compiler/_polytree.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'

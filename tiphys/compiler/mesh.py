@@ -64,18 +64,20 @@ INERTIA_MODES = ("convex", "legacy", "exact", "shell")
 
 def _ordered_accumulate(acc32: np.ndarray, idx: np.ndarray, vals: np.ndarray):
     """acc32[idx[k]] += vals[k] for k in order, each addition done in double then
-    rounded to single precision (as 'float += double' in C)."""
+    rounded to single precision (as 'float += double' in C); vals may have columns
+    (acc32 then has as many). The k-th additions to every row are done together:
+    each such level touches a row at most once."""
     if len(idx) == 0:
         return acc32
     order = np.argsort(idx, kind="stable")
     sidx = idx[order]
     start = np.r_[0, np.nonzero(np.diff(sidx))[0] + 1]
     counts = np.diff(np.r_[start, len(sidx)])
-    rank = np.arange(len(sidx)) - np.repeat(start, counts)
-    rk = np.empty_like(rank)
-    rk[order] = rank
-    for r in range(int(rk.max()) + 1):
-        sel = rk == r
+    rank = np.arange(len(sidx)) - np.repeat(start, counts)  # of order[j] in its row
+    byrank = order[np.argsort(rank, kind="stable")]
+    bounds = np.r_[0, np.cumsum(np.bincount(rank))]
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        sel = byrank[lo:hi]
         ii = idx[sel]
         acc32[ii] = (acc32[ii].astype(np.float64) + vals[sel]).astype(np.float32)
     return acc32
@@ -97,10 +99,7 @@ def _make_normals(vert: np.ndarray, face: np.ndarray, smooth: bool):
     contrib = nrm * area[:, None]                      # (nf,3)
     idx = face.ravel()                                  # order: face-major, then corner
     cvals = np.repeat(contrib, 3, axis=0)               # (3nf,3)
-    normal = np.zeros((nv, 3), dtype=np.float32)
-    for k in range(3):
-        col = normal[:, k].copy()
-        normal[:, k] = _ordered_accumulate(col, idx, cvals[:, k])
+    normal = _ordered_accumulate(np.zeros((nv, 3), dtype=np.float32), idx, cvals)
     if not smooth:
         vn = normal.astype(np.float64)[idx]             # (3nf,3) vertex normal per corner
         s2 = _dot3(vn, vn)
@@ -110,12 +109,8 @@ def _make_normals(vert: np.ndarray, face: np.ndarray, smooth: bool):
         vn = np.where(rn[:, None], vn / np.where(rn, l2, 1.0)[:, None], vn)
         fn = np.repeat(nrm, 3, axis=0)
         remove = _dot3(fn, vn) < 0.8
-        nremove = np.zeros((nv, 3), dtype=np.float32)
-        ridx = idx[remove]
-        rvals = cvals[remove]
-        for k in range(3):
-            col = nremove[:, k].copy()
-            nremove[:, k] = _ordered_accumulate(col, ridx, rvals[:, k])
+        nremove = _ordered_accumulate(np.zeros((nv, 3), dtype=np.float32), idx[remove],
+                                      cvals[remove])
         normal = (normal - nremove).astype(np.float32)
     # normalise in single precision
     ln32 = np.sqrt(normal[:, 0] * normal[:, 0] + normal[:, 1] * normal[:, 1]

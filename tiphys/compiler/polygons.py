@@ -5,6 +5,11 @@ Faces join a polygon through MuJoCo's std::set of polygons, rebuilt here node fo
 as libc++'s red-black tree (its comparator is not a strict weak order, so the tree's
 shape decides which polygon a face joins); each polygon's boundary edges then give its
 vertex loops.
+
+The tree walk has a C twin (_polytree.c, built by setup.py where a C compiler is
+found) that gives the same answers from arrays and is used when it imports;
+TIPHYS_PURE_PYTHON_MESH=1 in the environment keeps to the Python walk, which stays
+the reference.
 """
 
 from __future__ import annotations
@@ -12,12 +17,23 @@ from __future__ import annotations
 import contextlib
 import gc
 import itertools
+import os
 
 import numpy as np
 
 from ..kernels.consts import EPS, MINVAL
 
+try:
+    from ._polytree import walk as _c_walk
+    POLYTREE_ERROR = None
+except ImportError as exc:  # not built (no C compiler at install): the Python walk
+    if exc.name != f"{__package__}._polytree":
+        raise
+    _c_walk, POLYTREE_ERROR = None, f"{type(exc).__name__}: {exc}"
+
 __all__ = ["polygon_arrays"]
+
+PURE_PYTHON_ENV = "TIPHYS_PURE_PYTHON_MESH"  # set to 1: no C walk, even where built
 
 FACE_TOL = 0.99999872  # two faces are one polygon when their normals' dot exceeds this
 
@@ -177,7 +193,8 @@ class _PolygonSet:
 
     def add(self, normal, face):
         """One face: joins the polygon that find returns, else becomes a new polygon
-        (or is dropped, where emplace meets an equivalent polygon first)."""
+        (or is dropped, where emplace meets an equivalent polygon first). Returns
+        the polygon it joined or started, None where dropped."""
         nx, ny, nz = normal
         tol, minval = FACE_TOL, MINVAL
         parent, node = self.end, self.end.left
@@ -227,10 +244,13 @@ class _PolygonSet:
             else:
                 parent.right = poly
             self._rebalance(poly)
-        elif bound is equiv:  # find's answer
+            return poly
+        if bound is equiv:  # find's answer
             bound.insert_face(*face)
-        # else: find saw no equivalent lower bound, and emplace stops at the first
+            return bound
+        # find saw no equivalent lower bound, and emplace stops at the first
         # equivalent node: the face is dropped, as in MuJoCo
+        return None
 
     @staticmethod
     def _is_left(x):
@@ -321,26 +341,84 @@ def make_polygons(vert: np.ndarray, faces: np.ndarray):
     vertex count and the polygons' local vertex ids one after the other, and for
     each vertex the polygons through it (in polygon order)."""
     faces = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
-    polys = _PolygonSet()
+    normals = _makenormals(vert, faces)
     with _gc_paused():  # millions of small objects: no use scanning them meanwhile
-        add = polys.add
-        for normal, face in zip(_makenormals(vert, faces).tolist(), faces.tolist()):
-            add(normal, face)
-        polygons = []
-        for poly in polys:
-            if poly.edges is None:  # a single face
-                polygons.append(poly.face)
-            else:
-                polygons.extend(path for path in poly.paths() if len(path) >= 3)
-            poly.parent = None  # no cycles left: the tree is freed as soon as dropped
-        del polys, add  # freed here, so the collector never has to scan it
-        polyvertnum = np.fromiter(map(len, polygons), np.int32, len(polygons))
-        polyvert = np.fromiter(itertools.chain.from_iterable(polygons), np.int32,
-                               int(polyvertnum.sum()))
-    polyid = np.repeat(np.arange(len(polygons), dtype=np.int32), polyvertnum)
+        if c_walk_enabled():
+            polyvertnum, polyvert = _polygons_c(normals, faces)
+        else:
+            polyvertnum, polyvert = _loop_arrays(_polygons_python(normals, faces))
+    polyid = np.repeat(np.arange(len(polyvertnum), dtype=np.int32), polyvertnum)
     polymap = polyid[np.argsort(polyvert, kind="stable")]
     polymapnum = np.bincount(polyvert, minlength=len(vert)).astype(np.int32)
     return polyvertnum, polyvert, polymapnum, polymap
+
+
+def c_walk_enabled() -> bool:
+    """True when make_polygons walks the polygon tree in C: _polytree was built and
+    TIPHYS_PURE_PYTHON_MESH is unset, empty or 0."""
+    return _c_walk is not None and os.environ.get(PURE_PYTHON_ENV, "") in ("", "0")
+
+
+def _loop_arrays(loops: list):
+    """(polyvertnum, polyvert) of vertex loops."""
+    polyvertnum = np.fromiter(map(len, loops), np.int32, len(loops))
+    polyvert = np.fromiter(itertools.chain.from_iterable(loops), np.int32,
+                           int(polyvertnum.sum()))
+    return polyvertnum, polyvert
+
+
+def _polygons_python(normals: np.ndarray, faces: np.ndarray) -> list:
+    """The polygons' vertex loops, in tree order; faces join polygons as they arrive."""
+    polys = _PolygonSet()
+    add = polys.add
+    for normal, face in zip(normals.tolist(), faces.tolist()):
+        add(normal, face)
+    polygons = []
+    for poly in polys:
+        if poly.edges is None:  # a single face
+            polygons.append(poly.face)
+        else:
+            polygons.extend(path for path in poly.paths() if len(path) >= 3)
+        poly.parent = None  # no cycles left: the tree is freed as soon as dropped
+    return polygons
+
+
+def _polygons_c(normals: np.ndarray, faces: np.ndarray):
+    """(polyvertnum, polyvert) as _loop_arrays(_polygons_python(...)), the tree walked
+    in C: it tells which polygon each face joins; each polygon of several faces then
+    takes them in face order, which builds the same edges and islands (a polygon's
+    edges depend on its own faces only). Single-face polygons, most of them in a
+    fine mesh, are copied as arrays."""
+    owner, order = _c_walk(np.ascontiguousarray(normals, np.float64), FACE_TOL, MINVAL)
+    owner = np.frombuffer(owner, np.int64)
+    order = np.frombuffer(order, np.int64)
+    joins = np.flatnonzero((owner >= 0) & (owner != np.arange(len(owner))))
+    joins = joins[np.argsort(owner[joins], kind="stable")]  # by polygon, in face order
+    njoin = np.bincount(owner[joins], minlength=len(owner))
+    start = np.cumsum(njoin) - njoin
+    multi = njoin[order] > 0
+    loops, nloop = [], []  # the loops of the polygons of several faces, how many each
+    facelist, joins = faces.tolist(), joins.tolist()
+    nodes = order[multi]
+    for node, s, k in zip(nodes.tolist(), start[nodes].tolist(), njoin[nodes].tolist()):
+        poly = _Polygon(None, facelist[node])
+        for faceid in joins[s:s + k]:
+            poly.insert_face(*facelist[faceid])
+        paths = [path for path in poly.paths() if len(path) >= 3]
+        loops.extend(paths)
+        nloop.append(len(paths))
+    # tree order: a single face gives one loop, a polygon of several faces nloop
+    count = np.ones(len(order), np.int64)
+    count[multi] = nloop
+    from_multi = np.repeat(multi, count)
+    polyvertnum = np.full(len(from_multi), 3, np.int32)
+    polyvertnum[from_multi] = np.fromiter(map(len, loops), np.int32, len(loops))
+    polyvert = np.empty(int(polyvertnum.sum()), np.int32)
+    vert_from_multi = np.repeat(from_multi, polyvertnum)
+    polyvert[vert_from_multi] = np.fromiter(itertools.chain.from_iterable(loops), np.int32,
+                                            int(polyvertnum[from_multi].sum()))
+    polyvert[~vert_from_multi] = faces[order[~multi]].ravel()
+    return polyvertnum, polyvert
 
 
 def polygon_normals(vert: np.ndarray, polyvertnum, polyvert) -> np.ndarray:

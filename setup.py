@@ -1,0 +1,33 @@
+"""The optional C accelerator for mesh polygons (tiphys/compiler/_polytree.c); the
+project's metadata is in pyproject.toml. Where it cannot be built (no C compiler or
+no Python headers) the install goes on and tiphys uses the Python code path."""
+import sys
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+# the buffer protocol belongs to the stable C API from Python 3.11
+LIMITED = sys.version_info >= (3, 11)
+
+
+class BuildExt(build_ext):
+    """Floating-point flags per compiler: IEEE double, no fused multiply-add, so that
+    the C walk compares normals exactly as Python does."""
+
+    def build_extensions(self):
+        if self.compiler.compiler_type == "msvc":
+            args = ["/fp:precise"]
+        else:
+            args = ["-O2", "-fno-fast-math", "-ffp-contract=off"]
+        for ext in self.extensions:
+            ext.extra_compile_args = args
+        super().build_extensions()
+
+
+setup(
+    ext_modules=[Extension(
+        "tiphys.compiler._polytree", ["tiphys/compiler/_polytree.c"], optional=True,
+        define_macros=[("Py_LIMITED_API", "0x030B0000")] if LIMITED else [],
+        py_limited_api=LIMITED)],
+    cmdclass={"build_ext": BuildExt},
+)
