@@ -1,12 +1,15 @@
-"""Benchmark: prepared launches (tiphys/launch.py) against Taichi's own launch path,
-same process, same model, alternating; and the results of both bit for bit.
+"""Benchmark: prepared launches and serial twins (tiphys/launch.py) against Taichi's
+own launch path, same process, same model, alternating; and the results bit for bit.
 
     python benchmarks/bench_launch.py [--arch cpu|cuda] [--precision f64|f32]
                                       [--model gym/humanoid.xml] [--nworld 1 64 1024]
 
 Prints, per nworld, milliseconds per ``tiphys.step`` (``ti.sync()`` included, best of
-3 batches of >= 1 s) with Taichi's path and with prepared launches, the launches per
-step, and whether qpos after 30 steps from the same state is identical.
+3 batches of >= 1 s) with Taichi's path, with prepared launches, and (CPU backends)
+with prepared launches and serial twins (every loop serial, used up to
+``serial_worlds`` worlds: the setting is forced on for this column whatever nworld),
+the launches per step, and whether qpos after 30 steps from the same state is
+identical in all three.
 """
 from __future__ import annotations
 
@@ -36,37 +39,45 @@ def main():
     from tiphys.launch import count_launches
     tiphys.init(arch=args.arch, precision=args.precision)
     m = tiphys.load_model(os.path.join(corpus_dir(), args.model))
+    # (name, prepared launches on, serial twins up to this many worlds)
+    serial = launch.SERIAL["worlds"] if launch.SERIAL["cpu"] else 0
+    modes = [("taichi", False, 0), ("prepared", True, 0)]
+    if serial:
+        modes.append(("serial", True, 1 << 30))
     rows = []
     for nworld in args.nworld:
-        times, qpos = {False: [], True: []}, {}
-        for enabled in (False, True, False, True, False, True):
-            launch.ENABLED = enabled
-            d = tiphys.make_data(m, nworld)
-            for _ in range(2):
-                tiphys.step(m, d)
-            ti.sync()
-            t0, n = time.perf_counter(), 0
-            while time.perf_counter() - t0 < 1.0:
-                tiphys.step(m, d)
-                n += 1
-            ti.sync()
-            times[enabled].append((time.perf_counter() - t0) / n)
-            if enabled not in qpos:
+        times, qpos = {name: [] for name, _, _ in modes}, {}
+        for _ in range(3):
+            for name, enabled, worlds in modes:
+                launch.ENABLED = enabled
+                launch.SERIAL["worlds"] = worlds  # read when a Data's arrays first launch
                 d = tiphys.make_data(m, nworld)
-                for _ in range(30):
+                for _ in range(2):
                     tiphys.step(m, d)
-                qpos[enabled] = d.numpy("qpos")
+                ti.sync()
+                t0, n = time.perf_counter(), 0
+                while time.perf_counter() - t0 < 1.0:
+                    tiphys.step(m, d)
+                    n += 1
+                ti.sync()
+                times[name].append((time.perf_counter() - t0) / n)
+                if name not in qpos:
+                    d = tiphys.make_data(m, nworld)
+                    for _ in range(30):
+                        tiphys.step(m, d)
+                    qpos[name] = d.numpy("qpos")
         with count_launches() as launches:
             tiphys.step(m, d)
         ti.sync()
-        row = dict(nworld=nworld, taichi_ms=1e3 * min(times[False]),
-                   prepared_ms=1e3 * min(times[True]), launches=launches["n"],
-                   identical=bool(np.array_equal(qpos[False], qpos[True])))
+        row = dict(nworld=nworld, launches=launches["n"],
+                   identical=all(np.array_equal(qpos["taichi"], q) for q in qpos.values()))
+        for name in times:
+            row[f"{name}_ms"] = 1e3 * min(times[name])
         rows.append(row)
-        print(f"nworld {nworld}: Taichi path {row['taichi_ms']:.2f} ms/step, prepared "
-              f"{row['prepared_ms']:.2f} ms/step ({row['taichi_ms'] / row['prepared_ms']:.2f}x),"
-              f" {row['launches']} launches/step, identical results: {row['identical']}",
-              flush=True)
+        text = ", ".join(f"{name} {row[name + '_ms']:.2f} ms/step" for name in times)
+        print(f"nworld {nworld}: {text}; {row['launches']} launches/step, identical "
+              f"results: {row['identical']}", flush=True)
+    launch.SERIAL["worlds"] = serial
     print(json.dumps(dict(arch=args.arch, precision=args.precision, model=args.model,
                           rows=rows)))
 
