@@ -247,10 +247,10 @@ def _transmission_body(
 
 def has_body_transmission(m) -> bool:
     """True if some actuator uses a body transmission (adhesion)."""
-    cached = getattr(m, "_tiphys_has_trn_body", None)
+    cached = m.plans.has_trn_body
     if cached is None:
         cached = bool(m.nu and np.any(np.asarray(m.arrays.actuator_trntype)[:m.nu] == TRN_BODY))
-        m._tiphys_has_trn_body = cached
+        m.plans.has_trn_body = cached
     return cached
 
 
@@ -625,7 +625,7 @@ def actuation(m, d):
             _zero2(d.actuator_force, m.nu)
         _zero2(d.qfrc_actuator, m.nv)
         return
-    unsupported, has_gravcomp = per_options(m, "_tiphys_actuation_plan", _plan)
+    unsupported, has_gravcomp = per_options(m, "actuation", _plan)
     if unsupported:
         raise NotImplementedError(unsupported)
     _actuation(m.actuator_dyntype, m.actuator_gaintype, m.actuator_biastype,

@@ -431,13 +431,17 @@ def emit_buffers(d, cap: int):
     """(dist, pos, frame, key) arrays of ``cap`` slots per world that the narrowphase
     kernels emit into (finalize sorts them into the contact arrays), made once per
     Data and capacity."""
-    buffers = d.__dict__.setdefault("_contact_emit", {})
+    buffers = d.scratch.contact_emit
+    if buffers is None:
+        buffers = d.scratch.contact_emit = {}
     out = buffers.get(cap)
     if out is None:
         shape = (d.nworld, max(1, cap))
         fdt = config.float_dtype()
-        out = (ti.ndarray(fdt, shape=shape), ti.Vector.ndarray(3, fdt, shape=shape),
-               ti.Matrix.ndarray(3, 3, fdt, shape=shape), ti.ndarray(ti.i32, shape=shape))
+        tag = d.scratch.tag
+        out = (tag(ti.ndarray(fdt, shape=shape)), tag(ti.Vector.ndarray(3, fdt, shape=shape)),
+               tag(ti.Matrix.ndarray(3, 3, fdt, shape=shape)),
+               tag(ti.ndarray(ti.i32, shape=shape)))
         buffers[cap] = out
     return out
 

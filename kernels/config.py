@@ -50,11 +50,22 @@ def arch() -> str:
 
 
 def per_options(m, key: str, compute):
-    """``compute(m)``, kept on the model until its options object is replaced: host
-    facts of the model and its options that the step's host code reads every call."""
-    cached = getattr(m, key, None)
+    """``compute(m)``, kept in the model's plans (``m.plans.<key>``, declared in
+    scratch.PLANS) until its options object is replaced: host facts of the model and
+    its options that the step's host code reads every call."""
+    cached = getattr(m.plans, key)
     if cached is not None and cached[0] is m.opt:
         return cached[1]
     value = compute(m)
-    setattr(m, key, (m.opt, value))
+    setattr(m.plans, key, (m.opt, value))
     return value
+
+
+WORLDS_TAG = "_tiphys_nworld"  # attribute of an ndarray: the worlds of the Data it serves
+
+
+def tag_worlds(array, nworld: int):
+    """Mark an array of a Data of ``nworld`` worlds (tiphys/launch.py runs kernels given
+    such an array with serial loops when there are few worlds); returns the array."""
+    setattr(array, WORLDS_TAG, int(nworld))
+    return array

@@ -951,10 +951,10 @@ def _is_sparse(m) -> bool:
 def _scratch(m, d):
     """Per-Data element table: rows (then first row) of every element, per world."""
     nelem = m.neq + m.nv + 2 * m.ntendon + m.njnt + d.nconmax
-    adr = getattr(d, "_tiphys_efc_adr", None)
+    adr = d.scratch.efc_adr
     if adr is None or adr.shape != (d.nworld, max(1, nelem)):
-        adr = ti.ndarray(ti.i32, shape=(d.nworld, max(1, nelem)))
-        d._tiphys_efc_adr = adr
+        adr = d.scratch.efc_adr = d.scratch.tag(
+            ti.ndarray(ti.i32, shape=(d.nworld, max(1, nelem))))
     return adr
 
 
@@ -962,7 +962,7 @@ def _host_flags(m):
     """What the model can produce at all (host-side launch skipping), cached per
     options: (equalities, friction loss, limits, contacts, body/scalar equalities)."""
     key = (m.opt.disableflags, m.opt.enableflags, m.opt.jacobian)
-    cached = getattr(m, "_tiphys_constraint_flags", None)
+    cached = m.plans.constraint_flags
     if cached is not None and cached[0] == key:
         return cached[1]
     a = m.arrays
@@ -980,7 +980,7 @@ def _host_flags(m):
     flags = dict(eq=eq_on, fric=fric_on, lim=lim_on, con=con_on,
                  eq_body=eq_on and bool(np.any(eq_type <= EQ_WELD)),
                  eq_scalar=eq_on and bool(np.any((eq_type == EQ_JOINT) | (eq_type == EQ_TENDON))))
-    m._tiphys_constraint_flags = (key, flags)
+    m.plans.constraint_flags = (key, flags)
     return flags
 
 

@@ -449,7 +449,7 @@ def _dof_derivs(
 
 
 def _scratch(m, d):
-    scratch = getattr(d, "_derivative_scratch", None)
+    scratch = d.scratch.derivative
     if scratch is None:
         dtype = d.qvel.dtype
         nworld = d.nworld
@@ -462,7 +462,9 @@ def _scratch(m, d):
             "qDeriv_lo": ti.ndarray(dtype, (nworld, nM)),
             "qDeriv_up": ti.ndarray(dtype, (nworld, nM)),
         }
-        d._derivative_scratch = scratch
+        for array in scratch.values():
+            d.scratch.tag(array)
+        d.scratch.derivative = scratch
     return scratch
 
 

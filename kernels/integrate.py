@@ -174,16 +174,14 @@ def _rk4_stage(
 
 
 def _rk4_scratch(m, d):
-    scratch = getattr(d, "_rk4_scratch", None)
+    scratch = d.scratch.rk4
     if scratch is None:
         dtype = d.qvel.dtype
         nworld, nq, nv, na = d.nworld, max(1, m.nq), max(1, m.nv), max(1, m.na)
-        scratch = (ti.ndarray(dtype, (nworld, nq)), ti.ndarray(dtype, (nworld, nv)),
-                   ti.ndarray(dtype, (nworld, na)),
-                   ti.ndarray(dtype, (4, nworld, nv)), ti.ndarray(dtype, (4, nworld, nv)),
-                   ti.ndarray(dtype, (4, nworld, na)),
-                   ti.ndarray(dtype, (nworld, nv)), ti.ndarray(dtype, (nworld, na)))
-        d._rk4_scratch = scratch
+        shapes = ((nworld, nq), (nworld, nv), (nworld, na), (4, nworld, nv),
+                  (4, nworld, nv), (4, nworld, na), (nworld, nv), (nworld, na))
+        scratch = d.scratch.rk4 = tuple(d.scratch.tag(ti.ndarray(dtype, shape))
+                                        for shape in shapes)
     return scratch
 
 
@@ -325,12 +323,12 @@ def _lu_solve(worldid, start, num, lo: ti.template(), up: ti.template(), x: ti.t
 
 
 def _lu_scratch(m, d):
-    scratch = getattr(d, "_lu_scratch", None)
+    scratch = d.scratch.lu
     if scratch is None:
         dtype = d.qvel.dtype
         nM = max(1, m.nM)
-        scratch = (ti.ndarray(dtype, (d.nworld, nM)), ti.ndarray(dtype, (d.nworld, nM)))
-        d._lu_scratch = scratch
+        scratch = d.scratch.lu = (d.scratch.tag(ti.ndarray(dtype, (d.nworld, nM))),
+                                  d.scratch.tag(ti.ndarray(dtype, (d.nworld, nM))))
     return scratch
 
 

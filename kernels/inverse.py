@@ -216,24 +216,25 @@ def _scratch(m, d, compare: bool):
     inverse's forces and the squared differences (allocated on first use)."""
     nv, njmax = max(1, m.nv), max(1, d.njmax)
     key = (nv, njmax)
-    s = getattr(d, "_inverse_scratch", None)
+    s = d.scratch.inverse
+    tag = d.scratch.tag
     if s is None or s["key"] != key:
         dtype = d.qvel.dtype
         s = {
             "key": key,
-            "se": ti.ndarray(dtype, (d.nworld, E_N, njmax)),
-            "si": ti.ndarray(ti.i32, (d.nworld, I_N, njmax)),
-            "qacc": ti.ndarray(dtype, (d.nworld, nv)),
+            "se": tag(ti.ndarray(dtype, (d.nworld, E_N, njmax))),
+            "si": tag(ti.ndarray(ti.i32, (d.nworld, I_N, njmax))),
+            "qacc": tag(ti.ndarray(dtype, (d.nworld, nv))),
         }
         for name in ("se", "si"):
             s[name].fill(0)  # only rows below nefc are read, after they are written
-        d._inverse_scratch = s
+        d.scratch.inverse = s
     if compare and "efc_force" not in s:
         dtype = d.qvel.dtype
-        s["efc_force"] = ti.ndarray(dtype, (d.nworld, njmax))
-        s["efc_state"] = ti.ndarray(ti.i32, (d.nworld, njmax))
-        s["qfrc_constraint"] = ti.ndarray(dtype, (d.nworld, nv))
-        s["sq"] = ti.ndarray(dtype, (d.nworld, 2, nv))
+        s["efc_force"] = tag(ti.ndarray(dtype, (d.nworld, njmax)))
+        s["efc_state"] = tag(ti.ndarray(ti.i32, (d.nworld, njmax)))
+        s["qfrc_constraint"] = tag(ti.ndarray(dtype, (d.nworld, nv)))
+        s["sq"] = tag(ti.ndarray(dtype, (d.nworld, 2, nv)))
     return s
 
 

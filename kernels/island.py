@@ -283,12 +283,12 @@ def island(m, d) -> None:
              d.island_dofadr, d.map_dof2idof, d.map_idof2dof, d.efc_island,
              d.island_ne, d.island_nf, d.island_nefc, d.island_iefcadr, d.map_efc2iefc,
              d.map_iefc2efc)
-    d._tiphys_islands = True
+    d._islands_set = True
 
 
 def clear_islands(d) -> None:
     """nisland = nidof = 0 in every world (once, after islands were found)."""
-    if getattr(d, "_tiphys_islands", False):
+    if d._islands_set:
         d.nisland.fill(0)
         d.nidof.fill(0)
-        d._tiphys_islands = False
+        d._islands_set = False

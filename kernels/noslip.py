@@ -324,11 +324,10 @@ def _minvjt(m, d, s):
     if m.opt.solver == SOL_PGS:
         return s["minvjt"], 0
     shape = (d.nworld, s["se"].shape[2], s["sv"].shape[2])
-    own = getattr(d, "_noslip_minvjt", None)
+    own = d.scratch.noslip_minvjt
     if own is None or own.shape != shape:
-        own = ti.ndarray(d.qvel.dtype, shape)
+        own = d.scratch.noslip_minvjt = d.scratch.tag(ti.ndarray(d.qvel.dtype, shape))
         own.fill(0)  # rows of equalities are never written: keep them defined
-        d._noslip_minvjt = own
     return own, 1
 
 

@@ -873,10 +873,9 @@ def body_collision_boxes(m) -> np.ndarray:
 
 def ray_tables(m) -> RayTables:
     """The model's RayTables, built on first use and kept on the model."""
-    tables = getattr(m, "_tiphys_ray_tables", None)
+    tables = m.plans.ray_tables
     if tables is None:
-        tables = RayTables(m)
-        m._tiphys_ray_tables = tables
+        tables = m.plans.ray_tables = RayTables(m)
     return tables
 
 

@@ -580,7 +580,7 @@ def sensor_plan(m) -> SimpleNamespace:
     stage ``ray`` (rangefinders) and ``geom`` (geom distance sensors) with the geom
     pairs ``pairs`` ((sensor, geom1, geom2) in MuJoCo's loop order).
     """
-    cached = getattr(m, "_tiphys_sensor_plan", None)
+    cached = m.plans.sensor
     if cached is not None and cached[0] is m.opt:
         return cached[1]
     a = m.arrays
@@ -681,7 +681,7 @@ def sensor_plan(m) -> SimpleNamespace:
                            ekin=bool(np.any(stype == SENS_E_KINETIC)),
                            dummy_f=ti.ndarray(fdtype, shape=(1,)),
                            dummy_i=ti.ndarray(ti.i32, shape=(1,)), geom_cache=None)
-    m._tiphys_sensor_plan = (m.opt, plan)
+    m.plans.sensor = (m.opt, plan)
     return plan
 
 
@@ -833,11 +833,11 @@ def _subtree_vel_all(
 
 
 def _has_subtree_vel_sensors(m) -> bool:
-    has = getattr(m, "_tiphys_subtree_vel_sensors", None)
+    has = m.plans.subtree_vel_sensors
     if has is None:
         types = np.asarray(m.arrays.sensor_type)[:m.nsensor]
         has = bool(np.isin(types, (SENS_SUBTREELINVEL, SENS_SUBTREEANGMOM)).any())
-        m._tiphys_subtree_vel_sensors = has
+        m.plans.subtree_vel_sensors = has
     return has
 
 
@@ -957,15 +957,14 @@ def _geom_pair_distances(m, d, plan):
     if plan.geom_cache is None:
         plan.geom_cache = _geom_groups(m, plan)
     g = plan.geom_cache
-    scratch = getattr(d, "_tiphys_geom_pairs", None)
+    scratch = d.scratch.geom_pairs
     if scratch is None or scratch[0] is not g:
         fdtype = d.qvel.dtype
-        dist = ti.ndarray(fdtype, shape=(d.nworld, g.npair))
+        dist = d.scratch.tag(ti.ndarray(fdtype, shape=(d.nworld, g.npair)))
         dist.fill(float("inf"))
-        fromto = ti.Vector.ndarray(6, fdtype, shape=(d.nworld, g.npair))
+        fromto = d.scratch.tag(ti.Vector.ndarray(6, fdtype, shape=(d.nworld, g.npair)))
         fromto.fill(0)
-        scratch = (g, dist, fromto)
-        d._tiphys_geom_pairs = scratch
+        scratch = d.scratch.geom_pairs = (g, dist, fromto)
     _, pair_dist, pair_fromto = scratch
     opt = m.opt
     _check_options(opt)

@@ -612,7 +612,7 @@ def _tactile(
 def _plan(m):
     """Acc-stage sensor ids by kernel group (device int arrays, None if empty) and
     whether rne_post_constraint must run; cached on the model."""
-    cached = getattr(m, "_tiphys_sensor_acc_plan", None)
+    cached = m.plans.sensor_acc
     if cached is not None:
         return cached
     a = m.arrays
@@ -660,7 +660,7 @@ def _plan(m):
         taxel_vert=device(taxel_vert) if taxel_vert else None,
         rne=any(stype[i] in NEEDS_RNE_POST for i in acc),
         user=any(stype[i] == SENS_USER for i in acc))
-    m._tiphys_sensor_acc_plan = plan
+    m.plans.sensor_acc = plan
     return plan
 
 
@@ -749,9 +749,10 @@ def sensor_acc(m, d, qacc=None) -> None:
 def _tactile_scratch(m, d, ntactile):
     """Per (world, tactile sensor) lists of touching geoms (at most ngeom each), kept
     on the Data."""
-    cached = getattr(d, "_tiphys_tactile_scratch", None)
+    cached = d.scratch.tactile
     if cached is None or cached[0].shape[:2] != (d.nworld, ntactile):
-        cached = (ti.ndarray(ti.i32, shape=(d.nworld, ntactile, max(1, m.ngeom))),
-                  ti.ndarray(ti.i32, shape=(d.nworld, ntactile)))
-        d._tiphys_tactile_scratch = cached
+        tag = d.scratch.tag
+        cached = d.scratch.tactile = (
+            tag(ti.ndarray(ti.i32, shape=(d.nworld, ntactile, max(1, m.ngeom)))),
+            tag(ti.ndarray(ti.i32, shape=(d.nworld, ntactile))))
     return cached

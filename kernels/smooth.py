@@ -513,7 +513,7 @@ def _crb_tendon(
 def _tendon_armature_on(m) -> bool:
     """Whether some world's tendon armature is non-zero (kept on the model: crb runs
     every step; set_param drops it)."""
-    return per_options(m, "_tiphys_tendon_armature", lambda m: m.ntendon > 0 and bool(
+    return per_options(m, "tendon_armature", lambda m: m.ntendon > 0 and bool(
         np.any(m.param("tendon_armature") != 0)))
 
 

@@ -1922,7 +1922,7 @@ def _scratch(m, d):
     newton = m.opt.solver == SOL_NEWTON
     nv, njmax, nstat, nunit = max(1, m.nv), max(1, d.njmax), _nstat(m), _nunit(m)
     key = (nv, njmax, nstat, dual, newton, nunit)
-    scratch = getattr(d, "_solver_scratch", None)
+    scratch = d.scratch.solver
     if scratch is None or scratch["key"] != key:
         dtype = d.qvel.dtype
         nworld = d.nworld
@@ -1947,8 +1947,9 @@ def _scratch(m, d):
         }
         for name, arr in scratch.items():
             if name != "key":
+                d.scratch.tag(arr)
                 arr.fill(0)  # nothing is read before it is written; keep it defined
-        d._solver_scratch = scratch
+        d.scratch.solver = scratch
     return scratch
 
 

@@ -371,7 +371,7 @@ def test_energy_zeroed_without_flag_or_sensor():
     m = tiphys.put_model(mjm)
     d = tiphys.make_data(m, 2)
     d.qvel.from_numpy(np.ones((2, 6)))
-    d._tiphys_energy_set = True
+    d._energy_set = True
     d.energy.from_numpy(np.full((2, 2), 5.0))
     tiphys.forward(m, d)
     assert (d.numpy("energy") == 0).all()

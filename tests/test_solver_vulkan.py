@@ -76,7 +76,7 @@ def _solve_all(arch):
             worst, iters = compare(m, d, recs, 1.0, niter=None,
                                    state_slack=F32_TOL[solver])
             passes = int(m.opt.iterations) + (2 if solver == "PGS" else 1)
-            scratch = d._solver_scratch
+            scratch = d.scratch.solver
             npass = scratch.get("npass", passes)
             one_launch_limited = False
             if out["loop_limit"] is not None:

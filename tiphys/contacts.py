@@ -202,7 +202,7 @@ def _int_array(values, shape):
 
 def plan(m) -> CollisionPlan:
     """The model's collision plan (built on first use, rebuilt when options change)."""
-    cached = getattr(m, "_tiphys_collision_plan", None)
+    cached = m.plans.collision
     key = (m.opt.disableflags, m.opt.enableflags)
     if cached is not None and cached.key == key:
         return cached
@@ -238,7 +238,7 @@ def plan(m) -> CollisionPlan:
         setattr(p, short + "_codes", tuple(sorted({codes[i] for i in x})))
         setattr(p, short + "_maxcon", max([maxcons[i] for i in x] + [1]))
     _plan_sap(p, a, cands, kind_id)
-    m._tiphys_collision_plan = p
+    m.plans.collision = p
     return p
 
 

@@ -95,15 +95,14 @@ def _columns_per_batch(d: Data, ncol: int, max_worlds: Optional[int]) -> int:
 
 def _expanded(m: Model, d: Data, nexp: int) -> Data:
     """The expanded Data of nexp worlds, kept on d for the next call."""
-    cache = getattr(d, "_tiphys_fd_data", None)
-    if cache is not None and cache.nworld == nexp and cache._tiphys_fd_model is m:
-        return cache
+    cache = d.scratch.fd_data
+    if cache is not None and cache[0] is m and cache[1].nworld == nexp:
+        return cache[1]
     de = Data(m, nexp, d.nconmax, d.njmax, param_worlds=d._param_worlds)
-    de._tiphys_fd_model = m
     from .kernels.check import _reset_state
     de._reset_state = _reset_state(m, d)  # a bad world resets to d's reset state
     de._reset_keyframe, de._reset_version = d._reset_keyframe, d._reset_version
-    d._tiphys_fd_data = de
+    d.scratch.fd_data = (m, de)
     return de
 
 

@@ -52,7 +52,7 @@ def contacts_possible(m: Model) -> bool:
 def constraint_rows_possible(m: Model) -> bool:
     """True if some world may get constraint rows with the current options: active
     equalities, friction loss, limits or contact candidates."""
-    return per_options(m, "_tiphys_rows_possible", _rows_possible)
+    return per_options(m, "rows_possible", _rows_possible)
 
 
 def _rows_possible(m: Model) -> bool:
@@ -128,15 +128,15 @@ def _position_sensors(m: Model, d: Data, skipsensor: bool) -> None:
         sensor_pos(m, d)
         by_sensor = energy_sensor(m, STAGE_POS)
         if by_sensor or energy_sensor(m, STAGE_VEL):  # (e_kinetic's stage is pos too)
-            d._tiphys_energy_set = True
+            d._energy_set = True
     if by_sensor:
         return
     if m.opt.enabled("energy"):
         energy_pos(m, d)
-        d._tiphys_energy_set = True
-    elif getattr(d, "_tiphys_energy_set", False):
+        d._energy_set = True
+    elif d._energy_set:
         d.energy.fill(0)  # zero already unless an energy stage wrote it
-        d._tiphys_energy_set = False
+        d._energy_set = False
 
 
 def _velocity_sensors(m: Model, d: Data, skipsensor: bool) -> None:
@@ -148,7 +148,7 @@ def _velocity_sensors(m: Model, d: Data, skipsensor: bool) -> None:
         by_sensor = energy_sensor(m, STAGE_VEL)
     if not by_sensor and m.opt.enabled("energy"):
         energy_vel(m, d)
-        d._tiphys_energy_set = True
+        d._energy_set = True
 
 
 def _acc_sensors(m: Model, d: Data, qacc=None) -> None:
@@ -164,14 +164,14 @@ def _acceleration(m: Model, d: Data) -> None:
     fwd_acceleration(m, d)
     if constraint_rows_possible(m):
         solve(m, d)
-        d._tiphys_constrained = True
+        d._constrained = True
     else:
-        if getattr(d, "_tiphys_constrained", False):  # options changed: clear forces
+        if d._constrained:  # options changed: clear forces
             d.qfrc_constraint.fill(0)
             d.nefc.fill(0)
             d.ncon.fill(0)
             clear_islands(d)
-            d._tiphys_constrained = False
+            d._constrained = False
         d.qacc.copy_from(d.qacc_smooth)
 
 
@@ -303,17 +303,17 @@ def _inverse(m: Model, d: Data, skipstage: int, skipsensor: bool) -> None:
         if energy:
             energy_vel(m, d)
     if energy:
-        d._tiphys_energy_set = True
-    if not rows and getattr(d, "_tiphys_constrained", False):  # options changed
+        d._energy_set = True
+    if not rows and d._constrained:  # options changed
         d.nefc.fill(0)
         d.ncon.fill(0)
         clear_islands(d)
-        d._tiphys_constrained = False
+        d._constrained = False
     inverse_acceleration(m, d, rows)
     if not skipsensor:
         # with invdiscrete, MuJoCo's acc sensors see the continuous-time qacc of
         # mj_discreteAcc (d.qacc keeps the given one)
-        _acc_sensors(m, d, d._inverse_scratch["qacc"] if discrete != DISCRETE_NONE
+        _acc_sensors(m, d, d.scratch.inverse["qacc"] if discrete != DISCRETE_NONE
                      else None)
 
 

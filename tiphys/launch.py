@@ -48,12 +48,14 @@ import weakref
 from contextlib import contextmanager
 
 from taichi.lang import impl, kernel_impl, misc
-from taichi.lang.ast.ast_transformer import ASTTransformer
 from taichi.lang._ndarray import Ndarray
+from taichi.lang.ast.ast_transformer import ASTTransformer
 from taichi.lang.util import cook_dtype
 from taichi.types import ndarray_type, primitive_types
 from taichi.types.annotations import template
 from taichi.types.utils import is_signed
+
+from .kernels.config import WORLDS_TAG, tag_worlds  # noqa: F401 (tag_worlds: re-exported)
 
 MAX_VARIANTS = 64  # distinct argument tuples per kernel before it stops preparing
 # on unless TIPHYS_PREPARED_LAUNCHES=0 (or tiphys.launch.ENABLED = False). The rendering
@@ -88,20 +90,15 @@ def configure(cpu: bool, serial_worlds: int) -> None:
     SERIAL.update(cpu=bool(cpu), worlds=int(serial_worlds))
 
 
-def tag_worlds(array: Ndarray, nworld: int) -> None:
-    """Mark a Data array (first dimension: worlds): a launch given it is for ``nworld``
-    worlds."""
-    array._tiphys_nworld = int(nworld)
-
-
 def _serial(args) -> bool:
     """Whether a launch with these arguments runs the serial twin: on a CPU backend,
-    when its first world-tagged array has at most SERIAL["worlds"] worlds (launches
-    given no Data array keep parallel loops)."""
+    when its first world-tagged array (kernels.config.tag_worlds: Data fields and
+    scratch) has at most SERIAL["worlds"] worlds (launches given none keep parallel
+    loops)."""
     if not SERIAL["cpu"]:
         return False
     for value in args:
-        nworld = getattr(value, "_tiphys_nworld", None)
+        nworld = getattr(value, WORLDS_TAG, None)
         if nworld is not None:
             return nworld <= SERIAL["worlds"]
     return False

@@ -8,7 +8,9 @@ from typing import Optional
 import numpy as np
 import taichi as ti
 
-from . import backend, launch
+from . import backend
+from .kernels.config import tag_worlds
+from .kernels.scratch import Plans, Scratch
 from .types import DATA_EXTRA_FIELDS, DATA_FIELDS, MODEL_EXTRA_FIELDS, MODEL_FIELDS, \
     MODEL_SIZES, numpy_shape, parse_shape
 
@@ -41,7 +43,7 @@ def _make_array(shape: str, dtype: str, sizes: dict, nworld: int = 1, nbatch: in
     else:
         arr = ti.Matrix.ndarray(elem[0], elem[1], tdtype, shape=array_shape)
     if "nworld" in dims:  # kernels given it run serial loops for few worlds
-        launch.tag_worlds(arr, nworld)
+        tag_worlds(arr, nworld)
     return arr
 
 
@@ -88,6 +90,7 @@ class Model:
         # MuJoCo, body_gravcomp given later acts only in a model compiled with some
         self.ngravcomp = int(np.count_nonzero(np.asarray(arrays.body_gravcomp).reshape(
             -1)[:self.nbody]))
+        self.plans = Plans()  # host plans of the stages (kernels/scratch.py PLANS)
         self._params = {}  # field -> (n, ...) host values of fields set per world
         self._param_version = 0  # counts set_param calls (Data caches compare it)
         for name, shape, dtype, _ in MODEL_FIELDS + MODEL_EXTRA_FIELDS:
@@ -111,12 +114,18 @@ class Model:
         return {name: values.shape[0] for name, values in self._params.items()}
 
     def forget_plans(self) -> None:
-        """Drop the host plans and scratch kept on this model (rebuilt on next use):
-        after its parameters change, what was planned from them may no longer hold."""
+        """Drop the host plans kept on this model (rebuilt on next use): after its
+        parameters change, what was planned from them may no longer hold."""
         self._param_version += 1
-        for key in [k for k in self.__dict__ if k.startswith("_tiphys_")]:
-            if key not in ("_tiphys_key", "_tiphys_generation"):
-                del self.__dict__[key]
+        self.plans = Plans()
+
+    def __copy__(self) -> "Model":
+        """A shallow copy (the device arrays are shared) with its own Plans, which
+        starts with this model's plans."""
+        out = Model.__new__(Model)
+        out.__dict__.update(self.__dict__)
+        out.plans = self.plans.copy()
+        return out
 
     def __repr__(self):
         return f"<tiphys.Model nq={self.nq} nv={self.nv} nbody={self.nbody} ngeom={self.ngeom}>"
@@ -287,6 +296,16 @@ class Data:
         # what autoreset restores (reset_data sets it), the keyframe it is of, and the
         # model's set_param count it was made at (made again when that changed)
         self._reset_state, self._reset_keyframe, self._reset_version = None, None, 0
+        self.scratch = Scratch(self.nworld)  # stages' work arrays (kernels/scratch.py)
+        # whether an energy stage wrote d.energy since the last one that zeroes it, and
+        # whether the last forward had constraint rows (tiphys/forward.py: clearing
+        # what the options no longer compute)
+        self._energy_set = False
+        self._constrained = False
+        self._islands_set = False  # island fields hold islands (kernels/island.py)
+        # steps since the warnings were last reported, and the counts reported then
+        # (tiphys/report.py)
+        self._steps_since_report, self._reported_warnings = 0, None
 
     def _make_reset_state(self, m: Model) -> dict:
         """The reset state autoreset restores (kernels/check.py makes it on first use,
@@ -380,7 +399,9 @@ def _reset_world(m: Model, d: Data, keyframe, world: int, state: dict) -> None:
     one-world copy of the reset state (made once per keyframe), zeros elsewhere; the
     other worlds are not touched and nothing is read back."""
     from .kernels.check import copy_world, zero_world
-    cache = d.__dict__.setdefault("_reset_world_state", {})
+    cache = d.scratch.reset_world
+    if cache is None:
+        cache = d.scratch.reset_world = {}
     # a world's reset state differs from world 0's only by qpos0 given per world
     row = world if keyframe is None and "qpos0" in m._params else 0
     key = (keyframe, m._param_version, row)

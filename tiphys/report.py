@@ -43,7 +43,7 @@ def report(d, stacklevel: int = 3) -> dict:
     {warning id: worlds (array) with new counts} for those that were new."""
     d._steps_since_report = 0
     number = warnings_of(d)
-    seen = getattr(d, "_reported_warnings", None)
+    seen = d._reported_warnings
     if seen is None or seen.shape != number.shape:
         seen = np.zeros_like(number)
     # a reset sets the counts back to 0: what is there now is all new
@@ -72,7 +72,7 @@ def check_warnings(m, d) -> dict:
 
 def stepped(d) -> None:
     """Count a step; report when REPORT_EVERY steps passed without a report."""
-    n = getattr(d, "_steps_since_report", 0) + 1
+    n = d._steps_since_report + 1
     d._steps_since_report = n
     if n >= REPORT_EVERY:
         report(d, stacklevel=4)

@@ -694,7 +694,9 @@ class Renderer:
 
 def _renderer_for(m, width: int, height: int) -> Renderer:
     """A Renderer cached on the model (one per image size)."""
-    cache = m.__dict__.setdefault("_tiphys_renderers", {})
+    cache = m.plans.renderers
+    if cache is None:
+        cache = m.plans.renderers = {}
     key = (int(width), int(height))
     if key not in cache:
         cache[key] = Renderer(m, width, height)

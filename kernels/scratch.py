@@ -1,0 +1,79 @@
+"""Scratch and plans, declared in one place like the Model and Data fields.
+
+Scratch: work arrays a stage keeps on one Data between calls (made on its first run,
+sized from that Data), under ``d.scratch.<name>``. Plans: host facts a stage derives
+from one model (and its options), made on first use, under ``m.plans.<name>``;
+``Model.forget_plans`` (after set_param) replaces the whole Plans, so nothing planned
+from the old values survives. A name missing from these tables is an AttributeError,
+not a new attribute hung on the model or the data.
+"""
+from __future__ import annotations
+
+from .config import tag_worlds
+
+# name -> what it holds (and which module makes it)
+SCRATCH = {
+    "rk4": "RK4's start state, stage rates and sums (integrate.py)",
+    "lu": "implicit integrators' LU factors of M - dt*D (integrate.py)",
+    "inverse": "mj_inverse's row view and continuous qacc; compare_fwd_inv's forces "
+               "(inverse.py)",
+    "solver": "the solvers' per-row and per-dof work arrays (solver.py)",
+    "noslip_minvjt": "noslip's M^-1 J' by rows when the solver is not PGS (noslip.py)",
+    "derivative": "analytic derivatives' body, dof and qDeriv work arrays (derivative.py)",
+    "tactile": "touch-grid sensors' candidate geoms (sensor_acc.py)",
+    "geom_pairs": "geom distance sensors' pair lists (sensor.py)",
+    "contact_emit": "{capacity: narrowphase output buffers} (collision.py)",
+    "efc_adr": "constraint row addresses per row type (constraint.py)",
+    "fd_data": "(model, expanded Data) of finite-difference derivatives "
+               "(tiphys/derivative.py)",
+    "reset_world": "{(keyframe, set_param count, row): one world's reset state} of "
+                   "reset_data(world=k) (tiphys/model.py)",
+}
+
+PLANS = {
+    "collision": "CollisionPlan: candidate pairs, detector lists, sweep (tiphys/contacts.py)",
+    "constraint_flags": "(options key, row-type flags) of make_constraint (constraint.py)",
+    "rows_possible": "(options, whether any constraint row can exist) (tiphys/forward.py)",
+    "actuation": "(options, (unsupported features, gravity compensation)) (actuation.py)",
+    "has_trn_body": "whether an actuator has a body transmission (actuation.py)",
+    "tendon_armature": "(options, whether some world's tendon armature is non-zero) "
+                       "(smooth.py)",
+    "sensor": "(options, position/velocity sensor plan) (sensor.py)",
+    "subtree_vel_sensors": "whether subtree velocity sensors exist (sensor.py)",
+    "sensor_acc": "acceleration and touch sensor plan (sensor_acc.py)",
+    "ray_tables": "RayTables: geom and body bounds of mj_ray (ray.py)",
+    "renderers": "{(width, height, ...): Renderer} (tiphys/viewer/renderer.py)",
+}
+
+
+class Scratch:
+    """One Data's scratch (see SCRATCH); ``tag`` marks a new array as belonging to the
+    Data's ``nworld`` worlds, as the Data fields are (serial loops for few worlds)."""
+
+    __slots__ = tuple(SCRATCH) + ("nworld",)
+
+    def __init__(self, nworld: int):
+        self.nworld = int(nworld)
+        for name in SCRATCH:
+            setattr(self, name, None)
+
+    def tag(self, array):
+        return tag_worlds(array, self.nworld)
+
+
+class Plans:
+    """One model's host plans (see PLANS), each None until made."""
+
+    __slots__ = tuple(PLANS)
+
+    def __init__(self):
+        for name in PLANS:
+            setattr(self, name, None)
+
+    def copy(self) -> "Plans":
+        """A new Plans holding the same plans (for a copy of the model: what either
+        makes later stays its own)."""
+        out = Plans()
+        for name in PLANS:
+            setattr(out, name, getattr(self, name))
+        return out
