@@ -96,7 +96,7 @@ def run(nworlds, nobj):
     import taichi as ti
 
     import tiphys
-    from tiphys.contacts import collision, plan
+    from tiphys.kernels.collision_driver import collision, plan
     tiphys.init("cpu", "f64")
     xml = pile_xml(nobj)
     mjm = mujoco.MjModel.from_xml_string(xml)

@@ -1,7 +1,7 @@
 """Sweep-and-prune broadphase: per world, the candidate pairs whose bounding spheres
 overlap along one axis, as per-world lists for the narrowphase kernels.
 
-Used for scenes with many geoms (tiphys/contacts.py picks it by size), where testing
+Used for scenes with many geoms (kernels/collision_driver.py picks it by size), where testing
 every candidate pair of every world costs more than sorting. One thread per world:
 1. each geom's interval along the sweep axis (centre +- rbound + margin);
 2. insertion sort of the world's persistent geom order (nearly sorted from the last
@@ -102,7 +102,7 @@ def _init_order(order: ND, nsap: ti.i32):
 
 def sap(m, d, sp):
     """Fill ``sp.lists`` (nworld, nkind, cap) and ``sp.counts`` (nworld, nkind) for the
-    worlds of ``d``; ``sp`` is the per-Data SAP state made by tiphys/contacts.py."""
+    worlds of ``d``; ``sp`` is the per-Data SAP state made by kernels/collision_driver.py."""
     opt = m.opt
     if not sp.initialized:
         _init_order(sp.order, sp.nsap)

@@ -1,6 +1,6 @@
 """Collision driver: bounding filter, narrowphase dispatch, contact buffer, parameters.
 
-The host (tiphys/contacts.py) builds each model's candidate geom pairs once, in
+The host driver (collision_driver.py) builds each model's candidate geom pairs once, in
 MuJoCo's order, from the static filters (contype/conaffinity, weld and parent rules,
 <exclude>, explicit <pair>s). On the device every (world, candidate) pair is tested:
 bounding spheres (mj_filterSphere), then the pair's narrowphase function, which

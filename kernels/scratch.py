@@ -31,7 +31,7 @@ SCRATCH = {
 }
 
 PLANS = {
-    "collision": "CollisionPlan: candidate pairs, detector lists, sweep (tiphys/contacts.py)",
+    "collision": "CollisionPlan: candidate pairs, detector lists, sweep (kernels/collision_driver.py)",
     "constraint_flags": "(options key, row-type flags) of make_constraint (constraint.py)",
     "rows_possible": "(options, whether any constraint row can exist) (tiphys/forward.py)",
     "actuation": "(options, (unsupported features, gravity compensation)) (actuation.py)",

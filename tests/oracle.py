@@ -286,7 +286,7 @@ def collide_both(m, d, mjm, qpos):
     (ours, theirs): per-world contact lists."""
     import mujoco
     import tiphys
-    from tiphys.contacts import collision
+    from tiphys.kernels.collision_driver import collision
     nworld = d.nworld
     d.qpos.from_numpy(_pad(qpos, d.qpos))
     tiphys.kinematics(m, d)

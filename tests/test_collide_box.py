@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tiphys  # noqa: E402
 from oracle import (collide_both, compare_contacts, mujoco_contacts,  # noqa: E402
                     random_free_qpos, tiphys_contacts)
-from tiphys.contacts import collision, plan  # noqa: E402
+from tiphys.kernels.collision_driver import collision, plan  # noqa: E402
 
 NWORLD = 96
 ATOL = 1e-9

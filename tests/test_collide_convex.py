@@ -30,7 +30,7 @@ import tiphys
 from conftest import record
 from corpus_xfail import corpus_params, not_yet
 from oracle import collide_both, compare_contacts, random_free_qpos, stripped_corpus_pair
-from tiphys.contacts import detector_kind, plan
+from tiphys.kernels.collision_driver import detector_kind, plan
 from tiphys.kernels.geom_distance import geom_distance
 
 NWORLD = 48
@@ -374,7 +374,7 @@ def test_ccd_iterations_and_tolerance_are_honored():
 
 def test_nativeccd_disabled_is_not_implemented():
     """libccd's MPR (MuJoCo's path with nativeccd disabled) is not ported."""
-    from tiphys.contacts import collision
+    from tiphys.kernels.collision_driver import collision
     xml = pair_xml("ellipsoid", "box", flags='nativeccd="disable"')
     m = tiphys.load_model_from_string(xml)
     d = tiphys.make_data(m, 2)

@@ -19,7 +19,7 @@ import tiphys
 from conftest import record
 from oracle import collide_both, random_free_qpos
 from test_collide_convex import GEOMS, MESHES, TOL_POLY, TOL_SMOOTH, _smooth, errors_of
-from tiphys.contacts import plan
+from tiphys.kernels.collision_driver import plan
 
 NWORLD = 32
 NROW, NCOL = 7, 8

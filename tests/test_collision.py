@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import tiphys
-from tiphys.contacts import candidate_pairs, collision, plan
+from tiphys.kernels.collision_driver import candidate_pairs, collision, plan
 from oracle import collide_both, compare_contacts, random_free_qpos
 
 NWORLD = 24
@@ -197,7 +197,7 @@ PILE = _pile()
 
 @pytest.mark.parametrize("cap", [None, 3])
 def test_sweep_and_prune_matches_mujoco(monkeypatch, cap):
-    import tiphys.contacts as tc
+    import tiphys.kernels.collision_driver as tc
     monkeypatch.setattr(tc, "SAP_MIN_CANDIDATES", 0)
     xml = PILE
     m = tiphys.load_model_from_string(xml)
@@ -231,7 +231,7 @@ def test_every_detector_table_entry_imports():
     pair into "no detector yet")."""
     import importlib
 
-    from tiphys.contacts import DETECTOR_KINDS, NARROWPHASE, NOT_YET_PAIRS, narrowphase
+    from tiphys.kernels.collision_driver import DETECTOR_KINDS, NARROWPHASE, NOT_YET_PAIRS, narrowphase
     from tiphys.kernels.collision import PRIMITIVE_DETECTORS, primitive_table
     for pair, (module, name, maxcon) in PRIMITIVE_DETECTORS.items():
         mod = importlib.import_module(f"tiphys.kernels.{module}")
@@ -249,7 +249,7 @@ def test_every_detector_table_entry_imports():
 def test_pair_without_detector_yet_raises_naming_it(monkeypatch):
     """A candidate pair in NOT_YET_PAIRS stops collision with NotImplementedError naming
     the pair (SDF geoms cannot be compiled yet, so a supported pair stands in)."""
-    import tiphys.contacts as contacts
+    import tiphys.kernels.collision_driver as contacts
     xml = """<mujoco><worldbody><geom type="box" size=".1 .1 .1"/>
       <body><freejoint/><geom size=".1"/></body></worldbody></mujoco>"""
     m = tiphys.load_model_from_string(xml)

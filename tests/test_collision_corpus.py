@@ -14,7 +14,7 @@ from conftest import record
 from corpus_xfail import corpus_params, not_yet, stage_models
 from oracle import collide_both, compare_contacts, stripped_corpus_pair
 from test_collide_convex import within_mujoco_noise
-from tiphys.contacts import detector_kind
+from tiphys.kernels.collision_driver import detector_kind
 
 NWORLD = 4
 GROUP = "collision (contacts at random states)"

@@ -253,7 +253,7 @@ def _poison(d):
 def run_tiphys(m, d, qpos, qvel, active=None, contacts=None):
     """The position and velocity stages tiphys has, on every world; ``contacts``: per
     world MuJoCo contact lists to use instead of tiphys' collision."""
-    from tiphys.contacts import collision
+    from tiphys.kernels.collision_driver import collision
     _set(d.qpos, qpos)
     _set(d.qvel, qvel)
     if active is not None and m.neq:

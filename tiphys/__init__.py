@@ -22,7 +22,7 @@ from .kernels.tendon import tendon
 from .kernels.actuation import actuation, advance_activation, transmission, velocity
 from .kernels.passive import tendon_passive
 from .forward import compare_fwd_inv, inverse, step1, step2
-from .contacts import add_contact, collision
+from .kernels.collision_driver import add_contact, collision
 from .kernels.geom_distance import geom_distance
 from .kernels.constraint import make_constraint, reference_constraint
 from .kernels.island import island

@@ -2,13 +2,14 @@
 and inverse, exported under their own names (mj_fwdKinematics, mj_fwdPosition,
 mj_fwdVelocity, mj_RungeKutta, mj_implicit, mj_invPosition, mj_invVelocity,
 mj_invConstraint, mj_constraintUpdate, mj_projectConstraint): each runs on every
-world at once, exactly the stages forward/step/inverse run for it.
+world at once, exactly the stages forward/step/inverse run for it (fwd_position,
+fwd_velocity and runge_kutta are forward.py's own stage functions, re-exported here).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .forward import _position, _rk4, _velocity, constraint_rows_possible
+from .forward import constraint_rows_possible, fwd_position, fwd_velocity, runge_kutta
 from .kernels import integrate as ki
 from .kernels import inverse as kinv
 from .kernels.consts import INT_IMPLICIT, INT_IMPLICITFAST
@@ -25,27 +26,6 @@ def fwd_kinematics(m: Model, d: Data) -> None:
     tendon(m, d)
 
 
-def fwd_position(m: Model, d: Data) -> None:
-    """mj_fwdPosition: kinematics to crb and factor_m, collision, make_constraint, island
-    and transmission (sensors are not part of it, as in MuJoCo)."""
-    _position(m, d)
-
-
-def fwd_velocity(m: Model, d: Data) -> None:
-    """mj_fwdVelocity: tendon/actuator velocities, com_vel, passive,
-    reference_constraint, rne (bias forces)."""
-    _velocity(m, d)
-
-
-def runge_kutta(m: Model, d: Data, n: int = 4) -> None:
-    """mj_RungeKutta(m, d, N): the RK4 integration of every world after ``forward``
-    (three more forward evaluations without sensors, then the weighted update of
-    qpos, qvel, act and time). MuJoCo supports N = 4 only; so does tiphys."""
-    if n != 4:
-        raise ValueError(f"runge_kutta: supported RK orders: N=4 (got {n!r})")
-    _rk4(m, d)
-
-
 def implicit(m: Model, d: Data) -> None:
     """mj_implicit: the integration step of the implicit or implicitfast integrator
     (the model's) after ``forward``; ValueError for other integrators, as MuJoCo."""
@@ -59,12 +39,12 @@ def implicit(m: Model, d: Data) -> None:
 
 def inv_position(m: Model, d: Data) -> None:
     """mj_invPosition: the position stages of inverse (as fwd_position)."""
-    _position(m, d)
+    fwd_position(m, d)
 
 
 def inv_velocity(m: Model, d: Data) -> None:
     """mj_invVelocity: the velocity stages of inverse (as fwd_velocity)."""
-    _velocity(m, d)
+    fwd_velocity(m, d)
 
 
 def inv_constraint(m: Model, d: Data) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .contacts import collision
+from .kernels.collision_driver import collision
 from .kernels.actuation import actuation, transmission, velocity
 from .kernels.check import check
 from .kernels.config import per_options
@@ -45,7 +45,7 @@ def contacts_possible(m: Model) -> bool:
     """True if some geom pair may collide: the model has collision candidates
     (contype/conaffinity, weld/parent filters, <exclude>, explicit <pair>s, as
     mj_collision filters them); False when contacts or constraints are disabled."""
-    from .contacts import plan
+    from .kernels.collision_driver import plan
     return plan(m).ncand > 0
 
 
@@ -86,8 +86,9 @@ def forward(m: Model, d: Data) -> None:
     _forward(m, d)
 
 
-def _position(m: Model, d: Data) -> None:
-    """mj_fwdPosition: kinematics to make_constraint, island and transmission."""
+def fwd_position(m: Model, d: Data) -> None:
+    """mj_fwdPosition: kinematics to crb and factor_m, collision, make_constraint, island
+    and transmission (sensors are not part of it, as in MuJoCo)."""
     rows = constraint_rows_possible(m)
     kinematics(m, d)
     com_pos(m, d)
@@ -105,9 +106,9 @@ def _position(m: Model, d: Data) -> None:
     transmission(m, d, contacts=rows)
 
 
-def _velocity(m: Model, d: Data) -> None:
+def fwd_velocity(m: Model, d: Data) -> None:
     """mj_fwdVelocity: tendon/actuator velocities, com_vel, passive,
-    reference_constraint, rne."""
+    reference_constraint, rne (bias forces)."""
     rows = constraint_rows_possible(m)
     velocity(m, d)
     com_vel(m, d)
@@ -178,10 +179,10 @@ def _acceleration(m: Model, d: Data) -> None:
 def _forward(m: Model, d: Data, skipstage: int = 0, skipsensor: bool = False) -> None:
     """mj_forwardSkip."""
     if skipstage < STAGE_POS:
-        _position(m, d)
+        fwd_position(m, d)
         _position_sensors(m, d, skipsensor)
     if skipstage < STAGE_VEL:
-        _velocity(m, d)
+        fwd_velocity(m, d)
         _velocity_sensors(m, d, skipsensor)
     _acceleration(m, d)
     if not skipsensor:
@@ -205,7 +206,7 @@ def step(m: Model, d: Data) -> None:
     if m.opt.enabled("fwdinv"):
         compare_fwd_inv(m, d)
     if integrator == INT_RK4:
-        _rk4(m, d)
+        runge_kutta(m, d)
     else:
         _integrate(m, d)
     stepped(d)
@@ -218,8 +219,12 @@ def _check_integrator(m: Model) -> None:
         raise NotImplementedError(f"step: integrator {name}")
 
 
-def _rk4(m: Model, d: Data) -> None:
-    """mj_RungeKutta(m, d, 4) after a forward pass: three more forward evaluations."""
+def runge_kutta(m: Model, d: Data, n: int = 4) -> None:
+    """mj_RungeKutta(m, d, N): the RK4 integration of every world after ``forward``
+    (three more forward evaluations without sensors, then the weighted update of
+    qpos, qvel, act and time). MuJoCo supports N = 4 only; so does tiphys."""
+    if n != 4:
+        raise ValueError(f"runge_kutta: supported RK orders: N=4 (got {n!r})")
     for slot, coefs in enumerate(RK4_A):
         rk4_stage(m, d, slot, coefs[:slot + 1])
         _forward(m, d, skipsensor=True)  # as MuJoCo: no sensors, energy recomputed
@@ -234,9 +239,9 @@ def step1(m: Model, d: Data) -> None:
     """
     check(m, d, "pos")
     check(m, d, "vel")
-    _position(m, d)
+    fwd_position(m, d)
     _position_sensors(m, d, False)
-    _velocity(m, d)
+    fwd_velocity(m, d)
     _velocity_sensors(m, d, False)
 
 
@@ -291,13 +296,13 @@ def _inverse(m: Model, d: Data, skipstage: int, skipsensor: bool) -> None:
     rows = constraint_rows_possible(m)
     energy = m.opt.enabled("energy")
     if skipstage < STAGE_POS:
-        _position(m, d)
+        fwd_position(m, d)
         if not skipsensor:
             sensor_pos(m, d)
         if energy:
             energy_pos(m, d)
     if skipstage < STAGE_VEL:
-        _velocity(m, d)
+        fwd_velocity(m, d)
         if not skipsensor:
             sensor_vel(m, d)
         if energy:

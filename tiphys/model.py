@@ -260,7 +260,7 @@ class Data:
         check_param_worlds(m, self._param_worlds, "make_data")
         sizes = dict(m.arrays.sizes)
         if nconmax is None:
-            from .contacts import default_nconmax
+            from .kernels.collision_driver import default_nconmax
             nconmax = default_nconmax(m)
         self.nconmax = _count_arg("nconmax", nconmax)
         sizes["nconmax"] = self.nconmax

@@ -1,11 +1,12 @@
-"""Collision detection on the host side: candidate pairs, buffers, the collision stage.
+"""The collision stage's host driver: candidate pairs, buffers, the stage itself.
 
 The static part of MuJoCo's broadphase is decided once per model here: which geom
 pairs may ever collide (body-level contype/conaffinity, weld and parent filters,
 <exclude>, geom-level bitmasks, a detector for the type pair) and the explicit
 <pair>s, merged by body signature exactly as mj_collision does, so that the
 candidate order is MuJoCo's contact order. The device then tests bounding volumes
-and runs the detectors for every (world, candidate) (kernels/collision.py).
+and runs the detectors for every (world, candidate) (collision.py and the detector
+modules beside it).
 """
 from __future__ import annotations
 
@@ -15,9 +16,9 @@ from types import SimpleNamespace
 import numpy as np
 import taichi as ti
 
-from .kernels import collision as kc
-from .kernels.collision import DETECTOR_KINDS, KINDS, detector_kind
-from .kernels.consts import GEOM_PLANE, GEOM_TYPE_NAMES, MAXCONPAIR, NGEOMTYPES, WARN_CONTACTFULL
+from . import collision as kc
+from .collision import DETECTOR_KINDS, KINDS, detector_kind
+from .consts import GEOM_PLANE, GEOM_TYPE_NAMES, MAXCONPAIR, NGEOMTYPES, WARN_CONTACTFULL
 
 PRIMITIVE_MAXCON = {pair: v[2] for pair, v in kc.PRIMITIVE_DETECTORS.items()}
 
@@ -38,7 +39,7 @@ def narrowphase(kind: str):
     function raises ImportError / AttributeError, never passes as "not yet"."""
     import importlib
     module, name = NARROWPHASE[kind]
-    return getattr(importlib.import_module(f"tiphys.kernels.{module}"), name)
+    return getattr(importlib.import_module(f"{__package__}.{module}"), name)
 
 
 def _pair_ok_bitmask(ct1, ca1, ct2, ca2) -> bool:
@@ -268,8 +269,8 @@ def _plan_sap(p, a, cands, kind_id):
 
 def _sap_state(p, d):
     """Per-Data sweep-and-prune scratch (persistent geom order)."""
-    from . import backend
-    fdt = backend.float_dtype()
+    from . import config
+    fdt = config.float_dtype()
     n, nw = p.sap_n, d.nworld
     return SimpleNamespace(
         initialized=False, nsap=n, sap_geom=p.sap_geom,
@@ -326,7 +327,7 @@ def collision(m, d) -> None:
     check_detectors(m)
     first, redo = p.sweeps(d)
     if first.sap is not None:
-        from .kernels.broadphase import sap
+        from .broadphase import sap
         sap(m, d, first.sap)  # a world whose list overflows tests every candidate
     _narrow(m, d, p, first)
     if redo is not None:
@@ -362,7 +363,7 @@ def add_contact(m, d, world, geom, pos, frame, dist, dim=3, friction=None, solre
     ``contact_overflow``. Call it after ``collision`` (or forward_skip's position
     stage) and before ``make_constraint``.
     """
-    from .backend import precision
+    from .config import precision
 
     fdt = np.float64 if precision() == "f64" else np.float32
     world = np.atleast_1d(np.asarray(world, dtype=np.int64))
