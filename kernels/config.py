@@ -61,6 +61,19 @@ def per_options(m, key: str, compute):
     return value
 
 
+# serial loops (tiphys/launch.py): on a CPU backend ("cpu"), launches for at most
+# "worlds" worlds run kernels whose loops are all serial; "building" is true while
+# such a kernel is being built (tiphys.init configures the first two)
+SERIAL = {"cpu": False, "worlds": 0, "building": False}
+
+
+def serial_loops(nworld: int) -> bool:
+    """Whether launches for Data of ``nworld`` worlds run with serial loops: then a
+    per-world serial algorithm costs no parallelism (kernels pick it, e.g. the tree
+    passes of smooth.py)."""
+    return SERIAL["cpu"] and nworld <= SERIAL["worlds"]
+
+
 WORLDS_TAG = "_tiphys_nworld"  # attribute of an ndarray: the worlds of the Data it serves
 
 

@@ -10,7 +10,7 @@ subtree lists. Per-world-able ("*") parameters are indexed ``worldid % shape[0]`
 import numpy as np
 import taichi as ti
 
-from .config import per_options
+from .config import per_options, serial_loops
 from .consts import (CAMLIGHT_TARGETBODY, CAMLIGHT_TARGETBODYCOM, CAMLIGHT_TRACK,
                      CAMLIGHT_TRACKCOM, JNT_BALL, JNT_FREE, JNT_HINGE, JNT_SLIDE)
 from .math import (axis_angle2quat, cross_force, cross_motion, dof_com, inert_com,
@@ -22,6 +22,13 @@ ND = ti.types.ndarray()
 # From this many worlds on, tree passes run one thread per world (no redundant work);
 # below it, one thread per (world, body) keeps the machine busy.
 SERIAL_TREE_MIN_WORLDS = 256
+
+
+def _tree_pass(d) -> bool:
+    """One thread per world walking the tree in body order (from SERIAL_TREE_MIN_WORLDS
+    worlds on, and whenever the launch's loops are serial anyway), instead of one
+    thread per body walking its own chain (the same operations, the same results)."""
+    return d.nworld >= SERIAL_TREE_MIN_WORLDS or serial_loops(d.nworld)
 
 
 @ti.func
@@ -186,7 +193,7 @@ def kinematics(m, d):
                 m.geom_quat, m.nbody, m.ngeom,
                 d.qpos, d.mocap_pos, d.mocap_quat,
                 d.xpos, d.xquat, d.xmat, d.xipos, d.ximat, d.xanchor, d.xaxis,
-                d.geom_xpos, d.geom_xmat, d.nworld >= SERIAL_TREE_MIN_WORLDS)
+                d.geom_xpos, d.geom_xmat, _tree_pass(d))
     if m.nsite:
         _site_poses(m.site_bodyid, m.site_pos, m.site_quat, m.nsite, d.xpos, d.xmat,
                     d.site_xpos, d.site_xmat)
@@ -814,8 +821,7 @@ def com_vel(m, d):
     Reads cdof, qvel; writes cvel, cdof_dot.
     """
     _com_vel(m.body_parentid, m.body_depth, m.body_dofnum, m.body_dofadr, m.dof_jntid,
-             m.jnt_type, m.nbody, d.cdof, d.qvel, d.cvel, d.cdof_dot,
-             d.nworld >= SERIAL_TREE_MIN_WORLDS)
+             m.jnt_type, m.nbody, d.cdof, d.qvel, d.cvel, d.cdof_dot, _tree_pass(d))
 
 
 @ti.func

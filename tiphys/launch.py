@@ -55,7 +55,8 @@ from taichi.types import ndarray_type, primitive_types
 from taichi.types.annotations import template
 from taichi.types.utils import is_signed
 
-from .kernels.config import WORLDS_TAG, tag_worlds  # noqa: F401 (tag_worlds: re-exported)
+from .kernels.config import SERIAL, WORLDS_TAG, serial_loops
+from .kernels.config import tag_worlds  # noqa: F401 (re-exported)
 
 MAX_VARIANTS = 64  # distinct argument tuples per kernel before it stops preparing
 # on unless TIPHYS_PREPARED_LAUNCHES=0 (or tiphys.launch.ENABLED = False). The rendering
@@ -70,8 +71,8 @@ _taichi_call = kernel_impl.Kernel.__call__
 _build_for = None  # Taichi's ASTTransformer.build_For, wrapped by install()
 
 # serial twins: used on a CPU backend for launches on at most SERIAL["worlds"] worlds
-# (configure(), from tiphys.init); "building" is true while a twin's loops are built
-SERIAL = {"cpu": False, "worlds": 0, "building": False}
+# (configure(), from tiphys.init); "building" is true while a twin's loops are built;
+# the one dict, kernels.config.SERIAL, so that kernels can ask (serial_loops)
 
 
 def default_serial_worlds(threads: int) -> int:
@@ -100,7 +101,7 @@ def _serial(args) -> bool:
     for value in args:
         nworld = getattr(value, WORLDS_TAG, None)
         if nworld is not None:
-            return nworld <= SERIAL["worlds"]
+            return serial_loops(nworld)
     return False
 
 
