@@ -11,8 +11,9 @@ export TIPHYS_CORPUS ?= $(CURDIR)/$(CORPUS)
 
 venv: $(STAMP)
 
-# setup.py builds the C walk of tiphys/compiler/polygons.py in place (optional)
-$(STAMP): pyproject.toml setup.py tiphys/compiler/_polytree.c
+# setup.py builds the C twins of tiphys/compiler/polygons.py and mesh_io.py in place
+# (optional)
+$(STAMP): pyproject.toml setup.py tiphys/compiler/_polytree.c tiphys/compiler/_objscan.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'

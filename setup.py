@@ -1,6 +1,7 @@
-"""The optional C accelerator for mesh polygons (tiphys/compiler/_polytree.c); the
-project's metadata is in pyproject.toml. Where it cannot be built (no C compiler or
-no Python headers) the install goes on and tiphys uses the Python code path."""
+"""The optional C accelerators of the mesh compiler (tiphys/compiler/_polytree.c:
+mesh polygons; _objscan.c: the OBJ reader's fast path); the project's metadata is in
+pyproject.toml. Where they cannot be built (no C compiler or no Python headers) the
+install goes on and tiphys uses the Python code paths."""
 import sys
 
 from setuptools import Extension, setup
@@ -26,8 +27,8 @@ class BuildExt(build_ext):
 
 setup(
     ext_modules=[Extension(
-        "tiphys.compiler._polytree", ["tiphys/compiler/_polytree.c"], optional=True,
+        f"tiphys.compiler.{name}", [f"tiphys/compiler/{name}.c"], optional=True,
         define_macros=[("Py_LIMITED_API", "0x030B0000")] if LIMITED else [],
-        py_limited_api=LIMITED)],
+        py_limited_api=LIMITED) for name in ("_polytree", "_objscan")],
     cmdclass={"build_ext": BuildExt},
 )

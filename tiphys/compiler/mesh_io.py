@@ -9,6 +9,7 @@ de-duplicated (exact float equality); OBJ / MSH vertices are kept as they are.
 from __future__ import annotations
 
 import itertools
+import os
 import re
 from typing import Optional
 
@@ -16,6 +17,15 @@ import numpy as np
 
 from ..errors import ModelError
 from .mesh_math import _F32
+from .polygons import PURE_PYTHON_ENV
+
+try:
+    from ._objscan import scan as _c_scan
+    OBJSCAN_ERROR = None
+except ImportError as exc:  # not built (no C compiler at install): the regex fast path
+    if exc.name != f"{__package__}._objscan":
+        raise
+    _c_scan, OBJSCAN_ERROR = None, f"{type(exc).__name__}: {exc}"
 
 __all__ = ["mesh_content_type"]
 
@@ -367,13 +377,34 @@ def _read_obj_fast(text: str):
     return _floats(v, 3), _floats(vn, 3), _floats(vt, 2), tris
 
 
+def c_scan_enabled() -> bool:
+    """True when OBJ files are first tried by the C fast path: _objscan was built and
+    TIPHYS_PURE_PYTHON_MESH is unset, empty or 0."""
+    return _c_scan is not None and os.environ.get(PURE_PYTHON_ENV, "") in ("", "0")
+
+
+def _read_obj_c(data: bytes):
+    """_read_obj_fast's answer from the C scan (_objscan.c: the same files, the same
+    numbers), as arrays; None where the C scan leaves the file to Python."""
+    got = _c_scan(data)
+    if got is None:
+        return None
+    v, vn, vt, tris = got
+    return (np.frombuffer(v, np.float64), np.frombuffer(vn, np.float64),
+            np.frombuffer(vt, np.float64), np.frombuffer(tris, np.int64).reshape(-1, 3, 3))
+
+
 def _read_obj_full(data: bytes, fname: str, righthand: bool):
     """Parse an OBJ file; MuJoCo uses all v/vn/vt lines but only the first shape's faces."""
-    text = data.decode("latin-1")
-    if "\r" in text:  # the general reader's line ends: "\r\n", "\n" or "\r"
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-    fast = _read_obj_fast(text)
-    v, vn, vt, tris = fast if fast is not None else _read_obj_lines(text, fname)
+    if b"\r" in data:  # the general reader's line ends: "\r\n", "\n" or "\r"
+        data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    fast = _read_obj_c(data) if c_scan_enabled() else None
+    if fast is None:
+        text = data.decode("latin-1")
+        fast = _read_obj_fast(text)
+        if fast is None:
+            fast = _read_obj_lines(text, fname)
+    v, vn, vt, tris = fast
     vert = np.asarray(v, dtype=np.float32)
     normal = np.asarray(vn, dtype=np.float32)
     texcoord = np.asarray(vt, dtype=np.float32)
