@@ -46,7 +46,7 @@ from . import progress
 from .hull import _make_graph
 from .mesh_io import _content_type, _read_msh, _read_obj_full, _read_stl
 from .mesh_math import (_F32, _cross, _dot3, _eig3, _mulmat, _mulmatT, _normvec, _quat2mat,
-                        _seqsum, _triangles)
+                        _seqsum, _stable_argsort, _triangles)
 from .polygons import make_polygons, polygon_normals
 
 __all__ = [
@@ -69,16 +69,16 @@ def _ordered_accumulate(acc32: np.ndarray, idx: np.ndarray, vals: np.ndarray):
     each such level touches a row at most once."""
     if len(idx) == 0:
         return acc32
-    order = np.argsort(idx, kind="stable")
+    order = _stable_argsort(idx)  # each row's additions, in order
     sidx = idx[order]
-    start = np.r_[0, np.nonzero(np.diff(sidx))[0] + 1]
+    start = np.r_[0, np.flatnonzero(sidx[1:] != sidx[:-1]) + 1]
     counts = np.diff(np.r_[start, len(sidx)])
-    rank = np.arange(len(sidx)) - np.repeat(start, counts)  # of order[j] in its row
-    byrank = order[np.argsort(rank, kind="stable")]
-    bounds = np.r_[0, np.cumsum(np.bincount(rank))]
-    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-        sel = byrank[lo:hi]
-        ii = idx[sel]
+    bycount = np.argsort(-counts, kind="stable")  # rows with more additions first
+    start = start[bycount]
+    nrows = np.searchsorted(-counts[bycount], -np.arange(int(counts.max())), side="left")
+    for level, n in enumerate(nrows.tolist()):  # the rows with more than `level`
+        sel = order[start[:n] + level]
+        ii = sidx[start[:n] + level]
         acc32[ii] = (acc32[ii].astype(np.float64) + vals[sel]).astype(np.float32)
     return acc32
 

@@ -60,6 +60,31 @@ def mesh_content_type(file_name: Optional[str], content_type: Optional[str]) -> 
 # file loaders.  Each returns a dict with float32 'vert' (flat), int 'face'
 # (flat), float32 'normal', 'texcoord' and int 'facenormal', 'facetexcoord'.
 
+def _equal_rows(key: np.ndarray):
+    """The groups of bit-identical rows of a C-contiguous (n, 3) float32 array: each
+    group's first row and each row's group (group order aside, np.unique's
+    return_index and return_inverse on the rows' bytes). The rows are grouped by a
+    64-bit hash of their 12 bytes, then every row is checked against its group's;
+    on a collision (never met) the bytes themselves are sorted instead."""
+    words = key.view(np.uint32).reshape(-1, 3)
+    hi = (words[:, 0].astype(np.uint64) << np.uint64(32)) | words[:, 1]
+    lo = words[:, 2].astype(np.uint64)
+    h = hi ^ (lo * np.uint64(0x9E3779B97F4A7C15))
+    srt = np.argsort(h)
+    h = h[srt]
+    new = np.r_[True, h[1:] != h[:-1]]
+    group = np.cumsum(new) - 1            # of each row in sorted order
+    starts = np.flatnonzero(new)
+    rep = srt[starts][group]
+    if np.array_equal(hi[srt], hi[rep]) and np.array_equal(lo[srt], lo[rep]):
+        inverse = np.empty(len(srt), np.int64)
+        inverse[srt] = group
+        return np.minimum.reduceat(srt, starts), inverse
+    kv = key.view(np.dtype((np.void, 12))).ravel()
+    _, first, inverse = np.unique(kv, return_index=True, return_inverse=True)
+    return first, inverse.ravel()
+
+
 def _dedup_vertices(vert32: np.ndarray, face: np.ndarray):
     """Merge bit-identical float vertices (+0 == -0), keeping first occurrences in order."""
     v = vert32.reshape(-1, 3)
@@ -67,9 +92,7 @@ def _dedup_vertices(vert32: np.ndarray, face: np.ndarray):
     if n == 0:
         return vert32, face
     key = np.ascontiguousarray(v + _F32(0.0))  # turns -0 into +0
-    kv = key.view(np.dtype((np.void, 12))).ravel()
-    _, first, inverse = np.unique(kv, return_index=True, return_inverse=True)
-    inverse = inverse.ravel()
+    first, inverse = _equal_rows(key)
     if len(first) == n:
         return vert32, face
     order = np.argsort(first, kind="stable")       # unique ids by first appearance

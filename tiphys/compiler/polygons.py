@@ -22,6 +22,7 @@ import os
 import numpy as np
 
 from ..kernels.consts import EPS, MINVAL
+from .mesh_math import _stable_argsort
 
 try:
     from ._polytree import polygons as _c_polygons
@@ -350,7 +351,7 @@ def make_polygons(vert: np.ndarray, faces: np.ndarray):
         else:
             polyvertnum, polyvert = _loop_arrays(_polygons_python(normals, faces))
     polyid = np.repeat(np.arange(len(polyvertnum), dtype=np.int32), polyvertnum)
-    polymap = polyid[np.argsort(polyvert, kind="stable")]
+    polymap = polyid[_stable_argsort(polyvert)]
     polymapnum = np.bincount(polyvert, minlength=len(vert)).astype(np.int32)
     return polyvertnum, polyvert, polymapnum, polymap
 
