@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ModelError
+from .polygons import PURE_PYTHON_ENV
 from ..kernels.consts import (BUILTIN_CHECKER, BUILTIN_FLAT, BUILTIN_GRADIENT, BUILTIN_NONE,
                               COLORSPACE_AUTO, COLORSPACE_LINEAR, COLORSPACE_SRGB, MARK_CROSS,
                               MARK_EDGE, MARK_NONE, MARK_RANDOM, TEXTURE_2D, TEXTURE_CUBE,
@@ -28,6 +29,14 @@ BUILTINS = {"none": BUILTIN_NONE, "gradient": BUILTIN_GRADIENT, "checker": BUILT
 MARKS = {"none": MARK_NONE, "edge": MARK_EDGE, "cross": MARK_CROSS, "random": MARK_RANDOM}
 CUBE_FILES = ("fileright", "fileleft", "fileup", "filedown", "filefront", "fileback")
 _INT_MAX = 2**31 - 1
+
+try:
+    from ._mt64 import stream as _c_stream
+    MT64_ERROR = None
+except ImportError as exc:  # not built (no C compiler at install): the numpy twister
+    if exc.name != f"{__package__}._mt64":
+        raise
+    _c_stream, MT64_ERROR = None, f"{type(exc).__name__}: {exc}"
 
 
 @dataclass
@@ -116,8 +125,20 @@ class MT19937_64:
 
     def uniform(self, count: int) -> np.ndarray:
         """std::uniform_real_distribution<double>(0, 1): one draw / 2^64 each."""
-        u = self.take(count).astype(np.float64) / 2.0**64
-        return np.minimum(u, np.nextafter(1.0, 0.0))
+        return _uniform(self.take(count))
+
+
+def _uniform(draws: np.ndarray) -> np.ndarray:
+    u = draws.astype(np.float64) / 2.0**64
+    return np.minimum(u, np.nextafter(1.0, 0.0))
+
+
+def _random_uniform(seed: int, count: int) -> np.ndarray:
+    """MT19937_64(seed).uniform(count), drawn in C where _mt64 is built (and
+    TIPHYS_PURE_PYTHON_MESH is unset, empty or 0)."""
+    if _c_stream is not None and os.environ.get(PURE_PYTHON_ENV, "") in ("", "0"):
+        return _uniform(np.frombuffer(_c_stream(seed, count), np.uint64))
+    return MT19937_64(seed).uniform(count)
 
 
 def _marks(img, mark, markrgb, random, faces: int):
@@ -133,7 +154,7 @@ def _marks(img, mark, markrgb, random, faces: int):
             sub[:, width // 2] = rgbm
             sub[height // 2, :] = rgbm
     if mark == MARK_RANDOM and random > 0:
-        draws = MT19937_64(42).uniform(img.shape[0] * img.shape[1])
+        draws = _random_uniform(42, img.shape[0] * img.shape[1])
         img.reshape(-1, 3)[draws < random] = rgbm
 
 
