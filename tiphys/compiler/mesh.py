@@ -347,6 +347,8 @@ def compile_mesh(*, name: str = "", file_bytes: Optional[bytes] = None,
     faces the hull is always built because it supplies the faces).
     """
     progress.step(f"mesh {name}" if name else "mesh")
+    if inertia == "convex":  # the hull is built anyway: one cache entry for both asks
+        needhull = True
     inputs = {"file_bytes": file_bytes, "file_name": file_name,
               "content_type": content_type, "vertex": vertex, "face": face,
               "normal": normal, "texcoord": texcoord, "scale": scale, "refpos": refpos,
