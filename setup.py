@@ -1,6 +1,7 @@
 """The optional C accelerators of the compiler (tiphys/compiler/_polytree.c: mesh
 polygons; _objscan.c: the OBJ reader's fast path; _mt64.c: std::mt19937_64 for the
-builtin textures); the project's metadata is in pyproject.toml. Where they cannot be
+builtin textures; _meshsum.c: ordered float32 sums for vertex normals); the project's
+metadata is in pyproject.toml. Where they cannot be
 built (no C compiler or no Python headers) the install goes on and tiphys uses the
 Python code paths."""
 import sys
@@ -30,6 +31,6 @@ setup(
     ext_modules=[Extension(
         f"tiphys.compiler.{name}", [f"tiphys/compiler/{name}.c"], optional=True,
         define_macros=[("Py_LIMITED_API", "0x030B0000")] if LIMITED else [],
-        py_limited_api=LIMITED) for name in ("_polytree", "_objscan", "_mt64")],
+        py_limited_api=LIMITED) for name in ("_polytree", "_objscan", "_mt64", "_meshsum")],
     cmdclass={"build_ext": BuildExt},
 )

@@ -684,8 +684,11 @@ def test_equal_rows_groups_as_unique_on_bytes_even_on_a_hash_collision():
     np.testing.assert_array_equal(groups(*_equal_rows(key)), [0, 1, 0])
 
 
-def test_ordered_accumulate_adds_in_order_in_double_rounding_to_single():
+@pytest.mark.parametrize("pure", ["0", "1"])
+def test_ordered_accumulate_adds_in_order_in_double_rounding_to_single(pure, monkeypatch):
+    """In C (_meshsum, where built) and in numpy (TIPHYS_PURE_PYTHON_MESH=1)."""
     from tiphys.compiler.mesh import _ordered_accumulate
+    monkeypatch.setenv("TIPHYS_PURE_PYTHON_MESH", pure)
     for seed in range(50):
         rng = np.random.default_rng(seed)
         nrow, n = int(rng.integers(1, 50)), int(rng.integers(0, 400))
@@ -696,6 +699,24 @@ def test_ordered_accumulate_adds_in_order_in_double_rounding_to_single():
             want[i] = (want[i].astype(np.float64) + val).astype(np.float32)
         got = _ordered_accumulate(np.zeros((nrow, 3), np.float32), idx, vals)
         assert got.tobytes() == want.tobytes()
+        flat = _ordered_accumulate(np.zeros(nrow, np.float32), idx, vals[:, 0])
+        assert flat.tobytes() == want[:, 0].tobytes()
+
+
+def test_meshsum_is_built_where_a_c_compiler_is_found():
+    from test_polytree import _c_compiler
+
+    from tiphys.compiler import mesh as mesh_module
+    cc = _c_compiler()
+    if cc is None:
+        pytest.skip("no C compiler with Python headers: the numpy sums are expected")
+    assert mesh_module.MESHSUM_ERROR is None, (
+        f"C compiler {cc} found but tiphys.compiler._meshsum does not import "
+        f"({mesh_module.MESHSUM_ERROR}); rebuild with `pip install -e .`")
+    with pytest.raises(IndexError):
+        mesh_module._c_accumulate(np.zeros((3, 1), np.float32), np.array([3]), np.zeros((1, 1)))
+    with pytest.raises(ValueError):
+        mesh_module._c_accumulate(np.zeros((3, 1)), np.array([0]), np.zeros((1, 1)))
 
 
 def test_hull_edges_are_mujocos_loop_over_facets():
