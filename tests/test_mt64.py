@@ -55,6 +55,22 @@ def test_random_uniform_is_the_same_with_and_without_c(monkeypatch):
     assert got.tobytes() == ref.tobytes()
 
 
+@needs_c
+def test_c_below_is_the_numpy_draws_compared():
+    """below() compares integers against the smallest output whose draw is not below
+    the threshold: the same answers as the draws, also at thresholds equal to a draw,
+    next to one, and at the ends."""
+    draws = texture.MT19937_64(42).uniform(50_000)
+    rng = np.random.default_rng(0)
+    picks = draws[rng.integers(0, len(draws), 50)]
+    thresholds = [0.0, -1.0, 1.0, 2.0, 1.0 - 2**-53, float("nan"), float("inf"), 5e-324,
+                  2**-64, *rng.random(20), *picks, *np.nextafter(picks, 0),
+                  *np.nextafter(picks, 2)]
+    for threshold in thresholds:
+        got = np.frombuffer(texture._c_below(42, len(draws), float(threshold)), np.uint8)
+        np.testing.assert_array_equal(got.astype(bool), draws < threshold)
+
+
 @pytest.mark.parametrize("pure", ["0", "1"])
 @pytest.mark.parametrize("tex", [
     '<texture name="t" type="skybox" builtin="gradient" rgb1=".4 .6 .8" rgb2="0 0 0" '

@@ -7,6 +7,7 @@
  * Only the stable C API is used. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <math.h>
 #include <stdint.h>
 
 #define NN 312
@@ -73,8 +74,94 @@ static PyObject *stream(PyObject *self, PyObject *args) {
     return out;
 }
 
+/* (double)y rounded to nearest, ties to even, in integer arithmetic (the same on
+ * every compiler) */
+static double to_double(uint64_t y) {
+    int shift = 0;
+    uint64_t q = y, rem, half;
+    while ((q >> 53) != 0) {
+        q >>= 1;
+        shift++;
+    }
+    if (shift) {
+        rem = y & ((UINT64_C(1) << shift) - 1);
+        half = UINT64_C(1) << (shift - 1);
+        if (rem > half || (rem == half && (q & 1))) q++; /* q <= 2^53: exact below */
+    }
+    return ldexp((double)q, shift);
+}
+
+/* texture.py _uniform of one output */
+static double uniform_of(uint64_t y) {
+    const double top = 1.0 - ldexp(1.0, -53); /* np.nextafter(1.0, 0.0) */
+    double u = to_double(y) / 18446744073709551616.0; /* / 2^64: exact */
+    return u > top ? top : u;
+}
+
+PyDoc_STRVAR(below_doc,
+"below(seed, count, threshold) -> bytes\n\n"
+"For each of the first count outputs y of std::mt19937_64(seed): 1 where the\n"
+"uniform draw min(y / 2^64, 1 - 2^-53) (texture.py _uniform) is below threshold,\n"
+"else 0; uint8.");
+
+static PyObject *below(PyObject *self, PyObject *args) {
+    unsigned long long seed;
+    Py_ssize_t count, k;
+    double threshold;
+    uint64_t mt[NN], y, lo, hi, mid;
+    int all;
+    int i, index = NN;
+    PyObject *out;
+    unsigned char *buf;
+    (void)self;
+
+    if (!PyArg_ParseTuple(args, "Knd", &seed, &count, &threshold)) return NULL;
+    if (count < 0) {
+        PyErr_SetString(PyExc_ValueError, "count must be >= 0");
+        return NULL;
+    }
+    out = PyBytes_FromStringAndSize(NULL, count);
+    if (!out) return NULL;
+    buf = (unsigned char *)PyBytes_AsString(out);
+    if (!buf) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    /* the draw grows with y: the outputs below the threshold are those below the
+     * smallest y whose draw is not (lo after the search), or all of them */
+    all = uniform_of(UINT64_MAX) < threshold;
+    lo = 0;
+    hi = UINT64_MAX;
+    while (lo < hi) {
+        mid = lo + (hi - lo) / 2;
+        if (uniform_of(mid) < threshold)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    mt[0] = (uint64_t)seed;
+    for (i = 1; i < NN; i++)
+        mt[i] = UINT64_C(6364136223846793005) * (mt[i - 1] ^ (mt[i - 1] >> 62)) + (uint64_t)i;
+    Py_BEGIN_ALLOW_THREADS
+    for (k = 0; k < count; k++) {
+        if (index >= NN) {
+            twist(mt);
+            index = 0;
+        }
+        y = mt[index++];
+        y ^= (y >> 29) & UINT64_C(0x5555555555555555);
+        y ^= (y << 17) & UINT64_C(0x71D67FFFEDA60000);
+        y ^= (y << 37) & UINT64_C(0xFFF7EEE000000000);
+        y ^= y >> 43;
+        buf[k] = all || y < lo;
+    }
+    Py_END_ALLOW_THREADS
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"stream", stream, METH_VARARGS, stream_doc},
+    {"below", below, METH_VARARGS, below_doc},
     {NULL, NULL, 0, NULL},
 };
 

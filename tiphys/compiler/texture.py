@@ -31,12 +31,14 @@ CUBE_FILES = ("fileright", "fileleft", "fileup", "filedown", "filefront", "fileb
 _INT_MAX = 2**31 - 1
 
 try:
+    from ._mt64 import below as _c_below
     from ._mt64 import stream as _c_stream
     MT64_ERROR = None
 except ImportError as exc:  # not built (no C compiler at install): the numpy twister
     if exc.name != f"{__package__}._mt64":
         raise
-    _c_stream, MT64_ERROR = None, f"{type(exc).__name__}: {exc}"
+    _c_below = _c_stream = None
+    MT64_ERROR = f"{type(exc).__name__}: {exc}"
 
 
 @dataclass
@@ -133,12 +135,24 @@ def _uniform(draws: np.ndarray) -> np.ndarray:
     return np.minimum(u, np.nextafter(1.0, 0.0))
 
 
+def _c_enabled() -> bool:
+    return _c_stream is not None and os.environ.get(PURE_PYTHON_ENV, "") in ("", "0")
+
+
 def _random_uniform(seed: int, count: int) -> np.ndarray:
     """MT19937_64(seed).uniform(count), drawn in C where _mt64 is built (and
     TIPHYS_PURE_PYTHON_MESH is unset, empty or 0)."""
-    if _c_stream is not None and os.environ.get(PURE_PYTHON_ENV, "") in ("", "0"):
+    if _c_enabled():
         return _uniform(np.frombuffer(_c_stream(seed, count), np.uint64))
     return MT19937_64(seed).uniform(count)
+
+
+def _random_below(seed: int, count: int, threshold: float) -> np.ndarray:
+    """_random_uniform(seed, count) < threshold, as a bool array; in C (one integer
+    comparison a draw: the draw grows with the output) where _mt64 is built."""
+    if _c_enabled():
+        return np.frombuffer(_c_below(seed, count, threshold), np.uint8).view(np.bool_)
+    return _random_uniform(seed, count) < threshold
 
 
 def _marks(img, mark, markrgb, random, faces: int):
@@ -154,8 +168,7 @@ def _marks(img, mark, markrgb, random, faces: int):
             sub[:, width // 2] = rgbm
             sub[height // 2, :] = rgbm
     if mark == MARK_RANDOM and random > 0:
-        draws = _random_uniform(42, img.shape[0] * img.shape[1])
-        img.reshape(-1, 3)[draws < random] = rgbm
+        img.reshape(-1, 3)[_random_below(42, img.shape[0] * img.shape[1], random)] = rgbm
 
 
 def builtin_2d(builtin, rgb1, rgb2, mark, markrgb, random, width, height) -> np.ndarray:
