@@ -1,6 +1,7 @@
 """std::mt19937_64 in C (tiphys/compiler/_mt64.c) against the numpy twister it stands
 in for (texture.py MT19937_64, the reference) and the C++ standard's check value; the
-random marks of builtin textures against MuJoCo's. Host-side only.
+random marks and gradients of builtin textures against MuJoCo's, and the in-place
+gradient blend against its plain formula. Host-side only.
 """
 from __future__ import annotations
 
@@ -85,3 +86,22 @@ def test_random_marks_match_mujoco(tex, pure, monkeypatch, tmp_path):
     theirs = mujoco.MjModel.from_xml_path(str(path))
     ours = compile_spec(load_spec(str(path)))
     np.testing.assert_array_equal(np.asarray(ours.tex_data).ravel(), theirs.tex_data.ravel())
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
+def test_interp_is_the_plain_formula():
+    def plain(rgb1, rgb2, pos):
+        pos = np.asarray(pos, dtype=np.float64)
+        alpha = 0.5 * (1 + pos / np.sqrt(1 + pos * pos) / (1.0 / np.sqrt(2)))
+        alpha = np.clip(alpha, 0.0, 1.0)[..., None]
+        x = alpha * np.asarray(rgb1) + (1 - alpha) * np.asarray(rgb2)
+        return np.trunc(255.0 * x).astype(np.uint8)
+
+    for seed in range(40):
+        rng = np.random.default_rng(seed)
+        pos = rng.normal(size=[(), (5,), (7, 9)][seed % 3]) * 10.0 ** int(rng.integers(-3, 3))
+        if seed % 5 == 0 and pos.size > 1:
+            pos.flat[:3] = [0.0, 1.0, -np.inf]
+        rgb1, rgb2 = rng.random(3).tolist(), rng.random(3).tolist()
+        want, got = plain(rgb1, rgb2, pos), texture._interp(rgb1, rgb2, pos)
+        assert got.shape == want.shape and got.tobytes() == want.tobytes()

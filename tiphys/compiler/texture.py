@@ -65,11 +65,29 @@ def _byte(x) -> np.ndarray:
 
 
 def _interp(rgb1, rgb2, pos):
-    """MuJoCo's sigmoid blend of two colours by pos in (-1, 1); pos may be an array."""
-    pos = np.asarray(pos, dtype=np.float64)
-    alpha = 0.5 * (1 + pos / np.sqrt(1 + pos * pos) / (1.0 / np.sqrt(2)))
-    alpha = np.clip(alpha, 0.0, 1.0)[..., None]
-    return _byte(alpha * np.asarray(rgb1) + (1 - alpha) * np.asarray(rgb2))
+    """MuJoCo's sigmoid blend of two colours by pos in (-1, 1); pos may be an array.
+    alpha = 0.5 * (1 + pos / sqrt(1 + pos^2) / (1 / sqrt(2))), clipped to [0, 1], then
+    _byte(alpha * rgb1 + (1 - alpha) * rgb2): the same operations in the same order,
+    in place and one channel at a time (skyboxes have millions of pixels)."""
+    shape = np.shape(pos)
+    pos = np.asarray(pos, dtype=np.float64).reshape(-1)
+    alpha = pos * pos
+    alpha += 1
+    np.sqrt(alpha, out=alpha)
+    np.divide(pos, alpha, out=alpha)
+    alpha /= 1.0 / np.sqrt(2)
+    alpha += 1
+    alpha *= 0.5
+    np.clip(alpha, 0.0, 1.0, out=alpha)
+    beta = 1 - alpha
+    rgb1, rgb2 = np.asarray(rgb1, np.float64), np.asarray(rgb2, np.float64)
+    out = np.empty((len(pos), len(rgb1)), np.uint8)
+    for k in range(len(rgb1)):
+        x = alpha * rgb1[k]
+        x += beta * rgb2[k]
+        x *= 255.0
+        out[:, k] = np.trunc(x, out=x)  # _byte
+    return out.reshape(shape + (len(rgb1),))
 
 
 def _checker(rgb1, rgb2, width, height) -> np.ndarray:
