@@ -1,6 +1,9 @@
-"""The optional C accelerator for mesh polygons (tiphys/compiler/_polytree.c); the
-project's metadata is in pyproject.toml. Where it cannot be built (no C compiler or
-no Python headers) the install goes on and tiphys uses the Python code path."""
+"""The optional C accelerators of the compiler (tiphys/compiler/_polytree.c: mesh
+polygons; _objscan.c: the OBJ reader's fast path; _mt64.c: std::mt19937_64 for the
+builtin textures; _meshsum.c: ordered float32 sums for vertex normals); the project's
+metadata is in pyproject.toml. Where they cannot be
+built (no C compiler or no Python headers) the install goes on and tiphys uses the
+Python code paths."""
 import sys
 
 from setuptools import Extension, setup
@@ -26,8 +29,8 @@ class BuildExt(build_ext):
 
 setup(
     ext_modules=[Extension(
-        "tiphys.compiler._polytree", ["tiphys/compiler/_polytree.c"], optional=True,
+        f"tiphys.compiler.{name}", [f"tiphys/compiler/{name}.c"], optional=True,
         define_macros=[("Py_LIMITED_API", "0x030B0000")] if LIMITED else [],
-        py_limited_api=LIMITED)],
+        py_limited_api=LIMITED) for name in ("_polytree", "_objscan", "_mt64", "_meshsum")],
     cmdclass={"build_ext": BuildExt},
 )

@@ -648,3 +648,99 @@ def test_hfield_bad_files(tmp_path):
     q.write_bytes(b"not a png")
     with pytest.raises(ModelError):
         compile_hfield(name="h", file_name=str(q), file_bytes=q.read_bytes(), size=[1, 1, 1, 1])
+
+
+# --- array helpers of the mesh compiler, against the plain numpy they replace -------
+
+def test_stable_argsort_is_numpys_stable_argsort():
+    from tiphys.compiler.mesh_math import _stable_argsort
+    for seed in range(200):
+        rng = np.random.default_rng(seed)
+        span = 10 ** int(rng.integers(1, 18))  # wide spans take numpy's own stable sort
+        a = rng.integers(-span, span, int(rng.integers(0, 3000)))
+        for arr in (a, a.astype(np.int32) if span < 2**31 else a):
+            np.testing.assert_array_equal(_stable_argsort(arr), np.argsort(arr, kind="stable"))
+
+
+def test_equal_rows_groups_as_unique_on_bytes_even_on_a_hash_collision():
+    from tiphys.compiler.mesh_io import _equal_rows
+
+    def groups(first, inverse):  # the partition, as sorted first rows per row
+        return np.asarray(first)[np.asarray(inverse)]
+
+    for seed in range(100):
+        rng = np.random.default_rng(seed)
+        base = rng.choice(np.array([0.0, -0.0, 1.0, -1.0, np.nan, np.inf, 1e-45], np.float32),
+                          (int(rng.integers(1, 30)), 3))
+        key = np.ascontiguousarray(base[rng.integers(0, len(base), int(rng.integers(1, 400)))])
+        _, first, inverse = np.unique(key.view(np.dtype((np.void, 12))).ravel(),
+                                      return_index=True, return_inverse=True)
+        np.testing.assert_array_equal(groups(*_equal_rows(key)), groups(first, inverse))
+    # rows 0 and 1 differ but hash alike: the bytes are sorted instead
+    key = np.zeros((3, 3), np.float32)
+    words = key.view(np.uint32)
+    mult = 0x9E3779B97F4A7C15
+    words[1] = (mult >> 32, mult & 0xFFFFFFFF, 1)
+    np.testing.assert_array_equal(groups(*_equal_rows(key)), [0, 1, 0])
+
+
+@pytest.mark.parametrize("pure", ["0", "1"])
+def test_ordered_accumulate_adds_in_order_in_double_rounding_to_single(pure, monkeypatch):
+    """In C (_meshsum, where built) and in numpy (TIPHYS_PURE_PYTHON_MESH=1)."""
+    from tiphys.compiler.mesh import _ordered_accumulate
+    monkeypatch.setenv("TIPHYS_PURE_PYTHON_MESH", pure)
+    for seed in range(50):
+        rng = np.random.default_rng(seed)
+        nrow, n = int(rng.integers(1, 50)), int(rng.integers(0, 400))
+        idx = rng.integers(0, nrow, n)
+        vals = rng.normal(size=(n, 3)) * 10.0 ** rng.integers(-8, 8, (n, 1))
+        want = np.zeros((nrow, 3), np.float32)
+        for i, val in zip(idx, vals):
+            want[i] = (want[i].astype(np.float64) + val).astype(np.float32)
+        got = _ordered_accumulate(np.zeros((nrow, 3), np.float32), idx, vals)
+        assert got.tobytes() == want.tobytes()
+        flat = _ordered_accumulate(np.zeros(nrow, np.float32), idx, vals[:, 0])
+        assert flat.tobytes() == want[:, 0].tobytes()
+
+
+def test_meshsum_is_built_where_a_c_compiler_is_found():
+    from test_polytree import _c_compiler
+
+    from tiphys.compiler import mesh as mesh_module
+    cc = _c_compiler()
+    if cc is None:
+        pytest.skip("no C compiler with Python headers: the numpy sums are expected")
+    assert mesh_module.MESHSUM_ERROR is None, (
+        f"C compiler {cc} found but tiphys.compiler._meshsum does not import "
+        f"({mesh_module.MESHSUM_ERROR}); rebuild with `pip install -e .`")
+    with pytest.raises(IndexError):
+        mesh_module._c_accumulate(np.zeros((3, 1), np.float32), np.array([3]), np.zeros((1, 1)))
+    with pytest.raises(ValueError):
+        mesh_module._c_accumulate(np.zeros((3, 1)), np.array([0]), np.zeros((1, 1)))
+
+
+def test_hull_edges_are_mujocos_loop_over_facets():
+    """vert_edgeadr / edge_localid as MuJoCo's MakeGraph builds them: each hull vertex's
+    neighbours in the order met through its facets (facet order, corner order)."""
+    from tiphys.compiler.hull import _hull_edges
+    for seed in range(50):
+        rng = np.random.default_rng(seed)
+        nvert = int(rng.integers(3, 40))
+        simp = np.array([rng.choice(nvert, 3, replace=False)
+                         for _ in range(int(rng.integers(1, 80)))])
+        order = rng.permutation(np.unique(simp))
+        local = {int(g): k for k, g in enumerate(order)}
+        adr, edges = [], []
+        for g in order.tolist():
+            adr.append(len(edges))
+            seen = set()
+            for face in simp.tolist():
+                if g in face:
+                    for g1 in face:
+                        if g1 != g and g1 not in seen:
+                            seen.add(g1)
+                            edges.append(local[g1])
+            edges.append(-1)
+        got_adr, got_edges = _hull_edges(simp, order)
+        np.testing.assert_array_equal(got_adr, adr)
+        np.testing.assert_array_equal(got_edges, edges)

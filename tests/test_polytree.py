@@ -1,8 +1,10 @@
-"""The C walk of the polygon tree (tiphys/compiler/_polytree.c) against the Python
-walk it replaces (polygons.py, the reference, itself checked against MuJoCo in
-test_compile_speed.py and test_mesh.py): the same face outcomes and tree order, and
-the same mesh_poly* arrays, on synthetic meshes, on normals with NaN, inf and zero
-components, and on every mesh of a few corpus models. Host-side only.
+"""The C polygons (tiphys/compiler/_polytree.c: the tree walk, then each polygon's
+edges, islands and vertex loops) against the Python code they replace (polygons.py,
+the reference, itself checked against MuJoCo in test_compile_speed.py and
+test_mesh.py): the same face outcomes and tree order, and the same mesh_poly* arrays,
+on synthetic meshes, on random faces over few vertices (repeated edges, islands that
+merge, loops that never close), on normals with NaN, inf and zero components, and on
+every mesh of a few corpus models. Host-side only.
 """
 from __future__ import annotations
 
@@ -135,6 +137,77 @@ def test_c_walk_rejects_what_is_not_n_by_3_float64():
         polygons._c_walk(np.zeros((3, 4))[:, :3], FACE_TOL, MINVAL)
     owner, order = _c_walk(np.zeros((0, 3)))
     assert owner.size == 0 and order.size == 0
+
+
+def _c_loops(normals, faces):
+    polyvertnum, polyvert = polygons._c_polygons(
+        np.ascontiguousarray(normals, np.float64), np.ascontiguousarray(faces, np.int64),
+        FACE_TOL, MINVAL)
+    return np.frombuffer(polyvertnum, np.int32), np.frombuffer(polyvert, np.int32)
+
+
+def _tangled_faces(seed):
+    """Faces over a few vertices (so edges repeat, in both directions, and faces
+    attach in every order), or a shuffled grid with holes, flipped and repeated faces;
+    normals on one to three planes."""
+    rng = np.random.default_rng(seed)
+    if seed % 2:
+        nvert = int(rng.integers(1, 30))
+        faces = rng.integers(0, nvert, (int(rng.integers(0, 200)), 3))
+    else:
+        m = int(rng.integers(2, 12))
+        idx = np.arange((m + 1) ** 2).reshape(m + 1, m + 1)
+        a, b, c, d = (idx[:-1, :-1].ravel(), idx[:-1, 1:].ravel(), idx[1:, 1:].ravel(),
+                      idx[1:, :-1].ravel())
+        faces = np.concatenate([np.stack([a, b, c], 1), np.stack([a, c, d], 1)])
+        faces = faces[rng.random(len(faces)) > rng.choice([0.0, 0.1, 0.3])]
+        flip = rng.random(len(faces)) < rng.choice([0.0, 0.05])
+        faces[flip] = faces[flip][:, ::-1]
+        faces = np.concatenate([faces, faces[rng.integers(0, len(faces), 3)]])
+        faces = faces[rng.permutation(len(faces))]
+    normals = np.eye(3)[rng.integers(0, int(rng.integers(1, 4)), len(faces))]
+    return normals, faces
+
+
+@needs_c
+@pytest.mark.parametrize("seed", range(300))
+def test_c_polygons_match_python_loops_of_tangled_faces(seed):
+    normals, faces = _tangled_faces(seed)
+    ref = polygons._loop_arrays(polygons._polygons_python(normals, faces))
+    for field, a, b in zip(FIELDS, ref, _c_loops(normals, faces)):
+        assert a.dtype == b.dtype, field
+        np.testing.assert_array_equal(a, b, err_msg=field)
+
+
+def test_tangled_faces_give_long_loops_islands_and_unclosed_walks():
+    """The cases above reach what they are for: loops of more than 3 vertices, and
+    polygons whose loops are fewer than their islands (walks that never close)."""
+    long_loops = short = 0
+    for seed in range(300):
+        normals, faces = _tangled_faces(seed)
+        long_loops += sum(len(loop) > 3 for loop in
+                          polygons._polygons_python(normals, faces))
+        for face in faces.tolist()[:1]:
+            poly = polygons._Polygon(None, face)
+            for other in faces.tolist()[1:]:
+                poly.insert_face(*other)
+            short += len(poly.paths()) < poly.nisland
+    assert long_loops > 1000 and short > 10
+
+
+@needs_c
+def test_c_polygons_reject_what_is_not_n_by_3():
+    normals, faces = np.zeros((4, 3)), np.zeros((4, 3), np.int64)
+    with pytest.raises(ValueError):
+        polygons._c_polygons(normals, faces.astype(np.int32), FACE_TOL, MINVAL)
+    with pytest.raises(ValueError):
+        polygons._c_polygons(normals, faces[:3], FACE_TOL, MINVAL)
+    with pytest.raises(ValueError):
+        polygons._c_polygons(normals[:, :2].copy(), faces, FACE_TOL, MINVAL)
+    with pytest.raises(OverflowError):
+        polygons._c_polygons(normals[:1], np.array([[0, 1, 2**31]]), FACE_TOL, MINVAL)
+    polyvertnum, polyvert = _c_loops(np.zeros((0, 3)), np.zeros((0, 3), np.int64))
+    assert polyvertnum.size == 0 and polyvert.size == 0
 
 
 @needs_c

@@ -11,7 +11,7 @@ import pickle
 import numpy as np
 
 from ..errors import ModelError
-from .mesh_math import _cross, _dot3
+from .mesh_math import _cross, _dot3, _stable_argsort
 
 
 def _qhull(vert: np.ndarray, opts: str):
@@ -142,31 +142,43 @@ def _make_graph(vert: np.ndarray, maxhullvert: int):
 
     if order is None:
         order = _qhull_vertex_order(simp, hv)
-    order = [int(g) for g in order]
+    order = np.asarray(order, dtype=np.int64)
+    vert_edgeadr, edge_local = _hull_edges(simp, order)
     numvert = len(order)
-    local = {g: i for i, g in enumerate(order)}
-    nbr: dict = {g: [] for g in order}
-    for fi in range(nface):
-        for g in simp[fi]:
-            nbr[int(g)].append(fi)
-    vert_edgeadr = []
-    edge_local: list = []
-    for g in order:
-        vert_edgeadr.append(len(edge_local))
-        seen = set()
-        for fi in nbr[g]:
-            for g1 in simp[fi]:
-                g1 = int(g1)
-                if g1 != g and g1 not in seen:
-                    seen.add(g1)
-                    edge_local.append(local[g1])
-        edge_local.append(-1)
     if len(edge_local) != numvert + 3 * nface:
         raise ModelError("qhull error: convex hull graph has the wrong size")
-    graph = np.concatenate([np.array([numvert, nface]), np.array(vert_edgeadr),
-                            np.array(order), np.array(edge_local),
+    graph = np.concatenate([np.array([numvert, nface]), vert_edgeadr, order, edge_local,
                             faces.ravel()]).astype(np.int32)
     return graph
+
+
+def _hull_edges(simp: np.ndarray, order: np.ndarray):
+    """(vert_edgeadr, edge_localid) of the hull graph: for each hull vertex g, in
+    ``order``, the local ids of the vertices that share a facet with it, each once, in
+    the order they are first met going through g's facets in facet order and each
+    facet's vertices in their order; then -1. (MuJoCo's loop over facets and their
+    vertices, as arrays: every (g, facet, corner) triple sorted, the first of each
+    (g, neighbour) kept.)"""
+    nface = len(simp)
+    local = np.full(int(simp.max()) + 1 if simp.size else 1, -1, np.int64)
+    local[order] = np.arange(len(order))
+    own = np.repeat(simp, 3, axis=1).ravel()        # g, for each of its facet's corners
+    other = np.tile(simp, (1, 3)).ravel()           # the corner's vertex
+    keep = own != other
+    g, g1 = local[own[keep]], local[other[keep]]
+    # (g, facet, corner) in lexicographic order; the triples come facet by facet
+    key = g * (3 * nface) + (np.flatnonzero(keep) // 9) * 3 + np.flatnonzero(keep) % 3
+    srt = _stable_argsort(key)
+    g, g1 = g[srt], g1[srt]
+    _, first = np.unique(g * len(order) + g1, return_index=True)
+    first.sort()
+    g, g1 = g[first], g1[first]
+    nbr = np.bincount(g, minlength=len(order))  # neighbours of each hull vertex
+    vert_edgeadr = np.cumsum(nbr + 1) - (nbr + 1)   # each list ends with -1
+    rank = np.arange(len(g)) - (np.cumsum(nbr) - nbr)[g]  # of g1 in g's list
+    edge_local = np.full(int(nbr.sum()) + len(order), -1, np.int64)
+    edge_local[vert_edgeadr[g] + rank] = g1
+    return vert_edgeadr, edge_local
 
 
 def _qhull_vertex_order(simp, verts):

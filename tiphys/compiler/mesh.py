@@ -35,6 +35,7 @@ import collections
 import dataclasses
 import hashlib
 import math
+import os
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
@@ -46,8 +47,16 @@ from . import progress
 from .hull import _make_graph
 from .mesh_io import _content_type, _read_msh, _read_obj_full, _read_stl
 from .mesh_math import (_F32, _cross, _dot3, _eig3, _mulmat, _mulmatT, _normvec, _quat2mat,
-                        _seqsum, _triangles)
-from .polygons import make_polygons, polygon_normals
+                        _seqsum, _stable_argsort, _triangles)
+from .polygons import PURE_PYTHON_ENV, make_polygons, polygon_normals
+
+try:
+    from ._meshsum import accumulate as _c_accumulate
+    MESHSUM_ERROR = None
+except ImportError as exc:  # not built (no C compiler at install): the numpy sums
+    if exc.name != f"{__package__}._meshsum":
+        raise
+    _c_accumulate, MESHSUM_ERROR = None, f"{type(exc).__name__}: {exc}"
 
 __all__ = [
     "CompiledMesh",
@@ -65,20 +74,31 @@ INERTIA_MODES = ("convex", "legacy", "exact", "shell")
 def _ordered_accumulate(acc32: np.ndarray, idx: np.ndarray, vals: np.ndarray):
     """acc32[idx[k]] += vals[k] for k in order, each addition done in double then
     rounded to single precision (as 'float += double' in C); vals may have columns
-    (acc32 then has as many). The k-th additions to every row are done together:
-    each such level touches a row at most once."""
+    (acc32 then has as many). In place, in C where _meshsum is built (and
+    TIPHYS_PURE_PYTHON_MESH is unset, empty or 0), else in numpy."""
+    if (len(idx) and _c_accumulate is not None and acc32.flags.c_contiguous
+            and os.environ.get(PURE_PYTHON_ENV, "") in ("", "0")):
+        _c_accumulate(acc32.reshape(len(acc32), -1), np.ascontiguousarray(idx, np.int64),
+                      np.ascontiguousarray(vals, np.float64).reshape(len(idx), -1))
+        return acc32
+    return _ordered_accumulate_numpy(acc32, idx, vals)
+
+
+def _ordered_accumulate_numpy(acc32: np.ndarray, idx: np.ndarray, vals: np.ndarray):
+    """_ordered_accumulate in numpy (the reference): the k-th additions to every row
+    are done together, each such level touching a row at most once."""
     if len(idx) == 0:
         return acc32
-    order = np.argsort(idx, kind="stable")
+    order = _stable_argsort(idx)  # each row's additions, in order
     sidx = idx[order]
-    start = np.r_[0, np.nonzero(np.diff(sidx))[0] + 1]
+    start = np.r_[0, np.flatnonzero(sidx[1:] != sidx[:-1]) + 1]
     counts = np.diff(np.r_[start, len(sidx)])
-    rank = np.arange(len(sidx)) - np.repeat(start, counts)  # of order[j] in its row
-    byrank = order[np.argsort(rank, kind="stable")]
-    bounds = np.r_[0, np.cumsum(np.bincount(rank))]
-    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-        sel = byrank[lo:hi]
-        ii = idx[sel]
+    bycount = np.argsort(-counts, kind="stable")  # rows with more additions first
+    start = start[bycount]
+    nrows = np.searchsorted(-counts[bycount], -np.arange(int(counts.max())), side="left")
+    for level, n in enumerate(nrows.tolist()):  # the rows with more than `level`
+        sel = order[start[:n] + level]
+        ii = sidx[start[:n] + level]
         acc32[ii] = (acc32[ii].astype(np.float64) + vals[sel]).astype(np.float32)
     return acc32
 
@@ -347,6 +367,8 @@ def compile_mesh(*, name: str = "", file_bytes: Optional[bytes] = None,
     faces the hull is always built because it supplies the faces).
     """
     progress.step(f"mesh {name}" if name else "mesh")
+    if inertia == "convex":  # the hull is built anyway: one cache entry for both asks
+        needhull = True
     inputs = {"file_bytes": file_bytes, "file_name": file_name,
               "content_type": content_type, "vertex": vertex, "face": face,
               "normal": normal, "texcoord": texcoord, "scale": scale, "refpos": refpos,

@@ -9,6 +9,7 @@ de-duplicated (exact float equality); OBJ / MSH vertices are kept as they are.
 from __future__ import annotations
 
 import itertools
+import os
 import re
 from typing import Optional
 
@@ -16,6 +17,15 @@ import numpy as np
 
 from ..errors import ModelError
 from .mesh_math import _F32
+from .polygons import PURE_PYTHON_ENV
+
+try:
+    from ._objscan import scan as _c_scan
+    OBJSCAN_ERROR = None
+except ImportError as exc:  # not built (no C compiler at install): the regex fast path
+    if exc.name != f"{__package__}._objscan":
+        raise
+    _c_scan, OBJSCAN_ERROR = None, f"{type(exc).__name__}: {exc}"
 
 __all__ = ["mesh_content_type"]
 
@@ -50,6 +60,31 @@ def mesh_content_type(file_name: Optional[str], content_type: Optional[str]) -> 
 # file loaders.  Each returns a dict with float32 'vert' (flat), int 'face'
 # (flat), float32 'normal', 'texcoord' and int 'facenormal', 'facetexcoord'.
 
+def _equal_rows(key: np.ndarray):
+    """The groups of bit-identical rows of a C-contiguous (n, 3) float32 array: each
+    group's first row and each row's group (group order aside, np.unique's
+    return_index and return_inverse on the rows' bytes). The rows are grouped by a
+    64-bit hash of their 12 bytes, then every row is checked against its group's;
+    on a collision (never met) the bytes themselves are sorted instead."""
+    words = key.view(np.uint32).reshape(-1, 3)
+    hi = (words[:, 0].astype(np.uint64) << np.uint64(32)) | words[:, 1]
+    lo = words[:, 2].astype(np.uint64)
+    h = hi ^ (lo * np.uint64(0x9E3779B97F4A7C15))
+    srt = np.argsort(h)
+    h = h[srt]
+    new = np.r_[True, h[1:] != h[:-1]]
+    group = np.cumsum(new) - 1            # of each row in sorted order
+    starts = np.flatnonzero(new)
+    rep = srt[starts][group]
+    if np.array_equal(hi[srt], hi[rep]) and np.array_equal(lo[srt], lo[rep]):
+        inverse = np.empty(len(srt), np.int64)
+        inverse[srt] = group
+        return np.minimum.reduceat(srt, starts), inverse
+    kv = key.view(np.dtype((np.void, 12))).ravel()
+    _, first, inverse = np.unique(kv, return_index=True, return_inverse=True)
+    return first, inverse.ravel()
+
+
 def _dedup_vertices(vert32: np.ndarray, face: np.ndarray):
     """Merge bit-identical float vertices (+0 == -0), keeping first occurrences in order."""
     v = vert32.reshape(-1, 3)
@@ -57,9 +92,7 @@ def _dedup_vertices(vert32: np.ndarray, face: np.ndarray):
     if n == 0:
         return vert32, face
     key = np.ascontiguousarray(v + _F32(0.0))  # turns -0 into +0
-    kv = key.view(np.dtype((np.void, 12))).ravel()
-    _, first, inverse = np.unique(kv, return_index=True, return_inverse=True)
-    inverse = inverse.ravel()
+    first, inverse = _equal_rows(key)
     if len(first) == n:
         return vert32, face
     order = np.argsort(first, kind="stable")       # unique ids by first appearance
@@ -367,13 +400,34 @@ def _read_obj_fast(text: str):
     return _floats(v, 3), _floats(vn, 3), _floats(vt, 2), tris
 
 
+def c_scan_enabled() -> bool:
+    """True when OBJ files are first tried by the C fast path: _objscan was built and
+    TIPHYS_PURE_PYTHON_MESH is unset, empty or 0."""
+    return _c_scan is not None and os.environ.get(PURE_PYTHON_ENV, "") in ("", "0")
+
+
+def _read_obj_c(data: bytes):
+    """_read_obj_fast's answer from the C scan (_objscan.c: the same files, the same
+    numbers), as arrays; None where the C scan leaves the file to Python."""
+    got = _c_scan(data)
+    if got is None:
+        return None
+    v, vn, vt, tris = got
+    return (np.frombuffer(v, np.float64), np.frombuffer(vn, np.float64),
+            np.frombuffer(vt, np.float64), np.frombuffer(tris, np.int64).reshape(-1, 3, 3))
+
+
 def _read_obj_full(data: bytes, fname: str, righthand: bool):
     """Parse an OBJ file; MuJoCo uses all v/vn/vt lines but only the first shape's faces."""
-    text = data.decode("latin-1")
-    if "\r" in text:  # the general reader's line ends: "\r\n", "\n" or "\r"
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-    fast = _read_obj_fast(text)
-    v, vn, vt, tris = fast if fast is not None else _read_obj_lines(text, fname)
+    if b"\r" in data:  # the general reader's line ends: "\r\n", "\n" or "\r"
+        data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    fast = _read_obj_c(data) if c_scan_enabled() else None
+    if fast is None:
+        text = data.decode("latin-1")
+        fast = _read_obj_fast(text)
+        if fast is None:
+            fast = _read_obj_lines(text, fname)
+    v, vn, vt, tris = fast
     vert = np.asarray(v, dtype=np.float32)
     normal = np.asarray(vn, dtype=np.float32)
     texcoord = np.asarray(vt, dtype=np.float32)

@@ -6,10 +6,10 @@ as libc++'s red-black tree (its comparator is not a strict weak order, so the tr
 shape decides which polygon a face joins); each polygon's boundary edges then give its
 vertex loops.
 
-The tree walk has a C twin (_polytree.c, built by setup.py where a C compiler is
-found) that gives the same answers from arrays and is used when it imports;
-TIPHYS_PURE_PYTHON_MESH=1 in the environment keeps to the Python walk, which stays
-the reference.
+The tree walk and each polygon's edges and loops have a C twin (_polytree.c, built
+by setup.py where a C compiler is found) that gives the same answers from arrays and
+is used when it imports; TIPHYS_PURE_PYTHON_MESH=1 in the environment keeps to the
+Python code, which stays the reference.
 """
 
 from __future__ import annotations
@@ -22,14 +22,17 @@ import os
 import numpy as np
 
 from ..kernels.consts import EPS, MINVAL
+from .mesh_math import _stable_argsort
 
 try:
+    from ._polytree import polygons as _c_polygons
     from ._polytree import walk as _c_walk
     POLYTREE_ERROR = None
 except ImportError as exc:  # not built (no C compiler at install): the Python walk
     if exc.name != f"{__package__}._polytree":
         raise
-    _c_walk, POLYTREE_ERROR = None, f"{type(exc).__name__}: {exc}"
+    _c_walk = _c_polygons = None
+    POLYTREE_ERROR = f"{type(exc).__name__}: {exc}"
 
 __all__ = ["polygon_arrays"]
 
@@ -348,7 +351,7 @@ def make_polygons(vert: np.ndarray, faces: np.ndarray):
         else:
             polyvertnum, polyvert = _loop_arrays(_polygons_python(normals, faces))
     polyid = np.repeat(np.arange(len(polyvertnum), dtype=np.int32), polyvertnum)
-    polymap = polyid[np.argsort(polyvert, kind="stable")]
+    polymap = polyid[_stable_argsort(polyvert)]
     polymapnum = np.bincount(polyvert, minlength=len(vert)).astype(np.int32)
     return polyvertnum, polyvert, polymapnum, polymap
 
@@ -384,41 +387,14 @@ def _polygons_python(normals: np.ndarray, faces: np.ndarray) -> list:
 
 
 def _polygons_c(normals: np.ndarray, faces: np.ndarray):
-    """(polyvertnum, polyvert) as _loop_arrays(_polygons_python(...)), the tree walked
-    in C: it tells which polygon each face joins; each polygon of several faces then
-    takes them in face order, which builds the same edges and islands (a polygon's
-    edges depend on its own faces only). Single-face polygons, most of them in a
-    fine mesh, are copied as arrays."""
-    owner, order = _c_walk(np.ascontiguousarray(normals, np.float64), FACE_TOL, MINVAL)
-    owner = np.frombuffer(owner, np.int64)
-    order = np.frombuffer(order, np.int64)
-    joins = np.flatnonzero((owner >= 0) & (owner != np.arange(len(owner))))
-    joins = joins[np.argsort(owner[joins], kind="stable")]  # by polygon, in face order
-    njoin = np.bincount(owner[joins], minlength=len(owner))
-    start = np.cumsum(njoin) - njoin
-    multi = njoin[order] > 0
-    loops, nloop = [], []  # the loops of the polygons of several faces, how many each
-    facelist, joins = faces.tolist(), joins.tolist()
-    nodes = order[multi]
-    for node, s, k in zip(nodes.tolist(), start[nodes].tolist(), njoin[nodes].tolist()):
-        poly = _Polygon(None, facelist[node])
-        for faceid in joins[s:s + k]:
-            poly.insert_face(*facelist[faceid])
-        paths = [path for path in poly.paths() if len(path) >= 3]
-        loops.extend(paths)
-        nloop.append(len(paths))
-    # tree order: a single face gives one loop, a polygon of several faces nloop
-    count = np.ones(len(order), np.int64)
-    count[multi] = nloop
-    from_multi = np.repeat(multi, count)
-    polyvertnum = np.full(len(from_multi), 3, np.int32)
-    polyvertnum[from_multi] = np.fromiter(map(len, loops), np.int32, len(loops))
-    polyvert = np.empty(int(polyvertnum.sum()), np.int32)
-    vert_from_multi = np.repeat(from_multi, polyvertnum)
-    polyvert[vert_from_multi] = np.fromiter(itertools.chain.from_iterable(loops), np.int32,
-                                            int(polyvertnum[from_multi].sum()))
-    polyvert[~vert_from_multi] = faces[order[~multi]].ravel()
-    return polyvertnum, polyvert
+    """(polyvertnum, polyvert) as _loop_arrays(_polygons_python(...)), all in C: the
+    tree walk tells which polygon each face joins; each polygon of several faces then
+    takes them in face order, which builds the same edges, islands and loops (a
+    polygon's edges depend on its own faces only)."""
+    polyvertnum, polyvert = _c_polygons(np.ascontiguousarray(normals, np.float64),
+                                        np.ascontiguousarray(faces, np.int64),
+                                        FACE_TOL, MINVAL)
+    return np.frombuffer(polyvertnum, np.int32), np.frombuffer(polyvert, np.int32)
 
 
 def polygon_normals(vert: np.ndarray, polyvertnum, polyvert) -> np.ndarray:

@@ -140,10 +140,11 @@ class HostKinematics:
         """Translational and rotational 3 x nv Jacobians of a point on ``body``."""
         nv = len(self.a.dof_bodyid)
         jp, jr = np.zeros((3, nv)), np.zeros((3, nv))
-        for d in self.chain(body):
-            w = self.dof_ang[d]
-            jp[:, d] = np.cross(w, point - self.dof_anchor[d]) + self.dof_lin[d]
-            jr[:, d] = w
+        chain = self.chain(body)
+        if chain:  # each dof's column, all at once (np.cross works row by row)
+            w = self.dof_ang[chain]
+            jp[:, chain] = (np.cross(w, point - self.dof_anchor[chain]) + self.dof_lin[chain]).T
+            jr[:, chain] = w.T
         return jp, jr
 
     def mass_matrix(self):

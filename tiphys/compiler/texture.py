@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ModelError
+from .polygons import PURE_PYTHON_ENV
 from ..kernels.consts import (BUILTIN_CHECKER, BUILTIN_FLAT, BUILTIN_GRADIENT, BUILTIN_NONE,
                               COLORSPACE_AUTO, COLORSPACE_LINEAR, COLORSPACE_SRGB, MARK_CROSS,
                               MARK_EDGE, MARK_NONE, MARK_RANDOM, TEXTURE_2D, TEXTURE_CUBE,
@@ -28,6 +29,16 @@ BUILTINS = {"none": BUILTIN_NONE, "gradient": BUILTIN_GRADIENT, "checker": BUILT
 MARKS = {"none": MARK_NONE, "edge": MARK_EDGE, "cross": MARK_CROSS, "random": MARK_RANDOM}
 CUBE_FILES = ("fileright", "fileleft", "fileup", "filedown", "filefront", "fileback")
 _INT_MAX = 2**31 - 1
+
+try:
+    from ._mt64 import below as _c_below
+    from ._mt64 import stream as _c_stream
+    MT64_ERROR = None
+except ImportError as exc:  # not built (no C compiler at install): the numpy twister
+    if exc.name != f"{__package__}._mt64":
+        raise
+    _c_below = _c_stream = None
+    MT64_ERROR = f"{type(exc).__name__}: {exc}"
 
 
 @dataclass
@@ -54,11 +65,29 @@ def _byte(x) -> np.ndarray:
 
 
 def _interp(rgb1, rgb2, pos):
-    """MuJoCo's sigmoid blend of two colours by pos in (-1, 1); pos may be an array."""
-    pos = np.asarray(pos, dtype=np.float64)
-    alpha = 0.5 * (1 + pos / np.sqrt(1 + pos * pos) / (1.0 / np.sqrt(2)))
-    alpha = np.clip(alpha, 0.0, 1.0)[..., None]
-    return _byte(alpha * np.asarray(rgb1) + (1 - alpha) * np.asarray(rgb2))
+    """MuJoCo's sigmoid blend of two colours by pos in (-1, 1); pos may be an array.
+    alpha = 0.5 * (1 + pos / sqrt(1 + pos^2) / (1 / sqrt(2))), clipped to [0, 1], then
+    _byte(alpha * rgb1 + (1 - alpha) * rgb2): the same operations in the same order,
+    in place and one channel at a time (skyboxes have millions of pixels)."""
+    shape = np.shape(pos)
+    pos = np.asarray(pos, dtype=np.float64).reshape(-1)
+    alpha = pos * pos
+    alpha += 1
+    np.sqrt(alpha, out=alpha)
+    np.divide(pos, alpha, out=alpha)
+    alpha /= 1.0 / np.sqrt(2)
+    alpha += 1
+    alpha *= 0.5
+    np.clip(alpha, 0.0, 1.0, out=alpha)
+    beta = 1 - alpha
+    rgb1, rgb2 = np.asarray(rgb1, np.float64), np.asarray(rgb2, np.float64)
+    out = np.empty((len(pos), len(rgb1)), np.uint8)
+    for k in range(len(rgb1)):
+        x = alpha * rgb1[k]
+        x += beta * rgb2[k]
+        x *= 255.0
+        out[:, k] = np.trunc(x, out=x)  # _byte
+    return out.reshape(shape + (len(rgb1),))
 
 
 def _checker(rgb1, rgb2, width, height) -> np.ndarray:
@@ -116,8 +145,32 @@ class MT19937_64:
 
     def uniform(self, count: int) -> np.ndarray:
         """std::uniform_real_distribution<double>(0, 1): one draw / 2^64 each."""
-        u = self.take(count).astype(np.float64) / 2.0**64
-        return np.minimum(u, np.nextafter(1.0, 0.0))
+        return _uniform(self.take(count))
+
+
+def _uniform(draws: np.ndarray) -> np.ndarray:
+    u = draws.astype(np.float64) / 2.0**64
+    return np.minimum(u, np.nextafter(1.0, 0.0))
+
+
+def _c_enabled() -> bool:
+    return _c_stream is not None and os.environ.get(PURE_PYTHON_ENV, "") in ("", "0")
+
+
+def _random_uniform(seed: int, count: int) -> np.ndarray:
+    """MT19937_64(seed).uniform(count), drawn in C where _mt64 is built (and
+    TIPHYS_PURE_PYTHON_MESH is unset, empty or 0)."""
+    if _c_enabled():
+        return _uniform(np.frombuffer(_c_stream(seed, count), np.uint64))
+    return MT19937_64(seed).uniform(count)
+
+
+def _random_below(seed: int, count: int, threshold: float) -> np.ndarray:
+    """_random_uniform(seed, count) < threshold, as a bool array; in C (one integer
+    comparison a draw: the draw grows with the output) where _mt64 is built."""
+    if _c_enabled():
+        return np.frombuffer(_c_below(seed, count, threshold), np.uint8).view(np.bool_)
+    return _random_uniform(seed, count) < threshold
 
 
 def _marks(img, mark, markrgb, random, faces: int):
@@ -133,8 +186,7 @@ def _marks(img, mark, markrgb, random, faces: int):
             sub[:, width // 2] = rgbm
             sub[height // 2, :] = rgbm
     if mark == MARK_RANDOM and random > 0:
-        draws = MT19937_64(42).uniform(img.shape[0] * img.shape[1])
-        img.reshape(-1, 3)[draws < random] = rgbm
+        img.reshape(-1, 3)[_random_below(42, img.shape[0] * img.shape[1], random)] = rgbm
 
 
 def builtin_2d(builtin, rgb1, rgb2, mark, markrgb, random, width, height) -> np.ndarray:
