@@ -98,7 +98,7 @@ def _expanded(m: Model, d: Data, nexp: int) -> Data:
     cache = getattr(d, "_tiphys_fd_data", None)
     if cache is not None and cache.nworld == nexp and cache._tiphys_fd_model is m:
         return cache
-    de = Data(m, nexp, d.nconmax, d.njmax, param_worlds=d._param_worlds)
+    de = Data(m, nexp, d.nconmax, d.njmax, param_worlds=d._param_worlds, njnnz=d.njnnz)
     de._tiphys_fd_model = m
     from .kernels.check import _reset_state
     de._reset_state = _reset_state(m, d)  # a bad world resets to d's reset state

@@ -38,9 +38,9 @@ _OBJECTS = {
     "ntext": ("TEXT", "text"), "ntuple": ("TUPLE", "tuple"), "nkey": ("KEYFRAME", "key"),
 }
 # Data arrays listed up to the world's contact / constraint count
-_ROWS_OF = {"nconmax": "ncon", "njmax": "nefc", "nislandmax": "nisland"}
-_DATA_SIZES = ("ncon", "ne", "nf", "nl", "nefc", "nisland", "nidof", "contact_overflow",
-               "efc_overflow")
+_ROWS_OF = {"nconmax": "ncon", "njmax": "nefc", "njnnz": "nJ", "nislandmax": "nisland"}
+_DATA_SIZES = ("ncon", "ne", "nf", "nl", "nefc", "nJ", "nisland", "nidof",
+               "contact_overflow", "efc_overflow")
 
 
 def _fmt(value) -> str:
