@@ -9,7 +9,9 @@ exactly; the values to 1e-10 of their world's largest entry.
 """
 import copy
 import dataclasses
+import json
 import os
+import sys
 import warnings
 import zlib
 
@@ -17,6 +19,8 @@ import mujoco
 import numpy as np
 import pytest
 
+import spirv
+import subproc
 import test_constraint as tc
 import tiphys
 from oracle import StrippedModel, corpus_dir
@@ -148,8 +152,9 @@ def mujoco_sparse(mjm, qpos, qvel, active=None):
     return out
 
 
-def compare_sparse(d, theirs, stats=None):
-    """Mismatches of tiphys' sparse fields against MuJoCo's, every world."""
+def compare_sparse(d, theirs, stats=None, rtol=RTOL):
+    """Mismatches of tiphys' sparse fields against MuJoCo's, every world (values to
+    ``rtol`` of the world's largest entry)."""
     ours = {k: d.numpy(k) for k in SPARSE_INTS + ("efc_J_sparse", "nefc")}
     errors = []
     for w, t in enumerate(theirs):
@@ -171,8 +176,8 @@ def compare_sparse(d, theirs, stats=None):
         b = t["efc_J_sparse"]
         scale = max(float(np.abs(b).max()) if nnz else 0.0, 1e-300)
         err = np.abs(a - b) / scale
-        if nnz and not np.all(err <= RTOL):
-            i = int(np.argmax(~(err <= RTOL)))
+        if nnz and not np.all(err <= rtol):
+            i = int(np.argmax(~(err <= rtol)))
             errors.append(f"world {w} efc_J_sparse[{i}]: {a[i]} != {b[i]}")
         if stats is not None:
             stats["rows"] += n
@@ -401,3 +406,61 @@ def test_sparse_solvers_match_the_dense_path(solver, island, report):
             assert err <= SOLVER_RTOL[solver], (name, "qacc vs MuJoCo", err)
     report("sparse Jacobian solvers", f"{solver} island={island}",
            f"match (sparse vs dense: max rel err {worst:.1e})")
+
+
+# ------------------------------------------------------------------------------------
+# f32 on the CPU and SPIR-V (a subprocess: Taichi's precision is per process)
+# ------------------------------------------------------------------------------------
+
+F32_MODELS = ("equality", "contacts_pyramidal", "contacts_elliptic", "wrapping")
+
+
+@pytest.mark.parametrize("arch", spirv.archs())
+def test_f32_sparse_rows_match_mujoco(arch):
+    res = subproc.run([os.path.abspath(__file__), "f32", arch], key=f"{arch}-f32")
+    assert res.returncode == 0, res.stderr[-3000:]
+    worst = json.loads(res.stdout.strip().splitlines()[-1])
+    assert set(worst) == set(F32_MODELS) | {"solver_PGS", "solver_CG"}
+    for name, err in worst.items():
+        # the solvers: sparse against dense in f32, both iterating to f32 round-off
+        assert err < (1e-4 if name.startswith("solver") else tc.F32_TOL), f"{name}: {err}"
+
+
+def _f32_main(arch):
+    """Sparse rows in f32 (MuJoCo's contacts) against MuJoCo; prints JSON: per model
+    the largest value error relative to its world's largest entry (inf: a structure
+    mismatch, whose first errors go to stderr)."""
+    tiphys.init(arch=arch, precision="f32")
+    out = {}
+    for name in F32_MODELS:
+        xml = sparse(MODELS[name])
+        mjm = mujoco.MjModel.from_xml_string(xml)
+        m = tiphys.load_model_from_string(xml)
+        qpos, qvel, active = tc.random_state(mjm, zlib.crc32(name.encode()), 4,
+                                             SPREAD.get(name, 0.3),
+                                             CENTER.get(name, (0, 0, 0)))
+        dense = tc.run_mujoco(mjm, qpos, qvel, active)
+        d = tiphys.make_data(m, 4, nconmax=max(1, max(len(r["contacts"]) for r in dense)))
+        _poison(d)
+        tc.run_tiphys(m, d, qpos, qvel, active, contacts=[r["contacts"] for r in dense])
+        theirs = mujoco_sparse(mjm, qpos, qvel, active)
+        stats = _stats()
+        errors = compare_sparse(d, theirs, stats, rtol=np.inf)  # values: measured
+        if errors:
+            print(errors[:5], file=sys.stderr)
+        out[name] = np.inf if errors else stats["err"]
+    # the solvers on sparse rows (their kernels take the most arrays: SPIR-V's limit)
+    xml = tc.contacts_xml("pyramidal", 1.5, "dense")
+    for solver in ("PGS", "CG"):  # Newton shares CG's sparse products
+        qacc = {}
+        for jac in ("dense", "sparse"):
+            x = _solver_xml(xml, jac, solver, "enable").replace(' tolerance="1e-12"', "")
+            _, res = _forward(x, 0.12, (0, 0, 0.05), 3)
+            qacc[jac] = res["qacc"]
+        out[f"solver_{solver}"] = _rel(qacc["sparse"], qacc["dense"])
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["f32"]:
+        _f32_main(sys.argv[2] if len(sys.argv) > 2 else "cpu")
