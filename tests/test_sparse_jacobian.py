@@ -272,6 +272,42 @@ def test_njnnz_overflow_warns_and_keeps_whole_elements():
         tiphys.make_constraint(md2, dd)
 
 
+# two trees coupled by a joint equality whose second column is zero (polycoef all 0):
+# MuJoCo's sparse rows keep the column, and its islands join the trees; dense ones not
+ZERO_COLUMN = """
+<mujoco>
+  <option jacobian="{jacobian}"><flag island="enable" contact="disable"/></option>
+  <worldbody>
+    <body name="a"><joint name="ja" axis="0 1 0" range="-1 1"/><geom size=".1"/></body>
+    <body name="b" pos="1 0 0"><joint name="jb" axis="0 1 0"/><geom size=".1"/></body>
+    <body name="c" pos="2 0 0"><joint name="jc" axis="0 1 0" range="-.1 .1"/>
+      <geom size=".1"/></body>
+  </worldbody>
+  <equality><joint joint1="ja" joint2="jb" polycoef="0 0 0 0 0"/></equality>
+</mujoco>
+"""
+
+
+@pytest.mark.parametrize("jacobian", ["dense", "sparse"])
+def test_islands_follow_the_rows_columns(jacobian):
+    xml = ZERO_COLUMN.format(jacobian=jacobian)
+    m, mjm = tc.pair(xml)
+    qpos = np.array([[0.3, -0.2, 0.5], [1.2, 0.4, -0.3]])
+    qvel = np.zeros((2, 3))
+    d = tiphys.make_data(m, 2)
+    tc.run_tiphys(m, d, qpos, qvel)
+    tiphys.island(m, d)
+    mjd = mujoco.MjData(mjm)
+    for w in range(2):
+        mjd.qpos[:] = qpos[w]
+        mujoco.mj_fwdPosition(mjm, mjd)
+        assert int(d.numpy("nisland")[w]) == mjd.nisland
+        assert np.array_equal(d.numpy("tree_island")[w], mjd.tree_island)
+        assert np.array_equal(d.numpy("efc_island")[w][:mjd.nefc], mjd.efc_island)
+    # sparse: trees a and b share an island; dense: b is in none
+    assert (mjd.tree_island[0] == mjd.tree_island[1]) == (jacobian == "sparse")
+
+
 # ------------------------------------------------------------------------------------
 # corpus: humanoids forced sparse, and models with nv >= 60 (sparse by "auto")
 # ------------------------------------------------------------------------------------
