@@ -272,6 +272,30 @@ def test_njnnz_overflow_warns_and_keeps_whole_elements():
         tiphys.make_constraint(md2, dd)
 
 
+def test_mul_jac_vec_and_transpose_on_sparse_rows_match_mujoco():
+    xml = sparse(tc.COMBINED)
+    m, mjm = tc.pair(xml)
+    qpos, qvel, active = tc.random_state(mjm, 21, 3)
+    d = tiphys.make_data(m, 3)
+    tc.run_tiphys(m, d, qpos, qvel, active)
+    rng = np.random.default_rng(2)
+    vec = rng.normal(size=(3, mjm.nv))
+    efc = rng.normal(size=(3, d.njmax))
+    jv, jtv = tiphys.mul_jac_vec(m, d, vec), tiphys.mul_jac_t_vec(m, d, efc)
+    mjd = mujoco.MjData(mjm)
+    for w in range(3):
+        mjd.qpos[:], mjd.qvel[:], mjd.eq_active[:] = qpos[w], qvel[w], active[w]
+        mujoco.mj_fwdPosition(mjm, mjd)
+        n = mjd.nefc
+        assert n > 0 and int(d.numpy("nefc")[w]) == n
+        want = np.zeros(n)
+        mujoco.mj_mulJacVec(mjm, mjd, want, vec[w])
+        assert _rel(jv[w, :n], want) < 1e-12 and not jv[w, n:].any()
+        want = np.zeros(mjm.nv)
+        mujoco.mj_mulJacTVec(mjm, mjd, want, efc[w, :n])
+        assert _rel(jtv[w], want) < 1e-12
+
+
 # two trees coupled by a joint equality whose second column is zero (polycoef all 0):
 # MuJoCo's sparse rows keep the column, and its islands join the trees; dense ones not
 ZERO_COLUMN = """
