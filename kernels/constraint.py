@@ -959,14 +959,21 @@ def _finish(nefc: ND, efc_KBIP: ND, efc_R: ND, efc_D: ND, efc_diagApprox: ND,
 
 @ti.kernel
 def _reference(nv: ti.i32, nefc: ND, efc_J: ND, efc_KBIP: ND, efc_pos: ND, efc_margin: ND,
-               qvel: ND, efc_vel: ND, efc_aref: ND):
+               qvel: ND, efc_J_rownnz: ND, efc_J_rowadr: ND, efc_J_colind: ND,
+               efc_J_sparse: ND, efc_vel: ND, efc_aref: ND, sparse: ti.template()):
     nworld = nefc.shape[0]
     njmax = efc_pos.shape[1]
     for worldid, row in ti.ndrange(nworld, njmax):
         if row < nefc[worldid]:
             vel = 0.0
-            for dofid in range(nv):
-                vel += efc_J[worldid, row, dofid] * qvel[worldid, dofid]
+            if ti.static(sparse):  # J qvel over the row's non-zeros (mj_mulJacVec)
+                adr = efc_J_rowadr[worldid, row]
+                for k in range(efc_J_rownnz[worldid, row]):
+                    vel += efc_J_sparse[worldid, adr + k] * qvel[
+                        worldid, efc_J_colind[worldid, adr + k]]
+            else:
+                for dofid in range(nv):
+                    vel += efc_J[worldid, row, dofid] * qvel[worldid, dofid]
             kbip = efc_KBIP[worldid, row]
             efc_vel[worldid, row] = vel
             efc_aref[worldid, row] = -kbip[1] * vel - kbip[0] * kbip[2] * (
@@ -1315,8 +1322,10 @@ def make_constraint(m, d) -> None:
 def reference_constraint(m, d) -> None:
     """Constraint velocities and reference accelerations, as mj_referenceConstraint.
 
-    Reads nefc, efc_J, efc_KBIP, efc_pos, efc_margin, qvel; writes efc_vel = J qvel
-    and efc_aref = -B vel - K imp (pos - margin).
+    Reads nefc, efc_J (sparse-Jacobian models: its non-zeros), efc_KBIP, efc_pos,
+    efc_margin, qvel; writes efc_vel = J qvel and efc_aref = -B vel - K imp (pos -
+    margin).
     """
     _reference(m.nv, d.nefc, d.efc_J, d.efc_KBIP, d.efc_pos, d.efc_margin, d.qvel,
-               d.efc_vel, d.efc_aref)
+               d.efc_J_rownnz, d.efc_J_rowadr, d.efc_J_colind, d.efc_J_sparse,
+               d.efc_vel, d.efc_aref, m.is_sparse)

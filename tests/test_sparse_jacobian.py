@@ -481,9 +481,11 @@ def test_f32_sparse_rows_match_mujoco(arch):
     assert res.returncode == 0, res.stderr[-3000:]
     worst = json.loads(res.stdout.strip().splitlines()[-1])
     assert set(worst) == set(F32_MODELS) | {"solver_PGS", "solver_CG"}
+    # the solvers: sparse against dense in f32; CG runs all its iterations at f32
+    # round-off (tolerance 1e-8), where each of the two is ~1e-3 from MuJoCo's f64
+    tol = {"solver_PGS": 1e-5, "solver_CG": 5e-3}
     for name, err in worst.items():
-        # the solvers: sparse against dense in f32, both iterating to f32 round-off
-        assert err < (1e-4 if name.startswith("solver") else tc.F32_TOL), f"{name}: {err}"
+        assert err < tol.get(name, tc.F32_TOL), f"{name}: {err}"
 
 
 def _f32_main(arch):
