@@ -39,8 +39,8 @@ _TEXTS = {
 
 # the sparse Jacobian's non-zeros ran out before the rows did (reported instead)
 _NNZ_TEXT = ("make_constraint: njnnz={cap} sparse Jacobian non-zeros were not enough in {k} "
-             "world(s) (world {w}'s dropped rows needed {n} more: the first element that "
-             "did not fit and all after it were dropped); raise it with make_data(m, "
+             "world(s) (world {w}: the dropped rows needed {n} non-zeros; the first element "
+             "that did not fit and all after it were dropped); raise it with make_data(m, "
              "nworld, njnnz=...)")
 
 
