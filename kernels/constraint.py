@@ -1,5 +1,6 @@
 """Constraint rows: make_constraint (mj_makeConstraint) and reference_constraint
-(mj_referenceConstraint), batched over worlds, dense Jacobian.
+(mj_referenceConstraint), batched over worlds, dense Jacobian (and its sparse form for
+sparse-Jacobian models).
 
 Each world's rows come in MuJoCo's order: equalities (connect 3, weld 6, joint and
 tendon 1, active ones only), friction loss (dofs, then tendons), limits (joints: both
@@ -19,6 +20,18 @@ sides of hinges and slides, balls; then tendons), contacts (frictionless 1, pyra
    mj_diagApprox + mj_makeImpedance, which only need the element's own rows;
 4. ``_finish`` sets D = 1/R and diagApprox = R imp / (1 - imp) on every row.
 
+Sparse Jacobians (``m.is_sparse``: mj_isSparse) keep the dense ``efc_J`` and add
+MuJoCo's row-compressed form: ``_sparse_widths`` gives every element the width of its
+rows (the NV mj_addConstraint gets: a joint row one dof, a ball limit three, a tendon
+row its tendon's columns (tendon() lists them per world), a contact, connect or weld
+the merged dof chain of its two bodies, a tendon equality the union of two tendons'
+columns) and counts equality rows as MuJoCo's sparse path does (rows whenever that
+width is not zero, whatever the values); ``_scan`` then also lays out
+``efc_J_rownnz`` / ``efc_J_rowadr`` and keeps ``njnnz`` non-zeros per world (the
+first element that does not fit and all after it are dropped, as for njmax); and
+``_sparse_fill`` writes each row's column list and gathers its values from the dense
+row into ``efc_J_sparse``.
+
 Per-world parameters ("*" fields) are indexed ``worldid % shape[0]``.
 """
 
@@ -28,10 +41,10 @@ import taichi as ti
 from .consts import (CNSTR_CONTACT_ELLIPTIC, CNSTR_CONTACT_FRICTIONLESS, CNSTR_CONTACT_PYRAMIDAL,
                      CNSTR_EQUALITY, CNSTR_FRICTION_DOF, CNSTR_FRICTION_TENDON, CNSTR_LIMIT_JOINT,
                      CNSTR_LIMIT_TENDON, CONE_ELLIPTIC, EQ_CONNECT, EQ_JOINT, EQ_TENDON, EQ_WELD,
-                     JAC_AUTO, JAC_SPARSE, JNT_BALL, JNT_HINGE, JNT_SLIDE, MAXIMP, MINIMP, MINVAL,
-                     OBJ_SITE, PI, WARN_CNSTRFULL)
+                     JNT_BALL, JNT_HINGE, JNT_SLIDE, MAXIMP, MINIMP, MINVAL, OBJ_SITE, PI,
+                     WARN_CNSTRFULL)
 from .math import quat_mul
-from .tendon import last_dof
+from .tendon import check_sparse_data, last_dof
 
 ND = ti.types.ndarray()
 
@@ -416,22 +429,25 @@ def _scan(
     eq_on: ti.template(), fric_on: ti.template(), lim_on: ti.template(),
     con_on: ti.template(), elliptic: ti.template(), sparse: ti.template(),
     nv: ti.i32, neq: ti.i32, ntendon: ti.i32, njnt: ti.i32, nconmax: ti.i32, njmax: ti.i32,
+    njnnz: ti.i32,
     # model
     dof_frictionloss: ND, tendon_frictionloss: ND, jnt_type: ND, jnt_limited: ND,
     jnt_qposadr: ND, jnt_range: ND, jnt_margin: ND, tendon_limited: ND, tendon_range: ND,
-    tendon_margin: ND, geom_bodyid: ND, body_parentid: ND, body_dofnum: ND,
-    body_dofadr: ND,
-    # data in
-    qpos: ND, ten_J: ND, ten_length: ND, ncon: ND, contact_dim: ND, contact_geom: ND,
+    tendon_margin: ND,
+    # data in (efc_wid: sparse row widths of every element, from _sparse_widths)
+    qpos: ND, ten_J: ND, ten_length: ND, ncon: ND, contact_dim: ND, efc_wid: ND,
     # data in/out
     contact_exclude: ND, efc_adr: ND,
     # out
-    ne: ND, nf: ND, nl: ND, nefc: ND, efc_overflow: ND,
+    ne: ND, nf: ND, nl: ND, nefc: ND, nJ: ND, efc_overflow: ND, efc_J_overflow: ND,
+    efc_J_rownnz: ND, efc_J_rowadr: ND,
 ):
     nworld = efc_adr.shape[0]
     for worldid in range(nworld):
         kept = 0
         total = 0
+        nnz = 0
+        nnz_total = 0
         full = 0
         counts = ti.Vector([0, 0, 0])  # ne, nf, nl
         elem = 0
@@ -456,7 +472,11 @@ def _scan(
                 if ti.static(fric_on):
                     tenid = elem - neq - nv
                     if tendon_frictionloss[worldid % tendon_frictionloss.shape[0], tenid] > 0:
-                        n = _tendon_nonzero(worldid, tenid, nv, ten_J)
+                        # sparse: a row when the tendon has columns, even zero values
+                        if ti.static(sparse):
+                            n = 1 if efc_wid[worldid, elem] > 0 else 0
+                        else:
+                            n = _tendon_nonzero(worldid, tenid, nv, ten_J)
             elif elem < neq + nv + ntendon + njnt:
                 group = 2
                 jntid = elem - neq - nv - ntendon
@@ -482,7 +502,10 @@ def _scan(
                         margin = tendon_margin[worldid % tendon_margin.shape[0], tenid]
                         lower, upper = _limit_sides(rng[0], rng[1],
                                                     ten_length[worldid, tenid], margin)
-                        n = (lower + upper) * _tendon_nonzero(worldid, tenid, nv, ten_J)
+                        if ti.static(sparse):
+                            n = (lower + upper) if efc_wid[worldid, elem] > 0 else 0
+                        else:
+                            n = (lower + upper) * _tendon_nonzero(worldid, tenid, nv, ten_J)
             else:
                 conid = elem - neq - nv - 2 * ntendon - njnt
                 if ti.static(con_on):
@@ -492,19 +515,25 @@ def _scan(
                             if ti.static(sparse):
                                 # sparse Jacobians: a contact whose bodies have no dofs
                                 # is excluded (mjEXCLUDE 3)
-                                geoms = contact_geom[worldid, conid]
-                                d1 = last_dof(body_parentid, body_dofnum, body_dofadr,
-                                              geom_bodyid[geoms[0]])
-                                d2 = last_dof(body_parentid, body_dofnum, body_dofadr,
-                                              geom_bodyid[geoms[1]])
-                                if d1 < 0 and d2 < 0:
+                                if efc_wid[worldid, elem] == 0:
                                     n = 0
                                     contact_exclude[worldid, conid] = 3
             adr = -1
             if n > 0:
                 total += n
-                if full == 0 and kept + n <= njmax:
+                width = 0
+                fits = full == 0 and kept + n <= njmax
+                if ti.static(sparse):
+                    width = efc_wid[worldid, elem]
+                    nnz_total += n * width
+                    fits = fits and nnz + n * width <= njnnz
+                if fits:
                     adr = kept
+                    if ti.static(sparse):
+                        for r in range(n):
+                            efc_J_rownnz[worldid, kept + r] = width
+                            efc_J_rowadr[worldid, kept + r] = nnz + r * width
+                        nnz += n * width
                     kept += n
                     if group < 3:
                         counts[group] += n
@@ -517,6 +546,12 @@ def _scan(
         nl[worldid] = counts[2]
         nefc[worldid] = kept
         efc_overflow[worldid] = total - kept
+        if ti.static(sparse):
+            nJ[worldid] = nnz
+            efc_J_overflow[worldid] = nnz_total - nnz
+        else:
+            nJ[worldid] = kept * nv
+            efc_J_overflow[worldid] = 0
 
 
 # ------------------------------------------------------------------------------------
@@ -924,14 +959,21 @@ def _finish(nefc: ND, efc_KBIP: ND, efc_R: ND, efc_D: ND, efc_diagApprox: ND,
 
 @ti.kernel
 def _reference(nv: ti.i32, nefc: ND, efc_J: ND, efc_KBIP: ND, efc_pos: ND, efc_margin: ND,
-               qvel: ND, efc_vel: ND, efc_aref: ND):
+               qvel: ND, efc_J_rownnz: ND, efc_J_rowadr: ND, efc_J_colind: ND,
+               efc_J_sparse: ND, efc_vel: ND, efc_aref: ND, sparse: ti.template()):
     nworld = nefc.shape[0]
     njmax = efc_pos.shape[1]
     for worldid, row in ti.ndrange(nworld, njmax):
         if row < nefc[worldid]:
             vel = 0.0
-            for dofid in range(nv):
-                vel += efc_J[worldid, row, dofid] * qvel[worldid, dofid]
+            if ti.static(sparse):  # J qvel over the row's non-zeros (mj_mulJacVec)
+                adr = efc_J_rowadr[worldid, row]
+                for k in range(efc_J_rownnz[worldid, row]):
+                    vel += efc_J_sparse[worldid, adr + k] * qvel[
+                        worldid, efc_J_colind[worldid, adr + k]]
+            else:
+                for dofid in range(nv):
+                    vel += efc_J[worldid, row, dofid] * qvel[worldid, dofid]
             kbip = efc_KBIP[worldid, row]
             efc_vel[worldid, row] = vel
             efc_aref[worldid, row] = -kbip[1] * vel - kbip[0] * kbip[2] * (
@@ -939,23 +981,228 @@ def _reference(nv: ti.i32, nefc: ND, efc_J: ND, efc_KBIP: ND, efc_pos: ND, efc_m
 
 
 # ------------------------------------------------------------------------------------
+# sparse Jacobians: column lists (mj_mergeChain, tendon columns) and values
+# ------------------------------------------------------------------------------------
+
+@ti.func
+def _chain_cols(worldid, b0, b1, adr, nnz, write: ti.template(), body_parentid: ti.template(),
+                body_dofnum: ti.template(), body_dofadr: ti.template(),
+                dof_parentid: ti.template(), colind: ti.template()):
+    """mj_mergeChain: the dofs moving body b0 or b1, ascending. Returns their count;
+    with ``write`` (``nnz`` = that count) stores them at colind[worldid, adr:adr+nnz].
+    (MuJoCo's two-simple-bodies shortcut gives the same list, except for b0 == b1.)"""
+    d0 = last_dof(body_parentid, body_dofnum, body_dofadr, b0)
+    d1 = last_dof(body_parentid, body_dofnum, body_dofadr, b1)
+    k = 0
+    while d0 >= 0 or d1 >= 0:
+        dofid = ti.max(d0, d1)
+        if ti.static(write):
+            colind[worldid, adr + nnz - 1 - k] = dofid  # walked descending
+        k += 1
+        if dofid == d0:
+            d0 = dof_parentid[d0]
+        if dofid == d1:
+            d1 = dof_parentid[d1]
+    return k
+
+
+@ti.func
+def _tendon_cols(worldid, t0, t1, adr, write: ti.template(), ten_J_rownnz: ti.template(),
+                 ten_J_rowadr: ti.template(), ten_J_colind: ti.template(),
+                 colind: ti.template()):
+    """Union of tendon t0's columns and (t1 >= 0) tendon t1's, ascending, as
+    mju_combineSparse merges them; returns the count, stores them with ``write``."""
+    n0 = ten_J_rownnz[worldid, t0]
+    a0 = ten_J_rowadr[worldid, t0]
+    n1 = 0
+    a1 = 0
+    if t1 >= 0:
+        n1 = ten_J_rownnz[worldid, t1]
+        a1 = ten_J_rowadr[worldid, t1]
+    i = 0
+    j = 0
+    k = 0
+    while i < n0 or j < n1:
+        c0 = 2147483647
+        c1 = 2147483647
+        if i < n0:
+            c0 = ten_J_colind[worldid, a0 + i]
+        if j < n1:
+            c1 = ten_J_colind[worldid, a1 + j]
+        dofid = ti.min(c0, c1)
+        if ti.static(write):
+            colind[worldid, adr + k] = dofid
+        k += 1
+        if c0 == dofid:
+            i += 1
+        if c1 == dofid:
+            j += 1
+    return k
+
+
+@ti.func
+def _eq_bodies(eqid, eq_obj1id: ti.template(), eq_obj2id: ti.template(),
+               eq_objtype: ti.template(), site_bodyid: ti.template()):
+    b0 = eq_obj1id[eqid]
+    b1 = eq_obj2id[eqid]
+    if eq_objtype[eqid] == OBJ_SITE:
+        b0 = site_bodyid[b0]
+        b1 = site_bodyid[b1]
+    return b0, b1
+
+
+@ti.func
+def _small_cols(worldid, first, second, adr, write: ti.template(), colind: ti.template()):
+    """The sorted union of one or two dofs (second < 0: none); returns the count."""
+    lo = first
+    hi = second
+    if second >= 0 and second < first:
+        lo = second
+        hi = first
+    k = 1
+    if ti.static(write):
+        colind[worldid, adr] = lo
+    if hi >= 0 and hi != lo:
+        if ti.static(write):
+            colind[worldid, adr + 1] = hi
+        k = 2
+    return k
+
+
+@ti.kernel
+def _sparse_widths(
+    nv: ti.i32, neq: ti.i32, ntendon: ti.i32, njnt: ti.i32,
+    # model
+    eq_type: ND, eq_obj1id: ND, eq_obj2id: ND, eq_objtype: ND, site_bodyid: ND,
+    jnt_type: ND, jnt_dofadr: ND, geom_bodyid: ND, body_parentid: ND, body_dofnum: ND,
+    body_dofadr: ND, dof_parentid: ND,
+    # data in
+    eq_active: ND, ncon: ND, contact_geom: ND, ten_J_rownnz: ND, ten_J_rowadr: ND,
+    ten_J_colind: ND,
+    # out: per element, the columns of each of its rows; per equality, its rows
+    efc_wid: ND, efc_adr: ND,
+):
+    """Per (world, element): the width of its sparse rows (the NV mj_addConstraint is
+    given), and for equalities their rows as MuJoCo's sparse path counts them: an
+    active equality makes its rows when its column list is not empty, whatever the
+    values."""
+    nworld = efc_wid.shape[0]
+    nconmax = contact_geom.shape[1]
+    nelem = neq + nv + 2 * ntendon + njnt + nconmax
+    for worldid, elem in ti.ndrange(nworld, nelem):
+        width = 0
+        if elem < neq:
+            eqid = elem
+            etype = eq_type[eqid]
+            id0 = eq_obj1id[eqid]
+            id1 = eq_obj2id[eqid]
+            size = 1
+            if etype == EQ_CONNECT or etype == EQ_WELD:
+                b0, b1 = _eq_bodies(eqid, eq_obj1id, eq_obj2id, eq_objtype, site_bodyid)
+                width = _chain_cols(worldid, b0, b1, 0, 0, False, body_parentid, body_dofnum,
+                                    body_dofadr, dof_parentid, efc_wid)
+                size = 6 if etype == EQ_WELD else 3
+            elif etype == EQ_JOINT:
+                second = -1
+                if id1 >= 0:
+                    second = jnt_dofadr[id1]
+                width = _small_cols(worldid, jnt_dofadr[id0], second, 0, False, efc_wid)
+            elif etype == EQ_TENDON:
+                width = _tendon_cols(worldid, id0, id1, 0, False, ten_J_rownnz, ten_J_rowadr,
+                                     ten_J_colind, efc_wid)
+            rows = 0
+            if eq_active[worldid, eqid] != 0 and width > 0 and etype <= EQ_TENDON:
+                rows = size
+            efc_adr[worldid, eqid] = rows
+        elif elem < neq + nv:
+            width = 1
+        elif elem < neq + nv + ntendon:
+            width = ten_J_rownnz[worldid, elem - neq - nv]
+        elif elem < neq + nv + ntendon + njnt:
+            width = 3 if jnt_type[elem - neq - nv - ntendon] == JNT_BALL else 1
+        elif elem < neq + nv + 2 * ntendon + njnt:
+            width = ten_J_rownnz[worldid, elem - neq - nv - ntendon - njnt]
+        else:
+            conid = elem - neq - nv - 2 * ntendon - njnt
+            if conid < ncon[worldid]:
+                geoms = contact_geom[worldid, conid]
+                width = _chain_cols(worldid, geom_bodyid[geoms[0]], geom_bodyid[geoms[1]], 0,
+                                    0, False, body_parentid, body_dofnum, body_dofadr,
+                                    dof_parentid, efc_wid)
+        efc_wid[worldid, elem] = width
+
+
+@ti.kernel
+def _sparse_fill(
+    # model
+    eq_type: ND, eq_obj1id: ND, eq_obj2id: ND, eq_objtype: ND, site_bodyid: ND,
+    jnt_type: ND, jnt_dofadr: ND, geom_bodyid: ND, body_parentid: ND, body_dofnum: ND,
+    body_dofadr: ND, dof_parentid: ND,
+    # data in
+    nefc: ND, efc_type: ND, efc_id: ND, efc_J: ND, efc_J_rownnz: ND, efc_J_rowadr: ND,
+    contact_geom: ND, ten_J_rownnz: ND, ten_J_rowadr: ND, ten_J_colind: ND,
+    # out
+    efc_J_colind: ND, efc_J_sparse: ND,
+):
+    """Per (world, row): the row's column list by its type (MuJoCo's rules: a joint
+    row one dof, a ball limit three, a tendon row the tendon's columns, a body row the
+    merged chain of its two bodies), then its values gathered from the dense row."""
+    nworld = efc_type.shape[0]
+    njmax = efc_type.shape[1]
+    for worldid, row in ti.ndrange(nworld, njmax):
+        if row < nefc[worldid]:
+            ctype = efc_type[worldid, row]
+            objid = efc_id[worldid, row]
+            adr = efc_J_rowadr[worldid, row]
+            nnz = efc_J_rownnz[worldid, row]
+            if ctype == CNSTR_EQUALITY:
+                etype = eq_type[objid]
+                if etype == EQ_CONNECT or etype == EQ_WELD:
+                    b0, b1 = _eq_bodies(objid, eq_obj1id, eq_obj2id, eq_objtype, site_bodyid)
+                    _chain_cols(worldid, b0, b1, adr, nnz, True, body_parentid, body_dofnum,
+                                body_dofadr, dof_parentid, efc_J_colind)
+                elif etype == EQ_JOINT:
+                    id1 = eq_obj2id[objid]
+                    second = -1
+                    if id1 >= 0:
+                        second = jnt_dofadr[id1]
+                    _small_cols(worldid, jnt_dofadr[eq_obj1id[objid]], second, adr, True,
+                                efc_J_colind)
+                else:
+                    _tendon_cols(worldid, eq_obj1id[objid], eq_obj2id[objid], adr, True,
+                                 ten_J_rownnz, ten_J_rowadr, ten_J_colind, efc_J_colind)
+            elif ctype == CNSTR_FRICTION_DOF:
+                efc_J_colind[worldid, adr] = objid
+            elif ctype == CNSTR_FRICTION_TENDON or ctype == CNSTR_LIMIT_TENDON:
+                _tendon_cols(worldid, objid, -1, adr, True, ten_J_rownnz, ten_J_rowadr,
+                             ten_J_colind, efc_J_colind)
+            elif ctype == CNSTR_LIMIT_JOINT:
+                for k in range(nnz):  # 1, or 3 for a ball
+                    efc_J_colind[worldid, adr + k] = jnt_dofadr[objid] + k
+            else:
+                geoms = contact_geom[worldid, objid]
+                _chain_cols(worldid, geom_bodyid[geoms[0]], geom_bodyid[geoms[1]], adr, nnz,
+                            True, body_parentid, body_dofnum, body_dofadr, dof_parentid,
+                            efc_J_colind)
+            for k in range(nnz):
+                efc_J_sparse[worldid, adr + k] = efc_J[worldid, row,
+                                                       efc_J_colind[worldid, adr + k]]
+
+
+# ------------------------------------------------------------------------------------
 # host
 # ------------------------------------------------------------------------------------
 
-def _is_sparse(m) -> bool:
-    """mj_isSparse: opt.jacobian sparse, or auto with nv >= 60."""
-    jac = m.opt.jacobian
-    return jac == JAC_SPARSE or (jac == JAC_AUTO and m.nv >= 60)
-
-
 def _scratch(m, d):
-    """Per-Data element table: rows (then first row) of every element, per world."""
-    nelem = m.neq + m.nv + 2 * m.ntendon + m.njnt + d.nconmax
-    adr = d.scratch.efc_adr
-    if adr is None or adr.shape != (d.nworld, max(1, nelem)):
-        adr = d.scratch.efc_adr = d.scratch.tag(
-            ti.ndarray(ti.i32, shape=(d.nworld, max(1, nelem))))
-    return adr
+    """Per-Data element tables, per world: rows (then first row) of every element, and
+    (sparse Jacobians) the width of its rows."""
+    nelem = max(1, m.neq + m.nv + 2 * m.ntendon + m.njnt + d.nconmax)
+    tables = d.scratch.efc_adr
+    if tables is None or tables[0].shape != (d.nworld, nelem):
+        tag = d.scratch.tag
+        tables = d.scratch.efc_adr = (tag(ti.ndarray(ti.i32, shape=(d.nworld, nelem))),
+                                      tag(ti.ndarray(ti.i32, shape=(d.nworld, nelem))))
+    return tables
 
 
 def _host_flags(m):
@@ -994,28 +1241,40 @@ def make_constraint(m, d) -> None:
     contact, contact_efc_address, contact_mu (and contact_exclude = 3 for contacts
     without dofs when MuJoCo would use sparse Jacobians). Rows past ``d.njmax`` are
     dropped (whole elements, from the first that does not fit) and a RuntimeWarning
-    names ``make_data(..., njmax=)``.
+    names ``make_data(..., njmax=)``. With sparse Jacobians (``m.is_sparse``; reads
+    ten_J_rownnz, ten_J_rowadr, ten_J_colind too) it also writes nJ, efc_J_rownnz,
+    efc_J_rowadr, efc_J_colind, efc_J_sparse and efc_J_overflow; non-zeros past
+    ``d.njnnz`` drop elements the same way (the warning names ``njnnz``). nJ is
+    nefc * nv for dense models.
     """
     opt = m.opt
     flags = _host_flags(m)
-    adr = _scratch(m, d)
+    sparse = m.is_sparse
+    check_sparse_data(m, d, "make_constraint")
+    adr, wid = _scratch(m, d)
     refsafe = not opt.disabled("refsafe")
     elliptic = opt.cone == CONE_ELLIPTIC
     timestep = float(opt.timestep)
-    if flags["eq"]:
+    if sparse:
+        _sparse_widths(m.nv, m.neq, m.ntendon, m.njnt, m.eq_type, m.eq_obj1id, m.eq_obj2id,
+                       m.eq_objtype, m.site_bodyid, m.jnt_type, m.jnt_dofadr, m.geom_bodyid,
+                       m.body_parentid, m.body_dofnum, m.body_dofadr, m.dof_parentid,
+                       d.eq_active, d.ncon, d.contact_geom, d.ten_J_rownnz, d.ten_J_rowadr,
+                       d.ten_J_colind, wid, adr)
+    elif flags["eq"]:
         _count_equality(m.nv, m.neq, m.eq_type, m.eq_obj1id, m.eq_obj2id, m.eq_objtype,
                         m.eq_data, m.site_bodyid, m.site_quat, m.body_rootid,
                         m.body_parentid, m.body_dofnum, m.body_dofadr, m.dof_parentid,
                         m.tendon_length0, d.eq_active, d.xpos, d.xmat, d.xquat,
                         d.site_xpos, d.subtree_com, d.cdof, d.ten_J, d.ten_length,
                         adr, d.efc_J)
-    _scan(flags["eq"], flags["fric"], flags["lim"], flags["con"], elliptic, _is_sparse(m),
-          m.nv, m.neq, m.ntendon, m.njnt, d.nconmax, d.njmax,
+    _scan(flags["eq"], flags["fric"], flags["lim"], flags["con"], elliptic, sparse,
+          m.nv, m.neq, m.ntendon, m.njnt, d.nconmax, d.njmax, d.njnnz,
           m.dof_frictionloss, m.tendon_frictionloss, m.jnt_type, m.jnt_limited,
           m.jnt_qposadr, m.jnt_range, m.jnt_margin, m.tendon_limited, m.tendon_range,
-          m.tendon_margin, m.geom_bodyid, m.body_parentid, m.body_dofnum, m.body_dofadr,
-          d.qpos, d.ten_J, d.ten_length, d.ncon, d.contact_dim, d.contact_geom,
-          d.contact_exclude, adr, d.ne, d.nf, d.nl, d.nefc, d.efc_overflow)
+          m.tendon_margin, d.qpos, d.ten_J, d.ten_length, d.ncon, d.contact_dim, wid,
+          d.contact_exclude, adr, d.ne, d.nf, d.nl, d.nefc, d.nJ, d.efc_overflow,
+          d.efc_J_overflow, d.efc_J_rownnz, d.efc_J_rowadr)
     out = (d.efc_type, d.efc_id, d.efc_J, d.efc_pos, d.efc_margin, d.efc_frictionloss,
            d.efc_KBIP, d.efc_R)
     if flags["eq_body"]:
@@ -1052,13 +1311,21 @@ def make_constraint(m, d) -> None:
                       d.contact_efc_address, *out)
     _finish(d.nefc, d.efc_KBIP, d.efc_R, d.efc_D, d.efc_diagApprox, d.efc_overflow,
             d.warning_number, d.warning_lastinfo)
+    if sparse:
+        _sparse_fill(m.eq_type, m.eq_obj1id, m.eq_obj2id, m.eq_objtype, m.site_bodyid,
+                     m.jnt_type, m.jnt_dofadr, m.geom_bodyid, m.body_parentid, m.body_dofnum,
+                     m.body_dofadr, m.dof_parentid, d.nefc, d.efc_type, d.efc_id, d.efc_J,
+                     d.efc_J_rownnz, d.efc_J_rowadr, d.contact_geom, d.ten_J_rownnz,
+                     d.ten_J_rowadr, d.ten_J_colind, d.efc_J_colind, d.efc_J_sparse)
 
 
 def reference_constraint(m, d) -> None:
     """Constraint velocities and reference accelerations, as mj_referenceConstraint.
 
-    Reads nefc, efc_J, efc_KBIP, efc_pos, efc_margin, qvel; writes efc_vel = J qvel
-    and efc_aref = -B vel - K imp (pos - margin).
+    Reads nefc, efc_J (sparse-Jacobian models: its non-zeros), efc_KBIP, efc_pos,
+    efc_margin, qvel; writes efc_vel = J qvel and efc_aref = -B vel - K imp (pos -
+    margin).
     """
     _reference(m.nv, d.nefc, d.efc_J, d.efc_KBIP, d.efc_pos, d.efc_margin, d.qvel,
-               d.efc_vel, d.efc_aref)
+               d.efc_J_rownnz, d.efc_J_rowadr, d.efc_J_colind, d.efc_J_sparse,
+               d.efc_vel, d.efc_aref, m.is_sparse)

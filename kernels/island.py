@@ -46,9 +46,11 @@ def _row_trees(
     nv: ti.i32, dof_treeid: ND, jnt_dofadr: ND, geom_bodyid: ND, body_treeid: ND,
     site_bodyid: ND, eq_type: ND, eq_obj1id: ND, eq_obj2id: ND, eq_objtype: ND,
     # data in
-    nefc: ND, efc_type: ND, efc_id: ND, efc_J: ND, contact_geom: ND,
+    nefc: ND, efc_type: ND, efc_id: ND, efc_J: ND, contact_geom: ND, efc_J_rownnz: ND,
+    efc_J_rowadr: ND, efc_J_colind: ND,
     # data out (scratch until _islands: first tree of each row, second tree)
     efc_island: ND, map_efc2iefc: ND,
+    sparse: ti.template(),
 ):
     """Each row's first tree and, where the constraint type names them, its second
     tree (-1: none) or SCAN_JACOBIAN (treeFirst)."""
@@ -80,9 +82,15 @@ def _row_trees(
                     tree0 = body_treeid[body1]
                     tree1 = body_treeid[body2]
             if tree1 == SCAN_JACOBIAN:
-                for dofid in range(nv):
-                    if (tree0 < 0) & (efc_J[worldid, efcid, dofid] != 0.0):
-                        tree0 = dof_treeid[dofid]
+                if ti.static(sparse):  # the row's columns, whatever their values
+                    adr = efc_J_rowadr[worldid, efcid]
+                    for k in range(efc_J_rownnz[worldid, efcid]):
+                        if tree0 < 0:
+                            tree0 = dof_treeid[efc_J_colind[worldid, adr + k]]
+                else:
+                    for dofid in range(nv):
+                        if (tree0 < 0) & (efc_J[worldid, efcid, dofid] != 0.0):
+                            tree0 = dof_treeid[dofid]
             elif tree0 < 0:  # the static body second
                 tree0 = tree1
                 tree1 = -1
@@ -119,13 +127,15 @@ def _islands(
     # model
     nv: ti.i32, ntree: ti.i32, dof_treeid: ND,
     # data in
-    nefc: ND, efc_type: ND, efc_id: ND, efc_J: ND,
+    nefc: ND, efc_type: ND, efc_id: ND, efc_J: ND, efc_J_rownnz: ND, efc_J_rowadr: ND,
+    efc_J_colind: ND,
     # data out
     nisland: ND, nidof: ND, tree_island: ND, island_ntree: ND, island_itreeadr: ND,
     map_itree2tree: ND, dof_island: ND, island_nv: ND, island_idofadr: ND,
     island_dofadr: ND, map_dof2idof: ND, map_idof2dof: ND, efc_island: ND,
     island_ne: ND, island_nf: ND, island_nefc: ND, island_iefcadr: ND,
     map_efc2iefc: ND, map_iefc2efc: ND,
+    sparse: ti.template(),
 ):
     """Union-find of the trees over the constraints' edges, island numbers, counts,
     addresses and maps (mj_island after findEdges), one thread per world.
@@ -155,6 +165,13 @@ def _islands(
                         if tree1 < 0:
                             tree1 = tree0
                         _join(worldid, tree0, tree1, map_itree2tree, island_ntree)
+                elif ti.static(sparse):
+                    # every tree of the row's columns joins the first one (MuJoCo's
+                    # sparse rows: structural columns, whatever their values)
+                    adr = efc_J_rowadr[worldid, efcid]
+                    for k in range(efc_J_rownnz[worldid, efcid]):
+                        _join(worldid, tree0, dof_treeid[efc_J_colind[worldid, adr + k]],
+                              map_itree2tree, island_ntree)
                 else:
                     # every tree with a nonzero column joins the first one
                     for dofid in range(nv):
@@ -262,7 +279,8 @@ def _islands(
 def island(m, d) -> None:
     """Constraint islands of every world, as mj_island (run after make_constraint).
 
-    Reads nefc, efc_type, efc_id, efc_J and contact_geom; writes nisland, nidof,
+    Reads nefc, efc_type, efc_id, efc_J (sparse-Jacobian models: the rows' column
+    lists efc_J_rownnz / rowadr / colind instead, as MuJoCo) and contact_geom; writes nisland, nidof,
     tree_island, island_ntree, island_itreeadr, map_itree2tree, dof_island, island_nv,
     island_idofadr, island_dofadr, map_dof2idof, map_idof2dof, efc_island, island_ne,
     island_nf, island_nefc, island_iefcadr, map_efc2iefc and map_iefc2efc (island_*
@@ -275,14 +293,14 @@ def island(m, d) -> None:
         return
     _row_trees(m.nv, m.dof_treeid, m.jnt_dofadr, m.geom_bodyid, m.body_treeid,
                m.site_bodyid, m.eq_type, m.eq_obj1id, m.eq_obj2id, m.eq_objtype,
-               d.nefc, d.efc_type, d.efc_id, d.efc_J, d.contact_geom,
-               d.efc_island, d.map_efc2iefc)
+               d.nefc, d.efc_type, d.efc_id, d.efc_J, d.contact_geom, d.efc_J_rownnz,
+               d.efc_J_rowadr, d.efc_J_colind, d.efc_island, d.map_efc2iefc, m.is_sparse)
     _islands(m.nv, m.ntree, m.dof_treeid, d.nefc, d.efc_type, d.efc_id, d.efc_J,
-             d.nisland, d.nidof, d.tree_island, d.island_ntree, d.island_itreeadr,
+             d.efc_J_rownnz, d.efc_J_rowadr, d.efc_J_colind, d.nisland, d.nidof, d.tree_island, d.island_ntree, d.island_itreeadr,
              d.map_itree2tree, d.dof_island, d.island_nv, d.island_idofadr,
              d.island_dofadr, d.map_dof2idof, d.map_idof2dof, d.efc_island,
              d.island_ne, d.island_nf, d.island_nefc, d.island_iefcadr, d.map_efc2iefc,
-             d.map_iefc2efc)
+             d.map_iefc2efc, m.is_sparse)
     d._islands_set = True
 
 

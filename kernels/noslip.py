@@ -231,7 +231,7 @@ def _noslip(
             nfirst = ne[w]
             nfric = nf[w]
             if sw[w, W_STAGE] == STAGE_START:
-                _dual_qfrc(w, n, nv, efc_J, efc_force, qfrc_constraint)
+                _dual_qfrc(w, n, nv, ti.static((efc_J,)), efc_force, qfrc_constraint)
                 for k in range(nv):
                     sv[w, V_U, k] = qfrc_constraint[w, k]
                 _solve_m(w, V_U, nv, sv, qLD, qLDiagInv, dof_Madr, dof_parentid,
@@ -307,7 +307,7 @@ def _noslip(
                 sw[w, W_STAGE] = STAGE_DONE
                 solver_niter[w][0] = it0 + it
                 # dualFinish
-                _dual_qfrc(w, n, nv, efc_J, efc_force, qfrc_constraint)
+                _dual_qfrc(w, n, nv, ti.static((efc_J,)), efc_force, qfrc_constraint)
                 for k in range(nv):
                     sv[w, V_U, k] = qfrc_constraint[w, k]
                 _solve_m(w, V_U, nv, sv, qLD, qLDiagInv, dof_Madr, dof_parentid,

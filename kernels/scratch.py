@@ -23,7 +23,8 @@ SCRATCH = {
     "tactile": "touch-grid sensors' candidate geoms (sensor_acc.py)",
     "geom_pairs": "geom distance sensors' pair lists (sensor.py)",
     "contact_emit": "{capacity: narrowphase output buffers} (collision.py)",
-    "efc_adr": "constraint row addresses per row type (constraint.py)",
+    "efc_adr": "(rows then first row, sparse row width) of every constraint element "
+               "(constraint.py)",
     "fd_data": "(model, expanded Data) of finite-difference derivatives "
                "(tiphys/derivative.py)",
     "reset_world": "{(keyframe, set_param count, row): one world's reset state} of "

@@ -22,6 +22,13 @@ with the solver of ``opt.solver``, as MuJoCo 3.4.0 does:
   M^-1 J' (nefc x nv, the size of efc_J) and the running qacc - qacc_smooth, so the
   residual of a row costs O(nv) and no nefc^2 matrix is stored.
 
+Sparse-Jacobian models (m.is_sparse): J v (efc_b, warm-start J qacc, the line search's
+J search, PGS residuals and AR entries) and J' f (CG / Newton constraint updates, PGS's
+qfrc_constraint) run over each row's non-zeros (efc_J_sparse, efc_J_colind,
+efc_J_rowadr, efc_J_rownnz; see jac_view), in the dense path's order, so results
+equal the dense path's to round-off. Newton's Hessian, its rank-one updates and
+noslip still read the dense efc_J, which sparse models keep.
+
 Warmstart as mj_fwdConstraint's: Newton/CG start from qacc_warmstart when its total
 cost is not above that of qacc_smooth; PGS starts from the forces of qacc_warmstart
 unless their dual cost is positive; the ``warmstart`` disable flag starts cold.
@@ -523,22 +530,56 @@ def _cone_hessian(w, slot, i, dim, se: ti.template(), sb: ti.template()):
             sb[w, slot, j, k] = sb[w, slot, k, j]
 
 
+def jac_view(sparse, efc_J, efc_J_sparse, efc_J_colind, efc_J_rowadr, efc_J_rownnz):
+    """The Jacobian the solver funcs read (``J``, compile-time): (efc_J,) dense, or
+    (efc_J, values, colind, rowadr, rownnz) for sparse-Jacobian models, whose row
+    products J v and J' f then run over each row's non-zeros (Newton's Hessian and
+    cone updates still read the dense rows). Use as ti.static(jac_view(...))."""
+    if sparse:
+        return (efc_J, efc_J_sparse, efc_J_colind, efc_J_rowadr, efc_J_rownnz)
+    return (efc_J,)
+
+
+@ti.func
+def _jrow_dot(w, i, J: ti.template(), vec: ti.template(), has_slot: ti.template(), slot):
+    """Sparse row i of J times vec[w, slot, :] (has_slot) or vec[w, :]."""
+    adr = J[3][w, i]
+    s = 0.0
+    for k in range(J[4][w, i]):
+        if ti.static(has_slot):
+            s += J[1][w, adr + k] * vec[w, slot, J[2][w, adr + k]]
+        else:
+            s += J[1][w, adr + k] * vec[w, J[2][w, adr + k]]
+    return s
+
+
 @ti.func
 def _update_constraint(w, u, dmap: ti.template(), rmap: ti.template(),
-                       efc_J: ti.template(), se: ti.template(), si: ti.template(),
+                       J: ti.template(), se: ti.template(), si: ti.template(),
                        force: ti.template(), state: ti.template(),
                        qfrc_constraint: ti.template(), sv: ti.template(),
                        qfrc_smooth: ti.template(), qacc_smooth: ti.template()):
     """CGupdateConstraint on a unit: forces, states, qfrc_constraint = J'f, counts,
     total cost."""
     cost = _constraint_update_unit(w, u, rmap, se, si, E_JAREF, force, state)
-    for jj in range(u.nv):
-        j = _dof(w, u, jj, dmap)
-        s = 0.0
+    if ti.static(len(J) > 1):
+        # J'f from the rows' non-zeros (a unit's rows touch its own dofs only)
+        for jj in range(u.nv):
+            qfrc_constraint[w, _dof(w, u, jj, dmap)] = 0.0
         for ii in range(u.nefc):
             i = _row(w, u, ii, rmap)
-            s += efc_J[w, i, j] * force[w, i]
-        qfrc_constraint[w, j] = s
+            f = force[w, i]
+            adr = J[3][w, i]
+            for k in range(J[4][w, i]):
+                qfrc_constraint[w, J[2][w, adr + k]] += J[1][w, adr + k] * f
+    else:
+        for jj in range(u.nv):
+            j = _dof(w, u, jj, dmap)
+            s = 0.0
+            for ii in range(u.nefc):
+                i = _row(w, u, ii, rmap)
+                s += J[0][w, i, j] * force[w, i]
+            qfrc_constraint[w, j] = s
     nactive = 0
     ncone = 0
     for ii in range(u.nefc):
@@ -598,14 +639,17 @@ def _prepare(
     ne: ND, nf: ND, nefc: ND, efc_type: ND, efc_id: ND, efc_J: ND, efc_D: ND, efc_R: ND,
     efc_frictionloss: ND, efc_aref: ND, contact_mu: ND, contact_friction: ND,
     contact_dim: ND, contact_efc_address: ND, qLD: ND, qLDiagInv: ND, qacc_smooth: ND,
-    qacc_warmstart: ND,
+    qacc_warmstart: ND, efc_J_sparse: ND, efc_J_colind: ND, efc_J_rowadr: ND,
+    efc_J_rownnz: ND,
     # data out
     efc_b: ND,
     # scratch
     se: ND, si: ND, minvjt: ND, sw: ND,
     # options
-    warmstart: ti.i32, dual: ti.i32,
+    warmstart: ti.i32, dual: ti.i32, sparse: ti.template(),
 ):
+    J = ti.static(jac_view(sparse, efc_J, efc_J_sparse, efc_J_colind, efc_J_rowadr,
+                           efc_J_rownnz))
     nworld = efc_J.shape[0]
     njmax = efc_J.shape[1]
     for w, i in ti.ndrange(nworld, njmax):
@@ -617,11 +661,16 @@ def _prepare(
         if i < nefc[w]:
             b = 0.0
             jw = 0.0
-            for j in range(nv):
-                b += efc_J[w, i, j] * qacc_smooth[w, j]
-            if warmstart:
+            if ti.static(sparse):
+                b = _jrow_dot(w, i, J, qacc_smooth, False, 0)
+                if warmstart:
+                    jw = _jrow_dot(w, i, J, qacc_warmstart, False, 0)
+            else:
                 for j in range(nv):
-                    jw += efc_J[w, i, j] * qacc_warmstart[w, j]
+                    b += efc_J[w, i, j] * qacc_smooth[w, j]
+                if warmstart:
+                    for j in range(nv):
+                        jw += efc_J[w, i, j] * qacc_warmstart[w, j]
             aref = efc_aref[w, i]
             efc_b[w, i] = b - aref
             se[w, E_B, i] = b - aref
@@ -630,13 +679,23 @@ def _prepare(
                        contact_dim, contact_mu, contact_friction, contact_efc_address,
                        se, si)
             if dual:
-                for j in range(nv):
-                    minvjt[w, i, j] = efc_J[w, i, j]
+                if ti.static(sparse):
+                    for j in range(nv):
+                        minvjt[w, i, j] = 0.0
+                    adr = efc_J_rowadr[w, i]
+                    for k in range(efc_J_rownnz[w, i]):
+                        minvjt[w, i, efc_J_colind[w, adr + k]] = efc_J_sparse[w, adr + k]
+                else:
+                    for j in range(nv):
+                        minvjt[w, i, j] = efc_J[w, i, j]
                 _solve_m(w, i, nv, minvjt, qLD, qLDiagInv, dof_Madr, dof_parentid,
                          dof_simplenum)
                 a = 0.0
-                for j in range(nv):
-                    a += efc_J[w, i, j] * minvjt[w, i, j]
+                if ti.static(sparse):
+                    a = _jrow_dot(w, i, J, minvjt, True, i)
+                else:
+                    for j in range(nv):
+                        a += efc_J[w, i, j] * minvjt[w, i, j]
                 se[w, E_ARINV, i] = 1.0 / (a + efc_R[w, i])
 
 
@@ -651,18 +710,22 @@ def _primal_start(
     # data in
     nefc: ND, efc_J: ND, qM: ND, qfrc_smooth: ND, qacc_smooth: ND, qacc_warmstart: ND,
     nisland: ND, dof_island: ND, island_nv: ND, island_idofadr: ND, island_nefc: ND,
-    island_iefcadr: ND, map_idof2dof: ND, map_iefc2efc: ND,
+    island_iefcadr: ND, map_idof2dof: ND, map_iefc2efc: ND, efc_J_sparse: ND,
+    efc_J_colind: ND, efc_J_rowadr: ND, efc_J_rownnz: ND,
     # data out
     qacc: ND, efc_force: ND, efc_state: ND, qfrc_constraint: ND, solver_niter: ND,
     # scratch
     se: ND, si: ND, sv: ND, sw: ND, su: ND, sk: ND,
     # options
     warmstart: ti.i32, scale: float, probe: ti.i32, by_island: ti.template(),
+    sparse: ti.template(),
 ):
     """Warmstart choice (total cost of qacc_warmstart vs qacc_smooth, world by world as
     MuJoCo's warmstart), then the solve units of each world (its islands with
     ``by_island``, compile-time, where it has any, else the whole world) and each
     unit's first constraint update; worlds without rows get qacc = qacc_smooth."""
+    J = ti.static(jac_view(sparse, efc_J, efc_J_sparse, efc_J_colind, efc_J_rowadr,
+                           efc_J_rownnz))
     for w in range(nefc.shape[0]):
         n = nefc[w]
         for k in ti.static(range(NISLAND)):
@@ -727,14 +790,14 @@ def _primal_start(
                         for jj in range(u.nv):
                             inertia += qM[w, dof_Madr[_dof(w, u, jj, map_idof2dof)]]
                         _start_unit(w, k, u, map_idof2dof, map_iefc2efc, 1.0 / inertia,
-                                    efc_J, qfrc_smooth, qacc_smooth, efc_force,
+                                    J, qfrc_smooth, qacc_smooth, efc_force,
                                     efc_state, qfrc_constraint, se, si, sv, su, sk)
                 else:  # rows in no island (MuJoCo stops with an error): whole
                     _start_unit(w, 0, _whole(nv, n), map_idof2dof, map_iefc2efc, scale,
-                                efc_J, qfrc_smooth, qacc_smooth, efc_force, efc_state,
+                                J, qfrc_smooth, qacc_smooth, efc_force, efc_state,
                                 qfrc_constraint, se, si, sv, su, sk)
             else:
-                _start_unit(w, 0, _whole(nv, n), None, None, scale, efc_J, qfrc_smooth,
+                _start_unit(w, 0, _whole(nv, n), None, None, scale, J, qfrc_smooth,
                             qacc_smooth, efc_force, efc_state, qfrc_constraint, se, si,
                             sv, su, sk)
         for k in range(nunit, su.shape[1]):
@@ -745,7 +808,7 @@ def _primal_start(
 
 @ti.func
 def _start_unit(w, k, u, dmap: ti.template(), rmap: ti.template(), scale,
-                efc_J: ti.template(), qfrc_smooth: ti.template(),
+                J: ti.template(), qfrc_smooth: ti.template(),
                 qacc_smooth: ti.template(), efc_force: ti.template(),
                 efc_state: ti.template(), qfrc_constraint: ti.template(),
                 se: ti.template(), si: ti.template(), sv: ti.template(),
@@ -757,7 +820,7 @@ def _start_unit(w, k, u, dmap: ti.template(), rmap: ti.template(), scale,
     su[w, k, U_EFCADR] = u.efcadr
     su[w, k, U_NEFC] = u.nefc
     cost, gauss, nactive, ncone = _update_constraint(
-        w, u, dmap, rmap, efc_J, se, si, efc_force, efc_state, qfrc_constraint, sv,
+        w, u, dmap, rmap, J, se, si, efc_force, efc_state, qfrc_constraint, sv,
         qfrc_smooth, qacc_smooth)
     sk[w, k, K_COST] = cost
     sk[w, k, K_GAUSS] = gauss
@@ -968,7 +1031,7 @@ def _newton_point(p):
 
 
 @ti.func
-def _linesearch(w, u, dmap: ti.template(), rmap: ti.template(), efc_J: ti.template(),
+def _linesearch(w, u, dmap: ti.template(), rmap: ti.template(), J: ti.template(),
                 qM: ti.template(), dof_Madr: ti.template(), dof_parentid: ti.template(),
                 qfrc_smooth: ti.template(), se: ti.template(), si: ti.template(),
                 sv: ti.template(), g0, tolerance, ls_iterations, scale):
@@ -995,9 +1058,12 @@ def _linesearch(w, u, dmap: ti.template(), rmap: ti.template(), efc_J: ti.templa
         for ii in range(u.nefc):
             i = _row(w, u, ii, rmap)
             s = 0.0
-            for jj in range(u.nv):
-                j = _dof(w, u, jj, dmap)
-                s += efc_J[w, i, j] * sv[w, V_SEARCH, j]
+            if ti.static(len(J) > 1):
+                s = _jrow_dot(w, i, J, sv, True, V_SEARCH)
+            else:
+                for jj in range(u.nv):
+                    j = _dof(w, u, jj, dmap)
+                    s += J[0][w, i, j] * sv[w, V_SEARCH, j]
             se[w, E_JV, i] = s
         g1, g2 = _prepare_quadratics(w, u, dmap, rmap, qfrc_smooth, se, si, sv)
         zero = ti.Vector([0.0, 0.0, 0.0, 0.0])
@@ -1223,7 +1289,7 @@ def _update_gradient(w, u, dmap: ti.template(), ncone, newton,
 @ti.func
 def _iterate_unit(w, slot, dmap: ti.template(), rmap: ti.template(),
                   dof_parentid: ti.template(), dof_Madr: ti.template(),
-                  dof_simplenum: ti.template(), efc_J: ti.template(), qM: ti.template(),
+                  dof_simplenum: ti.template(), J: ti.template(), qM: ti.template(),
                   qLD: ti.template(), qLDiagInv: ti.template(),
                   qfrc_smooth: ti.template(), qacc_smooth: ti.template(),
                   qacc: ti.template(), efc_force: ti.template(), efc_state: ti.template(),
@@ -1259,7 +1325,7 @@ def _iterate_unit(w, slot, dmap: ti.template(), rmap: ti.template(),
         refactor = first
         if not first:
             alpha, neval, slope = _linesearch(
-                w, u, dmap, rmap, efc_J, qM, dof_Madr, dof_parentid, qfrc_smooth, se, si,
+                w, u, dmap, rmap, J, qM, dof_Madr, dof_parentid, qfrc_smooth, se, si,
                 sv, gauss, tolerance * ls_tolerance, ls_iterations, scale)
             if alpha == 0.0:
                 done = 1
@@ -1280,7 +1346,7 @@ def _iterate_unit(w, slot, dmap: ti.template(), rmap: ti.template(),
                 i = _row(w, u, ii, rmap)
                 si[w, I_OLDSTATE, i] = efc_state[w, i]
             cost, gauss, nactive, ncone = _update_constraint(
-                w, u, dmap, rmap, efc_J, se, si, efc_force, efc_state, qfrc_constraint,
+                w, u, dmap, rmap, J, se, si, efc_force, efc_state, qfrc_constraint,
                 sv, qfrc_smooth, qacc_smooth)
         nupdate = 0
         if newton:
@@ -1300,7 +1366,7 @@ def _iterate_unit(w, slot, dmap: ti.template(), rmap: ti.template(),
                         sd = ti.sqrt(se[w, E_D, i])
                         for kk in range(u.nv):
                             k = _dof(w, u, kk, dmap)
-                            sv[w, V_VEC, k] = efc_J[w, i, k] * sd
+                            sv[w, V_VEC, k] = J[0][w, i, k] * sd
                         rank = _chol_update(w, 0, u, dmap, sH, sv, V_VEC, flag)
                         nupdate += 1
                         if rank < u.nv:
@@ -1309,11 +1375,11 @@ def _iterate_unit(w, slot, dmap: ti.template(), rmap: ti.template(),
             if refactor:
                 if refactor == 2:
                     for a in range(u.nv):
-                        _hessian_row(w, a, u, dmap, rmap, efc_J, se, efc_state, qM,
+                        _hessian_row(w, a, u, dmap, rmap, J[0], se, efc_state, qM,
                                      dof_Madr, dof_parentid, sH)
                 _chol_factor(w, 0, u.nv, sH, MINVAL, u.dofadr)
             if ncone:
-                nupdate += _hessian_cone(w, slot, u, dmap, rmap, efc_J, se, si,
+                nupdate += _hessian_cone(w, slot, u, dmap, rmap, J[0], se, si,
                                          efc_state, sH, sv, sb)
             if refactor:
                 nupdate = n
@@ -1384,7 +1450,8 @@ def _primal_iterate(
     dof_parentid: ND, dof_Madr: ND, dof_simplenum: ND,
     # data in
     efc_J: ND, qM: ND, qLD: ND, qLDiagInv: ND, qfrc_smooth: ND, qacc_smooth: ND,
-    map_idof2dof: ND, map_iefc2efc: ND,
+    map_idof2dof: ND, map_iefc2efc: ND, efc_J_sparse: ND, efc_J_colind: ND,
+    efc_J_rowadr: ND, efc_J_rownnz: ND,
     # data out
     qacc: ND, efc_force: ND, efc_state: ND, qfrc_constraint: ND, solver_niter: ND,
     # scratch
@@ -1392,6 +1459,7 @@ def _primal_iterate(
     # options
     maxiter: ti.i32, tolerance: float, ls_tolerance: float, ls_iterations: ti.i32,
     newton: ti.i32, npass: ti.i32, probe: ti.i32, by_island: ti.template(),
+    sparse: ti.template(),
 ):
     """The CG / Newton iterations of every unit (mj_solCGNewton after its first
     constraint update), one thread per (world, unit): a world solved whole, or each of
@@ -1401,20 +1469,22 @@ def _primal_iterate(
     direction) is this loop's first pass, so each stage is compiled once. At most
     ``npass`` passes per launch: a unit's cost, counts, iteration and stage stay in
     sk, so that the next launch resumes it (see _launches)."""
+    J = ti.static(jac_view(sparse, efc_J, efc_J_sparse, efc_J_colind, efc_J_rowadr,
+                           efc_J_rownnz))
     nslot = stats.shape[1]
     nstat = stats.shape[2]
     for w, slot in ti.ndrange(su.shape[0], su.shape[1]):
         if (su[w, slot, U_NEFC] > 0) & (sk[w, slot, K_STAGE] != STAGE_DONE):
             if ti.static(by_island):
                 _iterate_unit(w, slot, map_idof2dof, map_iefc2efc, dof_parentid,
-                              dof_Madr, dof_simplenum, efc_J, qM, qLD, qLDiagInv,
+                              dof_Madr, dof_simplenum, J, qM, qLD, qLDiagInv,
                               qfrc_smooth, qacc_smooth, qacc, efc_force, efc_state,
                               qfrc_constraint, solver_niter, se, si, sv, sH, sb, su, sk,
                               stats, maxiter, tolerance, ls_tolerance, ls_iterations,
                               newton, npass, nslot, nstat)
             else:
                 _iterate_unit(w, slot, None, None, dof_parentid, dof_Madr,
-                              dof_simplenum, efc_J, qM, qLD, qLDiagInv, qfrc_smooth,
+                              dof_simplenum, J, qM, qLD, qLDiagInv, qfrc_smooth,
                               qacc_smooth, qacc, efc_force, efc_state, qfrc_constraint,
                               solver_niter, se, si, sv, sH, sb, su, sk, stats, maxiter,
                               tolerance, ls_tolerance, ls_iterations, newton, npass,
@@ -1664,17 +1734,27 @@ def _dual_state(w, n, se: ti.template(), si: ti.template(), force: ti.template()
 
 
 @ti.func
-def _dual_qfrc(w, n, nv, efc_J: ti.template(), force: ti.template(),
+def _dual_qfrc(w, n, nv, J: ti.template(), force: ti.template(),
                qfrc_constraint: ti.template()):
-    for j in range(nv):
-        s = 0.0
+    """qfrc_constraint = J' f over the world's n rows (J: see jac_view)."""
+    if ti.static(len(J) > 1):
+        for j in range(nv):
+            qfrc_constraint[w, j] = 0.0
         for i in range(n):
-            s += efc_J[w, i, j] * force[w, i]
-        qfrc_constraint[w, j] = s
+            f = force[w, i]
+            adr = J[3][w, i]
+            for k in range(J[4][w, i]):
+                qfrc_constraint[w, J[2][w, adr + k]] += J[1][w, adr + k] * f
+    else:
+        for j in range(nv):
+            s = 0.0
+            for i in range(n):
+                s += J[0][w, i, j] * force[w, i]
+            qfrc_constraint[w, j] = s
 
 
 @ti.func
-def _pgs_block(w, i, kind, dim, nv, efc_J: ti.template(), minvjt: ti.template(),
+def _pgs_block(w, i, kind, dim, nv, J: ti.template(), minvjt: ti.template(),
                se: ti.template(), efc_force: ti.template(), sv: ti.template(),
                sb: ti.template(), qcqp_iterations):
     """One projected Gauss-Seidel step on rows i .. i+dim-1 (one row, or an elliptic
@@ -1684,8 +1764,11 @@ def _pgs_block(w, i, kind, dim, nv, efc_J: ti.template(), minvjt: ti.template(),
     old forces (row 7)."""
     for a in range(dim):
         r = se[w, E_B, i + a] + se[w, E_R, i + a] * efc_force[w, i + a]
-        for k in range(nv):
-            r += efc_J[w, i + a, k] * sv[w, V_U, k]
+        if ti.static(len(J) > 1):
+            r += _jrow_dot(w, i + a, J, sv, True, V_U)
+        else:
+            for k in range(nv):
+                r += J[0][w, i + a, k] * sv[w, V_U, k]
         sb[w, 0, 6, a] = r
         sb[w, 0, 7, a] = efc_force[w, i + a]
     if kind != KIND_ELLIPTIC:
@@ -1702,8 +1785,11 @@ def _pgs_block(w, i, kind, dim, nv, efc_J: ti.template(), minvjt: ti.template(),
         for a in range(dim):
             for b in range(dim):
                 s = 0.0
-                for k in range(nv):
-                    s += efc_J[w, i + a, k] * minvjt[w, i + b, k]
+                if ti.static(len(J) > 1):
+                    s = _jrow_dot(w, i + a, J, minvjt, True, i + b)
+                else:
+                    for k in range(nv):
+                        s += J[0][w, i + a, k] * minvjt[w, i + b, k]
                 if a == b:
                     s += se[w, E_R, i + a]
                 sb[w, 0, a, b] = s
@@ -1781,19 +1867,22 @@ def _pgs(
     # model
     dof_parentid: ND, dof_Madr: ND, dof_simplenum: ND, nv: ti.i32,
     # data in
-    nefc: ND, efc_J: ND, qLD: ND, qLDiagInv: ND, qacc_smooth: ND,
+    nefc: ND, efc_J: ND, qLD: ND, qLDiagInv: ND, qacc_smooth: ND, efc_J_sparse: ND,
+    efc_J_colind: ND, efc_J_rowadr: ND, efc_J_rownnz: ND,
     # data out
     qacc: ND, efc_force: ND, efc_state: ND, qfrc_constraint: ND, solver_niter: ND,
     # scratch
     se: ND, si: ND, sv: ND, sw: ND, sb: ND, minvjt: ND, stats: ND,
     # options
     maxiter: ti.i32, tolerance: float, scale: float, warmstart: ti.i32,
-    qcqp_iterations: ti.i32, npass: ti.i32, probe: ti.i32,
+    qcqp_iterations: ti.i32, npass: ti.i32, probe: ti.i32, sparse: ti.template(),
 ):
     """Projected Gauss-Seidel on the dual of every world (warmstart, sweeps, and
     qfrc_constraint / qacc from the forces, as mj_solPGS and dualFinish). At most
     ``npass`` passes per launch: a world's sweep, iteration and stage stay in sw, so
     that the next launch resumes it (see _launches)."""
+    J = ti.static(jac_view(sparse, efc_J, efc_J_sparse, efc_J_colind, efc_J_rowadr,
+                           efc_J_rownnz))
     nstat = stats.shape[2]
     for w in range(nefc.shape[0]):
         n = nefc[w]
@@ -1823,7 +1912,7 @@ def _pgs(
             npassed = 0
             while npassed < npass:
                 npassed += 1
-                _dual_qfrc(w, n, nv, efc_J, efc_force, qfrc_constraint)
+                _dual_qfrc(w, n, nv, J, efc_force, qfrc_constraint)
                 for i in range(nv):
                     sv[w, V_U, i] = qfrc_constraint[w, i]
                 _solve_m(w, V_U, nv, sv, qLD, qLDiagInv, dof_Madr, dof_parentid,
@@ -1858,7 +1947,7 @@ def _pgs(
                         dim = 1
                         if kind == KIND_ELLIPTIC:
                             dim = si[w, I_DIM, i]
-                        improvement -= _pgs_block(w, i, kind, dim, nv, efc_J, minvjt, se,
+                        improvement -= _pgs_block(w, i, kind, dim, nv, J, minvjt, se,
                                                   efc_force, sv, sb, qcqp_iterations)
                         i += dim
                 for r in range(n):
@@ -2029,20 +2118,22 @@ def _solve(m, d, s, npass, probe) -> None:
     scale = 1.0 / (float(m.stat.meaninertia) * max(1, m.nv))
     passes = int(opt.iterations) + (2 if dual else 1)
     nlaunch = -(-passes // npass)
+    sparse = m.is_sparse
+    jsp = (d.efc_J_sparse, d.efc_J_colind, d.efc_J_rowadr, d.efc_J_rownnz)
     _prepare(m.dof_parentid, m.dof_Madr, m.dof_simplenum, m.nv,
              d.ne, d.nf, d.nefc, d.efc_type, d.efc_id, d.efc_J, d.efc_D, d.efc_R,
              d.efc_frictionloss, d.efc_aref, d.contact_mu, d.contact_friction,
              d.contact_dim, d.contact_efc_address, d.qLD_tree, d.qLDiagInv,
-             d.qacc_smooth, d.qacc_warmstart, d.efc_b, s["se"], s["si"], s["minvjt"],
-             s["sw"], warmstart, int(dual))
+             d.qacc_smooth, d.qacc_warmstart, *jsp, d.efc_b, s["se"], s["si"],
+             s["minvjt"], s["sw"], warmstart, int(dual), sparse)
     if dual:
         for _ in range(nlaunch):
             _pgs(m.dof_parentid, m.dof_Madr, m.dof_simplenum, m.nv,
-                 d.nefc, d.efc_J, d.qLD_tree, d.qLDiagInv, d.qacc_smooth,
+                 d.nefc, d.efc_J, d.qLD_tree, d.qLDiagInv, d.qacc_smooth, *jsp,
                  d.qacc, d.efc_force, d.efc_state, d.qfrc_constraint, d.solver_niter,
                  s["se"], s["si"], s["sv"], s["sw"], s["sb"], s["minvjt"], s["stats"],
                  int(opt.iterations), float(opt.tolerance), scale, warmstart,
-                 QCQP_ITERATIONS, npass, probe)
+                 QCQP_ITERATIONS, npass, probe, sparse)
     else:
         newton = opt.solver == SOL_NEWTON
         maps = (d.map_idof2dof, d.map_iefc2efc)
@@ -2050,10 +2141,10 @@ def _solve(m, d, s, npass, probe) -> None:
         _primal_start(m.dof_parentid, m.dof_Madr, m.nv,
                       d.nefc, d.efc_J, d.qM, d.qfrc_smooth, d.qacc_smooth,
                       d.qacc_warmstart, d.nisland, d.dof_island, d.island_nv,
-                      d.island_idofadr, d.island_nefc, d.island_iefcadr, *maps,
+                      d.island_idofadr, d.island_nefc, d.island_iefcadr, *maps, *jsp,
                       d.qacc, d.efc_force, d.efc_state, d.qfrc_constraint, d.solver_niter,
                       s["se"], s["si"], s["sv"], s["sw"], s["su"], s["sk"], warmstart,
-                      scale, probe, islands)
+                      scale, probe, islands, sparse)
         if newton:
             # no fused multiply-adds: the same H, bit for bit, as _hessian made when
             # its sums were atomic adds (a (world, dof) thread's writes are not the
@@ -2065,12 +2156,12 @@ def _solve(m, d, s, npass, probe) -> None:
         for _ in range(nlaunch):
             _primal_iterate(m.dof_parentid, m.dof_Madr, m.dof_simplenum,
                             d.efc_J, d.qM, d.qLD_tree, d.qLDiagInv, d.qfrc_smooth,
-                            d.qacc_smooth, *maps, d.qacc, d.efc_force, d.efc_state,
+                            d.qacc_smooth, *maps, *jsp, d.qacc, d.efc_force, d.efc_state,
                             d.qfrc_constraint, d.solver_niter, s["se"], s["si"], s["sv"],
                             s["sH"], s["sw"], s["sb"], s["su"], s["sk"], s["stats"],
                             int(opt.iterations), float(opt.tolerance),
                             float(opt.ls_tolerance), int(opt.ls_iterations), int(newton),
-                            npass, probe, islands)
+                            npass, probe, islands, sparse)
 
 
 def solver_stats(m, d, island: int = 0) -> dict:

@@ -285,6 +285,36 @@ def mul_jac_t_vec(nv: ti.i32, nefc: ND, efc_J: ND, vec: ND, res: ND):
         res[worldid, dofid] = acc
 
 
+@ti.kernel
+def mul_jac_vec_sparse(nefc: ND, efc_J_rownnz: ND, efc_J_rowadr: ND, efc_J_colind: ND,
+                       efc_J_sparse: ND, vec: ND, res: ND):
+    """mul_jac_vec over each row's non-zeros (sparse-Jacobian models)."""
+    for worldid, efcid in ti.ndrange(res.shape[0], res.shape[1]):
+        acc = 0.0
+        if efcid < nefc[worldid]:
+            adr = efc_J_rowadr[worldid, efcid]
+            for k in range(efc_J_rownnz[worldid, efcid]):
+                acc += efc_J_sparse[worldid, adr + k] * vec[worldid,
+                                                            efc_J_colind[worldid, adr + k]]
+        res[worldid, efcid] = acc
+
+
+@ti.kernel
+def mul_jac_t_vec_sparse(nv: ti.i32, nefc: ND, efc_J_rownnz: ND, efc_J_rowadr: ND,
+                         efc_J_colind: ND, efc_J_sparse: ND, vec: ND, res: ND):
+    """mul_jac_t_vec from each row's non-zeros: one thread per world scatters its rows
+    in order (each dof's sum in the dense product's order)."""
+    for worldid in range(res.shape[0]):
+        for dofid in range(nv):
+            res[worldid, dofid] = 0.0
+        for efcid in range(nefc[worldid]):
+            f = vec[worldid, efcid]
+            adr = efc_J_rowadr[worldid, efcid]
+            for k in range(efc_J_rownnz[worldid, efcid]):
+                res[worldid, efc_J_colind[worldid, adr + k]] += \
+                    efc_J_sparse[worldid, adr + k] * f
+
+
 # State elements are Data arrays of three kinds, told apart by ``width`` at compile
 # time: -1 a scalar per world (time), 0 a row of scalars (qpos, eq_active, ...), k > 0
 # a row of k-vectors (xfrc_applied: 6, mocap_pos: 3, mocap_quat: 4). ``to_int`` marks

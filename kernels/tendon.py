@@ -395,20 +395,133 @@ def _tendon(
             ten_wrapnum[worldid, tenid] = wrapnum
 
 
+def check_sparse_data(m, d, func: str) -> None:
+    """A Data made while the model had dense Jacobians has no room for sparse ones."""
+    if m.is_sparse and d._sizes["njten"] != m.ntendon * m.nv:
+        raise ValueError(f"{func}: the model now has sparse Jacobians (opt.jacobian) but "
+                         f"this Data was made for dense ones; make it again with "
+                         f"tiphys.make_data")
+
+
+@ti.func
+def mark_chain(worldid, bodyid, base, body_parentid: ti.template(), body_dofnum: ti.template(),
+               body_dofadr: ti.template(), dof_parentid: ti.template(), mask: ti.template()):
+    """mask[worldid, base + dof] = 1 for every dof on the body's kinematic chain."""
+    dofid = last_dof(body_parentid, body_dofnum, body_dofadr, bodyid)
+    while dofid >= 0:
+        mask[worldid, base + dofid] = 1
+        dofid = dof_parentid[dofid]
+
+
+@ti.kernel
+def _tendon_sparse(
+    nv: ti.i32, ntendon: ti.i32,
+    # model
+    tendon_adr: ND, tendon_num: ND, wrap_type: ND, wrap_objid: ND, jnt_dofadr: ND,
+    site_bodyid: ND, geom_bodyid: ND, body_parentid: ND, body_dofnum: ND, body_dofadr: ND,
+    dof_parentid: ND,
+    # data in
+    ten_wrapadr: ND, wrap_obj: ND,
+    # data out
+    ten_J_rownnz: ND, ten_J_rowadr: ND, ten_J_colind: ND,
+):
+    """Column lists of the tendon Jacobians as mj_tendon's sparse path builds them: a
+    fixed tendon's joint dofs; for a spatial tendon the union of the merged dof chains
+    of every straight segment between two different bodies (the wrapping geom's body
+    joins only where the path wrapped). Each row's columns are first marked in its own
+    nv slots of ten_J_colind, then compacted in place, ascending."""
+    nworld = ten_wrapadr.shape[0]
+    for worldid in range(nworld):
+        rowadr = 0
+        for tenid in range(ntendon):
+            for dofid in range(nv):
+                ten_J_colind[worldid, rowadr + dofid] = 0
+            adr = tendon_adr[tenid]
+            num = tendon_num[tenid]
+            if wrap_type[adr] == WRAP_JOINT:
+                for j in range(num):
+                    ten_J_colind[worldid, rowadr + jnt_dofadr[wrap_objid[adr + j]]] = 1
+            else:
+                wrapcount = ten_wrapadr[worldid, tenid]
+                j = 0
+                while j < num - 1:
+                    type0 = wrap_type[adr + j]
+                    type1 = wrap_type[adr + j + 1]
+                    id0 = wrap_objid[adr + j]
+                    id1 = wrap_objid[adr + j + 1]
+                    if type0 == WRAP_PULLEY or type1 == WRAP_PULLEY:
+                        if type0 == WRAP_PULLEY:
+                            wrapcount += 1
+                        j += 1
+                        continue
+                    wrapid = -1
+                    if type1 == WRAP_SPHERE or type1 == WRAP_CYLINDER:
+                        wrapid = id1
+                        id1 = wrap_objid[adr + j + 2]
+                    # the path wrapped: the geom's two points follow the first site
+                    wrapped = False
+                    if wrapid >= 0:
+                        slot = wrapcount + 1
+                        wrapped = wrap_obj[worldid, slot // 2][slot % 2] == wrapid
+                    b0 = site_bodyid[id0]
+                    b3 = site_bodyid[id1]
+                    npnt = 1
+                    if wrapped:
+                        npnt = 3
+                        gb = geom_bodyid[wrapid]
+                        for k in ti.static(range(2)):
+                            ba = b0 if k == 0 else gb
+                            bb = gb if k == 0 else b3
+                            if ba != bb:
+                                mark_chain(worldid, ba, rowadr, body_parentid, body_dofnum,
+                                           body_dofadr, dof_parentid, ten_J_colind)
+                                mark_chain(worldid, bb, rowadr, body_parentid, body_dofnum,
+                                           body_dofadr, dof_parentid, ten_J_colind)
+                    elif b0 != b3:
+                        mark_chain(worldid, b0, rowadr, body_parentid, body_dofnum,
+                                   body_dofadr, dof_parentid, ten_J_colind)
+                        mark_chain(worldid, b3, rowadr, body_parentid, body_dofnum,
+                                   body_dofadr, dof_parentid, ten_J_colind)
+                    wrapcount += npnt
+                    if wrapid >= 0:
+                        j += 2
+                    else:
+                        j += 1
+                    if j == num - 1 or wrap_type[adr + j + 1] == WRAP_PULLEY:
+                        wrapcount += 1
+            nnz = 0
+            for dofid in range(nv):  # compact: the write index never passes the read
+                if ten_J_colind[worldid, rowadr + dofid] != 0:
+                    ten_J_colind[worldid, rowadr + nnz] = dofid
+                    nnz += 1
+            ten_J_rownnz[worldid, tenid] = nnz
+            ten_J_rowadr[worldid, tenid] = rowadr
+            rowadr += nnz
+
+
 def tendon(m, d):
-    """Tendon lengths, dense Jacobians and wrap paths, as mj_tendon (one launch).
+    """Tendon lengths, dense Jacobians and wrap paths, as mj_tendon (one launch; two for
+    sparse-Jacobian models, m.is_sparse).
 
     Reads qpos, site_xpos, geom_xpos, geom_xmat, cdof, subtree_com; writes ten_wrapadr,
-    ten_wrapnum, ten_J, ten_length, wrap_obj, wrap_xpos.
+    ten_wrapnum, ten_J, ten_length, wrap_obj, wrap_xpos, and with sparse Jacobians the
+    column lists ten_J_rownnz, ten_J_rowadr, ten_J_colind (ten_J stays dense).
     """
     if m.ntendon == 0:
         return
+    check_sparse_data(m, d, "tendon")
     _tendon(m.tendon_adr, m.tendon_num, m.wrap_type, m.wrap_objid, m.wrap_prm,
             m.jnt_qposadr, m.jnt_dofadr, m.site_bodyid, m.geom_bodyid, m.geom_size,
             m.body_parentid, m.body_dofnum, m.body_dofadr, m.body_rootid, m.dof_parentid,
             m.ntendon, m.nv,
             d.qpos, d.site_xpos, d.geom_xpos, d.geom_xmat, d.cdof, d.subtree_com,
             d.ten_wrapadr, d.ten_wrapnum, d.ten_J, d.ten_length, d.wrap_obj, d.wrap_xpos)
+    if m.is_sparse:
+        _tendon_sparse(m.nv, m.ntendon, m.tendon_adr, m.tendon_num, m.wrap_type,
+                       m.wrap_objid, m.jnt_dofadr, m.site_bodyid, m.geom_bodyid,
+                       m.body_parentid, m.body_dofnum, m.body_dofadr, m.dof_parentid,
+                       d.ten_wrapadr, d.wrap_obj, d.ten_J_rownnz, d.ten_J_rowadr,
+                       d.ten_J_colind)
 
 
 # ---------------------------------------------------------------------------------------

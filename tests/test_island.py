@@ -145,7 +145,14 @@ def mujoco_islands(mjm, qpos, qvel):
                                     md.efc_J_colind)
         else:
             J = md.efc_J.reshape(nefc, mjm.nv).copy()
-        rec = {"nefc": nefc, "ncon": md.ncon, "efc_J": J,
+        if mujoco.mj_isSparse(mjm):  # the row structure too (islands read it)
+            nnz = md.nJ
+            sparse = {"efc_J_rownnz": md.efc_J_rownnz[:nefc].copy(),
+                      "efc_J_rowadr": md.efc_J_rowadr[:nefc].copy(),
+                      "efc_J_colind": md.efc_J_colind[:nnz].copy()}
+        else:
+            sparse = {}
+        rec = {"nefc": nefc, "ncon": md.ncon, "efc_J": J, "sparse": sparse,
                "efc_type": md.efc_type.copy(), "efc_id": md.efc_id.copy(),
                "contact_geom": md.contact.geom.copy(),
                "nisland": md.nisland, "nidof": md.nidof}
@@ -172,7 +179,8 @@ def tiphys_islands(m, recs):
     nworld = len(recs)
     njmax = max(1, max(r["nefc"] for r in recs)) + 3
     nconmax = max(1, max(r["ncon"] for r in recs)) + 2
-    d = tiphys.make_data(m, nworld, nconmax=nconmax, njmax=njmax)
+    njnnz = max([1] + [len(r["sparse"].get("efc_J_colind", ())) for r in recs])
+    d = tiphys.make_data(m, nworld, nconmax=nconmax, njmax=njmax, njnnz=njnnz)
     J = np.zeros((nworld, njmax, max(1, m.nv)))
     types = np.zeros((nworld, njmax), dtype=np.int32)
     ids = np.zeros((nworld, njmax), dtype=np.int32)
@@ -189,6 +197,13 @@ def tiphys_islands(m, recs):
     _put(d.contact_geom, geom)
     _put(d.nefc, np.array([r["nefc"] for r in recs], dtype=np.int32))
     _put(d.ncon, np.array([r["ncon"] for r in recs], dtype=np.int32))
+    if m.is_sparse:
+        for name, size in (("efc_J_rownnz", njmax), ("efc_J_rowadr", njmax),
+                           ("efc_J_colind", njnnz)):
+            values = np.zeros((nworld, size), dtype=np.int32)
+            for w, r in enumerate(recs):
+                values[w, :len(r["sparse"][name])] = r["sparse"][name]
+            _put(getattr(d, name), values)
     _poison(d)
     tiphys.island(m, d)
     return d

@@ -1,7 +1,7 @@
 """Host side of the constraint stage: row budgets (``njmax``) per world."""
 import numpy as np
 
-from .kernels.consts import JNT_BALL
+from .kernels.consts import JNT_BALL, WRAP_CYLINDER, WRAP_JOINT, WRAP_SITE, WRAP_SPHERE
 
 # rows per equality type (mjtEq: connect, weld, joint, tendon); flex rows are per edge
 EQ_ROWS = (3, 6, 1, 1)
@@ -40,3 +40,49 @@ def default_njmax(m, nconmax: int) -> int:
     if m.npair:
         condim = max(condim, int(np.max(np.asarray(a.pair_dim)[:m.npair])))
     return int(rows + int(nconmax) * _rows_per_contact(condim))
+
+
+def _chain_lengths(m) -> np.ndarray:
+    """Per body: the dofs on its kinematic chain (its own and its ancestors')."""
+    a = m.arrays
+    parent = np.asarray(a.body_parentid)[:m.nbody]
+    dofnum = np.asarray(a.body_dofnum)[:m.nbody]
+    out = np.zeros(m.nbody, dtype=np.int64)
+    for b in range(1, m.nbody):  # parents come before children
+        out[b] = out[parent[b]] + dofnum[b]
+    return out
+
+
+def _tendon_widths(m, chain: np.ndarray) -> np.ndarray:
+    """Per tendon: an upper bound on its sparse Jacobian's columns (joints of a fixed
+    tendon; the chains of every body its path can touch)."""
+    a = m.arrays
+    out = np.zeros(m.ntendon, dtype=np.int64)
+    wtype = np.asarray(a.wrap_type)[:m.nwrap]
+    objid = np.asarray(a.wrap_objid)[:m.nwrap]
+    site_body = np.asarray(a.site_bodyid)[:m.nsite]
+    geom_body = np.asarray(a.geom_bodyid)[:m.ngeom]
+    for t in range(m.ntendon):
+        adr, num = int(a.tendon_adr[t]), int(a.tendon_num[t])
+        kinds, ids = wtype[adr:adr + num], objid[adr:adr + num]
+        if num and kinds[0] == WRAP_JOINT:
+            out[t] = len(set(ids.tolist()))
+            continue
+        bodies = [site_body[i] for k, i in zip(kinds, ids) if k == WRAP_SITE]
+        bodies += [geom_body[i] for k, i in zip(kinds, ids)
+                   if k in (WRAP_SPHERE, WRAP_CYLINDER)]
+        out[t] = int(sum(chain[b] for b in set(bodies)))
+    return out
+
+
+def default_njnnz(m, njmax: int) -> int:
+    """Sparse-Jacobian non-zeros per world: ``njmax`` rows of the widest row the model
+    can make (two bodies' chains for contacts and connect/weld, a tendon's columns, two
+    tendons' for a tendon equality; at most nv)."""
+    chain = _chain_lengths(m)
+    top = np.sort(chain)[-2:] if m.nbody else np.zeros(1)
+    width = max(3, int(top.sum()))
+    if m.ntendon:
+        ten = np.sort(_tendon_widths(m, chain))[-2:]
+        width = max(width, int(ten.sum()))
+    return int(njmax) * max(1, min(width, m.nv))

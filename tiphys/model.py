@@ -10,6 +10,7 @@ import taichi as ti
 
 from . import backend
 from .kernels.config import tag_worlds
+from .kernels.consts import JAC_AUTO, JAC_SPARSE
 from .kernels.scratch import Plans, Scratch
 from .types import DATA_EXTRA_FIELDS, DATA_FIELDS, MODEL_EXTRA_FIELDS, MODEL_FIELDS, \
     MODEL_SIZES, numpy_shape, parse_shape
@@ -97,6 +98,14 @@ class Model:
             arr = _make_array(shape, dtype, sizes)
             _fill(arr, getattr(arrays, name), shape, sizes)
             setattr(self, name, arr)
+
+    @property
+    def is_sparse(self) -> bool:
+        """mj_isSparse: whether constraint rows carry sparse Jacobians (efc_J_rownnz /
+        rowadr / colind): option jacobian="sparse", or "auto" with nv >= 60. Read from
+        the current options, so it follows ``m.opt`` when that is replaced."""
+        jac = self.opt.jacobian
+        return jac == JAC_SPARSE or (jac == JAC_AUTO and self.nv >= 60)
 
     def param(self, name: str) -> np.ndarray:
         """Host values of a per-world parameter field (tiphys.params), shaped
@@ -251,7 +260,8 @@ class Data:
     """Simulation state and results for ``nworld`` worlds; every field is (nworld, ...)."""
 
     def __init__(self, m: Model, nworld: int, nconmax: Optional[int] = None,
-                 njmax: Optional[int] = None, param_worlds: Optional[int] = None):
+                 njmax: Optional[int] = None, param_worlds: Optional[int] = None,
+                 njnnz: Optional[int] = None):
         check_model(m, "make_data")
         self.nworld = _count_arg("nworld", nworld, minimum=1)
         # the worlds the model's per-world parameters are for: nworld, except in the
@@ -281,6 +291,19 @@ class Data:
         njmax = _count_arg("njmax", njmax)
         sizes["njmax"] = njmax
         sizes["nislandmax"] = m.ntree  # an island holds at least one tree
+        # sparse Jacobians (m.is_sparse): non-zeros per world of the constraint rows and
+        # the tendons' column lists; none for dense models
+        if m.is_sparse:
+            if njnnz is None:
+                from .constraints import default_njnnz
+                njnnz = default_njnnz(m, njmax)
+            njnnz = _count_arg("njnnz", njnnz)
+            sizes["njten"] = m.ntendon * m.nv
+        else:
+            njnnz = 0
+            sizes["njten"] = 0
+        sizes["njnnz"] = njnnz
+        self.njnnz = njnnz
         check_memory(sizes, self.nworld)
         if njmax * row_bytes > 4 * EFC_J_BUDGET:
             raise ValueError(
@@ -339,7 +362,7 @@ class ModelArrays(SimpleNamespace):
 
 
 def make_data(m: Model, nworld: int = 1, keyframe=None, nconmax: Optional[int] = None,
-              njmax: Optional[int] = None) -> Data:
+              njmax: Optional[int] = None, njnnz: Optional[int] = None) -> Data:
     """Allocate Data for ``nworld`` worlds and reset every world to qpos0 (or a keyframe).
 
     ``nconmax``: contact slots per world (default from the model's candidate geom
@@ -347,8 +370,12 @@ def make_data(m: Model, nworld: int = 1, keyframe=None, nconmax: Optional[int] =
     warns, naming this option). ``njmax``: constraint rows per world (default: every
     equality, friction and limit row the model can have plus the rows of nconmax
     contacts; make_constraint warns, naming this option, when a world needs more).
+    ``njnnz``: non-zeros per world of the sparse constraint Jacobian, for models with
+    sparse Jacobians (``m.is_sparse``; default: njmax times the widest row the model
+    can make; make_constraint drops whole elements past it and warns, naming this
+    option); ignored for dense models.
     """
-    d = Data(m, nworld, nconmax, njmax)
+    d = Data(m, nworld, nconmax, njmax, njnnz=njnnz)
     reset_data(m, d, keyframe)
     return d
 

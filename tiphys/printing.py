@@ -38,9 +38,9 @@ _OBJECTS = {
     "ntext": ("TEXT", "text"), "ntuple": ("TUPLE", "tuple"), "nkey": ("KEYFRAME", "key"),
 }
 # Data arrays listed up to the world's contact / constraint count
-_ROWS_OF = {"nconmax": "ncon", "njmax": "nefc", "nislandmax": "nisland"}
-_DATA_SIZES = ("ncon", "ne", "nf", "nl", "nefc", "nisland", "nidof", "contact_overflow",
-               "efc_overflow")
+_ROWS_OF = {"nconmax": "ncon", "njmax": "nefc", "njnnz": "nJ", "nislandmax": "nisland"}
+_DATA_SIZES = ("ncon", "ne", "nf", "nl", "nefc", "nJ", "nisland", "nidof",
+               "contact_overflow", "efc_overflow")
 
 
 def _fmt(value) -> str:
@@ -156,7 +156,8 @@ def print_data(m: Model, d: Data, file=None, world: int = 0) -> str:
     counts = {name: int(_world_numpy(getattr(d, name), w)) for name in _DATA_SIZES
               if hasattr(d, name)}
     c.print(_table("SIZES", [(k, str(v)) for k, v in counts.items()] +
-                   [("nconmax", str(d.nconmax)), ("njmax", str(d.njmax))]))
+                   [("nconmax", str(d.nconmax)), ("njmax", str(d.njmax))] +
+                   ([("njnnz", str(d.njnnz))] if d.njnnz else [])))
     number = _world_numpy(d.warning_number, w)
     lastinfo = _world_numpy(d.warning_lastinfo, w)
     c.print(_table("WARNING", [(name, f"number {number[i]}  lastinfo {lastinfo[i]}")

@@ -37,6 +37,12 @@ _TEXTS = {
                      "nworld, njmax=...)", "njmax"),
 }
 
+# the sparse Jacobian's non-zeros ran out before the rows did (reported instead)
+_NNZ_TEXT = ("make_constraint: njnnz={cap} sparse Jacobian non-zeros were not enough in {k} "
+             "world(s) (world {w}: the dropped rows needed {n} non-zeros; the first element "
+             "that did not fit and all after it were dropped); raise it with make_data(m, "
+             "nworld, njnnz=...)")
+
 
 def report(d, stacklevel: int = 3) -> dict:
     """Warn about the overflows counted since the last report; returns
@@ -55,8 +61,14 @@ def report(d, stacklevel: int = 3) -> dict:
         if len(worlds):
             w = int(worlds[0])
             n = int(np.asarray(d.warning_lastinfo.to_numpy())[w, warning])
-            warnings.warn(text.format(cap=getattr(d, option), k=len(worlds), w=w, n=n),
-                          RuntimeWarning, stacklevel=stacklevel)
+            message = text.format(cap=getattr(d, option), k=len(worlds), w=w, n=n)
+            if warning == WARN_CNSTRFULL and getattr(d, "njnnz", 0):
+                nz = d.efc_J_overflow.to_numpy()[:d.nworld][worlds]
+                if np.any(nz > 0):
+                    first = int(np.argmax(nz > 0))
+                    message = _NNZ_TEXT.format(cap=d.njnnz, k=int(np.count_nonzero(nz)),
+                                               w=int(worlds[first]), n=int(nz[first]))
+            warnings.warn(message, RuntimeWarning, stacklevel=stacklevel)
             out[warning] = worlds
     return out
 

@@ -373,14 +373,19 @@ def mul_jac_vec(m: Model, d: Data, vec) -> np.ndarray:
     """efc_J times a dof-space vector in every world, as mj_mulJacVec.
 
     ``vec``: (nv,) or (nworld, nv). Returns numpy (nworld, njmax): world w's first
-    nefc[w] entries are efc_J vec, the rest zero. Reads nefc, efc_J (run forward, or
+    nefc[w] entries are efc_J vec, the rest zero. Reads nefc, efc_J (sparse-Jacobian
+    models: efc_J_sparse and its row structure, as MuJoCo) (run forward, or
     make_constraint, first).
     """
     padded = np.zeros((d.nworld, max(1, m.nv)))
     padded[:, :m.nv] = per_world("mul_jac_vec", "vec", vec, d.nworld, (m.nv,))
     v = _device(padded)
     res = _out(d.nworld, d.njmax)
-    _k.mul_jac_vec(m.nv, d.nefc, d.efc_J, v, res)
+    if m.is_sparse:
+        _k.mul_jac_vec_sparse(d.nefc, d.efc_J_rownnz, d.efc_J_rowadr, d.efc_J_colind,
+                              d.efc_J_sparse, v, res)
+    else:
+        _k.mul_jac_vec(m.nv, d.nefc, d.efc_J, v, res)
     return _numpy(res, d.nworld, d.njmax)
 
 
@@ -389,7 +394,7 @@ def mul_jac_t_vec(m: Model, d: Data, vec) -> np.ndarray:
 
     ``vec``: (k,) or (nworld, k) with k >= every world's nefc (e.g. (nworld, njmax));
     world w reads its first nefc[w] entries. Returns numpy (nworld, nv). Reads nefc,
-    efc_J.
+    efc_J (sparse-Jacobian models: efc_J_sparse and its row structure).
     """
     a = np.asarray(vec, dtype=np.float64)
     if a.ndim == 1:
@@ -404,7 +409,11 @@ def mul_jac_t_vec(m: Model, d: Data, vec) -> np.ndarray:
     padded = np.zeros((d.nworld, max(1, a.shape[1])))
     padded[:, :a.shape[1]] = a
     res = _out(d.nworld, m.nv)
-    _k.mul_jac_t_vec(m.nv, d.nefc, d.efc_J, _device(padded), res)
+    if m.is_sparse:
+        _k.mul_jac_t_vec_sparse(m.nv, d.nefc, d.efc_J_rownnz, d.efc_J_rowadr,
+                                d.efc_J_colind, d.efc_J_sparse, _device(padded), res)
+    else:
+        _k.mul_jac_t_vec(m.nv, d.nefc, d.efc_J, _device(padded), res)
     return _numpy(res, d.nworld, m.nv)
 
 
@@ -463,7 +472,7 @@ def _forward_worlds(m: Model, d: Data, worlds: np.ndarray) -> None:
     idx = ti.ndarray(ti.i32, (len(worlds),))
     idx.from_numpy(worlds.astype(np.int32))
     msub = _model_of_worlds(m, idx, worlds) if m._params else m
-    sub = Data(msub, len(worlds), nconmax=d.nconmax, njmax=d.njmax)
+    sub = Data(msub, len(worlds), nconmax=d.nconmax, njmax=d.njmax, njnnz=d.njnnz or None)
     names = [(name, len(parse_shape(shape)[0]) - 1)
              for name, shape, _, _ in DATA_FIELDS + DATA_EXTRA_FIELDS]
     for name, ndim in names:

@@ -395,6 +395,11 @@ DATA_EXTRA_FIELDS = (
      "scratch: fluid force and torque on each body, about its root's subtree_com"),
     ("actuator_moment_dense", "nworld nu nv", "f",
      "actuator moments, dense (MuJoCo's actuator_moment is its sparse form)"),
+    # the tendons' sparse Jacobian structure (MuJoCo's ten_J_rownnz / rowadr / colind),
+    # written by tendon() for sparse-Jacobian models only; ten_J stays dense
+    ("ten_J_rownnz", "nworld ntendon", "i", "number of non-zeros in tendon Jacobian row"),
+    ("ten_J_rowadr", "nworld ntendon", "i", "row start address in ten_J_colind"),
+    ("ten_J_colind", "nworld njten", "i", "column indices of the tendon Jacobians"),
     ("ten_actfrc_total", "nworld ntendon", "f",
      "scratch: total actuator force on each force-limited tendon"),
     # contacts (mjContact's fields, one array each), nconmax slots per world; the first
@@ -429,8 +434,16 @@ DATA_EXTRA_FIELDS = (
     ("nf", "nworld", "i", "number of friction constraint rows"),
     ("nl", "nworld", "i", "number of limit constraint rows"),
     ("nefc", "nworld", "i", "number of constraint rows"),
+    ("nJ", "nworld", "i", "number of non-zeros in the sparse constraint Jacobian"),
     ("efc_type", "nworld njmax", "i", "constraint type (mjtConstraint)"),
     ("efc_id", "nworld njmax", "i", "id of object of the given type"),
+    ("efc_J_rownnz", "nworld njmax", "i",
+     "number of non-zeros in Jacobian row (sparse Jacobians, Model.is_sparse)"),
+    ("efc_J_rowadr", "nworld njmax", "i", "row start address in colind array (sparse)"),
+    ("efc_J_colind", "nworld njnnz", "i", "column indices in Jacobian (sparse)"),
+    ("efc_J_sparse", "nworld njnnz", "f",
+     "constraint Jacobian non-zeros (sparse; MuJoCo's efc_J in sparse mode): row r's "
+     "at efc_J_rowadr[r] .. + efc_J_rownnz[r], columns efc_J_colind"),
     ("efc_J", "nworld njmax nv", "f", "constraint Jacobian (dense)"),
     ("efc_pos", "nworld njmax", "f", "constraint position (equality, contact)"),
     ("efc_margin", "nworld njmax", "f", "inclusion margin (contact)"),
@@ -446,6 +459,9 @@ DATA_EXTRA_FIELDS = (
     ("efc_force", "nworld njmax", "f", "constraint force in constraint space"),
     ("efc_overflow", "nworld", "i",
      "constraint rows dropped by the last make_constraint because njmax was reached"),
+    ("efc_J_overflow", "nworld", "i",
+     "Jacobian non-zeros the rows dropped by the last make_constraint needed, when "
+     "njnnz (sparse Jacobians) was reached"),
     # constraint islands (mj_island: mjData's island fields, island_* sized by the
     # world's nisland, at most ntree); nisland = nidof = 0 with the island flag off or
     # without rows. Dofs (efc rows) in island order ("idof", "iefc"): by island, then
