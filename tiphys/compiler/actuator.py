@@ -80,10 +80,18 @@ class ActState:
     is_forcelimited: bool = False
     is_actlimited: bool = False
 
+    def copy(self) -> "ActState":
+        """A copy with its own arrays (the other fields are immutable values)."""
+        new = copy.copy(self)
+        for k, v in vars(new).items():
+            if isinstance(v, np.ndarray):
+                setattr(new, k, v.copy())
+        return new
+
 
 def _read(a: Attrs, name, n, exact=True):
     """MuJoCo's ReadAttr: None when absent; too many values is an error; exact: n."""
-    text = a.el.attr(name) if name in a.el.attr_names else None
+    text = a.el.get_attr(name)
     if text is None:
         return None
     vals = parse_floats(a.el, name, text)
@@ -129,7 +137,7 @@ def apply_element(el, st: ActState) -> None:
         st.gear[:len(v)] = v
     cnt = 0
     for attr, trn in _TARGETS:
-        if attr in el.attr_names and el.attr(attr) is not None:
+        if el.get_attr(attr) is not None:
             st.target = el.attr(attr)
             st.trntype = trn
             cnt += 1
@@ -305,7 +313,7 @@ def default_actuators(spec) -> dict:
 
     def walk(section, name, parent):
         if parent is not None:
-            st = copy.deepcopy(out[parent])
+            st = out[parent].copy()
         else:  # several top-level <default> sections all extend the one main class
             st = out.get("main") or ActState()
         for child in section.children:
@@ -337,7 +345,7 @@ def compile_actuators(spec, builder, tendons, ctx, nuser_actuator):
             cls = el.attr("class") or "main"
             if cls not in defaults:
                 raise error_at(el, f"unknown default class '{cls}'", "class")
-            st = copy.deepcopy(defaults[cls])
+            st = defaults[cls].copy()
             st.el = el
             st.name = ""
             apply_element(el, st)
@@ -756,8 +764,7 @@ def invweight0(out, k0, Minv):
             bw[b, 0] = 1.0 / max(MINVAL, out.body_mass[b])
         elif nv:
             chain = k0.chain(b)
-            jp, jr = k0.jac(k0.xipos[b], b)
-            J = np.vstack([jp, jr])[:, chain]
+            J = np.vstack(k0.chain_jac(k0.xipos[b], chain))
             A = J @ Minv[np.ix_(chain, chain)] @ J.T
             bw[b] = (np.trace(A[:3, :3]) / 3, np.trace(A[3:, 3:]) / 3)
     dw = np.zeros(nv)

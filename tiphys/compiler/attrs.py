@@ -1,6 +1,7 @@
 """Typed reading of MJCF attributes with default classes, and located errors."""
 from __future__ import annotations
 
+import functools
 import math
 import struct
 from typing import Optional, Sequence
@@ -35,7 +36,20 @@ def _nonzero_mantissa(tok: str) -> bool:
     return any(c in "123456789" for c in t.split("e")[0])
 
 
-def parse_floats(el, name: str, text: str) -> list[float]:
+_MIN_NORMAL = 2.2250738585072014e-308  # smallest normal double
+
+
+class _BadNumber(Exception):
+    """A token strtod rejects (``underflow``: one it reads as out of range)."""
+
+    def __init__(self, token: str, underflow: bool):
+        super().__init__(token)
+        self.token, self.underflow = token, underflow
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _floats_of(text: str) -> tuple[float, ...]:
+    # the same few texts ("0 0 0", "1") recur across elements and models: parse once
     out = []
     for tok in _split(text):
         try:
@@ -46,11 +60,23 @@ def parse_floats(el, name: str, text: str) -> list[float]:
             else:
                 value = float(tok)
         except (ValueError, OverflowError):
-            raise error_at(el, f"expected numbers, got '{text}'", name) from None
-        if _subnormal(value) or (value == 0 and _nonzero_mantissa(tok)):  # strtod: ERANGE
-            raise error_at(el, f"number is too small (underflow), got '{tok}'", name)
+            raise _BadNumber(tok, False) from None
+        # a normal nonzero value needs no look at its bits
+        if abs(value) < _MIN_NORMAL and (
+                _subnormal(value) or (value == 0 and _nonzero_mantissa(tok))):  # ERANGE
+            raise _BadNumber(tok, True)
         out.append(value)
-    return out
+    return tuple(out)
+
+
+def parse_floats(el, name: str, text: str) -> list[float]:
+    try:
+        return list(_floats_of(text))
+    except _BadNumber as bad:
+        if bad.underflow:
+            raise error_at(el, f"number is too small (underflow), got '{bad.token}'",
+                           name) from None
+        raise error_at(el, f"expected numbers, got '{text}'", name) from None
 
 
 def parse_ints(el, name: str, text: str) -> list[int]:
@@ -80,16 +106,26 @@ class Attrs:
         self.defaults = defaults or {}
 
     def text(self, name: str) -> Optional[str]:
-        value = self.el.attr(name) if name in self.el.attr_names else None
-        if value is None:
-            value = self.defaults.get(name)
-        return value
+        el = self.el
+        field = el._fields_of.get(name)  # (Element.get_attr, inlined: read very often)
+        if field is not None:
+            value = getattr(el, field)
+            if value is not None:
+                return value
+        return self.defaults.get(name)
+
+    def _numbers(self, name: str, text: str) -> tuple[float, ...]:
+        try:
+            return _floats_of(text)
+        except _BadNumber:
+            parse_floats(self.el, name, text)  # raises the located error
+            raise
 
     def has(self, name: str) -> bool:
         return self.text(name) is not None
 
     def explicit(self, name: str) -> bool:
-        return name in self.el.attr_names and self.el.attr(name) is not None
+        return self.el.get_attr(name) is not None
 
     def has_numbers(self, name: str) -> bool:
         """Given with at least one value (MuJoCo reads an empty number list as absent)."""
@@ -109,14 +145,14 @@ class Attrs:
         text = self.text(name)
         if text is None:
             return None if default is None else np.array(default, dtype=np.float64)
-        values = parse_floats(self.el, name, text)
+        values = self._numbers(name, text)
         if not values:  # MuJoCo reads an empty number list as an absent attribute:
             inherited = self.defaults.get(name)  # the default class's value stays
             if inherited is None or inherited is text or not _split(inherited):
                 return None if default is None else np.array(default, dtype=np.float64)
             text = inherited
             values = parse_floats(self.el, name, text)
-        if finite and any(not math.isfinite(v) for v in values):
+        if finite and not all(map(math.isfinite, values)):
             raise error_at(self.el, f"values must be finite, got '{text}'", name)
         if n is not None:
             if exact and len(values) != n:
@@ -136,6 +172,12 @@ class Attrs:
         return np.array(values, dtype=np.float64)
 
     def float(self, name: str, default=None) -> Optional[float]:
+        text = self.text(name)
+        if text is None:
+            return None if default is None else float(default)
+        values = self._numbers(name, text)
+        if len(values) == 1 and math.isfinite(values[0]):  # the common case
+            return values[0]
         v = self.floats(name, 1, None if default is None else [default])
         return None if v is None else float(v[0])
 

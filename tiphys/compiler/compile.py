@@ -414,13 +414,32 @@ def _assemble(out, builder, ctx, size):
     out.bodies = bodies
 
 
+def _vector(v):
+    """A float64 vector as Python floats (the same doubles, compared faster than with
+    numpy calls on 3 or 4 numbers); None for anything else."""
+    if type(v) is np.ndarray and v.dtype == np.float64 and v.ndim == 1:
+        return v.tolist()
+    return None
+
+
 def _same(a, b):
+    va = _vector(a)
+    if va is not None:
+        if type(b) is int and b == 0:
+            return all(abs(x) < 1e-6 for x in va)
+        vb = _vector(b)
+        if vb is not None and len(va) == len(vb):
+            return all(abs(x - y) < 1e-6 for x, y in zip(va, vb))
     return bool(np.all(np.abs(np.asarray(a) - np.asarray(b)) < 1e-6))
 
 
 def _same_quat(a, b):
-    a, b = np.asarray(a), np.asarray(b)
-    return _same(a, b) or bool(np.all(np.abs(a + b) < 1e-6))
+    if _same(a, b):
+        return True
+    va, vb = _vector(a), _vector(b)
+    if va is not None and vb is not None and len(va) == len(vb):
+        return all(abs(x + y) < 1e-6 for x, y in zip(va, vb))
+    return bool(np.all(np.abs(np.asarray(a) + np.asarray(b)) < 1e-6))
 
 
 _QUNIT = np.array([1.0, 0, 0, 0])
@@ -705,6 +724,8 @@ def _user_fields(builder, size, out):
 
 
 def _user_values(el, defaults=None):
+    if el.get_attr("user") is None and (not defaults or "user" not in defaults):
+        return np.zeros(0)  # the common case, without reading attributes
     a = Attrs(el, defaults or {})
     v = a.floats("user", finite=False)
     return np.zeros(0) if v is None else v

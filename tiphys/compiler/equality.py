@@ -29,7 +29,7 @@ _HINGE_SLIDE = (JNT_SLIDE, JNT_HINGE)
 
 def _read(el, name, n, exact=True):
     """MuJoCo's ReadAttr: None when absent or empty; exact: n values, else 1..n."""
-    text = el.attr(name) if name in el.attr_names else None
+    text = el.get_attr(name)
     if text is None:
         return None
     values = parse_floats(el, name, text)
@@ -43,7 +43,7 @@ def _read(el, name, n, exact=True):
 
 
 def _given(el, name):
-    return name in el.attr_names and el.attr(name) is not None
+    return el.get_attr(name) is not None
 
 
 class _Eq:

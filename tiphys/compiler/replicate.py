@@ -69,7 +69,7 @@ class _Item:
 
 
 def _has(el, name) -> bool:
-    return name in el.attr_names and el.attr(name) is not None
+    return el.get_attr(name) is not None
 
 
 class _Model:

@@ -12,6 +12,15 @@ import numpy as np
 from ..kernels.consts import EPS
 
 EIG_EPS = 1e-12  # Jacobi termination
+_EYE3 = np.eye(3)  # copied (np.eye itself is slow for a 3x3)
+
+
+def _pyfloats(v) -> list:
+    """Python floats of a vector (the same doubles; plain arithmetic on them is
+    faster than on numpy scalars)."""
+    if type(v) is np.ndarray and v.dtype == np.float64:
+        return v.tolist()
+    return [float(c) for c in v]
 
 
 def normalize(v: np.ndarray) -> tuple[np.ndarray, float]:
@@ -27,7 +36,7 @@ def normalize(v: np.ndarray) -> tuple[np.ndarray, float]:
 
 def quat_mul(a, b) -> np.ndarray:
     """Normalized product a * b, in MuJoCo's arithmetic (mjuu_mulquat)."""
-    return np.array(_mulquat_exact([float(c) for c in a], [float(c) for c in b]))
+    return np.array(_mulquat_exact(_pyfloats(a), _pyfloats(b)))
 
 
 def quat_neg(q) -> np.ndarray:
@@ -35,9 +44,9 @@ def quat_neg(q) -> np.ndarray:
 
 
 def quat2mat(q) -> np.ndarray:
-    w, x, y, z = q
+    w, x, y, z = q.tolist() if type(q) is np.ndarray and q.dtype == np.float64 else q
     if w == 1 and x == 0 and y == 0 and z == 0:
-        return np.eye(3)
+        return _EYE3.copy()
     return np.array([
         [w * w + x * x - y * y - z * z, 2 * (x * y - w * z), 2 * (x * z + w * y)],
         [2 * (x * y + w * z), w * w - x * x + y * y - z * z, 2 * (y * z - w * x)],
@@ -78,7 +87,7 @@ def mat2quat(mat) -> np.ndarray:
 
 def z2quat(vec) -> np.ndarray:
     """Minimal rotation taking the z axis to ``vec`` (mjuu_z2quat, same arithmetic)."""
-    v = [float(c) for c in vec]
+    v = _pyfloats(vec)
     axis = [0.0 * v[2] - 1.0 * v[1], 1.0 * v[0] - 0.0 * v[2], 0.0 * v[1] - 0.0 * v[0]]
     s = _normvec_exact(axis)
     if s < 1e-10:
@@ -98,8 +107,8 @@ def axisangle2quat(axis, angle) -> np.ndarray:
 def frame_accum(pos, quat, child_pos, child_quat):
     """Compose (pos, quat) with a child frame expressed in it (mjuu_frameaccum)."""
     m = _quat2mat9(quat)
-    v = [float(c) for c in child_pos]
-    p = [float(c) for c in pos]
+    v = _pyfloats(child_pos)
+    p = _pyfloats(pos)
     res = [p[i] + (m[3 * i] * v[0] + m[3 * i + 1] * v[1] + m[3 * i + 2] * v[2])
            for i in range(3)]
     return np.array(res), quat_mul(quat, child_quat)
@@ -289,7 +298,7 @@ def normvec(v) -> tuple[np.ndarray, float]:
 
 def frame2quat(x, y, z) -> np.ndarray:
     """mjuu_frame2quat: quaternion of the frame with axes (columns) x, y, z."""
-    m = ([float(c) for c in x], [float(c) for c in y], [float(c) for c in z])  # m[col][row]
+    m = (_pyfloats(x), _pyfloats(y), _pyfloats(z))  # m[col][row]
     q = [0.0, 0.0, 0.0, 0.0]
     if m[0][0] + m[1][1] + m[2][2] > 0:
         q[0] = 0.5 * math.sqrt(1 + m[0][0] + m[1][1] + m[2][2])

@@ -145,7 +145,7 @@ class _Sensor:
 
 def _text(el, name) -> Optional[str]:
     """An attribute's text, or None when absent."""
-    return el.attr(name) if name in el.attr_names else None
+    return el.get_attr(name)
 
 
 def _required(el, name) -> str:

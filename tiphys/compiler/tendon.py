@@ -141,11 +141,23 @@ class HostKinematics:
         nv = len(self.a.dof_bodyid)
         jp, jr = np.zeros((3, nv)), np.zeros((3, nv))
         chain = self.chain(body)
-        if chain:  # each dof's column, all at once (np.cross works row by row)
-            w = self.dof_ang[chain]
-            jp[:, chain] = (np.cross(w, point - self.dof_anchor[chain]) + self.dof_lin[chain]).T
-            jr[:, chain] = w.T
+        if chain:
+            jp[:, chain], jr[:, chain] = self.chain_jac(point, chain)
         return jp, jr
+
+    def chain_jac(self, point, chain):
+        """The Jacobians' columns of the dofs in ``chain`` (the others are zero), as
+        C-ordered 3 x len(chain) arrays (as a column selection of the full Jacobian,
+        so that products with them round the same way). The translational part is
+        cross(ang, point - anchor) + lin, per dof, with np.cross's operations."""
+        w = self.dof_ang[chain].T
+        v = (point - self.dof_anchor[chain]).T
+        lin = self.dof_lin[chain].T
+        jp = np.empty((3, len(chain)))
+        jp[0] = (w[1] * v[2] - w[2] * v[1]) + lin[0]
+        jp[1] = (w[2] * v[0] - w[0] * v[2]) + lin[1]
+        jp[2] = (w[0] * v[1] - w[1] * v[0]) + lin[2]
+        return jp, np.ascontiguousarray(w)
 
     def mass_matrix(self):
         """Dense M at this pose: body inertias + dof armature (no tendon armature)."""
@@ -160,8 +172,7 @@ class HostKinematics:
                 continue
             # only the dofs on the body's chain are nonzero in its Jacobian: adding
             # the chain's block keeps large scenes (thousands of dofs) O(sum chain^2)
-            jp, jr = self.jac(self.xipos[b], b)
-            jp, jr = jp[:, chain], jr[:, chain]
+            jp, jr = self.chain_jac(self.xipos[b], chain)
             inert = self.ximat[b] @ np.diag(a.body_inertia[b]) @ self.ximat[b].T
             M[np.ix_(chain, chain)] += a.body_mass[b] * jp.T @ jp + jr.T @ inert @ jr
         M[np.diag_indices(nv)] += a.dof_armature

@@ -93,9 +93,14 @@ def _interp(rgb1, rgb2, pos):
 def _checker(rgb1, rgb2, width, height) -> np.ndarray:
     img = np.empty((height, width, 3), dtype=np.uint8)
     h2, w2 = height // 2, width // 2
-    img[:, :] = rgb2
-    img[:h2, :w2] = rgb1
-    img[h2:, w2:] = rgb1
+    # the two kinds of row, then whole rows copied (filling pixel by pixel with a
+    # 3-byte colour is slow for large textures)
+    top = np.empty((width, 3), dtype=np.uint8)
+    top[:w2], top[w2:] = rgb1, rgb2
+    bottom = np.empty((width, 3), dtype=np.uint8)
+    bottom[:w2], bottom[w2:] = rgb2, rgb1
+    img[:h2] = top
+    img[h2:] = bottom
     return img
 
 

@@ -201,7 +201,7 @@ class TreeBuilder:
                        if g.contype != 0 or g.conaffinity != 0 or (g.name and g.name in keep)]
 
     def _cls(self, el, childclass):
-        cls = el.attr("class") if "class" in el.attr_names else None
+        cls = el.get_attr("class")
         if cls is not None:
             self.defaults.check_class(cls, el)
             return cls
@@ -246,7 +246,7 @@ class TreeBuilder:
 
     def _name(self, el) -> str:
         """Element name with the suffixes of enclosing <replicate>s (innermost first)."""
-        name = el.attr("name") if "name" in el.attr_names else None
+        name = el.get_attr("name")
         return self._suffixed(name) or ""
 
     def _suffixed(self, name):

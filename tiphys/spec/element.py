@@ -13,9 +13,12 @@ from typing import Iterator, Optional
 from .schema import SCHEMA
 
 
+_KEYWORD_FIELDS = {kw: kw + "_" for kw in keyword.kwlist}
+
+
 def pyname(attr: str) -> str:
     """Python field name of an MJCF attribute (``class`` -> ``class_``)."""
-    return attr + "_" if keyword.iskeyword(attr) else attr
+    return _KEYWORD_FIELDS.get(attr, attr)
 
 
 @dataclass(eq=False)
@@ -24,14 +27,21 @@ class Element:
 
     tag = ""
     attr_names = ()
+    _fields_of = {}  # schema attribute -> Python field name, per element class
 
     def attr(self, name: str) -> Optional[str]:
         return getattr(self, pyname(name))
 
+    def get_attr(self, name: str) -> Optional[str]:
+        """The attribute's text; None when absent or not an attribute of this element."""
+        py = self._fields_of.get(name)
+        return None if py is None else getattr(self, py)
+
     def set(self, name: str, value) -> None:
-        if name not in self.attr_names:
+        py = self._fields_of.get(name)
+        if py is None:
             raise AttributeError(f"<{self.tag}> has no attribute '{name}'")
-        setattr(self, pyname(name), None if value is None else str(value))
+        setattr(self, py, None if value is None else str(value))
 
     def items(self) -> Iterator[tuple[str, str]]:
         """Attributes that are set, in schema order."""
@@ -85,25 +95,36 @@ def element_class(path: tuple, attrs: tuple) -> type:
         cls = make_dataclass(_class_name(path), spec_fields, bases=(Element,), eq=False)
         cls.tag = path[-1]
         cls.attr_names = tuple(attrs)
+        cls._fields_of = {a: pyname(a) for a in attrs}
         _CLASSES[path] = cls
     return _CLASSES[path]
 
 
+_BODY_LIKE = ("body", "worldbody", "frame", "replicate")
+_BODY_LIKE_CHILDREN: dict[str, dict] = {}  # the same for every such element: built once
+
+
 def schema_children(node: dict, tag: str) -> dict:
-    """Allowed children of a schema node; body-like nodes get frame/replicate too."""
-    children = dict(node["children"])
-    if tag in ("body", "worldbody", "frame", "replicate"):
-        body = SCHEMA["children"]["body"]
-        children = dict(body["children"])
-        children["body"] = body
-        for k, v in EXTRA_CHILDREN.items():
-            children[k] = v
-        if tag == "worldbody":
-            for k in ("inertial", "joint", "freejoint"):
-                children.pop(k)
+    """Allowed children of a schema node; body-like nodes get frame/replicate too.
+    The result is shared: callers copy it before changing it."""
+    if tag in _BODY_LIKE:
+        children = _BODY_LIKE_CHILDREN.get(tag)
+        if children is None:
+            body = SCHEMA["children"]["body"]
+            children = dict(body["children"])
+            children["body"] = body
+            for k, v in EXTRA_CHILDREN.items():
+                children[k] = v
+            if tag == "worldbody":
+                for k in ("inertial", "joint", "freejoint"):
+                    children.pop(k)
+            _BODY_LIKE_CHILDREN[tag] = children
+        return children
     if tag == "default":
+        children = dict(node["children"])
         children["default"] = node
-    return children
+        return children
+    return node["children"]
 
 
 def all_fields(el: Element) -> list[str]:

@@ -113,14 +113,16 @@ def _convert(node, path, schema_node, label, incdir, state) -> Element:
     # directory of the file that included this element ("" in the main file): MuJoCo
     # looks there for an asset not found in the asset directories
     el.xml_incdir = incdir
+    fields_of = cls._fields_of
     for name, value in node.attrib.items():
         if not isinstance(name, str) or name.startswith("{"):
             raise ModelError(f"unknown attribute '{name}'", file=label, line=node.sourceline,
                              element=tag, attribute=str(name))
-        if name not in attrs:
+        field = fields_of.get(name)
+        if field is None:
             raise ModelError("unknown attribute", file=label, line=node.sourceline,
                              element=tag, attribute=name)
-        el.set(name, value)
+        setattr(el, field, value)
     allowed = schema_children(schema_node, tag)
     if tag == "mujoco":
         allowed = dict(allowed)
