@@ -94,6 +94,24 @@ def parse_ints(el, name: str, text: str) -> list[int]:
     return out
 
 
+_DEFAULT_ARRAYS: dict[int, tuple] = {}  # id(default tuple) -> (the tuple, its array)
+
+
+def _default_array(default) -> np.ndarray:
+    """A new float64 array of a default value. The defaults are tuple constants in the
+    code: each one's array is built once, then copied (faster than converting the
+    tuple each time). Keyed by identity, not equality, which would take -0.0 for 0."""
+    if type(default) is tuple:
+        entry = _DEFAULT_ARRAYS.get(id(default))
+        if entry is not None and entry[0] is default:
+            return entry[1].copy()
+        arr = np.array(default, dtype=np.float64)
+        if len(_DEFAULT_ARRAYS) < 4096:  # the tuple is kept alive, so its id stays its own
+            _DEFAULT_ARRAYS[id(default)] = (default, arr.copy())
+        return arr
+    return np.array(default, dtype=np.float64)
+
+
 BOOL = {"false": 0, "true": 1}
 LIMITED = {"false": LIMITED_FALSE, "true": LIMITED_TRUE, "auto": LIMITED_AUTO}  # mjtLimited
 
@@ -144,7 +162,7 @@ class Attrs:
         """A float vector. ``exact``: exactly n values; else 1..n values fill a copy of default."""
         text = self.text(name)
         if text is None:
-            return None if default is None else np.array(default, dtype=np.float64)
+            return None if default is None else _default_array(default)
         values = self._numbers(name, text)
         if not values:  # MuJoCo reads an empty number list as an absent attribute:
             inherited = self.defaults.get(name)  # the default class's value stays
@@ -197,6 +215,13 @@ class Attrs:
         return np.array(values, dtype=np.int64)
 
     def int(self, name: str, default=None) -> Optional[int]:
+        text = self.text(name)
+        if text is None and type(default) is int:  # the common cases, without numpy
+            return default
+        if text is not None:
+            values = parse_ints(self.el, name, text)
+            if len(values) == 1:
+                return values[0]
         v = self.ints(name, 1, None if default is None else [default])
         return None if v is None else int(v[0])
 

@@ -396,11 +396,20 @@ def _assemble(out, builder, ctx, size):
     out.dof_solimp = np.array(dof["solimp"], dtype=f).reshape(nv, 5)
     for k in ("frictionloss", "armature", "damping"):
         setattr(out, "dof_" + k, np.array(dof[k], dtype=f))
-    tree_body = [[i for i in range(nbody) if body_treeid[i] == t] for t in range(ntree)]
+    # bodies and dofs of each tree, in one pass over each (scenes have many trees)
+    tree_body = [[] for _ in range(ntree)]
+    for i, t in enumerate(body_treeid):
+        if t >= 0:
+            tree_body[t].append(i)
+    tree_dofadr, tree_dofnum = [-1] * ntree, [0] * ntree
+    for i, t in enumerate(dof_treeid):
+        if tree_dofnum[t] == 0:
+            tree_dofadr[t] = i
+        tree_dofnum[t] += 1
     out.tree_bodyadr = np.array([tb[0] if tb else -1 for tb in tree_body], dtype=np.int32)
     out.tree_bodynum = np.array([len(tb) for tb in tree_body], dtype=np.int32)
-    out.tree_dofadr = np.array([dof_treeid.index(t) for t in range(ntree)], dtype=np.int32)
-    out.tree_dofnum = np.array([dof_treeid.count(t) for t in range(ntree)], dtype=np.int32)
+    out.tree_dofadr = np.array(tree_dofadr, dtype=np.int32)
+    out.tree_dofnum = np.array(tree_dofnum, dtype=np.int32)
 
     _geoms(out, geoms, bodies)
     _sites(out, sites, bodies)

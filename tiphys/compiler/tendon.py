@@ -34,6 +34,16 @@ def _quat2mat(q):
     return rot.quat2mat(np.asarray(q, dtype=np.float64))
 
 
+def _chain_block(chain):
+    """Index of the rows and columns of a dof chain (decreasing dof ids): a reversed
+    slice when the dofs are consecutive (most chains: np.ix_ is slow), else np.ix_."""
+    hi, lo = chain[0], chain[-1]
+    if hi - lo + 1 == len(chain) and chain == list(range(hi, lo - 1, -1)):
+        rows = slice(hi, lo - 1 if lo > 0 else None, -1)
+        return rows, rows
+    return np.ix_(chain, chain)
+
+
 def _axisangle_quat(axis, angle):
     s = math.sin(angle / 2)
     return np.array([math.cos(angle / 2), axis[0] * s, axis[1] * s, axis[2] * s])
@@ -174,7 +184,7 @@ class HostKinematics:
             # the chain's block keeps large scenes (thousands of dofs) O(sum chain^2)
             jp, jr = self.chain_jac(self.xipos[b], chain)
             inert = self.ximat[b] @ np.diag(a.body_inertia[b]) @ self.ximat[b].T
-            M[np.ix_(chain, chain)] += a.body_mass[b] * jp.T @ jp + jr.T @ inert @ jr
+            M[_chain_block(chain)] += a.body_mass[b] * jp.T @ jp + jr.T @ inert @ jr
         M[np.diag_indices(nv)] += a.dof_armature
         return M
 

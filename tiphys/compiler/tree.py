@@ -38,6 +38,7 @@ GEOM_NSIZE = {GEOM_PLANE: 0, GEOM_HFIELD: 0, GEOM_SPHERE: 1, GEOM_CAPSULE: 2,
 FLUID_SHAPES = {"none": 0, "ellipsoid": 1}
 ALIGNFREE = {"false": ALIGNFREE_FALSE, "true": ALIGNFREE_TRUE, "auto": ALIGNFREE_AUTO}
 SOLREF0 = (0.02, 1.0)
+_ORIENTATIONS = ("quat", "axisangle", "xyaxes", "zaxis", "euler")  # alternatives
 SOLIMP0 = (0.9, 0.95, 0.001, 0.5, 2.0)
 
 
@@ -92,8 +93,7 @@ class TreeBuilder:
     # -- orientation ---------------------------------------------------------------
     def orientation(self, a: Attrs, quat_default=(1.0, 0, 0, 0), allow_quat=True):
         """Quaternion from quat / axisangle / xyaxes / zaxis / euler (at most one)."""
-        given = [k for k in ("quat", "axisangle", "xyaxes", "zaxis", "euler")
-                 if a.has_numbers(k)]
+        given = [k for k in _ORIENTATIONS if a.text(k) is not None and a.has_numbers(k)]
         # explicit attributes beat those inherited from defaults
         explicit = [k for k in given if a.explicit(k)]
         if len(explicit) > 1:
