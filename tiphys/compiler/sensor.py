@@ -547,7 +547,7 @@ def compile_sensors(spec, defaults, builder, out, size) -> None:
     nuser = size.get("nuser_sensor", -1)
     if nuser == -1:
         nuser = max([len(s.user) for s in sensors] + [0])
-    tables = _name_tables(spec, builder, out, sensors)
+    tables = _name_tables(spec, builder, out, sensors) if sensors else {}
     for s in sensors:
         _compile(s, tables, out, nuser)
     n = len(sensors)
