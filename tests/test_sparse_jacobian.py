@@ -571,3 +571,20 @@ def test_sparse_data_keeps_no_dense_jacobian():
     assert not dense.is_sparse
     dd = tiphys.make_data(dense, nworld)
     assert dd.efc_J.shape == (nworld, dd.njmax, dense.nv)
+
+
+def test_default_sizes_budget_the_sparse_nonzeros_not_a_dense_matrix(monkeypatch):
+    """make_data's default njmax is capped to the dense efc_J budget for dense models
+    only; sparse models' default njnnz is capped to the same budget instead."""
+    import tiphys.model as tm
+    xml = sparse(MODELS["contacts_pyramidal"])
+    m = tiphys.load_model_from_string(xml)
+    md = tiphys.load_model_from_string(xml.replace('jacobian="sparse"', 'jacobian="dense"'))
+    free = tiphys.make_data(m, 2)
+    monkeypatch.setattr(tm, "EFC_J_BUDGET", 2 * 12 * 40)  # 40 non-zeros in 2 worlds
+    with pytest.warns(RuntimeWarning, match="njnnz=40"):
+        d = tiphys.make_data(m, 2)
+    assert d.njmax == free.njmax and d.njnnz == 40 < free.njnnz
+    with pytest.warns(RuntimeWarning, match="njmax="):
+        dd = tiphys.make_data(md, 2)
+    assert dd.njmax < free.njmax
