@@ -27,8 +27,8 @@ J search, PGS residuals and AR entries) and J' f (CG / Newton constraint updates
 qfrc_constraint) run over each row's non-zeros (efc_J_sparse, efc_J_colind,
 efc_J_rowadr, efc_J_rownnz; see jac_view), in the dense path's order, so results
 equal the dense path's to round-off; Newton's H = M + J'DJ adds each quadratic row's
-non-zeros (a world solved whole) or reads single entries by bisection (_jat: islands,
-rank-one and cone updates). Sparse models keep no dense efc_J (it is 1 x 1).
+non-zeros (a world solved whole) or reads single entries by bisection (_jat, islands);
+the rank-one and cone updates scatter the rows' non-zeros. Sparse models keep no dense efc_J (it is 1 x 1).
 
 Warmstart as mj_fwdConstraint's: Newton/CG start from qacc_warmstart when its total
 cost is not above that of qacc_smooth; PGS starts from the forces of qacc_warmstart
@@ -950,12 +950,22 @@ def _hessian_cone(w, slot, u, dmap: ti.template(), rmap: ti.template(),
             _cone_hessian(w, slot, i, dim, se, sb)
             _chol_factor(w, slot, dim, sb, MINVAL, 0)
             for c in range(dim):
-                for kk in range(u.nv):
-                    k = _dof(w, u, kk, dmap)
-                    s = 0.0
+                if ti.static(len(J) > 1):  # sum the rows' non-zeros, in row order
+                    for kk in range(u.nv):
+                        sv[w, V_VEC, _dof(w, u, kk, dmap)] = 0.0
                     for r in range(c, dim):
-                        s += sb[w, slot, r, c] * _jat(w, i + r, k, J)
-                    sv[w, V_VEC, k] = s
+                        adr = J[3][w, i + r]
+                        for k in range(J[4][w, i + r]):
+                            col = J[2][w, adr + k]
+                            sv[w, V_VEC, col] = sv[w, V_VEC, col] + \
+                                sb[w, slot, r, c] * J[1][w, adr + k]
+                else:
+                    for kk in range(u.nv):
+                        k = _dof(w, u, kk, dmap)
+                        s = 0.0
+                        for r in range(c, dim):
+                            s += sb[w, slot, r, c] * J[0][w, i + r, k]
+                        sv[w, V_VEC, k] = s
                 _chol_update(w, 1, u, dmap, sH, sv, V_VEC, 1)
             nupdate += dim
     return nupdate
@@ -1407,9 +1417,16 @@ def _iterate_unit(w, slot, dmap: ti.template(), rmap: ti.template(),
                         flag = 0
                     if flag != -1:
                         sd = ti.sqrt(se[w, E_D, i])
-                        for kk in range(u.nv):
-                            k = _dof(w, u, kk, dmap)
-                            sv[w, V_VEC, k] = _jat(w, i, k, J) * sd
+                        if ti.static(len(J) > 1):  # the row's non-zeros, 0 elsewhere
+                            for kk in range(u.nv):
+                                sv[w, V_VEC, _dof(w, u, kk, dmap)] = 0.0
+                            adr = J[3][w, i]
+                            for k in range(J[4][w, i]):
+                                sv[w, V_VEC, J[2][w, adr + k]] = J[1][w, adr + k] * sd
+                        else:
+                            for kk in range(u.nv):
+                                k = _dof(w, u, kk, dmap)
+                                sv[w, V_VEC, k] = J[0][w, i, k] * sd
                         rank = _chol_update(w, 0, u, dmap, sH, sv, V_VEC, flag)
                         nupdate += 1
                         if rank < u.nv:
