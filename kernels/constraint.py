@@ -1342,7 +1342,7 @@ def _host_flags(m):
 
 
 def make_constraint(m, d) -> None:
-    """Constraint rows of every world, as mj_makeConstraint with a dense Jacobian.
+    """Constraint rows of every world, as mj_makeConstraint (dense or sparse Jacobian).
 
     Reads eq_active, qpos, xpos, xmat, xquat, site_xpos, subtree_com, cdof, ten_J,
     ten_length and the contacts (run kinematics, com_pos, tendon and collision
@@ -1352,8 +1352,9 @@ def make_constraint(m, d) -> None:
     without dofs when MuJoCo would use sparse Jacobians). Rows past ``d.njmax`` are
     dropped (whole elements, from the first that does not fit) and a RuntimeWarning
     names ``make_data(..., njmax=)``. With sparse Jacobians (``m.is_sparse``; reads
-    ten_J_rownnz, ten_J_rowadr, ten_J_colind too) it also writes nJ, efc_J_rownnz,
-    efc_J_rowadr, efc_J_colind, efc_J_sparse and efc_J_overflow; non-zeros past
+    ten_J_rownnz, ten_J_rowadr, ten_J_colind too) it writes nJ, efc_J_rownnz,
+    efc_J_rowadr, efc_J_colind, efc_J_sparse and efc_J_overflow instead of efc_J (1 x 1
+    per world, not written); non-zeros past
     ``d.njnnz`` drop elements the same way (the warning names ``njnnz``). nJ is
     nefc * nv for dense models.
     """

@@ -545,7 +545,7 @@ def test_sparse_data_keeps_no_dense_jacobian():
     nworld = 3
     d = tiphys.make_data(m, nworld)
     assert d.is_sparse and d.efc_J.shape == (nworld, 1, 1)
-    qpos, qvel, active = tc.random_state(mjm, 11, nworld, 0.12, (0, 0, 0.05))
+    qpos, qvel, _active = tc.random_state(mjm, 11, nworld, 0.12, (0, 0, 0.05))
     tc._set(d.qpos, qpos)
     tc._set(d.qvel, qvel)
     tiphys.forward(m, d)
