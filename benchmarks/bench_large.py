@@ -140,7 +140,7 @@ def single_world(name: str, xml: str, settle: int) -> dict:
     return dict(name=name, nbody=mjm.nbody - 1, nv=mjm.nv, settle=settle, settle_s=settle_s,
                 tiphys_s=ti_s, mujoco_s=mj_s, ncon=ncon, nefc=nefc, mj_ncon=mj_ncon,
                 mj_nefc=mj_nefc, mj_nisland=mj_nisland, launches=launches["n"], bytes=nbytes,
-                mj_bytes=_mj_bytes(mjm), njmax=int(d.efc_J.shape[1]), load_s=load_s,
+                mj_bytes=_mj_bytes(mjm), njmax=int(d.njmax), load_s=load_s,
                 first_s=first_s)
 
 

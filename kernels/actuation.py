@@ -184,13 +184,16 @@ def _transmission_body(
     # data in
     cdof: ND, subtree_com: ND, ncon: ND, contact_geom: ND, contact_exclude: ND,
     contact_dim: ND, contact_efc_address: ND, contact_pos: ND, contact_frame: ND,
-    efc_J: ND,
+    efc_J: ND, efc_J_sparse: ND, efc_J_colind: ND, efc_J_rowadr: ND, efc_J_rownnz: ND,
     # data out
     actuator_moment_dense: ND,
+    sparse: ti.template(),
 ):
     """Body transmissions (adhesion): minus the mean contact-normal Jacobian of the
     body's contacts, as mj_transmission's mjTRN_BODY (rows summed from efc_J for
-    included contacts, the normal Jacobian difference for contacts in the gap)."""
+    included contacts, the normal Jacobian difference for contacts in the gap). With
+    sparse Jacobians (``sparse``) the rows' non-zeros are summed: a contact's rows
+    share one column list."""
     nworld = cdof.shape[0]
     zero3 = ti.Vector([0.0, 0.0, 0.0])
     for worldid, actid in ti.ndrange(nworld, nu):
@@ -216,7 +219,23 @@ def _transmission_body(
                 adr = contact_efc_address[worldid, conid]
                 if adr >= 0:
                     dim = contact_dim[worldid, conid]
-                    if dim == 1 or elliptic != 0:
+                    if ti.static(sparse):
+                        radr = efc_J_rowadr[worldid, adr]
+                        nrow = 1
+                        scl = 1.0
+                        if dim > 1 and elliptic == 0:
+                            nrow = 2 * (dim - 1)
+                            scl = 0.5 / (dim - 1)
+                        for k in range(efc_J_rownnz[worldid, adr]):
+                            acc = 0.0
+                            for r in range(nrow):
+                                acc += efc_J_sparse[worldid, efc_J_rowadr[worldid, adr + r] + k]
+                            dofid = efc_J_colind[worldid, radr + k]
+                            if nrow == 1:
+                                actuator_moment_dense[worldid, actid, dofid] += acc
+                            else:
+                                actuator_moment_dense[worldid, actid, dofid] += acc * scl
+                    elif dim == 1 or elliptic != 0:
                         for dofid in range(nv):
                             actuator_moment_dense[worldid, actid, dofid] += \
                                 efc_J[worldid, adr, dofid]
@@ -258,7 +277,8 @@ def transmission(m, d, contacts: bool | None = None):
     """Actuator lengths and (dense) moments, as mj_transmission (one or two launches).
 
     Reads qpos, xquat, site_xpos, site_xmat, cdof, subtree_com, ten_length, ten_J and,
-    for body transmissions (adhesion), the contacts and efc_J of the last collision and
+    for body transmissions (adhesion), the contacts and efc_J (sparse-Jacobian models:
+    efc_J_sparse and its row structure) of the last collision and
     make_constraint (as mj_fwdPosition, call those first); writes actuator_length,
     actuator_moment_dense. ``contacts`` False treats every world as contact-free (the
     pipeline passes it when no contact can exist); by default ncon is read.
@@ -280,7 +300,8 @@ def transmission(m, d, contacts: bool | None = None):
                            int(bool(contacts)), d.cdof, d.subtree_com, d.ncon,
                            d.contact_geom, d.contact_exclude, d.contact_dim,
                            d.contact_efc_address, d.contact_pos, d.contact_frame, d.efc_J,
-                           d.actuator_moment_dense)
+                           d.efc_J_sparse, d.efc_J_colind, d.efc_J_rowadr, d.efc_J_rownnz,
+                           d.actuator_moment_dense, m.is_sparse)
 
 
 @ti.kernel

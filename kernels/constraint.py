@@ -20,8 +20,8 @@ sides of hinges and slides, balls; then tendons), contacts (frictionless 1, pyra
    mj_diagApprox + mj_makeImpedance, which only need the element's own rows;
 4. ``_finish`` sets D = 1/R and diagApprox = R imp / (1 - imp) on every row.
 
-Sparse Jacobians (``m.is_sparse``: mj_isSparse) keep the dense ``efc_J`` and add
-MuJoCo's row-compressed form: ``_sparse_widths`` gives every element the width of its
+Sparse Jacobians (``m.is_sparse``: mj_isSparse) keep MuJoCo's row-compressed form
+instead of the dense ``efc_J`` (which then is 1 x 1 per world): ``_sparse_widths`` gives every element the width of its
 rows (the NV mj_addConstraint gets: a joint row one dof, a ball limit three, a tendon
 row its tendon's columns (tendon() lists them per world), a contact, connect or weld
 the merged dof chain of its two bodies, a tendon equality the union of two tendons'
@@ -29,8 +29,8 @@ columns) and counts equality rows as MuJoCo's sparse path does (rows whenever th
 width is not zero, whatever the values); ``_scan`` then also lays out
 ``efc_J_rownnz`` / ``efc_J_rowadr`` and keeps ``njnnz`` non-zeros per world (the
 first element that does not fit and all after it are dropped, as for njmax); and
-``_sparse_fill`` writes each row's column list and gathers its values from the dense
-row into ``efc_J_sparse``.
+the fill kernels write each row's column list (ascending) and its values straight into
+``efc_J_colind`` / ``efc_J_sparse``, with the dense path's arithmetic.
 
 Per-world parameters ("*" fields) are indexed ``worldid % shape[0]``.
 """
@@ -164,9 +164,59 @@ def _r_of(imp, diag):
 
 
 @ti.func
-def _zero_row(worldid, row, nv, efc_J: ti.template()):
-    for dofid in range(nv):
-        efc_J[worldid, row, dofid] = 0.0
+def _zero_row(worldid, row, nv, efc_J: ti.template(), sparse: ti.template()):
+    """Zero a dense row (sparse rows need none: every non-zero is written)."""
+    if ti.static(not sparse):
+        for dofid in range(nv):
+            efc_J[worldid, row, dofid] = 0.0
+
+
+@ti.func
+def _put(worldid, row, dofid, k, v, J: ti.template(), sparse: ti.template()):
+    """J(row, dofid) = v: dense efc_J, or (``sparse``) the row's k-th non-zero, of
+    column dofid. J: (efc_J, efc_J_rowadr, efc_J_colind), its first entry efc_J_sparse
+    for sparse models (the fill kernels' ``efc_J`` argument)."""
+    if ti.static(sparse):
+        adr = J[1][worldid, row] + k
+        J[2][worldid, adr] = dofid
+        J[0][worldid, adr] = v
+    else:
+        J[0][worldid, row, dofid] = v
+
+
+@ti.func
+def _tendon_sparse_row(worldid, row, t0, t1, scale0, scale1, ten_J: ti.template(),
+                       ten_J_rownnz: ti.template(), ten_J_rowadr: ti.template(),
+                       ten_J_colind: ti.template(), J: ti.template()):
+    """A sparse row over the union of tendon t0's and (t1 >= 0) t1's columns (as
+    _tendon_cols): ten_J(t0) scale0 (+ ten_J(t1) scale1), the dense rows' arithmetic."""
+    n0 = ten_J_rownnz[worldid, t0]
+    a0 = ten_J_rowadr[worldid, t0]
+    n1 = 0
+    a1 = 0
+    if t1 >= 0:
+        n1 = ten_J_rownnz[worldid, t1]
+        a1 = ten_J_rowadr[worldid, t1]
+    i = 0
+    j = 0
+    k = 0
+    while i < n0 or j < n1:
+        c0 = 2147483647
+        c1 = 2147483647
+        if i < n0:
+            c0 = ten_J_colind[worldid, a0 + i]
+        if j < n1:
+            c1 = ten_J_colind[worldid, a1 + j]
+        dofid = ti.min(c0, c1)
+        v = ten_J[worldid, t0, dofid] * scale0
+        if t1 >= 0:
+            v = v + ten_J[worldid, t1, dofid] * scale1
+        _put(worldid, row, dofid, k, v, J, True)
+        k += 1
+        if c0 == dofid:
+            i += 1
+        if c1 == dofid:
+            j += 1
 
 
 @ti.func
@@ -246,10 +296,10 @@ def _eq_body_rows(worldid, eqid, row, write: ti.template(),
                   subtree_com: ti.template(), cdof: ti.template(),
                   body_rootid: ti.template(), body_parentid: ti.template(),
                   body_dofnum: ti.template(), body_dofadr: ti.template(),
-                  dof_parentid: ti.template(), efc_J: ti.template()):
+                  dof_parentid: ti.template(), J: ti.template(), sparse: ti.template()):
     """Jacobian of a connect (3 rows) or weld (6 rows) over the merged dof chain of
     its two bodies. With ``write``, the rows from ``row`` on are filled (the caller
-    zeroed them); returns (nonzero, b0, b1, cpos): whether any entry is nonzero, the
+    zeroed dense rows; sparse rows get the chain ascending, see _put); returns (nonzero, b0, b1, cpos): whether any entry is nonzero, the
     two bodies, and the position error (3 or 6 values, rest 0)."""
     weld = eq_type[eqid] == EQ_WELD
     b0, b1, p0, p1, quat, quat1 = _eq_frames(
@@ -259,10 +309,17 @@ def _eq_body_rows(worldid, eqid, row, write: ti.template(),
     off0 = p0 - subtree_com[worldid, body_rootid[b0]]
     off1 = p1 - subtree_com[worldid, body_rootid[b1]]
     nonzero = 0
+    nnz = 0
+    if ti.static(write and sparse):
+        nnz = _chain_cols(worldid, b0, b1, 0, 0, False, body_parentid, body_dofnum,
+                          body_dofadr, dof_parentid, J[2])
+    walked = 0
     d0 = last_dof(body_parentid, body_dofnum, body_dofadr, b0)
     d1 = last_dof(body_parentid, body_dofnum, body_dofadr, b1)
     while d0 >= 0 or d1 >= 0:
         dofid = ti.max(d0, d1)
+        kcol = nnz - 1 - walked  # the chain is walked descending
+        walked += 1
         jp, jr = _dif_column(worldid, dofid, dofid == d0, dofid == d1, off0, off1, cdof)
         rr = ti.Vector([0.0, 0.0, 0.0])
         if weld:
@@ -272,10 +329,10 @@ def _eq_body_rows(worldid, eqid, row, write: ti.template(),
                 nonzero = 1
         if ti.static(write):
             for k in ti.static(range(3)):
-                efc_J[worldid, row + k, dofid] = jp[k]
+                _put(worldid, row + k, dofid, kcol, jp[k], J, sparse)
             if weld:
                 for k in ti.static(range(3)):
-                    efc_J[worldid, row + 3 + k, dofid] = rr[k]
+                    _put(worldid, row + 3 + k, dofid, kcol, rr[k], J, sparse)
         if dofid == d0:
             d0 = dof_parentid[d0]
         if dofid == d1:
@@ -344,7 +401,7 @@ def _count_equality(
                     worldid, eqid, 0, False, eq_type, eq_obj1id, eq_obj2id, eq_objtype,
                     eq_data, site_bodyid, site_quat, xpos, xmat, xquat, site_xpos,
                     subtree_com, cdof, body_rootid, body_parentid, body_dofnum, body_dofadr,
-                    dof_parentid, efc_J)
+                    dof_parentid, (efc_J,), False)
                 if nonzero:
                     n = 6 if etype == EQ_WELD else 3
             elif etype == EQ_JOINT:
@@ -559,18 +616,21 @@ def _scan(
 # ------------------------------------------------------------------------------------
 
 @ti.kernel
-def _fill_eq_body(
-    refsafe: ti.template(), timestep: float, nv: ti.i32, neq: ti.i32,
+def _fill_eq_body_jac(
+    nv: ti.i32, neq: ti.i32,
     # model
-    eq_type: ND, eq_obj1id: ND, eq_obj2id: ND, eq_objtype: ND, eq_data: ND, eq_solref: ND,
-    eq_solimp: ND, site_bodyid: ND, site_quat: ND, body_rootid: ND, body_parentid: ND,
-    body_dofnum: ND, body_dofadr: ND, dof_parentid: ND, body_invweight0: ND,
+    eq_type: ND, eq_obj1id: ND, eq_obj2id: ND, eq_objtype: ND, eq_data: ND,
+    site_bodyid: ND, site_quat: ND, body_rootid: ND, body_parentid: ND, body_dofnum: ND,
+    body_dofadr: ND, dof_parentid: ND,
     # data in
     xpos: ND, xmat: ND, xquat: ND, site_xpos: ND, subtree_com: ND, cdof: ND, efc_adr: ND,
-    # out
-    efc_type: ND, efc_id: ND, efc_J: ND, efc_pos: ND, efc_margin: ND,
-    efc_frictionloss: ND, efc_KBIP: ND, efc_R: ND,
+    efc_J_rowadr: ND,
+    # out (efc_J: efc_J_sparse for sparse models)
+    efc_J: ND, efc_J_colind: ND,
+    sparse: ti.template(),
 ):
+    """The Jacobians of connect and weld rows (their parameters: _fill_eq_body)."""
+    J = ti.static((efc_J, efc_J_rowadr, efc_J_colind))
     nworld = efc_adr.shape[0]
     for worldid, eqid in ti.ndrange(nworld, neq):
         row = efc_adr[worldid, eqid]
@@ -578,12 +638,38 @@ def _fill_eq_body(
         if row >= 0 and (etype == EQ_CONNECT or etype == EQ_WELD):
             nrow = 6 if etype == EQ_WELD else 3
             for r in range(nrow):
-                _zero_row(worldid, row + r, nv, efc_J)
+                _zero_row(worldid, row + r, nv, efc_J, sparse)
+            _eq_body_rows(worldid, eqid, row, True, eq_type, eq_obj1id, eq_obj2id,
+                          eq_objtype, eq_data, site_bodyid, site_quat, xpos, xmat, xquat,
+                          site_xpos, subtree_com, cdof, body_rootid, body_parentid,
+                          body_dofnum, body_dofadr, dof_parentid, J, sparse)
+
+
+@ti.kernel
+def _fill_eq_body(
+    refsafe: ti.template(), timestep: float, neq: ti.i32,
+    # model
+    eq_type: ND, eq_obj1id: ND, eq_obj2id: ND, eq_objtype: ND, eq_data: ND, eq_solref: ND,
+    eq_solimp: ND, site_bodyid: ND, site_quat: ND, body_rootid: ND, body_parentid: ND,
+    body_dofnum: ND, body_dofadr: ND, dof_parentid: ND, body_invweight0: ND,
+    # data in
+    xpos: ND, xmat: ND, xquat: ND, site_xpos: ND, subtree_com: ND, cdof: ND, efc_adr: ND,
+    # out
+    efc_type: ND, efc_id: ND, efc_pos: ND, efc_margin: ND, efc_frictionloss: ND,
+    efc_KBIP: ND, efc_R: ND,
+):
+    """The parameters of connect and weld rows (their Jacobians: _fill_eq_body_jac)."""
+    nworld = efc_adr.shape[0]
+    for worldid, eqid in ti.ndrange(nworld, neq):
+        row = efc_adr[worldid, eqid]
+        etype = eq_type[eqid]
+        if row >= 0 and (etype == EQ_CONNECT or etype == EQ_WELD):
+            nrow = 6 if etype == EQ_WELD else 3
             _nz, b0, b1, cpos = _eq_body_rows(
-                worldid, eqid, row, True, eq_type, eq_obj1id, eq_obj2id, eq_objtype,
+                worldid, eqid, row, False, eq_type, eq_obj1id, eq_obj2id, eq_objtype,
                 eq_data, site_bodyid, site_quat, xpos, xmat, xquat, site_xpos, subtree_com,
                 cdof, body_rootid, body_parentid, body_dofnum, body_dofadr, dof_parentid,
-                efc_J)
+                (efc_type,), False)
             ew = worldid % eq_solref.shape[0]
             solref = _solref_checked(eq_solref[ew, eqid], timestep, refsafe, 0.02, 1.0)
             solimp = _solimp_checked(eq_solimp[worldid % eq_solimp.shape[0], eqid])
@@ -613,11 +699,14 @@ def _fill_eq_scalar(
     jnt_qposadr: ND, jnt_dofadr: ND, qpos0: ND, tendon_length0: ND, dof_invweight0: ND,
     tendon_invweight0: ND,
     # data in
-    qpos: ND, ten_J: ND, ten_length: ND, efc_adr: ND,
+    qpos: ND, ten_J: ND, ten_length: ND, efc_adr: ND, efc_J_rowadr: ND, ten_J_rownnz: ND,
+    ten_J_rowadr: ND, ten_J_colind: ND,
     # out
     efc_type: ND, efc_id: ND, efc_J: ND, efc_pos: ND, efc_margin: ND,
-    efc_frictionloss: ND, efc_KBIP: ND, efc_R: ND,
+    efc_frictionloss: ND, efc_KBIP: ND, efc_R: ND, efc_J_colind: ND,
+    sparse: ti.template(),
 ):
+    J = ti.static((efc_J, efc_J_rowadr, efc_J_colind))
     nworld = efc_adr.shape[0]
     for worldid, eqid in ti.ndrange(nworld, neq):
         row = efc_adr[worldid, eqid]
@@ -648,19 +737,45 @@ def _fill_eq_scalar(
             diag = 0.0
             if joint:
                 dw = worldid % dof_invweight0.shape[0]
-                _zero_row(worldid, row, nv, efc_J)
-                efc_J[worldid, row, jnt_dofadr[id0]] = 1.0
-                diag = dof_invweight0[dw, jnt_dofadr[id0]]
-                if id1 >= 0:
-                    dof1 = jnt_dofadr[id1]
-                    efc_J[worldid, row, dof1] = efc_J[worldid, row, dof1] + 1.0 * (-deriv)
-                    diag += dof_invweight0[dw, dof1]
-            else:
-                for dofid in range(nv):
-                    v = ten_J[worldid, id0, dofid]
+                dof0 = jnt_dofadr[id0]
+                if ti.static(sparse):
+                    # the columns' sorted union (_small_cols); a shared dof sums
+                    if id1 < 0:
+                        _put(worldid, row, dof0, 0, 1.0, J, True)
+                    else:
+                        dof1 = jnt_dofadr[id1]
+                        v1 = 0.0
+                        if dof1 == dof0:
+                            v1 = 1.0
+                        v1 = v1 + 1.0 * (-deriv)
+                        if dof1 == dof0:
+                            _put(worldid, row, dof0, 0, v1, J, True)
+                        elif dof1 < dof0:
+                            _put(worldid, row, dof1, 0, v1, J, True)
+                            _put(worldid, row, dof0, 1, 1.0, J, True)
+                        else:
+                            _put(worldid, row, dof0, 0, 1.0, J, True)
+                            _put(worldid, row, dof1, 1, v1, J, True)
+                else:
+                    _zero_row(worldid, row, nv, efc_J, False)
+                    efc_J[worldid, row, dof0] = 1.0
                     if id1 >= 0:
-                        v = v + ten_J[worldid, id1, dofid] * (-deriv)
-                    efc_J[worldid, row, dofid] = v
+                        dof1 = jnt_dofadr[id1]
+                        efc_J[worldid, row, dof1] = efc_J[worldid, row, dof1] + \
+                            1.0 * (-deriv)
+                diag = dof_invweight0[dw, dof0]
+                if id1 >= 0:
+                    diag += dof_invweight0[dw, jnt_dofadr[id1]]
+            else:
+                if ti.static(sparse):
+                    _tendon_sparse_row(worldid, row, id0, id1, 1.0, -deriv, ten_J,
+                                       ten_J_rownnz, ten_J_rowadr, ten_J_colind, J)
+                else:
+                    for dofid in range(nv):
+                        v = ten_J[worldid, id0, dofid]
+                        if id1 >= 0:
+                            v = v + ten_J[worldid, id1, dofid] * (-deriv)
+                        efc_J[worldid, row, dofid] = v
                 diag = tendon_invweight0[id0]
                 if id1 >= 0:
                     diag += tendon_invweight0[id1]
@@ -686,11 +801,14 @@ def _fill_friction(
     tendon_frictionloss: ND, tendon_solref_fri: ND, tendon_solimp_fri: ND,
     tendon_invweight0: ND,
     # data in
-    ten_J: ND, efc_adr: ND,
+    ten_J: ND, efc_adr: ND, efc_J_rowadr: ND, ten_J_rownnz: ND, ten_J_rowadr: ND,
+    ten_J_colind: ND,
     # out
     efc_type: ND, efc_id: ND, efc_J: ND, efc_pos: ND, efc_margin: ND,
-    efc_frictionloss: ND, efc_KBIP: ND, efc_R: ND,
+    efc_frictionloss: ND, efc_KBIP: ND, efc_R: ND, efc_J_colind: ND,
+    sparse: ti.template(),
 ):
+    J = ti.static((efc_J, efc_J_rowadr, efc_J_colind))
     nworld = efc_adr.shape[0]
     for worldid, k in ti.ndrange(nworld, nv + ntendon):  # dofs, then tendons
         row = efc_adr[worldid, neq + k]
@@ -704,8 +822,8 @@ def _fill_friction(
             if k < nv:
                 dw = worldid % dof_frictionloss.shape[0]
                 frictionloss = dof_frictionloss[dw, objid]
-                _zero_row(worldid, row, nv, efc_J)
-                efc_J[worldid, row, objid] = 1.0
+                _zero_row(worldid, row, nv, efc_J, sparse)
+                _put(worldid, row, objid, 0, 1.0, J, sparse)
                 diag = dof_invweight0[worldid % dof_invweight0.shape[0], objid]
                 solref = dof_solref[worldid % dof_solref.shape[0], objid]
                 solimp = dof_solimp[worldid % dof_solimp.shape[0], objid]
@@ -714,8 +832,12 @@ def _fill_friction(
                 objid = k - nv
                 tw = worldid % tendon_frictionloss.shape[0]
                 frictionloss = tendon_frictionloss[tw, objid]
-                for dofid in range(nv):
-                    efc_J[worldid, row, dofid] = ten_J[worldid, objid, dofid]
+                if ti.static(sparse):
+                    _tendon_sparse_row(worldid, row, objid, -1, 1.0, 0.0, ten_J,
+                                       ten_J_rownnz, ten_J_rowadr, ten_J_colind, J)
+                else:
+                    for dofid in range(nv):
+                        efc_J[worldid, row, dofid] = ten_J[worldid, objid, dofid]
                 diag = tendon_invweight0[objid]
                 solref = tendon_solref_fri[worldid % tendon_solref_fri.shape[0], objid]
                 solimp = tendon_solimp_fri[worldid % tendon_solimp_fri.shape[0], objid]
@@ -737,11 +859,14 @@ def _fill_limit(
     jnt_dofadr: ND, jnt_range: ND, jnt_margin: ND, jnt_solref: ND, jnt_solimp: ND,
     tendon_range: ND, tendon_margin: ND, tendon_solref_lim: ND, tendon_solimp_lim: ND,
     # data in
-    qpos: ND, ten_J: ND, ten_length: ND, efc_adr: ND,
+    qpos: ND, ten_J: ND, ten_length: ND, efc_adr: ND, efc_J_rowadr: ND, ten_J_rownnz: ND,
+    ten_J_rowadr: ND, ten_J_colind: ND,
     # out
     efc_type: ND, efc_id: ND, efc_J: ND, efc_pos: ND, efc_margin: ND,
-    efc_frictionloss: ND, efc_KBIP: ND, efc_R: ND,
+    efc_frictionloss: ND, efc_KBIP: ND, efc_R: ND, efc_J_colind: ND,
+    sparse: ti.template(),
 ):
+    J = ti.static((efc_J, efc_J_rowadr, efc_J_colind))
     nworld = efc_adr.shape[0]
     for worldid, k in ti.ndrange(nworld, njnt + ntendon):  # joints, then tendons
         row = efc_adr[worldid, base + k]
@@ -758,9 +883,9 @@ def _fill_limit(
                 if jnt_type[jntid] == JNT_BALL:
                     value, axis = _ball_angle(worldid, jntid, jnt_qposadr, qpos)
                     dist = ti.max(rng[0], rng[1]) - value
-                    _zero_row(worldid, row, nv, efc_J)
+                    _zero_row(worldid, row, nv, efc_J, sparse)
                     for c in ti.static(range(3)):
-                        efc_J[worldid, row, dofadr + c] = axis[c] * -1.0
+                        _put(worldid, row, dofadr + c, c, axis[c] * -1.0, J, sparse)
                     imp, impp = _impedance(solimp, dist, margin)
                     _row_head(worldid, row, CNSTR_LIMIT_JOINT, jntid, dist, margin, 0.0, efc_type,
                               efc_id, efc_pos, efc_margin, efc_frictionloss)
@@ -773,8 +898,8 @@ def _fill_limit(
                         side = -1.0 if s == 0 else 1.0
                         dist = side * (rng[s] - value)
                         if dist < margin:
-                            _zero_row(worldid, r, nv, efc_J)
-                            efc_J[worldid, r, dofadr] = -side
+                            _zero_row(worldid, r, nv, efc_J, sparse)
+                            _put(worldid, r, dofadr, 0, -side, J, sparse)
                             imp, impp = _impedance(solimp, dist, margin)
                             _row_head(worldid, r, CNSTR_LIMIT_JOINT, jntid, dist, margin, 0.0,
                                       efc_type, efc_id, efc_pos, efc_margin,
@@ -798,8 +923,13 @@ def _fill_limit(
                     side = -1.0 if s == 0 else 1.0
                     dist = side * (rng[s] - value)
                     if dist < margin:
-                        for dofid in range(nv):
-                            efc_J[worldid, r, dofid] = ten_J[worldid, tenid, dofid] * (-side)
+                        if ti.static(sparse):
+                            _tendon_sparse_row(worldid, r, tenid, -1, -side, 0.0, ten_J,
+                                               ten_J_rownnz, ten_J_rowadr, ten_J_colind, J)
+                        else:
+                            for dofid in range(nv):
+                                efc_J[worldid, r, dofid] = \
+                                    ten_J[worldid, tenid, dofid] * (-side)
                         imp, impp = _impedance(solimp, dist, margin)
                         _row_head(worldid, r, CNSTR_LIMIT_TENDON, tenid, dist, margin, 0.0,
                                   efc_type, efc_id, efc_pos, efc_margin, efc_frictionloss)
@@ -813,21 +943,92 @@ def _fill_limit(
 # ------------------------------------------------------------------------------------
 
 @ti.kernel
-def _fill_contact(
-    refsafe: ti.template(), elliptic: ti.template(), timestep: float, impratio: float,
-    nv: ti.i32, base: ti.i32,
+def _fill_contact_jac(
+    elliptic: ti.template(), nv: ti.i32, base: ti.i32,
     # model
     geom_bodyid: ND, body_rootid: ND, body_parentid: ND, body_dofnum: ND, body_dofadr: ND,
-    dof_parentid: ND, body_invweight0: ND,
+    dof_parentid: ND,
     # data in
-    subtree_com: ND, cdof: ND, ncon: ND, contact_dist: ND, contact_pos: ND,
-    contact_frame: ND, contact_includemargin: ND, contact_friction: ND, contact_solref: ND,
-    contact_solreffriction: ND, contact_solimp: ND, contact_dim: ND, contact_geom: ND,
-    efc_adr: ND,
-    # out
-    contact_mu: ND, contact_efc_address: ND, efc_type: ND, efc_id: ND, efc_J: ND,
-    efc_pos: ND, efc_margin: ND, efc_frictionloss: ND, efc_KBIP: ND, efc_R: ND,
+    subtree_com: ND, cdof: ND, ncon: ND, contact_pos: ND, contact_frame: ND,
+    contact_friction: ND, contact_dim: ND, contact_geom: ND, efc_adr: ND, efc_J_rowadr: ND,
+    # out (efc_J: efc_J_sparse for sparse models)
+    efc_J: ND, efc_J_colind: ND,
+    sparse: ti.template(),
 ):
+    """The contact rows' Jacobians: jac(b2) - jac(b1) over the merged dof chain,
+    rotated into the contact frame (pyramid edges: normal +- mu tangent); sparse rows
+    get the chain ascending (_put)."""
+    J = ti.static((efc_J, efc_J_rowadr, efc_J_colind))
+    nworld = efc_adr.shape[0]
+    nconmax = contact_pos.shape[1]
+    for worldid, conid in ti.ndrange(nworld, nconmax):
+        if conid < ncon[worldid]:
+            row = efc_adr[worldid, base + conid]
+            if row >= 0:
+                dim = contact_dim[worldid, conid]
+                nrow = _contact_rows(dim, elliptic)
+                geoms = contact_geom[worldid, conid]
+                b1 = geom_bodyid[geoms[0]]
+                b2 = geom_bodyid[geoms[1]]
+                frame = contact_frame[worldid, conid]
+                friction = contact_friction[worldid, conid]
+                point = contact_pos[worldid, conid]
+                off1 = point - subtree_com[worldid, body_rootid[b1]]
+                off2 = point - subtree_com[worldid, body_rootid[b2]]
+                for r in range(nrow):
+                    _zero_row(worldid, row + r, nv, efc_J, sparse)
+                nnz = 0
+                if ti.static(sparse):
+                    nnz = _chain_cols(worldid, b1, b2, 0, 0, False, body_parentid,
+                                      body_dofnum, body_dofadr, dof_parentid, efc_J_colind)
+                walked = 0
+                d1 = last_dof(body_parentid, body_dofnum, body_dofadr, b1)
+                d2 = last_dof(body_parentid, body_dofnum, body_dofadr, b2)
+                while d1 >= 0 or d2 >= 0:
+                    dofid = ti.max(d1, d2)
+                    kcol = nnz - 1 - walked  # the chain is walked descending
+                    walked += 1
+                    jp, jr = _dif_column(worldid, dofid, dofid == d2, dofid == d1, off2, off1,
+                                         cdof)
+                    col = ti.Vector.zero(float, 6)
+                    for r in ti.static(range(3)):
+                        col[r] = frame[r, 0] * jp[0] + frame[r, 1] * jp[1] + frame[r, 2] * jp[2]
+                        col[3 + r] = frame[r, 0] * jr[0] + frame[r, 1] * jr[1] \
+                            + frame[r, 2] * jr[2]
+                    if ti.static(elliptic):
+                        for r in range(dim):
+                            _put(worldid, row + r, dofid, kcol, col[r], J, sparse)
+                    else:
+                        if dim == 1:
+                            _put(worldid, row, dofid, kcol, col[0], J, sparse)
+                        else:
+                            for k in range(1, dim):
+                                mu = friction[k - 1]
+                                _put(worldid, row + 2 * (k - 1), dofid, kcol,
+                                     col[0] + col[k] * mu, J, sparse)
+                                _put(worldid, row + 2 * (k - 1) + 1, dofid, kcol,
+                                     col[0] + col[k] * (-mu), J, sparse)
+                    if dofid == d1:
+                        d1 = dof_parentid[d1]
+                    if dofid == d2:
+                        d2 = dof_parentid[d2]
+
+
+@ti.kernel
+def _fill_contact(
+    refsafe: ti.template(), elliptic: ti.template(), timestep: float, impratio: float,
+    base: ti.i32,
+    # model
+    geom_bodyid: ND, body_invweight0: ND,
+    # data in
+    ncon: ND, contact_dist: ND, contact_includemargin: ND, contact_friction: ND,
+    contact_solref: ND, contact_solreffriction: ND, contact_solimp: ND, contact_dim: ND,
+    contact_geom: ND, efc_adr: ND,
+    # out
+    contact_mu: ND, contact_efc_address: ND, efc_type: ND, efc_id: ND, efc_pos: ND,
+    efc_margin: ND, efc_frictionloss: ND, efc_KBIP: ND, efc_R: ND,
+):
+    """The contact rows' parameters (their Jacobians: _fill_contact_jac)."""
     nworld = efc_adr.shape[0]
     nconmax = contact_dist.shape[1]
     for worldid, conid in ti.ndrange(nworld, nconmax):
@@ -845,41 +1046,7 @@ def _fill_contact(
                 geoms = contact_geom[worldid, conid]
                 b1 = geom_bodyid[geoms[0]]
                 b2 = geom_bodyid[geoms[1]]
-                frame = contact_frame[worldid, conid]
                 friction = contact_friction[worldid, conid]
-                point = contact_pos[worldid, conid]
-                off1 = point - subtree_com[worldid, body_rootid[b1]]
-                off2 = point - subtree_com[worldid, body_rootid[b2]]
-                for r in range(nrow):
-                    _zero_row(worldid, row + r, nv, efc_J)
-                # jac(b2) - jac(b1) over the merged dof chain, rotated into the frame
-                d1 = last_dof(body_parentid, body_dofnum, body_dofadr, b1)
-                d2 = last_dof(body_parentid, body_dofnum, body_dofadr, b2)
-                while d1 >= 0 or d2 >= 0:
-                    dofid = ti.max(d1, d2)
-                    jp, jr = _dif_column(worldid, dofid, dofid == d2, dofid == d1, off2, off1,
-                                         cdof)
-                    col = ti.Vector.zero(float, 6)
-                    for r in ti.static(range(3)):
-                        col[r] = frame[r, 0] * jp[0] + frame[r, 1] * jp[1] + frame[r, 2] * jp[2]
-                        col[3 + r] = frame[r, 0] * jr[0] + frame[r, 1] * jr[1] \
-                            + frame[r, 2] * jr[2]
-                    if ti.static(elliptic):
-                        for r in range(dim):
-                            efc_J[worldid, row + r, dofid] = col[r]
-                    else:
-                        if dim == 1:
-                            efc_J[worldid, row, dofid] = col[0]
-                        else:
-                            for k in range(1, dim):
-                                mu = friction[k - 1]
-                                efc_J[worldid, row + 2 * (k - 1), dofid] = col[0] + col[k] * mu
-                                efc_J[worldid, row + 2 * (k - 1) + 1, dofid] = \
-                                    col[0] + col[k] * (-mu)
-                    if dofid == d1:
-                        d1 = dof_parentid[d1]
-                    if dofid == d2:
-                        d2 = dof_parentid[d2]
                 # parameters
                 dist = contact_dist[worldid, conid]
                 margin = contact_includemargin[worldid, conid]
@@ -1132,63 +1299,6 @@ def _sparse_widths(
         efc_wid[worldid, elem] = width
 
 
-@ti.kernel
-def _sparse_fill(
-    # model
-    eq_type: ND, eq_obj1id: ND, eq_obj2id: ND, eq_objtype: ND, site_bodyid: ND,
-    jnt_type: ND, jnt_dofadr: ND, geom_bodyid: ND, body_parentid: ND, body_dofnum: ND,
-    body_dofadr: ND, dof_parentid: ND,
-    # data in
-    nefc: ND, efc_type: ND, efc_id: ND, efc_J: ND, efc_J_rownnz: ND, efc_J_rowadr: ND,
-    contact_geom: ND, ten_J_rownnz: ND, ten_J_rowadr: ND, ten_J_colind: ND,
-    # out
-    efc_J_colind: ND, efc_J_sparse: ND,
-):
-    """Per (world, row): the row's column list by its type (MuJoCo's rules: a joint
-    row one dof, a ball limit three, a tendon row the tendon's columns, a body row the
-    merged chain of its two bodies), then its values gathered from the dense row."""
-    nworld = efc_type.shape[0]
-    njmax = efc_type.shape[1]
-    for worldid, row in ti.ndrange(nworld, njmax):
-        if row < nefc[worldid]:
-            ctype = efc_type[worldid, row]
-            objid = efc_id[worldid, row]
-            adr = efc_J_rowadr[worldid, row]
-            nnz = efc_J_rownnz[worldid, row]
-            if ctype == CNSTR_EQUALITY:
-                etype = eq_type[objid]
-                if etype == EQ_CONNECT or etype == EQ_WELD:
-                    b0, b1 = _eq_bodies(objid, eq_obj1id, eq_obj2id, eq_objtype, site_bodyid)
-                    _chain_cols(worldid, b0, b1, adr, nnz, True, body_parentid, body_dofnum,
-                                body_dofadr, dof_parentid, efc_J_colind)
-                elif etype == EQ_JOINT:
-                    id1 = eq_obj2id[objid]
-                    second = -1
-                    if id1 >= 0:
-                        second = jnt_dofadr[id1]
-                    _small_cols(worldid, jnt_dofadr[eq_obj1id[objid]], second, adr, True,
-                                efc_J_colind)
-                else:
-                    _tendon_cols(worldid, eq_obj1id[objid], eq_obj2id[objid], adr, True,
-                                 ten_J_rownnz, ten_J_rowadr, ten_J_colind, efc_J_colind)
-            elif ctype == CNSTR_FRICTION_DOF:
-                efc_J_colind[worldid, adr] = objid
-            elif ctype == CNSTR_FRICTION_TENDON or ctype == CNSTR_LIMIT_TENDON:
-                _tendon_cols(worldid, objid, -1, adr, True, ten_J_rownnz, ten_J_rowadr,
-                             ten_J_colind, efc_J_colind)
-            elif ctype == CNSTR_LIMIT_JOINT:
-                for k in range(nnz):  # 1, or 3 for a ball
-                    efc_J_colind[worldid, adr + k] = jnt_dofadr[objid] + k
-            else:
-                geoms = contact_geom[worldid, objid]
-                _chain_cols(worldid, geom_bodyid[geoms[0]], geom_bodyid[geoms[1]], adr, nnz,
-                            True, body_parentid, body_dofnum, body_dofadr, dof_parentid,
-                            efc_J_colind)
-            for k in range(nnz):
-                efc_J_sparse[worldid, adr + k] = efc_J[worldid, row,
-                                                       efc_J_colind[worldid, adr + k]]
-
-
 # ------------------------------------------------------------------------------------
 # host
 # ------------------------------------------------------------------------------------
@@ -1232,7 +1342,7 @@ def _host_flags(m):
 
 
 def make_constraint(m, d) -> None:
-    """Constraint rows of every world, as mj_makeConstraint with a dense Jacobian.
+    """Constraint rows of every world, as mj_makeConstraint (dense or sparse Jacobian).
 
     Reads eq_active, qpos, xpos, xmat, xquat, site_xpos, subtree_com, cdof, ten_J,
     ten_length and the contacts (run kinematics, com_pos, tendon and collision
@@ -1242,8 +1352,9 @@ def make_constraint(m, d) -> None:
     without dofs when MuJoCo would use sparse Jacobians). Rows past ``d.njmax`` are
     dropped (whole elements, from the first that does not fit) and a RuntimeWarning
     names ``make_data(..., njmax=)``. With sparse Jacobians (``m.is_sparse``; reads
-    ten_J_rownnz, ten_J_rowadr, ten_J_colind too) it also writes nJ, efc_J_rownnz,
-    efc_J_rowadr, efc_J_colind, efc_J_sparse and efc_J_overflow; non-zeros past
+    ten_J_rownnz, ten_J_rowadr, ten_J_colind too) it writes nJ, efc_J_rownnz,
+    efc_J_rowadr, efc_J_colind, efc_J_sparse and efc_J_overflow instead of efc_J (1 x 1
+    per world, not written); non-zeros past
     ``d.njnnz`` drop elements the same way (the warning names ``njnnz``). nJ is
     nefc * nv for dense models.
     """
@@ -1275,48 +1386,55 @@ def make_constraint(m, d) -> None:
           m.tendon_margin, d.qpos, d.ten_J, d.ten_length, d.ncon, d.contact_dim, wid,
           d.contact_exclude, adr, d.ne, d.nf, d.nl, d.nefc, d.nJ, d.efc_overflow,
           d.efc_J_overflow, d.efc_J_rownnz, d.efc_J_rowadr)
-    out = (d.efc_type, d.efc_id, d.efc_J, d.efc_pos, d.efc_margin, d.efc_frictionloss,
-           d.efc_KBIP, d.efc_R)
+    # the fill kernels' Jacobian: its non-zeros for sparse models
+    jac = d.efc_J_sparse if sparse else d.efc_J
+    out = (d.efc_type, d.efc_id, jac, d.efc_pos, d.efc_margin, d.efc_frictionloss,
+           d.efc_KBIP, d.efc_R, d.efc_J_colind, sparse)
+    ten = (d.ten_J_rownnz, d.ten_J_rowadr, d.ten_J_colind)
     if flags["eq_body"]:
-        _fill_eq_body(refsafe, timestep, m.nv, m.neq, m.eq_type, m.eq_obj1id, m.eq_obj2id,
-                      m.eq_objtype, m.eq_data, m.eq_solref, m.eq_solimp, m.site_bodyid,
-                      m.site_quat, m.body_rootid, m.body_parentid, m.body_dofnum,
-                      m.body_dofadr, m.dof_parentid, m.body_invweight0, d.xpos, d.xmat,
-                      d.xquat, d.site_xpos, d.subtree_com, d.cdof, adr, *out)
+        eq_in = (m.eq_type, m.eq_obj1id, m.eq_obj2id, m.eq_objtype, m.eq_data)
+        body_in = (m.site_bodyid, m.site_quat, m.body_rootid, m.body_parentid,
+                   m.body_dofnum, m.body_dofadr, m.dof_parentid)
+        kin = (d.xpos, d.xmat, d.xquat, d.site_xpos, d.subtree_com, d.cdof, adr)
+        _fill_eq_body_jac(m.nv, m.neq, *eq_in, *body_in, *kin, d.efc_J_rowadr, jac,
+                          d.efc_J_colind, sparse)
+        _fill_eq_body(refsafe, timestep, m.neq, *eq_in, m.eq_solref, m.eq_solimp,
+                      *body_in, m.body_invweight0, *kin, d.efc_type, d.efc_id, d.efc_pos,
+                      d.efc_margin, d.efc_frictionloss, d.efc_KBIP, d.efc_R)
     if flags["eq_scalar"]:
         _fill_eq_scalar(refsafe, timestep, m.nv, m.neq, m.eq_type, m.eq_obj1id,
                         m.eq_obj2id, m.eq_data, m.eq_solref, m.eq_solimp, m.jnt_qposadr,
                         m.jnt_dofadr, m.qpos0, m.tendon_length0, m.dof_invweight0,
-                        m.tendon_invweight0, d.qpos, d.ten_J, d.ten_length, adr, *out)
+                        m.tendon_invweight0, d.qpos, d.ten_J, d.ten_length, adr,
+                        d.efc_J_rowadr, *ten, *out)
     if flags["fric"]:
         _fill_friction(refsafe, timestep, m.nv, m.neq, m.ntendon, m.dof_frictionloss,
                        m.dof_solref, m.dof_solimp, m.dof_invweight0, m.tendon_frictionloss,
                        m.tendon_solref_fri, m.tendon_solimp_fri, m.tendon_invweight0,
-                       d.ten_J, adr, *out)
+                       d.ten_J, adr, d.efc_J_rowadr, *ten, *out)
     if flags["lim"]:
         _fill_limit(refsafe, timestep, m.nv, m.neq + m.nv + m.ntendon, m.njnt, m.ntendon,
                     m.dof_invweight0, m.tendon_invweight0, m.jnt_type, m.jnt_qposadr,
                     m.jnt_dofadr, m.jnt_range, m.jnt_margin, m.jnt_solref, m.jnt_solimp,
                     m.tendon_range, m.tendon_margin, m.tendon_solref_lim,
-                    m.tendon_solimp_lim, d.qpos, d.ten_J, d.ten_length, adr, *out)
+                    m.tendon_solimp_lim, d.qpos, d.ten_J, d.ten_length, adr,
+                    d.efc_J_rowadr, *ten, *out)
     if flags["con"] and d.nconmax > 0:
-        _fill_contact(refsafe, elliptic, timestep, float(opt.impratio), m.nv,
-                      m.neq + m.nv + 2 * m.ntendon + m.njnt,
-                      m.geom_bodyid, m.body_rootid, m.body_parentid, m.body_dofnum,
-                      m.body_dofadr, m.dof_parentid, m.body_invweight0,
-                      d.subtree_com, d.cdof, d.ncon, d.contact_dist, d.contact_pos,
-                      d.contact_frame, d.contact_includemargin, d.contact_friction,
-                      d.contact_solref, d.contact_solreffriction, d.contact_solimp,
-                      d.contact_dim, d.contact_geom, adr, d.contact_mu,
-                      d.contact_efc_address, *out)
+        base = m.neq + m.nv + 2 * m.ntendon + m.njnt
+        _fill_contact_jac(elliptic, m.nv, base, m.geom_bodyid, m.body_rootid,
+                          m.body_parentid, m.body_dofnum, m.body_dofadr, m.dof_parentid,
+                          d.subtree_com, d.cdof, d.ncon, d.contact_pos, d.contact_frame,
+                          d.contact_friction, d.contact_dim, d.contact_geom, adr,
+                          d.efc_J_rowadr, jac, d.efc_J_colind, sparse)
+        _fill_contact(refsafe, elliptic, timestep, float(opt.impratio), base,
+                      m.geom_bodyid, m.body_invweight0, d.ncon, d.contact_dist,
+                      d.contact_includemargin, d.contact_friction, d.contact_solref,
+                      d.contact_solreffriction, d.contact_solimp, d.contact_dim,
+                      d.contact_geom, adr, d.contact_mu, d.contact_efc_address,
+                      d.efc_type, d.efc_id, d.efc_pos, d.efc_margin, d.efc_frictionloss,
+                      d.efc_KBIP, d.efc_R)
     _finish(d.nefc, d.efc_KBIP, d.efc_R, d.efc_D, d.efc_diagApprox, d.efc_overflow,
             d.warning_number, d.warning_lastinfo)
-    if sparse:
-        _sparse_fill(m.eq_type, m.eq_obj1id, m.eq_obj2id, m.eq_objtype, m.site_bodyid,
-                     m.jnt_type, m.jnt_dofadr, m.geom_bodyid, m.body_parentid, m.body_dofnum,
-                     m.body_dofadr, m.dof_parentid, d.nefc, d.efc_type, d.efc_id, d.efc_J,
-                     d.efc_J_rownnz, d.efc_J_rowadr, d.contact_geom, d.ten_J_rownnz,
-                     d.ten_J_rowadr, d.ten_J_colind, d.efc_J_colind, d.efc_J_sparse)
 
 
 def reference_constraint(m, d) -> None:

@@ -83,38 +83,60 @@ def _discrete_acc(
 
 
 @ti.kernel
-def _inverse(
-    # model
-    tree_dofadr: ND, tree_dofnum: ND, dof_parentid: ND, dof_Madr: ND,
-    ntree: ti.i32, nv: ti.i32,
+def _inverse_rows(
+    nv: ti.i32,
     # data in
     ne: ND, nf: ND, nefc: ND, efc_type: ND, efc_id: ND, efc_J: ND, efc_D: ND, efc_R: ND,
     efc_frictionloss: ND, efc_aref: ND, contact_mu: ND, contact_friction: ND,
-    contact_dim: ND, contact_efc_address: ND, qM: ND, qacc: ND, qfrc_bias: ND,
-    qfrc_passive: ND,
-    # data out
-    efc_force: ND, efc_state: ND, qfrc_constraint: ND, qfrc_inverse: ND,
+    contact_dim: ND, contact_efc_address: ND, qacc: ND, efc_J_sparse: ND,
+    efc_J_colind: ND, efc_J_rowadr: ND, efc_J_rownnz: ND,
     # scratch: the solver's row view (jar in row E_JAREF)
     se: ND, si: ND,
     rows: ti.i32,
-    # constraint_update: jar given (nworld, njmax) instead of J qacc - aref, cost out
-    given_jar: ti.template(), jar_in: ND, cost: ND,
+    # constraint_update: jar given (nworld, njmax) instead of J qacc - aref
+    given_jar: ti.template(), jar_in: ND, sparse: ti.template(),
 ):
-    nworld = qM.shape[0]
-    njmax = efc_J.shape[1]
-    # jar = J qacc - aref and each row's parameters, one thread per (world, row)
+    """jar = J qacc - aref (or the given jar) and each row's parameters, one thread
+    per (world, row)."""
+    nworld = efc_type.shape[0]
+    njmax = efc_type.shape[1]
     for worldid, efcid in ti.ndrange(nworld, njmax):
         if rows != 0 and efcid < nefc[worldid]:
             if ti.static(given_jar):
                 se[worldid, E_JAREF, efcid] = jar_in[worldid, efcid]
             else:
                 jar = -efc_aref[worldid, efcid]
-                for dofid in range(nv):
-                    jar += efc_J[worldid, efcid, dofid] * qacc[worldid, dofid]
+                if ti.static(sparse):
+                    adr = efc_J_rowadr[worldid, efcid]
+                    for k in range(efc_J_rownnz[worldid, efcid]):
+                        jar += efc_J_sparse[worldid, adr + k] * qacc[
+                            worldid, efc_J_colind[worldid, adr + k]]
+                else:
+                    for dofid in range(nv):
+                        jar += efc_J[worldid, efcid, dofid] * qacc[worldid, dofid]
                 se[worldid, E_JAREF, efcid] = jar
             row_params(worldid, efcid, ne, nf, efc_type, efc_id, efc_D, efc_R,
                        efc_frictionloss, contact_dim, contact_mu, contact_friction,
                        contact_efc_address, se, si)
+
+
+@ti.kernel
+def _inverse_forces(
+    # model
+    tree_dofadr: ND, tree_dofnum: ND, dof_parentid: ND, dof_Madr: ND,
+    ntree: ti.i32, nv: ti.i32,
+    # data in
+    nefc: ND, efc_J: ND, qM: ND, qacc: ND, qfrc_bias: ND, qfrc_passive: ND,
+    efc_J_sparse: ND, efc_J_colind: ND, efc_J_rowadr: ND, efc_J_rownnz: ND,
+    # data out
+    efc_force: ND, efc_state: ND, qfrc_constraint: ND, qfrc_inverse: ND,
+    # scratch: the solver's row view (jar in row E_JAREF)
+    se: ND, si: ND,
+    rows: ti.i32,
+    # constraint_update: cost out, qfrc_inverse left alone
+    given_jar: ti.template(), cost: ND, sparse: ti.template(),
+):
+    nworld = qM.shape[0]
     # states and forces: a world's rows in order (a cone spans its rows)
     for worldid in range(nworld):
         n = 0
@@ -124,12 +146,25 @@ def _inverse(
         if ti.static(given_jar):
             cost[worldid] = c
     # qfrc_constraint = J' efc_force
-    for worldid, dofid in ti.ndrange(nworld, nv):
-        frc = 0.0
-        if rows != 0:
-            for efcid in range(nefc[worldid]):
-                frc += efc_J[worldid, efcid, dofid] * efc_force[worldid, efcid]
-        qfrc_constraint[worldid, dofid] = frc
+    if ti.static(sparse):
+        for worldid, dofid in ti.ndrange(nworld, nv):
+            qfrc_constraint[worldid, dofid] = 0.0
+        for worldid in range(nworld):
+            if rows != 0:
+                for efcid in range(nefc[worldid]):
+                    f = efc_force[worldid, efcid]
+                    adr = efc_J_rowadr[worldid, efcid]
+                    for k in range(efc_J_rownnz[worldid, efcid]):
+                        dofid = efc_J_colind[worldid, adr + k]
+                        qfrc_constraint[worldid, dofid] = qfrc_constraint[worldid, dofid] + \
+                            efc_J_sparse[worldid, adr + k] * f
+    else:
+        for worldid, dofid in ti.ndrange(nworld, nv):
+            frc = 0.0
+            if rows != 0:
+                for efcid in range(nefc[worldid]):
+                    frc += efc_J[worldid, efcid, dofid] * efc_force[worldid, efcid]
+            qfrc_constraint[worldid, dofid] = frc
     # qfrc_inverse = M qacc + qfrc_bias - qfrc_passive - qfrc_constraint
     if ti.static(not given_jar):
         for worldid, treeid in ti.ndrange(nworld, ntree):
@@ -256,17 +291,21 @@ def _continuous_qacc(m, d, s):
 
 def _inverse_launch(m, d, s, qacc, rows, efc_force, efc_state, qfrc_constraint,
                     qfrc_inverse=None, jar=None, cost=None):
-    """One launch of _inverse; with ``jar`` (constraint_update) the rows' jar is given,
+    """_inverse_rows then _inverse_forces (one kernel would pass SPIR-V's 32 arrays);
+    with ``jar`` (constraint_update) the rows' jar is given,
     the cost written and qfrc_inverse left alone."""
     given = jar is not None
-    _inverse(m.tree_dofadr, m.tree_dofnum, m.dof_parentid, m.dof_Madr, m.ntree, m.nv,
-             d.ne, d.nf, d.nefc, d.efc_type, d.efc_id, d.efc_J, d.efc_D, d.efc_R,
-             d.efc_frictionloss, d.efc_aref, d.contact_mu, d.contact_friction,
-             d.contact_dim, d.contact_efc_address, d.qM, qacc, d.qfrc_bias, d.qfrc_passive,
-             efc_force, efc_state, qfrc_constraint,
-             d.qfrc_inverse if qfrc_inverse is None else qfrc_inverse,
-             s["se"], s["si"], int(rows), given, jar if given else qacc,
-             cost if given else qacc)
+    jsp = (d.efc_J_sparse, d.efc_J_colind, d.efc_J_rowadr, d.efc_J_rownnz)
+    _inverse_rows(m.nv, d.ne, d.nf, d.nefc, d.efc_type, d.efc_id, d.efc_J, d.efc_D,
+                  d.efc_R, d.efc_frictionloss, d.efc_aref, d.contact_mu, d.contact_friction,
+                  d.contact_dim, d.contact_efc_address, qacc, *jsp, s["se"], s["si"],
+                  int(rows), given, jar if given else qacc, m.is_sparse)
+    _inverse_forces(m.tree_dofadr, m.tree_dofnum, m.dof_parentid, m.dof_Madr, m.ntree,
+                    m.nv, d.nefc, d.efc_J, d.qM, qacc, d.qfrc_bias, d.qfrc_passive, *jsp,
+                    efc_force, efc_state, qfrc_constraint,
+                    d.qfrc_inverse if qfrc_inverse is None else qfrc_inverse,
+                    s["se"], s["si"], int(rows), given, cost if given else qacc,
+                    m.is_sparse)
 
 
 def inverse_acceleration(m, d, rows: bool) -> None:

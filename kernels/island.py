@@ -54,7 +54,7 @@ def _row_trees(
 ):
     """Each row's first tree and, where the constraint type names them, its second
     tree (-1: none) or SCAN_JACOBIAN (treeFirst)."""
-    for worldid, efcid in ti.ndrange(efc_J.shape[0], efc_J.shape[1]):
+    for worldid, efcid in ti.ndrange(efc_type.shape[0], efc_type.shape[1]):
         if efcid < nefc[worldid]:
             etype = efc_type[worldid, efcid]
             objid = efc_id[worldid, efcid]

@@ -29,7 +29,10 @@ has room (MuJoCo's holds 200 entries, tiphys's min(opt.iterations, 200): sweeps 
 that are counted, not recorded). Worlds without rows are left alone, as MuJoCo returns
 before noslip when nefc = 0.
 
-Memory: like PGS, tiphys keeps M^-1 J' (nefc x nv, the size of efc_J; PGS's own copy
+Sparse-Jacobian models (m.is_sparse) read each row's non-zeros (efc_J_sparse with
+efc_J_rownnz / rowadr / colind) wherever a row of J enters a product.
+
+Memory: like PGS, tiphys keeps M^-1 J' (nefc x nv, the size of a dense efc_J; PGS's own copy
 is reused when the main solver is PGS) and the running u = M^-1 J'f, so a residual
 costs O(nv) and no nefc^2 matrix exists; 1 / A_ii goes in the solver's row scratch
 (se[E_ARINV], PGS's 1 / AR_ii, no longer needed). Launches: one over (world, row) for
@@ -41,7 +44,8 @@ import taichi as ti
 from .consts import CNSTR_CONTACT_ELLIPTIC, CNSTR_CONTACT_PYRAMIDAL, MINVAL, SOL_PGS
 from .solver import (E_ARINV, E_B, E_FLOSS, E_FRIC, E_R, I_DIM, I_OLDSTATE, QCQP_ITERATIONS,
                      STAGE_DONE, STAGE_RUNNING, STAGE_START, V_U, W_IT, W_IT0, W_LIMIT,
-                     W_STAGE, _dual_qfrc, _dual_state, _limit_reached, _solve_m, cone_qcqp)
+                     W_STAGE, _dual_qfrc, _dual_state, _limit_reached, _solve_m, cone_qcqp,
+                     jac_view)
 
 ND = ti.types.ndarray()
 BLOCK_MINDIAG = 1e-10  # extractBlock's clamp of the contact block diagonal
@@ -54,16 +58,19 @@ def _noslip_prepare(
     dof_parentid: ND, dof_Madr: ND, dof_simplenum: ND, nv: ti.i32,
     # data in
     ne: ND, nf: ND, nefc: ND, efc_type: ND, efc_J: ND, qLD: ND, qLDiagInv: ND,
+    efc_J_sparse: ND, efc_J_colind: ND, efc_J_rowadr: ND, efc_J_rownnz: ND,
     # scratch
     se: ND, minvjt: ND, sw: ND,
     # options
-    compute_minvjt: ti.i32,
+    compute_minvjt: ti.i32, sparse: ti.template(),
 ):
     """M^-1 J' of the rows noslip updates (friction loss, contacts with friction;
     unless PGS left it) and their 1 / max(MINVAL, A_ii) in se[E_ARINV], one thread
     per (world, row)."""
-    nworld = efc_J.shape[0]
-    njmax = efc_J.shape[1]
+    J = ti.static(jac_view(sparse, efc_J, efc_J_sparse, efc_J_colind, efc_J_rowadr,
+                           efc_J_rownnz))
+    nworld = efc_type.shape[0]
+    njmax = efc_type.shape[1]
     for w, i in ti.ndrange(nworld, njmax):
         if i == 0:
             # _noslip starts from here
@@ -75,30 +82,45 @@ def _noslip_prepare(
         contact = (typ == CNSTR_CONTACT_PYRAMIDAL) | (typ == CNSTR_CONTACT_ELLIPTIC)
         if (i < nefc[w]) & (friction | contact):
             if compute_minvjt:
-                for j in range(nv):
-                    minvjt[w, i, j] = efc_J[w, i, j]
+                if ti.static(sparse):
+                    for j in range(nv):
+                        minvjt[w, i, j] = 0.0
+                    adr = efc_J_rowadr[w, i]
+                    for k in range(efc_J_rownnz[w, i]):
+                        minvjt[w, i, efc_J_colind[w, adr + k]] = efc_J_sparse[w, adr + k]
+                else:
+                    for j in range(nv):
+                        minvjt[w, i, j] = efc_J[w, i, j]
                 _solve_m(w, i, nv, minvjt, qLD, qLDiagInv, dof_Madr, dof_parentid,
                          dof_simplenum)
-            a = 0.0
-            for j in range(nv):
-                a += efc_J[w, i, j] * minvjt[w, i, j]
-            se[w, E_ARINV, i] = 1.0 / ti.max(MINVAL, a)
+            se[w, E_ARINV, i] = 1.0 / ti.max(MINVAL, _a_entry(w, i, i, nv, J, minvjt))
 
 
 @ti.func
-def _residual(w, i, nv, efc_J: ti.template(), se: ti.template(), sv: ti.template()):
-    """(b + A f)_i with u = M^-1 J'f kept in sv[w, V_U]."""
+def _residual(w, i, nv, J: ti.template(), se: ti.template(), sv: ti.template()):
+    """(b + A f)_i with u = M^-1 J'f kept in sv[w, V_U] (``J``: solver.jac_view)."""
     r = se[w, E_B, i]
-    for k in range(nv):
-        r += efc_J[w, i, k] * sv[w, V_U, k]
+    if ti.static(len(J) > 1):
+        adr = J[3][w, i]
+        for k in range(J[4][w, i]):
+            r += J[1][w, adr + k] * sv[w, V_U, J[2][w, adr + k]]
+    else:
+        for k in range(nv):
+            r += J[0][w, i, k] * sv[w, V_U, k]
     return r
 
 
 @ti.func
-def _a_entry(w, i, j, nv, efc_J: ti.template(), minvjt: ti.template()):
+def _a_entry(w, i, j, nv, J: ti.template(), minvjt: ti.template()):
+    """A_ij = J_i (M^-1 J')_j."""
     a = 0.0
-    for k in range(nv):
-        a += efc_J[w, i, k] * minvjt[w, j, k]
+    if ti.static(len(J) > 1):
+        adr = J[3][w, i]
+        for k in range(J[4][w, i]):
+            a += J[1][w, adr + k] * minvjt[w, j, J[2][w, adr + k]]
+    else:
+        for k in range(nv):
+            a += J[0][w, i, k] * minvjt[w, j, k]
     return a
 
 
@@ -126,7 +148,7 @@ def _block_change(Ac, f, old, res, n):
 
 
 @ti.func
-def _pyramid_pair(w, j, nv, efc_J: ti.template(), se: ti.template(),
+def _pyramid_pair(w, j, nv, J: ti.template(), se: ti.template(),
                   efc_force: ti.template(), sv: ti.template(), minvjt: ti.template()):
     """Rows j, j+1 (opposing pyramid edges): keep their sum, choose their difference;
     returns the cost change (<= 0)."""
@@ -134,11 +156,11 @@ def _pyramid_pair(w, j, nv, efc_J: ti.template(), se: ti.template(),
     old = ti.Vector.zero(float, 5)
     Ac = ti.Matrix.zero(float, 5, 5)
     for a in ti.static(range(2)):
-        res[a] = _residual(w, j + a, nv, efc_J, se, sv)
+        res[a] = _residual(w, j + a, nv, J, se, sv)
         old[a] = efc_force[w, j + a]
     Ac[0, 0] = ti.max(BLOCK_MINDIAG, 1.0 / se[w, E_ARINV, j])
     Ac[1, 1] = ti.max(BLOCK_MINDIAG, 1.0 / se[w, E_ARINV, j + 1])
-    a01 = _a_entry(w, j, j + 1, nv, efc_J, minvjt)
+    a01 = _a_entry(w, j, j + 1, nv, J, minvjt)
     Ac[0, 1] = a01
     Ac[1, 0] = a01
     bc0 = res[0] - Ac[0, 0] * old[0] - Ac[0, 1] * old[1]
@@ -170,7 +192,7 @@ def _pyramid_pair(w, j, nv, efc_J: ti.template(), se: ti.template(),
 
 
 @ti.func
-def _elliptic_friction(w, i, dim, nv, efc_J: ti.template(), se: ti.template(),
+def _elliptic_friction(w, i, dim, nv, J: ti.template(), se: ti.template(),
                        efc_force: ti.template(), sv: ti.template(),
                        minvjt: ti.template(), qcqp_iterations):
     """The friction rows i+1 .. i+dim-1 of an elliptic contact with its normal force
@@ -182,12 +204,12 @@ def _elliptic_friction(w, i, dim, nv, efc_J: ti.template(), se: ti.template(),
     Ac = ti.Matrix.zero(float, 5, 5)
     for a in ti.static(range(5)):
         if a < nf:
-            res[a] = _residual(w, i + 1 + a, nv, efc_J, se, sv)
+            res[a] = _residual(w, i + 1 + a, nv, J, se, sv)
             old[a] = efc_force[w, i + 1 + a]
             mu[a] = se[w, E_FRIC, i + 1 + a]
             Ac[a, a] = ti.max(BLOCK_MINDIAG, 1.0 / se[w, E_ARINV, i + 1 + a])
             for b in ti.static(range(a)):
-                aab = _a_entry(w, i + 1 + a, i + 1 + b, nv, efc_J, minvjt)
+                aab = _a_entry(w, i + 1 + a, i + 1 + b, nv, J, minvjt)
                 Ac[a, b] = aab
                 Ac[b, a] = aab
     bc = res - Ac @ old
@@ -212,18 +234,21 @@ def _noslip(
     dof_parentid: ND, dof_Madr: ND, dof_simplenum: ND, nv: ti.i32,
     # data in
     ne: ND, nf: ND, nefc: ND, efc_type: ND, efc_id: ND, efc_J: ND, contact_dim: ND,
-    qLD: ND, qLDiagInv: ND, qacc_smooth: ND,
+    qLD: ND, qLDiagInv: ND, qacc_smooth: ND, efc_J_sparse: ND, efc_J_colind: ND,
+    efc_J_rowadr: ND, efc_J_rownnz: ND,
     # data in/out
     qacc: ND, efc_force: ND, efc_state: ND, qfrc_constraint: ND, solver_niter: ND,
     # scratch
     se: ND, si: ND, sv: ND, sw: ND, minvjt: ND, stats: ND,
     # options
     maxiter: ti.i32, tolerance: float, scale: float, qcqp_iterations: ti.i32,
-    npass: ti.i32, probe: ti.i32,
+    npass: ti.i32, probe: ti.i32, sparse: ti.template(),
 ):
     """Noslip sweeps of every world from the main solver's forces, then dualFinish.
     At most ``npass`` sweeps per launch: a world's sweep count and stage stay in sw,
     so that the next launch resumes it (see solver.solve)."""
+    J = ti.static(jac_view(sparse, efc_J, efc_J_sparse, efc_J_colind, efc_J_rowadr,
+                           efc_J_rownnz))
     nstat = stats.shape[2]
     for w in range(nefc.shape[0]):
         n = nefc[w]
@@ -231,7 +256,7 @@ def _noslip(
             nfirst = ne[w]
             nfric = nf[w]
             if sw[w, W_STAGE] == STAGE_START:
-                _dual_qfrc(w, n, nv, ti.static((efc_J,)), efc_force, qfrc_constraint)
+                _dual_qfrc(w, n, nv, J, efc_force, qfrc_constraint)
                 for k in range(nv):
                     sv[w, V_U, k] = qfrc_constraint[w, k]
                 _solve_m(w, V_U, nv, sv, qLD, qLDiagInv, dof_Madr, dof_parentid,
@@ -256,7 +281,7 @@ def _noslip(
                         improvement += 0.5 * f * f * se[w, E_R, efcid]
                 # dof and tendon friction loss
                 for efcid in range(nfirst, nfirst + nfric):
-                    res = _residual(w, efcid, nv, efc_J, se, sv)
+                    res = _residual(w, efcid, nv, J, se, sv)
                     old = efc_force[w, efcid]
                     arinv = se[w, E_ARINV, efcid]
                     fl = se[w, E_FLOSS, efcid]
@@ -274,12 +299,12 @@ def _noslip(
                         dim = contact_dim[w, efc_id[w, efcid]]
                         step = 2 * (dim - 1)
                         for pair in range(dim - 1):
-                            improvement -= _pyramid_pair(w, efcid + 2 * pair, nv, efc_J,
+                            improvement -= _pyramid_pair(w, efcid + 2 * pair, nv, J,
                                                          se, efc_force, sv, minvjt)
                     elif typ == CNSTR_CONTACT_ELLIPTIC:
                         dim = si[w, I_DIM, efcid]
                         step = dim
-                        improvement -= _elliptic_friction(w, efcid, dim, nv, efc_J, se,
+                        improvement -= _elliptic_friction(w, efcid, dim, nv, J, se,
                                                           efc_force, sv, minvjt,
                                                           qcqp_iterations)
                     efcid += step
@@ -307,7 +332,7 @@ def _noslip(
                 sw[w, W_STAGE] = STAGE_DONE
                 solver_niter[w][0] = it0 + it
                 # dualFinish
-                _dual_qfrc(w, n, nv, ti.static((efc_J,)), efc_force, qfrc_constraint)
+                _dual_qfrc(w, n, nv, J, efc_force, qfrc_constraint)
                 for k in range(nv):
                     sv[w, V_U, k] = qfrc_constraint[w, k]
                 _solve_m(w, V_U, nv, sv, qLD, qLDiagInv, dof_Madr, dof_parentid,
@@ -338,15 +363,17 @@ def noslip(m, d, s, npass=None, probe=0) -> None:
     launch (all in one launch by default); ``probe``: 2 to flag a loop limiter that
     ran out in sw[W_LIMIT] (see solver.solve).
 
-    Reads nefc, ne, nf, efc_type, efc_id, efc_J, contact_dim, qLD_tree, qLDiagInv,
+    Reads nefc, ne, nf, efc_type, efc_id, efc_J (sparse-Jacobian models: efc_J_sparse
+    and its row structure), contact_dim, qLD_tree, qLDiagInv,
     qacc_smooth, efc_force (the main solver's) and solver_niter; writes efc_force,
     efc_state, qfrc_constraint, qacc, solver_niter and the noslip statistics.
     """
     opt = m.opt
     minvjt, compute = _minvjt(m, d, s)
+    jsp = (d.efc_J_sparse, d.efc_J_colind, d.efc_J_rowadr, d.efc_J_rownnz)
     _noslip_prepare(m.dof_parentid, m.dof_Madr, m.dof_simplenum, m.nv,
                     d.ne, d.nf, d.nefc, d.efc_type, d.efc_J, d.qLD_tree, d.qLDiagInv,
-                    s["se"], minvjt, s["sw"], compute)
+                    *jsp, s["se"], minvjt, s["sw"], compute, m.is_sparse)
     scale = 1.0 / (float(m.stat.meaninertia) * max(1, m.nv))
     # the sweeps, then a pass that only finds the last sweep done and finishes
     passes = int(opt.noslip_iterations) + 1
@@ -354,8 +381,8 @@ def noslip(m, d, s, npass=None, probe=0) -> None:
     for _ in range(-(-passes // npass)):
         _noslip(m.dof_parentid, m.dof_Madr, m.dof_simplenum, m.nv,
                 d.ne, d.nf, d.nefc, d.efc_type, d.efc_id, d.efc_J, d.contact_dim,
-                d.qLD_tree, d.qLDiagInv, d.qacc_smooth,
+                d.qLD_tree, d.qLDiagInv, d.qacc_smooth, *jsp,
                 d.qacc, d.efc_force, d.efc_state, d.qfrc_constraint, d.solver_niter,
                 s["se"], s["si"], s["sv"], s["sw"], minvjt, s["stats"],
                 int(opt.noslip_iterations), float(opt.noslip_tolerance), scale,
-                QCQP_ITERATIONS, npass, probe)
+                QCQP_ITERATIONS, npass, probe, m.is_sparse)

@@ -1,6 +1,6 @@
 """Constraint solver: what MuJoCo's mj_fwdConstraint does once the rows exist.
 
-Given the rows of make_constraint (efc_J dense, efc_D, efc_R, efc_frictionloss,
+Given the rows of make_constraint (efc_J, or its non-zeros, efc_D, efc_R, efc_frictionloss,
 efc_aref, contact friction and cones) and the smooth dynamics (qM and its factor,
 qfrc_smooth, qacc_smooth), every world finds the constrained acceleration qacc that
 minimizes MuJoCo's convex cost
@@ -26,8 +26,9 @@ Sparse-Jacobian models (m.is_sparse): J v (efc_b, warm-start J qacc, the line se
 J search, PGS residuals and AR entries) and J' f (CG / Newton constraint updates, PGS's
 qfrc_constraint) run over each row's non-zeros (efc_J_sparse, efc_J_colind,
 efc_J_rowadr, efc_J_rownnz; see jac_view), in the dense path's order, so results
-equal the dense path's to round-off. Newton's Hessian, its rank-one updates and
-noslip still read the dense efc_J, which sparse models keep.
+equal the dense path's to round-off; Newton's H = M + J'DJ adds each quadratic row's
+non-zeros (a world solved whole) or reads single entries by bisection (_jat, islands);
+the rank-one and cone updates scatter the rows' non-zeros. Sparse models keep no dense efc_J (it is 1 x 1).
 
 Warmstart as mj_fwdConstraint's: Newton/CG start from qacc_warmstart when its total
 cost is not above that of qacc_smooth; PGS starts from the forces of qacc_warmstart
@@ -534,10 +535,34 @@ def jac_view(sparse, efc_J, efc_J_sparse, efc_J_colind, efc_J_rowadr, efc_J_rown
     """The Jacobian the solver funcs read (``J``, compile-time): (efc_J,) dense, or
     (efc_J, values, colind, rowadr, rownnz) for sparse-Jacobian models, whose row
     products J v and J' f then run over each row's non-zeros (Newton's Hessian and
-    cone updates still read the dense rows). Use as ti.static(jac_view(...))."""
+    its updates read single entries through _jat). Use as ti.static(jac_view(...))."""
     if sparse:
         return (efc_J, efc_J_sparse, efc_J_colind, efc_J_rowadr, efc_J_rownnz)
     return (efc_J,)
+
+
+@ti.func
+def _jat(w, i, j, J: ti.template()):
+    """J(i, j): the dense entry, or for sparse rows (columns ascending) the non-zero at
+    column j by bisection, 0 where the row has none."""
+    v = 0.0
+    if ti.static(len(J) > 1):
+        adr = J[3][w, i]
+        n = J[4][w, i]
+        lo = 0
+        hi = n
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if J[2][w, adr + mid] < j:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo < n:
+            if J[2][w, adr + lo] == j:
+                v = J[1][w, adr + lo]
+    else:
+        v = J[0][w, i, j]
+    return v
 
 
 @ti.func
@@ -650,8 +675,8 @@ def _prepare(
 ):
     J = ti.static(jac_view(sparse, efc_J, efc_J_sparse, efc_J_colind, efc_J_rowadr,
                            efc_J_rownnz))
-    nworld = efc_J.shape[0]
-    njmax = efc_J.shape[1]
+    nworld = efc_D.shape[0]
+    njmax = efc_D.shape[1]
     for w, i in ti.ndrange(nworld, njmax):
         if i == 0:
             # the iteration kernels start from here (see solve)
@@ -833,14 +858,15 @@ def _start_unit(w, k, u, dmap: ti.template(), rmap: ti.template(), scale,
 
 @ti.func
 def _hessian_row(w, a, u, dmap: ti.template(), rmap: ti.template(),
-                 efc_J: ti.template(), se: ti.template(), efc_state: ti.template(),
+                 J: ti.template(), se: ti.template(), efc_state: ti.template(),
                  qM: ti.template(), dof_Madr: ti.template(), dof_parentid: ti.template(),
                  sH: ti.template()):
     """Row a of the unit's H = M + sum over quadratic rows of J(r, :)' D(r) J(r, :),
     lower triangle (b <= a). Rows are summed in order, as a dense J'DJ does, but a row
     whose J(r, a) is zero is skipped: it only adds zeros, and contact rows touch a
     handful of dofs, so a large scene costs nefc * nnz * nv instead of nefc * nv^2 / 2.
-    J(r, 0..a) is read contiguously (for a whole world)."""
+    J(r, 0..a) is read contiguously (for a whole world); a sparse row adds its
+    non-zeros of columns <= i (a whole world) or its entries at the unit's dofs."""
     o = u.dofadr
     i = _dof(w, u, a, dmap)
     for b in range(a + 1):
@@ -848,12 +874,25 @@ def _hessian_row(w, a, u, dmap: ti.template(), rmap: ti.template(),
     for rr in range(u.nefc):
         r = _row(w, u, rr, rmap)
         if efc_state[w, r] == CNSTRSTATE_QUADRATIC:
-            jri = efc_J[w, r, i]
+            jri = _jat(w, r, i, J)
             if jri != 0.0:
                 ad = jri * se[w, E_D, r]
-                for b in range(a + 1):
-                    sH[w, 0, o + a, o + b] = sH[w, 0, o + a, o + b] + \
-                        ad * efc_J[w, r, _dof(w, u, b, dmap)]
+                if ti.static(len(J) > 1):
+                    if u.island == 0:
+                        adr = J[3][w, r]
+                        for k in range(J[4][w, r]):
+                            c = J[2][w, adr + k]
+                            if c <= i:
+                                sH[w, 0, o + a, o + c] = sH[w, 0, o + a, o + c] + \
+                                    ad * J[1][w, adr + k]
+                    else:
+                        for b in range(a + 1):
+                            sH[w, 0, o + a, o + b] = sH[w, 0, o + a, o + b] + \
+                                ad * _jat(w, r, _dof(w, u, b, dmap), J)
+                else:
+                    for b in range(a + 1):
+                        sH[w, 0, o + a, o + b] = sH[w, 0, o + a, o + b] + \
+                            ad * J[0][w, r, _dof(w, u, b, dmap)]
     for b in range(a + 1):
         sH[w, 0, o + a, o + b] = sH[w, 0, o + a, o + b] + _m_entry(
             w, i, _dof(w, u, b, dmap), qM, dof_Madr, dof_parentid)
@@ -863,12 +902,16 @@ def _hessian_row(w, a, u, dmap: ti.template(), rmap: ti.template(),
 def _hessian(
     dof_parentid: ND, dof_Madr: ND, nv: ti.i32,
     nefc: ND, efc_J: ND, efc_state: ND, qM: ND, nidof: ND, dof_island: ND,
-    map_idof2dof: ND, map_iefc2efc: ND, se: ND, su: ND, sH: ND, by_island: ti.template(),
+    map_idof2dof: ND, map_iefc2efc: ND, efc_J_sparse: ND, efc_J_colind: ND,
+    efc_J_rowadr: ND, efc_J_rownnz: ND, se: ND, su: ND, sH: ND, by_island: ti.template(),
+    sparse: ti.template(),
 ):
     """Newton's initial H = M + J'DJ of every unit (lower triangle), one thread per
     (world, dof), in idof order where a world is solved by islands (``by_island``:
     as _primal_iterate). Compiled without fast math (see _solve): each product is
     rounded before it is added, as when these sums were atomic adds."""
+    J = ti.static(jac_view(sparse, efc_J, efc_J_sparse, efc_J_colind, efc_J_rowadr,
+                           efc_J_rownnz))
     for w, jj in ti.ndrange(nefc.shape[0], nv):
         if nefc[w] > 0:
             if ti.static(by_island):
@@ -881,16 +924,16 @@ def _hessian(
                         a = jj - su[w, k, U_DOFADR]
                 if k >= 0:
                     _hessian_row(w, a, _load_unit(w, k, su), map_idof2dof,
-                                 map_iefc2efc, efc_J, se, efc_state, qM, dof_Madr,
+                                 map_iefc2efc, J, se, efc_state, qM, dof_Madr,
                                  dof_parentid, sH)
             else:
-                _hessian_row(w, jj, _whole(nv, nefc[w]), None, None, efc_J, se,
+                _hessian_row(w, jj, _whole(nv, nefc[w]), None, None, J, se,
                              efc_state, qM, dof_Madr, dof_parentid, sH)
 
 
 @ti.func
 def _hessian_cone(w, slot, u, dmap: ti.template(), rmap: ti.template(),
-                  efc_J: ti.template(), se: ti.template(), si: ti.template(),
+                  J: ti.template(), se: ti.template(), si: ti.template(),
                   efc_state: ti.template(), sH: ti.template(), sv: ti.template(),
                   sb: ti.template()):
     """Lcone = L updated with every cone-state contact's J' Hcone J (the unit's block);
@@ -907,12 +950,22 @@ def _hessian_cone(w, slot, u, dmap: ti.template(), rmap: ti.template(),
             _cone_hessian(w, slot, i, dim, se, sb)
             _chol_factor(w, slot, dim, sb, MINVAL, 0)
             for c in range(dim):
-                for kk in range(u.nv):
-                    k = _dof(w, u, kk, dmap)
-                    s = 0.0
+                if ti.static(len(J) > 1):  # sum the rows' non-zeros, in row order
+                    for kk in range(u.nv):
+                        sv[w, V_VEC, _dof(w, u, kk, dmap)] = 0.0
                     for r in range(c, dim):
-                        s += sb[w, slot, r, c] * efc_J[w, i + r, k]
-                    sv[w, V_VEC, k] = s
+                        adr = J[3][w, i + r]
+                        for k in range(J[4][w, i + r]):
+                            col = J[2][w, adr + k]
+                            sv[w, V_VEC, col] = sv[w, V_VEC, col] + \
+                                sb[w, slot, r, c] * J[1][w, adr + k]
+                else:
+                    for kk in range(u.nv):
+                        k = _dof(w, u, kk, dmap)
+                        s = 0.0
+                        for r in range(c, dim):
+                            s += sb[w, slot, r, c] * J[0][w, i + r, k]
+                        sv[w, V_VEC, k] = s
                 _chol_update(w, 1, u, dmap, sH, sv, V_VEC, 1)
             nupdate += dim
     return nupdate
@@ -1364,9 +1417,16 @@ def _iterate_unit(w, slot, dmap: ti.template(), rmap: ti.template(),
                         flag = 0
                     if flag != -1:
                         sd = ti.sqrt(se[w, E_D, i])
-                        for kk in range(u.nv):
-                            k = _dof(w, u, kk, dmap)
-                            sv[w, V_VEC, k] = J[0][w, i, k] * sd
+                        if ti.static(len(J) > 1):  # the row's non-zeros, 0 elsewhere
+                            for kk in range(u.nv):
+                                sv[w, V_VEC, _dof(w, u, kk, dmap)] = 0.0
+                            adr = J[3][w, i]
+                            for k in range(J[4][w, i]):
+                                sv[w, V_VEC, J[2][w, adr + k]] = J[1][w, adr + k] * sd
+                        else:
+                            for kk in range(u.nv):
+                                k = _dof(w, u, kk, dmap)
+                                sv[w, V_VEC, k] = J[0][w, i, k] * sd
                         rank = _chol_update(w, 0, u, dmap, sH, sv, V_VEC, flag)
                         nupdate += 1
                         if rank < u.nv:
@@ -1375,11 +1435,11 @@ def _iterate_unit(w, slot, dmap: ti.template(), rmap: ti.template(),
             if refactor:
                 if refactor == 2:
                     for a in range(u.nv):
-                        _hessian_row(w, a, u, dmap, rmap, J[0], se, efc_state, qM,
+                        _hessian_row(w, a, u, dmap, rmap, J, se, efc_state, qM,
                                      dof_Madr, dof_parentid, sH)
                 _chol_factor(w, 0, u.nv, sH, MINVAL, u.dofadr)
             if ncone:
-                nupdate += _hessian_cone(w, slot, u, dmap, rmap, J[0], se, si,
+                nupdate += _hessian_cone(w, slot, u, dmap, rmap, J, se, si,
                                          efc_state, sH, sv, sb)
             if refactor:
                 nupdate = n
@@ -2151,8 +2211,8 @@ def _solve(m, d, s, npass, probe) -> None:
             # loop index's own to Taichi), without their cost
             with exact_math():
                 _hessian(m.dof_parentid, m.dof_Madr, m.nv, d.nefc, d.efc_J, d.efc_state,
-                         d.qM, d.nidof, d.dof_island, *maps, s["se"], s["su"], s["sH"],
-                         islands)
+                         d.qM, d.nidof, d.dof_island, *maps, *jsp, s["se"], s["su"],
+                         s["sH"], islands, sparse)
         for _ in range(nlaunch):
             _primal_iterate(m.dof_parentid, m.dof_Madr, m.dof_simplenum,
                             d.efc_J, d.qM, d.qLD_tree, d.qLDiagInv, d.qfrc_smooth,

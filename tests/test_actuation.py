@@ -229,8 +229,9 @@ def test_euler_trajectory_with_actuators_matches_mujoco(rel):
     record("actuation trajectories", rel, f"ok (max rel err {worst:.2g})")
 
 
+@pytest.mark.parametrize("jacobian", ["dense", "sparse"])
 @pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
-def test_adhesion_matches_mujoco(cone):
+def test_adhesion_matches_mujoco(cone, jacobian):
     """Body transmission (adhesion): the moment is minus the mean contact-normal
     Jacobian of the body's contacts, included (from efc_J) and in the margin gap."""
     path = os.path.join(corpus_dir(), "mjwarp/actuation/adhesion.xml")
@@ -238,8 +239,10 @@ def test_adhesion_matches_mujoco(cone):
     opt = etree.SubElement(root, "option")
     opt.set("cone", cone)
     opt.set("tolerance", "1e-12")
+    opt.set("jacobian", jacobian)
     root.insert(0, opt)
-    m, mjm = load_pair_from_xml(path, etree.tostring(root), "adh")
+    m, mjm = load_pair_from_xml(path, etree.tostring(root), f"adh-{jacobian}")
+    assert m.is_sparse == (jacobian == "sparse")
     rng = np.random.default_rng(5)
     nworld = mjm.nkey + 2
     qpos = np.concatenate([mjm.key_qpos, np.tile(mjm.qpos0, (2, 1))])

@@ -330,8 +330,21 @@ def run_mujoco(mjm, qpos, qvel, active=None):
 
 
 def fetch(d):
-    """tiphys' efc fields and counters as numpy."""
-    out = {k: d.numpy("efc_" + k) for k in EFC_FLOATS + EFC_INTS}
+    """tiphys' efc fields and counters as numpy (a sparse-Jacobian Data's J made dense
+    from its non-zeros: it keeps no dense matrix)."""
+    out = {k: d.numpy("efc_" + k) for k in EFC_FLOATS + EFC_INTS if k != "J"}
+    if d.is_sparse:
+        nv = d.field_shape("qvel")[1]
+        nefc, rownnz, rowadr, colind, vals = (d.numpy(k) for k in (
+            "nefc", "efc_J_rownnz", "efc_J_rowadr", "efc_J_colind", "efc_J_sparse"))
+        J = np.zeros((d.nworld, d.njmax, nv))
+        for w in range(d.nworld):
+            for r in range(int(nefc[w])):
+                a, n = int(rowadr[w, r]), int(rownnz[w, r])
+                J[w, r, colind[w, a:a + n]] = vals[w, a:a + n]
+        out["J"] = J
+    else:
+        out["J"] = d.numpy("efc_J")
     for k in ("ne", "nf", "nl", "nefc", "efc_overflow", "ncon", "contact_mu",
               "contact_efc_address", "contact_exclude"):
         out[k] = d.numpy(k)

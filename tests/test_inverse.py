@@ -203,6 +203,13 @@ INVERSE_CASES = {
     # condim 1/3/4/6 contacts, custom and negative solref / solimp
     "constraints-elliptic": ("mjwarp/constraints.xml", {}, dict(cone="elliptic")),
     "constraints-pyramidal": ("mjwarp/constraints.xml", {}, dict(cone="pyramidal")),
+    # sparse Jacobians: J qacc and J' f over the rows' non-zeros
+    "constraints-elliptic-sparse": ("mjwarp/constraints.xml", {},
+                                    dict(cone="elliptic", jacobian="sparse")),
+    "constraints-pyramidal-sparse": ("mjwarp/constraints.xml", {},
+                                     dict(cone="pyramidal", jacobian="sparse")),
+    "humanoid-elliptic-sparse": ("gym/humanoid.xml", {},
+                                 dict(cone="elliptic", impratio="3", jacobian="sparse")),
 }
 # states each case must produce somewhere (so no comparison passes vacuously)
 EXPECTED_STATES = {
@@ -211,6 +218,9 @@ EXPECTED_STATES = {
     "hopper": (SATISFIED, QUADRATIC),
     "constraints-elliptic": (QUADRATIC, LINEARNEG, LINEARPOS, CONE),
     "constraints-pyramidal": (SATISFIED, QUADRATIC, LINEARNEG, LINEARPOS),
+    "constraints-elliptic-sparse": (QUADRATIC, LINEARNEG, LINEARPOS, CONE),
+    "constraints-pyramidal-sparse": (SATISFIED, QUADRATIC, LINEARNEG, LINEARPOS),
+    "humanoid-elliptic-sparse": (QUADRATIC, CONE),
 }
 
 
@@ -220,6 +230,7 @@ def test_inverse_matches_mj_inverse(case):
     m, mjm = load_pair(rel, flags, **opt)
     qpos, qvel, qacc = random_state(mjm, rel, seed=len(case))
     d = tiphys_inverse(m, qpos, qvel, qacc)
+    assert m.is_sparse == case.endswith("-sparse") == bool(mujoco.mj_isSparse(mjm))
     states, _ = assert_inverse_match(d, mjm, qpos, qvel, qacc)
     for state in EXPECTED_STATES[case]:
         assert states[state] > 0, f"no row in state {state}: {states}"

@@ -191,7 +191,8 @@ def tiphys_islands(m, recs):
         types[w, :n] = r["efc_type"]
         ids[w, :n] = r["efc_id"]
         geom[w, :r["ncon"]] = r["contact_geom"]
-    _put(d.efc_J, J)
+    if not m.is_sparse:  # sparse rows: their column lists, below
+        _put(d.efc_J, J)
     _put(d.efc_type, types)
     _put(d.efc_id, ids)
     _put(d.contact_geom, geom)

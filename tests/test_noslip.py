@@ -90,7 +90,7 @@ _MODELS = {}
 
 
 def scene(solver, cone, noslip=20, noslip_tolerance="1e-8", timestep="0.002",
-          full=True, island="enable"):
+          full=True, island="enable", jacobian=None):
     """tiphys and MuJoCo models of SCENE (compiled once per module); ``full``: with
     the other bodies and the arm, else the box alone."""
     th = np.deg2rad(SLOPE)
@@ -103,6 +103,8 @@ def scene(solver, cone, noslip=20, noslip_tolerance="1e-8", timestep="0.002",
                        bx=0.0499 * np.sin(th), bz=0.0499 * np.cos(th),
                        others=OTHERS if full else "", tendon=TENDON if full else "",
                        island=island)
+    if jacobian:
+        xml = xml.replace("<option ", f'<option jacobian="{jacobian}" ', 1)
     if xml not in _MODELS:
         _MODELS[xml] = (tiphys.load_model_from_string(xml),
                         mujoco.MjModel.from_xml_string(xml))
@@ -270,6 +272,21 @@ def test_noslip_matches_mujoco_on_slope_and_frictionloss(solver, cone, island):
     assert moved > 1e-3
     sweeps = [r["solver_niter"] - n for r, n in zip(recs, _main_niter(mjm, qpos, qvel))]
     assert min(sweeps) < 20, sweeps  # the tolerance stopped at least one world
+
+
+@pytest.mark.parametrize("island", ("enable", "disable"))
+@pytest.mark.parametrize("cone", CONES)
+def test_noslip_on_sparse_jacobians_matches_mujoco(cone, island):
+    """The slope scene with jacobian="sparse": noslip (after Newton) reads each row's
+    non-zeros; no dense efc_J is allocated."""
+    m, mjm = scene("Newton", cone, island=island, jacobian="sparse")
+    assert m.is_sparse and mujoco.mj_isSparse(mjm)
+    qpos, qvel = scene_state(mjm, f"slope Newton {cone}")
+    recs = mujoco_forward(mjm, qpos, qvel)
+    d = tiphys_forward(m, qpos, qvel)
+    assert d.efc_J.shape == (d.nworld, 1, 1)
+    _worst, moved = compare(m, d, recs)
+    assert moved > 1e-3
 
 
 @pytest.mark.parametrize("solver", ("Newton", "CG"))

@@ -526,3 +526,65 @@ def _f32_main(arch):
 if __name__ == "__main__":
     if sys.argv[1:2] == ["f32"]:
         _f32_main(sys.argv[2] if len(sys.argv) > 2 else "cpu")
+
+
+# ------------------------------------------------------------------------------------
+# memory: no dense Jacobian for sparse models
+# ------------------------------------------------------------------------------------
+
+def test_sparse_data_keeps_no_dense_jacobian():
+    """A sparse model's Data allocates efc_J as 1 x 1 per world (the rows live in
+    efc_J_sparse); d.numpy("efc_J") gives the non-zeros, as MuJoCo's efc_J in sparse
+    mode, and tiphys.support.efc_J_dense the matrix MuJoCo's mju_sparse2dense makes.
+    A dense model's efc_J stays njmax x nv."""
+    from tiphys.support import efc_J_dense
+    xml = sparse(MODELS["contacts_pyramidal"])
+    m = tiphys.load_model_from_string(xml)
+    mjm = mujoco.MjModel.from_xml_string(xml)
+    assert m.is_sparse
+    nworld = 3
+    d = tiphys.make_data(m, nworld)
+    assert d.is_sparse and d.efc_J.shape == (nworld, 1, 1)
+    qpos, qvel, _active = tc.random_state(mjm, 11, nworld, 0.12, (0, 0, 0.05))
+    tc._set(d.qpos, qpos)
+    tc._set(d.qvel, qvel)
+    tiphys.forward(m, d)
+    assert np.array_equal(d.numpy("efc_J"), d.numpy("efc_J_sparse"))
+    J = efc_J_dense(m, d)
+    assert J.shape == (nworld, d.njmax, m.nv)
+    nefc = d.numpy("nefc")
+    assert nefc.min() > 0
+    md = mujoco.MjData(mjm)
+    for w in range(nworld):
+        md.qpos[:] = qpos[w]
+        md.qvel[:] = qvel[w]
+        mujoco.mj_fwdPosition(mjm, md)
+        want = np.zeros((md.nefc, mjm.nv))
+        mujoco.mju_sparse2dense(want, md.efc_J, md.efc_J_rownnz, md.efc_J_rowadr,
+                                md.efc_J_colind)
+        assert md.nefc == nefc[w]
+        np.testing.assert_allclose(J[w, :md.nefc], want, rtol=0,
+                                   atol=RTOL * np.abs(want).max())
+        assert not J[w, md.nefc:].any()
+    dense = tiphys.load_model_from_string(xml.replace('jacobian="sparse"',
+                                                      'jacobian="dense"'))
+    assert not dense.is_sparse
+    dd = tiphys.make_data(dense, nworld)
+    assert dd.efc_J.shape == (nworld, dd.njmax, dense.nv)
+
+
+def test_default_sizes_budget_the_sparse_nonzeros_not_a_dense_matrix(monkeypatch):
+    """make_data's default njmax is capped to the dense efc_J budget for dense models
+    only; sparse models' default njnnz is capped to the same budget instead."""
+    import tiphys.model as tm
+    xml = sparse(MODELS["contacts_pyramidal"])
+    m = tiphys.load_model_from_string(xml)
+    md = tiphys.load_model_from_string(xml.replace('jacobian="sparse"', 'jacobian="dense"'))
+    free = tiphys.make_data(m, 2)
+    monkeypatch.setattr(tm, "EFC_J_BUDGET", 2 * 12 * 40)  # 40 non-zeros in 2 worlds
+    with pytest.warns(RuntimeWarning, match="njnnz=40"):
+        d = tiphys.make_data(m, 2)
+    assert d.njmax == free.njmax and d.njnnz == 40 < free.njnnz
+    with pytest.warns(RuntimeWarning, match="njmax="):
+        dd = tiphys.make_data(md, 2)
+    assert dd.njmax < free.njmax

@@ -68,9 +68,11 @@ def constraint_update(m: Model, d: Data, jar, flg_cone_hessian: bool = False) ->
 def project_constraint(m: Model, d: Data) -> np.ndarray:
     """mj_projectConstraint: efc_AR = J inv(M) J' + diag(R) of every world, numpy
     (nworld, njmax, njmax), zero past each world's nefc. Computed on the host from
-    the dense Jacobian and M (tiphys's solvers do not need efc_AR)."""
+    the dense Jacobian (sparse-Jacobian models: built from the non-zeros) and M
+    (tiphys's solvers do not need efc_AR)."""
+    from .support import efc_J_dense
     nefc = d.numpy("nefc")
-    J = d.numpy("efc_J")
+    J = efc_J_dense(m, d)
     R = d.numpy("efc_R")
     M = full_m(m, d)
     out = np.zeros((d.nworld, J.shape[1], J.shape[1]), dtype=J.dtype)

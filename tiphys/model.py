@@ -140,7 +140,8 @@ class Model:
         return f"<tiphys.Model nq={self.nq} nv={self.nv} nbody={self.nbody} ngeom={self.ngeom}>"
 
 
-EFC_J_BUDGET = 2 * 2**30  # bytes of dense efc_J the default njmax may take
+EFC_J_BUDGET = 2 * 2**30  # bytes of dense efc_J (sparse models: of efc_J_sparse and
+# efc_J_colind) the default njmax (njnnz) may take
 
 
 def _count_arg(name: str, value, minimum: int = 0) -> int:
@@ -274,11 +275,12 @@ class Data:
             nconmax = default_nconmax(m)
         self.nconmax = _count_arg("nconmax", nconmax)
         sizes["nconmax"] = self.nconmax
-        row_bytes = self.nworld * max(1, m.nv) * 8  # one dense efc_J row in all worlds
+        # one dense efc_J row in all worlds (sparse models keep no dense rows)
+        row_bytes = self.nworld * max(1, m.nv) * 8 if not m.is_sparse else 0
         if njmax is None:
             from .constraints import default_njmax
             njmax = default_njmax(m, self.nconmax)
-            cap = max(1, EFC_J_BUDGET // row_bytes)
+            cap = max(1, EFC_J_BUDGET // row_bytes) if row_bytes else njmax
             if njmax > cap:
                 import warnings
                 warnings.warn(
@@ -297,6 +299,17 @@ class Data:
             if njnnz is None:
                 from .constraints import default_njnnz
                 njnnz = default_njnnz(m, njmax)
+                nnz_bytes = self.nworld * 12  # a value (f64) and its column index
+                cap = max(1, EFC_J_BUDGET // nnz_bytes)
+                if njnnz > cap:
+                    import warnings
+                    warnings.warn(
+                        f"make_data: the default njnnz={njnnz} Jacobian non-zeros per world "
+                        f"would take {njnnz * nnz_bytes / 2**30:.1f} GiB for {self.nworld} "
+                        f"worlds; using njnnz={cap} (make_constraint warns if a world needs "
+                        f"more; set make_data(m, nworld, njnnz=...) to choose)",
+                        RuntimeWarning, stacklevel=3)
+                    njnnz = cap
             njnnz = _count_arg("njnnz", njnnz)
             sizes["njten"] = m.ntendon * m.nv
         else:
@@ -304,8 +317,13 @@ class Data:
             sizes["njten"] = 0
         sizes["njnnz"] = njnnz
         self.njnnz = njnnz
+        # whether the rows keep sparse Jacobians (m.is_sparse when this Data was made)
+        self.is_sparse = bool(m.is_sparse)
+        # the dense efc_J: njmax x nv per world, 1 x 1 for sparse models
+        sizes["njdense"] = 1 if m.is_sparse else njmax
+        sizes["nvdense"] = 1 if m.is_sparse else m.nv
         check_memory(sizes, self.nworld)
-        if njmax * row_bytes > 4 * EFC_J_BUDGET:
+        if row_bytes and njmax * row_bytes > 4 * EFC_J_BUDGET:
             raise ValueError(
                 f"make_data: njmax={njmax} rows per world need "
                 f"{njmax * row_bytes / 2**30:.1f} GiB of dense efc_J for {self.nworld} "
@@ -346,9 +364,16 @@ class Data:
 
     def numpy(self, name: str) -> np.ndarray:
         """A Data field as numpy, padding removed. Reading results also reports the
-        capacity overflows counted on the device since the last report (tiphys.report)."""
+        capacity overflows counted on the device since the last report (tiphys.report).
+
+        With sparse Jacobians (the Data of a model with ``m.is_sparse``) ``efc_J`` is,
+        as MuJoCo's in sparse mode, the non-zeros (nworld, njnnz): efc_J_sparse, row r's
+        at efc_J_rowadr[w, r] .. + efc_J_rownnz[w, r], columns efc_J_colind; no dense
+        matrix is kept (tiphys.support.efc_J_dense builds one on the host)."""
         from .report import report
         report(self)
+        if name == "efc_J" and self.is_sparse:
+            name = "efc_J_sparse"
         want = self.field_shape(name)
         arr = getattr(self, name).to_numpy()
         return arr[tuple(slice(0, n) for n in want)]

@@ -369,6 +369,26 @@ def set_total_mass(m: Model, newmass) -> None:
 # ----------------------------------------------------- constraint Jacobian products
 
 
+def efc_J_dense(m: Model, d: Data) -> np.ndarray:
+    """The constraint Jacobian as a dense numpy array (nworld, njmax, nv), zero past
+    each world's nefc: efc_J for dense models; for sparse ones (``m.is_sparse``, whose
+    Data keeps only the non-zeros) built on the host from efc_J_sparse and its row
+    structure, as mju_sparse2dense."""
+    if not m.is_sparse:
+        return d.numpy("efc_J")
+    nefc = d.numpy("nefc")
+    rownnz = d.numpy("efc_J_rownnz")
+    rowadr = d.numpy("efc_J_rowadr")
+    colind = d.numpy("efc_J_colind")
+    vals = d.numpy("efc_J_sparse")
+    out = np.zeros((d.nworld, d.njmax, m.nv), dtype=vals.dtype)
+    for w in range(d.nworld):
+        for r in range(int(nefc[w])):
+            a, n = int(rowadr[w, r]), int(rownnz[w, r])
+            out[w, r, colind[w, a:a + n]] = vals[w, a:a + n]
+    return out
+
+
 def mul_jac_vec(m: Model, d: Data, vec) -> np.ndarray:
     """efc_J times a dof-space vector in every world, as mj_mulJacVec.
 

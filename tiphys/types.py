@@ -444,7 +444,10 @@ DATA_EXTRA_FIELDS = (
     ("efc_J_sparse", "nworld njnnz", "f",
      "constraint Jacobian non-zeros (sparse; MuJoCo's efc_J in sparse mode): row r's "
      "at efc_J_rowadr[r] .. + efc_J_rownnz[r], columns efc_J_colind"),
-    ("efc_J", "nworld njmax nv", "f", "constraint Jacobian (dense)"),
+    ("efc_J", "nworld njdense nvdense", "f",
+     "constraint Jacobian (dense models; njdense x nvdense = njmax x nv, 1 x 1 for sparse "
+     "ones, whose Jacobian is efc_J_sparse: Data.numpy('efc_J') gives those non-zeros, "
+     "as MuJoCo's efc_J in sparse mode)"),
     ("efc_pos", "nworld njmax", "f", "constraint position (equality, contact)"),
     ("efc_margin", "nworld njmax", "f", "inclusion margin (contact)"),
     ("efc_frictionloss", "nworld njmax", "f", "frictionloss (friction)"),
