@@ -241,8 +241,8 @@ def report(single, multi, elapsed) -> str:
              f"whole run {elapsed:.0f} s",
              f"- machine: {os.cpu_count()} CPU cores, {_cpu()} ({platform.platform()}); load "
              f"average (1 min) at the end: {load:.2f}",
-             "- tiphys: CPU backend, f64, default options (dense efc_J; islands on); MuJoCo "
-             "3.4.0 with each model's options as written (jacobian auto: sparse from nv 60)",
+             "- both engines with each model's options as written (jacobian auto: sparse "
+             "from nv 60 in both; islands on); tiphys on the CPU backend in f64, MuJoCo 3.4.0",
              "", "One world, from a state MuJoCo settled (time per step, 3 steps):", "",
              "| scene | bodies | nv | tiphys ms/step | MuJoCo ms/step | tiphys / MuJoCo time "
              "| contacts (tiphys / MuJoCo) | rows (tiphys / MuJoCo) | MuJoCo islands | launches | bytes per world "
