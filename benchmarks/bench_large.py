@@ -31,7 +31,8 @@ import time
 
 import numpy as np
 
-from results_md import write_section  # benchmarks/ is on sys.path when run as a script
+from bench_contact import _cpu  # benchmarks/ is on sys.path when run as a script
+from results_md import write_section
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MARK = "<!-- bench_large.py -->"
@@ -85,7 +86,7 @@ def _mj_bytes(mjm) -> int:
     return int(mjm.narena + mjm.nbuffer)
 
 
-def _stats(d, nworld=None) -> tuple[float, float]:
+def _stats(d) -> tuple[float, float]:
     return float(d.numpy("ncon").mean()), float(d.numpy("nefc").mean())
 
 
@@ -221,17 +222,6 @@ def many_worlds(name: str, xml: str, nworlds, settle: int) -> dict:
               file=sys.stderr, flush=True)
     return dict(name=name, nv=mjm.nv, nbody=mjm.nbody - 1, settle=settle, rows=rows,
                 mj_bytes=_mj_bytes(mjm), nthread=nthread)
-
-
-def _cpu() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def report(single, multi, elapsed) -> str:

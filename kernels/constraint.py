@@ -311,8 +311,7 @@ def _eq_body_rows(worldid, eqid, row, write: ti.template(),
     nonzero = 0
     nnz = 0
     if ti.static(write and sparse):
-        nnz = _chain_cols(worldid, b0, b1, 0, 0, False, body_parentid, body_dofnum,
-                          body_dofadr, dof_parentid, J[2])
+        nnz = _chain_cols(b0, b1, body_parentid, body_dofnum, body_dofadr, dof_parentid)
     walked = 0
     d0 = last_dof(body_parentid, body_dofnum, body_dofadr, b0)
     d1 = last_dof(body_parentid, body_dofnum, body_dofadr, b1)
@@ -979,8 +978,8 @@ def _fill_contact_jac(
                     _zero_row(worldid, row + r, nv, efc_J, sparse)
                 nnz = 0
                 if ti.static(sparse):
-                    nnz = _chain_cols(worldid, b1, b2, 0, 0, False, body_parentid,
-                                      body_dofnum, body_dofadr, dof_parentid, efc_J_colind)
+                    nnz = _chain_cols(b1, b2, body_parentid, body_dofnum, body_dofadr,
+                                      dof_parentid)
                 walked = 0
                 d1 = last_dof(body_parentid, body_dofnum, body_dofadr, b1)
                 d2 = last_dof(body_parentid, body_dofnum, body_dofadr, b2)
@@ -1152,19 +1151,16 @@ def _reference(nv: ti.i32, nefc: ND, efc_J: ND, efc_KBIP: ND, efc_pos: ND, efc_m
 # ------------------------------------------------------------------------------------
 
 @ti.func
-def _chain_cols(worldid, b0, b1, adr, nnz, write: ti.template(), body_parentid: ti.template(),
-                body_dofnum: ti.template(), body_dofadr: ti.template(),
-                dof_parentid: ti.template(), colind: ti.template()):
-    """mj_mergeChain: the dofs moving body b0 or b1, ascending. Returns their count;
-    with ``write`` (``nnz`` = that count) stores them at colind[worldid, adr:adr+nnz].
-    (MuJoCo's two-simple-bodies shortcut gives the same list, except for b0 == b1.)"""
+def _chain_cols(b0, b1, body_parentid: ti.template(), body_dofnum: ti.template(),
+                body_dofadr: ti.template(), dof_parentid: ti.template()):
+    """mj_mergeChain: how many dofs move body b0 or b1 (the row's columns; the fill
+    kernels write them ascending). (MuJoCo's two-simple-bodies shortcut gives the
+    same list, except for b0 == b1.)"""
     d0 = last_dof(body_parentid, body_dofnum, body_dofadr, b0)
     d1 = last_dof(body_parentid, body_dofnum, body_dofadr, b1)
     k = 0
     while d0 >= 0 or d1 >= 0:
         dofid = ti.max(d0, d1)
-        if ti.static(write):
-            colind[worldid, adr + nnz - 1 - k] = dofid  # walked descending
         k += 1
         if dofid == d0:
             d0 = dof_parentid[d0]
@@ -1174,11 +1170,10 @@ def _chain_cols(worldid, b0, b1, adr, nnz, write: ti.template(), body_parentid: 
 
 
 @ti.func
-def _tendon_cols(worldid, t0, t1, adr, write: ti.template(), ten_J_rownnz: ti.template(),
-                 ten_J_rowadr: ti.template(), ten_J_colind: ti.template(),
-                 colind: ti.template()):
-    """Union of tendon t0's columns and (t1 >= 0) tendon t1's, ascending, as
-    mju_combineSparse merges them; returns the count, stores them with ``write``."""
+def _tendon_cols(worldid, t0, t1, ten_J_rownnz: ti.template(), ten_J_rowadr: ti.template(),
+                 ten_J_colind: ti.template()):
+    """How many columns the union of tendon t0's and (t1 >= 0) tendon t1's has, as
+    mju_combineSparse merges them (_tendon_sparse_row writes that row)."""
     n0 = ten_J_rownnz[worldid, t0]
     a0 = ten_J_rowadr[worldid, t0]
     n1 = 0
@@ -1197,8 +1192,6 @@ def _tendon_cols(worldid, t0, t1, adr, write: ti.template(), ten_J_rownnz: ti.te
         if j < n1:
             c1 = ten_J_colind[worldid, a1 + j]
         dofid = ti.min(c0, c1)
-        if ti.static(write):
-            colind[worldid, adr + k] = dofid
         k += 1
         if c0 == dofid:
             i += 1
@@ -1219,19 +1212,10 @@ def _eq_bodies(eqid, eq_obj1id: ti.template(), eq_obj2id: ti.template(),
 
 
 @ti.func
-def _small_cols(worldid, first, second, adr, write: ti.template(), colind: ti.template()):
-    """The sorted union of one or two dofs (second < 0: none); returns the count."""
-    lo = first
-    hi = second
-    if second >= 0 and second < first:
-        lo = second
-        hi = first
+def _small_cols(first, second):
+    """How many columns the union of one or two dofs has (second < 0: none)."""
     k = 1
-    if ti.static(write):
-        colind[worldid, adr] = lo
-    if hi >= 0 and hi != lo:
-        if ti.static(write):
-            colind[worldid, adr + 1] = hi
+    if second >= 0 and second != first:
         k = 2
     return k
 
@@ -1266,17 +1250,17 @@ def _sparse_widths(
             size = 1
             if etype == EQ_CONNECT or etype == EQ_WELD:
                 b0, b1 = _eq_bodies(eqid, eq_obj1id, eq_obj2id, eq_objtype, site_bodyid)
-                width = _chain_cols(worldid, b0, b1, 0, 0, False, body_parentid, body_dofnum,
-                                    body_dofadr, dof_parentid, efc_wid)
+                width = _chain_cols(b0, b1, body_parentid, body_dofnum, body_dofadr,
+                                    dof_parentid)
                 size = 6 if etype == EQ_WELD else 3
             elif etype == EQ_JOINT:
                 second = -1
                 if id1 >= 0:
                     second = jnt_dofadr[id1]
-                width = _small_cols(worldid, jnt_dofadr[id0], second, 0, False, efc_wid)
+                width = _small_cols(jnt_dofadr[id0], second)
             elif etype == EQ_TENDON:
-                width = _tendon_cols(worldid, id0, id1, 0, False, ten_J_rownnz, ten_J_rowadr,
-                                     ten_J_colind, efc_wid)
+                width = _tendon_cols(worldid, id0, id1, ten_J_rownnz, ten_J_rowadr,
+                                     ten_J_colind)
             rows = 0
             if eq_active[worldid, eqid] != 0 and width > 0 and etype <= EQ_TENDON:
                 rows = size
@@ -1293,9 +1277,8 @@ def _sparse_widths(
             conid = elem - neq - nv - 2 * ntendon - njnt
             if conid < ncon[worldid]:
                 geoms = contact_geom[worldid, conid]
-                width = _chain_cols(worldid, geom_bodyid[geoms[0]], geom_bodyid[geoms[1]], 0,
-                                    0, False, body_parentid, body_dofnum, body_dofadr,
-                                    dof_parentid, efc_wid)
+                width = _chain_cols(geom_bodyid[geoms[0]], geom_bodyid[geoms[1]],
+                                    body_parentid, body_dofnum, body_dofadr, dof_parentid)
         efc_wid[worldid, elem] = width
 
 

@@ -45,7 +45,7 @@ from .consts import CNSTR_CONTACT_ELLIPTIC, CNSTR_CONTACT_PYRAMIDAL, MINVAL, SOL
 from .solver import (E_ARINV, E_B, E_FLOSS, E_FRIC, E_R, I_DIM, I_OLDSTATE, QCQP_ITERATIONS,
                      STAGE_DONE, STAGE_RUNNING, STAGE_START, V_U, W_IT, W_IT0, W_LIMIT,
                      W_STAGE, _dual_qfrc, _dual_state, _limit_reached, _solve_m, cone_qcqp,
-                     jac_view)
+                     jac_view, jrow_dense)
 
 ND = ti.types.ndarray()
 BLOCK_MINDIAG = 1e-10  # extractBlock's clamp of the contact block diagonal
@@ -82,15 +82,7 @@ def _noslip_prepare(
         contact = (typ == CNSTR_CONTACT_PYRAMIDAL) | (typ == CNSTR_CONTACT_ELLIPTIC)
         if (i < nefc[w]) & (friction | contact):
             if compute_minvjt:
-                if ti.static(sparse):
-                    for j in range(nv):
-                        minvjt[w, i, j] = 0.0
-                    adr = efc_J_rowadr[w, i]
-                    for k in range(efc_J_rownnz[w, i]):
-                        minvjt[w, i, efc_J_colind[w, adr + k]] = efc_J_sparse[w, adr + k]
-                else:
-                    for j in range(nv):
-                        minvjt[w, i, j] = efc_J[w, i, j]
+                jrow_dense(w, i, nv, J, minvjt)
                 _solve_m(w, i, nv, minvjt, qLD, qLDiagInv, dof_Madr, dof_parentid,
                          dof_simplenum)
             se[w, E_ARINV, i] = 1.0 / ti.max(MINVAL, _a_entry(w, i, i, nv, J, minvjt))

@@ -566,6 +566,20 @@ def _jat(w, i, j, J: ti.template()):
 
 
 @ti.func
+def jrow_dense(w, i, nv, J: ti.template(), out: ti.template()):
+    """Row i of J (``J``: jac_view) written densely into out[w, i, :nv]."""
+    if ti.static(len(J) > 1):
+        for j in range(nv):
+            out[w, i, j] = 0.0
+        adr = J[3][w, i]
+        for k in range(J[4][w, i]):
+            out[w, i, J[2][w, adr + k]] = J[1][w, adr + k]
+    else:
+        for j in range(nv):
+            out[w, i, j] = J[0][w, i, j]
+
+
+@ti.func
 def _jrow_dot(w, i, J: ti.template(), vec: ti.template(), has_slot: ti.template(), slot):
     """Sparse row i of J times vec[w, slot, :] (has_slot) or vec[w, :]."""
     adr = J[3][w, i]
@@ -704,15 +718,7 @@ def _prepare(
                        contact_dim, contact_mu, contact_friction, contact_efc_address,
                        se, si)
             if dual:
-                if ti.static(sparse):
-                    for j in range(nv):
-                        minvjt[w, i, j] = 0.0
-                    adr = efc_J_rowadr[w, i]
-                    for k in range(efc_J_rownnz[w, i]):
-                        minvjt[w, i, efc_J_colind[w, adr + k]] = efc_J_sparse[w, adr + k]
-                else:
-                    for j in range(nv):
-                        minvjt[w, i, j] = efc_J[w, i, j]
+                jrow_dense(w, i, nv, J, minvjt)
                 _solve_m(w, i, nv, minvjt, qLD, qLDiagInv, dof_Madr, dof_parentid,
                          dof_simplenum)
                 a = 0.0

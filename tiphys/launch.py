@@ -111,14 +111,17 @@ def _twin(kernel):
     twin = kernel.__dict__.get("_tiphys_twin")
     if twin is None:
         twin = kernel_impl.Kernel(kernel.func, kernel.autodiff_mode, kernel.classkernel)
-        twin.__dict__["_tiphys_twin"] = twin  # a twin is its own twin
-        twin.__dict__["_tiphys_serial"] = True
+        twin.__dict__["_tiphys_twin"] = twin  # a twin is its own twin (_is_twin)
         kernel.__dict__["_tiphys_twin"] = twin
         _TWINNED.append(kernel)
     return twin
 
 
 _TWINNED: list = []  # kernels that have a twin (dropped when Taichi resets)
+
+
+def _is_twin(kernel) -> bool:
+    return kernel.__dict__.get("_tiphys_twin") is kernel
 
 
 def _serializable(ctx, node) -> bool:
@@ -136,6 +139,8 @@ def _build_for_serial_aware(ctx, node):
     if SERIAL["building"] and _serializable(ctx, node):
         misc._parallelize(1)  # what ti.loop_config(serialize=True) does
     return _build_for(ctx, node)
+
+
 _NONE = kernel_impl.AutodiffMode.NONE
 
 
@@ -251,11 +256,11 @@ def _call(self, *args, **kwargs):
                     ctx)
                 return None
     target = self  # the kernel that runs: the serial twin for a few worlds on the CPU
-    if self.autodiff_mode == _NONE and "_tiphys_serial" not in self.__dict__ and \
+    if self.autodiff_mode == _NONE and not _is_twin(self) and \
             _serial(args):
         target = _twin(self)
     building = SERIAL["building"]
-    SERIAL["building"] = "_tiphys_serial" in target.__dict__
+    SERIAL["building"] = _is_twin(target)
     try:
         if target.compiled_kernels or _NOTICE["shown"]:
             result = _taichi_call(target, *args, **kwargs)
