@@ -144,6 +144,22 @@ EFC_J_BUDGET = 2 * 2**30  # bytes of dense efc_J (sparse models: of efc_J_sparse
 # efc_J_colind) the default njmax (njnnz) may take
 
 
+def _budget_capped(name: str, value: int, unit_bytes: int, what: str, of: str,
+                   nworld: int) -> int:
+    """A default size (``name``, ``unit_bytes`` for all worlds per unit) capped to what
+    EFC_J_BUDGET holds, with a warning saying so (make_data's njmax and njnnz)."""
+    cap = max(1, EFC_J_BUDGET // unit_bytes) if unit_bytes else value
+    if value <= cap:
+        return value
+    import warnings
+    warnings.warn(
+        f"make_data: the default {name}={value} {what} would take "
+        f"{value * unit_bytes / 2**30:.1f} GiB{of} for {nworld} worlds; using {name}={cap} "
+        f"(make_constraint warns if a world needs more; set make_data(m, nworld, "
+        f"{name}=...) to choose)", RuntimeWarning, stacklevel=4)
+    return cap
+
+
 def _count_arg(name: str, value, minimum: int = 0) -> int:
     """An int argument (a Python or numpy integer, not a bool, float or string)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
@@ -280,16 +296,8 @@ class Data:
         if njmax is None:
             from .constraints import default_njmax
             njmax = default_njmax(m, self.nconmax)
-            cap = max(1, EFC_J_BUDGET // row_bytes) if row_bytes else njmax
-            if njmax > cap:
-                import warnings
-                warnings.warn(
-                    f"make_data: the default njmax={njmax} constraint rows per world would "
-                    f"take {njmax * row_bytes / 2**30:.1f} GiB of dense efc_J for "
-                    f"{self.nworld} worlds; using njmax={cap} (make_constraint warns if a "
-                    f"world needs more; set make_data(m, nworld, njmax=...) to choose)",
-                    RuntimeWarning, stacklevel=3)
-                njmax = cap
+            njmax = _budget_capped("njmax", njmax, row_bytes,
+                                   "constraint rows per world", " of dense efc_J", self.nworld)
         njmax = _count_arg("njmax", njmax)
         sizes["njmax"] = njmax
         sizes["nislandmax"] = m.ntree  # an island holds at least one tree
@@ -300,16 +308,8 @@ class Data:
                 from .constraints import default_njnnz
                 njnnz = default_njnnz(m, njmax)
                 nnz_bytes = self.nworld * 12  # a value (f64) and its column index
-                cap = max(1, EFC_J_BUDGET // nnz_bytes)
-                if njnnz > cap:
-                    import warnings
-                    warnings.warn(
-                        f"make_data: the default njnnz={njnnz} Jacobian non-zeros per world "
-                        f"would take {njnnz * nnz_bytes / 2**30:.1f} GiB for {self.nworld} "
-                        f"worlds; using njnnz={cap} (make_constraint warns if a world needs "
-                        f"more; set make_data(m, nworld, njnnz=...) to choose)",
-                        RuntimeWarning, stacklevel=3)
-                    njnnz = cap
+                njnnz = _budget_capped("njnnz", njnnz, nnz_bytes,
+                                       "Jacobian non-zeros per world", "", self.nworld)
             njnnz = _count_arg("njnnz", njnnz)
             sizes["njten"] = m.ntendon * m.nv
         else:
