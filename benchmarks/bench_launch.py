@@ -8,8 +8,10 @@ Prints, per nworld, milliseconds per ``tiphys.step`` (``ti.sync()`` included, be
 3 batches of >= 1 s) with Taichi's path, with prepared launches, and (CPU backends)
 with prepared launches and serial twins (every loop serial, used up to
 ``serial_worlds`` worlds: the setting is forced on for this column whatever nworld),
-the launches per step, and whether qpos after 30 steps from the same state is
-identical in all three.
+and with serial twins and each launch's filled context replayed (CPU backends: what a
+step does by default up to ``serial_worlds`` worlds), the launches and ndarray
+arguments per step, and whether qpos after 30 steps from the same state is identical
+in all four.
 """
 from __future__ import annotations
 
@@ -39,18 +41,23 @@ def main():
     from tiphys.launch import count_launches
     tiphys.init(arch=args.arch, precision=args.precision)
     m = tiphys.load_model(os.path.join(corpus_dir(), args.model))
-    # (name, prepared launches on, serial twins up to this many worlds)
+    # (name, prepared launches on, serial twins up to this many worlds, contexts
+    # replayed); the settings are read when a Data's arrays first launch
     serial = launch.SERIAL["worlds"] if launch.SERIAL["cpu"] else 0
-    modes = [("taichi", False, 0), ("prepared", True, 0)]
+    replay = launch.REPLAY["on"]
+    modes = [("taichi", False, 0, False), ("prepared", True, 0, False)]
     if serial:
-        modes.append(("serial", True, 1 << 30))
+        modes.append(("serial", True, 1 << 30, False))
+    if replay:
+        modes.append(("replayed", True, 1 << 30 if serial else 0, True))
     rows = []
     for nworld in args.nworld:
-        times, qpos = {name: [] for name, _, _ in modes}, {}
+        times, qpos = {name: [] for name, *_ in modes}, {}
         for _ in range(3):
-            for name, enabled, worlds in modes:
+            for name, enabled, worlds, replayed in modes:
                 launch.ENABLED = enabled
-                launch.SERIAL["worlds"] = worlds  # read when a Data's arrays first launch
+                launch.SERIAL["worlds"] = worlds
+                launch.REPLAY["on"] = replayed
                 d = tiphys.make_data(m, nworld)
                 for _ in range(2):
                     tiphys.step(m, d)
@@ -69,15 +76,17 @@ def main():
         with count_launches() as launches:
             tiphys.step(m, d)
         ti.sync()
-        row = dict(nworld=nworld, launches=launches["n"],
+        row = dict(nworld=nworld, launches=launches["n"], arrays=launches["arrays"],
                    identical=all(np.array_equal(qpos["taichi"], q) for q in qpos.values()))
         for name in times:
             row[f"{name}_ms"] = 1e3 * min(times[name])
         rows.append(row)
         text = ", ".join(f"{name} {row[name + '_ms']:.2f} ms/step" for name in times)
-        print(f"nworld {nworld}: {text}; {row['launches']} launches/step, identical "
-              f"results: {row['identical']}", flush=True)
+        print(f"nworld {nworld}: {text}; {row['launches']} launches and "
+              f"{row['arrays']} array arguments per step, identical results: "
+              f"{row['identical']}", flush=True)
     launch.SERIAL["worlds"] = serial
+    launch.REPLAY["on"] = replay
     print(json.dumps(dict(arch=args.arch, precision=args.precision, model=args.model,
                           rows=rows)))
 

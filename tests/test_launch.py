@@ -50,6 +50,11 @@ def test_repeated_launches_are_prepared_and_give_the_same_results():
     _axpy(y, x, -1.0, 3)  # another scalar: another entry, not a stale one
     assert np.array_equal(y.to_numpy(), np.array([0, 5, 10, 18, 24.0]))
     assert len(_table(_axpy)) == 2
+    # on a CPU backend each entry is one filled context, launched again every time
+    cpu = ti.lang.impl.current_cfg().arch in (ti.x64, ti.arm64)
+    assert launch.REPLAY["on"] == (cpu and launch.REPLAY["allowed"])
+    assert all((entry.ctx is not None) == launch.REPLAY["on"]
+               for entry in _table(_axpy).values())
     # a kernel that returns a value takes Taichi's own path every time
     assert _total(x) == 10.0 and _total(x) == 10.0
     assert _table(_total) is False
@@ -71,6 +76,47 @@ def test_a_freed_array_drops_its_entries():
     _axpy(y, z, 1.0, 4)
     _axpy(y, z, 1.0, 4)
     assert np.array_equal(y.to_numpy(), np.full(4, 7.0))
+
+
+@ti.kernel
+def _mixed(v: ti.types.ndarray(dtype=ti.math.vec3, ndim=2), mat: ti.types.ndarray(
+        dtype=ti.math.mat3, ndim=1), k: ti.types.ndarray(dtype=ti.i32, ndim=1),
+           flag: ti.types.ndarray(dtype=ti.u8, ndim=1), s: float, n: ti.i32):
+    for i, j in ti.ndrange(v.shape[0], v.shape[1]):
+        v[i, j] += s * ti.Vector([i, j, n])
+        k[i * v.shape[1] + j] += i + 2 * j
+    for i in range(mat.shape[0]):
+        mat[i] = mat[i] @ mat[i] + ti.Matrix.identity(float, 3) * s
+        flag[i] += ti.u8(1)
+
+
+@pytest.mark.parametrize("replay", [True, False])
+def test_arrays_of_every_kind_launched_again_as_by_taichi(monkeypatch, replay):
+    """Vector, matrix, int and byte arrays of several dimensions, scalars: 5 launches
+    (prepared, the context filled once and replayed on a CPU backend) give what 5
+    launches through Taichi's own path give, including after the arrays are written
+    from the host in between."""
+    monkeypatch.setitem(launch.REPLAY, "on", replay and launch.REPLAY["on"])
+    results = []
+    for enabled in (False, True):
+        monkeypatch.setattr(launch, "ENABLED", enabled)
+        v = ti.Vector.ndarray(3, ti.f64, (3, 4))
+        v.from_numpy(np.arange(36.0).reshape(3, 4, 3))
+        mat = ti.Matrix.ndarray(3, 3, ti.f64, 2)
+        mat.from_numpy(np.linspace(-1, 1, 18).reshape(2, 3, 3))
+        k = ti.ndarray(ti.i32, 12)
+        k.fill(-3)
+        flag = ti.ndarray(ti.u8, 2)
+        flag.fill(250)
+        for step in range(5):
+            _mixed(v, mat, k, flag, 0.5, 7)
+            if step == 2:
+                v.from_numpy(v.to_numpy() * -1.0)
+        results.append([a.to_numpy() for a in (v, mat, k, flag)])
+        launch.forget()
+    for a, b in zip(*results):
+        assert np.array_equal(a, b)
+    assert results[1][3].tolist() == [255, 255]
 
 
 def test_step_is_the_same_with_and_without_prepared_launches(monkeypatch):

@@ -10,9 +10,14 @@ few worlds most of a step's time. tiphys launches the same kernels with the same
 Data and Model arrays every step, so after the first launch of a kernel with a given
 argument tuple this keeps the compiled kernel and the list of (slot, value) settings,
 and the next launch with the same arguments (the same ndarray objects, the same
-scalar and template values) fills a new launch context from that list and goes
-straight to the runtime's launch. (A filled context cannot be launched twice: the
-runtime keeps state in it, and a replayed one corrupts later launches.) Anything else takes Taichi's
+scalar and template values) goes straight to the runtime's launch. On a CPU backend
+the arrays go into the launch context by their host addresses (as Taichi passes numpy
+arrays) and that one filled context is launched again every time: setting an ndarray
+argument costs ~1 µs, most of a launch (a kernel of 30 arrays: ~40 µs filled each
+time, ~8 µs replayed). On other backends a new context is filled from the list each
+launch (a context filled with ndarrays cannot be launched twice: the runtime swaps
+their allocations for addresses in it, and a replayed one writes elsewhere; host
+addresses would make a GPU backend copy the arrays). Anything else takes Taichi's
 own path unchanged: keyword arguments, autodiff, kernels that return values or print,
 arguments other than ndarrays, ints and floats (numpy arrays, fields, ...), a new
 Taichi runtime (``init(..., reinit=True)``), and kernels whose arguments keep changing
@@ -66,6 +71,9 @@ MAX_VARIANTS = 64  # distinct argument tuples per kernel before it stops prepari
 # how kernels are launched; the vertex buffer handed to GGUI is the same bytes in a
 # good and a bad run.
 ENABLED = os.environ.get("TIPHYS_PREPARED_LAUNCHES", "1") != "0"
+# replayed contexts with host addresses (see above): on for CPU backends (configure),
+# unless TIPHYS_REPLAY_LAUNCHES=0
+REPLAY = {"on": False, "allowed": os.environ.get("TIPHYS_REPLAY_LAUNCHES", "1") != "0"}
 
 _taichi_call = kernel_impl.Kernel.__call__
 _build_for = None  # Taichi's ASTTransformer.build_For, wrapped by install()
@@ -89,6 +97,7 @@ def configure(cpu: bool, serial_worlds: int) -> None:
     """Called by tiphys.init: serial twins on a CPU backend up to ``serial_worlds``
     worlds (0: never)."""
     SERIAL.update(cpu=bool(cpu), worlds=int(serial_worlds))
+    REPLAY["on"] = bool(cpu) and REPLAY["allowed"]
 
 
 def _serial(args) -> bool:
@@ -148,7 +157,11 @@ class _Entry:
     # refs: weak references to the entry's ndarrays, whose callbacks drop the entry
     # when one is freed, before its id can be reused: an entry found by the ids in its
     # key therefore has the very arrays of the call
-    __slots__ = ("prog", "kernel", "ndarrays", "floats", "ints", "refs")
+    # ctx: the filled context launched again each time (CPU backends), else None;
+    # compiled: the kernel's code, as the runtime's cache holds it (entries are
+    # dropped before the runtime is torn down, see forget)
+    __slots__ = ("prog", "kernel", "ndarrays", "floats", "ints", "refs", "ctx",
+                 "compiled")
 
 
 _TABLES: dict = {}  # id -> every kernel's table of entries (see forget)
@@ -218,14 +231,33 @@ def _prepare(kernel, args, key, table):
         else:
             return None
     entry = _Entry()
-    entry.prog = impl.get_runtime().prog
+    prog = entry.prog = impl.get_runtime().prog
     entry.kernel = t_kernel
     entry.ndarrays, entry.floats, entry.ints = tuple(ndarrays), tuple(floats), tuple(ints)
+    entry.compiled = prog.compile_kernel(prog.config(), prog.get_device_caps(), t_kernel)
+    entry.ctx = _host_context(entry) if REPLAY["on"] else None
     def drop(_ref, table=table, key=key):
         table.pop(key, None)
 
     entry.refs = tuple((position, weakref.ref(a, drop)) for position, a in arrays)
     return entry
+
+
+def _host_context(entry):
+    """A launch context with the entry's arguments, its arrays given by host address
+    (CPU backends only: there an ndarray's memory is host memory, and the runtime
+    uses such an address as it is, so the context can be launched again)."""
+    prog = entry.prog
+    ctx = entry.kernel.make_launch_context()
+    for index, arr in entry.ndarrays:
+        ctx.set_arg_external_array_with_shape(
+            index, prog.get_ndarray_data_ptr_as_int(arr), arr.nelement() * arr.element_size(),
+            list(arr.shape), 0)
+    for index, value in entry.floats:
+        ctx.set_arg_float(index, value)
+    for index, value in entry.ints:
+        ctx.set_arg_int(index, value)
+    return ctx
 
 
 def _call(self, *args, **kwargs):
@@ -241,19 +273,16 @@ def _call(self, *args, **kwargs):
             runtime = impl.get_runtime()
             prog = runtime.prog
             if entry.prog is prog and not runtime.target_tape:
-                # a new context each launch: the runtime does not let one be replayed;
-                # the compiled kernel is looked up each time, as Taichi does (a held
-                # reference would outlive the runtime's own cache entry)
-                ctx = entry.kernel.make_launch_context()
-                for index, arr in entry.ndarrays:
-                    ctx.set_arg_ndarray(index, arr)
-                for index, value in entry.floats:
-                    ctx.set_arg_float(index, value)
-                for index, value in entry.ints:
-                    ctx.set_arg_int(index, value)
-                prog.launch_kernel(
-                    prog.compile_kernel(prog.config(), prog.get_device_caps(), entry.kernel),
-                    ctx)
+                ctx = entry.ctx
+                if ctx is None:  # not a CPU backend: a new context from the settings
+                    ctx = entry.kernel.make_launch_context()
+                    for index, arr in entry.ndarrays:
+                        ctx.set_arg_ndarray(index, arr)
+                    for index, value in entry.floats:
+                        ctx.set_arg_float(index, value)
+                    for index, value in entry.ints:
+                        ctx.set_arg_int(index, value)
+                prog.launch_kernel(entry.compiled, ctx)
                 return None
     target = self  # the kernel that runs: the serial twin for a few worlds on the CPU
     if self.autodiff_mode == _NONE and not _is_twin(self) and \
@@ -350,14 +379,17 @@ def install() -> None:
 
 @contextmanager
 def count_launches():
-    """Count Taichi kernel launches inside the ``with`` block: ``counter["n"]``."""
+    """Count Taichi kernel launches inside the ``with`` block: ``counter["n"]``, and
+    the ndarray arguments they were given, ``counter["arrays"]`` (what most of a
+    launch's host time goes to setting)."""
     from taichi.lang.kernel_impl import Kernel
 
-    counter = {"n": 0}
+    counter = {"n": 0, "arrays": 0}
     original = Kernel.__call__
 
     def counting(self, *args, **kwargs):
         counter["n"] += 1
+        counter["arrays"] += sum(isinstance(value, Ndarray) for value in args)
         return original(self, *args, **kwargs)
 
     Kernel.__call__ = counting
