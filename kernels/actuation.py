@@ -3,6 +3,7 @@
 import numpy as np
 import taichi as ti
 
+from .bind import launch
 from .check import is_bad, is_nan
 from .config import per_options
 from .consts import (BIAS_AFFINE, BIAS_MUSCLE, BIAS_USER, CONE_ELLIPTIC, DYN_FILTER,
@@ -285,23 +286,12 @@ def transmission(m, d, contacts: bool | None = None):
     """
     if m.nu == 0:
         return
-    _transmission(m.actuator_trntype, m.actuator_trnid, m.actuator_gear,
-                  m.actuator_cranklength, m.jnt_type, m.jnt_qposadr, m.jnt_dofadr,
-                  m.site_bodyid, m.site_quat, m.body_parentid, m.body_dofnum,
-                  m.body_dofadr, m.body_rootid, m.body_weldid, m.dof_parentid, m.nu, m.nv,
-                  d.qpos, d.xquat, d.site_xpos, d.site_xmat, d.cdof, d.subtree_com,
-                  d.ten_length, d.ten_J, d.actuator_length, d.actuator_moment_dense)
+    launch(_transmission, m, d)
     if has_body_transmission(m):
         if contacts is None:
             contacts = True
-        _transmission_body(m.actuator_trntype, m.actuator_trnid, m.geom_bodyid,
-                           m.body_parentid, m.body_dofnum, m.body_dofadr, m.body_rootid,
-                           m.dof_parentid, m.nu, m.nv, int(m.opt.cone == CONE_ELLIPTIC),
-                           int(bool(contacts)), d.cdof, d.subtree_com, d.ncon,
-                           d.contact_geom, d.contact_exclude, d.contact_dim,
-                           d.contact_efc_address, d.contact_pos, d.contact_frame, d.efc_J,
-                           d.efc_J_sparse, d.efc_J_colind, d.efc_J_rowadr, d.efc_J_rownnz,
-                           d.actuator_moment_dense, m.is_sparse)
+        launch(_transmission_body, m, d, elliptic=int(m.opt.cone == CONE_ELLIPTIC),
+               has_contacts=int(bool(contacts)), sparse=m.is_sparse)
 
 
 @ti.kernel
@@ -329,9 +319,7 @@ def velocity(m, d):
     """
     if m.ntendon == 0 and m.nu == 0:
         return
-    _velocity(m.ntendon, m.nu, m.nv, int(not m.opt.disabled("actuation")),
-              d.qvel, d.ten_J, d.actuator_moment_dense, d.ten_velocity,
-              d.actuator_velocity)
+    launch(_velocity, m, d, has_actuation=int(not m.opt.disabled("actuation")))
 
 
 @ti.func
@@ -643,27 +631,15 @@ def actuation(m, d):
     opt = m.opt
     if m.nu == 0 or opt.disabled("actuation"):
         if m.nu:
-            _zero2(d.actuator_force, m.nu)
-        _zero2(d.qfrc_actuator, m.nv)
+            launch(_zero2, m, d, a=d.actuator_force, n=m.nu)
+        launch(_zero2, m, d, a=d.qfrc_actuator, n=m.nv)
         return
     unsupported, has_gravcomp = per_options(m, "actuation", _plan)
     if unsupported:
         raise NotImplementedError(unsupported)
-    _actuation(m.actuator_dyntype, m.actuator_gaintype, m.actuator_biastype,
-               m.actuator_actadr, m.actuator_actnum, m.actuator_group,
-               m.actuator_ctrllimited, m.actuator_actlimited, m.actuator_dynprm,
-               m.actuator_gainprm, m.actuator_biasprm, m.actuator_actearly,
-               m.actuator_ctrlrange, m.actuator_actrange, m.actuator_acc0,
-               m.actuator_lengthrange, m.nu, int(not opt.disabled("clampctrl")),
-               int(opt.disableactuator), float(opt.timestep),
-               d.ctrl, d.act, d.actuator_length, d.actuator_velocity,
-               d.act_dot, d.actuator_force, d.warning_number, d.warning_lastinfo)
-    _actuation_limits(m.actuator_trntype, m.actuator_trnid, m.actuator_forcelimited,
-                      m.actuator_forcerange, m.tendon_actfrclimited, m.tendon_actfrcrange,
-                      m.jnt_type, m.jnt_dofadr, m.jnt_actfrclimited, m.jnt_actfrcrange,
-                      m.jnt_actgravcomp, m.nu, m.ntendon, m.njnt, int(has_gravcomp),
-                      d.actuator_moment_dense, d.qfrc_gravcomp,
-                      d.actuator_force, d.ten_actfrc_total, d.qfrc_actuator)
+    launch(_actuation, m, d, clampctrl=int(not opt.disabled("clampctrl")),
+           disableactuator=int(opt.disableactuator), timestep=float(opt.timestep))
+    launch(_actuation_limits, m, d, has_gravcomp=int(has_gravcomp))
 
 
 @ti.kernel
@@ -697,8 +673,6 @@ def advance_activation(m, d, act_dot=None):
     """
     if m.na == 0 or m.opt.disabled("actuation"):
         return
-    _advance_activation(m.actuator_dyntype, m.actuator_actadr, m.actuator_actnum,
-                        m.actuator_group, m.actuator_actlimited, m.actuator_actrange,
-                        m.actuator_dynprm, m.nu, int(m.opt.disableactuator),
-                        float(m.opt.timestep), d.act_dot if act_dot is None else act_dot,
-                        d.act)
+    launch(_advance_activation, m, d, disableactuator=int(m.opt.disableactuator),
+           timestep=float(m.opt.timestep),
+           act_dot=d.act_dot if act_dot is None else act_dot)

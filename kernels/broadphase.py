@@ -17,6 +17,7 @@ shared lists, on the device.
 """
 import taichi as ti
 
+from .bind import launch
 from .collision import near_pair
 
 ND = ti.types.ndarray()
@@ -105,7 +106,7 @@ def sap(m, d, sp):
     worlds of ``d``; ``sp`` is the per-Data SAP state made by kernels/collision_driver.py."""
     opt = m.opt
     if not sp.initialized:
-        _init_order(sp.order, sp.nsap)
+        launch(_init_order, m, d, order=sp.order, nsap=sp.nsap)
         sp.initialized = True
     _sap(bool(opt.enabled("override")), float(opt.o_margin), *sp.axis,
          m.geom_type, m.geom_rbound, m.geom_margin, m.pair_margin, m.ngeom,

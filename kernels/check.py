@@ -22,6 +22,7 @@ import numpy as np
 import taichi as ti
 
 from . import config
+from .bind import launch
 from .consts import MAXVAL, WARN_BADQACC, WARN_BADQPOS, WARN_BADQVEL
 
 ND = ti.types.ndarray()
@@ -124,12 +125,10 @@ def check(m, d, what: str) -> None:
     if n == 0:
         return
     r = _reset_state(m, d)
-    _check(warn, not m.opt.disabled("autoreset"), n, values, d.warning_number,
-           d.warning_lastinfo, r["time"], r["qpos"], r["qvel"], r["act"], r["ctrl"],
-           r["mocap_pos"], r["mocap_quat"], m.nq, m.nv, m.na, m.nu, m.nmocap, m.nbody,
-           d.time, d.qpos, d.qvel, d.act, d.ctrl, d.mocap_pos, d.mocap_quat,
-           d.qacc_warmstart, d.qfrc_applied, d.xfrc_applied, d.qacc, d.qfrc_smooth,
-           d.qfrc_constraint)
+    launch(_check, m, d, warn=warn, autoreset=not m.opt.disabled("autoreset"), n=n,
+           values=values, r_time=r["time"], r_qpos=r["qpos"], r_qvel=r["qvel"],
+           r_act=r["act"], r_ctrl=r["ctrl"], r_mocap_pos=r["mocap_pos"],
+           r_mocap_quat=r["mocap_quat"])
 
 
 def warnings_of(d) -> np.ndarray:

@@ -25,6 +25,7 @@ overlaps the geom). As in MuJoCo 3.4.0:
 """
 import taichi as ti
 
+from .bind import launch
 from .collide_convex import _ccd, _check_options, _light_compile, _object
 from .collision import KEY_STRIDE, ND, emit_one, list_count, list_entry, near_pair
 from .consts import GEOM_HFIELD, MAXCONPAIR
@@ -281,10 +282,7 @@ def hfield_distance(m, d, g1, g2, flip, distmax, dist, fromto):
     mjc_ConvexHField with distmax as margin and keeps the deepest contact."""
     opt = m.opt
     with _light_compile():
-        _hfield_distance(
-            polytope_capacity(opt.ccd_iterations), int(g1), int(g2), int(flip),
-            float(distmax), float(opt.ccd_tolerance), int(opt.ccd_iterations), m.geom_type,
-            m.geom_dataid, m.geom_size, m.geom_rbound, m.hfield_size, m.hfield_nrow,
-            m.hfield_ncol, m.hfield_adr, m.hfield_data, m.mesh_vertadr, m.mesh_vertnum,
-            m.mesh_graphadr, m.mesh_vert, m.mesh_graph, d.geom_xpos, d.geom_xmat, dist,
-            fromto, d.ncon, d.contact_dist, d.contact_pos, d.contact_frame, d.contact_key)
+        launch(_hfield_distance, m, d, cap=polytope_capacity(opt.ccd_iterations),
+               g1=int(g1), g2=int(g2), flip=int(flip), distmax=float(distmax),
+               tol=float(opt.ccd_tolerance), kmax=int(opt.ccd_iterations), dist_out=dist,
+               fromto_out=fromto)

@@ -27,6 +27,7 @@ import taichi as ti
 from taichi.lang import impl
 
 from . import config
+from .bind import launch
 from .consts import (GEOM_BOX, GEOM_CAPSULE, GEOM_CYLINDER, GEOM_ELLIPSOID, GEOM_HFIELD,
                      GEOM_MESH, GEOM_PLANE, GEOM_SDF, GEOM_SPHERE, MINMU, MINVAL,
                      NGEOMTYPES, WARN_CONTACTFULL)
@@ -270,6 +271,7 @@ def detector_kind(t1: int, t2: int):
     return DETECTOR_KINDS.get((t1, t2))
 
 
+@functools.cache
 def primitive_table():
     """(type1, type2) -> (detector, max contacts) for every pair in PRIMITIVE_DETECTORS;
     a renamed module or function raises (ImportError / AttributeError): the table is
@@ -576,10 +578,9 @@ def finalize(m, d, plan, emit):
     mj_setContact). ``emit``: the emission buffers (emit_buffers)."""
     opt = m.opt
     dist, pos, frame, key = emit
-    _finalize_rank(d.ncon, key, dist, pos, frame, d.contact_key, d.contact_dist,
-                   d.contact_pos, d.contact_frame)
-    _finalize_count(d.ncon, d.contact_overflow, d.warning_number, d.warning_lastinfo,
-                    d.nconmax)
+    launch(_finalize_rank, m, d, emit_key=key, emit_dist=dist, emit_pos=pos,
+           emit_frame=frame)
+    launch(_finalize_count, m, d, nconmax=d.nconmax)
     _finalize(bool(opt.enabled("override")),
               *(float(x) for x in tuple(opt.o_solref) + tuple(opt.o_solimp)
                 + tuple(opt.o_friction)),
@@ -591,9 +592,7 @@ def finalize(m, d, plan, emit):
               d.ncon, d.contact_dist, d.contact_key, d.contact_includemargin,
               d.contact_friction, d.contact_solref, d.contact_solreffriction, d.contact_solimp,
               d.contact_dim, d.contact_exclude)
-    _finalize_ids(plan.cand_geom, d.ncon, d.contact_key, d.contact_frame, d.contact_mu,
-                  d.contact_geom, d.contact_flex, d.contact_elem, d.contact_vert,
-                  d.contact_efc_address)
+    launch(_finalize_ids, m, d, cand_geom=plan.cand_geom)
 
 
 @ti.kernel

@@ -75,6 +75,9 @@ def serial_loops(nworld: int) -> bool:
 
 
 WORLDS_TAG = "_tiphys_nworld"  # attribute of an ndarray: the worlds of the Data it serves
+# class attribute of Model and Data: the names kernels/bind.py binds parameters to (the
+# fields of tiphys/types.py's tables, and the model's sizes)
+BOUND_NAMES_ATTR = "BOUND_NAMES"
 
 
 def tag_worlds(array, nworld: int):

@@ -38,6 +38,7 @@ Per-world parameters ("*" fields) are indexed ``worldid % shape[0]``.
 import numpy as np
 import taichi as ti
 
+from .bind import launch
 from .consts import (CNSTR_CONTACT_ELLIPTIC, CNSTR_CONTACT_FRICTIONLESS, CNSTR_CONTACT_PYRAMIDAL,
                      CNSTR_EQUALITY, CNSTR_FRICTION_DOF, CNSTR_FRICTION_TENDON, CNSTR_LIMIT_JOINT,
                      CNSTR_LIMIT_TENDON, CONE_ELLIPTIC, EQ_CONNECT, EQ_JOINT, EQ_TENDON, EQ_WELD,
@@ -1350,25 +1351,12 @@ def make_constraint(m, d) -> None:
     elliptic = opt.cone == CONE_ELLIPTIC
     timestep = float(opt.timestep)
     if sparse:
-        _sparse_widths(m.nv, m.neq, m.ntendon, m.njnt, m.eq_type, m.eq_obj1id, m.eq_obj2id,
-                       m.eq_objtype, m.site_bodyid, m.jnt_type, m.jnt_dofadr, m.geom_bodyid,
-                       m.body_parentid, m.body_dofnum, m.body_dofadr, m.dof_parentid,
-                       d.eq_active, d.ncon, d.contact_geom, d.ten_J_rownnz, d.ten_J_rowadr,
-                       d.ten_J_colind, wid, adr)
+        launch(_sparse_widths, m, d, efc_wid=wid, efc_adr=adr)
     elif flags["eq"]:
-        _count_equality(m.nv, m.neq, m.eq_type, m.eq_obj1id, m.eq_obj2id, m.eq_objtype,
-                        m.eq_data, m.site_bodyid, m.site_quat, m.body_rootid,
-                        m.body_parentid, m.body_dofnum, m.body_dofadr, m.dof_parentid,
-                        m.tendon_length0, d.eq_active, d.xpos, d.xmat, d.xquat,
-                        d.site_xpos, d.subtree_com, d.cdof, d.ten_J, d.ten_length,
-                        adr, d.efc_J)
-    _scan(flags["eq"], flags["fric"], flags["lim"], flags["con"], elliptic, sparse,
-          m.nv, m.neq, m.ntendon, m.njnt, d.nconmax, d.njmax, d.njnnz,
-          m.dof_frictionloss, m.tendon_frictionloss, m.jnt_type, m.jnt_limited,
-          m.jnt_qposadr, m.jnt_range, m.jnt_margin, m.tendon_limited, m.tendon_range,
-          m.tendon_margin, d.qpos, d.ten_J, d.ten_length, d.ncon, d.contact_dim, wid,
-          d.contact_exclude, adr, d.ne, d.nf, d.nl, d.nefc, d.nJ, d.efc_overflow,
-          d.efc_J_overflow, d.efc_J_rownnz, d.efc_J_rowadr)
+        launch(_count_equality, m, d, efc_adr=adr)
+    launch(_scan, m, d, eq_on=flags["eq"], fric_on=flags["fric"], lim_on=flags["lim"],
+           con_on=flags["con"], elliptic=elliptic, sparse=sparse, nconmax=d.nconmax,
+           njmax=d.njmax, njnnz=d.njnnz, efc_wid=wid, efc_adr=adr)
     # the fill kernels' Jacobian: its non-zeros for sparse models
     jac = d.efc_J_sparse if sparse else d.efc_J
     out = (d.efc_type, d.efc_id, jac, d.efc_pos, d.efc_margin, d.efc_frictionloss,
@@ -1404,20 +1392,11 @@ def make_constraint(m, d) -> None:
                     d.efc_J_rowadr, *ten, *out)
     if flags["con"] and d.nconmax > 0:
         base = m.neq + m.nv + 2 * m.ntendon + m.njnt
-        _fill_contact_jac(elliptic, m.nv, base, m.geom_bodyid, m.body_rootid,
-                          m.body_parentid, m.body_dofnum, m.body_dofadr, m.dof_parentid,
-                          d.subtree_com, d.cdof, d.ncon, d.contact_pos, d.contact_frame,
-                          d.contact_friction, d.contact_dim, d.contact_geom, adr,
-                          d.efc_J_rowadr, jac, d.efc_J_colind, sparse)
-        _fill_contact(refsafe, elliptic, timestep, float(opt.impratio), base,
-                      m.geom_bodyid, m.body_invweight0, d.ncon, d.contact_dist,
-                      d.contact_includemargin, d.contact_friction, d.contact_solref,
-                      d.contact_solreffriction, d.contact_solimp, d.contact_dim,
-                      d.contact_geom, adr, d.contact_mu, d.contact_efc_address,
-                      d.efc_type, d.efc_id, d.efc_pos, d.efc_margin, d.efc_frictionloss,
-                      d.efc_KBIP, d.efc_R)
-    _finish(d.nefc, d.efc_KBIP, d.efc_R, d.efc_D, d.efc_diagApprox, d.efc_overflow,
-            d.warning_number, d.warning_lastinfo)
+        launch(_fill_contact_jac, m, d, elliptic=elliptic, base=base, efc_adr=adr,
+               efc_J=jac, sparse=sparse)
+        launch(_fill_contact, m, d, refsafe=refsafe, elliptic=elliptic, timestep=timestep,
+               impratio=float(opt.impratio), base=base, efc_adr=adr)
+    launch(_finish, m, d)
 
 
 def reference_constraint(m, d) -> None:
@@ -1427,6 +1406,4 @@ def reference_constraint(m, d) -> None:
     efc_margin, qvel; writes efc_vel = J qvel and efc_aref = -B vel - K imp (pos -
     margin).
     """
-    _reference(m.nv, d.nefc, d.efc_J, d.efc_KBIP, d.efc_pos, d.efc_margin, d.qvel,
-               d.efc_J_rownnz, d.efc_J_rowadr, d.efc_J_colind, d.efc_J_sparse,
-               d.efc_vel, d.efc_aref, m.is_sparse)
+    launch(_reference, m, d, sparse=m.is_sparse)

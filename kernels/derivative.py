@@ -24,6 +24,7 @@ one thread per (world, dof row).
 import taichi as ti
 
 from .actuation import _muscle_gain_length, _muscle_norm_length, actuator_disabled
+from .bind import launch
 from .consts import (BIAS_AFFINE, DYN_NONE, GAIN_AFFINE, GAIN_MUSCLE, GEOM_CAPSULE, GEOM_CYLINDER,
                      GEOM_SPHERE, INT_IMPLICITFAST, JNT_BALL, JNT_FREE, MINVAL, PI)
 from .math import cross_motion, mul_inert_vec
@@ -527,16 +528,11 @@ def smooth_vel(m, d, flg_bias: bool):
                      d.qvel, d.xipos, d.ximat, d.geom_xpos, d.geom_xmat, d.subtree_com,
                      d.cvel, d.cdof, d.cdof_dot, d.cinert,
                      s["body_mat"], s["subtree_mat"], s["dof_acc"], fluid)
-    _dof_derivs(m.dof_bodyid, m.dof_parentid, m.dof_Madr, m.dof_damping, m.tendon_damping,
-                m.actuator_gaintype, m.actuator_biastype, m.actuator_dyntype,
-                m.actuator_actadr, m.actuator_actnum, m.actuator_group, m.actuator_gainprm,
-                m.actuator_biasprm, m.actuator_lengthrange, m.actuator_acc0,
-                m.nv, m.nu, m.ntendon,
-                int(not opt.disabled("actuation")), int(opt.disableactuator),
-                int(not opt.disabled("damper")), int(has_body), int(flg_bias),
-                d.ctrl, d.act, d.actuator_length, d.actuator_velocity,
-                d.actuator_moment_dense, d.ten_J, d.cdof, d.crb, s["subtree_mat"],
-                s["dof_acc"], s["act_vel"], s["qDeriv_lo"], s["qDeriv_up"])
+    launch(_dof_derivs, m, d, has_actuation=int(not opt.disabled("actuation")),
+           disableactuator=int(opt.disableactuator),
+           has_damper=int(not opt.disabled("damper")), has_body=int(has_body),
+           flg_bias=int(flg_bias), subtree_mat=s["subtree_mat"], dof_acc=s["dof_acc"],
+           act_vel=s["act_vel"], qDeriv_lo=s["qDeriv_lo"], qDeriv_up=s["qDeriv_up"])
     return s["qDeriv_lo"], s["qDeriv_up"]
 
 

@@ -16,6 +16,7 @@ flexes. Per-world-able ("*") parameters are indexed ``worldid % shape[0]``.
 """
 import taichi as ti
 
+from .bind import launch
 from .consts import JNT_BALL, JNT_FREE
 from .math import sub_quat
 
@@ -134,5 +135,4 @@ def energy_vel(m, d) -> None:
 
     Reads qM (crb) and qvel; writes energy[:, 1].
     """
-    _energy_vel(m.tree_dofadr, m.tree_dofnum, m.dof_parentid, m.dof_Madr, m.ntree,
-                d.qM, d.qvel, d.energy)
+    launch(_energy_vel, m, d)

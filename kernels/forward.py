@@ -1,6 +1,7 @@
 """Forward acceleration: net smooth force and unconstrained acceleration."""
 import taichi as ti
 
+from .bind import launch
 from .smooth import ld_solve
 
 ND = ti.types.ndarray()
@@ -54,9 +55,4 @@ def fwd_acceleration(m, d):
     Reads qfrc_passive, qfrc_bias, qfrc_applied, qfrc_actuator, xfrc_applied, xipos,
     subtree_com, cdof, qLD_tree, qLDiagInv; writes qfrc_smooth, qacc_smooth.
     """
-    _fwd_acceleration(m.body_rootid, m.body_subtree_adr, m.body_subtree_num, m.body_subtree,
-                      m.dof_bodyid, m.dof_parentid, m.dof_Madr, m.dof_simplenum,
-                      m.tree_dofadr, m.tree_dofnum, m.nv, m.ntree,
-                      d.qfrc_passive, d.qfrc_bias, d.qfrc_applied, d.qfrc_actuator,
-                      d.xfrc_applied, d.xipos, d.subtree_com, d.cdof, d.qLD_tree,
-                      d.qLDiagInv, d.qfrc_smooth, d.qacc_smooth)
+    launch(_fwd_acceleration, m, d, qLD=d.qLD_tree)

@@ -11,6 +11,7 @@ import numpy as np
 import taichi as ti
 
 from . import config
+from .bind import launch
 from .collide_convex import (MAX_PLANE_MESH, _ccd, _check_options, _light_compile, _object,
                              _plane_convex)
 from .collision import ND, detector_kind, geom_pose, new_list, primitive_table
@@ -135,9 +136,8 @@ def geom_distance(m, d, g1: int, g2: int, distmax: float):
         raise NotImplementedError(
             f"geom_distance: {GEOM_TYPE_NAMES[t1]}-{GEOM_TYPE_NAMES[t2]} ({kind}) pairs")
     with _light_compile():
-        _geom_distance(mode, detector, maxcon, flip, polytope_capacity(opt.ccd_iterations),
-                       g1, g2, float(distmax), float(opt.ccd_tolerance),
-                       int(opt.ccd_iterations), m.geom_type, m.geom_dataid, m.geom_size,
-                       m.geom_rbound, m.mesh_vertadr, m.mesh_vertnum, m.mesh_graphadr,
-                       m.mesh_vert, m.mesh_graph, d.geom_xpos, d.geom_xmat, dist, fromto)
+        launch(_geom_distance, m, d, mode=mode, detector=detector, maxcon=maxcon,
+               flip=flip, cap=polytope_capacity(opt.ccd_iterations), g1=g1, g2=g2,
+               distmax=float(distmax), tol=float(opt.ccd_tolerance),
+               kmax=int(opt.ccd_iterations), dist_out=dist, fromto_out=fromto)
     return dist.to_numpy().astype(np.float64), fromto.to_numpy().astype(np.float64)

@@ -3,6 +3,7 @@ implicitfast (mj_Euler, mj_RungeKutta, mj_implicit), and position integration.""
 import taichi as ti
 
 from .actuation import advance_activation
+from .bind import launch
 from .consts import JNT_BALL, JNT_FREE
 from .derivative import smooth_vel, velocity_dependent
 from .math import quat_integrate
@@ -105,12 +106,8 @@ def euler(m, d):
 
 
 def _velocity_step(m, d, implicit: bool, add_damping: bool):
-    _damped_step(m.tree_dofadr, m.tree_dofnum, m.dof_parentid, m.dof_Madr, m.dof_simplenum,
-                 m.dof_damping, m.jnt_type, m.jnt_qposadr, m.jnt_dofadr,
-                 m.ntree, m.nv, m.nM, m.njnt, float(m.opt.timestep), int(implicit),
-                 int(add_damping), d.qM, d.qfrc_smooth, d.qfrc_constraint, d.qacc, d.qpos,
-                 d.qvel, d.time,
-                 d.qH_tree, d.qHDiagInv, d.qacc_warmstart)
+    launch(_damped_step, m, d, timestep=float(m.opt.timestep), implicit=int(implicit),
+           add_damping=int(add_damping), qH=d.qH_tree)
 
 
 # RK4 Butcher tableau (MuJoCo's RK4_A, RK4_B): stage i uses A[i-1] times earlier stages
@@ -198,10 +195,10 @@ def rk4_stage(m, d, slot: int, coefs, final: bool = False):
     """
     qpos0, qvel0, act0, kvel, kacc, kact, dxvel, dxact = _rk4_scratch(m, d)
     c = list(coefs) + [0.0] * (4 - len(coefs))
-    _rk4_stage(m.jnt_type, m.jnt_qposadr, m.jnt_dofadr, m.nq, m.nv, m.na, m.njnt,
-               float(m.opt.timestep), slot, float(c[0]), float(c[1]), float(c[2]),
-               float(c[3]), int(final), d.qacc, d.act_dot, d.qpos, d.qvel, d.act, d.time,
-               d.qacc_warmstart, qpos0, qvel0, act0, kvel, kacc, kact, dxvel, dxact)
+    launch(_rk4_stage, m, d, timestep=float(m.opt.timestep), slot=slot, c0=float(c[0]),
+           c1=float(c[1]), c2=float(c[2]), c3=float(c[3]), final=int(final), qpos0=qpos0,
+           qvel0=qvel0, act0=act0, kvel=kvel, kacc=kacc, kact=kact, dxvel=dxvel,
+           dxact=dxact)
     if final:
         advance_activation(m, d, dxact)
 
@@ -340,12 +337,9 @@ def _deriv_step(m, d, flg_bias: bool):
         fac_lo, fac_up = _lu_scratch(m, d)
     else:
         fac_lo, fac_up = d.qH_tree, d.qH_tree
-    _implicit_step(m.tree_dofadr, m.tree_dofnum, m.dof_parentid, m.dof_Madr,
-                   m.dof_simplenum, m.jnt_type, m.jnt_qposadr, m.jnt_dofadr,
-                   m.ntree, m.nv, m.nM, m.njnt, float(m.opt.timestep),
-                   d.qM, qderiv_lo, qderiv_up, d.qfrc_smooth, d.qfrc_constraint, d.qacc,
-                   d.qpos, d.qvel, d.time, fac_lo, fac_up, d.qHDiagInv, d.qacc_warmstart,
-                   bool(flg_bias))
+    launch(_implicit_step, m, d, timestep=float(m.opt.timestep), qDeriv_lo=qderiv_lo,
+           qDeriv_up=qderiv_up, fac_lo=fac_lo, fac_up=fac_up, diaginv=d.qHDiagInv,
+           lu=bool(flg_bias))
 
 
 def implicitfast(m, d):

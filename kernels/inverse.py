@@ -20,6 +20,7 @@ inverse is from forward's constraint force and applied forces.
 import numpy as np
 import taichi as ti
 
+from .bind import launch
 from .consts import INT_EULER, INT_IMPLICIT, INT_IMPLICITFAST, INT_RK4
 from .derivative import smooth_vel
 from .smooth import ld_solve, mul_m_tree_add
@@ -283,9 +284,8 @@ def _continuous_qacc(m, d, s):
         lo = up = d.qM  # unused by the Euler map
     else:
         lo, up = smooth_vel(m, d, flg_bias=mode == DISCRETE_IMPLICIT)
-    _discrete_acc(m.tree_dofadr, m.tree_dofnum, m.dof_parentid, m.dof_Madr, m.dof_simplenum,
-                  m.dof_damping, m.ntree, float(m.opt.timestep),
-                  d.qM, d.qLD_tree, d.qLDiagInv, lo, up, d.qacc, s["qacc"], mode)
+    launch(_discrete_acc, m, d, timestep=float(m.opt.timestep), qLD=d.qLD_tree,
+           qDeriv_lo=lo, qDeriv_up=up, qacc_c=s["qacc"], mode=mode)
     return s["qacc"]
 
 
@@ -342,10 +342,8 @@ def compare_inverse(m, d, rows: bool) -> None:
     qacc = _continuous_qacc(m, d, s)
     _inverse_launch(m, d, s, qacc, rows, s["efc_force"], s["efc_state"],
                     s["qfrc_constraint"])
-    _fwdinv(m.body_rootid, m.body_subtree_adr, m.body_subtree_num, m.body_subtree,
-            m.dof_bodyid, m.nv, d.nefc, d.qfrc_constraint, d.qfrc_applied, d.qfrc_actuator,
-            d.xfrc_applied, d.xipos, d.subtree_com, d.cdof, s["qfrc_constraint"],
-            d.qfrc_inverse, d.solver_fwdinv, s["sq"], int(rows))
+    launch(_fwdinv, m, d, qfrc_constraint_inv=s["qfrc_constraint"], sq=s["sq"],
+           rows=int(rows))
 
 
 def inv_constraint(m, d, rows: bool) -> None:

@@ -30,6 +30,7 @@ two static bodies, a Jacobian row without nonzeros) the row is left in no island
 """
 import taichi as ti
 
+from .bind import launch
 from .consts import (CNSTR_CONTACT_ELLIPTIC, CNSTR_CONTACT_FRICTIONLESS,
                      CNSTR_CONTACT_PYRAMIDAL, CNSTR_EQUALITY, CNSTR_FRICTION_DOF,
                      CNSTR_FRICTION_TENDON, CNSTR_LIMIT_JOINT, EQ_CONNECT, EQ_WELD, OBJ_SITE)
@@ -291,16 +292,8 @@ def island(m, d) -> None:
     if m.opt.disabled("island"):
         clear_islands(d)
         return
-    _row_trees(m.nv, m.dof_treeid, m.jnt_dofadr, m.geom_bodyid, m.body_treeid,
-               m.site_bodyid, m.eq_type, m.eq_obj1id, m.eq_obj2id, m.eq_objtype,
-               d.nefc, d.efc_type, d.efc_id, d.efc_J, d.contact_geom, d.efc_J_rownnz,
-               d.efc_J_rowadr, d.efc_J_colind, d.efc_island, d.map_efc2iefc, m.is_sparse)
-    _islands(m.nv, m.ntree, m.dof_treeid, d.nefc, d.efc_type, d.efc_id, d.efc_J,
-             d.efc_J_rownnz, d.efc_J_rowadr, d.efc_J_colind, d.nisland, d.nidof, d.tree_island, d.island_ntree, d.island_itreeadr,
-             d.map_itree2tree, d.dof_island, d.island_nv, d.island_idofadr,
-             d.island_dofadr, d.map_dof2idof, d.map_idof2dof, d.efc_island,
-             d.island_ne, d.island_nf, d.island_nefc, d.island_iefcadr, d.map_efc2iefc,
-             d.map_iefc2efc, m.is_sparse)
+    launch(_row_trees, m, d, sparse=m.is_sparse)
+    launch(_islands, m, d, sparse=m.is_sparse)
     d._islands_set = True
 
 

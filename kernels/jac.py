@@ -8,6 +8,8 @@ least kinematics + com_pos, first).
 import numpy as np
 import taichi as ti
 
+from .bind import launch
+
 ND = ti.types.ndarray()
 
 
@@ -108,8 +110,7 @@ def jac(m, d, point, body: int):
     pt.from_numpy(_points(d, point))
     jacp = ti.ndarray(dtype, (d.nworld, 3, nv))
     jacr = ti.ndarray(dtype, (d.nworld, 3, nv))
-    _jac(m.body_rootid, m.body_dofnum, m.body_dofadr, m.body_parentid, m.dof_parentid,
-         m.nv, body, d.subtree_com, d.cdof, pt, jacp, jacr)
+    launch(_jac, m, d, body=body, point=pt, jacp=jacp, jacr=jacr)
     return jacp.to_numpy()[:, :, :m.nv], jacr.to_numpy()[:, :, :m.nv]
 
 
@@ -142,10 +143,7 @@ def jac_subtree_com(m, d, body: int):
     mj_jacSubtreeCom: numpy (nworld, 3, nv). Reads subtree_com, cdof, xipos."""
     body = _check_id("body", body, m.nbody)
     jacp = ti.ndarray(d.qvel.dtype, (d.nworld, 3, max(1, m.nv)))
-    _jac_subtree_com(m.body_rootid, m.body_dofnum, m.body_dofadr, m.body_parentid,
-                     m.dof_parentid, m.body_mass, m.body_subtreemass, m.body_subtree_adr,
-                     m.body_subtree_num, m.body_subtree, m.nv, body,
-                     d.subtree_com, d.cdof, d.xipos, jacp)
+    launch(_jac_subtree_com, m, d, body=body, jacp=jacp)
     return jacp.to_numpy()[:, :, :m.nv]
 
 

@@ -6,6 +6,7 @@ step: ``lengthrange_decay``, step1, ``lengthrange_force``, step2.
 """
 import taichi as ti
 
+from .bind import launch
 from .consts import MINVAL
 from .smooth import ld_solve
 
@@ -68,11 +69,9 @@ def lengthrange_force(m, d, lr_actuator, accel: float, maxforce: float, record: 
     Reads actuator_moment_dense, actuator_length, qLD_tree, qLDiagInv; writes
     qfrc_applied and the scratch lr_acc (nworld, nv).
     """
-    _lengthrange_force(m.tree_dofadr, m.tree_dofnum, m.dof_parentid, m.dof_Madr,
-                       m.dof_simplenum, m.ntree, m.nv, lr_actuator, float(accel),
-                       float(maxforce), int(record), d.actuator_moment_dense,
-                       d.actuator_length, d.qLD_tree, d.qLDiagInv, d.qfrc_applied, lr_acc,
-                       lr_min, lr_max, lr_updated)
+    launch(_lengthrange_force, m, d, lr_actuator=lr_actuator, accel=float(accel),
+           maxforce=float(maxforce), record=int(record), qLD=d.qLD_tree, lr_acc=lr_acc,
+           lr_min=lr_min, lr_max=lr_max, lr_updated=lr_updated)
 
 
 @ti.kernel
@@ -83,4 +82,4 @@ def _lengthrange_decay(nv: ti.i32, factor: float, qvel: ND):
 
 def lengthrange_decay(m, d, factor: float):
     """qvel *= factor: evalAct's velocity reduction, before step1 (one launch)."""
-    _lengthrange_decay(m.nv, float(factor), d.qvel)
+    launch(_lengthrange_decay, m, d, factor=float(factor))

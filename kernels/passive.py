@@ -4,6 +4,7 @@ Fluid forces (density or viscosity > 0) come from kernels/fluid.py.
 """
 import taichi as ti
 
+from .bind import launch
 from .consts import JNT_BALL, JNT_FREE
 from .fluid import fluid
 from .math import quat_normalize, sub_quat
@@ -165,7 +166,4 @@ def tendon_passive(m, d):
             (has_spring and np.any(np.asarray(a.tendon_stiffness) != 0)) or
             (has_damper and np.any(np.asarray(a.tendon_damping) != 0))):
         return
-    _tendon_passive(m.tendon_stiffness, m.tendon_damping, m.tendon_lengthspring,
-                    m.ntendon, m.nv, int(has_spring), int(has_damper),
-                    d.ten_length, d.ten_velocity, d.ten_J,
-                    d.qfrc_spring, d.qfrc_damper, d.qfrc_passive)
+    launch(_tendon_passive, m, d, has_spring=int(has_spring), has_damper=int(has_damper))

@@ -16,6 +16,7 @@ zero-length lines), so a buffer's layout never changes with what is shown.
 """
 import taichi as ti
 
+from .bind import launch
 from .consts import CONE_PYRAMIDAL, JNT_SLIDE, LIGHT_DIRECTIONAL, LIGHT_SPOT, MINVAL
 from .math import quat_mul
 from .rne_post import contact_force_local
@@ -325,12 +326,10 @@ def overlay_lines(m, d, t, show: int, scales, vbo) -> None:
     Reads xpos, xmat, xanchor, xaxis, ten_wrapadr, ten_wrapnum, wrap_obj, wrap_xpos and
     the contacts (contact_pos, contact_frame, efc_force through contact_force);
     writes the line buffer ``vbo`` (two rows per line)."""
-    _overlay_lines(show, scales, t.tile_world, t.tile_offset, m.jnt_type, m.body_parentid,
-                   d.xpos, d.xmat, d.xanchor, d.xaxis, d.ten_wrapadr, d.ten_wrapnum,
-                   d.wrap_obj, d.wrap_xpos, d.ncon, d.contact_pos, d.contact_frame,
-                   d.contact_dim, d.contact_friction, d.contact_efc_address, d.efc_force,
-                   m.opt.cone == CONE_PYRAMIDAL, m.nbody, m.njnt if m.njnt else 0, m.ntendon,
-                   t.npoint, d.nconmax, t.ntile, t.lines_per_tile + 3 * d.nconmax, vbo)
+    launch(_overlay_lines, m, d, show=show, scales=scales, tile_world=t.tile_world,
+           tile_offset=t.tile_offset, pyramidal=m.opt.cone == CONE_PYRAMIDAL,
+           njnt=m.njnt if m.njnt else 0, npoint=t.npoint, nconmax=d.nconmax, ntile=t.ntile,
+           per_tile=t.lines_per_tile + 3 * d.nconmax, vbo=vbo)
 
 
 @ti.kernel
@@ -373,9 +372,9 @@ def _overlay_markers(show: ti.i32, scales: ND, params: ND, tile_world: ND, tile_
 def overlay_markers(m, d, t, show: int, scales, params, vbo) -> None:
     """Contact points and centres of mass as small spheres. Reads ncon, contact_pos,
     subtree_com; writes the marker buffer ``vbo``."""
-    _overlay_markers(show, scales, params, t.tile_world, t.tile_offset, t.marker_sphere,
-                     m.body_parentid, d.subtree_com, d.ncon, d.contact_pos, m.nbody,
-                     d.nconmax, t.ntile, t.nmarker_vert, vbo)
+    launch(_overlay_markers, m, d, show=show, scales=scales, params=params,
+           tile_world=t.tile_world, tile_offset=t.tile_offset, sphere=t.marker_sphere,
+           nconmax=d.nconmax, ntile=t.ntile, nsphere=t.nmarker_vert, vbo=vbo)
 
 
 # ------------------------------------------------------------------------ interaction
@@ -446,8 +445,7 @@ def perturb(m, d, world: int, body: int, prm) -> None:
     with the torque it makes about the com) and/or its orientation to the reference
     orientation. ``prm``: float ndarray laid out as PERT_*. Reads xpos, xmat, xipos,
     xquat, cvel, subtree_com; writes xfrc_applied[world, body]."""
-    _perturb(d.xpos, d.xmat, d.xipos, d.xquat, d.cvel, d.subtree_com, m.body_rootid,
-             m.body_iquat, int(world), int(body), prm, d.xfrc_applied)
+    launch(_perturb, m, d, worldid=int(world), bodyid=int(body), prm=prm)
 
 
 @ti.kernel

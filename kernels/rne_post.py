@@ -20,6 +20,7 @@ import numpy as np
 import taichi as ti
 
 from . import config
+from .bind import launch
 from .consts import CONE_PYRAMIDAL, EQ_CONNECT, EQ_FLEX, EQ_WELD, OBJ_BODY
 from .math import cross_force, mul_inert_vec, mul_mat_t
 
@@ -224,12 +225,7 @@ def rne_post_constraint(m, d, qacc=None) -> None:
     body's is the sum over its children).
     """
     _check(m)
-    _cfrc_ext(m.body_rootid, m.geom_bodyid, m.site_bodyid, m.site_pos, m.eq_type,
-              m.eq_obj1id, m.eq_obj2id, m.eq_objtype, m.eq_data, m.nbody,
-              d.xpos, d.xmat, d.xipos, d.subtree_com, d.xfrc_applied, d.ncon,
-              d.contact_pos, d.contact_frame, d.contact_friction, d.contact_dim,
-              d.contact_geom, d.contact_efc_address, d.ne, d.efc_id, d.efc_force,
-              d.cfrc_ext, m.opt.cone == CONE_PYRAMIDAL)
+    launch(_cfrc_ext, m, d, pyramidal=m.opt.cone == CONE_PYRAMIDAL)
     g = (0.0, 0.0, 0.0) if m.opt.disabled("gravity") else tuple(float(x) for x in m.opt.gravity)
     _cacc_cfrc_int(m.body_parentid, m.body_depth, m.body_dofnum, m.body_dofadr,
                    m.body_subtree_adr, m.body_subtree_num, m.body_subtree, m.nbody, *g,
@@ -276,7 +272,6 @@ def contact_force(m, d, world_frame: bool = False) -> np.ndarray:
     """
     fdtype = config.float_dtype()
     out = ti.Vector.ndarray(6, fdtype, shape=(d.nworld, max(1, d.nconmax)))
-    _contact_force(d.ncon, d.contact_frame, d.contact_friction, d.contact_dim,
-                   d.contact_efc_address, d.efc_force, out, m.opt.cone == CONE_PYRAMIDAL,
-                   int(bool(world_frame)))
+    launch(_contact_force, m, d, out=out, pyramidal=m.opt.cone == CONE_PYRAMIDAL,
+           world_frame=int(bool(world_frame)))
     return out.to_numpy().astype(np.float64)[:, :d.nconmax]

@@ -27,6 +27,8 @@ SCRATCH = {
                "(constraint.py)",
     "fd_data": "(model, expanded Data) of finite-difference derivatives "
                "(tiphys/derivative.py)",
+    "bound": "(model, field assignment counts, {(kernel, given names): arguments}) "
+             "of name-bound launches (bind.py)",
     "reset_world": "{(keyframe, set_param count, row): one world's reset state} of "
                    "reset_data(world=k) (tiphys/model.py)",
 }

@@ -44,6 +44,7 @@ import numpy as np
 import taichi as ti
 
 from . import config
+from .bind import launch
 from .collide_convex import MAX_PLANE_MESH, _check_options, _light_compile
 from .consts import (CNSTR_LIMIT_JOINT, CNSTR_LIMIT_TENDON, DATATYPE_POSITIVE, DATATYPE_REAL,
                      GEOM_BOX, GEOM_PLANE, GEOM_TYPE_NAMES, MINVAL, OBJ_BODY, OBJ_CAMERA, OBJ_GEOM,
@@ -702,7 +703,7 @@ def _user_sensors(m, d, plan, st, stage: int) -> None:
     fn = _CALLBACK["fn"]
     if st.nuser and fn is not None:
         fn(m, d, stage)
-        _apply_cutoff(st.user_ids, plan.sint, m.sensor_cutoff, d.sensordata)
+        launch(_apply_cutoff, m, d, ids=st.user_ids, sint=plan.sint)
 
 
 def apply_cutoff(m, d, stage: int) -> None:
@@ -715,7 +716,7 @@ def apply_cutoff(m, d, stage: int) -> None:
     plan = sensor_plan(m)
     st = plan.stages[stage]
     if st.n:
-        _apply_cutoff(st.ids, plan.sint, m.sensor_cutoff, d.sensordata)
+        launch(_apply_cutoff, m, d, ids=st.ids, sint=plan.sint)
 
 
 def _energies(m, d, st) -> None:
@@ -773,12 +774,7 @@ def sensor_pos(m, d) -> None:
         return
     _energies(m, d, st)
     if st.ncore:
-        _sensor_pos(st.core_ids, plan.sint, plan.sfloat,
-                    m.sensor_cutoff, m.body_iquat, m.geom_quat, m.site_quat, m.cam_quat,
-                    m.site_size,
-                    d.qpos, d.ten_length, d.actuator_length, d.xpos, d.xquat, d.xmat,
-                    d.xipos, d.ximat, d.geom_xpos, d.geom_xmat, d.site_xpos, d.site_xmat,
-                    d.cam_xpos, d.cam_xmat, d.subtree_com, d.energy, d.time, d.sensordata)
+        launch(_sensor_pos, m, d, ids=st.core_ids, sint=plan.sint, sfloat=plan.sfloat)
     _extra(m, d, plan, st)
     _user_sensors(m, d, plan, st, STAGE_POS)
 
@@ -805,13 +801,7 @@ def sensor_vel(m, d) -> None:
     if _has_subtree_vel_sensors(m):
         subtree_vel(m, d)  # as mj_sensorVel: the Data fields, for the user too
     if st.ncore:
-        _sensor_vel(st.core_ids, plan.sint,
-                    m.sensor_cutoff, m.body_subtree_adr, m.body_subtree_num, m.body_subtree,
-                    m.body_mass, m.body_subtreemass, m.body_inertia, m.body_weldid,
-                    m.body_rootid,
-                    d.qvel, d.ten_velocity, d.actuator_velocity, d.xpos, d.xmat, d.xipos,
-                    d.ximat, d.geom_xpos, d.geom_xmat, d.site_xpos, d.site_xmat, d.cam_xpos,
-                    d.cam_xmat, d.subtree_com, d.cvel, d.energy, d.sensordata)
+        launch(_sensor_vel, m, d, ids=st.core_ids, sint=plan.sint)
     _extra(m, d, plan, st)
     _user_sensors(m, d, plan, st, STAGE_VEL)
 
@@ -846,10 +836,7 @@ def subtree_vel(m, d) -> None:
     mj_subtreeVel (one launch, a thread per (world, body) summing its subtree list;
     equal to MuJoCo's backward recursion up to round-off). Reads xipos, ximat, cvel,
     subtree_com; writes subtree_linvel, subtree_angmom."""
-    _subtree_vel_all(m.body_subtree_adr, m.body_subtree_num, m.body_subtree, m.body_mass,
-                     m.body_subtreemass, m.body_inertia, m.body_weldid, m.body_rootid,
-                     d.xipos, d.ximat, d.cvel, d.subtree_com, d.subtree_linvel,
-                     d.subtree_angmom)
+    launch(_subtree_vel_all, m, d)
 
 
 def sensor_user(m, d, stage: int) -> None:
@@ -971,11 +958,10 @@ def _geom_pair_distances(m, d, plan):
     cap = polytope_capacity(opt.ccd_iterations)
     if g.keys:
         with _light_compile():
-            _geom_pairs(g.keys, cap, g.pair_geom, g.pair_group, m.sensor_cutoff,
-                        float(opt.ccd_tolerance), int(opt.ccd_iterations), m.geom_type,
-                        m.geom_dataid, m.geom_size, m.geom_rbound, m.mesh_vertadr,
-                        m.mesh_vertnum, m.mesh_graphadr, m.mesh_vert, m.mesh_graph,
-                        d.geom_xpos, d.geom_xmat, pair_dist, pair_fromto)
+            launch(_geom_pairs, m, d, keys=g.keys, cap=cap, pair_geom=g.pair_geom,
+                   pair_group=g.pair_group, tol=float(opt.ccd_tolerance),
+                   kmax=int(opt.ccd_iterations), pair_dist=pair_dist,
+                   pair_fromto=pair_fromto)
     if g.hfield:
         from .collide_hfield import hfield_distance
         cutoff = m.sensor_cutoff.to_numpy()
@@ -986,5 +972,6 @@ def _geom_pair_distances(m, d, plan):
                 raise NotImplementedError(
                     f"sensor {sid}: heightfield geom distance with per-world cutoffs")
             hfield_distance(m, d, ga, gb, flip, float(cutoff[0, sid]), dist, fromto)
-            _copy_pair(p, dist, fromto, pair_dist, pair_fromto)
+            launch(_copy_pair, m, d, p=p, dist=dist, fromto=fromto, pair_dist=pair_dist,
+                   pair_fromto=pair_fromto)
     return pair_dist, pair_fromto

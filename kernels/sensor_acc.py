@@ -35,6 +35,7 @@ from types import SimpleNamespace
 import numpy as np
 import taichi as ti
 
+from .bind import launch
 from .consts import (CNSTR_LIMIT_JOINT, CNSTR_LIMIT_TENDON, CONE_PYRAMIDAL, GEOM_BOX, GEOM_CAPSULE,
                      GEOM_CYLINDER, GEOM_ELLIPSOID, GEOM_HFIELD, GEOM_MESH, GEOM_PLANE, GEOM_SDF,
                      GEOM_SPHERE, MINVAL, OBJ_BODY, OBJ_CAMERA, OBJ_GEOM, OBJ_SITE, OBJ_UNKNOWN,
@@ -723,25 +724,15 @@ def sensor_acc(m, d, qacc=None) -> None:
     if plan.rne:
         rne_post_constraint(m, d, qacc)
     if plan.motion is not None:
-        _motion_force(plan.motion, plan.acc_int, m.sensor_cutoff, m.actuator_trntype,
-                      m.actuator_trnid, m.nu, d.xpos, d.xipos, d.geom_xpos, d.site_xpos,
-                      d.site_xmat, d.cam_xpos, d.subtree_com, d.cvel, d.cacc, d.cfrc_int,
-                      d.actuator_force, d.qfrc_actuator, d.ne, d.nf, d.nefc, d.efc_type,
-                      d.efc_id, d.efc_force, d.sensordata)
+        launch(_motion_force, m, d, ids=plan.motion, acc_int=plan.acc_int)
     if plan.contacts is not None:
-        _contacts(plan.contacts, plan.acc_int, m.sensor_cutoff, m.body_parentid,
-                  m.geom_bodyid, m.site_type, m.site_size, d.site_xpos, d.site_xmat, d.ncon,
-                  d.contact_dist, d.contact_pos, d.contact_frame, d.contact_friction,
-                  d.contact_dim, d.contact_geom, d.contact_efc_address, d.efc_force,
-                  d.sensordata, m.opt.cone == CONE_PYRAMIDAL)
+        launch(_contacts, m, d, ids=plan.contacts, acc_int=plan.acc_int,
+               pyramidal=m.opt.cone == CONE_PYRAMIDAL)
     if plan.taxel_sensor is not None:
         tac_geom, tac_ngeom = _tactile_scratch(m, d, plan.ntactile)
-        _tactile(plan.tactile, plan.taxel_sensor, plan.taxel_vert, plan.acc_int,
-                 m.sensor_cutoff, m.body_rootid, m.body_weldid, m.geom_type,
-                 m.geom_bodyid, m.geom_size, m.mesh_vertadr, m.mesh_vertnum,
-                 m.mesh_normaladr, m.mesh_vert, m.mesh_normal, m.mesh_quat,
-                 d.geom_xpos, d.geom_xmat, d.subtree_com, d.cvel, d.ncon, d.contact_geom,
-                 tac_geom, tac_ngeom, d.sensordata)
+        launch(_tactile, m, d, tactile_ids=plan.tactile, taxel_sensor=plan.taxel_sensor,
+               taxel_vert=plan.taxel_vert, acc_int=plan.acc_int, tac_geom=tac_geom,
+               tac_ngeom=tac_ngeom)
     if plan.user:
         sensor_user(m, d, STAGE_ACC)
 

@@ -10,6 +10,7 @@ subtree lists. Per-world-able ("*") parameters are indexed ``worldid % shape[0]`
 import numpy as np
 import taichi as ti
 
+from .bind import launch
 from .config import per_options, serial_loops
 from .consts import (CAMLIGHT_TARGETBODY, CAMLIGHT_TARGETBODYCOM, CAMLIGHT_TRACK,
                      CAMLIGHT_TRACKCOM, JNT_BALL, JNT_FREE, JNT_HINGE, JNT_SLIDE)
@@ -187,16 +188,9 @@ def kinematics(m, d):
     Reads qpos, mocap_pos, mocap_quat; writes xpos, xquat, xmat, xipos, ximat,
     xanchor, xaxis, geom_xpos, geom_xmat, site_xpos, site_xmat.
     """
-    _kinematics(m.body_parentid, m.body_mocapid, m.body_jntnum, m.body_jntadr, m.body_depth,
-                m.body_pos, m.body_quat, m.body_ipos, m.body_iquat, m.jnt_type,
-                m.jnt_qposadr, m.jnt_pos, m.jnt_axis, m.qpos0, m.geom_bodyid, m.geom_pos,
-                m.geom_quat, m.nbody, m.ngeom,
-                d.qpos, d.mocap_pos, d.mocap_quat,
-                d.xpos, d.xquat, d.xmat, d.xipos, d.ximat, d.xanchor, d.xaxis,
-                d.geom_xpos, d.geom_xmat, _tree_pass(d))
+    launch(_kinematics, m, d, serial=_tree_pass(d))
     if m.nsite:
-        _site_poses(m.site_bodyid, m.site_pos, m.site_quat, m.nsite, d.xpos, d.xmat,
-                    d.site_xpos, d.site_xmat)
+        launch(_site_poses, m, d)
 
 
 @ti.kernel
@@ -258,11 +252,7 @@ def com_pos(m, d):
 
     Reads xmat, xipos, ximat, xanchor, xaxis; writes subtree_com, cinert, cdof.
     """
-    _com_pos(m.body_rootid, m.body_mass, m.body_subtreemass, m.body_inertia,
-             m.body_subtree_adr, m.body_subtree_num, m.body_subtree, m.jnt_type,
-             m.jnt_bodyid, m.jnt_dofadr, m.nbody, m.njnt,
-             d.xmat, d.xipos, d.ximat, d.xanchor, d.xaxis,
-             d.subtree_com, d.cinert, d.cdof)
+    launch(_com_pos, m, d)
 
 
 @ti.func
@@ -337,12 +327,7 @@ def camlight(m, d):
     """
     if m.ncam == 0 and m.nlight == 0:
         return
-    _camlight(m.cam_mode, m.cam_bodyid, m.cam_targetbodyid, m.cam_pos, m.cam_quat,
-              m.cam_poscom0, m.cam_pos0, m.cam_mat0, m.light_mode, m.light_bodyid,
-              m.light_targetbodyid, m.light_pos, m.light_dir, m.light_poscom0,
-              m.light_pos0, m.light_dir0, m.ncam, m.nlight,
-              d.xpos, d.xmat, d.subtree_com,
-              d.cam_xpos, d.cam_xmat, d.light_xpos, d.light_xdir)
+    launch(_camlight, m, d)
 
 
 # ---------------------------------------------------------------------------------------
@@ -534,14 +519,9 @@ def crb(m, d):
     sparse layout).
     """
     if _tendon_armature_on(m):
-        _crb_tendon(m.body_subtree_adr, m.body_subtree_num, m.body_subtree, m.dof_bodyid,
-                    m.dof_parentid, m.dof_Madr, m.dof_simplenum, m.dof_armature,
-                    m.tendon_armature, m.nbody, m.nv, m.ntendon, d.cinert, d.cdof, d.ten_J,
-                    d.crb, d.qM)
+        launch(_crb_tendon, m, d)
     else:
-        _crb(m.body_subtree_adr, m.body_subtree_num, m.body_subtree, m.dof_bodyid,
-             m.dof_parentid, m.dof_Madr, m.dof_simplenum, m.dof_armature, m.nbody, m.nv,
-             d.cinert, d.cdof, d.crb, d.qM)
+        launch(_crb, m, d)
 
 
 @ti.kernel
@@ -570,8 +550,7 @@ def factor_m(m, d):
 
     Reads qM; writes qLD_tree (tiphys layout: qM's) and qLDiagInv (as MuJoCo's).
     """
-    _factor_m(m.tree_dofadr, m.tree_dofnum, m.dof_parentid, m.dof_Madr, m.dof_simplenum,
-              m.ntree, m.nv, m.nM, d.qM, d.qLD_tree, d.qLDiagInv)
+    launch(_factor_m, m, d, qLD=d.qLD_tree)
 
 
 @ti.kernel
@@ -598,8 +577,7 @@ def solve_m(m, d, x, y):
     ``x`` and ``y`` are (nworld, nv) float ndarrays (may be the same array).
     Reads qLD_tree, qLDiagInv.
     """
-    _solve_m(m.tree_dofadr, m.tree_dofnum, m.dof_parentid, m.dof_Madr, m.dof_simplenum,
-             m.ntree, m.nv, d.qLD_tree, d.qLDiagInv, y, x)
+    launch(_solve_m, m, d, qLD=d.qLD_tree, y=y, x=x)
 
 
 @ti.kernel
@@ -643,8 +621,7 @@ def mul_m(m, d, res, vec):
 
     Reads qM.
     """
-    _mul_m(m.tree_dofadr, m.tree_dofnum, m.dof_parentid, m.dof_Madr, m.ntree, m.nv,
-           d.qM, vec, res)
+    launch(_mul_m, m, d, vec=vec, res=res)
 
 
 @ti.kernel
@@ -676,7 +653,7 @@ def mul_m2(m, d, res, vec):
     """res = sqrt(D) L vec for every world, with M = L'DL from factor_m, so that
     |res|^2 = vec' M vec (mj_mulM2; one launch). ``res``, ``vec``: (nworld, nv)
     ndarrays, distinct. Reads qLD_tree."""
-    _mul_m2(m.dof_parentid, m.dof_Madr, m.dof_simplenum, m.nv, d.qLD_tree, vec, res)
+    launch(_mul_m2, m, d, qLD=d.qLD_tree, vec=vec, res=res)
 
 
 @ti.kernel
@@ -705,8 +682,7 @@ def solve_m2(m, d, x, y):
     y' inv(M) y; mj_solveM2, whose sqrt(inv(D)) argument is sqrt(qLDiagInv) here).
     ``x``, ``y``: (nworld, nv) ndarrays (may be the same array). Reads qLD_tree,
     qLDiagInv; one launch."""
-    _solve_m2(m.tree_dofadr, m.tree_dofnum, m.dof_parentid, m.dof_Madr, m.dof_simplenum,
-              m.ntree, m.nv, d.qLD_tree, d.qLDiagInv, y, x)
+    launch(_solve_m2, m, d, qLD=d.qLD_tree, y=y, x=x)
 
 
 def add_m(m, d, dst):
@@ -820,8 +796,7 @@ def com_vel(m, d):
 
     Reads cdof, qvel; writes cvel, cdof_dot.
     """
-    _com_vel(m.body_parentid, m.body_depth, m.body_dofnum, m.body_dofadr, m.dof_jntid,
-             m.jnt_type, m.nbody, d.cdof, d.qvel, d.cvel, d.cdof_dot, _tree_pass(d))
+    launch(_com_vel, m, d, serial=_tree_pass(d))
 
 
 @ti.func
@@ -931,16 +906,8 @@ def rne(m, d):
     scratch rne_cfrc).
     """
     g = (0.0, 0.0, 0.0) if m.opt.disabled("gravity") else tuple(m.opt.gravity)
+    gx, gy, gz = g
     if _tendon_armature_on(m):
-        _rne_tendon(m.body_parentid, m.body_depth, m.body_dofnum, m.body_dofadr,
-                    m.body_subtree_adr, m.body_subtree_num, m.body_subtree, m.body_rootid,
-                    m.dof_bodyid, m.dof_parentid, m.dof_jntid, m.jnt_type, m.jnt_dofadr,
-                    m.site_bodyid, m.tendon_adr, m.tendon_num, m.tendon_armature,
-                    m.wrap_type, m.wrap_objid, m.wrap_prm, m.nbody, m.nv, m.ntendon, *g,
-                    d.qvel, d.cdof, d.cdof_dot, d.cinert, d.cvel, d.site_xpos,
-                    d.subtree_com, d.ten_J, d.rne_cfrc, d.qfrc_bias)
+        launch(_rne_tendon, m, d, gx=gx, gy=gy, gz=gz)
     else:
-        _rne(m.body_parentid, m.body_depth, m.body_dofnum, m.body_dofadr,
-             m.body_subtree_adr, m.body_subtree_num, m.body_subtree, m.dof_bodyid, m.nbody,
-             m.nv, *g, d.qvel, d.cdof, d.cdof_dot, d.cinert, d.cvel, d.rne_cfrc,
-             d.qfrc_bias)
+        launch(_rne, m, d, gx=gx, gy=gy, gz=gz)

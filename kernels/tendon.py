@@ -5,6 +5,7 @@ side of a sidesite) and split into pulley branches scaled by a divisor.
 """
 import taichi as ti
 
+from .bind import launch
 from .consts import (JNT_BALL, JNT_FREE, MINVAL, PI, WRAP_CYLINDER, WRAP_JOINT, WRAP_NONE,
                      WRAP_PULLEY, WRAP_SPHERE)
 from .math import cross_motion
@@ -510,18 +511,9 @@ def tendon(m, d):
     if m.ntendon == 0:
         return
     check_sparse_data(m, d, "tendon")
-    _tendon(m.tendon_adr, m.tendon_num, m.wrap_type, m.wrap_objid, m.wrap_prm,
-            m.jnt_qposadr, m.jnt_dofadr, m.site_bodyid, m.geom_bodyid, m.geom_size,
-            m.body_parentid, m.body_dofnum, m.body_dofadr, m.body_rootid, m.dof_parentid,
-            m.ntendon, m.nv,
-            d.qpos, d.site_xpos, d.geom_xpos, d.geom_xmat, d.cdof, d.subtree_com,
-            d.ten_wrapadr, d.ten_wrapnum, d.ten_J, d.ten_length, d.wrap_obj, d.wrap_xpos)
+    launch(_tendon, m, d)
     if m.is_sparse:
-        _tendon_sparse(m.nv, m.ntendon, m.tendon_adr, m.tendon_num, m.wrap_type,
-                       m.wrap_objid, m.jnt_dofadr, m.site_bodyid, m.geom_bodyid,
-                       m.body_parentid, m.body_dofnum, m.body_dofadr, m.dof_parentid,
-                       d.ten_wrapadr, d.wrap_obj, d.ten_J_rownnz, d.ten_J_rowadr,
-                       d.ten_J_colind)
+        launch(_tendon_sparse, m, d)
 
 
 # ---------------------------------------------------------------------------------------

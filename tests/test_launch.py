@@ -195,6 +195,7 @@ def test_count_launches_counts_prepared_and_taichi_launches_and_restores_the_pat
         _axpy(y, x, 0.5, 3)  # a new argument tuple: Taichi's own path
         assert _total(x) == 3.0  # returns a value: never prepared
     assert counter["n"] == 6
+    assert counter["arrays"] == 5 * 2 + 1  # _axpy's y and x, _total's x
     assert np.array_equal(y.to_numpy(), np.full(3, 5.5))
     assert ti.lang.kernel_impl.Kernel.__call__ is launch._call
     _axpy(y, x, 1.0, 3)

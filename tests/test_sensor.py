@@ -13,6 +13,7 @@ limit rows present in some worlds only, a static body. The corpus models with se
 and site are compared too. Max errors per type are printed (pytest -s). Run as a
 script (``python tests/test_sensor.py f32``) it checks SCENE and GEOMDIST in f32.
 """
+import functools
 import json
 import os
 import sys
@@ -258,6 +259,16 @@ def test_rangefinders_hit_and_miss(scene):
     assert (values == -1).any() and (values > 0).any()
 
 
+def _counted(kernel, name, launches):
+    """``kernel``, appending ``name`` to ``launches`` at each launch (functools.wraps
+    keeps the kernel's parameters, which kernels/bind.py binds by name)."""
+    @functools.wraps(kernel)
+    def launch(*args):
+        launches.append(name)
+        return kernel(*args)
+    return launch
+
+
 def test_sensor_pos_vel_direct(scene, monkeypatch):
     """The stage functions on their own, after forward: one launch for most types, one
     for the limits and rangefinders (plus the energy stages for the e_potential /
@@ -269,9 +280,8 @@ def test_sensor_pos_vel_direct(scene, monkeypatch):
     want, _ = _mujoco(mjm, *state)
     launches = []
     for name in ("_sensor_pos", "_sensor_vel", "_sensor_extra", "_apply_cutoff"):
-        kernel = getattr(sensor_mod, name)
         monkeypatch.setattr(sensor_mod, name,
-                            lambda *a, _k=kernel, _n=name: (launches.append(_n), _k(*a)))
+                            _counted(getattr(sensor_mod, name), name, launches))
     _poison(d, mjm)
     tiphys.sensor_pos(m, d)
     got = d.numpy("sensordata")
@@ -674,9 +684,8 @@ def test_geom_distance_sensors_match_mujoco(monkeypatch):
     heightfield pair, one for the sensors."""
     launches = []
     for name in ("_sensor_pos", "_sensor_extra", "_geom_pairs", "_copy_pair"):
-        kernel = getattr(sensor_mod, name)
         monkeypatch.setattr(sensor_mod, name,
-                            lambda *a, _k=kernel, _n=name: (launches.append(_n), _k(*a)))
+                            _counted(getattr(sensor_mod, name), name, launches))
     mjm = mujoco.MjModel.from_xml_string(GEOMDIST)
     m = tiphys.put_model(mjm)
     d = tiphys.make_data(m, NWORLD)

@@ -9,7 +9,7 @@ import numpy as np
 import taichi as ti
 
 from . import backend
-from .kernels.config import tag_worlds
+from .kernels.config import BOUND_NAMES_ATTR, tag_worlds
 from .kernels.consts import JAC_AUTO, JAC_SPARSE
 from .kernels.scratch import Plans, Scratch
 from .types import DATA_EXTRA_FIELDS, DATA_FIELDS, MODEL_EXTRA_FIELDS, MODEL_FIELDS, \
@@ -556,3 +556,30 @@ def checks_model_data(func):
 
     entry._tiphys_checks_pair = True
     return entry
+
+
+# the names a kernel's parameters bind to (kernels/bind.py): the table fields and sizes
+setattr(Model, BOUND_NAMES_ATTR, frozenset(
+    [name for name, *_ in MODEL_FIELDS + MODEL_EXTRA_FIELDS] + list(MODEL_SIZES)))
+setattr(Data, BOUND_NAMES_ATTR, frozenset(
+    name for name, *_ in DATA_FIELDS + DATA_EXTRA_FIELDS))
+
+
+def _count_field_sets(cls) -> None:
+    """Give ``cls`` a ``__setattr__`` that counts, in ``fields_set``, every assignment
+    of one of its bound names (a field array replaced, a size changed), so that
+    name-bound launches (kernels/bind.py) look their arguments up again."""
+    names = getattr(cls, BOUND_NAMES_ATTR)
+    assign = object.__setattr__
+
+    def __setattr__(self, name, value):
+        if name in names:
+            assign(self, "fields_set", self.__dict__.get("fields_set", 0) + 1)
+        assign(self, name, value)
+
+    cls.__setattr__ = __setattr__
+
+
+_count_field_sets(Model)
+_count_field_sets(Data)
+
