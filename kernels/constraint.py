@@ -1359,37 +1359,18 @@ def make_constraint(m, d) -> None:
            njmax=d.njmax, njnnz=d.njnnz, efc_wid=wid, efc_adr=adr)
     # the fill kernels' Jacobian: its non-zeros for sparse models
     jac = d.efc_J_sparse if sparse else d.efc_J
-    out = (d.efc_type, d.efc_id, jac, d.efc_pos, d.efc_margin, d.efc_frictionloss,
-           d.efc_KBIP, d.efc_R, d.efc_J_colind, sparse)
-    ten = (d.ten_J_rownnz, d.ten_J_rowadr, d.ten_J_colind)
     if flags["eq_body"]:
-        eq_in = (m.eq_type, m.eq_obj1id, m.eq_obj2id, m.eq_objtype, m.eq_data)
-        body_in = (m.site_bodyid, m.site_quat, m.body_rootid, m.body_parentid,
-                   m.body_dofnum, m.body_dofadr, m.dof_parentid)
-        kin = (d.xpos, d.xmat, d.xquat, d.site_xpos, d.subtree_com, d.cdof, adr)
-        _fill_eq_body_jac(m.nv, m.neq, *eq_in, *body_in, *kin, d.efc_J_rowadr, jac,
-                          d.efc_J_colind, sparse)
-        _fill_eq_body(refsafe, timestep, m.neq, *eq_in, m.eq_solref, m.eq_solimp,
-                      *body_in, m.body_invweight0, *kin, d.efc_type, d.efc_id, d.efc_pos,
-                      d.efc_margin, d.efc_frictionloss, d.efc_KBIP, d.efc_R)
+        launch(_fill_eq_body_jac, m, d, efc_adr=adr, efc_J=jac, sparse=sparse)
+        launch(_fill_eq_body, m, d, refsafe=refsafe, timestep=timestep, efc_adr=adr)
     if flags["eq_scalar"]:
-        _fill_eq_scalar(refsafe, timestep, m.nv, m.neq, m.eq_type, m.eq_obj1id,
-                        m.eq_obj2id, m.eq_data, m.eq_solref, m.eq_solimp, m.jnt_qposadr,
-                        m.jnt_dofadr, m.qpos0, m.tendon_length0, m.dof_invweight0,
-                        m.tendon_invweight0, d.qpos, d.ten_J, d.ten_length, adr,
-                        d.efc_J_rowadr, *ten, *out)
+        launch(_fill_eq_scalar, m, d, refsafe=refsafe, timestep=timestep, efc_adr=adr,
+               efc_J=jac, sparse=sparse)
     if flags["fric"]:
-        _fill_friction(refsafe, timestep, m.nv, m.neq, m.ntendon, m.dof_frictionloss,
-                       m.dof_solref, m.dof_solimp, m.dof_invweight0, m.tendon_frictionloss,
-                       m.tendon_solref_fri, m.tendon_solimp_fri, m.tendon_invweight0,
-                       d.ten_J, adr, d.efc_J_rowadr, *ten, *out)
+        launch(_fill_friction, m, d, refsafe=refsafe, timestep=timestep, efc_adr=adr,
+               efc_J=jac, sparse=sparse)
     if flags["lim"]:
-        _fill_limit(refsafe, timestep, m.nv, m.neq + m.nv + m.ntendon, m.njnt, m.ntendon,
-                    m.dof_invweight0, m.tendon_invweight0, m.jnt_type, m.jnt_qposadr,
-                    m.jnt_dofadr, m.jnt_range, m.jnt_margin, m.jnt_solref, m.jnt_solimp,
-                    m.tendon_range, m.tendon_margin, m.tendon_solref_lim,
-                    m.tendon_solimp_lim, d.qpos, d.ten_J, d.ten_length, adr,
-                    d.efc_J_rowadr, *ten, *out)
+        launch(_fill_limit, m, d, refsafe=refsafe, timestep=timestep,
+               base=m.neq + m.nv + m.ntendon, efc_adr=adr, efc_J=jac, sparse=sparse)
     if flags["con"] and d.nconmax > 0:
         base = m.neq + m.nv + 2 * m.ntendon + m.njnt
         launch(_fill_contact_jac, m, d, elliptic=elliptic, base=base, efc_adr=adr,

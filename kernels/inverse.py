@@ -295,17 +295,13 @@ def _inverse_launch(m, d, s, qacc, rows, efc_force, efc_state, qfrc_constraint,
     with ``jar`` (constraint_update) the rows' jar is given,
     the cost written and qfrc_inverse left alone."""
     given = jar is not None
-    jsp = (d.efc_J_sparse, d.efc_J_colind, d.efc_J_rowadr, d.efc_J_rownnz)
-    _inverse_rows(m.nv, d.ne, d.nf, d.nefc, d.efc_type, d.efc_id, d.efc_J, d.efc_D,
-                  d.efc_R, d.efc_frictionloss, d.efc_aref, d.contact_mu, d.contact_friction,
-                  d.contact_dim, d.contact_efc_address, qacc, *jsp, s["se"], s["si"],
-                  int(rows), given, jar if given else qacc, m.is_sparse)
-    _inverse_forces(m.tree_dofadr, m.tree_dofnum, m.dof_parentid, m.dof_Madr, m.ntree,
-                    m.nv, d.nefc, d.efc_J, d.qM, qacc, d.qfrc_bias, d.qfrc_passive, *jsp,
-                    efc_force, efc_state, qfrc_constraint,
-                    d.qfrc_inverse if qfrc_inverse is None else qfrc_inverse,
-                    s["se"], s["si"], int(rows), given, cost if given else qacc,
-                    m.is_sparse)
+    launch(_inverse_rows, m, d, qacc=qacc, se=s["se"], si=s["si"], rows=int(rows),
+           given_jar=given, jar_in=jar if given else qacc, sparse=m.is_sparse)
+    launch(_inverse_forces, m, d, qacc=qacc, efc_force=efc_force, efc_state=efc_state,
+           qfrc_constraint=qfrc_constraint,
+           qfrc_inverse=d.qfrc_inverse if qfrc_inverse is None else qfrc_inverse,
+           se=s["se"], si=s["si"], rows=int(rows), given_jar=given,
+           cost=cost if given else qacc, sparse=m.is_sparse)
 
 
 def inverse_acceleration(m, d, rows: bool) -> None:

@@ -41,6 +41,7 @@ where the backend limits a thread's loop iterations: see solver.loop_limit).
 """
 import taichi as ti
 
+from .bind import launch
 from .consts import CNSTR_CONTACT_ELLIPTIC, CNSTR_CONTACT_PYRAMIDAL, MINVAL, SOL_PGS
 from .solver import (E_ARINV, E_B, E_FLOSS, E_FRIC, E_R, I_DIM, I_OLDSTATE, QCQP_ITERATIONS,
                      STAGE_DONE, STAGE_RUNNING, STAGE_START, V_U, W_IT, W_IT0, W_LIMIT,
@@ -362,19 +363,15 @@ def noslip(m, d, s, npass=None, probe=0) -> None:
     """
     opt = m.opt
     minvjt, compute = _minvjt(m, d, s)
-    jsp = (d.efc_J_sparse, d.efc_J_colind, d.efc_J_rowadr, d.efc_J_rownnz)
-    _noslip_prepare(m.dof_parentid, m.dof_Madr, m.dof_simplenum, m.nv,
-                    d.ne, d.nf, d.nefc, d.efc_type, d.efc_J, d.qLD_tree, d.qLDiagInv,
-                    *jsp, s["se"], minvjt, s["sw"], compute, m.is_sparse)
+    launch(_noslip_prepare, m, d, qLD=d.qLD_tree, se=s["se"], minvjt=minvjt, sw=s["sw"],
+           compute_minvjt=compute, sparse=m.is_sparse)
     scale = 1.0 / (float(m.stat.meaninertia) * max(1, m.nv))
     # the sweeps, then a pass that only finds the last sweep done and finishes
     passes = int(opt.noslip_iterations) + 1
     npass = npass or passes
     for _ in range(-(-passes // npass)):
-        _noslip(m.dof_parentid, m.dof_Madr, m.dof_simplenum, m.nv,
-                d.ne, d.nf, d.nefc, d.efc_type, d.efc_id, d.efc_J, d.contact_dim,
-                d.qLD_tree, d.qLDiagInv, d.qacc_smooth, *jsp,
-                d.qacc, d.efc_force, d.efc_state, d.qfrc_constraint, d.solver_niter,
-                s["se"], s["si"], s["sv"], s["sw"], minvjt, s["stats"],
-                int(opt.noslip_iterations), float(opt.noslip_tolerance), scale,
-                QCQP_ITERATIONS, npass, probe, m.is_sparse)
+        launch(_noslip, m, d, qLD=d.qLD_tree, se=s["se"], si=s["si"], sv=s["sv"],
+               sw=s["sw"], minvjt=minvjt, stats=s["stats"],
+               maxiter=int(opt.noslip_iterations), tolerance=float(opt.noslip_tolerance),
+               scale=scale, qcqp_iterations=QCQP_ITERATIONS, npass=npass, probe=probe,
+               sparse=m.is_sparse)
