@@ -8,14 +8,21 @@ is none of these is a TypeError naming the kernel and the parameter: a call site
 longer lists 20 arrays in the kernel's order, and a renamed field fails loudly.
 
 What a kernel takes from Model and Data is looked up once per (Data, kernel, given
-names) and kept in the Data's scratch (``d.scratch.bound``); it is looked up again
+names) and kept in the Data's scratch (``d.scratch.bound``), and so is, per values of
+``given`` (numbers, flags, functions and the Data's own arrays), the prepared launch of
+the whole argument list (tiphys/launch.py): the next such call launches it directly,
+without building the argument list or its key again. All of it is looked up again
 for another model and whenever a field of the model or the data was assigned since
 (``fields_set``, counted by Model's and Data's ``__setattr__``: ``set_param`` giving a
 parameter per world, a test swapping an array).
 """
 from __future__ import annotations
 
-from .config import BOUND_NAMES_ATTR
+from taichi.lang._ndarray import Ndarray
+
+from .config import BOUND_NAMES_ATTR, DIRECT, WORLDS_TAG
+
+MAX_BOUND = 4096  # cached calls per Data (beyond: launched without a cache entry)
 
 
 class _Given(str):
@@ -51,6 +58,13 @@ def _plan(kernel, m, d, given) -> tuple:
     return tuple(plan)
 
 
+def _cacheable(value) -> bool:
+    """Whether a given value may key a cached launch: not an array, unless one of a
+    Data's own (tagged: it lives as long as the Data); a user's temporary array would
+    be kept alive by the cache."""
+    return not isinstance(value, Ndarray) or hasattr(value, WORLDS_TAG)
+
+
 def launch(kernel, m, d, **given):
     """Launch ``kernel`` with each parameter bound by name (see the module docstring);
     ``given`` holds the parameters that are not fields of ``m``/``d`` (flags, scratch
@@ -59,10 +73,24 @@ def launch(kernel, m, d, **given):
     version = (m.fields_set, d.fields_set)
     if cache is None or cache[0] is not m or cache[1] != version:
         cache = d.scratch.bound = (m, version, {})
-    key = (kernel, *given) if given else kernel
-    plan = cache[2].get(key)
+    calls = cache[2]
+    call = (kernel, *given.items()) if given else kernel
+    try:
+        entry = calls.get(call)
+    except TypeError:  # an unhashable given value
+        entry = call = None
+    if entry is not None and DIRECT["fire"](entry):
+        return None
+    names = (kernel, *given) if given else (kernel,)
+    plan = calls.get(names)
     if plan is None:
-        plan = cache[2][key] = _plan(kernel, m, d, given)
-    if given:
-        return kernel(*[given[entry] if type(entry) is _Given else entry for entry in plan])
-    return kernel(*plan)
+        plan = calls[names] = _plan(kernel, m, d, given)
+    args = [given[entry] if type(entry) is _Given else entry for entry in plan] \
+        if given else plan
+    result = kernel(*args)
+    if call is not None and DIRECT["entry"] is not None and len(calls) < MAX_BOUND and \
+            all(_cacheable(value) for value in given.values()):
+        entry = DIRECT["entry"](kernel, args)
+        if entry is not None:
+            calls[call] = entry
+    return result

@@ -80,6 +80,12 @@ WORLDS_TAG = "_tiphys_nworld"  # attribute of an ndarray: the worlds of the Data
 BOUND_NAMES_ATTR = "BOUND_NAMES"
 
 
+# direct launches of name-bound calls (kernels/bind.py), installed by tiphys/launch.py:
+# "entry"(kernel, args) -> the prepared launch of those arguments (or None), and
+# "fire"(entry) -> launches it and returns True, or False when it may not be used now
+DIRECT = {"entry": None, "fire": None}
+
+
 def tag_worlds(array, nworld: int):
     """Mark an array of a Data of ``nworld`` worlds (tiphys/launch.py runs kernels given
     such an array with serial loops when there are few worlds); returns the array."""

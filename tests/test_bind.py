@@ -77,3 +77,37 @@ def test_unknown_names_are_errors_naming_kernel_and_parameter(md):
     out = ti.ndarray(float, 3)
     with pytest.raises(TypeError, match=r"_weighted.*no parameter named sclae"):
         launch(_weighted, m, d, sclae=1.0, scale=1.0, out=out)
+
+
+@ti.kernel
+def _accumulate(body_mass: ND, nbody: ti.i32, qvel: ND, scale: float):
+    for w in range(qvel.shape[0]):
+        qvel[w, 0] += scale * body_mass[w % body_mass.shape[0], nbody - 1]
+
+
+def test_repeated_calls_launch_directly_and_are_still_counted(md):
+    """A call with the same given values launches its kept prepared launch (a replayed
+    context on a CPU backend); count_launches still counts it; the sums come out as
+    launches one by one would make them."""
+    from tiphys import launch as launches
+    m, d = md
+    d.qvel.fill(0.0)
+    for _ in range(3):
+        launch(_accumulate, m, d, scale=0.5)
+    np.testing.assert_allclose(d.numpy("qvel")[:, 0], np.full(3, 1.5 * 3.0))
+    kept = [key for key in d.scratch.bound[2] if isinstance(key, tuple) and
+            key[0] is _accumulate and ("scale", 0.5) in key]
+    assert len(kept) == int(launches.REPLAY["on"])
+    with launches.count_launches() as counter:
+        launch(_accumulate, m, d, scale=0.5)
+        launch(_accumulate, m, d, scale=0.5)
+    assert counter["n"] == 2
+    np.testing.assert_allclose(d.numpy("qvel")[:, 0], np.full(3, 2.5 * 3.0))
+    # an array of the caller's own (not the Data's) is never kept by the cache
+    out = ti.ndarray(float, 3)
+    before = len(d.scratch.bound[2])
+    launch(_weighted, m, d, scale=1.0, out=out)
+    launch(_weighted, m, d, scale=1.0, out=out)
+    assert not any(isinstance(key, tuple) and ("out", out) in key
+                   for key in d.scratch.bound[2])
+    assert len(d.scratch.bound[2]) <= before + 1  # at most the names' plan

@@ -60,7 +60,7 @@ from taichi.types import ndarray_type, primitive_types
 from taichi.types.annotations import template
 from taichi.types.utils import is_signed
 
-from .kernels.config import SERIAL, WORLDS_TAG, serial_loops
+from .kernels.config import DIRECT, SERIAL, WORLDS_TAG, serial_loops
 from .kernels.config import tag_worlds  # noqa: F401 (re-exported)
 
 MAX_VARIANTS = 64  # distinct argument tuples per kernel before it stops preparing
@@ -323,6 +323,39 @@ def _call(self, *args, **kwargs):
     return result
 
 
+_COUNTING = [0]  # count_launches blocks open: direct launches step aside (counted)
+
+
+def _direct_entry(kernel, args):
+    """The prepared launch of ``kernel(*args)`` after such a launch (kernels/bind.py
+    keeps it for its name-bound calls), or None: only replayed contexts (CPU backends),
+    whose arguments cannot change under them."""
+    primal = getattr(kernel, "_primal", None)
+    if primal is None:
+        return None
+    table = primal.__dict__.get("_tiphys_prepared")
+    keyer = primal.__dict__.get("_tiphys_key")
+    if not table or keyer is None:
+        return None
+    try:
+        entry = table.get(keyer(args))
+    except TypeError:
+        return None
+    return entry if entry is not None and entry.ctx is not None else None
+
+
+def _fire(entry) -> bool:
+    """Launch a kept prepared launch, unless launches are being counted, prepared
+    launches are off, the Taichi runtime is not the entry's (reset) or a tape records:
+    then False, and the caller takes the kernel's own call."""
+    runtime = impl.get_runtime()
+    prog = runtime.prog
+    if entry.prog is not prog or not ENABLED or _COUNTING[0] or runtime.target_tape:
+        return False
+    prog.launch_kernel(entry.compiled, entry.ctx)
+    return True
+
+
 # "compiling kernels (one-time)" on stderr once a process has spent this long in first
 # launches (Taichi turning kernels into code, or loading them from its cache), so that
 # a first step that takes seconds says why; TIPHYS_QUIET=1 keeps it quiet
@@ -375,6 +408,7 @@ def install() -> None:
         ASTTransformer.build_For = staticmethod(_build_for_serial_aware)
     if impl.reset is not _reset:
         impl.reset = _reset
+    DIRECT.update(entry=_direct_entry, fire=_fire)
 
 
 @contextmanager
@@ -393,7 +427,9 @@ def count_launches():
         return original(self, *args, **kwargs)
 
     Kernel.__call__ = counting
+    _COUNTING[0] += 1
     try:
         yield counter
     finally:
+        _COUNTING[0] -= 1
         Kernel.__call__ = original
