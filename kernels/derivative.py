@@ -519,15 +519,12 @@ def smooth_vel(m, d, flg_bias: bool):
     has_body = fluid > 0 or flg_bias
     if has_body:
         wind = tuple(float(x) for x in opt.wind)
-        _body_derivs(m.body_parentid, m.body_rootid, m.body_mass, m.body_inertia,
-                     m.body_geomadr, m.body_geomnum, m.body_subtree_adr, m.body_subtree_num,
-                     m.body_subtree, m.body_dofadr, m.dof_bodyid, m.dof_jntid, m.jnt_type,
-                     m.jnt_dofadr, m.geom_type, m.geom_size, m.geom_fluid, m.nbody, m.nv,
-                     int(flg_bias), int(opt.integrator == INT_IMPLICITFAST),
-                     float(opt.density), float(opt.viscosity), *wind,
-                     d.qvel, d.xipos, d.ximat, d.geom_xpos, d.geom_xmat, d.subtree_com,
-                     d.cvel, d.cdof, d.cdof_dot, d.cinert,
-                     s["body_mat"], s["subtree_mat"], s["dof_acc"], fluid)
+        wind_x, wind_y, wind_z = wind
+        launch(_body_derivs, m, d, flg_bias=int(flg_bias),
+               symmetric=int(opt.integrator == INT_IMPLICITFAST),
+               density=float(opt.density), viscosity=float(opt.viscosity), wind_x=wind_x,
+               wind_y=wind_y, wind_z=wind_z, body_mat=s["body_mat"],
+               subtree_mat=s["subtree_mat"], dof_acc=s["dof_acc"], fluid=fluid)
     launch(_dof_derivs, m, d, has_actuation=int(not opt.disabled("actuation")),
            disableactuator=int(opt.disableactuator),
            has_damper=int(not opt.disabled("damper")), has_body=int(has_body),

@@ -124,10 +124,8 @@ def energy_pos(m, d) -> None:
     opt = m.opt
     gravity = not opt.disabled("gravity")
     springs = not opt.disabled("spring")
-    g = tuple(float(x) for x in opt.gravity)
-    _energy_pos(m.body_mass, m.jnt_type, m.jnt_qposadr, m.jnt_stiffness, m.qpos_spring,
-                m.tendon_stiffness, m.tendon_lengthspring, m.nbody, m.njnt, m.ntendon,
-                *g, d.xipos, d.qpos, d.ten_length, d.energy, gravity, springs)
+    gx, gy, gz = (float(x) for x in opt.gravity)
+    launch(_energy_pos, m, d, gx=gx, gy=gy, gz=gz, gravity=gravity, springs=springs)
 
 
 def energy_vel(m, d) -> None:

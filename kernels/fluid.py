@@ -8,6 +8,7 @@ qfrc_passive.
 """
 import taichi as ti
 
+from .bind import launch
 from .consts import GEOM_CAPSULE, GEOM_CYLINDER, GEOM_SPHERE, MINVAL, PI
 
 ND = ti.types.ndarray()
@@ -186,9 +187,6 @@ def fluid(m, d):
     if not (opt.density > 0 or opt.viscosity > 0):
         return
     wind = tuple(float(x) for x in opt.wind)
-    _fluid(m.body_rootid, m.body_mass, m.body_inertia, m.body_geomadr, m.body_geomnum,
-           m.body_subtree_adr, m.body_subtree_num, m.body_subtree, m.dof_bodyid,
-           m.geom_type, m.geom_size, m.geom_fluid, m.nbody, m.nv,
-           float(opt.density), float(opt.viscosity), *wind,
-           d.xipos, d.ximat, d.geom_xpos, d.geom_xmat, d.subtree_com, d.cvel, d.cdof,
-           d.fluid_wrench, d.qfrc_fluid, d.qfrc_passive)
+    wind_x, wind_y, wind_z = wind
+    launch(_fluid, m, d, density=float(opt.density), viscosity=float(opt.viscosity),
+           wind_x=wind_x, wind_y=wind_y, wind_z=wind_z)

@@ -107,13 +107,9 @@ def passive(m, d):
     g = (0.0, 0.0, 0.0) if opt.disabled("gravity") else tuple(float(x) for x in opt.gravity)
     # mj_gravcomp runs only for a model compiled with gravcomp bodies (ngravcomp)
     has_gravcomp = any(g) and (has_spring or has_damper) and m.ngravcomp > 0
-    _passive(m.jnt_type, m.jnt_qposadr, m.jnt_dofadr, m.jnt_actgravcomp,
-             m.jnt_stiffness, m.qpos_spring, m.dof_bodyid, m.dof_jntid, m.dof_damping,
-             m.body_rootid, m.body_mass, m.body_gravcomp, m.body_subtree_adr,
-             m.body_subtree_num, m.body_subtree, m.njnt, m.nv,
-             int(has_spring), int(has_damper), int(has_gravcomp), *g,
-             d.qpos, d.qvel, d.xipos, d.subtree_com, d.cdof,
-             d.qfrc_spring, d.qfrc_damper, d.qfrc_gravcomp, d.qfrc_passive)
+    gx, gy, gz = g
+    launch(_passive, m, d, has_spring=int(has_spring), has_damper=int(has_damper),
+           has_gravcomp=int(has_gravcomp), gx=gx, gy=gy, gz=gz)
     tendon_passive(m, d)
     if has_spring or has_damper:
         fluid(m, d)

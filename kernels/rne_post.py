@@ -227,10 +227,9 @@ def rne_post_constraint(m, d, qacc=None) -> None:
     _check(m)
     launch(_cfrc_ext, m, d, pyramidal=m.opt.cone == CONE_PYRAMIDAL)
     g = (0.0, 0.0, 0.0) if m.opt.disabled("gravity") else tuple(float(x) for x in m.opt.gravity)
-    _cacc_cfrc_int(m.body_parentid, m.body_depth, m.body_dofnum, m.body_dofadr,
-                   m.body_subtree_adr, m.body_subtree_num, m.body_subtree, m.nbody, *g,
-                   d.qvel, d.qacc if qacc is None else qacc, d.cdof, d.cdof_dot, d.cinert,
-                   d.cvel, d.cfrc_ext, d.cacc, d.cfrc_int)
+    gx, gy, gz = g
+    launch(_cacc_cfrc_int, m, d, gx=gx, gy=gy, gz=gz,
+           qacc=d.qacc if qacc is None else qacc)
 
 
 @ti.kernel

@@ -740,14 +740,15 @@ def _extra(m, d, plan, st) -> None:
     ray = st is plan.pos and st.ray
     if ray:
         t = ray_tables(m)
-        rargs = (t.geom_int, m.geom_size, m.geom_rgba, m.mesh_vert, t.tri_vert, t.bvh_box,
-                 t.bvh_node, m.hfield_size, m.hfield_data)
-    else:
-        rargs = (plan.dummy_i,) + (plan.dummy_f,) * 8
-    _sensor_extra(st.extra_ids, plan.sint, m.sensor_cutoff, *rargs, d.ne, d.nf, d.nefc,
-                  d.efc_type, d.efc_id, d.efc_pos, d.efc_margin, d.efc_vel, d.geom_xpos,
-                  d.geom_xmat, d.site_xpos, d.site_xmat, pair_dist, pair_fromto,
-                  d.sensordata, ray, geom)
+        rays = dict(geom_int=t.geom_int, tri_vert=t.tri_vert, bvh_box=t.bvh_box,
+                    bvh_node=t.bvh_node)
+    else:  # no rangefinder in this stage: placeholders for the ray tables and fields
+        rays = dict(geom_int=plan.dummy_i, geom_size=plan.dummy_f,
+                    geom_rgba=plan.dummy_f, mesh_vert=plan.dummy_f,
+                    tri_vert=plan.dummy_f, bvh_box=plan.dummy_f, bvh_node=plan.dummy_f,
+                    hfield_size=plan.dummy_f, hfield_data=plan.dummy_f)
+    launch(_sensor_extra, m, d, ids=st.extra_ids, sint=plan.sint, pair_dist=pair_dist,
+           pair_fromto=pair_fromto, has_ray=ray, has_geom=geom, **rays)
 
 
 def sensor_pos(m, d) -> None:
