@@ -108,8 +108,10 @@ def sap(m, d, sp):
     if not sp.initialized:
         launch(_init_order, m, d, order=sp.order, nsap=sp.nsap)
         sp.initialized = True
-    _sap(bool(opt.enabled("override")), float(opt.o_margin), *sp.axis,
-         m.geom_type, m.geom_rbound, m.geom_margin, m.pair_margin, m.ngeom,
-         sp.sap_geom, sp.nsap, sp.pairmap, sp.cand_geom, sp.cand_pair, sp.cand_kind,
-         sp.fixed, sp.nfixed, d.geom_xpos, d.geom_xmat,
-         sp.order, sp.lo, sp.hi, sp.lists, sp.counts, sp.overflow, sp.all_counts)
+    ax, ay, az = sp.axis
+    launch(_sap, m, d, override=bool(opt.enabled("override")), o_margin=float(opt.o_margin),
+           ax=ax, ay=ay, az=az, pair_margin_arr=m.pair_margin, sap_geom=sp.sap_geom,
+           nsap=sp.nsap, pairmap=sp.pairmap, cand_geom=sp.cand_geom, cand_pair=sp.cand_pair,
+           cand_kind=sp.cand_kind, fixed=sp.fixed, nfixed=sp.nfixed, order=sp.order,
+           lo=sp.lo, hi=sp.hi, lists=sp.lists, counts=sp.counts, overflow=sp.overflow,
+           all_counts=sp.all_counts)

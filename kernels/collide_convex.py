@@ -41,6 +41,7 @@ import math
 import numpy as np
 import taichi as ti
 
+from .bind import launch
 from .collision import (ND, add, compile_options, emit, geom_pose, list_count, list_entry,
                         make_frame, near_pair, new_list)
 from .consts import GEOM_BOX, GEOM_CAPSULE, GEOM_ELLIPSOID, GEOM_MESH, GEOM_PLANE, GEOM_SPHERE
@@ -379,13 +380,13 @@ def narrow_convex(m, d, plan, sweep):
     if multiccd:
         polyvertnum = np.asarray(m.arrays.mesh_polyvertnum)
         polycap = polygon_capacity(polyvertnum.max() if polyvertnum.size else 4)
+    lists, counts, lanes, all_lists = sweep.lists
+    dist, pos, frame, key = sweep.emit
     with _light_compile():
-        _narrow_convex(
-            cap, multiccd, plan.convex_maxcon, polycap,
-            bool(opt.enabled("override")), float(opt.o_margin), float(opt.ccd_tolerance),
-            int(opt.ccd_iterations), plan.cand_geom, plan.cand_pair, *sweep.lists,
-            m.geom_type, m.geom_dataid, m.geom_size, m.geom_rbound, m.geom_margin,
-            m.pair_margin, m.mesh_vertadr, m.mesh_vertnum, m.mesh_graphadr, m.mesh_vert,
-            m.mesh_graph, m.mesh_polyadr, m.mesh_polynormal, m.mesh_polyvertadr,
-            m.mesh_polyvertnum, m.mesh_polyvert, m.mesh_polymapadr, m.mesh_polymapnum,
-            m.mesh_polymap, d.geom_xpos, d.geom_xmat, sweep.mask, d.ncon, *sweep.emit)
+        launch(_narrow_convex, m, d, cap=cap, multiccd=multiccd, maxcon=plan.convex_maxcon,
+               polycap=polycap, override=bool(opt.enabled("override")),
+               o_margin=float(opt.o_margin), tol=float(opt.ccd_tolerance),
+               kmax=int(opt.ccd_iterations), cand_geom=plan.cand_geom, cand_pair=plan.cand_pair, lists=lists, counts=counts,
+               lanes=lanes, all_lists=all_lists, pair_margin_arr=m.pair_margin,
+               world_mask=sweep.mask, contact_dist=dist, contact_pos=pos,
+               contact_frame=frame, contact_key=key)

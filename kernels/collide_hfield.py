@@ -239,15 +239,15 @@ def narrow_hfield(m, d, plan, sweep):
     opt = m.opt
     _check_options(opt)
     cap = polytope_capacity(opt.ccd_iterations)
+    lists, counts, lanes, all_lists = sweep.lists
+    dist, pos, frame, key = sweep.emit
     with _light_compile():
-        _narrow_hfield(
-            cap, bool(opt.enabled("override")), float(opt.o_margin),
-            float(opt.ccd_tolerance), int(opt.ccd_iterations), plan.cand_geom,
-            plan.cand_pair, *sweep.lists, m.geom_type, m.geom_dataid, m.geom_size,
-            m.geom_rbound, m.geom_margin, m.pair_margin, m.hfield_size, m.hfield_nrow,
-            m.hfield_ncol, m.hfield_adr, m.hfield_data, m.mesh_vertadr, m.mesh_vertnum,
-            m.mesh_graphadr, m.mesh_vert, m.mesh_graph, d.geom_xpos, d.geom_xmat,
-            sweep.mask, d.ncon, *sweep.emit)
+        launch(_narrow_hfield, m, d, cap=cap, override=bool(opt.enabled("override")),
+               o_margin=float(opt.o_margin), tol=float(opt.ccd_tolerance),
+               kmax=int(opt.ccd_iterations), cand_geom=plan.cand_geom, cand_pair=plan.cand_pair, lists=lists, counts=counts,
+               lanes=lanes, all_lists=all_lists, pair_margin_arr=m.pair_margin,
+               world_mask=sweep.mask, contact_dist=dist, contact_pos=pos,
+               contact_frame=frame, contact_key=key)
 
 
 @ti.kernel

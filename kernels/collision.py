@@ -352,15 +352,18 @@ def narrow_primitive(m, d, plan, sweep):
     opt = m.opt
     table = primitive_table()
     mask = sweep.mask
+    lists, counts, lanes, all_lists = sweep.lists
+    dist, pos, frame, key = sweep.emit
     for code in plan.prim_codes:
         detector, maxcon = table[(code // NGEOMTYPES, code % NGEOMTYPES)]
         with exact_math():
-            _narrow_primitive(code, detector, maxcon,
-                              bool(opt.enabled("override")), float(opt.o_margin),
-                              plan.cand_geom, plan.cand_pair, plan.cand_code, *sweep.lists,
-                              m.geom_type, m.geom_size, m.geom_rbound,
-                              m.geom_margin, m.pair_margin, d.geom_xpos, d.geom_xmat,
-                              mask, d.ncon, *sweep.emit)
+            launch(_narrow_primitive, m, d, code=code, detector=detector, maxcon=maxcon,
+                   override=bool(opt.enabled("override")), o_margin=float(opt.o_margin),
+                   cand_geom=plan.cand_geom, cand_pair=plan.cand_pair,
+                   cand_code=plan.cand_code, lists=lists, counts=counts, lanes=lanes,
+                   all_lists=all_lists, pair_margin_arr=m.pair_margin, world_mask=mask,
+                   contact_dist=dist, contact_pos=pos, contact_frame=frame,
+                   contact_key=key)
 
 
 # ------------------------------------------------------------------------------------
@@ -581,17 +584,13 @@ def finalize(m, d, plan, emit):
     launch(_finalize_rank, m, d, emit_key=key, emit_dist=dist, emit_pos=pos,
            emit_frame=frame)
     launch(_finalize_count, m, d, nconmax=d.nconmax)
-    _finalize(bool(opt.enabled("override")),
-              *(float(x) for x in tuple(opt.o_solref) + tuple(opt.o_solimp)
-                + tuple(opt.o_friction)),
-              plan.cand_geom, plan.cand_pair, float(opt.o_margin),
-              m.geom_priority, m.geom_condim, m.geom_solmix, m.geom_solref, m.geom_solimp,
-              m.geom_friction, m.geom_margin, m.geom_gap,
-              m.pair_dim, m.pair_solref, m.pair_solreffriction, m.pair_solimp,
-              m.pair_margin, m.pair_gap, m.pair_friction,
-              d.ncon, d.contact_dist, d.contact_key, d.contact_includemargin,
-              d.contact_friction, d.contact_solref, d.contact_solreffriction, d.contact_solimp,
-              d.contact_dim, d.contact_exclude)
+    osr0, osr1 = (float(x) for x in opt.o_solref)
+    osi0, osi1, osi2, osi3, osi4 = (float(x) for x in opt.o_solimp)
+    of0, of1, of2, of3, of4 = (float(x) for x in opt.o_friction)
+    launch(_finalize, m, d, override=bool(opt.enabled("override")), osr0=osr0, osr1=osr1,
+           osi0=osi0, osi1=osi1, osi2=osi2, osi3=osi3, osi4=osi4, of0=of0, of1=of1,
+           of2=of2, of3=of3, of4=of4, cand_geom=plan.cand_geom, cand_pair=plan.cand_pair,
+           cand_margin_override=float(opt.o_margin), pair_margin_arr=m.pair_margin)
     launch(_finalize_ids, m, d, cand_geom=plan.cand_geom)
 
 
