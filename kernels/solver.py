@@ -72,7 +72,12 @@ import taichi as ti
 
 from . import config
 from .collision import exact_math
-from .consts import (CNSTRSTATE_CONE, CNSTRSTATE_LINEARNEG, CNSTRSTATE_LINEARPOS,
+from .hessian import (HF_ACC, HF_LTJ, HF_N, HF_RES, HF_X, HI_HADR, HI_HEAD, HI_HNNZ,
+                      HI_CHAIN, HI_JTADR, HI_JTNNZ, HI_LADR, HI_LNNZ, HI_MARK, HI_N,
+                      HI_NEXT,
+                      HI_TMP, HI_XI,
+                      HessView, chol_factor_sparse, chol_solve_sparse, chol_update_sparse)
+from .consts import (CONE_ELLIPTIC, CNSTRSTATE_CONE, CNSTRSTATE_LINEARNEG, CNSTRSTATE_LINEARPOS,
                      CNSTRSTATE_QUADRATIC, CNSTRSTATE_SATISFIED, CNSTR_CONTACT_ELLIPTIC, MINVAL,
                      NSOLVER, SOL_CG, SOL_NEWTON, SOL_PGS)
 
@@ -110,8 +115,8 @@ U_ISLAND, U_DOFADR, U_NV, U_EFCADR, U_NEFC = range(5)
 U_N = 5
 # per-unit scalars of ``sk`` (nworld, nunit, K_N): cost, Gauss cost, counts,
 # iteration, progress and the scale of improvement and gradient
-K_COST, K_GAUSS, K_NACTIVE, K_NCONE, K_IT, K_STAGE, K_SCALE = range(7)
-K_N = 7
+K_COST, K_GAUSS, K_NACTIVE, K_NCONE, K_IT, K_STAGE, K_SCALE, K_OVER = range(8)
+K_N = 8
 NISLAND = 20  # mjNISLAND: islands with iteration counts and statistics
 # per-iteration statistics (mjSolverStat) in ``stats`` (nworld, nslot, nstat, S_N),
 # slot = island (0: a world solved whole)
@@ -181,6 +186,16 @@ def _row(w, u, ii, rmap: ti.template()):
         if u.island:
             efcid = rmap[w, u.efcadr + ii]
     return efcid
+
+
+@ti.func
+def _loc(w, u, dofid, d2i: ti.template()):
+    """The unit's local index of a dof it holds (``d2i``: map_dof2idof, or None)."""
+    a = dofid
+    if ti.static(_given(d2i)):
+        if u.island:
+            a = d2i[w, dofid] - u.dofadr
+    return a
 
 
 # ---------------------------------------------------------------------------------------
@@ -977,6 +992,287 @@ def _hessian_cone(w, slot, u, dmap: ti.template(), rmap: ti.template(),
     return nupdate
 
 
+# ---------------------------------------------------------------------------------------
+# Newton's sparse Hessian (sparse-Jacobian models; kernels/hessian.py)
+# ---------------------------------------------------------------------------------------
+
+@ti.func
+def _hess_push(w, l, a, o, cnt, hp, cap, hi: ti.template(), hcol: ti.template()):
+    """Add local column l to row a's H pattern (once: the marker), while it fits."""
+    if hi[w, HI_MARK, o + l] != a:
+        hi[w, HI_MARK, o + l] = a
+        if hp + cnt < cap:
+            hcol[w, hp + cnt] = l
+        cnt += 1
+    return cnt
+
+
+@ti.kernel
+def _hessian_symbolic(
+    # model
+    dof_parentid: ND,
+    # data in
+    nefc: ND, map_dof2idof: ND, map_idof2dof: ND, map_iefc2efc: ND, efc_J_colind: ND,
+    efc_J_rowadr: ND, efc_J_rownnz: ND, su: ND,
+    # data out
+    efc_H_overflow: ND,
+    # scratch
+    sk: ND, hi: ND, jtr: ND, jta: ND, jl: ND, hcol: ND, lcol: ND,
+    # options
+    by_island: ti.template(),
+):
+    """The sparse Newton Hessian's structure of every unit (after _primal_start), one
+    thread per world, units in order (as MuJoCo's MakeHessian per island): each row's
+    local columns (jl) and J' by position, H = M + J'J's lower pattern (every row's,
+    whatever its state) and the pattern of its reverse Cholesky factor L (row r:
+    H's row r merged with its children's rows in the elimination tree, whose parent
+    is their last column left of the diagonal). A unit whose H or L does not fit in
+    what the world's units before it left of nhnnz is marked (sk K_OVER) and solved
+    by CG; efc_H_overflow[w] counts such solves and keeps the non-zeros the last one
+    needed (at least: counting stops at the row that did not fit)."""
+    cap = hcol.shape[1]
+    dmap = ti.static(map_idof2dof if by_island else None)
+    rmap = ti.static(map_iefc2efc if by_island else None)
+    d2i = ti.static(map_dof2idof if by_island else None)
+    for w in range(nefc.shape[0]):
+        if nefc[w] > 0:
+            jtp = 0
+            hp = 0
+            lp = 0
+            need = 0
+            overflowed = 0
+            for k in range(su.shape[1]):
+                if su[w, k, U_NEFC] > 0:
+                    u = _whole(su[w, k, U_NV], su[w, k, U_NEFC])
+                    if ti.static(by_island):
+                        u = _load_unit(w, k, su)
+                    o = u.dofadr
+                    n = u.nv
+                    # local columns; J' by position, rows ascending
+                    for a in range(n):
+                        hi[w, HI_JTNNZ, o + a] = 0
+                        hi[w, HI_MARK, o + a] = -1
+                        hi[w, HI_HEAD, o + a] = -1
+                    for rr in range(u.nefc):
+                        r = _row(w, u, rr, rmap)
+                        adr = efc_J_rowadr[w, r]
+                        for t in range(efc_J_rownnz[w, r]):
+                            l = _loc(w, u, efc_J_colind[w, adr + t], d2i)
+                            jl[w, adr + t] = l
+                            hi[w, HI_JTNNZ, o + l] += 1
+                    for a in range(n):
+                        hi[w, HI_JTADR, o + a] = jtp
+                        jtp += hi[w, HI_JTNNZ, o + a]
+                        hi[w, HI_JTNNZ, o + a] = 0
+                    for rr in range(u.nefc):
+                        r = _row(w, u, rr, rmap)
+                        adr = efc_J_rowadr[w, r]
+                        for t in range(efc_J_rownnz[w, r]):
+                            p = o + jl[w, adr + t]
+                            q = hi[w, HI_JTADR, p] + hi[w, HI_JTNNZ, p]
+                            jtr[w, q] = r
+                            jta[w, q] = adr + t
+                            hi[w, HI_JTNNZ, p] += 1
+                    # H's lower pattern, row by row: M's (the dof's ancestors), the
+                    # diagonal, and the columns left of it of every row touching it
+                    hstart = hp
+                    lstart = lp
+                    over = 0
+                    for a in range(n):
+                        p = o + a
+                        cnt = 0
+                        j = dof_parentid[_dof(w, u, a, dmap)]
+                        while j >= 0:
+                            cnt = _hess_push(w, _loc(w, u, j, d2i), a, o, cnt, hp, cap, hi,
+                                             hcol)
+                            j = dof_parentid[j]
+                        cnt = _hess_push(w, a, a, o, cnt, hp, cap, hi, hcol)
+                        for q in range(hi[w, HI_JTADR, p],
+                                       hi[w, HI_JTADR, p] + hi[w, HI_JTNNZ, p]):
+                            r = jtr[w, q]
+                            adr = efc_J_rowadr[w, r]
+                            for t in range(efc_J_rownnz[w, r]):
+                                l = jl[w, adr + t]
+                                if l <= a:
+                                    cnt = _hess_push(w, l, a, o, cnt, hp, cap, hi, hcol)
+                        if hp + cnt > cap:
+                            over = 1
+                        else:  # insertion sort: a few dozen columns
+                            for t in range(1, cnt):
+                                v = hcol[w, hp + t]
+                                b = t
+                                while b > 0:
+                                    if hcol[w, hp + b - 1] < v:
+                                        break
+                                    hcol[w, hp + b] = hcol[w, hp + b - 1]
+                                    b -= 1
+                                hcol[w, hp + b] = v
+                        hi[w, HI_HADR, p] = hp
+                        hi[w, HI_HNNZ, p] = cnt
+                        hp += cnt
+                    # L's pattern, last row first: H's row merged with its children's
+                    if not over:
+                        for aa in range(n):
+                            a = n - 1 - aa
+                            p = o + a
+                            m = hi[w, HI_HNNZ, p]
+                            if lp + m > cap:
+                                over = 1
+                                lp += m
+                                break
+                            hadr = hi[w, HI_HADR, p]
+                            for t in range(m):
+                                lcol[w, lp + t] = hcol[w, hadr + t]
+                            ch = hi[w, HI_HEAD, p]
+                            while ch >= 0:
+                                cadr = hi[w, HI_LADR, o + ch]
+                                cn = hi[w, HI_LNNZ, o + ch] - 1  # left of its diagonal
+                                ka = 0
+                                kb = 0
+                                mm = 0
+                                while (ka < m) | (kb < cn):
+                                    ca = n
+                                    cb = n
+                                    if ka < m:
+                                        ca = lcol[w, lp + ka]
+                                    if kb < cn:
+                                        cb = lcol[w, cadr + kb]
+                                    if ca <= cb:
+                                        hi[w, HI_TMP, o + mm] = ca
+                                        ka += 1
+                                        if ca == cb:
+                                            kb += 1
+                                    else:
+                                        hi[w, HI_TMP, o + mm] = cb
+                                        kb += 1
+                                    mm += 1
+                                m = mm
+                                if lp + m > cap:
+                                    over = 1
+                                    break
+                                for t in range(m):
+                                    lcol[w, lp + t] = hi[w, HI_TMP, o + t]
+                                ch = hi[w, HI_NEXT, o + ch]
+                            if over:
+                                lp += m
+                                break
+                            hi[w, HI_LADR, p] = lp
+                            hi[w, HI_LNNZ, p] = m
+                            lp += m
+                            if m >= 2:
+                                parent = lcol[w, lp - 2]
+                                hi[w, HI_NEXT, p] = hi[w, HI_HEAD, o + parent]
+                                hi[w, HI_HEAD, o + parent] = a
+                    if not over:  # rows whose columns left of their parent are its
+                        for a in range(n):
+                            p = o + a
+                            chain = 0
+                            m = hi[w, HI_LNNZ, p]
+                            if m >= 2:
+                                adr = hi[w, HI_LADR, p]
+                                pp = o + lcol[w, adr + m - 2]
+                                if hi[w, HI_LNNZ, pp] == m - 1:
+                                    chain = 1
+                                    padr = hi[w, HI_LADR, pp]
+                                    for t in range(m - 2):
+                                        if lcol[w, adr + t] != lcol[w, padr + t]:
+                                            chain = 0
+                                            break
+                            hi[w, HI_CHAIN, p] = chain
+                    sk[w, k, K_OVER] = over
+                    if over:
+                        overflowed = 1
+                        need += ti.max(hp - hstart, lp - lstart)
+                        hp = hstart
+                        lp = lstart
+                    else:
+                        need += lp - lstart
+            if overflowed:
+                efc_H_overflow[w][0] += 1
+                efc_H_overflow[w][1] = need
+
+
+@ti.func
+def _sparse_hessian(w, u, dmap: ti.template(), J: ti.template(), se: ti.template(),
+                    efc_state: ti.template(), qM: ti.template(), dof_Madr: ti.template(),
+                    dof_parentid: ti.template(), HS: ti.template()):
+    """hval = the unit's H = M + J'DJ over its quadratic rows, lower triangle in its
+    symbolic pattern, as MuJoCo's mju_sqrMatTDSparse then mju_addToMatSparse: entry
+    (a, c) sums J(r, a) (D(r) J(r, c)) over the rows r touching both, ascending, then
+    adds M(a, c)."""
+    o = u.dofadr
+    for a in range(u.nv):
+        p = o + a
+        hadr = HS.hi[w, HI_HADR, p]
+        hn = HS.hi[w, HI_HNNZ, p]
+        for t in range(hn):
+            HS.hf[w, HF_ACC, o + HS.hcol[w, hadr + t]] = 0.0
+        for q in range(HS.hi[w, HI_JTADR, p],
+                       HS.hi[w, HI_JTADR, p] + HS.hi[w, HI_JTNNZ, p]):
+            r = HS.jtr[w, q]
+            if efc_state[w, r] == CNSTRSTATE_QUADRATIC:
+                D = se[w, E_D, r]
+                jra = J[1][w, HS.jta[w, q]]
+                adr = J[3][w, r]
+                for t in range(J[4][w, r]):
+                    l = HS.jl[w, adr + t]
+                    if l < a:
+                        HS.hf[w, HF_ACC, o + l] = HS.hf[w, HF_ACC, o + l] + \
+                            jra * (D * J[1][w, adr + t])
+                    elif l == a:
+                        HS.hf[w, HF_ACC, p] = HS.hf[w, HF_ACC, p] + (jra * jra) * D
+        i = _dof(w, u, a, dmap)
+        madr = dof_Madr[i]
+        HS.hf[w, HF_ACC, p] = HS.hf[w, HF_ACC, p] + qM[w, madr]
+        j = dof_parentid[i]
+        while j >= 0:
+            madr += 1
+            l = o + _loc(w, u, j, HS.d2i)
+            HS.hf[w, HF_ACC, l] = HS.hf[w, HF_ACC, l] + qM[w, madr]
+            j = dof_parentid[j]
+        for t in range(hn):
+            HS.hval[w, hadr + t] = HS.hf[w, HF_ACC, o + HS.hcol[w, hadr + t]]
+
+
+@ti.func
+def _sparse_cone(w, slot, u, rmap: ti.template(), J: ti.template(), se: ti.template(),
+                 si: ti.template(), efc_state: ti.template(), sb: ti.template(),
+                 HS: ti.template()):
+    """Lcone (L[1]) = L updated with every cone-state contact's J' Hcone J, as
+    MuJoCo's sparse HessianCone: rank-one updates by the rows of (chol Hcone)' J over
+    the contact's non-zeros (its rows share their columns); returns their count."""
+    o = u.dofadr
+    for a in range(u.nv):
+        ladr = HS.hi[w, HI_LADR, o + a]
+        for t in range(HS.hi[w, HI_LNNZ, o + a]):
+            HS.lval[w, 1, ladr + t] = HS.lval[w, 0, ladr + t]
+    nupdate = 0
+    for ii in range(u.nefc):
+        i = _row(w, u, ii, rmap)
+        if (si[w, I_KIND, i] == KIND_ELLIPTIC) & (efc_state[w, i] == CNSTRSTATE_CONE):
+            dim = si[w, I_DIM, i]
+            _cone_hessian(w, slot, i, dim, se, sb)
+            _chol_factor(w, slot, dim, sb, MINVAL, 0)
+            nnz = J[4][w, i]
+            for c in range(dim):
+                for k in range(nnz):
+                    HS.hf[w, HF_LTJ + c, o + k] = 0.0
+            for r in range(dim):
+                adr = J[3][w, i + r]
+                for c in range(r + 1):
+                    for k in range(nnz):
+                        HS.hf[w, HF_LTJ + c, o + k] = HS.hf[w, HF_LTJ + c, o + k] + \
+                            J[1][w, adr + k] * sb[w, slot, r, c]
+            adr0 = J[3][w, i]
+            for r in range(dim):
+                for k in range(nnz):
+                    HS.hf[w, HF_X, o + k] = HS.hf[w, HF_LTJ + r, o + k]
+                    HS.hi[w, HI_XI, o + k] = HS.jl[w, adr0 + k]
+                chol_update_sparse(w, o, u.nv, 1, nnz, 1, HS)
+            nupdate += dim
+    return nupdate
+
+
 @ti.func
 def _ls_eval(w, u, rmap: ti.template(), alpha, g0, g1, g2, se: ti.template(),
              si: ti.template()):
@@ -1326,9 +1622,9 @@ def _update_gradient(w, u, dmap: ti.template(), ncone, newton,
                      qLD: ti.template(), qLDiagInv: ti.template(),
                      dof_Madr: ti.template(), dof_parentid: ti.template(),
                      dof_simplenum: ti.template(),
-                     sH: ti.template(), sv: ti.template()):
+                     sH: ti.template(), sv: ti.template(), HS: ti.template()):
     """grad = M qacc - qfrc_smooth - qfrc_constraint on a unit's dofs; Mgrad = H^-1 grad
-    (Newton) or M^-1 grad (CG)."""
+    (Newton: the dense factor in sH, or the sparse one of ``HS``) or M^-1 grad (CG)."""
     for jj in range(u.nv):
         i = _dof(w, u, jj, dmap)
         sv[w, V_GRAD, i] = sv[w, V_MA, i] - qfrc_smooth[w, i] - qfrc_constraint[w, i]
@@ -1336,13 +1632,66 @@ def _update_gradient(w, u, dmap: ti.template(), ncone, newton,
         k = 0
         if ncone:
             k = 1
-        _chol_solve(w, k, u, dmap, sH, sv, V_GRAD, V_MGRAD)
+        if ti.static(_given(HS)):
+            for jj in range(u.nv):
+                HS.hf[w, HF_RES, u.dofadr + jj] = sv[w, V_GRAD, _dof(w, u, jj, dmap)]
+            chol_solve_sparse(w, u.dofadr, u.nv, k, HS)
+            for jj in range(u.nv):
+                sv[w, V_MGRAD, _dof(w, u, jj, dmap)] = HS.hf[w, HF_RES, u.dofadr + jj]
+        else:
+            _chol_solve(w, k, u, dmap, sH, sv, V_GRAD, V_MGRAD)
     else:
         for jj in range(u.nv):
             i = _dof(w, u, jj, dmap)
             sv[w, V_MGRAD, i] = sv[w, V_GRAD, i]
         _solve_m_unit(w, V_MGRAD, u, dmap, sv, qLD, qLDiagInv, dof_Madr, dof_parentid,
                       dof_simplenum)
+
+
+@ti.func
+def _sparse_newton_step(w, slot, u, dmap: ti.template(), rmap: ti.template(),
+                        J: ti.template(), qM: ti.template(), dof_Madr: ti.template(),
+                        dof_parentid: ti.template(), se: ti.template(), si: ti.template(),
+                        efc_state: ti.template(), sb: ti.template(), HS: ti.template(),
+                        first, refactor, ncone):
+    """The sparse factor's part of a Newton iteration, as MuJoCo's HessianIncremental
+    and FactorizeHessian: rank-one updates by sqrt(D) J(r, :) of the rows that entered
+    or left the quadratic state (after the first pass), H and its factor anew at the
+    first pass or when a downdate loses rank, then Lcone; returns (nupdate,
+    refactor)."""
+    nupdate = 0
+    rf = refactor
+    o = u.dofadr
+    if not first:
+        for ii in range(u.nefc):
+            i = _row(w, u, ii, rmap)
+            old = si[w, I_OLDSTATE, i]
+            new = efc_state[w, i]
+            flag = -1
+            if (old != CNSTRSTATE_QUADRATIC) & (new == CNSTRSTATE_QUADRATIC):
+                flag = 1
+            elif (old == CNSTRSTATE_QUADRATIC) & (new != CNSTRSTATE_QUADRATIC):
+                flag = 0
+            if flag != -1:
+                sd = ti.sqrt(se[w, E_D, i])
+                adr = J[3][w, i]
+                nnz = J[4][w, i]
+                for k in range(nnz):
+                    HS.hf[w, HF_X, o + k] = J[1][w, adr + k] * sd
+                    HS.hi[w, HI_XI, o + k] = HS.jl[w, adr + k]
+                rank = chol_update_sparse(w, o, u.nv, 0, nnz, flag, HS)
+                nupdate += 1
+                if rank < u.nv:
+                    rf = 2
+                    break
+    if rf:
+        _sparse_hessian(w, u, dmap, J, se, efc_state, qM, dof_Madr, dof_parentid, HS)
+        chol_factor_sparse(w, o, u.nv, 0, MINVAL, HS)
+    if ncone:
+        nupdate += _sparse_cone(w, slot, u, rmap, J, se, si, efc_state, sb, HS)
+    if rf:
+        nupdate = u.nefc
+    return nupdate, rf
 
 
 @ti.func
@@ -1355,11 +1704,13 @@ def _iterate_unit(w, slot, dmap: ti.template(), rmap: ti.template(),
                   qfrc_constraint: ti.template(), solver_niter: ti.template(),
                   se: ti.template(), si: ti.template(), sv: ti.template(),
                   sH: ti.template(), sb: ti.template(), su: ti.template(),
-                  sk: ti.template(), stats: ti.template(), maxiter, tolerance,
-                  ls_tolerance, ls_iterations, newton, npass, nslot, nstat):
+                  sk: ti.template(), stats: ti.template(), HS: ti.template(), maxiter,
+                  tolerance, ls_tolerance, ls_iterations, newton, npass, nslot, nstat):
     """Up to ``npass`` passes of one unit's CG / Newton iterations (see
     _primal_iterate); ``dmap`` / ``rmap``: the island maps, or None where every unit
-    is a whole world (no indirection compiled in)."""
+    is a whole world (no indirection compiled in); ``HS``: the sparse Hessian's
+    arrays (a HessView: sparse-Jacobian models under Newton), or None for the dense
+    factor in sH. A unit whose sparse Hessian did not fit (K_OVER) runs CG."""
     u = _whole(su[w, slot, U_NV], su[w, slot, U_NEFC])  # offsets known to be 0
     if ti.static(_given(dmap)):
         u = _load_unit(w, slot, su)
@@ -1371,6 +1722,10 @@ def _iterate_unit(w, slot, dmap: ti.template(), rmap: ti.template(),
     ncone = ti.cast(sk[w, slot, K_NCONE], ti.i32)
     it = ti.cast(sk[w, slot, K_IT], ti.i32)
     first = ti.cast(sk[w, slot, K_STAGE] == STAGE_START, ti.i32)
+    nwt = newton
+    if ti.static(_given(HS)):
+        if sk[w, slot, K_OVER] != 0.0:
+            nwt = 0
     done = 0
     npassed = 0
     while npassed < npass:
@@ -1396,7 +1751,7 @@ def _iterate_unit(w, slot, dmap: ti.template(), rmap: ti.template(),
             for ii in range(n):
                 i = _row(w, u, ii, rmap)
                 se[w, E_JAREF, i] = se[w, E_JAREF, i] + alpha * se[w, E_JV, i]
-            if not newton:
+            if not nwt:
                 for jj in range(u.nv):
                     i = _dof(w, u, jj, dmap)
                     sv[w, V_GRADOLD, i] = sv[w, V_GRAD, i]
@@ -1408,7 +1763,12 @@ def _iterate_unit(w, slot, dmap: ti.template(), rmap: ti.template(),
                 w, u, dmap, rmap, J, se, si, efc_force, efc_state, qfrc_constraint,
                 sv, qfrc_smooth, qacc_smooth)
         nupdate = 0
-        if newton:
+        if ti.static(_given(HS)):
+            if nwt:
+                nupdate, refactor = _sparse_newton_step(
+                    w, slot, u, dmap, rmap, J, qM, dof_Madr, dof_parentid, se, si,
+                    efc_state, sb, HS, first, refactor, ncone)
+        elif nwt:
             if not first:
                 # HessianIncremental: rank-one updates of L for rows that entered
                 # or left the quadratic state; refactor on loss of rank
@@ -1449,8 +1809,8 @@ def _iterate_unit(w, slot, dmap: ti.template(), rmap: ti.template(),
                                          efc_state, sH, sv, sb)
             if refactor:
                 nupdate = n
-        _update_gradient(w, u, dmap, ncone, newton, qfrc_smooth, qfrc_constraint, qLD,
-                         qLDiagInv, dof_Madr, dof_parentid, dof_simplenum, sH, sv)
+        _update_gradient(w, u, dmap, ncone, nwt, qfrc_smooth, qfrc_constraint, qLD,
+                         qLDiagInv, dof_Madr, dof_parentid, dof_simplenum, sH, sv, HS)
         stop = 0
         if not first:
             nchange = 0
@@ -1478,7 +1838,7 @@ def _iterate_unit(w, slot, dmap: ti.template(), rmap: ti.template(),
             break
         # search direction: -Mgrad (Newton, first CG step) or Polak-Ribiere
         beta = 0.0
-        if not newton:
+        if not nwt:
             if not first:
                 num = 0.0
                 den = 0.0
@@ -1517,15 +1877,16 @@ def _primal_iterate(
     # data in
     efc_J: ND, qM: ND, qLD: ND, qLDiagInv: ND, qfrc_smooth: ND, qacc_smooth: ND,
     map_idof2dof: ND, map_iefc2efc: ND, efc_J_sparse: ND, efc_J_colind: ND,
-    efc_J_rowadr: ND, efc_J_rownnz: ND,
+    efc_J_rowadr: ND, efc_J_rownnz: ND, map_dof2idof: ND,
     # data out
     qacc: ND, efc_force: ND, efc_state: ND, qfrc_constraint: ND, solver_niter: ND,
     # scratch
     se: ND, si: ND, sv: ND, sH: ND, sw: ND, sb: ND, su: ND, sk: ND, stats: ND,
+    hi: ND, hf: ND, jtr: ND, jta: ND, jl: ND, hval: ND, hcol: ND, lval: ND, lcol: ND,
     # options
     maxiter: ti.i32, tolerance: float, ls_tolerance: float, ls_iterations: ti.i32,
     newton: ti.i32, npass: ti.i32, probe: ti.i32, by_island: ti.template(),
-    sparse: ti.template(),
+    sparse: ti.template(), hess: ti.template(),
 ):
     """The CG / Newton iterations of every unit (mj_solCGNewton after its first
     constraint update), one thread per (world, unit): a world solved whole, or each of
@@ -1534,9 +1895,13 @@ def _primal_iterate(
     MuJoCo's main loop (factor of the Hessian built by _hessian, gradient, first
     direction) is this loop's first pass, so each stage is compiled once. At most
     ``npass`` passes per launch: a unit's cost, counts, iteration and stage stay in
-    sk, so that the next launch resumes it (see _launches)."""
+    sk, so that the next launch resumes it (see _launches). ``hess`` (compile-time):
+    Newton factors the sparse Hessian (hi .. lcol, structured by _hessian_symbolic)
+    instead of the dense one in sH."""
     J = ti.static(jac_view(sparse, efc_J, efc_J_sparse, efc_J_colind, efc_J_rowadr,
                            efc_J_rownnz))
+    HS = ti.static(HessView(hi, hf, jtr, jta, jl, hval, hcol, lval, lcol,
+                            map_dof2idof if by_island else None) if hess else None)
     nslot = stats.shape[1]
     nstat = stats.shape[2]
     for w, slot in ti.ndrange(su.shape[0], su.shape[1]):
@@ -1546,15 +1911,15 @@ def _primal_iterate(
                               dof_Madr, dof_simplenum, J, qM, qLD, qLDiagInv,
                               qfrc_smooth, qacc_smooth, qacc, efc_force, efc_state,
                               qfrc_constraint, solver_niter, se, si, sv, sH, sb, su, sk,
-                              stats, maxiter, tolerance, ls_tolerance, ls_iterations,
-                              newton, npass, nslot, nstat)
+                              stats, HS, maxiter, tolerance, ls_tolerance,
+                              ls_iterations, newton, npass, nslot, nstat)
             else:
                 _iterate_unit(w, slot, None, None, dof_parentid, dof_Madr,
                               dof_simplenum, J, qM, qLD, qLDiagInv, qfrc_smooth,
                               qacc_smooth, qacc, efc_force, efc_state, qfrc_constraint,
-                              solver_niter, se, si, sv, sH, sb, su, sk, stats, maxiter,
-                              tolerance, ls_tolerance, ls_iterations, newton, npass,
-                              nslot, nstat)
+                              solver_niter, se, si, sv, sH, sb, su, sk, stats, HS,
+                              maxiter, tolerance, ls_tolerance, ls_iterations, newton,
+                              npass, nslot, nstat)
         if _limit_reached(probe):
             sw[w, W_LIMIT] = 1.0
 
@@ -2075,8 +2440,9 @@ def _scratch(m, d):
     """Solver scratch on ``d`` (allocated on first use, re-allocated if sizes change)."""
     dual = m.opt.solver == SOL_PGS
     newton = m.opt.solver == SOL_NEWTON
+    dense_newton = newton and not d.is_sparse
     nv, njmax, nstat, nunit = max(1, m.nv), max(1, d.njmax), _nstat(m), _nunit(m)
-    key = (nv, njmax, nstat, dual, newton, nunit)
+    key = (nv, njmax, nstat, dual, newton, nunit, d.is_sparse)
     scratch = d.scratch.solver
     if scratch is None or scratch["key"] != key:
         dtype = d.qvel.dtype
@@ -2094,9 +2460,11 @@ def _scratch(m, d):
             "su": ti.ndarray(ti.i32, (nworld, nunit, U_N)),
             "sk": ti.ndarray(dtype, (nworld, nunit, K_N)),
             "stats": ti.ndarray(dtype, (nworld, min(nunit, NISLAND), nstat, S_N)),
-            # Newton: the Hessian factor L and its copy with cone terms (lower
-            # triangles), an island's in its diagonal block in idof order
-            "sH": ti.ndarray(dtype, (nworld, 2, nv, nv) if newton else (1, 2, 1, 1)),
+            # dense Newton: the Hessian factor L and its copy with cone terms (lower
+            # triangles), an island's in its diagonal block in idof order (sparse
+            # models: the sparse Hessian's scratch, _hess_scratch)
+            "sH": ti.ndarray(dtype, (nworld, 2, nv, nv) if dense_newton
+                             else (1, 2, 1, 1)),
             # PGS: M^-1 J' by rows
             "minvjt": ti.ndarray(dtype, (nworld, njmax, nv) if dual else (1, 1, 1)),
         }
@@ -2108,6 +2476,49 @@ def _scratch(m, d):
     return scratch
 
 
+def sparse_newton(m, d) -> bool:
+    """Whether Newton factors the sparse Hessian (sparse-Jacobian Data, as
+    mj_solNewton with mj_isSparse) instead of the dense one."""
+    return m.opt.solver == SOL_NEWTON and d.is_sparse
+
+
+def _hess_scratch(m, d):
+    """The sparse Newton Hessian's scratch on ``d`` (see kernels/hessian.py), sized in
+    non-zeros: J' as the Jacobian (njnnz), H and L (nhnnz each: H's pattern is part of
+    L's), Lcone for elliptic cones; tiny placeholders where Newton is dense or not
+    run (the iteration kernel takes the arrays either way)."""
+    use = sparse_newton(m, d)
+    nv, njnnz, nhnnz = max(1, m.nv), max(1, d.njnnz), max(1, d.nhnnz)
+    nslot = 2 if m.opt.cone == CONE_ELLIPTIC else 1
+    key = (use, nv, njnnz, nhnnz, nslot)
+    scratch = d.scratch.hessian
+    if scratch is None or scratch["key"] != key:
+        dtype = d.qvel.dtype
+        nw = d.nworld if use else 1
+        nv, njnnz, nhnnz = (nv, njnnz, nhnnz) if use else (1, 1, 1)
+        scratch = {
+            "key": key,
+            "hi": ti.ndarray(ti.i32, (nw, HI_N, nv)),
+            "hf": ti.ndarray(dtype, (nw, HF_N, nv)),
+            "jtr": ti.ndarray(ti.i32, (nw, njnnz)),
+            "jta": ti.ndarray(ti.i32, (nw, njnnz)),
+            "jl": ti.ndarray(ti.i32, (nw, njnnz)),
+            "hval": ti.ndarray(dtype, (nw, nhnnz)),
+            "hcol": ti.ndarray(ti.i32, (nw, nhnnz)),
+            "lval": ti.ndarray(dtype, (nw, nslot, nhnnz)),
+            "lcol": ti.ndarray(ti.i32, (nw, nhnnz)),
+        }
+        for name, arr in scratch.items():
+            if name != "key":
+                d.scratch.tag(arr)
+                arr.fill(0)
+        d.scratch.hessian = scratch
+    return scratch
+
+
+HESS_ARRAYS = ("hi", "hf", "jtr", "jta", "jl", "hval", "hcol", "lval", "lcol")
+
+
 def solve(m, d) -> None:
     """Constraint forces and constrained acceleration of every world, as
     mj_fwdConstraint (after make_constraint and island: the islands must be those of
@@ -2117,7 +2528,8 @@ def solve(m, d) -> None:
     efc_aref, contact_mu, contact_friction, contact_dim, contact_efc_address, qM,
     qLD_tree, qLDiagInv, qfrc_smooth, qacc_smooth, qacc_warmstart and the islands
     (nisland, nidof, dof_island, island_nv, island_idofadr, island_nefc,
-    island_iefcadr, map_idof2dof, map_iefc2efc). Writes efc_b, efc_force, efc_state,
+    island_iefcadr, map_dof2idof, map_idof2dof, map_iefc2efc). Writes efc_b, efc_force,
+    efc_state,
     qfrc_constraint, qacc, solver_niter (iterations of the last solve, per island or
     in island 0 for a world solved whole) and the per-iteration statistics read by
     ``solver_stats``. Worlds without rows get qacc = qacc_smooth. CG and Newton solve
@@ -2211,7 +2623,14 @@ def _solve(m, d, s, npass, probe) -> None:
                       d.qacc, d.efc_force, d.efc_state, d.qfrc_constraint, d.solver_niter,
                       s["se"], s["si"], s["sv"], s["sw"], s["su"], s["sk"], warmstart,
                       scale, probe, islands, sparse)
-        if newton:
+        hess = sparse_newton(m, d)
+        h = _hess_scratch(m, d)
+        if hess:
+            _hessian_symbolic(m.dof_parentid, d.nefc, d.map_dof2idof, *maps,
+                              d.efc_J_colind, d.efc_J_rowadr, d.efc_J_rownnz, s["su"],
+                              d.efc_H_overflow, s["sk"], h["hi"], h["jtr"], h["jta"],
+                              h["jl"], h["hcol"], h["lcol"], islands)
+        elif newton:
             # no fused multiply-adds: the same H, bit for bit, as _hessian made when
             # its sums were atomic adds (a (world, dof) thread's writes are not the
             # loop index's own to Taichi), without their cost
@@ -2222,12 +2641,13 @@ def _solve(m, d, s, npass, probe) -> None:
         for _ in range(nlaunch):
             _primal_iterate(m.dof_parentid, m.dof_Madr, m.dof_simplenum,
                             d.efc_J, d.qM, d.qLD_tree, d.qLDiagInv, d.qfrc_smooth,
-                            d.qacc_smooth, *maps, *jsp, d.qacc, d.efc_force, d.efc_state,
-                            d.qfrc_constraint, d.solver_niter, s["se"], s["si"], s["sv"],
-                            s["sH"], s["sw"], s["sb"], s["su"], s["sk"], s["stats"],
+                            d.qacc_smooth, *maps, *jsp, d.map_dof2idof, d.qacc,
+                            d.efc_force, d.efc_state, d.qfrc_constraint, d.solver_niter,
+                            s["se"], s["si"], s["sv"], s["sH"], s["sw"], s["sb"], s["su"],
+                            s["sk"], s["stats"], *(h[k] for k in HESS_ARRAYS),
                             int(opt.iterations), float(opt.tolerance),
                             float(opt.ls_tolerance), int(opt.ls_iterations), int(newton),
-                            npass, probe, islands, sparse)
+                            npass, probe, islands, sparse, hess)
 
 
 def solver_stats(m, d, island: int = 0) -> dict:
