@@ -9,9 +9,10 @@ minimizes MuJoCo's convex cost
 
 with the solver of ``opt.solver``, as MuJoCo 3.4.0 does:
 
-- Newton (mj_solNewton): H = M + J'DJ over the quadratic rows, dense Cholesky per
-  world, rank-one updates and downdates when rows change state (full refactor when a
-  downdate loses rank), elliptic cone Hessians added to a copy of the factor;
+- Newton (mj_solNewton): H = M + J'DJ over the quadratic rows, Cholesky per world
+  or island (dense; sparse for sparse-Jacobian models, see below), rank-one updates
+  and downdates when rows change state (full refactor when a downdate loses rank),
+  elliptic cone Hessians added to a copy of the factor;
 - CG (mj_solCG): Polak-Ribiere conjugate gradient preconditioned by M^-1 (qLD_tree);
 - both with MuJoCo's exact line search (Newton steps on the piecewise-quadratic 1-D
   cost, one-sided then bracketed, ls_iterations / ls_tolerance) and termination on
@@ -25,10 +26,16 @@ with the solver of ``opt.solver``, as MuJoCo 3.4.0 does:
 Sparse-Jacobian models (m.is_sparse): J v (efc_b, warm-start J qacc, the line search's
 J search, PGS residuals and AR entries) and J' f (CG / Newton constraint updates, PGS's
 qfrc_constraint) run over each row's non-zeros (efc_J_sparse, efc_J_colind,
-efc_J_rowadr, efc_J_rownnz; see jac_view), in the dense path's order, so results
-equal the dense path's to round-off; Newton's H = M + J'DJ adds each quadratic row's
-non-zeros (a world solved whole) or reads single entries by bisection (_jat, islands);
-the rank-one and cone updates scatter the rows' non-zeros. Sparse models keep no dense efc_J (it is 1 x 1).
+efc_J_rowadr, efc_J_rownnz; see jac_view), in the dense path's order, so PGS and CG
+equal the dense path's to round-off. Newton factors a sparse H as MuJoCo's sparse
+path does (kernels/hessian.py): _hessian_symbolic finds, per solve, J' by dof, H's
+pattern (M's and every row's J'J, whatever its state) and the fill-in of its reverse
+Cholesky factor L'L, in non-zero arrays of make_data's nhnnz entries per world; each
+unit then builds H's values, factors, solves and updates in that pattern, with
+MuJoCo's arithmetic, so it agrees with MuJoCo's sparse solve to round-off (and with
+tiphys's dense path only to the solver tolerance). A unit whose factor does not fit
+what the world's units before it left runs CG (efc_H_overflow, a warning). Sparse
+models keep no dense efc_J (it is 1 x 1).
 
 Warmstart as mj_fwdConstraint's: Newton/CG start from qacc_warmstart when its total
 cost is not above that of qacc_smooth; PGS starts from the forces of qacc_warmstart
@@ -549,35 +556,11 @@ def _cone_hessian(w, slot, i, dim, se: ti.template(), sb: ti.template()):
 def jac_view(sparse, efc_J, efc_J_sparse, efc_J_colind, efc_J_rowadr, efc_J_rownnz):
     """The Jacobian the solver funcs read (``J``, compile-time): (efc_J,) dense, or
     (efc_J, values, colind, rowadr, rownnz) for sparse-Jacobian models, whose row
-    products J v and J' f then run over each row's non-zeros (Newton's Hessian and
-    its updates read single entries through _jat). Use as ti.static(jac_view(...))."""
+    products J v and J' f then run over each row's non-zeros (Newton's Hessian:
+    kernels/hessian.py). Use as ti.static(jac_view(...))."""
     if sparse:
         return (efc_J, efc_J_sparse, efc_J_colind, efc_J_rowadr, efc_J_rownnz)
     return (efc_J,)
-
-
-@ti.func
-def _jat(w, i, j, J: ti.template()):
-    """J(i, j): the dense entry, or for sparse rows (columns ascending) the non-zero at
-    column j by bisection, 0 where the row has none."""
-    v = 0.0
-    if ti.static(len(J) > 1):
-        adr = J[3][w, i]
-        n = J[4][w, i]
-        lo = 0
-        hi = n
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if J[2][w, adr + mid] < j:
-                lo = mid + 1
-            else:
-                hi = mid
-        if lo < n:
-            if J[2][w, adr + lo] == j:
-                v = J[1][w, adr + lo]
-    else:
-        v = J[0][w, i, j]
-    return v
 
 
 @ti.func
@@ -879,15 +862,14 @@ def _start_unit(w, k, u, dmap: ti.template(), rmap: ti.template(), scale,
 
 @ti.func
 def _hessian_row(w, a, u, dmap: ti.template(), rmap: ti.template(),
-                 J: ti.template(), se: ti.template(), efc_state: ti.template(),
+                 efc_J: ti.template(), se: ti.template(), efc_state: ti.template(),
                  qM: ti.template(), dof_Madr: ti.template(), dof_parentid: ti.template(),
                  sH: ti.template()):
-    """Row a of the unit's H = M + sum over quadratic rows of J(r, :)' D(r) J(r, :),
-    lower triangle (b <= a). Rows are summed in order, as a dense J'DJ does, but a row
-    whose J(r, a) is zero is skipped: it only adds zeros, and contact rows touch a
-    handful of dofs, so a large scene costs nefc * nnz * nv instead of nefc * nv^2 / 2.
-    J(r, 0..a) is read contiguously (for a whole world); a sparse row adds its
-    non-zeros of columns <= i (a whole world) or its entries at the unit's dofs."""
+    """Row a of the unit's dense H = M + sum over quadratic rows of J(r, :)' D(r)
+    J(r, :), lower triangle (b <= a). Rows are summed in order, as a dense J'DJ does,
+    but a row whose J(r, a) is zero is skipped: it only adds zeros, and contact rows
+    touch a handful of dofs, so a large scene costs nefc * nnz * nv instead of
+    nefc * nv^2 / 2. J(r, 0..a) is read contiguously (for a whole world)."""
     o = u.dofadr
     i = _dof(w, u, a, dmap)
     for b in range(a + 1):
@@ -895,25 +877,12 @@ def _hessian_row(w, a, u, dmap: ti.template(), rmap: ti.template(),
     for rr in range(u.nefc):
         r = _row(w, u, rr, rmap)
         if efc_state[w, r] == CNSTRSTATE_QUADRATIC:
-            jri = _jat(w, r, i, J)
+            jri = efc_J[w, r, i]
             if jri != 0.0:
                 ad = jri * se[w, E_D, r]
-                if ti.static(len(J) > 1):
-                    if u.island == 0:
-                        adr = J[3][w, r]
-                        for k in range(J[4][w, r]):
-                            c = J[2][w, adr + k]
-                            if c <= i:
-                                sH[w, 0, o + a, o + c] = sH[w, 0, o + a, o + c] + \
-                                    ad * J[1][w, adr + k]
-                    else:
-                        for b in range(a + 1):
-                            sH[w, 0, o + a, o + b] = sH[w, 0, o + a, o + b] + \
-                                ad * _jat(w, r, _dof(w, u, b, dmap), J)
-                else:
-                    for b in range(a + 1):
-                        sH[w, 0, o + a, o + b] = sH[w, 0, o + a, o + b] + \
-                            ad * J[0][w, r, _dof(w, u, b, dmap)]
+                for b in range(a + 1):
+                    sH[w, 0, o + a, o + b] = sH[w, 0, o + a, o + b] + \
+                        ad * efc_J[w, r, _dof(w, u, b, dmap)]
     for b in range(a + 1):
         sH[w, 0, o + a, o + b] = sH[w, 0, o + a, o + b] + _m_entry(
             w, i, _dof(w, u, b, dmap), qM, dof_Madr, dof_parentid)
@@ -923,16 +892,12 @@ def _hessian_row(w, a, u, dmap: ti.template(), rmap: ti.template(),
 def _hessian(
     dof_parentid: ND, dof_Madr: ND, nv: ti.i32,
     nefc: ND, efc_J: ND, efc_state: ND, qM: ND, nidof: ND, dof_island: ND,
-    map_idof2dof: ND, map_iefc2efc: ND, efc_J_sparse: ND, efc_J_colind: ND,
-    efc_J_rowadr: ND, efc_J_rownnz: ND, se: ND, su: ND, sH: ND, by_island: ti.template(),
-    sparse: ti.template(),
+    map_idof2dof: ND, map_iefc2efc: ND, se: ND, su: ND, sH: ND, by_island: ti.template(),
 ):
-    """Newton's initial H = M + J'DJ of every unit (lower triangle), one thread per
-    (world, dof), in idof order where a world is solved by islands (``by_island``:
+    """Dense Newton's initial H = M + J'DJ of every unit (lower triangle), one thread
+    per (world, dof), in idof order where a world is solved by islands (``by_island``:
     as _primal_iterate). Compiled without fast math (see _solve): each product is
     rounded before it is added, as when these sums were atomic adds."""
-    J = ti.static(jac_view(sparse, efc_J, efc_J_sparse, efc_J_colind, efc_J_rowadr,
-                           efc_J_rownnz))
     for w, jj in ti.ndrange(nefc.shape[0], nv):
         if nefc[w] > 0:
             if ti.static(by_island):
@@ -945,10 +910,10 @@ def _hessian(
                         a = jj - su[w, k, U_DOFADR]
                 if k >= 0:
                     _hessian_row(w, a, _load_unit(w, k, su), map_idof2dof,
-                                 map_iefc2efc, J, se, efc_state, qM, dof_Madr,
+                                 map_iefc2efc, efc_J, se, efc_state, qM, dof_Madr,
                                  dof_parentid, sH)
             else:
-                _hessian_row(w, jj, _whole(nv, nefc[w]), None, None, J, se,
+                _hessian_row(w, jj, _whole(nv, nefc[w]), None, None, efc_J, se,
                              efc_state, qM, dof_Madr, dof_parentid, sH)
 
 
@@ -971,22 +936,12 @@ def _hessian_cone(w, slot, u, dmap: ti.template(), rmap: ti.template(),
             _cone_hessian(w, slot, i, dim, se, sb)
             _chol_factor(w, slot, dim, sb, MINVAL, 0)
             for c in range(dim):
-                if ti.static(len(J) > 1):  # sum the rows' non-zeros, in row order
-                    for kk in range(u.nv):
-                        sv[w, V_VEC, _dof(w, u, kk, dmap)] = 0.0
+                for kk in range(u.nv):
+                    k = _dof(w, u, kk, dmap)
+                    s = 0.0
                     for r in range(c, dim):
-                        adr = J[3][w, i + r]
-                        for k in range(J[4][w, i + r]):
-                            col = J[2][w, adr + k]
-                            sv[w, V_VEC, col] = sv[w, V_VEC, col] + \
-                                sb[w, slot, r, c] * J[1][w, adr + k]
-                else:
-                    for kk in range(u.nv):
-                        k = _dof(w, u, kk, dmap)
-                        s = 0.0
-                        for r in range(c, dim):
-                            s += sb[w, slot, r, c] * J[0][w, i + r, k]
-                        sv[w, V_VEC, k] = s
+                        s += sb[w, slot, r, c] * J[0][w, i + r, k]
+                    sv[w, V_VEC, k] = s
                 _chol_update(w, 1, u, dmap, sH, sv, V_VEC, 1)
             nupdate += dim
     return nupdate
@@ -1783,16 +1738,9 @@ def _iterate_unit(w, slot, dmap: ti.template(), rmap: ti.template(),
                         flag = 0
                     if flag != -1:
                         sd = ti.sqrt(se[w, E_D, i])
-                        if ti.static(len(J) > 1):  # the row's non-zeros, 0 elsewhere
-                            for kk in range(u.nv):
-                                sv[w, V_VEC, _dof(w, u, kk, dmap)] = 0.0
-                            adr = J[3][w, i]
-                            for k in range(J[4][w, i]):
-                                sv[w, V_VEC, J[2][w, adr + k]] = J[1][w, adr + k] * sd
-                        else:
-                            for kk in range(u.nv):
-                                k = _dof(w, u, kk, dmap)
-                                sv[w, V_VEC, k] = J[0][w, i, k] * sd
+                        for kk in range(u.nv):
+                            k = _dof(w, u, kk, dmap)
+                            sv[w, V_VEC, k] = J[0][w, i, k] * sd
                         rank = _chol_update(w, 0, u, dmap, sH, sv, V_VEC, flag)
                         nupdate += 1
                         if rank < u.nv:
@@ -1801,7 +1749,7 @@ def _iterate_unit(w, slot, dmap: ti.template(), rmap: ti.template(),
             if refactor:
                 if refactor == 2:
                     for a in range(u.nv):
-                        _hessian_row(w, a, u, dmap, rmap, J, se, efc_state, qM,
+                        _hessian_row(w, a, u, dmap, rmap, J[0], se, efc_state, qM,
                                      dof_Madr, dof_parentid, sH)
                 _chol_factor(w, 0, u.nv, sH, MINVAL, u.dofadr)
             if ncone:
@@ -2636,8 +2584,8 @@ def _solve(m, d, s, npass, probe) -> None:
             # loop index's own to Taichi), without their cost
             with exact_math():
                 _hessian(m.dof_parentid, m.dof_Madr, m.nv, d.nefc, d.efc_J, d.efc_state,
-                         d.qM, d.nidof, d.dof_island, *maps, *jsp, s["se"], s["su"],
-                         s["sH"], islands, sparse)
+                         d.qM, d.nidof, d.dof_island, *maps, s["se"], s["su"], s["sH"],
+                         islands)
         for _ in range(nlaunch):
             _primal_iterate(m.dof_parentid, m.dof_Madr, m.dof_simplenum,
                             d.efc_J, d.qM, d.qLD_tree, d.qLDiagInv, d.qfrc_smooth,
