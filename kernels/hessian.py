@@ -29,10 +29,10 @@ from .consts import MINVAL
 # (head, next), a marker and a merge buffer of the symbolic pass, the two index lists
 # of a sparse update vector, and whether a row's columns left of its parent are its
 # parent's (HI_CHAIN: then an update passes from the row to its parent without a
-# merge)
+# merge), and L's columns (address and count into ctr / cta)
 (HI_JTADR, HI_JTNNZ, HI_HADR, HI_HNNZ, HI_LADR, HI_LNNZ, HI_HEAD, HI_NEXT, HI_MARK,
- HI_TMP, HI_XI, HI_XB, HI_CHAIN) = range(13)
-HI_N = 13
+ HI_TMP, HI_XI, HI_XB, HI_CHAIN, HI_CADR, HI_CNNZ) = range(15)
+HI_N = 15
 # float rows of ``hf`` (nworld, HF_N, nv), by position: a dense accumulator, a sparse
 # update vector and its merge buffer, a solve's vector, and L'J of a cone (6 rows)
 HF_ACC, HF_X, HF_XB, HF_RES, HF_LTJ = range(5)
@@ -46,59 +46,48 @@ HF_N = HF_LTJ + 6
 #   hval, hcol: H's lower triangle (nworld, nhnnz)
 #   lval, lcol: L and, for elliptic cones, Lcone = L with the cone terms
 #       (nworld, 1 or 2, nhnnz), sharing lcol (nworld, nhnnz)
+#   ctr, cta: L's strict lower triangle by column (rows descending), each entry's
+#       row and address in lval (nworld, nhnnz)
 #   d2i: map_dof2idof, or None where every unit is a whole world
-HessView = namedtuple("HessView", "hi hf jtr jta jl hval hcol lval lcol d2i")
+HessView = namedtuple("HessView", "hi hf jtr jta jl hval hcol lval lcol ctr cta d2i")
 
 
 @ti.func
 def chol_factor_sparse(w, o, n, slot, mindiag, HS: ti.template()):
     """L[slot] of the unit at positions o .. o+n-1 = the reverse Cholesky factor of its
-    H (hval, scattered into L's pattern first), as mju_cholFactorSparse; returns the
-    rank (diagonals below ``mindiag`` are raised to it)."""
-    for a in range(n):
-        p = o + a
-        ladr = HS.hi[w, HI_LADR, p]
-        for t in range(HS.hi[w, HI_LNNZ, p]):
-            HS.lval[w, slot, ladr + t] = 0.0
-        hadr = HS.hi[w, HI_HADR, p]
-        q = 0
-        for t in range(HS.hi[w, HI_HNNZ, p]):
-            c = HS.hcol[w, hadr + t]
-            while HS.lcol[w, ladr + q] != c:
-                q += 1
-            HS.lval[w, slot, ladr + q] = HS.hval[w, hadr + t]
+    H (hval), as mju_cholFactorSparse; returns the rank (diagonals below ``mindiag``
+    are raised to it). MuJoCo goes up the rows and subtracts each finished row a from
+    the rows c of its columns (L(c, 0..c) -= L(a, c) L(a, 0..c), a search for every
+    column of row c); here row c gathers the same updates when its turn comes, from
+    the rows of its column (ctr / cta, rows descending: MuJoCo's order) into a dense
+    accumulator, so every entry gets the same sums in the same order, no search."""
     rank = n
     for aa in range(n):
-        p = o + n - 1 - aa
-        adr = HS.hi[w, HI_LADR, p]
-        nnz = HS.hi[w, HI_LNNZ, p]
-        tmp = HS.lval[w, slot, adr + nnz - 1]
+        c = n - 1 - aa
+        p = o + c
+        ladr = HS.hi[w, HI_LADR, p]
+        lnnz = HS.hi[w, HI_LNNZ, p]
+        for t in range(lnnz):
+            HS.hf[w, HF_ACC, o + HS.lcol[w, ladr + t]] = 0.0
+        hadr = HS.hi[w, HI_HADR, p]
+        for t in range(HS.hi[w, HI_HNNZ, p]):
+            HS.hf[w, HF_ACC, o + HS.hcol[w, hadr + t]] = HS.hval[w, hadr + t]
+        cadr = HS.hi[w, HI_CADR, p]
+        for e in range(cadr, cadr + HS.hi[w, HI_CNNZ, p]):
+            q = HS.cta[w, e]
+            b = -HS.lval[w, slot, q]
+            for k in range(HS.hi[w, HI_LADR, o + HS.ctr[w, e]], q + 1):
+                col = o + HS.lcol[w, k]
+                HS.hf[w, HF_ACC, col] = HS.hf[w, HF_ACC, col] + b * HS.lval[w, slot, k]
+        tmp = HS.hf[w, HF_ACC, p]
         if tmp < mindiag:
             tmp = mindiag
             rank -= 1
         diag = ti.sqrt(tmp)
-        HS.lval[w, slot, adr + nnz - 1] = diag
+        HS.lval[w, slot, ladr + lnnz - 1] = diag
         inv = 1.0 / diag
-        for t in range(nnz - 1):
-            HS.lval[w, slot, adr + t] = HS.lval[w, slot, adr + t] * inv
-        # row c < a, where L(a, c) != 0: L(c, 0..c) -= L(a, c) L(a, 0..c); row a's
-        # columns up to c are in row c's pattern (the fill-in)
-        for t in range(nnz - 1):
-            c = HS.lcol[w, adr + t]
-            b = -HS.lval[w, slot, adr + t]
-            cadr = HS.hi[w, HI_LADR, o + c]
-            if HS.hi[w, HI_LNNZ, o + c] == t + 1:  # the same columns: no search
-                for k in range(t + 1):
-                    HS.lval[w, slot, cadr + k] = HS.lval[w, slot, cadr + k] + \
-                        b * HS.lval[w, slot, adr + k]
-            else:
-                q = 0
-                for k in range(t + 1):
-                    col = HS.lcol[w, adr + k]
-                    while HS.lcol[w, cadr + q] != col:
-                        q += 1
-                    HS.lval[w, slot, cadr + q] = HS.lval[w, slot, cadr + q] + \
-                        b * HS.lval[w, slot, adr + k]
+        for t in range(lnnz - 1):
+            HS.lval[w, slot, ladr + t] = HS.hf[w, HF_ACC, o + HS.lcol[w, ladr + t]] * inv
     return rank
 
 

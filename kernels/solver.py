@@ -80,7 +80,7 @@ import taichi as ti
 from . import config
 from .collision import exact_math
 from .hessian import (HF_ACC, HF_LTJ, HF_N, HF_RES, HF_X, HI_HADR, HI_HEAD, HI_HNNZ,
-                      HI_CHAIN, HI_JTADR, HI_JTNNZ, HI_LADR, HI_LNNZ, HI_MARK, HI_N,
+                      HI_CADR, HI_CHAIN, HI_CNNZ, HI_JTADR, HI_JTNNZ, HI_LADR, HI_LNNZ, HI_MARK, HI_N,
                       HI_NEXT,
                       HI_TMP, HI_XI,
                       HessView, chol_factor_sparse, chol_solve_sparse, chol_update_sparse)
@@ -972,7 +972,7 @@ def _hessian_symbolic(
     # data out
     efc_H_overflow: ND,
     # scratch
-    sk: ND, hi: ND, jtr: ND, jta: ND, jl: ND, hcol: ND, lcol: ND,
+    sk: ND, hi: ND, jtr: ND, jta: ND, jl: ND, hcol: ND, lcol: ND, ctr: ND, cta: ND,
     # options
     by_island: ti.template(),
 ):
@@ -1134,6 +1134,28 @@ def _hessian_symbolic(
                                             chain = 0
                                             break
                             hi[w, HI_CHAIN, p] = chain
+                        # L's strict lower triangle by column, rows descending, in
+                        # the unit's part of ctr / cta (fewer entries than its L)
+                        for a in range(n):
+                            hi[w, HI_CNNZ, o + a] = 0
+                        for a in range(n):
+                            adr = hi[w, HI_LADR, o + a]
+                            for t in range(hi[w, HI_LNNZ, o + a] - 1):
+                                hi[w, HI_CNNZ, o + lcol[w, adr + t]] += 1
+                        cp = lstart
+                        for a in range(n):
+                            hi[w, HI_CADR, o + a] = cp
+                            cp += hi[w, HI_CNNZ, o + a]
+                            hi[w, HI_CNNZ, o + a] = 0
+                        for aa in range(n):
+                            a = n - 1 - aa
+                            adr = hi[w, HI_LADR, o + a]
+                            for t in range(hi[w, HI_LNNZ, o + a] - 1):
+                                c = o + lcol[w, adr + t]
+                                e = hi[w, HI_CADR, c] + hi[w, HI_CNNZ, c]
+                                ctr[w, e] = a
+                                cta[w, e] = adr + t
+                                hi[w, HI_CNNZ, c] += 1
                     sk[w, k, K_OVER] = over
                     if over:
                         overflowed = 1
@@ -1831,6 +1853,7 @@ def _primal_iterate(
     # scratch
     se: ND, si: ND, sv: ND, sH: ND, sw: ND, sb: ND, su: ND, sk: ND, stats: ND,
     hi: ND, hf: ND, jtr: ND, jta: ND, jl: ND, hval: ND, hcol: ND, lval: ND, lcol: ND,
+    ctr: ND, cta: ND,
     # options
     maxiter: ti.i32, tolerance: float, ls_tolerance: float, ls_iterations: ti.i32,
     newton: ti.i32, npass: ti.i32, probe: ti.i32, by_island: ti.template(),
@@ -1848,7 +1871,7 @@ def _primal_iterate(
     instead of the dense one in sH."""
     J = ti.static(jac_view(sparse, efc_J, efc_J_sparse, efc_J_colind, efc_J_rowadr,
                            efc_J_rownnz))
-    HS = ti.static(HessView(hi, hf, jtr, jta, jl, hval, hcol, lval, lcol,
+    HS = ti.static(HessView(hi, hf, jtr, jta, jl, hval, hcol, lval, lcol, ctr, cta,
                             map_dof2idof if by_island else None) if hess else None)
     nslot = stats.shape[1]
     nstat = stats.shape[2]
@@ -2455,6 +2478,8 @@ def _hess_scratch(m, d):
             "hcol": ti.ndarray(ti.i32, (nw, nhnnz)),
             "lval": ti.ndarray(dtype, (nw, nslot, nhnnz)),
             "lcol": ti.ndarray(ti.i32, (nw, nhnnz)),
+            "ctr": ti.ndarray(ti.i32, (nw, nhnnz)),
+            "cta": ti.ndarray(ti.i32, (nw, nhnnz)),
         }
         for name, arr in scratch.items():
             if name != "key":
@@ -2464,7 +2489,8 @@ def _hess_scratch(m, d):
     return scratch
 
 
-HESS_ARRAYS = ("hi", "hf", "jtr", "jta", "jl", "hval", "hcol", "lval", "lcol")
+HESS_ARRAYS = ("hi", "hf", "jtr", "jta", "jl", "hval", "hcol", "lval", "lcol", "ctr",
+               "cta")
 
 
 def solve(m, d) -> None:
@@ -2577,7 +2603,7 @@ def _solve(m, d, s, npass, probe) -> None:
             _hessian_symbolic(m.dof_parentid, d.nefc, d.map_dof2idof, *maps,
                               d.efc_J_colind, d.efc_J_rowadr, d.efc_J_rownnz, s["su"],
                               d.efc_H_overflow, s["sk"], h["hi"], h["jtr"], h["jta"],
-                              h["jl"], h["hcol"], h["lcol"], islands)
+                              h["jl"], h["hcol"], h["lcol"], h["ctr"], h["cta"], islands)
         elif newton:
             # no fused multiply-adds: the same H, bit for bit, as _hessian made when
             # its sums were atomic adds (a (world, dof) thread's writes are not the

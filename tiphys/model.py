@@ -161,7 +161,7 @@ def _budget_capped(name: str, value: int, unit_bytes: int, what: str, of: str,
     return cap
 
 
-HESSIAN_NNZ_BYTES = 32  # H and L (values and columns) and Lcone, per non-zero
+HESSIAN_NNZ_BYTES = 48  # H and L (values and columns), Lcone, L by column, per non-zero
 
 
 def default_nhnnz(m, nworld: int) -> int:
