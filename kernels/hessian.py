@@ -24,33 +24,59 @@ import taichi as ti
 
 from .consts import MINVAL
 
-# int rows of ``hi`` (nworld, HI_N, nv), by position: J' (row address and count into
-# jtr / jta), H and L rows (address, count), the elimination tree's child lists
-# (head, next), a marker and a merge buffer of the symbolic pass, the two index lists
-# of a sparse update vector, and whether a row's columns left of its parent are its
-# parent's (HI_CHAIN: then an update passes from the row to its parent without a
-# merge), and L's columns (address and count into ctr / cta)
-(HI_JTADR, HI_JTNNZ, HI_HADR, HI_HNNZ, HI_LADR, HI_LNNZ, HI_HEAD, HI_NEXT, HI_MARK,
- HI_TMP, HI_XI, HI_XB, HI_CHAIN, HI_CADR, HI_CNNZ) = range(15)
-HI_N = 15
-# float rows of ``hf`` (nworld, HF_N, nv), by position: a dense accumulator, a sparse
-# update vector and its merge buffer, a solve's vector, and L'J of a cone (6 rows)
-HF_ACC, HF_X, HF_XB, HF_RES, HF_LTJ = range(5)
-HF_N = HF_LTJ + 6
+# A world's sparse Hessian scratch is two flat arrays (few arguments: the iteration
+# kernel must stay within SPIR-V's 32 storage buffers), per world:
+#   ints (nworld, HI_N nv + 3 njnnz + 4 nhnnz): HI_N rows of nv by position (below);
+#       J' by position, each entry's row (jtr) and the address of its value in
+#       efc_J_sparse (jta); the local column of every efc_J_sparse entry of a solved
+#       row (jl); H's lower triangle's columns (hcol), L's (lcol), and L's strict
+#       lower triangle by column, rows descending, each entry's row (ctr) and address
+#       in L (cta)
+#   floats (nworld, HF_N nv + (1 + nslot) nhnnz): HF_N rows of nv by position
+#       (below); H's values (hval); L's, and for elliptic cones Lcone's = L with the
+#       cone terms (lval, nslot = 2)
+# int rows by position: J' (row address and count), H and L rows (address, count),
+# the elimination tree's child lists (head, next), a marker and a merge buffer of the
+# symbolic pass, the two index lists of a sparse update vector, whether a row's
+# columns left of its parent are its parent's (chain: then an update passes from the
+# row to its parent without a merge), L's columns (address and count into ctr / cta);
+# and by dof, its local index in its unit (loc)
+HI_ROWS = ("jtadr", "jtnnz", "hadr", "hnnz", "ladr", "lnnz", "head", "next", "mark",
+           "tmp", "xi", "xb", "chain", "cadr", "cnnz", "loc")
+HI_N = len(HI_ROWS)
+# float rows by position: a dense accumulator, a sparse update vector and its merge
+# buffer, a solve's vector, and L'J of a cone (6 rows)
+HF_ROWS = ("facc", "fx", "fxb", "fres", "fltj")
+HF_N = len(HF_ROWS) + 5
+INT_ARRAYS = ("jtr", "jta", "jl", "hcol", "lcol", "ctr", "cta")
 
-# the arrays the sparse Newton funcs read (a ti.static value inside a kernel):
-#   hi, hf: per-position ints and floats (above)
-#   jtr, jta: J' by position, each entry's row and the address of its value in
-#       efc_J_sparse (nworld, njnnz)
-#   jl: the local column of every efc_J_sparse entry of a solved row (nworld, njnnz)
-#   hval, hcol: H's lower triangle (nworld, nhnnz)
-#   lval, lcol: L and, for elliptic cones, Lcone = L with the cone terms
-#       (nworld, 1 or 2, nhnnz), sharing lcol (nworld, nhnnz)
-#   ctr, cta: L's strict lower triangle by column (rows descending), each entry's
-#       row and address in lval (nworld, nhnnz)
-#   d2i: map_dof2idof, or None where every unit is a whole world
-HessView = namedtuple("HessView", "hi hf jtr jta jl hval hcol lval lcol ctr cta d2i")
+# what the sparse Newton funcs read (a ti.static value inside a kernel): the two
+# arrays, nv and nhnnz, and the start of every row and array in a world's part
+HessView = namedtuple("HessView", ("iv", "fv", "nv", "nh") + HI_ROWS + HF_ROWS +
+                      INT_ARRAYS + ("hval", "lval"))
 
+
+def hess_sizes(nv: int, njnnz: int, nhnnz: int, nslot: int) -> tuple:
+    """(ints, floats) per world of the sparse Hessian scratch."""
+    return HI_N * nv + 3 * njnnz + 4 * nhnnz, HF_N * nv + (1 + nslot) * nhnnz
+
+
+def hess_view(iv, fv, nv, nj, nh) -> HessView:
+    """The HessView of the flat arrays ``iv`` / ``fv`` (``fv`` may be None: the
+    symbolic pass) for nv, njnnz, nhnnz (kernel arguments); call inside a kernel as
+    ti.static(hess_view(...))."""
+    rows = [k * nv for k in range(HI_N)]
+    frows = [k * nv for k in range(len(HF_ROWS))]
+    base = HI_N * nv
+    arrays = [base + k * nj for k in range(3)] + \
+        [base + 3 * nj + k * nh for k in range(4)]
+    fbase = HF_N * nv
+    return HessView(iv, fv, nv, nh, *rows, *frows, *arrays, fbase, fbase + nh)
+
+
+# Inside the funcs below, ``L`` is the start of L[slot]'s values in a world's floats,
+# and ``acc``, ``res``, ``x``, ``xb``, ``xi``, ``xbi`` the start of the unit's
+# positions in a row of nv (o: the unit's first position).
 
 @ti.func
 def chol_factor_sparse(w, o, n, slot, mindiag, HS: ti.template()):
@@ -61,55 +87,59 @@ def chol_factor_sparse(w, o, n, slot, mindiag, HS: ti.template()):
     column of row c); here row c gathers the same updates when its turn comes, from
     the rows of its column (ctr / cta, rows descending: MuJoCo's order) into a dense
     accumulator, so every entry gets the same sums in the same order, no search."""
+    L = HS.lval + slot * HS.nh
+    acc = HS.facc + o
     rank = n
     for aa in range(n):
         c = n - 1 - aa
         p = o + c
-        ladr = HS.hi[w, HI_LADR, p]
-        lnnz = HS.hi[w, HI_LNNZ, p]
+        ladr = HS.iv[w, HS.ladr + p]
+        lnnz = HS.iv[w, HS.lnnz + p]
         for t in range(lnnz):
-            HS.hf[w, HF_ACC, o + HS.lcol[w, ladr + t]] = 0.0
-        hadr = HS.hi[w, HI_HADR, p]
-        for t in range(HS.hi[w, HI_HNNZ, p]):
-            HS.hf[w, HF_ACC, o + HS.hcol[w, hadr + t]] = HS.hval[w, hadr + t]
-        cadr = HS.hi[w, HI_CADR, p]
-        for e in range(cadr, cadr + HS.hi[w, HI_CNNZ, p]):
-            q = HS.cta[w, e]
-            b = -HS.lval[w, slot, q]
-            for k in range(HS.hi[w, HI_LADR, o + HS.ctr[w, e]], q + 1):
-                col = o + HS.lcol[w, k]
-                HS.hf[w, HF_ACC, col] = HS.hf[w, HF_ACC, col] + b * HS.lval[w, slot, k]
-        tmp = HS.hf[w, HF_ACC, p]
+            HS.fv[w, acc + HS.iv[w, HS.lcol + ladr + t]] = 0.0
+        hadr = HS.iv[w, HS.hadr + p]
+        for t in range(HS.iv[w, HS.hnnz + p]):
+            HS.fv[w, acc + HS.iv[w, HS.hcol + hadr + t]] = HS.fv[w, HS.hval + hadr + t]
+        cadr = HS.iv[w, HS.cadr + p]
+        for e in range(cadr, cadr + HS.iv[w, HS.cnnz + p]):
+            q = HS.iv[w, HS.cta + e]
+            b = -HS.fv[w, L + q]
+            for k in range(HS.iv[w, HS.ladr + o + HS.iv[w, HS.ctr + e]], q + 1):
+                col = acc + HS.iv[w, HS.lcol + k]
+                HS.fv[w, col] = HS.fv[w, col] + b * HS.fv[w, L + k]
+        tmp = HS.fv[w, acc + c]
         if tmp < mindiag:
             tmp = mindiag
             rank -= 1
         diag = ti.sqrt(tmp)
-        HS.lval[w, slot, ladr + lnnz - 1] = diag
+        HS.fv[w, L + ladr + lnnz - 1] = diag
         inv = 1.0 / diag
         for t in range(lnnz - 1):
-            HS.lval[w, slot, ladr + t] = HS.hf[w, HF_ACC, o + HS.lcol[w, ladr + t]] * inv
+            HS.fv[w, L + ladr + t] = HS.fv[w, acc + HS.iv[w, HS.lcol + ladr + t]] * inv
     return rank
 
 
 @ti.func
 def chol_solve_sparse(w, o, n, slot, HS: ti.template()):
-    """hf[w, HF_RES] <- inv(L'L) hf[w, HF_RES] on the unit's positions, as
-    mju_cholSolveSparse (its dot products summed as mju_dotSparse's, four at a time)."""
+    """fres <- inv(L'L) fres on the unit's positions, as mju_cholSolveSparse (its dot
+    products summed as mju_dotSparse's, four at a time)."""
+    L = HS.lval + slot * HS.nh
+    res = HS.fres + o
     for aa in range(n):
         a = n - 1 - aa
-        x = HS.hf[w, HF_RES, o + a]
-        if x != 0.0:
-            adr = HS.hi[w, HI_LADR, o + a]
-            nnz = HS.hi[w, HI_LNNZ, o + a]
-            x = x / HS.lval[w, slot, adr + nnz - 1]
-            HS.hf[w, HF_RES, o + a] = x
+        v = HS.fv[w, res + a]
+        if v != 0.0:
+            adr = HS.iv[w, HS.ladr + o + a]
+            nnz = HS.iv[w, HS.lnnz + o + a]
+            v = v / HS.fv[w, L + adr + nnz - 1]
+            HS.fv[w, res + a] = v
             for t in range(nnz - 1):
-                c = o + HS.lcol[w, adr + t]
-                HS.hf[w, HF_RES, c] = HS.hf[w, HF_RES, c] - HS.lval[w, slot, adr + t] * x
+                c = res + HS.iv[w, HS.lcol + adr + t]
+                HS.fv[w, c] = HS.fv[w, c] - HS.fv[w, L + adr + t] * v
     for a in range(n):
-        adr = HS.hi[w, HI_LADR, o + a]
-        nnz = HS.hi[w, HI_LNNZ, o + a]
-        x = HS.hf[w, HF_RES, o + a]
+        adr = HS.iv[w, HS.ladr + o + a]
+        nnz = HS.iv[w, HS.lnnz + o + a]
+        v = HS.fv[w, res + a]
         if nnz > 1:
             m = nnz - 1
             r0 = 0.0
@@ -118,47 +148,51 @@ def chol_solve_sparse(w, o, n, slot, HS: ti.template()):
             r3 = 0.0
             t = 0
             while t <= m - 4:
-                r0 += HS.lval[w, slot, adr + t] * HS.hf[w, HF_RES, o + HS.lcol[w, adr + t]]
-                r1 += HS.lval[w, slot, adr + t + 1] * \
-                    HS.hf[w, HF_RES, o + HS.lcol[w, adr + t + 1]]
-                r2 += HS.lval[w, slot, adr + t + 2] * \
-                    HS.hf[w, HF_RES, o + HS.lcol[w, adr + t + 2]]
-                r3 += HS.lval[w, slot, adr + t + 3] * \
-                    HS.hf[w, HF_RES, o + HS.lcol[w, adr + t + 3]]
+                q = adr + t
+                r0 += HS.fv[w, L + q] * HS.fv[w, res + HS.iv[w, HS.lcol + q]]
+                r1 += HS.fv[w, L + q + 1] * HS.fv[w, res + HS.iv[w, HS.lcol + q + 1]]
+                r2 += HS.fv[w, L + q + 2] * HS.fv[w, res + HS.iv[w, HS.lcol + q + 2]]
+                r3 += HS.fv[w, L + q + 3] * HS.fv[w, res + HS.iv[w, HS.lcol + q + 3]]
                 t += 4
             s = (r0 + r2) + (r1 + r3)
             while t < m:
-                s += HS.lval[w, slot, adr + t] * HS.hf[w, HF_RES, o + HS.lcol[w, adr + t]]
+                s += HS.fv[w, L + adr + t] * HS.fv[w, res + HS.iv[w, HS.lcol + adr + t]]
                 t += 1
-            x = x - s
-        HS.hf[w, HF_RES, o + a] = x / HS.lval[w, slot, adr + nnz - 1]
+            v = v - s
+        HS.fv[w, res + a] = v / HS.fv[w, L + adr + nnz - 1]
 
 
 @ti.func
 def chol_update_sparse(w, o, n, slot, xnnz, flg_plus, HS: ti.template()):
-    """L'L +/- x x' in place on L[slot] (x: the xnnz values hf[w, HF_X, o + k] at local
-    columns hi[w, HI_XI, o + k], ascending; destroyed), as mju_cholUpdateSparse; L's
-    pattern must hold the result (it holds every constraint row's). Returns the
+    """L'L +/- x x' in place on L[slot] (x: the xnnz values fx at the local columns xi,
+    ascending, from the unit's first position; destroyed), as mju_cholUpdateSparse;
+    L's pattern must hold the result (it holds every constraint row's). Returns the
     rank."""
+    L = HS.lval + slot * HS.nh
+    x = HS.fx + o
+    xi = HS.xi + o
+    xb = HS.fxb + o
+    xbi = HS.xb + o
     rank = n
     i = xnnz - 1
     same = -1  # whether x's pattern is the next row's: 1, 0, or -1 (not known)
     while i >= 0:
-        p = o + HS.hi[w, HI_XI, o + i]
-        adr = HS.hi[w, HI_LADR, p]
-        nnz = HS.hi[w, HI_LNNZ, p]
-        lkk = HS.lval[w, slot, adr + nnz - 1]
-        xi = HS.hf[w, HF_X, o + i]
-        tmp = lkk * lkk - xi * xi
+        p = o + HS.iv[w, xi + i]
+        adr = L + HS.iv[w, HS.ladr + p]  # row p's values; its columns at cadr
+        cadr = HS.lcol + HS.iv[w, HS.ladr + p]
+        nnz = HS.iv[w, HS.lnnz + p]
+        lkk = HS.fv[w, adr + nnz - 1]
+        xv = HS.fv[w, x + i]
+        tmp = lkk * lkk - xv * xv
         if flg_plus:
-            tmp = lkk * lkk + xi * xi
+            tmp = lkk * lkk + xv * xv
         if tmp < MINVAL:
             tmp = MINVAL
             rank -= 1
         r = ti.sqrt(tmp)
         c = r / lkk
-        s = xi / lkk
-        HS.lval[w, slot, adr + nnz - 1] = r
+        s = xv / lkk
+        HS.fv[w, adr + nnz - 1] = r
         # the row: L(p, :) / c +/- (s / c) x where both are non-zero
         sa = 1.0 / c
         sb = -s / c
@@ -167,35 +201,35 @@ def chol_update_sparse(w, o, n, slot, xnnz, flg_plus, HS: ti.template()):
         # x's pattern (left of p) is often the row's own (the columns a row passes to
         # its parent in the elimination tree): then both updates are plain loops, as
         # MuJoCo's identical-pattern case (same arithmetic as the merges below). Known
-        # without a comparison after such a step from a HI_CHAIN row
+        # without a comparison after such a step from a chain row
         if same == -1:
             same = ti.cast(i == nnz - 1, ti.i32)
             if same:
                 for t in range(i):
-                    if HS.hi[w, HI_XI, o + t] != HS.lcol[w, adr + t]:
+                    if HS.iv[w, xi + t] != HS.iv[w, cadr + t]:
                         same = 0
                         break
         if same:
             for t in range(i):
-                v = HS.lval[w, slot, adr + t] * sa + sb * HS.hf[w, HF_X, o + t]
-                HS.lval[w, slot, adr + t] = v
-                HS.hf[w, HF_X, o + t] = c * HS.hf[w, HF_X, o + t] + (-s) * v
+                v = HS.fv[w, adr + t] * sa + sb * HS.fv[w, x + t]
+                HS.fv[w, adr + t] = v
+                HS.fv[w, x + t] = c * HS.fv[w, x + t] + (-s) * v
             i -= 1
             same = -1
-            if HS.hi[w, HI_CHAIN, p]:
+            if HS.iv[w, HS.chain + p]:
                 same = 1
             continue
         same = -1
         k = 0
         for t in range(nnz - 1):
-            col = HS.lcol[w, adr + t]
-            v = HS.lval[w, slot, adr + t] * sa
-            while k < i and HS.hi[w, HI_XI, o + k] < col:
+            col = HS.iv[w, cadr + t]
+            v = HS.fv[w, adr + t] * sa
+            while k < i and HS.iv[w, xi + k] < col:
                 k += 1
             if k < i:
-                if HS.hi[w, HI_XI, o + k] == col:
-                    v = v + sb * HS.hf[w, HF_X, o + k]
-            HS.lval[w, slot, adr + t] = v
+                if HS.iv[w, xi + k] == col:
+                    v = v + sb * HS.fv[w, x + k]
+            HS.fv[w, adr + t] = v
         # x(0 .. i-1) <- c x - s L(p, :), on the union of their patterns
         ka = 0
         kb = 0
@@ -204,26 +238,25 @@ def chol_update_sparse(w, o, n, slot, xnnz, flg_plus, HS: ti.template()):
             ca = n
             cb = n
             if ka < i:
-                ca = HS.hi[w, HI_XI, o + ka]
+                ca = HS.iv[w, xi + ka]
             if kb < nnz - 1:
-                cb = HS.lcol[w, adr + kb]
+                cb = HS.iv[w, cadr + kb]
             if ca == cb:
-                HS.hf[w, HF_XB, o + m] = c * HS.hf[w, HF_X, o + ka] + \
-                    (-s) * HS.lval[w, slot, adr + kb]
-                HS.hi[w, HI_XB, o + m] = ca
+                HS.fv[w, xb + m] = c * HS.fv[w, x + ka] + (-s) * HS.fv[w, adr + kb]
+                HS.iv[w, xbi + m] = ca
                 ka += 1
                 kb += 1
             elif ca < cb:
-                HS.hf[w, HF_XB, o + m] = c * HS.hf[w, HF_X, o + ka]
-                HS.hi[w, HI_XB, o + m] = ca
+                HS.fv[w, xb + m] = c * HS.fv[w, x + ka]
+                HS.iv[w, xbi + m] = ca
                 ka += 1
             else:
-                HS.hf[w, HF_XB, o + m] = (-s) * HS.lval[w, slot, adr + kb]
-                HS.hi[w, HI_XB, o + m] = cb
+                HS.fv[w, xb + m] = (-s) * HS.fv[w, adr + kb]
+                HS.iv[w, xbi + m] = cb
                 kb += 1
             m += 1
         for t in range(m):
-            HS.hf[w, HF_X, o + t] = HS.hf[w, HF_XB, o + t]
-            HS.hi[w, HI_XI, o + t] = HS.hi[w, HI_XB, o + t]
+            HS.fv[w, x + t] = HS.fv[w, xb + t]
+            HS.iv[w, xi + t] = HS.iv[w, xbi + t]
         i = m - 1
     return rank

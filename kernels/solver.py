@@ -79,14 +79,11 @@ import taichi as ti
 
 from . import config
 from .collision import exact_math
-from .hessian import (HF_ACC, HF_LTJ, HF_N, HF_RES, HF_X, HI_HADR, HI_HEAD, HI_HNNZ,
-                      HI_CADR, HI_CHAIN, HI_CNNZ, HI_JTADR, HI_JTNNZ, HI_LADR, HI_LNNZ, HI_MARK, HI_N,
-                      HI_NEXT,
-                      HI_TMP, HI_XI,
-                      HessView, chol_factor_sparse, chol_solve_sparse, chol_update_sparse)
-from .consts import (CONE_ELLIPTIC, CNSTRSTATE_CONE, CNSTRSTATE_LINEARNEG, CNSTRSTATE_LINEARPOS,
-                     CNSTRSTATE_QUADRATIC, CNSTRSTATE_SATISFIED, CNSTR_CONTACT_ELLIPTIC, MINVAL,
-                     NSOLVER, SOL_CG, SOL_NEWTON, SOL_PGS)
+from .consts import (CNSTR_CONTACT_ELLIPTIC, CNSTRSTATE_CONE, CNSTRSTATE_LINEARNEG,
+                     CNSTRSTATE_LINEARPOS, CNSTRSTATE_QUADRATIC, CNSTRSTATE_SATISFIED,
+                     CONE_ELLIPTIC, MINVAL, NSOLVER, SOL_CG, SOL_NEWTON, SOL_PGS)
+from .hessian import (chol_factor_sparse, chol_solve_sparse, chol_update_sparse, hess_sizes,
+                      hess_view)
 
 ND = ti.types.ndarray()
 # Newton iterations of the friction QCQPs (MuJoCo's constant), passed to the kernel as
@@ -952,14 +949,197 @@ def _hessian_cone(w, slot, u, dmap: ti.template(), rmap: ti.template(),
 # ---------------------------------------------------------------------------------------
 
 @ti.func
-def _hess_push(w, l, a, o, cnt, hp, cap, hi: ti.template(), hcol: ti.template()):
+def _sym_jt(w, u, jtp, rmap: ti.template(), d2i: ti.template(), efc_J_colind: ti.template(),
+            efc_J_rowadr: ti.template(), efc_J_rownnz: ti.template(), HS: ti.template()):
+    """The unit's rows' local columns (jl) and J' by position from jtp on (rows
+    ascending); returns the next free J' entry."""
+    o = u.dofadr
+    for a in range(u.nv):
+        HS.iv[w, HS.jtnnz + o + a] = 0
+    for rr in range(u.nefc):
+        r = _row(w, u, rr, rmap)
+        adr = efc_J_rowadr[w, r]
+        for t in range(efc_J_rownnz[w, r]):
+            l = _loc(w, u, efc_J_colind[w, adr + t], d2i)
+            HS.iv[w, HS.jl + adr + t] = l
+            HS.iv[w, HS.jtnnz + o + l] += 1
+    for a in range(u.nv):
+        HS.iv[w, HS.jtadr + o + a] = jtp
+        jtp += HS.iv[w, HS.jtnnz + o + a]
+        HS.iv[w, HS.jtnnz + o + a] = 0
+    for rr in range(u.nefc):
+        r = _row(w, u, rr, rmap)
+        adr = efc_J_rowadr[w, r]
+        for t in range(efc_J_rownnz[w, r]):
+            p = o + HS.iv[w, HS.jl + adr + t]
+            q = HS.iv[w, HS.jtadr + p] + HS.iv[w, HS.jtnnz + p]
+            HS.iv[w, HS.jtr + q] = r
+            HS.iv[w, HS.jta + q] = adr + t
+            HS.iv[w, HS.jtnnz + p] += 1
+    return jtp
+
+
+@ti.func
+def _sym_push(w, l, a, o, cnt, hp, HS: ti.template()):
     """Add local column l to row a's H pattern (once: the marker), while it fits."""
-    if hi[w, HI_MARK, o + l] != a:
-        hi[w, HI_MARK, o + l] = a
-        if hp + cnt < cap:
-            hcol[w, hp + cnt] = l
+    if HS.iv[w, HS.mark + o + l] != a:
+        HS.iv[w, HS.mark + o + l] = a
+        if hp + cnt < HS.nh:
+            HS.iv[w, HS.hcol + hp + cnt] = l
         cnt += 1
     return cnt
+
+
+@ti.func
+def _sym_h(w, u, hp, dmap: ti.template(), d2i: ti.template(), dof_parentid: ti.template(),
+           efc_J_rowadr: ti.template(), efc_J_rownnz: ti.template(), HS: ti.template()):
+    """H's lower pattern, row by row from hp on: M's (the dof's ancestors), the
+    diagonal, and the columns left of it of every row touching it, sorted; also each
+    dof's local index. Returns (the next free entry, whether it did not fit)."""
+    o = u.dofadr
+    for a in range(u.nv):
+        HS.iv[w, HS.mark + o + a] = -1
+        HS.iv[w, HS.loc + _dof(w, u, a, dmap)] = a
+    over = 0
+    for a in range(u.nv):
+        p = o + a
+        cnt = 0
+        j = dof_parentid[_dof(w, u, a, dmap)]
+        while j >= 0:
+            cnt = _sym_push(w, _loc(w, u, j, d2i), a, o, cnt, hp, HS)
+            j = dof_parentid[j]
+        cnt = _sym_push(w, a, a, o, cnt, hp, HS)
+        jtadr = HS.iv[w, HS.jtadr + p]
+        for q in range(jtadr, jtadr + HS.iv[w, HS.jtnnz + p]):
+            r = HS.iv[w, HS.jtr + q]
+            adr = efc_J_rowadr[w, r]
+            for t in range(efc_J_rownnz[w, r]):
+                l = HS.iv[w, HS.jl + adr + t]
+                if l <= a:
+                    cnt = _sym_push(w, l, a, o, cnt, hp, HS)
+        if hp + cnt > HS.nh:
+            over = 1
+        else:  # insertion sort: a few dozen columns
+            for t in range(1, cnt):
+                v = HS.iv[w, HS.hcol + hp + t]
+                b = t
+                while b > 0:
+                    if HS.iv[w, HS.hcol + hp + b - 1] < v:
+                        break
+                    HS.iv[w, HS.hcol + hp + b] = HS.iv[w, HS.hcol + hp + b - 1]
+                    b -= 1
+                HS.iv[w, HS.hcol + hp + b] = v
+        HS.iv[w, HS.hadr + p] = hp
+        HS.iv[w, HS.hnnz + p] = cnt
+        hp += cnt
+    return hp, over
+
+
+@ti.func
+def _sym_l(w, u, lp, HS: ti.template()):
+    """L's pattern from lp on, last row first: H's row merged with its children's
+    rows left of it (a child's parent: its last column left of the diagonal).
+    Returns (the next free entry, whether it did not fit)."""
+    o = u.dofadr
+    n = u.nv
+    for a in range(n):
+        HS.iv[w, HS.head + o + a] = -1
+    over = 0
+    for aa in range(n):
+        a = n - 1 - aa
+        p = o + a
+        m = HS.iv[w, HS.hnnz + p]
+        if lp + m > HS.nh:
+            over = 1
+            lp += m
+            break
+        hadr = HS.iv[w, HS.hadr + p]
+        for t in range(m):
+            HS.iv[w, HS.lcol + lp + t] = HS.iv[w, HS.hcol + hadr + t]
+        ch = HS.iv[w, HS.head + p]
+        while ch >= 0:
+            cadr = HS.iv[w, HS.ladr + o + ch]
+            cn = HS.iv[w, HS.lnnz + o + ch] - 1  # left of its diagonal
+            ka = 0
+            kb = 0
+            mm = 0
+            while (ka < m) | (kb < cn):
+                ca = n
+                cb = n
+                if ka < m:
+                    ca = HS.iv[w, HS.lcol + lp + ka]
+                if kb < cn:
+                    cb = HS.iv[w, HS.lcol + cadr + kb]
+                if ca <= cb:
+                    HS.iv[w, HS.tmp + o + mm] = ca
+                    ka += 1
+                    if ca == cb:
+                        kb += 1
+                else:
+                    HS.iv[w, HS.tmp + o + mm] = cb
+                    kb += 1
+                mm += 1
+            m = mm
+            if lp + m > HS.nh:
+                over = 1
+                break
+            for t in range(m):
+                HS.iv[w, HS.lcol + lp + t] = HS.iv[w, HS.tmp + o + t]
+            ch = HS.iv[w, HS.next + o + ch]
+        if over:
+            lp += m
+            break
+        HS.iv[w, HS.ladr + p] = lp
+        HS.iv[w, HS.lnnz + p] = m
+        lp += m
+        if m >= 2:
+            parent = HS.iv[w, HS.lcol + lp - 2]
+            HS.iv[w, HS.next + p] = HS.iv[w, HS.head + o + parent]
+            HS.iv[w, HS.head + o + parent] = a
+    return lp, over
+
+
+@ti.func
+def _sym_columns(w, u, lstart, HS: ti.template()):
+    """From L's pattern: the chain flag of each row (its columns left of its parent
+    are its parent's) and L's strict lower triangle by column, rows descending, from
+    lstart on (fewer entries than the unit's L)."""
+    o = u.dofadr
+    n = u.nv
+    for a in range(n):
+        p = o + a
+        chain = 0
+        m = HS.iv[w, HS.lnnz + p]
+        if m >= 2:
+            adr = HS.iv[w, HS.ladr + p]
+            pp = o + HS.iv[w, HS.lcol + adr + m - 2]
+            if HS.iv[w, HS.lnnz + pp] == m - 1:
+                chain = 1
+                padr = HS.iv[w, HS.ladr + pp]
+                for t in range(m - 2):
+                    if HS.iv[w, HS.lcol + adr + t] != HS.iv[w, HS.lcol + padr + t]:
+                        chain = 0
+                        break
+        HS.iv[w, HS.chain + p] = chain
+        HS.iv[w, HS.cnnz + p] = 0
+    for a in range(n):
+        adr = HS.iv[w, HS.ladr + o + a]
+        for t in range(HS.iv[w, HS.lnnz + o + a] - 1):
+            HS.iv[w, HS.cnnz + o + HS.iv[w, HS.lcol + adr + t]] += 1
+    cp = lstart
+    for a in range(n):
+        HS.iv[w, HS.cadr + o + a] = cp
+        cp += HS.iv[w, HS.cnnz + o + a]
+        HS.iv[w, HS.cnnz + o + a] = 0
+    for aa in range(n):
+        a = n - 1 - aa
+        adr = HS.iv[w, HS.ladr + o + a]
+        for t in range(HS.iv[w, HS.lnnz + o + a] - 1):
+            c = o + HS.iv[w, HS.lcol + adr + t]
+            e = HS.iv[w, HS.cadr + c] + HS.iv[w, HS.cnnz + c]
+            HS.iv[w, HS.ctr + e] = a
+            HS.iv[w, HS.cta + e] = adr + t
+            HS.iv[w, HS.cnnz + c] += 1
 
 
 @ti.kernel
@@ -972,20 +1152,19 @@ def _hessian_symbolic(
     # data out
     efc_H_overflow: ND,
     # scratch
-    sk: ND, hi: ND, jtr: ND, jta: ND, jl: ND, hcol: ND, lcol: ND, ctr: ND, cta: ND,
+    sk: ND, hint: ND, hnv: ti.i32, hnj: ti.i32, hnh: ti.i32,
     # options
     by_island: ti.template(),
 ):
     """The sparse Newton Hessian's structure of every unit (after _primal_start), one
-    thread per world, units in order (as MuJoCo's MakeHessian per island): each row's
-    local columns (jl) and J' by position, H = M + J'J's lower pattern (every row's,
-    whatever its state) and the pattern of its reverse Cholesky factor L (row r:
-    H's row r merged with its children's rows in the elimination tree, whose parent
-    is their last column left of the diagonal). A unit whose H or L does not fit in
-    what the world's units before it left of nhnnz is marked (sk K_OVER) and solved
-    by CG; efc_H_overflow[w] counts such solves and keeps the non-zeros the last one
-    needed (at least: counting stops at the row that did not fit)."""
-    cap = hcol.shape[1]
+    thread per world, units in order (as MuJoCo's MakeHessian per island): J' by
+    position, H = M + J'J's lower pattern (every row's, whatever its state) and the
+    pattern of its reverse Cholesky factor L (kernels/hessian.py). A unit whose H or
+    L does not fit in what the world's units before it left of nhnnz is marked (sk
+    K_OVER) and solved by CG; efc_H_overflow[w] counts such solves and keeps the
+    non-zeros the last one needed (at least: counting stops at the row that did not
+    fit)."""
+    HS = ti.static(hess_view(hint, None, hnv, hnj, hnh))
     dmap = ti.static(map_idof2dof if by_island else None)
     rmap = ti.static(map_iefc2efc if by_island else None)
     d2i = ti.static(map_dof2idof if by_island else None)
@@ -1001,161 +1180,16 @@ def _hessian_symbolic(
                     u = _whole(su[w, k, U_NV], su[w, k, U_NEFC])
                     if ti.static(by_island):
                         u = _load_unit(w, k, su)
-                    o = u.dofadr
-                    n = u.nv
-                    # local columns; J' by position, rows ascending
-                    for a in range(n):
-                        hi[w, HI_JTNNZ, o + a] = 0
-                        hi[w, HI_MARK, o + a] = -1
-                        hi[w, HI_HEAD, o + a] = -1
-                    for rr in range(u.nefc):
-                        r = _row(w, u, rr, rmap)
-                        adr = efc_J_rowadr[w, r]
-                        for t in range(efc_J_rownnz[w, r]):
-                            l = _loc(w, u, efc_J_colind[w, adr + t], d2i)
-                            jl[w, adr + t] = l
-                            hi[w, HI_JTNNZ, o + l] += 1
-                    for a in range(n):
-                        hi[w, HI_JTADR, o + a] = jtp
-                        jtp += hi[w, HI_JTNNZ, o + a]
-                        hi[w, HI_JTNNZ, o + a] = 0
-                    for rr in range(u.nefc):
-                        r = _row(w, u, rr, rmap)
-                        adr = efc_J_rowadr[w, r]
-                        for t in range(efc_J_rownnz[w, r]):
-                            p = o + jl[w, adr + t]
-                            q = hi[w, HI_JTADR, p] + hi[w, HI_JTNNZ, p]
-                            jtr[w, q] = r
-                            jta[w, q] = adr + t
-                            hi[w, HI_JTNNZ, p] += 1
-                    # H's lower pattern, row by row: M's (the dof's ancestors), the
-                    # diagonal, and the columns left of it of every row touching it
+                    jtp = _sym_jt(w, u, jtp, rmap, d2i, efc_J_colind, efc_J_rowadr,
+                                  efc_J_rownnz, HS)
                     hstart = hp
                     lstart = lp
-                    over = 0
-                    for a in range(n):
-                        p = o + a
-                        cnt = 0
-                        j = dof_parentid[_dof(w, u, a, dmap)]
-                        while j >= 0:
-                            cnt = _hess_push(w, _loc(w, u, j, d2i), a, o, cnt, hp, cap, hi,
-                                             hcol)
-                            j = dof_parentid[j]
-                        cnt = _hess_push(w, a, a, o, cnt, hp, cap, hi, hcol)
-                        for q in range(hi[w, HI_JTADR, p],
-                                       hi[w, HI_JTADR, p] + hi[w, HI_JTNNZ, p]):
-                            r = jtr[w, q]
-                            adr = efc_J_rowadr[w, r]
-                            for t in range(efc_J_rownnz[w, r]):
-                                l = jl[w, adr + t]
-                                if l <= a:
-                                    cnt = _hess_push(w, l, a, o, cnt, hp, cap, hi, hcol)
-                        if hp + cnt > cap:
-                            over = 1
-                        else:  # insertion sort: a few dozen columns
-                            for t in range(1, cnt):
-                                v = hcol[w, hp + t]
-                                b = t
-                                while b > 0:
-                                    if hcol[w, hp + b - 1] < v:
-                                        break
-                                    hcol[w, hp + b] = hcol[w, hp + b - 1]
-                                    b -= 1
-                                hcol[w, hp + b] = v
-                        hi[w, HI_HADR, p] = hp
-                        hi[w, HI_HNNZ, p] = cnt
-                        hp += cnt
-                    # L's pattern, last row first: H's row merged with its children's
+                    hp, over = _sym_h(w, u, hp, dmap, d2i, dof_parentid, efc_J_rowadr,
+                                      efc_J_rownnz, HS)
                     if not over:
-                        for aa in range(n):
-                            a = n - 1 - aa
-                            p = o + a
-                            m = hi[w, HI_HNNZ, p]
-                            if lp + m > cap:
-                                over = 1
-                                lp += m
-                                break
-                            hadr = hi[w, HI_HADR, p]
-                            for t in range(m):
-                                lcol[w, lp + t] = hcol[w, hadr + t]
-                            ch = hi[w, HI_HEAD, p]
-                            while ch >= 0:
-                                cadr = hi[w, HI_LADR, o + ch]
-                                cn = hi[w, HI_LNNZ, o + ch] - 1  # left of its diagonal
-                                ka = 0
-                                kb = 0
-                                mm = 0
-                                while (ka < m) | (kb < cn):
-                                    ca = n
-                                    cb = n
-                                    if ka < m:
-                                        ca = lcol[w, lp + ka]
-                                    if kb < cn:
-                                        cb = lcol[w, cadr + kb]
-                                    if ca <= cb:
-                                        hi[w, HI_TMP, o + mm] = ca
-                                        ka += 1
-                                        if ca == cb:
-                                            kb += 1
-                                    else:
-                                        hi[w, HI_TMP, o + mm] = cb
-                                        kb += 1
-                                    mm += 1
-                                m = mm
-                                if lp + m > cap:
-                                    over = 1
-                                    break
-                                for t in range(m):
-                                    lcol[w, lp + t] = hi[w, HI_TMP, o + t]
-                                ch = hi[w, HI_NEXT, o + ch]
-                            if over:
-                                lp += m
-                                break
-                            hi[w, HI_LADR, p] = lp
-                            hi[w, HI_LNNZ, p] = m
-                            lp += m
-                            if m >= 2:
-                                parent = lcol[w, lp - 2]
-                                hi[w, HI_NEXT, p] = hi[w, HI_HEAD, o + parent]
-                                hi[w, HI_HEAD, o + parent] = a
-                    if not over:  # rows whose columns left of their parent are its
-                        for a in range(n):
-                            p = o + a
-                            chain = 0
-                            m = hi[w, HI_LNNZ, p]
-                            if m >= 2:
-                                adr = hi[w, HI_LADR, p]
-                                pp = o + lcol[w, adr + m - 2]
-                                if hi[w, HI_LNNZ, pp] == m - 1:
-                                    chain = 1
-                                    padr = hi[w, HI_LADR, pp]
-                                    for t in range(m - 2):
-                                        if lcol[w, adr + t] != lcol[w, padr + t]:
-                                            chain = 0
-                                            break
-                            hi[w, HI_CHAIN, p] = chain
-                        # L's strict lower triangle by column, rows descending, in
-                        # the unit's part of ctr / cta (fewer entries than its L)
-                        for a in range(n):
-                            hi[w, HI_CNNZ, o + a] = 0
-                        for a in range(n):
-                            adr = hi[w, HI_LADR, o + a]
-                            for t in range(hi[w, HI_LNNZ, o + a] - 1):
-                                hi[w, HI_CNNZ, o + lcol[w, adr + t]] += 1
-                        cp = lstart
-                        for a in range(n):
-                            hi[w, HI_CADR, o + a] = cp
-                            cp += hi[w, HI_CNNZ, o + a]
-                            hi[w, HI_CNNZ, o + a] = 0
-                        for aa in range(n):
-                            a = n - 1 - aa
-                            adr = hi[w, HI_LADR, o + a]
-                            for t in range(hi[w, HI_LNNZ, o + a] - 1):
-                                c = o + lcol[w, adr + t]
-                                e = hi[w, HI_CADR, c] + hi[w, HI_CNNZ, c]
-                                ctr[w, e] = a
-                                cta[w, e] = adr + t
-                                hi[w, HI_CNNZ, c] += 1
+                        lp, over = _sym_l(w, u, lp, HS)
+                    if not over:
+                        _sym_columns(w, u, lstart, HS)
                     sk[w, k, K_OVER] = over
                     if over:
                         overflowed = 1
@@ -1180,35 +1214,36 @@ def _sparse_hessian(w, u, dmap: ti.template(), J: ti.template(), se: ti.template
     o = u.dofadr
     for a in range(u.nv):
         p = o + a
-        hadr = HS.hi[w, HI_HADR, p]
-        hn = HS.hi[w, HI_HNNZ, p]
+        hadr = HS.iv[w, HS.hadr + p]
+        hn = HS.iv[w, HS.hnnz + p]
         for t in range(hn):
-            HS.hf[w, HF_ACC, o + HS.hcol[w, hadr + t]] = 0.0
-        for q in range(HS.hi[w, HI_JTADR, p],
-                       HS.hi[w, HI_JTADR, p] + HS.hi[w, HI_JTNNZ, p]):
-            r = HS.jtr[w, q]
+            HS.fv[w, HS.facc + o + HS.iv[w, HS.hcol + hadr + t]] = 0.0
+        for q in range(HS.iv[w, HS.jtadr + p],
+                       HS.iv[w, HS.jtadr + p] + HS.iv[w, HS.jtnnz + p]):
+            r = HS.iv[w, HS.jtr + q]
             if efc_state[w, r] == CNSTRSTATE_QUADRATIC:
                 D = se[w, E_D, r]
-                jra = J[1][w, HS.jta[w, q]]
+                jra = J[1][w, HS.iv[w, HS.jta + q]]
                 adr = J[3][w, r]
                 for t in range(J[4][w, r]):
-                    l = HS.jl[w, adr + t]
+                    l = HS.iv[w, HS.jl + adr + t]
                     if l < a:
-                        HS.hf[w, HF_ACC, o + l] = HS.hf[w, HF_ACC, o + l] + \
+                        HS.fv[w, HS.facc + o + l] = HS.fv[w, HS.facc + o + l] + \
                             jra * (D * J[1][w, adr + t])
                     elif l == a:
-                        HS.hf[w, HF_ACC, p] = HS.hf[w, HF_ACC, p] + (jra * jra) * D
+                        HS.fv[w, HS.facc + p] = HS.fv[w, HS.facc + p] + (jra * jra) * D
         i = _dof(w, u, a, dmap)
         madr = dof_Madr[i]
-        HS.hf[w, HF_ACC, p] = HS.hf[w, HF_ACC, p] + qM[w, madr]
+        HS.fv[w, HS.facc + p] = HS.fv[w, HS.facc + p] + qM[w, madr]
         j = dof_parentid[i]
         while j >= 0:
             madr += 1
-            l = o + _loc(w, u, j, HS.d2i)
-            HS.hf[w, HF_ACC, l] = HS.hf[w, HF_ACC, l] + qM[w, madr]
+            l = o + HS.iv[w, HS.loc + j]
+            HS.fv[w, HS.facc + l] = HS.fv[w, HS.facc + l] + qM[w, madr]
             j = dof_parentid[j]
         for t in range(hn):
-            HS.hval[w, hadr + t] = HS.hf[w, HF_ACC, o + HS.hcol[w, hadr + t]]
+            col = o + HS.iv[w, HS.hcol + hadr + t]
+            HS.fv[w, HS.hval + hadr + t] = HS.fv[w, HS.facc + col]
 
 
 @ti.func
@@ -1220,9 +1255,9 @@ def _sparse_cone(w, slot, u, rmap: ti.template(), J: ti.template(), se: ti.templ
     the contact's non-zeros (its rows share their columns); returns their count."""
     o = u.dofadr
     for a in range(u.nv):
-        ladr = HS.hi[w, HI_LADR, o + a]
-        for t in range(HS.hi[w, HI_LNNZ, o + a]):
-            HS.lval[w, 1, ladr + t] = HS.lval[w, 0, ladr + t]
+        ladr = HS.iv[w, HS.ladr + o + a]
+        for t in range(HS.iv[w, HS.lnnz + o + a]):
+            HS.fv[w, HS.lval + HS.nh + ladr + t] = HS.fv[w, HS.lval + ladr + t]
     nupdate = 0
     for ii in range(u.nefc):
         i = _row(w, u, ii, rmap)
@@ -1233,18 +1268,19 @@ def _sparse_cone(w, slot, u, rmap: ti.template(), J: ti.template(), se: ti.templ
             nnz = J[4][w, i]
             for c in range(dim):
                 for k in range(nnz):
-                    HS.hf[w, HF_LTJ + c, o + k] = 0.0
+                    HS.fv[w, HS.fltj + c * HS.nv + o + k] = 0.0
             for r in range(dim):
                 adr = J[3][w, i + r]
                 for c in range(r + 1):
+                    ltj = HS.fltj + c * HS.nv + o
                     for k in range(nnz):
-                        HS.hf[w, HF_LTJ + c, o + k] = HS.hf[w, HF_LTJ + c, o + k] + \
+                        HS.fv[w, ltj + k] = HS.fv[w, ltj + k] + \
                             J[1][w, adr + k] * sb[w, slot, r, c]
             adr0 = J[3][w, i]
             for r in range(dim):
                 for k in range(nnz):
-                    HS.hf[w, HF_X, o + k] = HS.hf[w, HF_LTJ + r, o + k]
-                    HS.hi[w, HI_XI, o + k] = HS.jl[w, adr0 + k]
+                    HS.fv[w, HS.fx + o + k] = HS.fv[w, HS.fltj + r * HS.nv + o + k]
+                    HS.iv[w, HS.xi + o + k] = HS.iv[w, HS.jl + adr0 + k]
                 chol_update_sparse(w, o, u.nv, 1, nnz, 1, HS)
             nupdate += dim
     return nupdate
@@ -1611,10 +1647,10 @@ def _update_gradient(w, u, dmap: ti.template(), ncone, newton,
             k = 1
         if ti.static(_given(HS)):
             for jj in range(u.nv):
-                HS.hf[w, HF_RES, u.dofadr + jj] = sv[w, V_GRAD, _dof(w, u, jj, dmap)]
+                HS.fv[w, HS.fres + u.dofadr + jj] = sv[w, V_GRAD, _dof(w, u, jj, dmap)]
             chol_solve_sparse(w, u.dofadr, u.nv, k, HS)
             for jj in range(u.nv):
-                sv[w, V_MGRAD, _dof(w, u, jj, dmap)] = HS.hf[w, HF_RES, u.dofadr + jj]
+                sv[w, V_MGRAD, _dof(w, u, jj, dmap)] = HS.fv[w, HS.fres + u.dofadr + jj]
         else:
             _chol_solve(w, k, u, dmap, sH, sv, V_GRAD, V_MGRAD)
     else:
@@ -1654,8 +1690,8 @@ def _sparse_newton_step(w, slot, u, dmap: ti.template(), rmap: ti.template(),
                 adr = J[3][w, i]
                 nnz = J[4][w, i]
                 for k in range(nnz):
-                    HS.hf[w, HF_X, o + k] = J[1][w, adr + k] * sd
-                    HS.hi[w, HI_XI, o + k] = HS.jl[w, adr + k]
+                    HS.fv[w, HS.fx + o + k] = J[1][w, adr + k] * sd
+                    HS.iv[w, HS.xi + o + k] = HS.iv[w, HS.jl + adr + k]
                 rank = chol_update_sparse(w, o, u.nv, 0, nnz, flag, HS)
                 nupdate += 1
                 if rank < u.nv:
@@ -1847,17 +1883,16 @@ def _primal_iterate(
     # data in
     efc_J: ND, qM: ND, qLD: ND, qLDiagInv: ND, qfrc_smooth: ND, qacc_smooth: ND,
     map_idof2dof: ND, map_iefc2efc: ND, efc_J_sparse: ND, efc_J_colind: ND,
-    efc_J_rowadr: ND, efc_J_rownnz: ND, map_dof2idof: ND,
+    efc_J_rowadr: ND, efc_J_rownnz: ND,
     # data out
     qacc: ND, efc_force: ND, efc_state: ND, qfrc_constraint: ND, solver_niter: ND,
     # scratch
     se: ND, si: ND, sv: ND, sH: ND, sw: ND, sb: ND, su: ND, sk: ND, stats: ND,
-    hi: ND, hf: ND, jtr: ND, jta: ND, jl: ND, hval: ND, hcol: ND, lval: ND, lcol: ND,
-    ctr: ND, cta: ND,
+    hint: ND, hflt: ND,
     # options
     maxiter: ti.i32, tolerance: float, ls_tolerance: float, ls_iterations: ti.i32,
-    newton: ti.i32, npass: ti.i32, probe: ti.i32, by_island: ti.template(),
-    sparse: ti.template(), hess: ti.template(),
+    newton: ti.i32, npass: ti.i32, probe: ti.i32, hnv: ti.i32, hnj: ti.i32, hnh: ti.i32,
+    by_island: ti.template(), sparse: ti.template(), hess: ti.template(),
 ):
     """The CG / Newton iterations of every unit (mj_solCGNewton after its first
     constraint update), one thread per (world, unit): a world solved whole, or each of
@@ -1867,12 +1902,11 @@ def _primal_iterate(
     direction) is this loop's first pass, so each stage is compiled once. At most
     ``npass`` passes per launch: a unit's cost, counts, iteration and stage stay in
     sk, so that the next launch resumes it (see _launches). ``hess`` (compile-time):
-    Newton factors the sparse Hessian (hi .. lcol, structured by _hessian_symbolic)
-    instead of the dense one in sH."""
+    Newton factors the sparse Hessian (hint, hflt of nv, njnnz, nhnnz per world,
+    structured by _hessian_symbolic) instead of the dense one in sH."""
     J = ti.static(jac_view(sparse, efc_J, efc_J_sparse, efc_J_colind, efc_J_rowadr,
                            efc_J_rownnz))
-    HS = ti.static(HessView(hi, hf, jtr, jta, jl, hval, hcol, lval, lcol, ctr, cta,
-                            map_dof2idof if by_island else None) if hess else None)
+    HS = ti.static(hess_view(hint, hflt, hnv, hnj, hnh) if hess else None)
     nslot = stats.shape[1]
     nstat = stats.shape[2]
     for w, slot in ti.ndrange(su.shape[0], su.shape[1]):
@@ -2454,43 +2488,26 @@ def sparse_newton(m, d) -> bool:
 
 
 def _hess_scratch(m, d):
-    """The sparse Newton Hessian's scratch on ``d`` (see kernels/hessian.py), sized in
-    non-zeros: J' as the Jacobian (njnnz), H and L (nhnnz each: H's pattern is part of
-    L's), Lcone for elliptic cones; tiny placeholders where Newton is dense or not
-    run (the iteration kernel takes the arrays either way)."""
+    """The sparse Newton Hessian's scratch on ``d`` (kernels/hessian.py's two flat
+    arrays), sized in non-zeros: J' as the Jacobian (njnnz), H and L (nhnnz each: H's
+    pattern is part of L's), Lcone for elliptic cones; tiny placeholders where Newton
+    is dense or not run (the iteration kernel takes the arrays either way)."""
     use = sparse_newton(m, d)
     nv, njnnz, nhnnz = max(1, m.nv), max(1, d.njnnz), max(1, d.nhnnz)
     nslot = 2 if m.opt.cone == CONE_ELLIPTIC else 1
     key = (use, nv, njnnz, nhnnz, nslot)
     scratch = d.scratch.hessian
     if scratch is None or scratch["key"] != key:
-        dtype = d.qvel.dtype
         nw = d.nworld if use else 1
-        nv, njnnz, nhnnz = (nv, njnnz, nhnnz) if use else (1, 1, 1)
-        scratch = {
-            "key": key,
-            "hi": ti.ndarray(ti.i32, (nw, HI_N, nv)),
-            "hf": ti.ndarray(dtype, (nw, HF_N, nv)),
-            "jtr": ti.ndarray(ti.i32, (nw, njnnz)),
-            "jta": ti.ndarray(ti.i32, (nw, njnnz)),
-            "jl": ti.ndarray(ti.i32, (nw, njnnz)),
-            "hval": ti.ndarray(dtype, (nw, nhnnz)),
-            "hcol": ti.ndarray(ti.i32, (nw, nhnnz)),
-            "lval": ti.ndarray(dtype, (nw, nslot, nhnnz)),
-            "lcol": ti.ndarray(ti.i32, (nw, nhnnz)),
-            "ctr": ti.ndarray(ti.i32, (nw, nhnnz)),
-            "cta": ti.ndarray(ti.i32, (nw, nhnnz)),
-        }
-        for name, arr in scratch.items():
-            if name != "key":
-                d.scratch.tag(arr)
-                arr.fill(0)
+        nints, nfloats = hess_sizes(nv, njnnz, nhnnz, nslot) if use else (1, 1)
+        scratch = {"key": key, "sizes": (nv, njnnz, nhnnz) if use else (1, 1, 1),
+                   "hint": ti.ndarray(ti.i32, (nw, nints)),
+                   "hflt": ti.ndarray(d.qvel.dtype, (nw, nfloats))}
+        for name in ("hint", "hflt"):
+            d.scratch.tag(scratch[name])
+            scratch[name].fill(0)
         d.scratch.hessian = scratch
     return scratch
-
-
-HESS_ARRAYS = ("hi", "hf", "jtr", "jta", "jl", "hval", "hcol", "lval", "lcol", "ctr",
-               "cta")
 
 
 def solve(m, d) -> None:
@@ -2602,8 +2619,7 @@ def _solve(m, d, s, npass, probe) -> None:
         if hess:
             _hessian_symbolic(m.dof_parentid, d.nefc, d.map_dof2idof, *maps,
                               d.efc_J_colind, d.efc_J_rowadr, d.efc_J_rownnz, s["su"],
-                              d.efc_H_overflow, s["sk"], h["hi"], h["jtr"], h["jta"],
-                              h["jl"], h["hcol"], h["lcol"], h["ctr"], h["cta"], islands)
+                              d.efc_H_overflow, s["sk"], h["hint"], *h["sizes"], islands)
         elif newton:
             # no fused multiply-adds: the same H, bit for bit, as _hessian made when
             # its sums were atomic adds (a (world, dof) thread's writes are not the
@@ -2615,13 +2631,13 @@ def _solve(m, d, s, npass, probe) -> None:
         for _ in range(nlaunch):
             _primal_iterate(m.dof_parentid, m.dof_Madr, m.dof_simplenum,
                             d.efc_J, d.qM, d.qLD_tree, d.qLDiagInv, d.qfrc_smooth,
-                            d.qacc_smooth, *maps, *jsp, d.map_dof2idof, d.qacc,
+                            d.qacc_smooth, *maps, *jsp, d.qacc,
                             d.efc_force, d.efc_state, d.qfrc_constraint, d.solver_niter,
                             s["se"], s["si"], s["sv"], s["sH"], s["sw"], s["sb"], s["su"],
-                            s["sk"], s["stats"], *(h[k] for k in HESS_ARRAYS),
+                            s["sk"], s["stats"], h["hint"], h["hflt"],
                             int(opt.iterations), float(opt.tolerance),
                             float(opt.ls_tolerance), int(opt.ls_iterations), int(newton),
-                            npass, probe, islands, sparse, hess)
+                            npass, probe, *h["sizes"], islands, sparse, hess)
 
 
 def solver_stats(m, d, island: int = 0) -> dict:

@@ -11,6 +11,9 @@ elliptic cones; islands on and off (a world solved whole). One test shrinks make
 nhnnz below what one world's islands need: that world's overflowing islands run CG and
 the overflow is reported, the other worlds stay exact, every world finite.
 """
+import json
+import os
+import sys
 import warnings
 import zlib
 
@@ -18,6 +21,8 @@ import mujoco
 import numpy as np
 import pytest
 
+import spirv
+import subproc
 import tiphys
 
 NWORLD = 3
@@ -31,13 +36,13 @@ KINDS = (("box", ".05 .04 .03"), ("sphere", ".045"), ("capsule", ".03 .04"),
          ("ellipsoid", ".05 .04 .035"), ("cylinder", ".04 .03"))
 
 
-def scene_xml(cone: str, island: str) -> str:
+def scene_xml(cone: str, island: str, ncol: int = 6, nlevel: int = 4) -> str:
     rng = np.random.default_rng(7)
     bodies = []
-    # boxes stacked in a 3 x 2 grid of columns that press on their neighbours (one
-    # island), spheres and capsules in a loose row (small islands), a lone box
-    for col in range(6):
-        for level in range(4):
+    # boxes stacked in a 3 x 2 grid of columns (ncol) that press on their neighbours
+    # (one island), spheres and capsules in a loose row (small islands), a lone box
+    for col in range(ncol):
+        for level in range(nlevel):
             e = rng.uniform(-0.05, 0.05, 3)
             bodies.append(BODY.format(x=0.099 * (col % 3), y=0.099 * (col // 3),
                                       z=0.04 + 0.081 * level, e0=e[0], e1=e[1], e2=e[2],
@@ -206,3 +211,44 @@ def test_sparse_newton_steps_match_mujoco_trajectory():
     got = d.numpy("qpos")
     for w in range(2):
         assert _rel(got[w], ref[w]) < 1e-7
+
+
+# ------------------------------------------------------------------------------------
+# f32 on the CPU and SPIR-V (a subprocess: Taichi's precision is per process); a
+# smaller scene (two columns of two boxes), whose Newton passes stay within lavapipe's
+# per-thread loop limit
+# ------------------------------------------------------------------------------------
+
+F32_TOL = 5e-3  # f32 Newton on stiff stacked contacts against MuJoCo's f64 (measured:
+# 2e-4 pyramidal, 2.3e-3 elliptic; the dense path in f32 gives the same)
+
+
+@pytest.mark.parametrize("arch", spirv.archs())
+def test_f32_sparse_newton_matches_mujoco(arch):
+    res = subproc.run([os.path.abspath(__file__), "f32", arch], key=f"{arch}-f32")
+    assert res.returncode == 0, res.stderr[-3000:]
+    worst = json.loads(res.stdout.strip().splitlines()[-1])
+    assert len(worst) == 4
+    for name, err in worst.items():
+        assert err < F32_TOL, f"{name}: {err}"
+
+
+def _f32_main(arch):
+    """Largest relative qacc error per cone and island setting (JSON)."""
+    tiphys.init(arch=arch, precision="f32")
+    out = {}
+    for cone in ("pyramidal", "elliptic"):
+        for island in ("enable", "disable"):
+            xml = scene_xml(cone, island, ncol=2, nlevel=2)
+            mjm, qpos, qvel = _states(xml)
+            assert mjm.nv >= 60
+            theirs = _mujoco(mjm, qpos, qvel)
+            _, d = _tiphys(xml, qpos, qvel)
+            qacc = d.numpy("qacc")
+            out[f"{cone} {island}"] = max(_rel(qacc[w], ref["qacc"])
+                                          for w, ref in enumerate(theirs))
+    print(json.dumps(out))
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["f32"]:
+    _f32_main(sys.argv[2] if len(sys.argv) > 2 else "cpu")
