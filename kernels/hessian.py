@@ -39,10 +39,13 @@ from .consts import MINVAL
 # the elimination tree's child lists (head, next), a marker and a merge buffer of the
 # symbolic pass, the two index lists of a sparse update vector, whether a row's
 # columns left of its parent are its parent's (chain: then an update passes from the
-# row to its parent without a merge), L's columns (address and count into ctr / cta);
-# and by dof, its local index in its unit (loc)
+# row to its parent without a merge), L's columns (address and count into ctr / cta),
+# whether a row's columns left of the row before it are that row's (twin: the dofs of
+# one body; the factor then applies both rows' updates in one pass); and by dof, its
+# local index in its unit (loc)
 HI_ROWS = ("jtadr", "jtnnz", "hadr", "hnnz", "ladr", "lnnz", "head", "next", "mark",
-           "tmp", "xi", "xb", "chain", "cadr", "cnnz", "loc")
+           "tmp", "xi", "xb", "chain", "cadr", "cnnz", "twin", "loc")
+TWIN_GROUP = 6  # rows whose updates the factor applies in one pass, at most
 HI_N = len(HI_ROWS)
 # float rows by position: a dense accumulator, a sparse update vector and its merge
 # buffer, a solve's vector, and L'J of a cone (6 rows)
@@ -100,13 +103,36 @@ def chol_factor_sparse(w, o, n, slot, mindiag, HS: ti.template()):
         hadr = HS.iv[w, HS.hadr + p]
         for t in range(HS.iv[w, HS.hnnz + p]):
             HS.fv[w, acc + HS.iv[w, HS.hcol + hadr + t]] = HS.fv[w, HS.hval + hadr + t]
-        cadr = HS.iv[w, HS.cadr + p]
-        for e in range(cadr, cadr + HS.iv[w, HS.cnnz + p]):
-            q = HS.iv[w, HS.cta + e]
-            b = -HS.fv[w, L + q]
-            for k in range(HS.iv[w, HS.ladr + o + HS.iv[w, HS.ctr + e]], q + 1):
-                col = acc + HS.iv[w, HS.lcol + k]
-                HS.fv[w, col] = HS.fv[w, col] + b * HS.fv[w, L + k]
+        # the rows of column c, descending; consecutive twin rows (the same columns
+        # up to c) in one pass, each entry still summing them in MuJoCo's order
+        e = HS.iv[w, HS.cadr + p]
+        eend = e + HS.iv[w, HS.cnnz + p]
+        while e < eend:
+            a0 = HS.iv[w, HS.ctr + e]
+            start = HS.iv[w, HS.ladr + o + a0]
+            length = HS.iv[w, HS.cta + e] - start + 1
+            g = 1
+            while g < TWIN_GROUP and e + g < eend:
+                prev = a0 - g + 1
+                if HS.iv[w, HS.ctr + e + g] != prev - 1 or \
+                        HS.iv[w, HS.twin + o + prev] == 0:
+                    break
+                g += 1
+            b = ti.Vector.zero(float, TWIN_GROUP)
+            adr = ti.Vector.zero(ti.i32, TWIN_GROUP)
+            for j in ti.static(range(TWIN_GROUP)):
+                if j < g:
+                    q = HS.iv[w, HS.cta + e + j]
+                    b[j] = -HS.fv[w, L + q]
+                    adr[j] = L + q - length + 1
+            for k in range(length):
+                col = acc + HS.iv[w, HS.lcol + start + k]
+                v = HS.fv[w, col]
+                for j in ti.static(range(TWIN_GROUP)):
+                    if j < g:
+                        v = v + b[j] * HS.fv[w, adr[j] + k]
+                HS.fv[w, col] = v
+            e += g
         tmp = HS.fv[w, acc + c]
         if tmp < mindiag:
             tmp = mindiag

@@ -1101,9 +1101,9 @@ def _sym_l(w, u, lp, HS: ti.template()):
 
 @ti.func
 def _sym_columns(w, u, lstart, HS: ti.template()):
-    """From L's pattern: the chain flag of each row (its columns left of its parent
-    are its parent's) and L's strict lower triangle by column, rows descending, from
-    lstart on (fewer entries than the unit's L)."""
+    """From L's pattern: the chain and twin flags of each row (its columns left of its
+    parent, of the row before it, are that row's) and L's strict lower triangle by
+    column, rows descending, from lstart on (fewer entries than the unit's L)."""
     o = u.dofadr
     n = u.nv
     for a in range(n):
@@ -1122,6 +1122,19 @@ def _sym_columns(w, u, lstart, HS: ti.template()):
                         break
         HS.iv[w, HS.chain + p] = chain
         HS.iv[w, HS.cnnz + p] = 0
+        # twin: row a's columns left of a - 1 are row a - 1's
+        twin = 0
+        if (a >= 1) & (m >= 2):
+            adr = HS.iv[w, HS.ladr + p]
+            padr = HS.iv[w, HS.ladr + p - 1]
+            if (HS.iv[w, HS.lcol + adr + m - 2] == a - 1) & \
+                    (HS.iv[w, HS.lnnz + p - 1] == m - 1):
+                twin = 1
+                for t in range(m - 2):
+                    if HS.iv[w, HS.lcol + adr + t] != HS.iv[w, HS.lcol + padr + t]:
+                        twin = 0
+                        break
+        HS.iv[w, HS.twin + p] = twin
     for a in range(n):
         adr = HS.iv[w, HS.ladr + o + a]
         for t in range(HS.iv[w, HS.lnnz + o + a] - 1):
