@@ -252,3 +252,19 @@ def _f32_main(arch):
 
 if __name__ == "__main__" and sys.argv[1:2] == ["f32"]:
     _f32_main(sys.argv[2] if len(sys.argv) > 2 else "cpu")
+
+
+def test_nhnnz_belongs_to_sparse_models():
+    """make_data's nhnnz: sparse models get a default (nv (nv + 1) / 2 at one world) and
+    refuse a count below 1; dense models keep none, and their Newton allocates no
+    sparse Hessian."""
+    xml = scene_xml("pyramidal", "enable", ncol=2, nlevel=2)
+    m = tiphys.load_model_from_string(xml)
+    assert m.is_sparse and tiphys.make_data(m, 1).nhnnz == m.nv * (m.nv + 1) // 2
+    with pytest.raises(ValueError, match="nhnnz"):
+        tiphys.make_data(m, 1, nhnnz=0)
+    md = tiphys.load_model_from_string(xml.replace("<option ", '<option jacobian="dense" '))
+    dd = tiphys.make_data(md, 2, nhnnz=100)
+    assert not md.is_sparse and dd.nhnnz == 0
+    tiphys.forward(md, dd)
+    assert dd.scratch.hessian["hint"].shape == (1, 1)
