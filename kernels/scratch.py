@@ -18,6 +18,9 @@ SCRATCH = {
     "inverse": "mj_inverse's row view and continuous qacc; compare_fwd_inv's forces "
                "(inverse.py)",
     "solver": "the solvers' per-row and per-dof work arrays (solver.py)",
+    "hessian": "Newton's sparse Hessian for sparse-Jacobian models: J' by dof, H and its "
+               "reverse Cholesky factor L (and Lcone), sized in non-zeros (njnnz, "
+               "nhnnz), with per-dof row addresses and buffers (solver.py, hessian.py)",
     "noslip_minvjt": "noslip's M^-1 J' by rows when the solver is not PGS (noslip.py)",
     "derivative": "analytic derivatives' body, dof and qDeriv work arrays (derivative.py)",
     "tactile": "touch-grid sensors' candidate geoms (sensor_acc.py)",

@@ -9,9 +9,10 @@ minimizes MuJoCo's convex cost
 
 with the solver of ``opt.solver``, as MuJoCo 3.4.0 does:
 
-- Newton (mj_solNewton): H = M + J'DJ over the quadratic rows, dense Cholesky per
-  world, rank-one updates and downdates when rows change state (full refactor when a
-  downdate loses rank), elliptic cone Hessians added to a copy of the factor;
+- Newton (mj_solNewton): H = M + J'DJ over the quadratic rows, Cholesky per world
+  or island (dense; sparse for sparse-Jacobian models, see below), rank-one updates
+  and downdates when rows change state (full refactor when a downdate loses rank),
+  elliptic cone Hessians added to a copy of the factor;
 - CG (mj_solCG): Polak-Ribiere conjugate gradient preconditioned by M^-1 (qLD_tree);
 - both with MuJoCo's exact line search (Newton steps on the piecewise-quadratic 1-D
   cost, one-sided then bracketed, ls_iterations / ls_tolerance) and termination on
@@ -25,10 +26,16 @@ with the solver of ``opt.solver``, as MuJoCo 3.4.0 does:
 Sparse-Jacobian models (m.is_sparse): J v (efc_b, warm-start J qacc, the line search's
 J search, PGS residuals and AR entries) and J' f (CG / Newton constraint updates, PGS's
 qfrc_constraint) run over each row's non-zeros (efc_J_sparse, efc_J_colind,
-efc_J_rowadr, efc_J_rownnz; see jac_view), in the dense path's order, so results
-equal the dense path's to round-off; Newton's H = M + J'DJ adds each quadratic row's
-non-zeros (a world solved whole) or reads single entries by bisection (_jat, islands);
-the rank-one and cone updates scatter the rows' non-zeros. Sparse models keep no dense efc_J (it is 1 x 1).
+efc_J_rowadr, efc_J_rownnz; see jac_view), in the dense path's order, so PGS and CG
+equal the dense path's to round-off. Newton factors a sparse H as MuJoCo's sparse
+path does (kernels/hessian.py): _hessian_symbolic finds, per solve, J' by dof, H's
+pattern (M's and every row's J'J, whatever its state) and the fill-in of its reverse
+Cholesky factor L'L, in non-zero arrays of make_data's nhnnz entries per world; each
+unit then builds H's values, factors, solves and updates in that pattern, with
+MuJoCo's arithmetic, so it agrees with MuJoCo's sparse solve to round-off (and with
+tiphys's dense path only to the solver tolerance). A unit whose factor does not fit
+what the world's units before it left runs CG (efc_H_overflow, a warning). Sparse
+models keep no dense efc_J (it is 1 x 1).
 
 Warmstart as mj_fwdConstraint's: Newton/CG start from qacc_warmstart when its total
 cost is not above that of qacc_smooth; PGS starts from the forces of qacc_warmstart
@@ -72,9 +79,11 @@ import taichi as ti
 
 from . import config
 from .collision import exact_math
-from .consts import (CNSTRSTATE_CONE, CNSTRSTATE_LINEARNEG, CNSTRSTATE_LINEARPOS,
-                     CNSTRSTATE_QUADRATIC, CNSTRSTATE_SATISFIED, CNSTR_CONTACT_ELLIPTIC, MINVAL,
-                     NSOLVER, SOL_CG, SOL_NEWTON, SOL_PGS)
+from .consts import (CNSTR_CONTACT_ELLIPTIC, CNSTRSTATE_CONE, CNSTRSTATE_LINEARNEG,
+                     CNSTRSTATE_LINEARPOS, CNSTRSTATE_QUADRATIC, CNSTRSTATE_SATISFIED,
+                     CONE_ELLIPTIC, MINVAL, NSOLVER, SOL_CG, SOL_NEWTON, SOL_PGS)
+from .hessian import (chol_factor_sparse, chol_solve_sparse, chol_update_sparse, hess_sizes,
+                      hess_view)
 
 ND = ti.types.ndarray()
 # Newton iterations of the friction QCQPs (MuJoCo's constant), passed to the kernel as
@@ -110,8 +119,8 @@ U_ISLAND, U_DOFADR, U_NV, U_EFCADR, U_NEFC = range(5)
 U_N = 5
 # per-unit scalars of ``sk`` (nworld, nunit, K_N): cost, Gauss cost, counts,
 # iteration, progress and the scale of improvement and gradient
-K_COST, K_GAUSS, K_NACTIVE, K_NCONE, K_IT, K_STAGE, K_SCALE = range(7)
-K_N = 7
+K_COST, K_GAUSS, K_NACTIVE, K_NCONE, K_IT, K_STAGE, K_SCALE, K_OVER = range(8)
+K_N = 8
 NISLAND = 20  # mjNISLAND: islands with iteration counts and statistics
 # per-iteration statistics (mjSolverStat) in ``stats`` (nworld, nslot, nstat, S_N),
 # slot = island (0: a world solved whole)
@@ -181,6 +190,16 @@ def _row(w, u, ii, rmap: ti.template()):
         if u.island:
             efcid = rmap[w, u.efcadr + ii]
     return efcid
+
+
+@ti.func
+def _loc(w, u, dofid, d2i: ti.template()):
+    """The unit's local index of a dof it holds (``d2i``: map_dof2idof, or None)."""
+    a = dofid
+    if ti.static(_given(d2i)):
+        if u.island:
+            a = d2i[w, dofid] - u.dofadr
+    return a
 
 
 # ---------------------------------------------------------------------------------------
@@ -534,35 +553,11 @@ def _cone_hessian(w, slot, i, dim, se: ti.template(), sb: ti.template()):
 def jac_view(sparse, efc_J, efc_J_sparse, efc_J_colind, efc_J_rowadr, efc_J_rownnz):
     """The Jacobian the solver funcs read (``J``, compile-time): (efc_J,) dense, or
     (efc_J, values, colind, rowadr, rownnz) for sparse-Jacobian models, whose row
-    products J v and J' f then run over each row's non-zeros (Newton's Hessian and
-    its updates read single entries through _jat). Use as ti.static(jac_view(...))."""
+    products J v and J' f then run over each row's non-zeros (Newton's Hessian:
+    kernels/hessian.py). Use as ti.static(jac_view(...))."""
     if sparse:
         return (efc_J, efc_J_sparse, efc_J_colind, efc_J_rowadr, efc_J_rownnz)
     return (efc_J,)
-
-
-@ti.func
-def _jat(w, i, j, J: ti.template()):
-    """J(i, j): the dense entry, or for sparse rows (columns ascending) the non-zero at
-    column j by bisection, 0 where the row has none."""
-    v = 0.0
-    if ti.static(len(J) > 1):
-        adr = J[3][w, i]
-        n = J[4][w, i]
-        lo = 0
-        hi = n
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if J[2][w, adr + mid] < j:
-                lo = mid + 1
-            else:
-                hi = mid
-        if lo < n:
-            if J[2][w, adr + lo] == j:
-                v = J[1][w, adr + lo]
-    else:
-        v = J[0][w, i, j]
-    return v
 
 
 @ti.func
@@ -864,15 +859,14 @@ def _start_unit(w, k, u, dmap: ti.template(), rmap: ti.template(), scale,
 
 @ti.func
 def _hessian_row(w, a, u, dmap: ti.template(), rmap: ti.template(),
-                 J: ti.template(), se: ti.template(), efc_state: ti.template(),
+                 efc_J: ti.template(), se: ti.template(), efc_state: ti.template(),
                  qM: ti.template(), dof_Madr: ti.template(), dof_parentid: ti.template(),
                  sH: ti.template()):
-    """Row a of the unit's H = M + sum over quadratic rows of J(r, :)' D(r) J(r, :),
-    lower triangle (b <= a). Rows are summed in order, as a dense J'DJ does, but a row
-    whose J(r, a) is zero is skipped: it only adds zeros, and contact rows touch a
-    handful of dofs, so a large scene costs nefc * nnz * nv instead of nefc * nv^2 / 2.
-    J(r, 0..a) is read contiguously (for a whole world); a sparse row adds its
-    non-zeros of columns <= i (a whole world) or its entries at the unit's dofs."""
+    """Row a of the unit's dense H = M + sum over quadratic rows of J(r, :)' D(r)
+    J(r, :), lower triangle (b <= a). Rows are summed in order, as a dense J'DJ does,
+    but a row whose J(r, a) is zero is skipped: it only adds zeros, and contact rows
+    touch a handful of dofs, so a large scene costs nefc * nnz * nv instead of
+    nefc * nv^2 / 2. J(r, 0..a) is read contiguously (for a whole world)."""
     o = u.dofadr
     i = _dof(w, u, a, dmap)
     for b in range(a + 1):
@@ -880,25 +874,12 @@ def _hessian_row(w, a, u, dmap: ti.template(), rmap: ti.template(),
     for rr in range(u.nefc):
         r = _row(w, u, rr, rmap)
         if efc_state[w, r] == CNSTRSTATE_QUADRATIC:
-            jri = _jat(w, r, i, J)
+            jri = efc_J[w, r, i]
             if jri != 0.0:
                 ad = jri * se[w, E_D, r]
-                if ti.static(len(J) > 1):
-                    if u.island == 0:
-                        adr = J[3][w, r]
-                        for k in range(J[4][w, r]):
-                            c = J[2][w, adr + k]
-                            if c <= i:
-                                sH[w, 0, o + a, o + c] = sH[w, 0, o + a, o + c] + \
-                                    ad * J[1][w, adr + k]
-                    else:
-                        for b in range(a + 1):
-                            sH[w, 0, o + a, o + b] = sH[w, 0, o + a, o + b] + \
-                                ad * _jat(w, r, _dof(w, u, b, dmap), J)
-                else:
-                    for b in range(a + 1):
-                        sH[w, 0, o + a, o + b] = sH[w, 0, o + a, o + b] + \
-                            ad * J[0][w, r, _dof(w, u, b, dmap)]
+                for b in range(a + 1):
+                    sH[w, 0, o + a, o + b] = sH[w, 0, o + a, o + b] + \
+                        ad * efc_J[w, r, _dof(w, u, b, dmap)]
     for b in range(a + 1):
         sH[w, 0, o + a, o + b] = sH[w, 0, o + a, o + b] + _m_entry(
             w, i, _dof(w, u, b, dmap), qM, dof_Madr, dof_parentid)
@@ -908,16 +889,12 @@ def _hessian_row(w, a, u, dmap: ti.template(), rmap: ti.template(),
 def _hessian(
     dof_parentid: ND, dof_Madr: ND, nv: ti.i32,
     nefc: ND, efc_J: ND, efc_state: ND, qM: ND, nidof: ND, dof_island: ND,
-    map_idof2dof: ND, map_iefc2efc: ND, efc_J_sparse: ND, efc_J_colind: ND,
-    efc_J_rowadr: ND, efc_J_rownnz: ND, se: ND, su: ND, sH: ND, by_island: ti.template(),
-    sparse: ti.template(),
+    map_idof2dof: ND, map_iefc2efc: ND, se: ND, su: ND, sH: ND, by_island: ti.template(),
 ):
-    """Newton's initial H = M + J'DJ of every unit (lower triangle), one thread per
-    (world, dof), in idof order where a world is solved by islands (``by_island``:
+    """Dense Newton's initial H = M + J'DJ of every unit (lower triangle), one thread
+    per (world, dof), in idof order where a world is solved by islands (``by_island``:
     as _primal_iterate). Compiled without fast math (see _solve): each product is
     rounded before it is added, as when these sums were atomic adds."""
-    J = ti.static(jac_view(sparse, efc_J, efc_J_sparse, efc_J_colind, efc_J_rowadr,
-                           efc_J_rownnz))
     for w, jj in ti.ndrange(nefc.shape[0], nv):
         if nefc[w] > 0:
             if ti.static(by_island):
@@ -930,10 +907,10 @@ def _hessian(
                         a = jj - su[w, k, U_DOFADR]
                 if k >= 0:
                     _hessian_row(w, a, _load_unit(w, k, su), map_idof2dof,
-                                 map_iefc2efc, J, se, efc_state, qM, dof_Madr,
+                                 map_iefc2efc, efc_J, se, efc_state, qM, dof_Madr,
                                  dof_parentid, sH)
             else:
-                _hessian_row(w, jj, _whole(nv, nefc[w]), None, None, J, se,
+                _hessian_row(w, jj, _whole(nv, nefc[w]), None, None, efc_J, se,
                              efc_state, qM, dof_Madr, dof_parentid, sH)
 
 
@@ -956,23 +933,368 @@ def _hessian_cone(w, slot, u, dmap: ti.template(), rmap: ti.template(),
             _cone_hessian(w, slot, i, dim, se, sb)
             _chol_factor(w, slot, dim, sb, MINVAL, 0)
             for c in range(dim):
-                if ti.static(len(J) > 1):  # sum the rows' non-zeros, in row order
-                    for kk in range(u.nv):
-                        sv[w, V_VEC, _dof(w, u, kk, dmap)] = 0.0
+                for kk in range(u.nv):
+                    k = _dof(w, u, kk, dmap)
+                    s = 0.0
                     for r in range(c, dim):
-                        adr = J[3][w, i + r]
-                        for k in range(J[4][w, i + r]):
-                            col = J[2][w, adr + k]
-                            sv[w, V_VEC, col] = sv[w, V_VEC, col] + \
-                                sb[w, slot, r, c] * J[1][w, adr + k]
-                else:
-                    for kk in range(u.nv):
-                        k = _dof(w, u, kk, dmap)
-                        s = 0.0
-                        for r in range(c, dim):
-                            s += sb[w, slot, r, c] * J[0][w, i + r, k]
-                        sv[w, V_VEC, k] = s
+                        s += sb[w, slot, r, c] * J[0][w, i + r, k]
+                    sv[w, V_VEC, k] = s
                 _chol_update(w, 1, u, dmap, sH, sv, V_VEC, 1)
+            nupdate += dim
+    return nupdate
+
+
+# ---------------------------------------------------------------------------------------
+# Newton's sparse Hessian (sparse-Jacobian models; kernels/hessian.py)
+# ---------------------------------------------------------------------------------------
+
+@ti.func
+def _sym_jt(w, u, jtp, rmap: ti.template(), d2i: ti.template(), efc_J_colind: ti.template(),
+            efc_J_rowadr: ti.template(), efc_J_rownnz: ti.template(), HS: ti.template()):
+    """The unit's rows' local columns (jl) and J' by position from jtp on (rows
+    ascending); returns the next free J' entry."""
+    o = u.dofadr
+    for a in range(u.nv):
+        HS.iv[w, HS.jtnnz + o + a] = 0
+    for rr in range(u.nefc):
+        r = _row(w, u, rr, rmap)
+        adr = efc_J_rowadr[w, r]
+        for t in range(efc_J_rownnz[w, r]):
+            l = _loc(w, u, efc_J_colind[w, adr + t], d2i)
+            HS.iv[w, HS.jl + adr + t] = l
+            HS.iv[w, HS.jtnnz + o + l] += 1
+    for a in range(u.nv):
+        HS.iv[w, HS.jtadr + o + a] = jtp
+        jtp += HS.iv[w, HS.jtnnz + o + a]
+        HS.iv[w, HS.jtnnz + o + a] = 0
+    for rr in range(u.nefc):
+        r = _row(w, u, rr, rmap)
+        adr = efc_J_rowadr[w, r]
+        for t in range(efc_J_rownnz[w, r]):
+            p = o + HS.iv[w, HS.jl + adr + t]
+            q = HS.iv[w, HS.jtadr + p] + HS.iv[w, HS.jtnnz + p]
+            HS.iv[w, HS.jtr + q] = r
+            HS.iv[w, HS.jta + q] = adr + t
+            HS.iv[w, HS.jtnnz + p] += 1
+    return jtp
+
+
+@ti.func
+def _sym_push(w, l, a, o, cnt, hp, HS: ti.template()):
+    """Add local column l to row a's H pattern (once: the marker), while it fits."""
+    if HS.iv[w, HS.mark + o + l] != a:
+        HS.iv[w, HS.mark + o + l] = a
+        if hp + cnt < HS.nh:
+            HS.iv[w, HS.hcol + hp + cnt] = l
+        cnt += 1
+    return cnt
+
+
+@ti.func
+def _sym_h(w, u, hp, dmap: ti.template(), d2i: ti.template(), dof_parentid: ti.template(),
+           efc_J_rowadr: ti.template(), efc_J_rownnz: ti.template(), HS: ti.template()):
+    """H's lower pattern, row by row from hp on: M's (the dof's ancestors), the
+    diagonal, and the columns left of it of every row touching it, sorted; also each
+    dof's local index. Returns (the next free entry, whether it did not fit)."""
+    o = u.dofadr
+    for a in range(u.nv):
+        HS.iv[w, HS.mark + o + a] = -1
+        HS.iv[w, HS.loc + _dof(w, u, a, dmap)] = a
+    over = 0
+    for a in range(u.nv):
+        p = o + a
+        cnt = 0
+        j = dof_parentid[_dof(w, u, a, dmap)]
+        while j >= 0:
+            cnt = _sym_push(w, _loc(w, u, j, d2i), a, o, cnt, hp, HS)
+            j = dof_parentid[j]
+        cnt = _sym_push(w, a, a, o, cnt, hp, HS)
+        jtadr = HS.iv[w, HS.jtadr + p]
+        for q in range(jtadr, jtadr + HS.iv[w, HS.jtnnz + p]):
+            r = HS.iv[w, HS.jtr + q]
+            adr = efc_J_rowadr[w, r]
+            for t in range(efc_J_rownnz[w, r]):
+                l = HS.iv[w, HS.jl + adr + t]
+                if l <= a:
+                    cnt = _sym_push(w, l, a, o, cnt, hp, HS)
+        if hp + cnt > HS.nh:
+            over = 1
+        else:  # insertion sort: a few dozen columns
+            for t in range(1, cnt):
+                v = HS.iv[w, HS.hcol + hp + t]
+                b = t
+                while b > 0:
+                    if HS.iv[w, HS.hcol + hp + b - 1] < v:
+                        break
+                    HS.iv[w, HS.hcol + hp + b] = HS.iv[w, HS.hcol + hp + b - 1]
+                    b -= 1
+                HS.iv[w, HS.hcol + hp + b] = v
+        HS.iv[w, HS.hadr + p] = hp
+        HS.iv[w, HS.hnnz + p] = cnt
+        hp += cnt
+    return hp, over
+
+
+@ti.func
+def _sym_l(w, u, lp, HS: ti.template()):
+    """L's pattern from lp on, last row first: H's row merged with its children's
+    rows left of it (a child's parent: its last column left of the diagonal).
+    Returns (the next free entry, whether it did not fit)."""
+    o = u.dofadr
+    n = u.nv
+    for a in range(n):
+        HS.iv[w, HS.head + o + a] = -1
+    over = 0
+    for aa in range(n):
+        a = n - 1 - aa
+        p = o + a
+        m = HS.iv[w, HS.hnnz + p]
+        if lp + m > HS.nh:
+            over = 1
+            lp += m
+            break
+        hadr = HS.iv[w, HS.hadr + p]
+        for t in range(m):
+            HS.iv[w, HS.lcol + lp + t] = HS.iv[w, HS.hcol + hadr + t]
+        ch = HS.iv[w, HS.head + p]
+        while ch >= 0:
+            cadr = HS.iv[w, HS.ladr + o + ch]
+            cn = HS.iv[w, HS.lnnz + o + ch] - 1  # left of its diagonal
+            ka = 0
+            kb = 0
+            mm = 0
+            while (ka < m) | (kb < cn):
+                ca = n
+                cb = n
+                if ka < m:
+                    ca = HS.iv[w, HS.lcol + lp + ka]
+                if kb < cn:
+                    cb = HS.iv[w, HS.lcol + cadr + kb]
+                if ca <= cb:
+                    HS.iv[w, HS.tmp + o + mm] = ca
+                    ka += 1
+                    if ca == cb:
+                        kb += 1
+                else:
+                    HS.iv[w, HS.tmp + o + mm] = cb
+                    kb += 1
+                mm += 1
+            m = mm
+            if lp + m > HS.nh:
+                over = 1
+                break
+            for t in range(m):
+                HS.iv[w, HS.lcol + lp + t] = HS.iv[w, HS.tmp + o + t]
+            ch = HS.iv[w, HS.next + o + ch]
+        if over:
+            lp += m
+            break
+        HS.iv[w, HS.ladr + p] = lp
+        HS.iv[w, HS.lnnz + p] = m
+        lp += m
+        if m >= 2:
+            parent = HS.iv[w, HS.lcol + lp - 2]
+            HS.iv[w, HS.next + p] = HS.iv[w, HS.head + o + parent]
+            HS.iv[w, HS.head + o + parent] = a
+    return lp, over
+
+
+@ti.func
+def _sym_columns(w, u, lstart, HS: ti.template()):
+    """From L's pattern: the chain and twin flags of each row (its columns left of its
+    parent, of the row before it, are that row's) and L's strict lower triangle by
+    column, rows descending, from lstart on (fewer entries than the unit's L)."""
+    o = u.dofadr
+    n = u.nv
+    for a in range(n):
+        p = o + a
+        chain = 0
+        m = HS.iv[w, HS.lnnz + p]
+        if m >= 2:
+            adr = HS.iv[w, HS.ladr + p]
+            pp = o + HS.iv[w, HS.lcol + adr + m - 2]
+            if HS.iv[w, HS.lnnz + pp] == m - 1:
+                chain = 1
+                padr = HS.iv[w, HS.ladr + pp]
+                for t in range(m - 2):
+                    if HS.iv[w, HS.lcol + adr + t] != HS.iv[w, HS.lcol + padr + t]:
+                        chain = 0
+                        break
+        HS.iv[w, HS.chain + p] = chain
+        HS.iv[w, HS.cnnz + p] = 0
+        # twin: row a's columns left of a - 1 are row a - 1's
+        twin = 0
+        if (a >= 1) & (m >= 2):
+            adr = HS.iv[w, HS.ladr + p]
+            padr = HS.iv[w, HS.ladr + p - 1]
+            if (HS.iv[w, HS.lcol + adr + m - 2] == a - 1) & \
+                    (HS.iv[w, HS.lnnz + p - 1] == m - 1):
+                twin = 1
+                for t in range(m - 2):
+                    if HS.iv[w, HS.lcol + adr + t] != HS.iv[w, HS.lcol + padr + t]:
+                        twin = 0
+                        break
+        HS.iv[w, HS.twin + p] = twin
+    for a in range(n):
+        adr = HS.iv[w, HS.ladr + o + a]
+        for t in range(HS.iv[w, HS.lnnz + o + a] - 1):
+            HS.iv[w, HS.cnnz + o + HS.iv[w, HS.lcol + adr + t]] += 1
+    cp = lstart
+    for a in range(n):
+        HS.iv[w, HS.cadr + o + a] = cp
+        cp += HS.iv[w, HS.cnnz + o + a]
+        HS.iv[w, HS.cnnz + o + a] = 0
+    for aa in range(n):
+        a = n - 1 - aa
+        adr = HS.iv[w, HS.ladr + o + a]
+        for t in range(HS.iv[w, HS.lnnz + o + a] - 1):
+            c = o + HS.iv[w, HS.lcol + adr + t]
+            e = HS.iv[w, HS.cadr + c] + HS.iv[w, HS.cnnz + c]
+            HS.iv[w, HS.ctr + e] = a
+            HS.iv[w, HS.cta + e] = adr + t
+            HS.iv[w, HS.cnnz + c] += 1
+
+
+@ti.kernel
+def _hessian_symbolic(
+    # model
+    dof_parentid: ND,
+    # data in
+    nefc: ND, map_dof2idof: ND, map_idof2dof: ND, map_iefc2efc: ND, efc_J_colind: ND,
+    efc_J_rowadr: ND, efc_J_rownnz: ND, su: ND,
+    # data out
+    efc_H_overflow: ND,
+    # scratch
+    sk: ND, hint: ND, hnv: ti.i32, hnj: ti.i32, hnh: ti.i32,
+    # options
+    by_island: ti.template(),
+):
+    """The sparse Newton Hessian's structure of every unit (after _primal_start), one
+    thread per world, units in order (as MuJoCo's MakeHessian per island): J' by
+    position, H = M + J'J's lower pattern (every row's, whatever its state) and the
+    pattern of its reverse Cholesky factor L (kernels/hessian.py). A unit whose H or
+    L does not fit in what the world's units before it left of nhnnz is marked (sk
+    K_OVER) and solved by CG; efc_H_overflow[w] counts such solves and keeps the
+    non-zeros the last one needed (at least: counting stops at the row that did not
+    fit)."""
+    HS = ti.static(hess_view(hint, None, hnv, hnj, hnh))
+    dmap = ti.static(map_idof2dof if by_island else None)
+    rmap = ti.static(map_iefc2efc if by_island else None)
+    d2i = ti.static(map_dof2idof if by_island else None)
+    for w in range(nefc.shape[0]):
+        if nefc[w] > 0:
+            jtp = 0
+            hp = 0
+            lp = 0
+            need = 0
+            overflowed = 0
+            for k in range(su.shape[1]):
+                if su[w, k, U_NEFC] > 0:
+                    u = _whole(su[w, k, U_NV], su[w, k, U_NEFC])
+                    if ti.static(by_island):
+                        u = _load_unit(w, k, su)
+                    jtp = _sym_jt(w, u, jtp, rmap, d2i, efc_J_colind, efc_J_rowadr,
+                                  efc_J_rownnz, HS)
+                    hstart = hp
+                    lstart = lp
+                    hp, over = _sym_h(w, u, hp, dmap, d2i, dof_parentid, efc_J_rowadr,
+                                      efc_J_rownnz, HS)
+                    if not over:
+                        lp, over = _sym_l(w, u, lp, HS)
+                    if not over:
+                        _sym_columns(w, u, lstart, HS)
+                    sk[w, k, K_OVER] = over
+                    if over:
+                        overflowed = 1
+                        need += ti.max(hp - hstart, lp - lstart)
+                        hp = hstart
+                        lp = lstart
+                    else:
+                        need += lp - lstart
+            if overflowed:
+                efc_H_overflow[w][0] += 1
+                efc_H_overflow[w][1] = need
+
+
+@ti.func
+def _sparse_hessian(w, u, dmap: ti.template(), J: ti.template(), se: ti.template(),
+                    efc_state: ti.template(), qM: ti.template(), dof_Madr: ti.template(),
+                    dof_parentid: ti.template(), HS: ti.template()):
+    """hval = the unit's H = M + J'DJ over its quadratic rows, lower triangle in its
+    symbolic pattern, as MuJoCo's mju_sqrMatTDSparse then mju_addToMatSparse: entry
+    (a, c) sums J(r, a) (D(r) J(r, c)) over the rows r touching both, ascending, then
+    adds M(a, c)."""
+    o = u.dofadr
+    for a in range(u.nv):
+        p = o + a
+        hadr = HS.iv[w, HS.hadr + p]
+        hn = HS.iv[w, HS.hnnz + p]
+        for t in range(hn):
+            HS.fv[w, HS.facc + o + HS.iv[w, HS.hcol + hadr + t]] = 0.0
+        for q in range(HS.iv[w, HS.jtadr + p],
+                       HS.iv[w, HS.jtadr + p] + HS.iv[w, HS.jtnnz + p]):
+            r = HS.iv[w, HS.jtr + q]
+            if efc_state[w, r] == CNSTRSTATE_QUADRATIC:
+                D = se[w, E_D, r]
+                jra = J[1][w, HS.iv[w, HS.jta + q]]
+                adr = J[3][w, r]
+                for t in range(J[4][w, r]):
+                    l = HS.iv[w, HS.jl + adr + t]
+                    if l < a:
+                        HS.fv[w, HS.facc + o + l] = HS.fv[w, HS.facc + o + l] + \
+                            jra * (D * J[1][w, adr + t])
+                    elif l == a:
+                        HS.fv[w, HS.facc + p] = HS.fv[w, HS.facc + p] + (jra * jra) * D
+        i = _dof(w, u, a, dmap)
+        madr = dof_Madr[i]
+        HS.fv[w, HS.facc + p] = HS.fv[w, HS.facc + p] + qM[w, madr]
+        j = dof_parentid[i]
+        while j >= 0:
+            madr += 1
+            l = o + HS.iv[w, HS.loc + j]
+            HS.fv[w, HS.facc + l] = HS.fv[w, HS.facc + l] + qM[w, madr]
+            j = dof_parentid[j]
+        for t in range(hn):
+            col = o + HS.iv[w, HS.hcol + hadr + t]
+            HS.fv[w, HS.hval + hadr + t] = HS.fv[w, HS.facc + col]
+
+
+@ti.func
+def _sparse_cone(w, slot, u, rmap: ti.template(), J: ti.template(), se: ti.template(),
+                 si: ti.template(), efc_state: ti.template(), sb: ti.template(),
+                 HS: ti.template()):
+    """Lcone (L[1]) = L updated with every cone-state contact's J' Hcone J, as
+    MuJoCo's sparse HessianCone: rank-one updates by the rows of (chol Hcone)' J over
+    the contact's non-zeros (its rows share their columns); returns their count."""
+    o = u.dofadr
+    for a in range(u.nv):
+        ladr = HS.iv[w, HS.ladr + o + a]
+        for t in range(HS.iv[w, HS.lnnz + o + a]):
+            HS.fv[w, HS.lval + HS.nh + ladr + t] = HS.fv[w, HS.lval + ladr + t]
+    nupdate = 0
+    for ii in range(u.nefc):
+        i = _row(w, u, ii, rmap)
+        if (si[w, I_KIND, i] == KIND_ELLIPTIC) & (efc_state[w, i] == CNSTRSTATE_CONE):
+            dim = si[w, I_DIM, i]
+            _cone_hessian(w, slot, i, dim, se, sb)
+            _chol_factor(w, slot, dim, sb, MINVAL, 0)
+            nnz = J[4][w, i]
+            for c in range(dim):
+                for k in range(nnz):
+                    HS.fv[w, HS.fltj + c * HS.nv + o + k] = 0.0
+            for r in range(dim):
+                adr = J[3][w, i + r]
+                for c in range(r + 1):
+                    ltj = HS.fltj + c * HS.nv + o
+                    for k in range(nnz):
+                        HS.fv[w, ltj + k] = HS.fv[w, ltj + k] + \
+                            J[1][w, adr + k] * sb[w, slot, r, c]
+            adr0 = J[3][w, i]
+            for r in range(dim):
+                for k in range(nnz):
+                    HS.fv[w, HS.fx + o + k] = HS.fv[w, HS.fltj + r * HS.nv + o + k]
+                    HS.iv[w, HS.xi + o + k] = HS.iv[w, HS.jl + adr0 + k]
+                chol_update_sparse(w, o, u.nv, 1, nnz, 1, HS)
             nupdate += dim
     return nupdate
 
@@ -1326,9 +1648,9 @@ def _update_gradient(w, u, dmap: ti.template(), ncone, newton,
                      qLD: ti.template(), qLDiagInv: ti.template(),
                      dof_Madr: ti.template(), dof_parentid: ti.template(),
                      dof_simplenum: ti.template(),
-                     sH: ti.template(), sv: ti.template()):
+                     sH: ti.template(), sv: ti.template(), HS: ti.template()):
     """grad = M qacc - qfrc_smooth - qfrc_constraint on a unit's dofs; Mgrad = H^-1 grad
-    (Newton) or M^-1 grad (CG)."""
+    (Newton: the dense factor in sH, or the sparse one of ``HS``) or M^-1 grad (CG)."""
     for jj in range(u.nv):
         i = _dof(w, u, jj, dmap)
         sv[w, V_GRAD, i] = sv[w, V_MA, i] - qfrc_smooth[w, i] - qfrc_constraint[w, i]
@@ -1336,13 +1658,66 @@ def _update_gradient(w, u, dmap: ti.template(), ncone, newton,
         k = 0
         if ncone:
             k = 1
-        _chol_solve(w, k, u, dmap, sH, sv, V_GRAD, V_MGRAD)
+        if ti.static(_given(HS)):
+            for jj in range(u.nv):
+                HS.fv[w, HS.fres + u.dofadr + jj] = sv[w, V_GRAD, _dof(w, u, jj, dmap)]
+            chol_solve_sparse(w, u.dofadr, u.nv, k, HS)
+            for jj in range(u.nv):
+                sv[w, V_MGRAD, _dof(w, u, jj, dmap)] = HS.fv[w, HS.fres + u.dofadr + jj]
+        else:
+            _chol_solve(w, k, u, dmap, sH, sv, V_GRAD, V_MGRAD)
     else:
         for jj in range(u.nv):
             i = _dof(w, u, jj, dmap)
             sv[w, V_MGRAD, i] = sv[w, V_GRAD, i]
         _solve_m_unit(w, V_MGRAD, u, dmap, sv, qLD, qLDiagInv, dof_Madr, dof_parentid,
                       dof_simplenum)
+
+
+@ti.func
+def _sparse_newton_step(w, slot, u, dmap: ti.template(), rmap: ti.template(),
+                        J: ti.template(), qM: ti.template(), dof_Madr: ti.template(),
+                        dof_parentid: ti.template(), se: ti.template(), si: ti.template(),
+                        efc_state: ti.template(), sb: ti.template(), HS: ti.template(),
+                        first, refactor, ncone):
+    """The sparse factor's part of a Newton iteration, as MuJoCo's HessianIncremental
+    and FactorizeHessian: rank-one updates by sqrt(D) J(r, :) of the rows that entered
+    or left the quadratic state (after the first pass), H and its factor anew at the
+    first pass or when a downdate loses rank, then Lcone; returns (nupdate,
+    refactor)."""
+    nupdate = 0
+    rf = refactor
+    o = u.dofadr
+    if not first:
+        for ii in range(u.nefc):
+            i = _row(w, u, ii, rmap)
+            old = si[w, I_OLDSTATE, i]
+            new = efc_state[w, i]
+            flag = -1
+            if (old != CNSTRSTATE_QUADRATIC) & (new == CNSTRSTATE_QUADRATIC):
+                flag = 1
+            elif (old == CNSTRSTATE_QUADRATIC) & (new != CNSTRSTATE_QUADRATIC):
+                flag = 0
+            if flag != -1:
+                sd = ti.sqrt(se[w, E_D, i])
+                adr = J[3][w, i]
+                nnz = J[4][w, i]
+                for k in range(nnz):
+                    HS.fv[w, HS.fx + o + k] = J[1][w, adr + k] * sd
+                    HS.iv[w, HS.xi + o + k] = HS.iv[w, HS.jl + adr + k]
+                rank = chol_update_sparse(w, o, u.nv, 0, nnz, flag, HS)
+                nupdate += 1
+                if rank < u.nv:
+                    rf = 2
+                    break
+    if rf:
+        _sparse_hessian(w, u, dmap, J, se, efc_state, qM, dof_Madr, dof_parentid, HS)
+        chol_factor_sparse(w, o, u.nv, 0, MINVAL, HS)
+    if ncone:
+        nupdate += _sparse_cone(w, slot, u, rmap, J, se, si, efc_state, sb, HS)
+    if rf:
+        nupdate = u.nefc
+    return nupdate, rf
 
 
 @ti.func
@@ -1355,11 +1730,13 @@ def _iterate_unit(w, slot, dmap: ti.template(), rmap: ti.template(),
                   qfrc_constraint: ti.template(), solver_niter: ti.template(),
                   se: ti.template(), si: ti.template(), sv: ti.template(),
                   sH: ti.template(), sb: ti.template(), su: ti.template(),
-                  sk: ti.template(), stats: ti.template(), maxiter, tolerance,
-                  ls_tolerance, ls_iterations, newton, npass, nslot, nstat):
+                  sk: ti.template(), stats: ti.template(), HS: ti.template(), maxiter,
+                  tolerance, ls_tolerance, ls_iterations, newton, npass, nslot, nstat):
     """Up to ``npass`` passes of one unit's CG / Newton iterations (see
     _primal_iterate); ``dmap`` / ``rmap``: the island maps, or None where every unit
-    is a whole world (no indirection compiled in)."""
+    is a whole world (no indirection compiled in); ``HS``: the sparse Hessian's
+    arrays (a HessView: sparse-Jacobian models under Newton), or None for the dense
+    factor in sH. A unit whose sparse Hessian did not fit (K_OVER) runs CG."""
     u = _whole(su[w, slot, U_NV], su[w, slot, U_NEFC])  # offsets known to be 0
     if ti.static(_given(dmap)):
         u = _load_unit(w, slot, su)
@@ -1371,6 +1748,10 @@ def _iterate_unit(w, slot, dmap: ti.template(), rmap: ti.template(),
     ncone = ti.cast(sk[w, slot, K_NCONE], ti.i32)
     it = ti.cast(sk[w, slot, K_IT], ti.i32)
     first = ti.cast(sk[w, slot, K_STAGE] == STAGE_START, ti.i32)
+    nwt = newton
+    if ti.static(_given(HS)):
+        if sk[w, slot, K_OVER] != 0.0:
+            nwt = 0
     done = 0
     npassed = 0
     while npassed < npass:
@@ -1396,7 +1777,7 @@ def _iterate_unit(w, slot, dmap: ti.template(), rmap: ti.template(),
             for ii in range(n):
                 i = _row(w, u, ii, rmap)
                 se[w, E_JAREF, i] = se[w, E_JAREF, i] + alpha * se[w, E_JV, i]
-            if not newton:
+            if not nwt:
                 for jj in range(u.nv):
                     i = _dof(w, u, jj, dmap)
                     sv[w, V_GRADOLD, i] = sv[w, V_GRAD, i]
@@ -1408,7 +1789,12 @@ def _iterate_unit(w, slot, dmap: ti.template(), rmap: ti.template(),
                 w, u, dmap, rmap, J, se, si, efc_force, efc_state, qfrc_constraint,
                 sv, qfrc_smooth, qacc_smooth)
         nupdate = 0
-        if newton:
+        if ti.static(_given(HS)):
+            if nwt:
+                nupdate, refactor = _sparse_newton_step(
+                    w, slot, u, dmap, rmap, J, qM, dof_Madr, dof_parentid, se, si,
+                    efc_state, sb, HS, first, refactor, ncone)
+        elif nwt:
             if not first:
                 # HessianIncremental: rank-one updates of L for rows that entered
                 # or left the quadratic state; refactor on loss of rank
@@ -1423,16 +1809,9 @@ def _iterate_unit(w, slot, dmap: ti.template(), rmap: ti.template(),
                         flag = 0
                     if flag != -1:
                         sd = ti.sqrt(se[w, E_D, i])
-                        if ti.static(len(J) > 1):  # the row's non-zeros, 0 elsewhere
-                            for kk in range(u.nv):
-                                sv[w, V_VEC, _dof(w, u, kk, dmap)] = 0.0
-                            adr = J[3][w, i]
-                            for k in range(J[4][w, i]):
-                                sv[w, V_VEC, J[2][w, adr + k]] = J[1][w, adr + k] * sd
-                        else:
-                            for kk in range(u.nv):
-                                k = _dof(w, u, kk, dmap)
-                                sv[w, V_VEC, k] = J[0][w, i, k] * sd
+                        for kk in range(u.nv):
+                            k = _dof(w, u, kk, dmap)
+                            sv[w, V_VEC, k] = J[0][w, i, k] * sd
                         rank = _chol_update(w, 0, u, dmap, sH, sv, V_VEC, flag)
                         nupdate += 1
                         if rank < u.nv:
@@ -1441,7 +1820,7 @@ def _iterate_unit(w, slot, dmap: ti.template(), rmap: ti.template(),
             if refactor:
                 if refactor == 2:
                     for a in range(u.nv):
-                        _hessian_row(w, a, u, dmap, rmap, J, se, efc_state, qM,
+                        _hessian_row(w, a, u, dmap, rmap, J[0], se, efc_state, qM,
                                      dof_Madr, dof_parentid, sH)
                 _chol_factor(w, 0, u.nv, sH, MINVAL, u.dofadr)
             if ncone:
@@ -1449,8 +1828,8 @@ def _iterate_unit(w, slot, dmap: ti.template(), rmap: ti.template(),
                                          efc_state, sH, sv, sb)
             if refactor:
                 nupdate = n
-        _update_gradient(w, u, dmap, ncone, newton, qfrc_smooth, qfrc_constraint, qLD,
-                         qLDiagInv, dof_Madr, dof_parentid, dof_simplenum, sH, sv)
+        _update_gradient(w, u, dmap, ncone, nwt, qfrc_smooth, qfrc_constraint, qLD,
+                         qLDiagInv, dof_Madr, dof_parentid, dof_simplenum, sH, sv, HS)
         stop = 0
         if not first:
             nchange = 0
@@ -1478,7 +1857,7 @@ def _iterate_unit(w, slot, dmap: ti.template(), rmap: ti.template(),
             break
         # search direction: -Mgrad (Newton, first CG step) or Polak-Ribiere
         beta = 0.0
-        if not newton:
+        if not nwt:
             if not first:
                 num = 0.0
                 den = 0.0
@@ -1522,10 +1901,11 @@ def _primal_iterate(
     qacc: ND, efc_force: ND, efc_state: ND, qfrc_constraint: ND, solver_niter: ND,
     # scratch
     se: ND, si: ND, sv: ND, sH: ND, sw: ND, sb: ND, su: ND, sk: ND, stats: ND,
+    hint: ND, hflt: ND,
     # options
     maxiter: ti.i32, tolerance: float, ls_tolerance: float, ls_iterations: ti.i32,
-    newton: ti.i32, npass: ti.i32, probe: ti.i32, by_island: ti.template(),
-    sparse: ti.template(),
+    newton: ti.i32, npass: ti.i32, probe: ti.i32, hnv: ti.i32, hnj: ti.i32, hnh: ti.i32,
+    by_island: ti.template(), sparse: ti.template(), hess: ti.template(),
 ):
     """The CG / Newton iterations of every unit (mj_solCGNewton after its first
     constraint update), one thread per (world, unit): a world solved whole, or each of
@@ -1534,9 +1914,12 @@ def _primal_iterate(
     MuJoCo's main loop (factor of the Hessian built by _hessian, gradient, first
     direction) is this loop's first pass, so each stage is compiled once. At most
     ``npass`` passes per launch: a unit's cost, counts, iteration and stage stay in
-    sk, so that the next launch resumes it (see _launches)."""
+    sk, so that the next launch resumes it (see _launches). ``hess`` (compile-time):
+    Newton factors the sparse Hessian (hint, hflt of nv, njnnz, nhnnz per world,
+    structured by _hessian_symbolic) instead of the dense one in sH."""
     J = ti.static(jac_view(sparse, efc_J, efc_J_sparse, efc_J_colind, efc_J_rowadr,
                            efc_J_rownnz))
+    HS = ti.static(hess_view(hint, hflt, hnv, hnj, hnh) if hess else None)
     nslot = stats.shape[1]
     nstat = stats.shape[2]
     for w, slot in ti.ndrange(su.shape[0], su.shape[1]):
@@ -1546,15 +1929,15 @@ def _primal_iterate(
                               dof_Madr, dof_simplenum, J, qM, qLD, qLDiagInv,
                               qfrc_smooth, qacc_smooth, qacc, efc_force, efc_state,
                               qfrc_constraint, solver_niter, se, si, sv, sH, sb, su, sk,
-                              stats, maxiter, tolerance, ls_tolerance, ls_iterations,
-                              newton, npass, nslot, nstat)
+                              stats, HS, maxiter, tolerance, ls_tolerance,
+                              ls_iterations, newton, npass, nslot, nstat)
             else:
                 _iterate_unit(w, slot, None, None, dof_parentid, dof_Madr,
                               dof_simplenum, J, qM, qLD, qLDiagInv, qfrc_smooth,
                               qacc_smooth, qacc, efc_force, efc_state, qfrc_constraint,
-                              solver_niter, se, si, sv, sH, sb, su, sk, stats, maxiter,
-                              tolerance, ls_tolerance, ls_iterations, newton, npass,
-                              nslot, nstat)
+                              solver_niter, se, si, sv, sH, sb, su, sk, stats, HS,
+                              maxiter, tolerance, ls_tolerance, ls_iterations, newton,
+                              npass, nslot, nstat)
         if _limit_reached(probe):
             sw[w, W_LIMIT] = 1.0
 
@@ -2075,8 +2458,9 @@ def _scratch(m, d):
     """Solver scratch on ``d`` (allocated on first use, re-allocated if sizes change)."""
     dual = m.opt.solver == SOL_PGS
     newton = m.opt.solver == SOL_NEWTON
+    dense_newton = newton and not d.is_sparse
     nv, njmax, nstat, nunit = max(1, m.nv), max(1, d.njmax), _nstat(m), _nunit(m)
-    key = (nv, njmax, nstat, dual, newton, nunit)
+    key = (nv, njmax, nstat, dual, newton, nunit, d.is_sparse)
     scratch = d.scratch.solver
     if scratch is None or scratch["key"] != key:
         dtype = d.qvel.dtype
@@ -2094,9 +2478,11 @@ def _scratch(m, d):
             "su": ti.ndarray(ti.i32, (nworld, nunit, U_N)),
             "sk": ti.ndarray(dtype, (nworld, nunit, K_N)),
             "stats": ti.ndarray(dtype, (nworld, min(nunit, NISLAND), nstat, S_N)),
-            # Newton: the Hessian factor L and its copy with cone terms (lower
-            # triangles), an island's in its diagonal block in idof order
-            "sH": ti.ndarray(dtype, (nworld, 2, nv, nv) if newton else (1, 2, 1, 1)),
+            # dense Newton: the Hessian factor L and its copy with cone terms (lower
+            # triangles), an island's in its diagonal block in idof order (sparse
+            # models: the sparse Hessian's scratch, _hess_scratch)
+            "sH": ti.ndarray(dtype, (nworld, 2, nv, nv) if dense_newton
+                             else (1, 2, 1, 1)),
             # PGS: M^-1 J' by rows
             "minvjt": ti.ndarray(dtype, (nworld, njmax, nv) if dual else (1, 1, 1)),
         }
@@ -2105,6 +2491,35 @@ def _scratch(m, d):
                 d.scratch.tag(arr)
                 arr.fill(0)  # nothing is read before it is written; keep it defined
         d.scratch.solver = scratch
+    return scratch
+
+
+def sparse_newton(m, d) -> bool:
+    """Whether Newton factors the sparse Hessian (sparse-Jacobian Data, as
+    mj_solNewton with mj_isSparse) instead of the dense one."""
+    return m.opt.solver == SOL_NEWTON and d.is_sparse
+
+
+def _hess_scratch(m, d):
+    """The sparse Newton Hessian's scratch on ``d`` (kernels/hessian.py's two flat
+    arrays), sized in non-zeros: J' as the Jacobian (njnnz), H and L (nhnnz each: H's
+    pattern is part of L's), Lcone for elliptic cones; tiny placeholders where Newton
+    is dense or not run (the iteration kernel takes the arrays either way)."""
+    use = sparse_newton(m, d)
+    nv, njnnz, nhnnz = max(1, m.nv), max(1, d.njnnz), max(1, d.nhnnz)
+    nslot = 2 if m.opt.cone == CONE_ELLIPTIC else 1
+    key = (use, nv, njnnz, nhnnz, nslot)
+    scratch = d.scratch.hessian
+    if scratch is None or scratch["key"] != key:
+        nw = d.nworld if use else 1
+        nints, nfloats = hess_sizes(nv, njnnz, nhnnz, nslot) if use else (1, 1)
+        scratch = {"key": key, "sizes": (nv, njnnz, nhnnz) if use else (1, 1, 1),
+                   "hint": ti.ndarray(ti.i32, (nw, nints)),
+                   "hflt": ti.ndarray(d.qvel.dtype, (nw, nfloats))}
+        for name in ("hint", "hflt"):
+            d.scratch.tag(scratch[name])
+            scratch[name].fill(0)
+        d.scratch.hessian = scratch
     return scratch
 
 
@@ -2117,7 +2532,8 @@ def solve(m, d) -> None:
     efc_aref, contact_mu, contact_friction, contact_dim, contact_efc_address, qM,
     qLD_tree, qLDiagInv, qfrc_smooth, qacc_smooth, qacc_warmstart and the islands
     (nisland, nidof, dof_island, island_nv, island_idofadr, island_nefc,
-    island_iefcadr, map_idof2dof, map_iefc2efc). Writes efc_b, efc_force, efc_state,
+    island_iefcadr, map_dof2idof, map_idof2dof, map_iefc2efc). Writes efc_b, efc_force,
+    efc_state,
     qfrc_constraint, qacc, solver_niter (iterations of the last solve, per island or
     in island 0 for a world solved whole) and the per-iteration statistics read by
     ``solver_stats``. Worlds without rows get qacc = qacc_smooth. CG and Newton solve
@@ -2211,23 +2627,30 @@ def _solve(m, d, s, npass, probe) -> None:
                       d.qacc, d.efc_force, d.efc_state, d.qfrc_constraint, d.solver_niter,
                       s["se"], s["si"], s["sv"], s["sw"], s["su"], s["sk"], warmstart,
                       scale, probe, islands, sparse)
-        if newton:
+        hess = sparse_newton(m, d)
+        h = _hess_scratch(m, d)
+        if hess:
+            _hessian_symbolic(m.dof_parentid, d.nefc, d.map_dof2idof, *maps,
+                              d.efc_J_colind, d.efc_J_rowadr, d.efc_J_rownnz, s["su"],
+                              d.efc_H_overflow, s["sk"], h["hint"], *h["sizes"], islands)
+        elif newton:
             # no fused multiply-adds: the same H, bit for bit, as _hessian made when
             # its sums were atomic adds (a (world, dof) thread's writes are not the
             # loop index's own to Taichi), without their cost
             with exact_math():
                 _hessian(m.dof_parentid, m.dof_Madr, m.nv, d.nefc, d.efc_J, d.efc_state,
-                         d.qM, d.nidof, d.dof_island, *maps, *jsp, s["se"], s["su"],
-                         s["sH"], islands, sparse)
+                         d.qM, d.nidof, d.dof_island, *maps, s["se"], s["su"], s["sH"],
+                         islands)
         for _ in range(nlaunch):
             _primal_iterate(m.dof_parentid, m.dof_Madr, m.dof_simplenum,
                             d.efc_J, d.qM, d.qLD_tree, d.qLDiagInv, d.qfrc_smooth,
-                            d.qacc_smooth, *maps, *jsp, d.qacc, d.efc_force, d.efc_state,
-                            d.qfrc_constraint, d.solver_niter, s["se"], s["si"], s["sv"],
-                            s["sH"], s["sw"], s["sb"], s["su"], s["sk"], s["stats"],
+                            d.qacc_smooth, *maps, *jsp, d.qacc,
+                            d.efc_force, d.efc_state, d.qfrc_constraint, d.solver_niter,
+                            s["se"], s["si"], s["sv"], s["sH"], s["sw"], s["sb"], s["su"],
+                            s["sk"], s["stats"], h["hint"], h["hflt"],
                             int(opt.iterations), float(opt.tolerance),
                             float(opt.ls_tolerance), int(opt.ls_iterations), int(newton),
-                            npass, probe, islands, sparse)
+                            npass, probe, *h["sizes"], islands, sparse, hess)
 
 
 def solver_stats(m, d, island: int = 0) -> dict:

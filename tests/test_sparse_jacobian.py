@@ -582,7 +582,8 @@ def test_default_sizes_budget_the_sparse_nonzeros_not_a_dense_matrix(monkeypatch
     md = tiphys.load_model_from_string(xml.replace('jacobian="sparse"', 'jacobian="dense"'))
     free = tiphys.make_data(m, 2)
     monkeypatch.setattr(tm, "EFC_J_BUDGET", 2 * 12 * 40)  # 40 non-zeros in 2 worlds
-    with pytest.warns(RuntimeWarning, match="njnnz=40"):
+    with pytest.warns(RuntimeWarning, match="njnnz=40"), \
+            pytest.warns(RuntimeWarning, match="nhnnz="):
         d = tiphys.make_data(m, 2)
     assert d.njmax == free.njmax and d.njnnz == 40 < free.njnnz
     with pytest.warns(RuntimeWarning, match="njmax="):

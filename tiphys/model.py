@@ -145,9 +145,10 @@ EFC_J_BUDGET = 2 * 2**30  # bytes of dense efc_J (sparse models: of efc_J_sparse
 
 
 def _budget_capped(name: str, value: int, unit_bytes: int, what: str, of: str,
-                   nworld: int) -> int:
+                   nworld: int, stacklevel: int = 4, who: str = "make_constraint") -> int:
     """A default size (``name``, ``unit_bytes`` for all worlds per unit) capped to what
-    EFC_J_BUDGET holds, with a warning saying so (make_data's njmax and njnnz)."""
+    EFC_J_BUDGET holds, with a warning saying so (make_data's njmax, njnnz and
+    nhnnz)."""
     cap = max(1, EFC_J_BUDGET // unit_bytes) if unit_bytes else value
     if value <= cap:
         return value
@@ -155,9 +156,27 @@ def _budget_capped(name: str, value: int, unit_bytes: int, what: str, of: str,
     warnings.warn(
         f"make_data: the default {name}={value} {what} would take "
         f"{value * unit_bytes / 2**30:.1f} GiB{of} for {nworld} worlds; using {name}={cap} "
-        f"(make_constraint warns if a world needs more; set make_data(m, nworld, "
-        f"{name}=...) to choose)", RuntimeWarning, stacklevel=4)
+        f"({who} warns if a world needs more; set make_data(m, nworld, "
+        f"{name}=...) to choose)", RuntimeWarning, stacklevel=stacklevel)
     return cap
+
+
+HESSIAN_NNZ_BYTES = 48  # H and L (values and columns), Lcone, L by column, per non-zero
+
+
+def default_nhnnz(m, nworld: int) -> int:
+    """Non-zeros per world of Newton's sparse Hessian factor (sparse models): a dense
+    lower triangle, nv (nv + 1) / 2, which no fill-in can exceed, capped to what
+    EFC_J_BUDGET holds for ``nworld`` worlds (with a warning when the model runs
+    Newton)."""
+    from .kernels.consts import SOL_NEWTON
+    full = m.nv * (m.nv + 1) // 2
+    unit = nworld * HESSIAN_NNZ_BYTES
+    if m.opt.solver != SOL_NEWTON:
+        return max(1, min(full, EFC_J_BUDGET // unit))
+    return max(1, _budget_capped("nhnnz", full, unit, "sparse Hessian non-zeros per world",
+                                 " of Newton's factor", nworld, stacklevel=5,
+                                 who="solve"))
 
 
 def _count_arg(name: str, value, minimum: int = 0) -> int:
@@ -278,7 +297,7 @@ class Data:
 
     def __init__(self, m: Model, nworld: int, nconmax: Optional[int] = None,
                  njmax: Optional[int] = None, param_worlds: Optional[int] = None,
-                 njnnz: Optional[int] = None):
+                 njnnz: Optional[int] = None, nhnnz: Optional[int] = None):
         check_model(m, "make_data")
         self.nworld = _count_arg("nworld", nworld, minimum=1)
         # the worlds the model's per-world parameters are for: nworld, except in the
@@ -312,11 +331,17 @@ class Data:
                                        "Jacobian non-zeros per world", "", self.nworld)
             njnnz = _count_arg("njnnz", njnnz)
             sizes["njten"] = m.ntendon * m.nv
+            if nhnnz is None:
+                nhnnz = default_nhnnz(m, self.nworld)
+            nhnnz = _count_arg("nhnnz", nhnnz, minimum=1)
         else:
             njnnz = 0
+            nhnnz = 0
             sizes["njten"] = 0
         sizes["njnnz"] = njnnz
         self.njnnz = njnnz
+        # non-zeros per world of Newton's sparse Hessian factor (sparse models)
+        self.nhnnz = nhnnz
         # whether the rows keep sparse Jacobians (m.is_sparse when this Data was made)
         self.is_sparse = bool(m.is_sparse)
         # the dense efc_J: njmax x nv per world, 1 x 1 for sparse models
@@ -347,6 +372,7 @@ class Data:
         # steps since the warnings were last reported, and the counts reported then
         # (tiphys/report.py)
         self._steps_since_report, self._reported_warnings = 0, None
+        self._reported_hessian = None  # efc_H_overflow counts reported
 
     def _make_reset_state(self, m: Model) -> dict:
         """The reset state autoreset restores (kernels/check.py makes it on first use,
@@ -387,7 +413,8 @@ class ModelArrays(SimpleNamespace):
 
 
 def make_data(m: Model, nworld: int = 1, keyframe=None, nconmax: Optional[int] = None,
-              njmax: Optional[int] = None, njnnz: Optional[int] = None) -> Data:
+              njmax: Optional[int] = None, njnnz: Optional[int] = None,
+              nhnnz: Optional[int] = None) -> Data:
     """Allocate Data for ``nworld`` worlds and reset every world to qpos0 (or a keyframe).
 
     ``nconmax``: contact slots per world (default from the model's candidate geom
@@ -398,9 +425,13 @@ def make_data(m: Model, nworld: int = 1, keyframe=None, nconmax: Optional[int] =
     ``njnnz``: non-zeros per world of the sparse constraint Jacobian, for models with
     sparse Jacobians (``m.is_sparse``; default: njmax times the widest row the model
     can make; make_constraint drops whole elements past it and warns, naming this
-    option); ignored for dense models.
+    option); ignored for dense models. ``nhnnz``: non-zeros per world of the Newton
+    solver's sparse Hessian factor, for models with sparse Jacobians (default: a dense
+    lower triangle, nv (nv + 1) / 2, within a memory budget; an island whose factor
+    does not fit what the world's islands before it left is solved by CG, and the
+    overflow is reported, naming this option); ignored for dense models.
     """
-    d = Data(m, nworld, nconmax, njmax, njnnz=njnnz)
+    d = Data(m, nworld, nconmax, njmax, njnnz=njnnz, nhnnz=nhnnz)
     reset_data(m, d, keyframe)
     return d
 

@@ -44,6 +44,30 @@ _NNZ_TEXT = ("make_constraint: njnnz={cap} sparse Jacobian non-zeros were not en
              "nworld, njnnz=...)")
 
 
+# Newton's sparse Hessian factor ran out of non-zeros (tiphys's own count)
+_HESSIAN_TEXT = ("solve: nhnnz={cap} sparse Newton Hessian non-zeros were not enough in {k} "
+                 "world(s) (world {w}: its islands' factors needed at least {n}; the "
+                 "islands that did not fit were solved by CG instead); raise it with "
+                 "make_data(m, nworld, nhnnz=...)")
+
+
+def _report_hessian(d, stacklevel: int) -> bool:
+    """Warn about sparse Hessian overflows counted since the last report."""
+    over = d.efc_H_overflow.to_numpy()[:d.nworld]
+    seen = d._reported_hessian
+    if seen is None or seen.shape != over[:, 0].shape:
+        seen = np.zeros_like(over[:, 0])
+    new = np.where(over[:, 0] < seen, over[:, 0], over[:, 0] - seen)
+    d._reported_hessian = over[:, 0].copy()
+    worlds = np.nonzero(new > 0)[0]
+    if not len(worlds):
+        return False
+    w = int(worlds[0])
+    warnings.warn(_HESSIAN_TEXT.format(cap=d.nhnnz, k=len(worlds), w=w, n=int(over[w, 1])),
+                  RuntimeWarning, stacklevel=stacklevel + 1)
+    return True
+
+
 def report(d, stacklevel: int = 3) -> dict:
     """Warn about the overflows counted since the last report; returns
     {warning id: worlds (array) with new counts} for those that were new."""
@@ -70,6 +94,8 @@ def report(d, stacklevel: int = 3) -> dict:
                                                w=int(worlds[first]), n=int(nz[first]))
             warnings.warn(message, RuntimeWarning, stacklevel=stacklevel)
             out[warning] = worlds
+    if getattr(d, "nhnnz", 0):
+        _report_hessian(d, stacklevel)
     return out
 
 

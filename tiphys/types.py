@@ -465,6 +465,10 @@ DATA_EXTRA_FIELDS = (
     ("efc_J_overflow", "nworld", "i",
      "Jacobian non-zeros the rows dropped by the last make_constraint needed, when "
      "njnnz (sparse Jacobians) was reached"),
+    ("efc_H_overflow", "nworld 2", "i",
+     "sparse Newton Hessian: solves in which some island's factor did not fit nhnnz "
+     "non-zeros (solved by CG instead), and the non-zeros the last of them needed "
+     "(at least)"),
     # constraint islands (mj_island: mjData's island fields, island_* sized by the
     # world's nisland, at most ntree); nisland = nidof = 0 with the island flag off or
     # without rows. Dofs (efc rows) in island order ("idof", "iefc"): by island, then
