@@ -251,151 +251,147 @@ def _assemble(out, builder, ctx, size):
     for i, b in enumerate(mocap):
         b.mocapid = i
 
-    body = {k: [] for k in ("parentid", "rootid", "weldid", "mocapid", "jntnum", "jntadr",
-                            "dofnum", "dofadr", "geomnum", "geomadr", "simple", "sameframe",
-                            "pos", "quat", "ipos", "iquat", "mass", "inertia", "gravcomp",
-                            "margin", "contype", "conaffinity")}
     qpos0, qpos_spring = np.zeros(nq), np.zeros(nq)
-    jnt = {k: [] for k in ("type", "qposadr", "dofadr", "bodyid", "group", "limited",
-                           "actfrclimited", "actgravcomp", "solref", "solimp", "pos", "axis",
-                           "stiffness", "range", "actfrcrange", "margin")}
-    dof = {k: [] for k in ("bodyid", "jntid", "parentid", "solref", "solimp", "frictionloss",
-                           "armature", "damping")}
+    parentid, rootid, simple, sameframe = [0] * nbody, [0] * nbody, [0] * nbody, [0] * nbody
+    jntadr_b, dofadr_b, lastdof = [-1] * nbody, [-1] * nbody, [-1] * nbody
+    dofnum_b = [b.dofnum for b in bodies]
+    ipos_b = []
+    jnt_ndof, jnt_qposadr, jnt_dofadr, jnt_bodyid = [], [], [], []
+    dof_parentid = []
     jntadr = dofadr = qposadr = 0
-    lastdof = [-1] * nbody
-    rootid = [0] * nbody
-    simple = [0] * nbody
     for b in bodies:
         i = b.id
         pid = b.parent.id if b.parent else 0
+        parentid[i] = pid
         rootid[i] = i if (i == 0 or pid == 0) else rootid[pid]
-        body["parentid"].append(pid)
-        body["rootid"].append(rootid[i])
-        body["weldid"].append(b.weldid)
-        body["mocapid"].append(getattr(b, "mocapid", -1))
-        body["jntnum"].append(len(b.joints))
-        body["jntadr"].append(jntadr if b.joints else -1)
-        body["dofnum"].append(b.dofnum)
-        body["dofadr"].append(dofadr if b.dofnum else -1)
-        body["geomnum"].append(len(b.geoms))
-        body["geomadr"].append(b.geoms[0].id if b.geoms else -1)
+        if b.joints:
+            jntadr_b[i] = jntadr
+        if b.dofnum:
+            dofadr_b[i] = dofadr
         ipos = np.zeros(3) if b.ipos is None else b.ipos
-        for k, v in (("pos", b.pos), ("quat", b.quat), ("ipos", ipos), ("iquat", b.iquat),
-                     ("mass", b.mass), ("inertia", b.inertia), ("gravcomp", b.gravcomp)):
-            body[k].append(v)
-        body["contype"].append(b.contype)
-        body["conaffinity"].append(b.conaffinity)
-        body["margin"].append(b.margin)
+        ipos_b.append(ipos)
         lastdof[i] = lastdof[pid] if b.parent else -1
-        sameframe = _sameframe_body(ipos, b.iquat)
-        body["sameframe"].append(sameframe)
-        simple[i] = int(sameframe == SAMEFRAME_BODY and (rootid[i] == i or (
-            body["parentid"][pid] == 0 and body["dofnum"][pid] == 0)))
+        sameframe[i] = sf = _sameframe_body(ipos, b.iquat)
+        simple[i] = int(sf == SAMEFRAME_BODY and (rootid[i] == i or (
+            parentid[pid] == 0 and dofnum_b[pid] == 0)))
         if pid > 0:
             simple[pid] = 0
         rotfound = False
         for j in b.joints:
             j.qposadr, j.dofadr = qposadr, dofadr
-            jnt["type"].append(j.type)
-            jnt["qposadr"].append(qposadr)
-            jnt["dofadr"].append(dofadr)
-            jnt["bodyid"].append(i)
-            jnt["group"].append(j.group)
-            jnt["limited"].append(int(j.is_limited))
-            jnt["actfrclimited"].append(int(j.is_actfrclimited))
-            jnt["actgravcomp"].append(int(j.actgravcomp))
-            jnt["solref"].append(j.solref)
-            jnt["solimp"].append(j.solimp)
-            jnt["pos"].append(j.pos)
-            jnt["axis"].append(j.axis)
-            jnt["stiffness"].append(j.stiffness)
-            jnt["range"].append(j.range)
-            jnt["actfrcrange"].append(j.actfrcrange)
-            jnt["margin"].append(j.margin)
-            aligned = sum(abs(x) > rot.EPS for x in j.axis) == 1
-            if rotfound or np.abs(j.pos).max() >= 1e-6 or (
-                    j.type in (JNT_SLIDE, JNT_HINGE) and not aligned):
+            jt = j.type
+            jnt_qposadr.append(qposadr)
+            jnt_dofadr.append(dofadr)
+            jnt_bodyid.append(i)
+            axis = j.axis.tolist()
+            aligned = sum(abs(x) > rot.EPS for x in axis) == 1
+            apos = [abs(x) for x in j.pos.tolist()]
+            # (np.abs(pos).max() >= 1e-6: False when a value is NaN)
+            off = not any(x != x for x in apos) and max(apos) >= 1e-6
+            if rotfound or off or (jt in (JNT_SLIDE, JNT_HINGE) and not aligned):
                 simple[i] = 0
-            rotfound = rotfound or j.type in (JNT_BALL, JNT_HINGE)
-            if j.type == JNT_FREE:
+            rotfound = rotfound or jt in (JNT_BALL, JNT_HINGE)
+            if jt == JNT_FREE:
                 qpos0[qposadr:qposadr + 3] = b.pos
                 qpos0[qposadr + 3:qposadr + 7] = b.quat
                 qpos_spring[qposadr:qposadr + 7] = qpos0[qposadr:qposadr + 7]
-            elif j.type == JNT_BALL:
+            elif jt == JNT_BALL:
                 qpos0[qposadr:qposadr + 4] = (1, 0, 0, 0)
                 qpos_spring[qposadr:qposadr + 4] = (1, 0, 0, 0)
             else:
                 qpos0[qposadr] = j.ref
                 qpos_spring[qposadr] = j.springref
-            ndof = _JNT_DOFS[j.type]
+            ndof = _JNT_DOFS[jt]
+            jnt_ndof.append(ndof)
             for _ in range(ndof):
-                dof["bodyid"].append(i)
-                dof["jntid"].append(j.id)
-                dof["parentid"].append(lastdof[i])
+                dof_parentid.append(lastdof[i])
                 lastdof[i] = dofadr
-                dof["solref"].append(j.solref_friction)
-                dof["solimp"].append(j.solimp_friction)
-                dof["frictionloss"].append(j.frictionloss)
-                dof["armature"].append(j.armature)
-                dof["damping"].append(j.damping)
                 dofadr += 1
             jntadr += 1
-            qposadr += _JNT_QPOS[j.type]
+            qposadr += _JNT_QPOS[jt]
         if simple[i] and b.dofnum:
             simple[i] = 2 if all(j.type == JNT_SLIDE for j in b.joints) else 1
+    weldid = [b.weldid for b in bodies]
+    dof_bodyid = [i for i, n in zip(jnt_bodyid, jnt_ndof) for _ in range(n)]
 
-    ntree = sum(1 for p in dof["parentid"] if p == -1)
+    ntree = sum(1 for p in dof_parentid if p == -1)
     dof_treeid, t = [], -1
-    for p in dof["parentid"]:
+    for p in dof_parentid:
         t += p == -1
         dof_treeid.append(t)
-    body_treeid = [dof_treeid[body["dofadr"][body["weldid"][i]]]
-                   if body["dofnum"][body["weldid"][i]] else -1 for i in range(nbody)]
+    body_treeid = [dof_treeid[dofadr_b[weldid[i]]] if dofnum_b[weldid[i]] else -1
+                   for i in range(nbody)]
     madr, nM = [], 0
     for i in range(nv):
         madr.append(nM)
         j = i
         while j >= 0:
             nM += 1
-            j = dof["parentid"][j]
+            j = dof_parentid[j]
     simplenum, count = [0] * nv, 0
     for i in range(nv - 1, -1, -1):
-        count = count + 1 if simple[dof["bodyid"][i]] else 0
+        count = count + 1 if simple[dof_bodyid[i]] else 0
         simplenum[i] = count
 
     f = np.float64
+    i32 = np.int32
     out.qpos0, out.qpos_spring = qpos0, qpos_spring
-    for k in ("parentid", "rootid", "weldid", "mocapid", "jntnum", "jntadr", "dofnum",
-              "dofadr", "geomnum", "geomadr", "sameframe", "contype", "conaffinity"):
-        setattr(out, "body_" + k, np.array(body[k], dtype=np.int32))
-    out.body_simple = np.array(simple, dtype=np.int32)
-    out.body_treeid = np.array(body_treeid, dtype=np.int32)
-    for k, n in (("pos", 3), ("quat", 4), ("ipos", 3), ("iquat", 4), ("inertia", 3)):
-        setattr(out, "body_" + k, np.array(body[k], dtype=f).reshape(nbody, n))
-    out.body_mass = np.array(body["mass"], dtype=f)
-    out.body_gravcomp = np.array(body["gravcomp"], dtype=f)
-    out.body_margin = np.array(body["margin"], dtype=f)
+    out.body_parentid = np.array(parentid, dtype=i32)
+    out.body_rootid = np.array(rootid, dtype=i32)
+    out.body_weldid = np.array(weldid, dtype=i32)
+    out.body_mocapid = np.array([getattr(b, "mocapid", -1) for b in bodies], dtype=i32)
+    out.body_jntnum = np.array([len(b.joints) for b in bodies], dtype=i32)
+    out.body_jntadr = np.array(jntadr_b, dtype=i32)
+    out.body_dofnum = np.array(dofnum_b, dtype=i32)
+    out.body_dofadr = np.array(dofadr_b, dtype=i32)
+    out.body_geomnum = np.array([len(b.geoms) for b in bodies], dtype=i32)
+    out.body_geomadr = np.array([b.geoms[0].id if b.geoms else -1 for b in bodies], dtype=i32)
+    out.body_sameframe = np.array(sameframe, dtype=i32)
+    out.body_contype = np.array([b.contype for b in bodies], dtype=i32)
+    out.body_conaffinity = np.array([b.conaffinity for b in bodies], dtype=i32)
+    out.body_simple = np.array(simple, dtype=i32)
+    out.body_treeid = np.array(body_treeid, dtype=i32)
+    out.body_pos = np.array([b.pos for b in bodies], dtype=f).reshape(nbody, 3)
+    out.body_quat = np.array([b.quat for b in bodies], dtype=f).reshape(nbody, 4)
+    out.body_ipos = np.array(ipos_b, dtype=f).reshape(nbody, 3)
+    out.body_iquat = np.array([b.iquat for b in bodies], dtype=f).reshape(nbody, 4)
+    out.body_inertia = np.array([b.inertia for b in bodies], dtype=f).reshape(nbody, 3)
+    out.body_mass = np.array([b.mass for b in bodies], dtype=f)
+    out.body_gravcomp = np.array([b.gravcomp for b in bodies], dtype=f)
+    out.body_margin = np.array([b.margin for b in bodies], dtype=f)
     sub = out.body_mass.copy()
     for i in range(nbody - 1, 0, -1):
-        sub[out.body_parentid[i]] += sub[i]
+        sub[parentid[i]] += sub[i]
     out.body_subtreemass = sub
     for k, n in (("solref", 2), ("solimp", 5), ("pos", 3), ("axis", 3), ("range", 2),
                  ("actfrcrange", 2)):
-        setattr(out, "jnt_" + k, np.array(jnt[k], dtype=f).reshape(njnt, n))
+        setattr(out, "jnt_" + k,
+                np.array([getattr(j, k) for j in joints], dtype=f).reshape(njnt, n))
     for k in ("stiffness", "margin"):
-        setattr(out, "jnt_" + k, np.array(jnt[k], dtype=f))
-    for k in ("type", "qposadr", "dofadr", "bodyid", "group", "limited", "actfrclimited",
-              "actgravcomp"):
-        setattr(out, "jnt_" + k, np.array(jnt[k], dtype=np.int32))
-    for k in ("bodyid", "jntid", "parentid"):
-        setattr(out, "dof_" + k, np.array(dof[k], dtype=np.int32))
-    out.dof_treeid = np.array(dof_treeid, dtype=np.int32)
-    out.dof_Madr = np.array(madr, dtype=np.int32)
-    out.dof_simplenum = np.array(simplenum, dtype=np.int32)
-    out.dof_solref = np.array(dof["solref"], dtype=f).reshape(nv, 2)
-    out.dof_solimp = np.array(dof["solimp"], dtype=f).reshape(nv, 5)
+        setattr(out, "jnt_" + k, np.array([getattr(j, k) for j in joints], dtype=f))
+    out.jnt_type = np.array([j.type for j in joints], dtype=i32)
+    out.jnt_qposadr = np.array(jnt_qposadr, dtype=i32)
+    out.jnt_dofadr = np.array(jnt_dofadr, dtype=i32)
+    out.jnt_bodyid = np.array(jnt_bodyid, dtype=i32)
+    out.jnt_group = np.array([j.group for j in joints], dtype=i32)
+    out.jnt_limited = np.array([int(j.is_limited) for j in joints], dtype=i32)
+    out.jnt_actfrclimited = np.array([int(j.is_actfrclimited) for j in joints], dtype=i32)
+    out.jnt_actgravcomp = np.array([int(j.actgravcomp) for j in joints], dtype=i32)
+    # dofs repeat their joint's values
+    ndof = np.array(jnt_ndof, dtype=np.intp)
+    out.dof_bodyid = np.array(dof_bodyid, dtype=i32)
+    out.dof_jntid = np.repeat(np.arange(njnt, dtype=i32), ndof)
+    out.dof_parentid = np.array(dof_parentid, dtype=i32)
+    out.dof_treeid = np.array(dof_treeid, dtype=i32)
+    out.dof_Madr = np.array(madr, dtype=i32)
+    out.dof_simplenum = np.array(simplenum, dtype=i32)
+    out.dof_solref = np.repeat(np.array([j.solref_friction for j in joints], dtype=f)
+                               .reshape(njnt, 2), ndof, axis=0)
+    out.dof_solimp = np.repeat(np.array([j.solimp_friction for j in joints], dtype=f)
+                               .reshape(njnt, 5), ndof, axis=0)
     for k in ("frictionloss", "armature", "damping"):
-        setattr(out, "dof_" + k, np.array(dof[k], dtype=f))
+        setattr(out, "dof_" + k,
+                np.repeat(np.array([getattr(j, k) for j in joints], dtype=f), ndof))
     # bodies and dofs of each tree, in one pass over each (scenes have many trees)
     tree_body = [[] for _ in range(ntree)]
     for i, t in enumerate(body_treeid):

@@ -55,6 +55,7 @@ class HostKinematics:
     def __init__(self, a, qpos):
         self.a = a
         self.qpos = np.asarray(qpos, dtype=np.float64)
+        self._chains = None
         nbody = len(a.body_parentid)
         njnt = len(a.jnt_type)
         xpos = np.zeros((nbody, 3))
@@ -133,18 +134,11 @@ class HostKinematics:
                 self.dof_anchor[d] = self.xanchor[j]
 
     def chain(self, body):
-        """Dofs that move ``body`` (mj_jac's ancestor chain)."""
-        a = self.a
-        while body and not a.body_dofnum[body]:
-            body = a.body_parentid[body]
-        if not body:
-            return []
-        out = []
-        d = a.body_dofadr[body] + a.body_dofnum[body] - 1
-        while d >= 0:
-            out.append(d)
-            d = a.dof_parentid[d]
-        return out
+        """Dofs that move ``body`` (mj_jac's ancestor chain; the list is shared)."""
+        chains = self._chains
+        if chains is None:
+            chains = self._chains = _dof_chains(self.a)
+        return chains[body]
 
     def jac(self, point, body):
         """Translational and rotational 3 x nv Jacobians of a point on ``body``."""
@@ -169,24 +163,125 @@ class HostKinematics:
         jp[2] = (w[0] * v[1] - w[1] * v[0]) + lin[2]
         return jp, np.ascontiguousarray(w)
 
+    def chain_jacs(self, points, chains):
+        """:meth:`chain_jac` of many points, one per chain (all chains of one length):
+        (B, 3, L) arrays, each item computed as :meth:`chain_jac` computes it (element
+        by element, so bit for bit the same)."""
+        w = self.dof_ang[chains].transpose(0, 2, 1)
+        v = (points[:, None, :] - self.dof_anchor[chains]).transpose(0, 2, 1)
+        lin = self.dof_lin[chains].transpose(0, 2, 1)
+        jp = np.empty(w.shape)
+        jp[:, 0] = (w[:, 1] * v[:, 2] - w[:, 2] * v[:, 1]) + lin[:, 0]
+        jp[:, 1] = (w[:, 2] * v[:, 0] - w[:, 0] * v[:, 2]) + lin[:, 1]
+        jp[:, 2] = (w[:, 0] * v[:, 1] - w[:, 1] * v[:, 0]) + lin[:, 2]
+        return jp, np.ascontiguousarray(w)
+
     def mass_matrix(self):
         """Dense M at this pose: body inertias + dof armature (no tendon armature)."""
+        return self.mass_blocks().dense()
+
+    def mass_blocks(self) -> "TreeBlocks":
+        """M at this pose, tree by tree: body inertias + dof armature (no tendon
+        armature).
+
+        Each body adds mass jp'jp + jr' I jr over its dof chain's block; the terms
+        are computed for all bodies of one chain length at once (stacked matmuls do
+        each item as the 2D product does) and added in body order."""
         a = self.a
-        nv = len(a.dof_bodyid)
-        M = np.zeros((nv, nv))
-        for b in range(1, len(a.body_parentid)):
-            if a.body_mass[b] == 0 and not np.any(a.body_inertia[b]):
-                continue
-            chain = self.chain(b)
-            if not chain:
-                continue
+        blocks = TreeBlocks.zeros(a.dof_treeid)
+        mass, inertia = a.body_mass, a.body_inertia
+        moving = (mass != 0) | np.any(inertia != 0, axis=1)
+        groups = {}  # chain length -> bodies
+        for b in np.nonzero(moving[1:])[0].tolist():
+            chain = self.chain(b + 1)
+            if chain:
+                groups.setdefault(len(chain), []).append(b + 1)
+        terms = {}
+        for bodies in groups.values():
+            chains = np.array([self.chain(b) for b in bodies])
             # only the dofs on the body's chain are nonzero in its Jacobian: adding
             # the chain's block keeps large scenes (thousands of dofs) O(sum chain^2)
-            jp, jr = self.chain_jac(self.xipos[b], chain)
-            inert = self.ximat[b] @ np.diag(a.body_inertia[b]) @ self.ximat[b].T
-            M[_chain_block(chain)] += a.body_mass[b] * jp.T @ jp + jr.T @ inert @ jr
-        M[np.diag_indices(nv)] += a.dof_armature
+            jp, jr = self.chain_jacs(self.xipos[bodies], chains)
+            xim = self.ximat[bodies]
+            diag = np.zeros((len(bodies), 3, 3))
+            diag[:, (0, 1, 2), (0, 1, 2)] = inertia[bodies]
+            inert = xim @ diag @ xim.transpose(0, 2, 1)
+            term = mass[bodies][:, None, None] * jp.transpose(0, 2, 1) @ jp + \
+                jr.transpose(0, 2, 1) @ inert @ jr
+            terms.update(zip(bodies, term))
+        for b in sorted(terms):
+            chain = self.chain(b)
+            t = blocks.tree_of[chain[0]]
+            lo = blocks.los[t]
+            blocks.blocks[t][_chain_block([d - lo for d in chain])] += terms[b]
+        for lo, block in zip(blocks.los, blocks.blocks):
+            block[np.diag_indices(len(block))] += a.dof_armature[lo:lo + len(block)]
+        return blocks
+
+
+class TreeBlocks:
+    """A block-diagonal nv x nv matrix with one dense block per kinematic tree (the
+    dofs of a tree are consecutive): M and its inverse without nv^2 memory."""
+
+    def __init__(self, los: list, blocks: list, tree_of: list):
+        self.los, self.blocks, self.tree_of = los, blocks, tree_of
+        self.nv = len(tree_of)
+
+    @classmethod
+    def zeros(cls, dof_treeid) -> "TreeBlocks":
+        tree_of = np.asarray(dof_treeid).tolist()
+        los = [d for d in range(len(tree_of)) if d == 0 or tree_of[d] != tree_of[d - 1]]
+        his = los[1:] + [len(tree_of)]
+        return cls(los, [np.zeros((hi - lo, hi - lo)) for lo, hi in zip(los, his)], tree_of)
+
+    @classmethod
+    def from_dense(cls, M, dof_treeid) -> "TreeBlocks":
+        out = cls.zeros(dof_treeid)
+        out.blocks = [M[lo:lo + len(b), lo:lo + len(b)].copy()
+                      for lo, b in zip(out.los, out.blocks)]
+        return out
+
+    def diag(self) -> np.ndarray:
+        if not self.blocks:
+            return np.zeros(0)
+        return np.concatenate([np.diag(b) for b in self.blocks])
+
+    def dense(self) -> np.ndarray:
+        M = np.zeros((self.nv, self.nv))
+        for lo, b in zip(self.los, self.blocks):
+            M[lo:lo + len(b), lo:lo + len(b)] = b
         return M
+
+    def sub(self, dofs) -> np.ndarray:
+        """The rows and columns ``dofs`` (all in one tree), as a dense copy."""
+        t = self.tree_of[dofs[0]]
+        idx = np.asarray(dofs) - self.los[t]
+        return self.blocks[t][idx[:, None], idx[None, :]]
+
+    def block(self, lo: int, n: int) -> np.ndarray:
+        """Rows and columns lo..lo+n-1 (inside one tree), a view."""
+        t = self.tree_of[lo]
+        k = lo - self.los[t]
+        return self.blocks[t][k:k + n, k:k + n]
+
+
+def _dof_chains(a) -> list:
+    """Per body, the dofs that move it (mj_jac's ancestor chain, decreasing ids)."""
+    nbody = len(a.body_parentid)
+    parent, dofnum = a.body_parentid.tolist(), a.body_dofnum.tolist()
+    dofadr, dof_parent = a.body_dofadr.tolist(), a.dof_parentid.tolist()
+    chains = [[] for _ in range(nbody)]
+    for b in range(1, nbody):
+        if not dofnum[b]:
+            chains[b] = chains[parent[b]]
+            continue
+        chain = []
+        d = dofadr[b] + dofnum[b] - 1
+        while d >= 0:
+            chain.append(d)
+            d = dof_parent[d]
+        chains[b] = chain
+    return chains
 
 
 # ------------------------------------------------------------------------------------
