@@ -53,6 +53,31 @@ def quat2mat(q) -> np.ndarray:
         [2 * (x * z - w * y), 2 * (y * z + w * x), w * w - x * x - y * y + z * z]])
 
 
+def quat2mat_batch(q) -> np.ndarray:
+    """:func:`quat2mat` of each row of an (n, 4) array, element for element the same
+    arithmetic (so the same bits), identity quaternions included."""
+    q = np.asarray(q, dtype=np.float64).reshape(-1, 4)
+    w, x, y, z = q[:, 0], q[:, 1], q[:, 2], q[:, 3]
+    m = np.empty((len(q), 3, 3))
+    m[:, 0, 0] = w * w + x * x - y * y - z * z
+    m[:, 0, 1] = 2 * (x * y - w * z)
+    m[:, 0, 2] = 2 * (x * z + w * y)
+    m[:, 1, 0] = 2 * (x * y + w * z)
+    m[:, 1, 1] = w * w - x * x + y * y - z * z
+    m[:, 1, 2] = 2 * (y * z - w * x)
+    m[:, 2, 0] = 2 * (x * z - w * y)
+    m[:, 2, 1] = 2 * (y * z + w * x)
+    m[:, 2, 2] = w * w - x * x - y * y + z * z
+    m[(w == 1) & (x == 0) & (y == 0) & (z == 0)] = _EYE3
+    return m
+
+
+def matvec_batch(mats, vecs) -> np.ndarray:
+    """mats[i] @ vecs[i] for stacks of 3x3 matrices and 3-vectors (the stacked matmul
+    computes each item as the single product does)."""
+    return (mats @ np.asarray(vecs, dtype=np.float64).reshape(-1, 3, 1))[:, :, 0]
+
+
 def rotate(q, v) -> np.ndarray:
     return quat2mat(q) @ np.asarray(v, dtype=np.float64)
 

@@ -9,6 +9,7 @@ spatial wrapping around spheres and cylinders (mju_wrap).
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Optional
@@ -91,20 +92,31 @@ class HostKinematics:
                     pos = xanchor[j] - _quat2mat(quat) @ a.jnt_pos[j]
             xpos[b] = pos
             xquat[b] = rot.normalize(quat)[0]
-        xmat = np.array([_quat2mat(q) for q in xquat])
+        xmat = rot.quat2mat_batch(xquat)
         self.xpos, self.xquat, self.xmat = xpos, xquat, xmat
         self.xanchor, self.xaxis = xanchor, xaxis
         self.xipos = xpos + np.einsum("bij,bj->bi", xmat, a.body_ipos)
-        self.ximat = np.array([xmat[i] @ _quat2mat(a.body_iquat[i]) for i in range(nbody)])
-        self.site_xpos = np.array([xpos[b] + xmat[b] @ p for b, p in
-                                   zip(a.site_bodyid, a.site_pos)]).reshape(-1, 3)
-        self.site_xmat = np.array([xmat[b] @ _quat2mat(q) for b, q in
-                                   zip(a.site_bodyid, a.site_quat)]).reshape(-1, 3, 3)
-        self.geom_xpos = np.array([xpos[b] + xmat[b] @ p for b, p in
-                                   zip(a.geom_bodyid, a.geom_pos)]).reshape(-1, 3)
-        self.geom_xmat = np.array([xmat[b] @ _quat2mat(q) for b, q in
-                                   zip(a.geom_bodyid, a.geom_quat)]).reshape(-1, 3, 3)
+        self.ximat = xmat @ rot.quat2mat_batch(a.body_iquat)
         self._dof_axes()
+
+    # site and geom frames: made when first read (most models read none of them)
+    @functools.cached_property
+    def site_xpos(self):
+        sb = self.a.site_bodyid
+        return self.xpos[sb] + rot.matvec_batch(self.xmat[sb], self.a.site_pos)
+
+    @functools.cached_property
+    def site_xmat(self):
+        return self.xmat[self.a.site_bodyid] @ rot.quat2mat_batch(self.a.site_quat)
+
+    @functools.cached_property
+    def geom_xpos(self):
+        gb = self.a.geom_bodyid
+        return self.xpos[gb] + rot.matvec_batch(self.xmat[gb], self.a.geom_pos)
+
+    @functools.cached_property
+    def geom_xmat(self):
+        return self.xmat[self.a.geom_bodyid] @ rot.quat2mat_batch(self.a.geom_quat)
 
     def _dof_axes(self):
         """Per dof: world rotation axis (or 0) and linear axis, and the anchor point."""
