@@ -117,20 +117,27 @@ LIMITED = {"false": LIMITED_FALSE, "true": LIMITED_TRUE, "auto": LIMITED_AUTO}  
 
 
 class Attrs:
-    """The attributes of one element: explicit ones first, then its default class."""
+    """The attributes of one element: explicit ones first, then its default class.
+
+    Both are merged into one dict when the Attrs is made (one pass over the
+    element's fields), so that each of the many reads is one lookup."""
+
+    __slots__ = ("el", "defaults", "_vals")
 
     def __init__(self, el, defaults: Optional[dict] = None):
         self.el = el
-        self.defaults = defaults or {}
+        self.defaults = defaults = defaults or {}
+        vals = dict(defaults)
+        attr_of = type(el)._attr_of
+        for field, value in el.__dict__.items():
+            if value is not None:
+                name = attr_of.get(field)
+                if name is not None:
+                    vals[name] = value
+        self._vals = vals
 
     def text(self, name: str) -> Optional[str]:
-        el = self.el
-        field = el._fields_of.get(name)  # (Element.get_attr, inlined: read very often)
-        if field is not None:
-            value = getattr(el, field)
-            if value is not None:
-                return value
-        return self.defaults.get(name)
+        return self._vals.get(name)
 
     def _numbers(self, name: str, text: str) -> tuple[float, ...]:
         try:

@@ -57,6 +57,8 @@ def quat2mat_batch(q) -> np.ndarray:
     """:func:`quat2mat` of each row of an (n, 4) array, element for element the same
     arithmetic (so the same bits), identity quaternions included."""
     q = np.asarray(q, dtype=np.float64).reshape(-1, 4)
+    if len(q) < 16:  # (fewer numpy calls one by one)
+        return np.array([quat2mat(qi) for qi in q]).reshape(-1, 3, 3)
     w, x, y, z = q[:, 0], q[:, 1], q[:, 2], q[:, 3]
     m = np.empty((len(q), 3, 3))
     m[:, 0, 0] = w * w + x * x - y * y - z * z

@@ -39,6 +39,7 @@ FLUID_SHAPES = {"none": 0, "ellipsoid": 1}
 ALIGNFREE = {"false": ALIGNFREE_FALSE, "true": ALIGNFREE_TRUE, "auto": ALIGNFREE_AUTO}
 SOLREF0 = (0.02, 1.0)
 _ORIENTATIONS = ("quat", "axisangle", "xyaxes", "zaxis", "euler")  # alternatives
+_QUAT0 = (1.0, 0, 0, 0)
 SOLIMP0 = (0.9, 0.95, 0.001, 0.5, 2.0)
 
 
@@ -91,8 +92,10 @@ class TreeBuilder:
         self._suffix = []
 
     # -- orientation ---------------------------------------------------------------
-    def orientation(self, a: Attrs, quat_default=(1.0, 0, 0, 0), allow_quat=True):
+    def orientation(self, a: Attrs, quat_default=_QUAT0, allow_quat=True):
         """Quaternion from quat / axisangle / xyaxes / zaxis / euler (at most one)."""
+        if quat_default is _QUAT0 and a._vals.keys().isdisjoint(_ORIENTATIONS):
+            return np.array([1.0, 0.0, 0.0, 0.0])  # (the common case: none given)
         given = [k for k in _ORIENTATIONS if a.text(k) is not None and a.has_numbers(k)]
         # explicit attributes beat those inherited from defaults
         explicit = [k for k in given if a.explicit(k)]
