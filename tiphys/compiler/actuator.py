@@ -766,20 +766,24 @@ def invweight0(out, k0, Minv):
     nv = len(out.dof_bodyid)
     bw = np.zeros((nbody, 2))
     weldid, simple, mass = out.body_weldid.tolist(), out.body_simple.tolist(), out.body_mass
-    groups = {}  # chain length -> bodies
+    use = [False] * nbody
     for b in range(1, nbody):
         if weldid[b] == 0:
             continue
         if simple[b] == 2:
             bw[b, 0] = 1.0 / max(MINVAL, mass[b])
         elif nv:
-            groups.setdefault(len(k0.chain(b)), []).append(b)
-    for bodies in groups.values():
-        chains = [k0.chain(b) for b in bodies]
-        jp, jr = k0.chain_jacs(k0.xipos[bodies], np.array(chains))
+            use[b] = True
+    for group, jp, jr in (k0.body_jacs().values() if nv else ()):
+        sel = [i for i, b in enumerate(group) if use[b]]
+        if not sel:
+            continue
+        if len(sel) < len(group):
+            group = [group[i] for i in sel]
+            jp, jr = jp[sel], jr[sel]
         J = np.concatenate([jp, jr], axis=1)
-        A = J @ np.array([Minv.sub(c) for c in chains]) @ J.transpose(0, 2, 1)
-        for b, Ab in zip(bodies, A):
+        A = J @ np.array([Minv.sub(k0.chain(b)) for b in group]) @ J.transpose(0, 2, 1)
+        for b, Ab in zip(group, A):
             bw[b] = (np.trace(Ab[:3, :3]) / 3, np.trace(Ab[3:, 3:]) / 3)
     dw = np.zeros(nv)
     for j in range(len(out.jnt_type)):

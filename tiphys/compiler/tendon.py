@@ -57,6 +57,7 @@ class HostKinematics:
         self.a = a
         self.qpos = np.asarray(qpos, dtype=np.float64)
         self._chains = None
+        self._body_jacs = None
         nbody = len(a.body_parentid)
         njnt = len(a.jnt_type)
         xpos = np.zeros((nbody, 3))
@@ -192,6 +193,39 @@ class HostKinematics:
         """Dense M at this pose: body inertias + dof armature (no tendon armature)."""
         return self.mass_blocks().dense()
 
+    def body_jacs(self) -> dict:
+        """The com Jacobians of every body with dofs, as :meth:`chain_jacs` makes
+        them, grouped by chain length: {L: (bodies, jp, jr)} with (B, 3, L) stacks
+        (made once, element by element for all bodies together)."""
+        if self._body_jacs is not None:
+            return self._body_jacs
+        nbody = len(self.a.body_parentid)
+        bodies = [b for b in range(1, nbody) if self.chain(b)]
+        groups = {}  # chain length -> bodies
+        for b in bodies:
+            groups.setdefault(len(self.chain(b)), []).append(b)
+        out = {}
+        if bodies:
+            flat = [d for b in bodies for d in self.chain(b)]
+            owner = [b for b in bodies for _ in self.chain(b)]
+            w = self.dof_ang[flat]
+            v = self.xipos[owner] - self.dof_anchor[flat]
+            lin = self.dof_lin[flat]
+            jp = np.empty(w.shape)
+            jp[:, 0] = (w[:, 1] * v[:, 2] - w[:, 2] * v[:, 1]) + lin[:, 0]
+            jp[:, 1] = (w[:, 2] * v[:, 0] - w[:, 0] * v[:, 2]) + lin[:, 1]
+            jp[:, 2] = (w[:, 0] * v[:, 1] - w[:, 1] * v[:, 0]) + lin[:, 2]
+            start, k = {}, 0
+            for b in bodies:
+                start[b] = k
+                k += len(self.chain(b))
+            for n, group in groups.items():
+                idx = np.array([start[b] for b in group])[:, None] + np.arange(n)
+                out[n] = (group, np.ascontiguousarray(jp[idx].transpose(0, 2, 1)),
+                          np.ascontiguousarray(w[idx].transpose(0, 2, 1)))
+        self._body_jacs = out
+        return out
+
     def mass_blocks(self) -> "TreeBlocks":
         """M at this pose, tree by tree: body inertias + dof armature (no tendon
         armature).
@@ -202,31 +236,31 @@ class HostKinematics:
         a = self.a
         blocks = TreeBlocks.zeros(a.dof_treeid)
         mass, inertia = a.body_mass, a.body_inertia
-        moving = (mass != 0) | np.any(inertia != 0, axis=1)
-        groups = {}  # chain length -> bodies
-        for b in np.nonzero(moving[1:])[0].tolist():
-            chain = self.chain(b + 1)
-            if chain:
-                groups.setdefault(len(chain), []).append(b + 1)
+        moving = ((mass != 0) | np.any(inertia != 0, axis=1)).tolist()
+        # rotated inertias of all bodies (3x3 products: one stacked call)
+        diag = np.zeros((len(mass), 3, 3))
+        diag[:, (0, 1, 2), (0, 1, 2)] = inertia
+        inert_all = self.ximat @ diag @ self.ximat.transpose(0, 2, 1)
         terms = {}
-        for bodies in groups.values():
-            chains = np.array([self.chain(b) for b in bodies])
+        for group, jp, jr in self.body_jacs().values():
             # only the dofs on the body's chain are nonzero in its Jacobian: adding
             # the chain's block keeps large scenes (thousands of dofs) O(sum chain^2)
-            jp, jr = self.chain_jacs(self.xipos[bodies], chains)
-            xim = self.ximat[bodies]
-            diag = np.zeros((len(bodies), 3, 3))
-            diag[:, (0, 1, 2), (0, 1, 2)] = inertia[bodies]
-            inert = xim @ diag @ xim.transpose(0, 2, 1)
-            term = mass[bodies][:, None, None] * jp.transpose(0, 2, 1) @ jp + \
-                jr.transpose(0, 2, 1) @ inert @ jr
-            terms.update(zip(bodies, term))
+            sel = [i for i, b in enumerate(group) if moving[b]]
+            if not sel:
+                continue
+            if len(sel) < len(group):
+                group = [group[i] for i in sel]
+                jp, jr = jp[sel], jr[sel]
+            term = mass[group][:, None, None] * jp.transpose(0, 2, 1) @ jp + \
+                jr.transpose(0, 2, 1) @ inert_all[group] @ jr
+            terms.update(zip(group, term))
+        tree_of, los = blocks.tree_of, blocks.los
         for b in sorted(terms):
             chain = self.chain(b)
-            t = blocks.tree_of[chain[0]]
-            lo = blocks.los[t]
+            t = tree_of[chain[0]]
+            lo = los[t]
             blocks.blocks[t][_chain_block([d - lo for d in chain])] += terms[b]
-        for lo, block in zip(blocks.los, blocks.blocks):
+        for lo, block in zip(los, blocks.blocks):
             block[np.diag_indices(len(block))] += a.dof_armature[lo:lo + len(block)]
         return blocks
 
