@@ -783,23 +783,26 @@ def invweight0(out, k0, Minv):
             jp, jr = jp[sel], jr[sel]
         J = np.concatenate([jp, jr], axis=1)
         A = J @ np.array([Minv.sub(k0.chain(b)) for b in group]) @ J.transpose(0, 2, 1)
-        for b, Ab in zip(group, A):
-            bw[b] = (np.trace(Ab[:3, :3]) / 3, np.trace(Ab[3:, 3:]) / 3)
-    dw = np.zeros(nv)
-    for j in range(len(out.jnt_type)):
-        adr, body = out.jnt_dofadr[j], out.jnt_bodyid[j]
+        # traces summed in order (as np.trace sums 3 numbers)
+        d = A[:, (0, 1, 2, 3, 4, 5), (0, 1, 2, 3, 4, 5)]
+        bw[group, 0] = ((d[:, 0] + d[:, 1]) + d[:, 2]) / 3
+        bw[group, 1] = ((d[:, 3] + d[:, 4]) + d[:, 5]) / 3
+    dw = [0.0] * nv
+    for adr, body, jtype in zip(out.jnt_dofadr.tolist(), out.jnt_bodyid.tolist(),
+                                out.jnt_type.tolist()):
         if simple[body] == 2:
             dw[adr] = 1.0 / max(MINVAL, mass[body])
             continue
-        dnum = {0: 6, 1: 3}.get(int(out.jnt_type[j]), 1)
-        A = Minv.block(adr, dnum)
+        dnum = {0: 6, 1: 3}.get(jtype, 1)
+        d = Minv.block(adr, dnum).diagonal().tolist()
         if dnum == 6:
-            dw[adr:adr + 3] = np.trace(A[:3, :3]) / 3
-            dw[adr + 3:adr + 6] = np.trace(A[3:, 3:]) / 3
+            dw[adr:adr + 3] = [((d[0] + d[1]) + d[2]) / 3] * 3
+            dw[adr + 3:adr + 6] = [((d[3] + d[4]) + d[5]) / 3] * 3
         elif dnum == 3:
-            dw[adr:adr + 3] = np.trace(A) / 3
+            dw[adr:adr + 3] = [((d[0] + d[1]) + d[2]) / 3] * 3
         else:
-            dw[adr] = A[0, 0]
+            dw[adr] = d[0]
+    dw = np.array(dw, dtype=np.float64)
     out.body_invweight0 = bw
     out.dof_invweight0 = dw
 

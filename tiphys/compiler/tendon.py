@@ -64,15 +64,29 @@ class HostKinematics:
         xquat = np.tile([1.0, 0, 0, 0], (nbody, 1))
         xanchor = np.zeros((njnt, 3))
         xaxis = np.zeros((njnt, 3))
+        jntadr_b, jntnum_b = a.body_jntadr.tolist(), a.body_jntnum.tolist()
+        jnt_type = a.jnt_type.tolist()
+        free = [b for b in range(1, nbody)
+                if jntnum_b[b] == 1 and jnt_type[jntadr_b[b]] == JNT_FREE]
+        if free:
+            # free bodies (children of the world) all at once: normalize's norm is
+            # the sequential sum of squares, as np.dot sums 4 numbers
+            fj = a.body_jntadr[free]
+            qa = a.jnt_qposadr[fj][:, None]
+            xpos[free] = self.qpos[qa + np.arange(3)]
+            q = self.qpos[qa + np.arange(3, 7)]
+            n = np.sqrt((q * q).sum(1))
+            small = n < rot.EPS
+            q = q / np.where(small, 1.0, n)[:, None]
+            q[small] = (1.0, 0.0, 0.0, 0.0)
+            xquat[free] = q
+            xanchor[fj] = xpos[free]
+            xaxis[fj] = rot.matvec_batch(rot.quat2mat_batch(q), a.jnt_axis[fj])
+        isfree = set(free)
         for b in range(1, nbody):
-            jadr, jnum = a.body_jntadr[b], a.body_jntnum[b]
-            if jnum == 1 and a.jnt_type[jadr] == JNT_FREE:
-                qa = a.jnt_qposadr[jadr]
-                xpos[b] = qpos[qa:qa + 3]
-                xquat[b] = rot.normalize(qpos[qa + 3:qa + 7])[0]
-                xanchor[jadr] = xpos[b]
-                xaxis[jadr] = _quat2mat(xquat[b]) @ a.jnt_axis[jadr]
+            if b in isfree:
                 continue
+            jadr, jnum = jntadr_b[b], jntnum_b[b]
             p = a.body_parentid[b]
             pos = xpos[p] + _quat2mat(xquat[p]) @ a.body_pos[b]
             quat = rot.quat_mul(xquat[p], a.body_quat[b])
@@ -299,10 +313,11 @@ class TreeBlocks:
         return M
 
     def sub(self, dofs) -> np.ndarray:
-        """The rows and columns ``dofs`` (all in one tree), as a dense copy."""
+        """The rows and columns ``dofs`` (all in one tree; a chain's decreasing ids
+        give a reversed slice when consecutive), a view or a copy."""
         t = self.tree_of[dofs[0]]
-        idx = np.asarray(dofs) - self.los[t]
-        return self.blocks[t][idx[:, None], idx[None, :]]
+        lo = self.los[t]
+        return self.blocks[t][_chain_block([d - lo for d in dofs])]
 
     def block(self, lo: int, n: int) -> np.ndarray:
         """Rows and columns lo..lo+n-1 (inside one tree), a view."""
