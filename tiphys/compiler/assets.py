@@ -253,7 +253,9 @@ class AssetCompiler:
             raise a.error("fromto cannot be used with mesh geom", "fromto")
         mid = self._lookup(self.mesh_names, g.mesh, a, "mesh")
         collide = g.contype != 0 or g.conaffinity != 0
-        cm = self.mesh(mid, needhull=False)
+        # a colliding mesh geom needs the hull later (fill): compiled with it now, the
+        # mesh is compiled once (the hull changes no field the geom reads)
+        cm = self.mesh(mid, needhull=g.type == GEOM_MESH and collide and not g.shell)
         center = np.zeros(3)
         if g.type != GEOM_MESH:
             kind = {2: "sphere", 3: "capsule", 4: "ellipsoid", 5: "cylinder", 6: "box"}.get(
