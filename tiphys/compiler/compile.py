@@ -450,7 +450,32 @@ def _same_quat(a, b):
 _QUNIT = np.array([1.0, 0, 0, 0])
 
 
+def _is_zero(v) -> bool:
+    return all(abs(x) < 1e-6 for x in v)
+
+
+def _is_near(a, b) -> bool:
+    return all(abs(x - y) < 1e-6 for x, y in zip(a, b))
+
+
+def _is_near_quat(a, b) -> bool:
+    return _is_near(a, b) or all(abs(x + y) < 1e-6 for x, y in zip(a, b))
+
+
+_QUNIT_L = [1.0, 0.0, 0.0, 0.0]
+
+
 def _sameframe_body(ipos, iquat):
+    p, q = _vector(ipos), _vector(iquat)
+    if p is None or q is None or len(p) != 3 or len(q) != 4:
+        return _sameframe_body_any(ipos, iquat)
+    unitq = _is_near_quat(q, _QUNIT_L)
+    if unitq and _is_zero(p):
+        return SAMEFRAME_BODY
+    return SAMEFRAME_BODYROT if unitq else SAMEFRAME_NONE
+
+
+def _sameframe_body_any(ipos, iquat):
     if _same(ipos, 0) and _same_quat(iquat, _QUNIT):
         return SAMEFRAME_BODY
     if _same_quat(iquat, _QUNIT):
@@ -460,13 +485,26 @@ def _sameframe_body(ipos, iquat):
 
 def _sameframe_obj(pos, quat, body):
     ipos = np.zeros(3) if body.ipos is None else body.ipos
+    p, q, ip, iq = _vector(pos), _vector(quat), _vector(ipos), _vector(body.iquat)
+    if p is None or q is None or ip is None or iq is None or len(p) != 3 or \
+            len(q) != 4 or len(ip) != 3 or len(iq) != 4:
+        return _sameframe_obj_any(pos, quat, ipos, body.iquat)
+    unitq = _is_near_quat(q, _QUNIT_L)
+    if unitq:
+        return SAMEFRAME_BODY if _is_zero(p) else SAMEFRAME_BODYROT
+    if _is_near_quat(q, iq):
+        return SAMEFRAME_INERTIA if _is_near(p, ip) else SAMEFRAME_INERTIAROT
+    return SAMEFRAME_NONE
+
+
+def _sameframe_obj_any(pos, quat, ipos, iquat):
     if _same(pos, 0) and _same_quat(quat, _QUNIT):
         return SAMEFRAME_BODY
     if _same_quat(quat, _QUNIT):
         return SAMEFRAME_BODYROT
-    if _same(pos, ipos) and _same_quat(quat, body.iquat):
+    if _same(pos, ipos) and _same_quat(quat, iquat):
         return SAMEFRAME_INERTIA
-    if _same_quat(quat, body.iquat):
+    if _same_quat(quat, iquat):
         return SAMEFRAME_INERTIAROT
     return SAMEFRAME_NONE
 
