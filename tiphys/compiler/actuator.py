@@ -23,6 +23,7 @@ from ..kernels.consts import (BIAS_AFFINE, BIAS_MUSCLE, BIAS_NONE, BIAS_USER, DY
                               TRN_JOINT, TRN_JOINTINPARENT, TRN_SITE, TRN_SLIDERCRANK, TRN_TENDON,
                               TRN_UNDEFINED)
 from .attrs import BOOL, LIMITED, Attrs, parse_floats
+from .empty import replay_empty
 
 # MJCF keywords -> mjtDyn, mjtGain, mjtBias, mjtLRMode
 DYN = {"none": DYN_NONE, "integrator": DYN_INTEGRATOR, "filter": DYN_FILTER,
@@ -471,6 +472,13 @@ def _compile_one(st, i, ctx, joints, sites, bodies, tendons, nuser):
 
 
 def fill_actuators(out, acts, nuser):
+    if not acts:
+        replay_empty(out, ("actuators", nuser), lambda ns: _fill_actuators(ns, [], nuser))
+        return 0
+    return _fill_actuators(out, acts, nuser)
+
+
+def _fill_actuators(out, acts, nuser):
     f = np.float64
     n = len(acts)
     out.actuator_trntype = np.array([s.trntype for s in acts], dtype=np.int32)

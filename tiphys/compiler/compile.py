@@ -16,6 +16,7 @@ from ..types import MODEL_SIZES
 from . import rotation as rot
 from .attrs import BOOL, Attrs
 from .defaults import DefaultTree
+from .empty import replay_empty
 from .replicate import expand_replicated_references
 from .options import read_option, read_size, read_statistic, read_visual
 from .progress import CompileProgress
@@ -409,8 +410,15 @@ def _assemble(out, builder, ctx, size):
 
     _geoms(out, geoms, bodies)
     _sites(out, sites, bodies)
-    _cameras(out, cams, bodies, builder)
-    _lights(out, lights, builder)
+    poses = _global_poses(bodies) if (cams or lights) else (None,) * 3
+    if cams:
+        _cameras(out, cams, builder, poses)
+    else:
+        replay_empty(out, "cameras", lambda ns: _cameras(ns, [], builder, poses))
+    if lights:
+        _lights(out, lights, builder, poses)
+    else:
+        replay_empty(out, "lights", lambda ns: _lights(ns, [], builder, poses))
     out.mocap_pos0 = np.array([b.pos for b in mocap], dtype=f).reshape(len(mocap), 3)
     out.mocap_quat0 = np.array([b.quat for b in mocap], dtype=f).reshape(len(mocap), 4)
     _setsize(out, nq=nq, nv=nv, nu=0, na=0, nbody=nbody, njnt=njnt, ntree=ntree, nM=nM,
@@ -583,11 +591,10 @@ def _global_poses(bodies):
     return xpos, xquat, com
 
 
-def _cameras(out, cams, bodies, builder):
+def _cameras(out, cams, builder, poses):
     f = np.float64
     n = len(cams)
-    xpos, xquat, com = _global_poses(bodies) if (cams or builder.lights) else (None,) * 3
-    out._poses = (xpos, xquat, com)
+    xpos, xquat, com = poses
     tb, pos0, poscom0, mat0 = [], [], [], []
     for c in cams:
         tid = -1
@@ -616,10 +623,10 @@ def _cameras(out, cams, bodies, builder):
     out.cam_intrinsic = np.array([c.intrinsic for c in cams], dtype=f).reshape(n, 4)
 
 
-def _lights(out, lights, builder):
+def _lights(out, lights, builder, poses):
     f = np.float64
     n = len(lights)
-    xpos, xquat, com = out._poses
+    xpos, xquat, com = poses
     tb, pos0, poscom0, dir0 = [], [], [], []
     for li in lights:
         tid = -1
@@ -631,7 +638,6 @@ def _lights(out, lights, builder):
         pos0.append(gpos - xpos[b])
         poscom0.append(gpos - com[tid if tid >= 0 else b])
         dir0.append(rot.rotate(xquat[b], li.dir))
-    del out._poses
     out.light_mode = np.array([li.mode for li in lights], dtype=np.int32)
     out.light_bodyid = np.array([li.body.id for li in lights], dtype=np.int32)
     out.light_targetbodyid = np.array(tb, dtype=np.int32)

@@ -22,6 +22,7 @@ from ..kernels.consts import (GEOM_CYLINDER, GEOM_SPHERE, JNT_FREE, LIMITED_AUTO
                               WRAP_PULLEY, WRAP_SITE, WRAP_SPHERE)
 from . import rotation as rot
 from .attrs import LIMITED, Attrs
+from .empty import replay_empty
 
 SOLREF0 = (0.02, 1.0)
 SOLIMP0 = (0.9, 0.95, 0.001, 0.5, 2.0)
@@ -773,6 +774,18 @@ def _check_tendon(t, a, ctx):
 
 def fill_tendons(out, tendons, nuser):
     """The tendon_* and wrap_* arrays (constants from qpos0 are set later)."""
+    if not tendons:
+        def make(ns):
+            _fill_tendon_arrays(ns, [], nuser)
+            ns.tendon_treenum = np.zeros(0, dtype=np.int32)
+            ns.tendon_treeid = np.full((0, 2), -1, dtype=np.int32)
+        replay_empty(out, ("tendons", nuser), make)
+        return
+    _fill_tendon_arrays(out, tendons, nuser)
+    _tendon_trees(out, tendons)
+
+
+def _fill_tendon_arrays(out, tendons, nuser):
     f = np.float64
     n = len(tendons)
     adr, wraps = [], []
@@ -800,7 +813,12 @@ def fill_tendons(out, tendons, nuser):
     out.wrap_type = np.array([w[0] for w in wraps], dtype=np.int32)
     out.wrap_objid = np.array([w[1] for w in wraps], dtype=np.int32)
     out.wrap_prm = np.array([w[2] for w in wraps], dtype=f)
-    # tendon_treenum/treeid (setFixed)
+
+
+def _tendon_trees(out, tendons):
+    """tendon_treenum/treeid (setFixed), and the bodies that tendon armature makes
+    not simple."""
+    n = len(tendons)
     treenum = np.zeros(n, dtype=np.int32)
     treeid = np.full((n, 2), -1, dtype=np.int32)
     for i, t in enumerate(tendons):
@@ -823,6 +841,8 @@ def fill_tendons(out, tendons, nuser):
     out.tendon_treenum = treenum
     out.tendon_treeid = treeid
     # FinalizeSimple: bodies touched by tendons with armature are not simple
+    if all(t.armature == 0 for t in tendons):
+        return
     for t in tendons:
         if t.armature == 0:
             continue
