@@ -656,7 +656,7 @@ class TreeBuilder:
             b.pos, b.quat = rot.frame_accum(frame.pos, frame.quat, b.pos, b.quat)
         b.mass = max(b.mass, ctx.boundmass)
         b.inertia = np.maximum(b.inertia, ctx.boundinertia)
-        if b.mass < 0 or (b.inertia < 0).any():
+        if b.mass < 0 or any(x < 0 for x in b.inertia.tolist()):
             raise error_at(b.el, "mass and inertia cannot be negative")
         i0, i1, i2 = b.inertia
         if i0 + i1 < i2 or i0 + i2 < i1 or i1 + i2 < i0:
@@ -939,9 +939,10 @@ def _geom_mass(g, infer: bool):
         else:
             g.mass_ = g.density * _volume(g)
             g.inertia = _principal_inertia(g)
-    if g.mass_ < 0 or (g.inertia < 0).any() or g.density < 0:
+    inertia = g.inertia.tolist()
+    if g.mass_ < 0 or any(x < 0 for x in inertia) or g.density < 0:
         raise error_at(g.el, "mass, inertia or density are negative in geom")
-    if not (math.isfinite(g.mass_) and np.all(np.isfinite(g.inertia))):
+    if not (math.isfinite(g.mass_) and all(map(math.isfinite, inertia))):
         # MuJoCo keeps NaN/inf here (a silently broken body); reject it
         raise error_at(g.el, "mass or inertia of geom is not finite")
 
