@@ -84,28 +84,45 @@ class HostKinematics:
             xanchor[fj] = xpos[free]
             xaxis[fj] = rot.matvec_batch(rot.quat2mat_batch(q), a.jnt_axis[fj])
         isfree = set(free)
+        parent = a.body_parentid.tolist()
+        body_pos, body_quat = list(a.body_pos), list(a.body_quat)
+        jnt_pos, jnt_axis = list(a.jnt_pos), list(a.jnt_axis)
+        qposadr, qpos, qpos0 = a.jnt_qposadr.tolist(), self.qpos, a.qpos0
+        xmats = {}  # body -> rotation of xquat[body], made when a child needs it
+
+        def rotation(q, cache):
+            """quat2mat(q), reusing the last matrix when q has the same bits."""
+            key = q.tobytes()
+            if cache[0] != key:
+                cache[0], cache[1] = key, _quat2mat(q)
+            return cache[1]
+
         for b in range(1, nbody):
             if b in isfree:
                 continue
             jadr, jnum = jntadr_b[b], jntnum_b[b]
-            p = a.body_parentid[b]
-            pos = xpos[p] + _quat2mat(xquat[p]) @ a.body_pos[b]
-            quat = rot.quat_mul(xquat[p], a.body_quat[b])
+            p = parent[b]
+            pmat = xmats.get(p)
+            if pmat is None:
+                pmat = xmats[p] = _quat2mat(xquat[p])
+            pos = xpos[p] + pmat @ body_pos[b]
+            quat = rot.quat_mul(xquat[p], body_quat[b])
+            cache = [None, None]
             for j in range(jadr, jadr + jnum):
-                mat = _quat2mat(quat)
-                xanchor[j] = mat @ a.jnt_pos[j] + pos
-                xaxis[j] = mat @ a.jnt_axis[j]
-                qa = a.jnt_qposadr[j]
-                jt = a.jnt_type[j]
+                mat = rotation(quat, cache)
+                xanchor[j] = mat @ jnt_pos[j] + pos
+                xaxis[j] = mat @ jnt_axis[j]
+                qa = qposadr[j]
+                jt = jnt_type[j]
                 if jt == 2:  # slide
-                    pos = pos + xaxis[j] * (qpos[qa] - a.qpos0[qa])
+                    pos = pos + xaxis[j] * (qpos[qa] - qpos0[qa])
                 elif jt in (1, 3):
                     if jt == 3:
-                        qloc = _axisangle_quat(a.jnt_axis[j], qpos[qa] - a.qpos0[qa])
+                        qloc = _axisangle_quat(jnt_axis[j], qpos[qa] - qpos0[qa])
                     else:
                         qloc = rot.normalize(qpos[qa:qa + 4])[0]
                     quat = rot.quat_mul(quat, qloc)
-                    pos = xanchor[j] - _quat2mat(quat) @ a.jnt_pos[j]
+                    pos = xanchor[j] - rotation(quat, cache) @ jnt_pos[j]
             xpos[b] = pos
             xquat[b] = rot.normalize(quat)[0]
         xmat = rot.quat2mat_batch(xquat)
