@@ -409,7 +409,10 @@ def _assemble(out, builder, ctx, size):
     out.tree_dofnum = np.array(tree_dofnum, dtype=np.int32)
 
     _geoms(out, geoms, bodies)
-    _sites(out, sites, bodies)
+    if sites:
+        _sites(out, sites, bodies)
+    else:
+        replay_empty(out, "sites", lambda ns: _sites(ns, [], bodies))
     poses = _global_poses(bodies) if (cams or lights) else (None,) * 3
     if cams:
         _cameras(out, cams, builder, poses)
