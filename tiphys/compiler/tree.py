@@ -948,32 +948,39 @@ def _geom_mass(g, infer: bool):
 
 
 def _aabb_rbound(g):
-    s = g.size
-    if g.type == GEOM_HFIELD:
-        hs = g.hfieldobj.size
-        aamm = np.array([-hs[0], -hs[1], -hs[3], hs[0], hs[1], hs[2]])
-        rbound = math.sqrt(hs[0] ** 2 + hs[1] ** 2 + max(hs[2] ** 2, hs[3] ** 2))
-    elif g.type == GEOM_SPHERE:
-        aamm = np.array([-s[0]] * 3 + [s[0]] * 3)
-        rbound = s[0]
-    elif g.type == GEOM_CAPSULE:
-        aamm = np.array([-s[0], -s[0], -s[0] - s[1], s[0], s[0], s[0] + s[1]])
-        rbound = s[0] + s[1]
-    elif g.type == GEOM_CYLINDER:
-        aamm = np.array([-s[0], -s[0], -s[1], s[0], s[0], s[1]])
-        rbound = math.sqrt(s[0] ** 2 + s[1] ** 2)
-    elif g.type == GEOM_MESH:
+    """The geom's local aabb (center, half sizes) and bounding-sphere radius (on
+    Python floats: the same doubles as the arithmetic on numpy scalars)."""
+    if g.type == GEOM_MESH:
         aamm = np.asarray(g.meshobj.aamm, dtype=np.float64)
         h = np.maximum(np.abs(aamm[:3]), np.abs(aamm[3:]))
         rbound = float(np.sqrt(np.dot(h, h)))
-    elif g.type == GEOM_PLANE:
-        big = MAXVAL
-        aamm = np.array([-big, -big, -big, big, big, 0.0])
-        rbound = 0.0
+        aamm = aamm.tolist()
     else:
-        aamm = np.concatenate([-s, s])
-        rbound = max(s) if g.type == GEOM_ELLIPSOID else math.sqrt(float(np.dot(s, s)))
-    aabb = np.concatenate([(aamm[3:] + aamm[:3]) / 2, (aamm[3:] - aamm[:3]) / 2])
+        s = g.size.tolist()
+        if g.type == GEOM_HFIELD:
+            hs = g.hfieldobj.size
+            aamm = [-hs[0], -hs[1], -hs[3], hs[0], hs[1], hs[2]]
+            rbound = math.sqrt(hs[0] ** 2 + hs[1] ** 2 + max(hs[2] ** 2, hs[3] ** 2))
+        elif g.type == GEOM_SPHERE:
+            aamm = [-s[0]] * 3 + [s[0]] * 3
+            rbound = s[0]
+        elif g.type == GEOM_CAPSULE:
+            aamm = [-s[0], -s[0], -s[0] - s[1], s[0], s[0], s[0] + s[1]]
+            rbound = s[0] + s[1]
+        elif g.type == GEOM_CYLINDER:
+            aamm = [-s[0], -s[0], -s[1], s[0], s[0], s[1]]
+            rbound = math.sqrt(s[0] ** 2 + s[1] ** 2)
+        elif g.type == GEOM_PLANE:
+            big = MAXVAL
+            aamm = [-big, -big, -big, big, big, 0.0]
+            rbound = 0.0
+        else:
+            aamm = [-s[0], -s[1], -s[2], s[0], s[1], s[2]]
+            rbound = max(s) if g.type == GEOM_ELLIPSOID else \
+                math.sqrt(float(np.dot(g.size, g.size)))
+    lo, hi = aamm[:3], aamm[3:]
+    aabb = np.array([(hi[0] + lo[0]) / 2, (hi[1] + lo[1]) / 2, (hi[2] + lo[2]) / 2,
+                     (hi[0] - lo[0]) / 2, (hi[1] - lo[1]) / 2, (hi[2] - lo[2]) / 2])
     return aabb, rbound
 
 
