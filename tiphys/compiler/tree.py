@@ -361,20 +361,27 @@ class TreeBuilder:
             j.align = a.keyword("align", ALIGNFREE, ALIGNFREE_AUTO)
         else:
             a = self._attrs(el, "joint", childclass)
-            j = _Joint(el=el, body=body, name=self._name(el),
-                       type=a.keyword("type", JOINT_TYPES, JNT_HINGE))
-            j.group = a.int("group", 0)
-            j.pos = a.floats("pos", 3, (0, 0, 0))
-            j.axis = a.floats("axis", 3, (0, 0, 1))
-            j.limited = a.keyword("limited", LIMITED, LIMITED_AUTO)
-            j.actfrclimited = a.keyword("actuatorfrclimited", LIMITED, LIMITED_AUTO)
-            j.solref = a.floats("solreflimit", 2, SOLREF0, exact=False)
-            j.solimp = a.floats("solimplimit", 5, SOLIMP0, exact=False)
-            j.solref_friction = a.floats("solreffriction", 2, SOLREF0, exact=False)
-            j.solimp_friction = a.floats("solimpfriction", 5, SOLIMP0, exact=False)
-            j.stiffness = a.float("stiffness", 0.0)
-            j.range = a.floats("range", 2, (0, 0))
-            j.actfrcrange = a.floats("actuatorfrcrange", 2, (0, 0))
+            # read in this order (it decides which error a bad joint reports), then
+            # made at once (the dataclass's array defaults are not built to be dropped)
+            name = self._name(el)
+            jtype = a.keyword("type", JOINT_TYPES, JNT_HINGE)
+            group = a.int("group", 0)
+            pos = a.floats("pos", 3, (0, 0, 0))
+            axis = a.floats("axis", 3, (0, 0, 1))
+            limited = a.keyword("limited", LIMITED, LIMITED_AUTO)
+            actfrclimited = a.keyword("actuatorfrclimited", LIMITED, LIMITED_AUTO)
+            solref = a.floats("solreflimit", 2, SOLREF0, exact=False)
+            solimp = a.floats("solimplimit", 5, SOLIMP0, exact=False)
+            solref_friction = a.floats("solreffriction", 2, SOLREF0, exact=False)
+            solimp_friction = a.floats("solimpfriction", 5, SOLIMP0, exact=False)
+            stiffness = a.float("stiffness", 0.0)
+            rng = a.floats("range", 2, (0, 0))
+            actfrcrange = a.floats("actuatorfrcrange", 2, (0, 0))
+            j = _Joint(el=el, body=body, name=name, type=jtype, group=group, pos=pos,
+                       axis=axis, limited=limited, actfrclimited=actfrclimited,
+                       solref=solref, solimp=solimp, solref_friction=solref_friction,
+                       solimp_friction=solimp_friction, stiffness=stiffness, range=rng,
+                       actfrcrange=actfrcrange)
             j.actgravcomp = a.bool("actuatorgravcomp", 0)
             j.margin = a.float("margin", 0.0)
             j.ref = a.float("ref", 0.0)
