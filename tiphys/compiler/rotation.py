@@ -133,12 +133,14 @@ def axisangle2quat(axis, angle) -> np.ndarray:
 
 def frame_accum(pos, quat, child_pos, child_quat):
     """Compose (pos, quat) with a child frame expressed in it (mjuu_frameaccum)."""
-    m = _quat2mat9(quat)
-    v = _pyfloats(child_pos)
+    q = _pyfloats(quat)
+    m = _quat2mat9(q)
+    v0, v1, v2 = _pyfloats(child_pos)
     p = _pyfloats(pos)
-    res = [p[i] + (m[3 * i] * v[0] + m[3 * i + 1] * v[1] + m[3 * i + 2] * v[2])
-           for i in range(3)]
-    return np.array(res), quat_mul(quat, child_quat)
+    res = [p[0] + (m[0] * v0 + m[1] * v1 + m[2] * v2),
+           p[1] + (m[3] * v0 + m[4] * v1 + m[5] * v2),
+           p[2] + (m[6] * v0 + m[7] * v1 + m[8] * v2)]
+    return np.array(res), np.array(_mulquat_exact(q, _pyfloats(child_quat)))
 
 
 def frame_invert(pos, quat):
@@ -177,7 +179,7 @@ def _normvec_exact(v: list) -> float:
 
 def _quat2mat9(q) -> list:
     """mjuu_quat2mat: row-major 9-list."""
-    w, x, y, z = (float(c) for c in q)
+    w, x, y, z = q if type(q) is list else _pyfloats(q)
     if w == 1 and x == 0 and y == 0 and z == 0:
         return [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
     q00, q01, q02, q03 = w * w, w * x, w * y, w * z

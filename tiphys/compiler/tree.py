@@ -90,6 +90,7 @@ class TreeBuilder:
         self.joints, self.geoms, self.sites, self.cameras, self.lights = [], [], [], [], []
         self._defaults_of = {}
         self._suffix = []
+        self._geom_protos = {}  # (geom element, childclass) -> its fields, in <replicate>
 
     # -- orientation ---------------------------------------------------------------
     def orientation(self, a: Attrs, quat_default=_QUAT0, allow_quat=True):
@@ -446,6 +447,18 @@ class TreeBuilder:
 
     # -- geoms ----------------------------------------------------------------------
     def _geom(self, el, body: Body, frame, childclass):
+        # a geom inside <replicate> is read once: its copies differ in body, name and
+        # frame only (mesh and hfield geoms, whose assets are attached, are read anew)
+        key = (id(el), childclass) if self._suffix else None
+        proto = self._geom_protos.get(key) if key else None
+        if proto is not None:
+            g = object.__new__(_Geom)
+            g.__dict__.update({k: v.copy() if type(v) is np.ndarray else v
+                               for k, v in proto.items()})
+            g.body, g.name, g.frame = body, self._name(el), frame
+            body.geoms.append(g)
+            self.geoms.append(g)
+            return
         a = self._attrs(el, "geom", childclass)
         g = _Geom(el=el, body=body, name=self._name(el))
         g.type = a.keyword("type", GEOM_TYPES, GEOM_SPHERE)
@@ -499,6 +512,9 @@ class TreeBuilder:
         g.aabb, g.rbound = _aabb_rbound(g)
         g.mass_, g.inertia = 0.0, np.zeros(3)
         g.frame = frame
+        if key and not g.mesh and not g.hfield:
+            self._geom_protos[key] = {k: v.copy() if type(v) is np.ndarray else v
+                                      for k, v in g.__dict__.items()}
         body.geoms.append(g)
         self.geoms.append(g)
 
