@@ -323,12 +323,12 @@ def _assemble(out, builder, ctx, size):
     body_treeid = [dof_treeid[dofadr_b[weldid[i]]] if dofnum_b[weldid[i]] else -1
                    for i in range(nbody)]
     madr, nM = [], 0
+    ddepth = [0] * nv  # a dof's row of M holds itself and its ancestors
     for i in range(nv):
+        p = dof_parentid[i]
+        ddepth[i] = 1 if p < 0 else ddepth[p] + 1
         madr.append(nM)
-        j = i
-        while j >= 0:
-            nM += 1
-            j = dof_parentid[j]
+        nM += ddepth[i]
     simplenum, count = [0] * nv, 0
     for i in range(nv - 1, -1, -1):
         count = count + 1 if simple[dof_bodyid[i]] else 0
