@@ -465,7 +465,7 @@ class TreeBuilder:
         if g.type == GEOM_SDF:
             raise NotImplementedError(f"{el.xml_file or '<string>'}:{el.xml_line}: "
                                       f"<geom type=\"sdf\"> is not supported yet")
-        if el.find("plugin"):
+        if el.children and el.find("plugin"):
             raise NotImplementedError(f"{el.xml_file or '<string>'}:{el.xml_line}: geom "
                                       f"<plugin> is not supported yet")
         g.contype = a.int("contype", 1)
@@ -519,15 +519,16 @@ class TreeBuilder:
         self.geoms.append(g)
 
     def _fromto(self, a: Attrs, size, gtype, fromto):
-        vec = fromto[:3] - fromto[3:]
-        vec, n = rot.normvec(vec)  # mjuu_normvec: 0 below sqrt(mjEPS), as MuJoCo
+        f = fromto.tolist()  # (Python floats: the same doubles as numpy's)
+        vec, n = rot.normvec([f[0] - f[3], f[1] - f[4], f[2] - f[5]])
+        # (mjuu_normvec: 0 below sqrt(mjEPS), as MuJoCo)
         size[1] = n / 2
         if size[1] < EPS:
             raise a.error("fromto points too close", "fromto")
         if gtype in (GEOM_ELLIPSOID, GEOM_BOX):
             size[2] = size[1]
             size[1] = size[0]
-        pos = (fromto[:3] + fromto[3:]) / 2
+        pos = np.array([(f[0] + f[3]) / 2, (f[1] + f[4]) / 2, (f[2] + f[5]) / 2])
         return pos, rot.z2quat(vec)
 
     def _checksize(self, a, size, gtype):
