@@ -88,9 +88,10 @@ class ActState:
         return new
 
 
-def _read(a: Attrs, name, n, exact=True):
-    """MuJoCo's ReadAttr: None when absent; too many values is an error; exact: n."""
-    text = a.el.get_attr(name)
+def _read_values(a: Attrs, name, n, exact=True):
+    """MuJoCo's ReadAttr: None when absent; too many values is an error; exact: n.
+    ``a`` holds the element's own attributes only (no default class)."""
+    text = a.text(name)
     if text is None:
         return None
     vals = parse_floats(a.el, name, text)
@@ -100,12 +101,17 @@ def _read(a: Attrs, name, n, exact=True):
         raise a.error(f"attribute '{name}' does not have enough data", name)
     if len(vals) > n:
         raise a.error(f"attribute '{name}' has too much data", name)
-    return np.array(vals, dtype=np.float64)
+    return vals
+
+
+def _read(a: Attrs, name, n, exact=True):
+    vals = _read_values(a, name, n, exact)
+    return None if vals is None else np.array(vals, dtype=np.float64)
 
 
 def _read1(a: Attrs, name):
-    v = _read(a, name, 1)
-    return None if v is None else float(v[0])
+    vals = _read_values(a, name, 1)
+    return None if vals is None else vals[0]
 
 
 def apply_element(el, st: ActState) -> None:
