@@ -875,6 +875,7 @@ def compile_tendons_and_actuators(spec, defaults, builder, ctx, out, size):
     # constants at qpos0 (setConst: set0) and qpos_spring (setSpring)
     nv = len(out.dof_bodyid)
     k0 = ten.HostKinematics(out, out.qpos0)
+    out._kinematics0 = k0  # (for compile_equality; removed when the compile ends)
     L0, J0 = ten.tendon_kinematics(out, k0)
     out.tendon_length0 = L0
     M = k0.mass_blocks()  # tree by tree: no nv^2 memory for scenes of many trees

@@ -161,6 +161,7 @@ def _compile_spec(spec) -> ModelArrays:
     compile_tendons_and_actuators(spec, defaults, builder, ctx, out, size)
     compile_contact(spec, defaults, builder, out)
     compile_equality(spec, defaults, builder, out)
+    del out._kinematics0
     compile_sensors(spec, defaults, builder, out, size)
     try:
         _keyframes(spec, out, size.get("nkey", 0))
