@@ -765,7 +765,7 @@ def _user_fields(builder, size, out):
     for prefix, key, what in _USER:
         if callable(what):
             objs = what(builder.bodies)
-            rows = [np.zeros(0)] + [_user_values(b.el) for b in objs]
+            rows = [_NO_USER] + [_user_values(b.el) for b in objs]
         else:
             objs = [o for b in builder.bodies for o in getattr(b, what)]
             rows = [_user_values(o.el, builder.defaults_for(o)) for o in objs]
@@ -781,14 +781,18 @@ def _user_fields(builder, size, out):
             raise MemoryError
         arr = np.zeros((len(rows), n))
         for i, r in enumerate(rows):
-            arr[i, :len(r)] = r
+            if len(r):
+                arr[i, :len(r)] = r
         setattr(out, prefix + "_user", arr)
         _setsize(out, **{key: n})
 
 
+_NO_USER = ()
+
+
 def _user_values(el, defaults=None):
     if el.get_attr("user") is None and (not defaults or "user" not in defaults):
-        return np.zeros(0)  # the common case, without reading attributes
+        return _NO_USER  # the common case, without reading attributes
     a = Attrs(el, defaults or {})
     v = a.floats("user", finite=False)
     return np.zeros(0) if v is None else v
