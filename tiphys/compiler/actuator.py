@@ -655,8 +655,9 @@ def actuator_constants(a, acts, k, Minv, dof_M0, ten_length, ten_J, lropt):
         acc0 = []
         for i in range(len(acts)):
             nz = np.nonzero(moment[i])[0]  # Minv @ moment over the moment's nonzeros
-            acc0.append(np.linalg.norm(Minv[:, nz] @ moment[i][nz]))
-        a.actuator_acc0 = np.array(acc0)
+            y = Minv[:, nz] @ moment[i][nz]
+            acc0.append(math.sqrt(y.dot(y)))  # (np.linalg.norm's own arithmetic)
+        a.actuator_acc0 = np.array(acc0, dtype=np.float64)
     else:
         a.actuator_acc0 = np.zeros(len(acts))
     for i in range(len(acts)):
