@@ -116,11 +116,11 @@ def _convert(node, path, schema_node, label, incdir, state) -> Element:
     values["xml_incdir"] = incdir
     fields_of = cls._fields_of
     for name, value in node.attrib.items():
-        if not isinstance(name, str) or name.startswith("{"):
-            raise ModelError(f"unknown attribute '{name}'", file=label, line=node.sourceline,
-                             element=tag, attribute=str(name))
         field = fields_of.get(name)
         if field is None:
+            if not isinstance(name, str) or name.startswith("{"):
+                raise ModelError(f"unknown attribute '{name}'", file=label,
+                                 line=node.sourceline, element=tag, attribute=str(name))
             raise ModelError("unknown attribute", file=label, line=node.sourceline,
                              element=tag, attribute=name)
         values[field] = value
