@@ -579,19 +579,25 @@ def _global_poses(bodies):
     """Body poses and subtree centers of mass at qpos0 (no joint motion)."""
     n = len(bodies)
     xpos, xquat = np.zeros((n, 3)), np.tile(_QUNIT, (n, 1))
-    # level by level (each body's parent is done before it): stacked products, each
-    # item with the arithmetic of the single one
-    depth, levels = [0] * n, {}
-    for b in bodies[1:]:
-        depth[b.id] = depth[b.parent.id] + 1
-        levels.setdefault(depth[b.id], []).append(b)
-    for level in levels.values():
-        ids = [b.id for b in level]
-        par = [b.parent.id for b in level]
-        pos = np.array([b.pos for b in level], dtype=np.float64).reshape(-1, 3)
-        quat = np.array([b.quat for b in level], dtype=np.float64).reshape(-1, 4)
-        xpos[ids] = xpos[par] + rot.matvec_batch(rot.quat2mat_batch(xquat[par]), pos)
-        xquat[ids] = rot.quat_mul_batch(xquat[par], quat)
+    if n < 32:  # few bodies: one by one (fewer numpy calls)
+        for b in bodies[1:]:
+            p = b.parent.id
+            xpos[b.id] = xpos[p] + rot.rotate(xquat[p], b.pos)
+            xquat[b.id] = rot.quat_mul(xquat[p], b.quat)
+    else:
+        # level by level (each body's parent is done before it): stacked products,
+        # each item with the arithmetic of the single one
+        depth, levels = [0] * n, {}
+        for b in bodies[1:]:
+            depth[b.id] = depth[b.parent.id] + 1
+            levels.setdefault(depth[b.id], []).append(b)
+        for level in levels.values():
+            ids = [b.id for b in level]
+            par = [b.parent.id for b in level]
+            pos = np.array([b.pos for b in level], dtype=np.float64).reshape(-1, 3)
+            quat = np.array([b.quat for b in level], dtype=np.float64).reshape(-1, 4)
+            xpos[ids] = xpos[par] + rot.matvec_batch(rot.quat2mat_batch(xquat[par]), pos)
+            xquat[ids] = rot.quat_mul_batch(xquat[par], quat)
     ipos = np.array([np.zeros(3) if b.ipos is None else b.ipos for b in bodies],
                     dtype=np.float64).reshape(-1, 3)
     xipos = xpos + rot.matvec_batch(rot.quat2mat_batch(xquat), ipos)

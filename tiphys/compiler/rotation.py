@@ -42,8 +42,13 @@ def quat_mul(a, b) -> np.ndarray:
 def quat_mul_batch(a, b) -> np.ndarray:
     """:func:`quat_mul` of each row pair of two (n, 4) arrays: the same arithmetic,
     element by element (mjuu_mulquat, then mjuu_normvec's sequential sum)."""
-    a0, a1, a2, a3 = np.asarray(a, dtype=np.float64).T
-    b0, b1, b2, b3 = np.asarray(b, dtype=np.float64).T
+    a = np.asarray(a, dtype=np.float64).reshape(-1, 4)
+    b = np.asarray(b, dtype=np.float64).reshape(-1, 4)
+    if len(a) < 16:  # (fewer numpy calls one by one)
+        return np.array([_mulquat_exact(x, y) for x, y in zip(a.tolist(), b.tolist())]
+                        ).reshape(-1, 4)
+    a0, a1, a2, a3 = a.T
+    b0, b1, b2, b3 = b.T
     r = np.stack([a0 * b0 - a1 * b1 - a2 * b2 - a3 * b3,
                   a0 * b1 + a1 * b0 + a2 * b3 - a3 * b2,
                   a0 * b2 - a1 * b3 + a2 * b0 + a3 * b1,

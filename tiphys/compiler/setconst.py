@@ -19,26 +19,35 @@ def _qpos0_kinematics(a):
     nbody = len(a.body_parentid)
     xpos = np.zeros((nbody, 3))
     xquat = np.tile([1.0, 0, 0, 0], (nbody, 1))
-    # level by level (parents first): stacked products, each item with the
-    # arithmetic of the single one; children of the world take their own frame
     parent = a.body_parentid.tolist()
-    depth, levels = [0] * nbody, {}
-    for i in range(1, nbody):
-        depth[i] = depth[parent[i]] + 1
-        levels.setdefault(depth[i], []).append(i)
-    for d, ids in levels.items():
-        if d == 1:
-            q = a.body_quat[ids]
-            n = np.sqrt((q * q).sum(1))  # (normalize's np.dot of 4 numbers, in order)
-            small = n < EPS
-            q = q / np.where(small, 1.0, n)[:, None]
-            q[small] = (1.0, 0.0, 0.0, 0.0)
-            xpos[ids], xquat[ids] = a.body_pos[ids], q
-            continue
-        par = a.body_parentid[ids]
-        xpos[ids] = xpos[par] + rot.matvec_batch(rot.quat2mat_batch(xquat[par]),
-                                                 a.body_pos[ids])
-        xquat[ids] = rot.quat_mul_batch(xquat[par], a.body_quat[ids])
+    if nbody < 32:  # few bodies: one by one (fewer numpy calls)
+        for i in range(1, nbody):
+            p = parent[i]
+            if p == 0:
+                xpos[i], xquat[i] = a.body_pos[i], rot.normalize(a.body_quat[i])[0]
+            else:
+                xpos[i] = xpos[p] + rot.quat2mat(xquat[p]) @ a.body_pos[i]
+                xquat[i] = rot.quat_mul(xquat[p], a.body_quat[i])
+    else:
+        # level by level (parents first): stacked products, each item with the
+        # arithmetic of the single one; children of the world take their own frame
+        depth, levels = [0] * nbody, {}
+        for i in range(1, nbody):
+            depth[i] = depth[parent[i]] + 1
+            levels.setdefault(depth[i], []).append(i)
+        for d, ids in levels.items():
+            if d == 1:
+                q = a.body_quat[ids]
+                n = np.sqrt((q * q).sum(1))  # (normalize's np.dot of 4 numbers, in order)
+                small = n < EPS
+                q = q / np.where(small, 1.0, n)[:, None]
+                q[small] = (1.0, 0.0, 0.0, 0.0)
+                xpos[ids], xquat[ids] = a.body_pos[ids], q
+                continue
+            par = a.body_parentid[ids]
+            xpos[ids] = xpos[par] + rot.matvec_batch(rot.quat2mat_batch(xquat[par]),
+                                                     a.body_pos[ids])
+            xquat[ids] = rot.quat_mul_batch(xquat[par], a.body_quat[ids])
     xmat = rot.quat2mat_batch(xquat)
     xipos = xpos + np.einsum("bij,bj->bi", xmat, a.body_ipos)
     xipos[0] = 0

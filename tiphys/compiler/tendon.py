@@ -69,6 +69,8 @@ class HostKinematics:
         jnt_type = a.jnt_type.tolist()
         free = [b for b in range(1, nbody)
                 if jntnum_b[b] == 1 and jnt_type[jntadr_b[b]] == JNT_FREE]
+        if len(free) < 8:  # few: one by one below (fewer numpy calls)
+            free = []
         if free:
             # free bodies (children of the world) all at once: normalize's norm is
             # the sequential sum of squares, as np.dot sums 4 numbers
@@ -101,6 +103,13 @@ class HostKinematics:
             if b in isfree:
                 continue
             jadr, jnum = jntadr_b[b], jntnum_b[b]
+            if jnum == 1 and jnt_type[jadr] == JNT_FREE:
+                qa = qposadr[jadr]
+                xpos[b] = qpos[qa:qa + 3]
+                xquat[b] = rot.normalize(qpos[qa + 3:qa + 7])[0]
+                xanchor[jadr] = xpos[b]
+                xaxis[jadr] = _quat2mat(xquat[b]) @ a.jnt_axis[jadr]
+                continue
             p = parent[b]
             pmat = xmats.get(p)
             if pmat is None:
