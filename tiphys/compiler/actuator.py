@@ -23,6 +23,7 @@ from ..kernels.consts import (BIAS_AFFINE, BIAS_MUSCLE, BIAS_NONE, BIAS_USER, DY
                               TRN_JOINT, TRN_JOINTINPARENT, TRN_SITE, TRN_SLIDERCRANK, TRN_TENDON,
                               TRN_UNDEFINED)
 from .attrs import BOOL, LIMITED, Attrs, parse_floats
+from .empty import replay_empty
 
 # MJCF keywords -> mjtDyn, mjtGain, mjtBias, mjtLRMode
 DYN = {"none": DYN_NONE, "integrator": DYN_INTEGRATOR, "filter": DYN_FILTER,
@@ -87,9 +88,10 @@ class ActState:
         return new
 
 
-def _read(a: Attrs, name, n, exact=True):
-    """MuJoCo's ReadAttr: None when absent; too many values is an error; exact: n."""
-    text = a.el.get_attr(name)
+def _read_values(a: Attrs, name, n, exact=True):
+    """MuJoCo's ReadAttr: None when absent; too many values is an error; exact: n.
+    ``a`` holds the element's own attributes only (no default class)."""
+    text = a.text(name)
     if text is None:
         return None
     vals = parse_floats(a.el, name, text)
@@ -99,12 +101,17 @@ def _read(a: Attrs, name, n, exact=True):
         raise a.error(f"attribute '{name}' does not have enough data", name)
     if len(vals) > n:
         raise a.error(f"attribute '{name}' has too much data", name)
-    return np.array(vals, dtype=np.float64)
+    return vals
+
+
+def _read(a: Attrs, name, n, exact=True):
+    vals = _read_values(a, name, n, exact)
+    return None if vals is None else np.array(vals, dtype=np.float64)
 
 
 def _read1(a: Attrs, name):
-    v = _read(a, name, 1)
-    return None if v is None else float(v[0])
+    vals = _read_values(a, name, 1)
+    return None if vals is None else vals[0]
 
 
 def apply_element(el, st: ActState) -> None:
@@ -471,6 +478,13 @@ def _compile_one(st, i, ctx, joints, sites, bodies, tendons, nuser):
 
 
 def fill_actuators(out, acts, nuser):
+    if not acts:
+        replay_empty(out, ("actuators", nuser), lambda ns: _fill_actuators(ns, [], nuser))
+        return 0
+    return _fill_actuators(out, acts, nuser)
+
+
+def _fill_actuators(out, acts, nuser):
     f = np.float64
     n = len(acts)
     out.actuator_trntype = np.array([s.trntype for s in acts], dtype=np.int32)
@@ -641,8 +655,9 @@ def actuator_constants(a, acts, k, Minv, dof_M0, ten_length, ten_J, lropt):
         acc0 = []
         for i in range(len(acts)):
             nz = np.nonzero(moment[i])[0]  # Minv @ moment over the moment's nonzeros
-            acc0.append(np.linalg.norm(Minv[:, nz] @ moment[i][nz]))
-        a.actuator_acc0 = np.array(acc0)
+            y = Minv[:, nz] @ moment[i][nz]
+            acc0.append(math.sqrt(y.dot(y)))  # (np.linalg.norm's own arithmetic)
+        a.actuator_acc0 = np.array(acc0, dtype=np.float64)
     else:
         a.actuator_acc0 = np.zeros(len(acts))
     for i in range(len(acts)):
@@ -731,55 +746,78 @@ def _nuser(size, key, objs):
     return n
 
 
-def _block_inverse(M, dof_treeid):
-    """inv(M) tree by tree: M has the tree sparsity (tendon armature is added only
-    inside it), so it is block diagonal over kinematic trees. A singular block (e.g.
-    two coincident hinges) gets the pseudo-inverse: MuJoCo's factorization goes on
-    with clamped pivots; this must not leak LinAlgError (found by fuzzing)."""
-    Minv = np.zeros_like(M)
-    treeid = np.asarray(dof_treeid)
-    for tree in np.unique(treeid):
-        idx = np.nonzero(treeid == tree)[0]
-        block = M[np.ix_(idx, idx)]
+def _block_inverse(M):
+    """inv(M) tree by tree (TreeBlocks: tendon armature is added only inside the tree
+    sparsity, so M stays block diagonal over kinematic trees). Blocks of one size are
+    inverted in one stacked call (LAPACK runs on each as on a single matrix). A
+    singular block (e.g. two coincident hinges) gets the pseudo-inverse: MuJoCo's
+    factorization goes on with clamped pivots; this must not leak LinAlgError (found
+    by fuzzing)."""
+    by_size = {}
+    for t, block in enumerate(M.blocks):
+        by_size.setdefault(len(block), []).append(t)
+    invs = [None] * len(M.blocks)
+    for trees in by_size.values():
+        stack = np.array([M.blocks[t] for t in trees])
         try:
-            inv = np.linalg.inv(block)
+            inv = list(np.linalg.inv(stack))
         except np.linalg.LinAlgError:
-            inv = np.linalg.pinv(block)
-        Minv[np.ix_(idx, idx)] = inv
-    return Minv
+            inv = []
+            for block in stack:
+                try:
+                    inv.append(np.linalg.inv(block))
+                except np.linalg.LinAlgError:
+                    inv.append(np.linalg.pinv(block))
+        for t, b in zip(trees, inv):
+            invs[t] = b
+    return type(M)(M.los, invs, M.tree_of)
 
 
 def invweight0(out, k0, Minv):
     """body_invweight0 and dof_invweight0 at qpos0, as setConst (set0) computes them:
-    the averaged diagonal of J inv(M) J' for each body's com and each joint."""
+    the averaged diagonal of J inv(M) J' for each body's com and each joint (the
+    products stacked over the bodies of one chain length). ``Minv``: TreeBlocks."""
     nbody = len(out.body_parentid)
     nv = len(out.dof_bodyid)
     bw = np.zeros((nbody, 2))
+    weldid, simple, mass = out.body_weldid.tolist(), out.body_simple.tolist(), out.body_mass
+    use = [False] * nbody
     for b in range(1, nbody):
-        if out.body_weldid[b] == 0:
+        if weldid[b] == 0:
             continue
-        if out.body_simple[b] == 2:
-            bw[b, 0] = 1.0 / max(MINVAL, out.body_mass[b])
+        if simple[b] == 2:
+            bw[b, 0] = 1.0 / max(MINVAL, mass[b])
         elif nv:
-            chain = k0.chain(b)
-            J = np.vstack(k0.chain_jac(k0.xipos[b], chain))
-            A = J @ Minv[np.ix_(chain, chain)] @ J.T
-            bw[b] = (np.trace(A[:3, :3]) / 3, np.trace(A[3:, 3:]) / 3)
-    dw = np.zeros(nv)
-    for j in range(len(out.jnt_type)):
-        adr, body = out.jnt_dofadr[j], out.jnt_bodyid[j]
-        if out.body_simple[body] == 2:
-            dw[adr] = 1.0 / max(MINVAL, out.body_mass[body])
+            use[b] = True
+    for group, jp, jr in (k0.body_jacs().values() if nv else ()):
+        sel = [i for i, b in enumerate(group) if use[b]]
+        if not sel:
             continue
-        dnum = {0: 6, 1: 3}.get(int(out.jnt_type[j]), 1)
-        A = Minv[adr:adr + dnum, adr:adr + dnum]
+        if len(sel) < len(group):
+            group = [group[i] for i in sel]
+            jp, jr = jp[sel], jr[sel]
+        J = np.concatenate([jp, jr], axis=1)
+        A = J @ np.array([Minv.sub(k0.chain(b)) for b in group]) @ J.transpose(0, 2, 1)
+        # traces summed in order (as np.trace sums 3 numbers)
+        d = A[:, (0, 1, 2, 3, 4, 5), (0, 1, 2, 3, 4, 5)]
+        bw[group, 0] = ((d[:, 0] + d[:, 1]) + d[:, 2]) / 3
+        bw[group, 1] = ((d[:, 3] + d[:, 4]) + d[:, 5]) / 3
+    dw = [0.0] * nv
+    for adr, body, jtype in zip(out.jnt_dofadr.tolist(), out.jnt_bodyid.tolist(),
+                                out.jnt_type.tolist()):
+        if simple[body] == 2:
+            dw[adr] = 1.0 / max(MINVAL, mass[body])
+            continue
+        dnum = {0: 6, 1: 3}.get(jtype, 1)
+        d = Minv.block(adr, dnum).diagonal().tolist()
         if dnum == 6:
-            dw[adr:adr + 3] = np.trace(A[:3, :3]) / 3
-            dw[adr + 3:adr + 6] = np.trace(A[3:, 3:]) / 3
+            dw[adr:adr + 3] = [((d[0] + d[1]) + d[2]) / 3] * 3
+            dw[adr + 3:adr + 6] = [((d[3] + d[4]) + d[5]) / 3] * 3
         elif dnum == 3:
-            dw[adr:adr + 3] = np.trace(A) / 3
+            dw[adr:adr + 3] = [((d[0] + d[1]) + d[2]) / 3] * 3
         else:
-            dw[adr] = A[0, 0]
+            dw[adr] = d[0]
+    dw = np.array(dw, dtype=np.float64)
     out.body_invweight0 = bw
     out.dof_invweight0 = dw
 
@@ -838,10 +876,11 @@ def compile_tendons_and_actuators(spec, defaults, builder, ctx, out, size):
     # constants at qpos0 (setConst: set0) and qpos_spring (setSpring)
     nv = len(out.dof_bodyid)
     k0 = ten.HostKinematics(out, out.qpos0)
+    out._kinematics0 = k0  # (for compile_equality; removed when the compile ends)
     L0, J0 = ten.tendon_kinematics(out, k0)
     out.tendon_length0 = L0
-    M = k0.mass_matrix() if nv else np.zeros((0, 0))
-    dof_M0 = np.diag(M).copy()
+    M = k0.mass_blocks()  # tree by tree: no nv^2 memory for scenes of many trees
+    dof_M0 = M.diag()
     if nv:
         if len(tendons) and np.any(out.tendon_armature):
             # mj_tendonArmature: added only inside M's tree sparsity (dof and ancestors)
@@ -852,17 +891,21 @@ def compile_tendons_and_actuators(spec, defaults, builder, ctx, out, size):
                     mask[i, j] = mask[j, i] = True
                     j = out.dof_parentid[j]
             arm = (out.tendon_armature[:, None, None] * J0[:, :, None] * J0[:, None, :]).sum(0)
-            M = M + arm * mask
-        out._qM_diag = np.diag(M).copy()  # setconst: stat.meaninertia
-        Minv = _block_inverse(M, out.dof_treeid)
-        out.tendon_invweight0 = np.array([J0[i] @ Minv @ J0[i] for i in range(len(tendons))])
+            M = ten.TreeBlocks.from_dense(M.dense() + arm * mask, out.dof_treeid)
+        out._qM_diag = M.diag()  # setconst: stat.meaninertia
+        Minv = _block_inverse(M)
+        # the products below run on the dense inverse, as they always have: the
+        # order of BLAS's sums depends on the vectors' lengths
+        Minv_dense = Minv.dense() if len(tendons) or len(acts) else None
+        out.tendon_invweight0 = np.array([J0[i] @ Minv_dense @ J0[i]
+                                          for i in range(len(tendons))])
     else:
-        Minv = np.zeros((0, 0))
+        Minv = Minv_dense = np.zeros((0, 0))
         out.tendon_invweight0 = np.zeros(len(tendons))
     out.dof_M0 = dof_M0
     invweight0(out, k0, Minv)
     auto_spring_damper(out, [j for b in builder.bodies for j in b.joints])
-    actuator_constants(out, acts, k0, Minv, dof_M0, L0, J0, read_lropt(spec))
+    actuator_constants(out, acts, k0, Minv_dense, dof_M0, L0, J0, read_lropt(spec))
     unset = [i for i, t in enumerate(tendons) if out.tendon_lengthspring[i, 0] == -1
              and out.tendon_lengthspring[i, 1] == -1]
     if unset:

@@ -16,6 +16,7 @@ from .hfield import compile_hfield
 from .mesh import compile_mesh
 from .polygons import polygon_arrays
 from .texture import compile_texture
+from .empty import replay_empty
 
 # MJCF <layer role> -> mjtTextureRole
 TEXTURE_ROLES = {"user": TEXROLE_USER, "rgb": TEXROLE_RGB, "occlusion": TEXROLE_OCCLUSION,
@@ -253,7 +254,9 @@ class AssetCompiler:
             raise a.error("fromto cannot be used with mesh geom", "fromto")
         mid = self._lookup(self.mesh_names, g.mesh, a, "mesh")
         collide = g.contype != 0 or g.conaffinity != 0
-        cm = self.mesh(mid, needhull=False)
+        # a colliding mesh geom needs the hull later (fill): compiled with it now, the
+        # mesh is compiled once (the hull changes no field the geom reads)
+        cm = self.mesh(mid, needhull=g.type == GEOM_MESH and collide and not g.shell)
         center = np.zeros(3)
         if g.type != GEOM_MESH:
             kind = {2: "sphere", 3: "capsule", 4: "ellipsoid", 5: "cylinder", 6: "box"}.get(
@@ -326,56 +329,23 @@ class AssetCompiler:
         meshes = []
         for mid in range(len(self.mesh_els)):
             meshes.append(self.mesh(mid, needhull=mid in self._mesh_hull))
-        f = np.float64
-
-        def adr(counts):
-            return np.cumsum([0] + counts)[:-1].astype(np.int32)
-
-        out.mesh_vertnum = np.array([m.nvert for m in meshes], dtype=np.int32)
-        out.mesh_vertadr = adr([m.nvert for m in meshes])
-        out.mesh_facenum = np.array([m.nface for m in meshes], dtype=np.int32)
-        out.mesh_faceadr = adr([m.nface for m in meshes])
-        out.mesh_normalnum = np.array([m.nnormal for m in meshes], dtype=np.int32)
-        out.mesh_normaladr = adr([m.nnormal for m in meshes])
-        out.mesh_texcoordnum = np.array([m.ntexcoord for m in meshes], dtype=np.int32)
-        tadr = adr([m.ntexcoord for m in meshes])
-        out.mesh_texcoordadr = np.array([tadr[i] if m.has_texcoord else -1
-                                         for i, m in enumerate(meshes)], dtype=np.int32)
-        gadr = adr([m.szgraph for m in meshes])
-        out.mesh_graphadr = np.array([gadr[i] if m.szgraph else -1
-                                      for i, m in enumerate(meshes)], dtype=np.int32)
-
-        def cat(name, width, dtype):
-            parts = [np.asarray(getattr(m, name), dtype=dtype).reshape(-1, width)
-                     for m in meshes]
-            return np.concatenate(parts) if parts else np.zeros((0, width), dtype=dtype)
-
-        out.mesh_vert = cat("vert", 3, f)
-        out.mesh_normal = cat("normal", 3, f)
-        out.mesh_texcoord = cat("texcoord", 2, f)
-        out.mesh_face = cat("face", 3, np.int32)
-        out.mesh_facenormal = cat("facenormal", 3, np.int32)
-        out.mesh_facetexcoord = cat("facetexcoord", 3, np.int32)
-        out.mesh_graph = cat("graph", 1, np.int32).reshape(-1)
-        out.mesh_scale = np.array([m.scale for m in meshes], dtype=f).reshape(-1, 3)
-        out.mesh_pos = np.array([m.pos for m in meshes], dtype=f).reshape(-1, 3)
-        out.mesh_quat = np.array([m.quat for m in meshes], dtype=f).reshape(-1, 4)
-        poly = polygon_arrays(meshes)
-        for name in ("nmeshpoly", "nmeshpolyvert", "nmeshpolymap"):
-            setattr(out, "_size_" + name, poly.pop(name))
-        for name, value in poly.items():
-            setattr(out, name, value)
-
+        if meshes:
+            _fill_meshes(out, meshes)
+        else:
+            replay_empty(out, "meshes", lambda ns: _fill_meshes(ns, []))
         hfields = [self.hfield(i) for i in range(len(self.hfield_els))]
-        out.hfield_size = np.array([h.size for h in hfields], dtype=f).reshape(-1, 4)
-        out.hfield_nrow = np.array([h.nrow for h in hfields], dtype=np.int32)
-        out.hfield_ncol = np.array([h.ncol for h in hfields], dtype=np.int32)
-        out.hfield_adr = adr([h.nrow * h.ncol for h in hfields])
-        out.hfield_data = np.concatenate([h.data for h in hfields]).astype(f) if hfields \
-            else np.zeros(0)
-
-        self._textures(out)
-        self._materials(out)
+        if hfields:
+            _fill_hfields(out, hfields)
+        else:
+            replay_empty(out, "hfields", lambda ns: _fill_hfields(ns, []))
+        if self.tex_els:
+            self._textures(out)
+        else:
+            replay_empty(out, "textures", self._textures)
+        if self.mat_els:
+            self._materials(out)
+        else:
+            replay_empty(out, "materials", self._materials)
         from .compile import _setsize
         _setsize(out, nmesh=len(meshes), nmeshvert=len(out.mesh_vert),
                  nmeshnormal=len(out.mesh_normal), nmeshtexcoord=len(out.mesh_texcoord),
@@ -438,3 +408,54 @@ class AssetCompiler:
     def names(self) -> dict:
         return {"mesh": self.mesh_names, "hfield": self.hfield_names,
                 "texture": self.tex_names, "material": self.mat_names}
+
+
+def _adr(counts):
+    return np.cumsum([0] + counts)[:-1].astype(np.int32)
+
+
+def _fill_meshes(out, meshes):
+    f = np.float64
+    out.mesh_vertnum = np.array([m.nvert for m in meshes], dtype=np.int32)
+    out.mesh_vertadr = _adr([m.nvert for m in meshes])
+    out.mesh_facenum = np.array([m.nface for m in meshes], dtype=np.int32)
+    out.mesh_faceadr = _adr([m.nface for m in meshes])
+    out.mesh_normalnum = np.array([m.nnormal for m in meshes], dtype=np.int32)
+    out.mesh_normaladr = _adr([m.nnormal for m in meshes])
+    out.mesh_texcoordnum = np.array([m.ntexcoord for m in meshes], dtype=np.int32)
+    tadr = _adr([m.ntexcoord for m in meshes])
+    out.mesh_texcoordadr = np.array([tadr[i] if m.has_texcoord else -1
+                                     for i, m in enumerate(meshes)], dtype=np.int32)
+    gadr = _adr([m.szgraph for m in meshes])
+    out.mesh_graphadr = np.array([gadr[i] if m.szgraph else -1
+                                  for i, m in enumerate(meshes)], dtype=np.int32)
+
+    def cat(name, width, dtype):
+        parts = [np.asarray(getattr(m, name), dtype=dtype).reshape(-1, width)
+                 for m in meshes]
+        return np.concatenate(parts) if parts else np.zeros((0, width), dtype=dtype)
+
+    out.mesh_vert = cat("vert", 3, f)
+    out.mesh_normal = cat("normal", 3, f)
+    out.mesh_texcoord = cat("texcoord", 2, f)
+    out.mesh_face = cat("face", 3, np.int32)
+    out.mesh_facenormal = cat("facenormal", 3, np.int32)
+    out.mesh_facetexcoord = cat("facetexcoord", 3, np.int32)
+    out.mesh_graph = cat("graph", 1, np.int32).reshape(-1)
+    out.mesh_scale = np.array([m.scale for m in meshes], dtype=f).reshape(-1, 3)
+    out.mesh_pos = np.array([m.pos for m in meshes], dtype=f).reshape(-1, 3)
+    out.mesh_quat = np.array([m.quat for m in meshes], dtype=f).reshape(-1, 4)
+    poly = polygon_arrays(meshes)
+    for name in ("nmeshpoly", "nmeshpolyvert", "nmeshpolymap"):
+        setattr(out, "_size_" + name, poly.pop(name))
+    for name, value in poly.items():
+        setattr(out, name, value)
+
+
+def _fill_hfields(out, hfields):
+    out.hfield_size = np.array([h.size for h in hfields], dtype=np.float64).reshape(-1, 4)
+    out.hfield_nrow = np.array([h.nrow for h in hfields], dtype=np.int32)
+    out.hfield_ncol = np.array([h.ncol for h in hfields], dtype=np.int32)
+    out.hfield_adr = _adr([h.nrow * h.ncol for h in hfields])
+    out.hfield_data = np.concatenate([h.data for h in hfields]).astype(np.float64) if hfields \
+        else np.zeros(0)

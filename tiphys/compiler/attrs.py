@@ -79,7 +79,9 @@ def parse_floats(el, name: str, text: str) -> list[float]:
         raise error_at(el, f"expected numbers, got '{text}'", name) from None
 
 
-def parse_ints(el, name: str, text: str) -> list[int]:
+@functools.lru_cache(maxsize=1 << 12)
+def _ints_of(text: str):
+    """The integers of a text (a tuple), or the message of why it has none."""
     out = []
     for tok in _split(text):
         try:
@@ -87,11 +89,23 @@ def parse_ints(el, name: str, text: str) -> list[int]:
                 raise ValueError(tok)
             value = int(tok)
         except ValueError:
-            raise error_at(el, f"expected integers, got '{text}'", name) from None
+            return f"expected integers, got '{text}'"
         if not -2**31 <= value < 2**31:  # MuJoCo's int is 32-bit
-            raise error_at(el, f"integer out of range, got '{tok}'", name)
+            return f"integer out of range, got '{tok}'"
         out.append(value)
-    return out
+    return tuple(out)
+
+
+def parse_ints(el, name: str, text: str) -> list[int]:
+    values = _ints_of(text)
+    if type(values) is str:
+        raise error_at(el, values, name)
+    return list(values)
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _all_finite(values: tuple) -> bool:
+    return all(map(math.isfinite, values))
 
 
 _DEFAULT_ARRAYS: dict[int, tuple] = {}  # id(default tuple) -> (the tuple, its array)
@@ -117,20 +131,27 @@ LIMITED = {"false": LIMITED_FALSE, "true": LIMITED_TRUE, "auto": LIMITED_AUTO}  
 
 
 class Attrs:
-    """The attributes of one element: explicit ones first, then its default class."""
+    """The attributes of one element: explicit ones first, then its default class.
+
+    Both are merged into one dict when the Attrs is made (one pass over the
+    element's fields), so that each of the many reads is one lookup."""
+
+    __slots__ = ("el", "defaults", "_vals")
 
     def __init__(self, el, defaults: Optional[dict] = None):
         self.el = el
-        self.defaults = defaults or {}
+        self.defaults = defaults = defaults or {}
+        vals = dict(defaults)
+        attr_of = type(el)._attr_of
+        for field, value in el.__dict__.items():
+            if value is not None:
+                name = attr_of.get(field)
+                if name is not None:
+                    vals[name] = value
+        self._vals = vals
 
     def text(self, name: str) -> Optional[str]:
-        el = self.el
-        field = el._fields_of.get(name)  # (Element.get_attr, inlined: read very often)
-        if field is not None:
-            value = getattr(el, field)
-            if value is not None:
-                return value
-        return self.defaults.get(name)
+        return self._vals.get(name)
 
     def _numbers(self, name: str, text: str) -> tuple[float, ...]:
         try:
@@ -160,7 +181,7 @@ class Attrs:
     def floats(self, name: str, n: Optional[int] = None, default=None, exact: bool = True,
                finite: bool = True) -> Optional[np.ndarray]:
         """A float vector. ``exact``: exactly n values; else 1..n values fill a copy of default."""
-        text = self.text(name)
+        text = self._vals.get(name)
         if text is None:
             return None if default is None else _default_array(default)
         values = self._numbers(name, text)
@@ -169,8 +190,8 @@ class Attrs:
             if inherited is None or inherited is text or not _split(inherited):
                 return None if default is None else np.array(default, dtype=np.float64)
             text = inherited
-            values = parse_floats(self.el, name, text)
-        if finite and not all(map(math.isfinite, values)):
+            values = tuple(parse_floats(self.el, name, text))
+        if finite and not _all_finite(values):
             raise error_at(self.el, f"values must be finite, got '{text}'", name)
         if n is not None:
             if exact and len(values) != n:
@@ -190,7 +211,7 @@ class Attrs:
         return np.array(values, dtype=np.float64)
 
     def float(self, name: str, default=None) -> Optional[float]:
-        text = self.text(name)
+        text = self._vals.get(name)
         if text is None:
             return None if default is None else float(default)
         values = self._numbers(name, text)
@@ -215,18 +236,20 @@ class Attrs:
         return np.array(values, dtype=np.int64)
 
     def int(self, name: str, default=None) -> Optional[int]:
-        text = self.text(name)
+        text = self._vals.get(name)
         if text is None and type(default) is int:  # the common cases, without numpy
             return default
         if text is not None:
-            values = parse_ints(self.el, name, text)
-            if len(values) == 1:
+            values = _ints_of(text)
+            if type(values) is tuple and len(values) == 1:
                 return values[0]
+            if type(values) is str:
+                raise error_at(self.el, values, name)
         v = self.ints(name, 1, None if default is None else [default])
         return None if v is None else int(v[0])
 
     def keyword(self, name: str, table: dict, default=None):
-        text = self.text(name)
+        text = self._vals.get(name)
         if text is None:
             return default
         key = text.strip()

@@ -16,6 +16,7 @@ from ..types import MODEL_SIZES
 from . import rotation as rot
 from .attrs import BOOL, Attrs
 from .defaults import DefaultTree
+from .empty import replay_empty
 from .replicate import expand_replicated_references
 from .options import read_option, read_size, read_statistic, read_visual
 from .progress import CompileProgress
@@ -160,6 +161,7 @@ def _compile_spec(spec) -> ModelArrays:
     compile_tendons_and_actuators(spec, defaults, builder, ctx, out, size)
     compile_contact(spec, defaults, builder, out)
     compile_equality(spec, defaults, builder, out)
+    del out._kinematics0
     compile_sensors(spec, defaults, builder, out, size)
     try:
         _keyframes(spec, out, size.get("nkey", 0))
@@ -251,151 +253,147 @@ def _assemble(out, builder, ctx, size):
     for i, b in enumerate(mocap):
         b.mocapid = i
 
-    body = {k: [] for k in ("parentid", "rootid", "weldid", "mocapid", "jntnum", "jntadr",
-                            "dofnum", "dofadr", "geomnum", "geomadr", "simple", "sameframe",
-                            "pos", "quat", "ipos", "iquat", "mass", "inertia", "gravcomp",
-                            "margin", "contype", "conaffinity")}
     qpos0, qpos_spring = np.zeros(nq), np.zeros(nq)
-    jnt = {k: [] for k in ("type", "qposadr", "dofadr", "bodyid", "group", "limited",
-                           "actfrclimited", "actgravcomp", "solref", "solimp", "pos", "axis",
-                           "stiffness", "range", "actfrcrange", "margin")}
-    dof = {k: [] for k in ("bodyid", "jntid", "parentid", "solref", "solimp", "frictionloss",
-                           "armature", "damping")}
+    parentid, rootid, simple, sameframe = [0] * nbody, [0] * nbody, [0] * nbody, [0] * nbody
+    jntadr_b, dofadr_b, lastdof = [-1] * nbody, [-1] * nbody, [-1] * nbody
+    dofnum_b = [b.dofnum for b in bodies]
+    ipos_b = []
+    jnt_ndof, jnt_qposadr, jnt_dofadr, jnt_bodyid = [], [], [], []
+    dof_parentid = []
     jntadr = dofadr = qposadr = 0
-    lastdof = [-1] * nbody
-    rootid = [0] * nbody
-    simple = [0] * nbody
     for b in bodies:
         i = b.id
         pid = b.parent.id if b.parent else 0
+        parentid[i] = pid
         rootid[i] = i if (i == 0 or pid == 0) else rootid[pid]
-        body["parentid"].append(pid)
-        body["rootid"].append(rootid[i])
-        body["weldid"].append(b.weldid)
-        body["mocapid"].append(getattr(b, "mocapid", -1))
-        body["jntnum"].append(len(b.joints))
-        body["jntadr"].append(jntadr if b.joints else -1)
-        body["dofnum"].append(b.dofnum)
-        body["dofadr"].append(dofadr if b.dofnum else -1)
-        body["geomnum"].append(len(b.geoms))
-        body["geomadr"].append(b.geoms[0].id if b.geoms else -1)
+        if b.joints:
+            jntadr_b[i] = jntadr
+        if b.dofnum:
+            dofadr_b[i] = dofadr
         ipos = np.zeros(3) if b.ipos is None else b.ipos
-        for k, v in (("pos", b.pos), ("quat", b.quat), ("ipos", ipos), ("iquat", b.iquat),
-                     ("mass", b.mass), ("inertia", b.inertia), ("gravcomp", b.gravcomp)):
-            body[k].append(v)
-        body["contype"].append(b.contype)
-        body["conaffinity"].append(b.conaffinity)
-        body["margin"].append(b.margin)
+        ipos_b.append(ipos)
         lastdof[i] = lastdof[pid] if b.parent else -1
-        sameframe = _sameframe_body(ipos, b.iquat)
-        body["sameframe"].append(sameframe)
-        simple[i] = int(sameframe == SAMEFRAME_BODY and (rootid[i] == i or (
-            body["parentid"][pid] == 0 and body["dofnum"][pid] == 0)))
+        sameframe[i] = sf = _sameframe_body(ipos, b.iquat)
+        simple[i] = int(sf == SAMEFRAME_BODY and (rootid[i] == i or (
+            parentid[pid] == 0 and dofnum_b[pid] == 0)))
         if pid > 0:
             simple[pid] = 0
         rotfound = False
         for j in b.joints:
             j.qposadr, j.dofadr = qposadr, dofadr
-            jnt["type"].append(j.type)
-            jnt["qposadr"].append(qposadr)
-            jnt["dofadr"].append(dofadr)
-            jnt["bodyid"].append(i)
-            jnt["group"].append(j.group)
-            jnt["limited"].append(int(j.is_limited))
-            jnt["actfrclimited"].append(int(j.is_actfrclimited))
-            jnt["actgravcomp"].append(int(j.actgravcomp))
-            jnt["solref"].append(j.solref)
-            jnt["solimp"].append(j.solimp)
-            jnt["pos"].append(j.pos)
-            jnt["axis"].append(j.axis)
-            jnt["stiffness"].append(j.stiffness)
-            jnt["range"].append(j.range)
-            jnt["actfrcrange"].append(j.actfrcrange)
-            jnt["margin"].append(j.margin)
-            aligned = sum(abs(x) > rot.EPS for x in j.axis) == 1
-            if rotfound or np.abs(j.pos).max() >= 1e-6 or (
-                    j.type in (JNT_SLIDE, JNT_HINGE) and not aligned):
+            jt = j.type
+            jnt_qposadr.append(qposadr)
+            jnt_dofadr.append(dofadr)
+            jnt_bodyid.append(i)
+            axis = j.axis.tolist()
+            aligned = sum(abs(x) > rot.EPS for x in axis) == 1
+            apos = [abs(x) for x in j.pos.tolist()]
+            # (np.abs(pos).max() >= 1e-6: False when a value is NaN)
+            off = not any(x != x for x in apos) and max(apos) >= 1e-6
+            if rotfound or off or (jt in (JNT_SLIDE, JNT_HINGE) and not aligned):
                 simple[i] = 0
-            rotfound = rotfound or j.type in (JNT_BALL, JNT_HINGE)
-            if j.type == JNT_FREE:
+            rotfound = rotfound or jt in (JNT_BALL, JNT_HINGE)
+            if jt == JNT_FREE:
                 qpos0[qposadr:qposadr + 3] = b.pos
                 qpos0[qposadr + 3:qposadr + 7] = b.quat
                 qpos_spring[qposadr:qposadr + 7] = qpos0[qposadr:qposadr + 7]
-            elif j.type == JNT_BALL:
+            elif jt == JNT_BALL:
                 qpos0[qposadr:qposadr + 4] = (1, 0, 0, 0)
                 qpos_spring[qposadr:qposadr + 4] = (1, 0, 0, 0)
             else:
                 qpos0[qposadr] = j.ref
                 qpos_spring[qposadr] = j.springref
-            ndof = _JNT_DOFS[j.type]
+            ndof = _JNT_DOFS[jt]
+            jnt_ndof.append(ndof)
             for _ in range(ndof):
-                dof["bodyid"].append(i)
-                dof["jntid"].append(j.id)
-                dof["parentid"].append(lastdof[i])
+                dof_parentid.append(lastdof[i])
                 lastdof[i] = dofadr
-                dof["solref"].append(j.solref_friction)
-                dof["solimp"].append(j.solimp_friction)
-                dof["frictionloss"].append(j.frictionloss)
-                dof["armature"].append(j.armature)
-                dof["damping"].append(j.damping)
                 dofadr += 1
             jntadr += 1
-            qposadr += _JNT_QPOS[j.type]
+            qposadr += _JNT_QPOS[jt]
         if simple[i] and b.dofnum:
             simple[i] = 2 if all(j.type == JNT_SLIDE for j in b.joints) else 1
+    weldid = [b.weldid for b in bodies]
+    dof_bodyid = [i for i, n in zip(jnt_bodyid, jnt_ndof) for _ in range(n)]
 
-    ntree = sum(1 for p in dof["parentid"] if p == -1)
+    ntree = sum(1 for p in dof_parentid if p == -1)
     dof_treeid, t = [], -1
-    for p in dof["parentid"]:
+    for p in dof_parentid:
         t += p == -1
         dof_treeid.append(t)
-    body_treeid = [dof_treeid[body["dofadr"][body["weldid"][i]]]
-                   if body["dofnum"][body["weldid"][i]] else -1 for i in range(nbody)]
+    body_treeid = [dof_treeid[dofadr_b[weldid[i]]] if dofnum_b[weldid[i]] else -1
+                   for i in range(nbody)]
     madr, nM = [], 0
+    ddepth = [0] * nv  # a dof's row of M holds itself and its ancestors
     for i in range(nv):
+        p = dof_parentid[i]
+        ddepth[i] = 1 if p < 0 else ddepth[p] + 1
         madr.append(nM)
-        j = i
-        while j >= 0:
-            nM += 1
-            j = dof["parentid"][j]
+        nM += ddepth[i]
     simplenum, count = [0] * nv, 0
     for i in range(nv - 1, -1, -1):
-        count = count + 1 if simple[dof["bodyid"][i]] else 0
+        count = count + 1 if simple[dof_bodyid[i]] else 0
         simplenum[i] = count
 
     f = np.float64
+    i32 = np.int32
     out.qpos0, out.qpos_spring = qpos0, qpos_spring
-    for k in ("parentid", "rootid", "weldid", "mocapid", "jntnum", "jntadr", "dofnum",
-              "dofadr", "geomnum", "geomadr", "sameframe", "contype", "conaffinity"):
-        setattr(out, "body_" + k, np.array(body[k], dtype=np.int32))
-    out.body_simple = np.array(simple, dtype=np.int32)
-    out.body_treeid = np.array(body_treeid, dtype=np.int32)
-    for k, n in (("pos", 3), ("quat", 4), ("ipos", 3), ("iquat", 4), ("inertia", 3)):
-        setattr(out, "body_" + k, np.array(body[k], dtype=f).reshape(nbody, n))
-    out.body_mass = np.array(body["mass"], dtype=f)
-    out.body_gravcomp = np.array(body["gravcomp"], dtype=f)
-    out.body_margin = np.array(body["margin"], dtype=f)
+    out.body_parentid = np.array(parentid, dtype=i32)
+    out.body_rootid = np.array(rootid, dtype=i32)
+    out.body_weldid = np.array(weldid, dtype=i32)
+    out.body_mocapid = np.array([getattr(b, "mocapid", -1) for b in bodies], dtype=i32)
+    out.body_jntnum = np.array([len(b.joints) for b in bodies], dtype=i32)
+    out.body_jntadr = np.array(jntadr_b, dtype=i32)
+    out.body_dofnum = np.array(dofnum_b, dtype=i32)
+    out.body_dofadr = np.array(dofadr_b, dtype=i32)
+    out.body_geomnum = np.array([len(b.geoms) for b in bodies], dtype=i32)
+    out.body_geomadr = np.array([b.geoms[0].id if b.geoms else -1 for b in bodies], dtype=i32)
+    out.body_sameframe = np.array(sameframe, dtype=i32)
+    out.body_contype = np.array([b.contype for b in bodies], dtype=i32)
+    out.body_conaffinity = np.array([b.conaffinity for b in bodies], dtype=i32)
+    out.body_simple = np.array(simple, dtype=i32)
+    out.body_treeid = np.array(body_treeid, dtype=i32)
+    out.body_pos = np.array([b.pos for b in bodies], dtype=f).reshape(nbody, 3)
+    out.body_quat = np.array([b.quat for b in bodies], dtype=f).reshape(nbody, 4)
+    out.body_ipos = np.array(ipos_b, dtype=f).reshape(nbody, 3)
+    out.body_iquat = np.array([b.iquat for b in bodies], dtype=f).reshape(nbody, 4)
+    out.body_inertia = np.array([b.inertia for b in bodies], dtype=f).reshape(nbody, 3)
+    out.body_mass = np.array([b.mass for b in bodies], dtype=f)
+    out.body_gravcomp = np.array([b.gravcomp for b in bodies], dtype=f)
+    out.body_margin = np.array([b.margin for b in bodies], dtype=f)
     sub = out.body_mass.copy()
     for i in range(nbody - 1, 0, -1):
-        sub[out.body_parentid[i]] += sub[i]
+        sub[parentid[i]] += sub[i]
     out.body_subtreemass = sub
     for k, n in (("solref", 2), ("solimp", 5), ("pos", 3), ("axis", 3), ("range", 2),
                  ("actfrcrange", 2)):
-        setattr(out, "jnt_" + k, np.array(jnt[k], dtype=f).reshape(njnt, n))
+        setattr(out, "jnt_" + k,
+                np.array([getattr(j, k) for j in joints], dtype=f).reshape(njnt, n))
     for k in ("stiffness", "margin"):
-        setattr(out, "jnt_" + k, np.array(jnt[k], dtype=f))
-    for k in ("type", "qposadr", "dofadr", "bodyid", "group", "limited", "actfrclimited",
-              "actgravcomp"):
-        setattr(out, "jnt_" + k, np.array(jnt[k], dtype=np.int32))
-    for k in ("bodyid", "jntid", "parentid"):
-        setattr(out, "dof_" + k, np.array(dof[k], dtype=np.int32))
-    out.dof_treeid = np.array(dof_treeid, dtype=np.int32)
-    out.dof_Madr = np.array(madr, dtype=np.int32)
-    out.dof_simplenum = np.array(simplenum, dtype=np.int32)
-    out.dof_solref = np.array(dof["solref"], dtype=f).reshape(nv, 2)
-    out.dof_solimp = np.array(dof["solimp"], dtype=f).reshape(nv, 5)
+        setattr(out, "jnt_" + k, np.array([getattr(j, k) for j in joints], dtype=f))
+    out.jnt_type = np.array([j.type for j in joints], dtype=i32)
+    out.jnt_qposadr = np.array(jnt_qposadr, dtype=i32)
+    out.jnt_dofadr = np.array(jnt_dofadr, dtype=i32)
+    out.jnt_bodyid = np.array(jnt_bodyid, dtype=i32)
+    out.jnt_group = np.array([j.group for j in joints], dtype=i32)
+    out.jnt_limited = np.array([int(j.is_limited) for j in joints], dtype=i32)
+    out.jnt_actfrclimited = np.array([int(j.is_actfrclimited) for j in joints], dtype=i32)
+    out.jnt_actgravcomp = np.array([int(j.actgravcomp) for j in joints], dtype=i32)
+    # dofs repeat their joint's values
+    ndof = np.array(jnt_ndof, dtype=np.intp)
+    out.dof_bodyid = np.array(dof_bodyid, dtype=i32)
+    out.dof_jntid = np.repeat(np.arange(njnt, dtype=i32), ndof)
+    out.dof_parentid = np.array(dof_parentid, dtype=i32)
+    out.dof_treeid = np.array(dof_treeid, dtype=i32)
+    out.dof_Madr = np.array(madr, dtype=i32)
+    out.dof_simplenum = np.array(simplenum, dtype=i32)
+    out.dof_solref = np.repeat(np.array([j.solref_friction for j in joints], dtype=f)
+                               .reshape(njnt, 2), ndof, axis=0)
+    out.dof_solimp = np.repeat(np.array([j.solimp_friction for j in joints], dtype=f)
+                               .reshape(njnt, 5), ndof, axis=0)
     for k in ("frictionloss", "armature", "damping"):
-        setattr(out, "dof_" + k, np.array(dof[k], dtype=f))
+        setattr(out, "dof_" + k,
+                np.repeat(np.array([getattr(j, k) for j in joints], dtype=f), ndof))
     # bodies and dofs of each tree, in one pass over each (scenes have many trees)
     tree_body = [[] for _ in range(ntree)]
     for i, t in enumerate(body_treeid):
@@ -412,9 +410,19 @@ def _assemble(out, builder, ctx, size):
     out.tree_dofnum = np.array(tree_dofnum, dtype=np.int32)
 
     _geoms(out, geoms, bodies)
-    _sites(out, sites, bodies)
-    _cameras(out, cams, bodies, builder)
-    _lights(out, lights, builder)
+    if sites:
+        _sites(out, sites, bodies)
+    else:
+        replay_empty(out, "sites", lambda ns: _sites(ns, [], bodies))
+    poses = _global_poses(bodies) if (cams or lights) else (None,) * 3
+    if cams:
+        _cameras(out, cams, builder, poses)
+    else:
+        replay_empty(out, "cameras", lambda ns: _cameras(ns, [], builder, poses))
+    if lights:
+        _lights(out, lights, builder, poses)
+    else:
+        replay_empty(out, "lights", lambda ns: _lights(ns, [], builder, poses))
     out.mocap_pos0 = np.array([b.pos for b in mocap], dtype=f).reshape(len(mocap), 3)
     out.mocap_quat0 = np.array([b.quat for b in mocap], dtype=f).reshape(len(mocap), 4)
     _setsize(out, nq=nq, nv=nv, nu=0, na=0, nbody=nbody, njnt=njnt, ntree=ntree, nM=nM,
@@ -454,7 +462,32 @@ def _same_quat(a, b):
 _QUNIT = np.array([1.0, 0, 0, 0])
 
 
+def _is_zero(v) -> bool:
+    return all(abs(x) < 1e-6 for x in v)
+
+
+def _is_near(a, b) -> bool:
+    return all(abs(x - y) < 1e-6 for x, y in zip(a, b))
+
+
+def _is_near_quat(a, b) -> bool:
+    return _is_near(a, b) or all(abs(x + y) < 1e-6 for x, y in zip(a, b))
+
+
+_QUNIT_L = [1.0, 0.0, 0.0, 0.0]
+
+
 def _sameframe_body(ipos, iquat):
+    p, q = _vector(ipos), _vector(iquat)
+    if p is None or q is None or len(p) != 3 or len(q) != 4:
+        return _sameframe_body_any(ipos, iquat)
+    unitq = _is_near_quat(q, _QUNIT_L)
+    if unitq and _is_zero(p):
+        return SAMEFRAME_BODY
+    return SAMEFRAME_BODYROT if unitq else SAMEFRAME_NONE
+
+
+def _sameframe_body_any(ipos, iquat):
     if _same(ipos, 0) and _same_quat(iquat, _QUNIT):
         return SAMEFRAME_BODY
     if _same_quat(iquat, _QUNIT):
@@ -464,13 +497,26 @@ def _sameframe_body(ipos, iquat):
 
 def _sameframe_obj(pos, quat, body):
     ipos = np.zeros(3) if body.ipos is None else body.ipos
+    p, q, ip, iq = _vector(pos), _vector(quat), _vector(ipos), _vector(body.iquat)
+    if p is None or q is None or ip is None or iq is None or len(p) != 3 or \
+            len(q) != 4 or len(ip) != 3 or len(iq) != 4:
+        return _sameframe_obj_any(pos, quat, ipos, body.iquat)
+    unitq = _is_near_quat(q, _QUNIT_L)
+    if unitq:
+        return SAMEFRAME_BODY if _is_zero(p) else SAMEFRAME_BODYROT
+    if _is_near_quat(q, iq):
+        return SAMEFRAME_INERTIA if _is_near(p, ip) else SAMEFRAME_INERTIAROT
+    return SAMEFRAME_NONE
+
+
+def _sameframe_obj_any(pos, quat, ipos, iquat):
     if _same(pos, 0) and _same_quat(quat, _QUNIT):
         return SAMEFRAME_BODY
     if _same_quat(quat, _QUNIT):
         return SAMEFRAME_BODYROT
-    if _same(pos, ipos) and _same_quat(quat, body.iquat):
+    if _same(pos, ipos) and _same_quat(quat, iquat):
         return SAMEFRAME_INERTIA
-    if _same_quat(quat, body.iquat):
+    if _same_quat(quat, iquat):
         return SAMEFRAME_INERTIAROT
     return SAMEFRAME_NONE
 
@@ -533,12 +579,28 @@ def _global_poses(bodies):
     """Body poses and subtree centers of mass at qpos0 (no joint motion)."""
     n = len(bodies)
     xpos, xquat = np.zeros((n, 3)), np.tile(_QUNIT, (n, 1))
-    for b in bodies[1:]:
-        p = b.parent.id
-        xpos[b.id] = xpos[p] + rot.rotate(xquat[p], b.pos)
-        xquat[b.id] = rot.quat_mul(xquat[p], b.quat)
-    xipos = np.array([xpos[b.id] + rot.rotate(xquat[b.id], np.zeros(3) if b.ipos is None
-                                              else b.ipos) for b in bodies])
+    if n < 32:  # few bodies: one by one (fewer numpy calls)
+        for b in bodies[1:]:
+            p = b.parent.id
+            xpos[b.id] = xpos[p] + rot.rotate(xquat[p], b.pos)
+            xquat[b.id] = rot.quat_mul(xquat[p], b.quat)
+    else:
+        # level by level (each body's parent is done before it): stacked products,
+        # each item with the arithmetic of the single one
+        depth, levels = [0] * n, {}
+        for b in bodies[1:]:
+            depth[b.id] = depth[b.parent.id] + 1
+            levels.setdefault(depth[b.id], []).append(b)
+        for level in levels.values():
+            ids = [b.id for b in level]
+            par = [b.parent.id for b in level]
+            pos = np.array([b.pos for b in level], dtype=np.float64).reshape(-1, 3)
+            quat = np.array([b.quat for b in level], dtype=np.float64).reshape(-1, 4)
+            xpos[ids] = xpos[par] + rot.matvec_batch(rot.quat2mat_batch(xquat[par]), pos)
+            xquat[ids] = rot.quat_mul_batch(xquat[par], quat)
+    ipos = np.array([np.zeros(3) if b.ipos is None else b.ipos for b in bodies],
+                    dtype=np.float64).reshape(-1, 3)
+    xipos = xpos + rot.matvec_batch(rot.quat2mat_batch(xquat), ipos)
     mass = np.array([b.mass for b in bodies])
     moment = mass[:, None] * xipos
     sub = mass.copy()
@@ -549,11 +611,10 @@ def _global_poses(bodies):
     return xpos, xquat, com
 
 
-def _cameras(out, cams, bodies, builder):
+def _cameras(out, cams, builder, poses):
     f = np.float64
     n = len(cams)
-    xpos, xquat, com = _global_poses(bodies) if (cams or builder.lights) else (None,) * 3
-    out._poses = (xpos, xquat, com)
+    xpos, xquat, com = poses
     tb, pos0, poscom0, mat0 = [], [], [], []
     for c in cams:
         tid = -1
@@ -582,10 +643,10 @@ def _cameras(out, cams, bodies, builder):
     out.cam_intrinsic = np.array([c.intrinsic for c in cams], dtype=f).reshape(n, 4)
 
 
-def _lights(out, lights, builder):
+def _lights(out, lights, builder, poses):
     f = np.float64
     n = len(lights)
-    xpos, xquat, com = out._poses
+    xpos, xquat, com = poses
     tb, pos0, poscom0, dir0 = [], [], [], []
     for li in lights:
         tid = -1
@@ -597,7 +658,6 @@ def _lights(out, lights, builder):
         pos0.append(gpos - xpos[b])
         poscom0.append(gpos - com[tid if tid >= 0 else b])
         dir0.append(rot.rotate(xquat[b], li.dir))
-    del out._poses
     out.light_mode = np.array([li.mode for li in lights], dtype=np.int32)
     out.light_bodyid = np.array([li.body.id for li in lights], dtype=np.int32)
     out.light_targetbodyid = np.array(tb, dtype=np.int32)
@@ -711,7 +771,7 @@ def _user_fields(builder, size, out):
     for prefix, key, what in _USER:
         if callable(what):
             objs = what(builder.bodies)
-            rows = [np.zeros(0)] + [_user_values(b.el) for b in objs]
+            rows = [_NO_USER] + [_user_values(b.el) for b in objs]
         else:
             objs = [o for b in builder.bodies for o in getattr(b, what)]
             rows = [_user_values(o.el, builder.defaults_for(o)) for o in objs]
@@ -727,14 +787,18 @@ def _user_fields(builder, size, out):
             raise MemoryError
         arr = np.zeros((len(rows), n))
         for i, r in enumerate(rows):
-            arr[i, :len(r)] = r
+            if len(r):
+                arr[i, :len(r)] = r
         setattr(out, prefix + "_user", arr)
         _setsize(out, **{key: n})
 
 
+_NO_USER = ()
+
+
 def _user_values(el, defaults=None):
     if el.get_attr("user") is None and (not defaults or "user" not in defaults):
-        return np.zeros(0)  # the common case, without reading attributes
+        return _NO_USER  # the common case, without reading attributes
     a = Attrs(el, defaults or {})
     v = a.floats("user", finite=False)
     return np.zeros(0) if v is None else v

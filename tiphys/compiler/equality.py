@@ -173,8 +173,11 @@ def _set_data(eqs, out):
     """setConst's missing eq_data of body connects and welds, at qpos0."""
     k0 = None
     if any(eq.objtype == OBJ_BODY for eq in eqs):
-        from .tendon import HostKinematics
-        k0 = HostKinematics(out, out.qpos0)
+        # the tendon/actuator pass's kinematics at qpos0, when it left them
+        k0 = getattr(out, "_kinematics0", None)
+        if k0 is None:
+            from .tendon import HostKinematics
+            k0 = HostKinematics(out, out.qpos0)
     for eq in eqs:
         data = eq.data
         id1, id2 = eq.obj1, eq.obj2

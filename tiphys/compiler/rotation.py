@@ -39,6 +39,30 @@ def quat_mul(a, b) -> np.ndarray:
     return np.array(_mulquat_exact(_pyfloats(a), _pyfloats(b)))
 
 
+def quat_mul_batch(a, b) -> np.ndarray:
+    """:func:`quat_mul` of each row pair of two (n, 4) arrays: the same arithmetic,
+    element by element (mjuu_mulquat, then mjuu_normvec's sequential sum)."""
+    a = np.asarray(a, dtype=np.float64).reshape(-1, 4)
+    b = np.asarray(b, dtype=np.float64).reshape(-1, 4)
+    if len(a) < 16:  # (fewer numpy calls one by one)
+        return np.array([_mulquat_exact(x, y) for x, y in zip(a.tolist(), b.tolist())]
+                        ).reshape(-1, 4)
+    a0, a1, a2, a3 = a.T
+    b0, b1, b2, b3 = b.T
+    r = np.stack([a0 * b0 - a1 * b1 - a2 * b2 - a3 * b3,
+                  a0 * b1 + a1 * b0 + a2 * b3 - a3 * b2,
+                  a0 * b2 - a1 * b3 + a2 * b0 + a3 * b1,
+                  a0 * b3 + a1 * b2 - a2 * b1 + a3 * b0], axis=1)
+    nrm = 0.0 + r[:, 0] * r[:, 0]
+    nrm = nrm + r[:, 1] * r[:, 1]
+    nrm = nrm + r[:, 2] * r[:, 2]
+    nrm = nrm + r[:, 3] * r[:, 3]
+    nrm = np.sqrt(nrm, where=nrm >= EPS, out=np.zeros_like(nrm))
+    scale = (nrm >= EPS) & (np.abs(nrm - 1) > EPS)
+    r[scale] /= nrm[scale][:, None]
+    return r
+
+
 def quat_neg(q) -> np.ndarray:
     return np.array([q[0], -q[1], -q[2], -q[3]], dtype=np.float64)
 
@@ -51,6 +75,33 @@ def quat2mat(q) -> np.ndarray:
         [w * w + x * x - y * y - z * z, 2 * (x * y - w * z), 2 * (x * z + w * y)],
         [2 * (x * y + w * z), w * w - x * x + y * y - z * z, 2 * (y * z - w * x)],
         [2 * (x * z - w * y), 2 * (y * z + w * x), w * w - x * x - y * y + z * z]])
+
+
+def quat2mat_batch(q) -> np.ndarray:
+    """:func:`quat2mat` of each row of an (n, 4) array, element for element the same
+    arithmetic (so the same bits), identity quaternions included."""
+    q = np.asarray(q, dtype=np.float64).reshape(-1, 4)
+    if len(q) < 16:  # (fewer numpy calls one by one)
+        return np.array([quat2mat(qi) for qi in q]).reshape(-1, 3, 3)
+    w, x, y, z = q[:, 0], q[:, 1], q[:, 2], q[:, 3]
+    m = np.empty((len(q), 3, 3))
+    m[:, 0, 0] = w * w + x * x - y * y - z * z
+    m[:, 0, 1] = 2 * (x * y - w * z)
+    m[:, 0, 2] = 2 * (x * z + w * y)
+    m[:, 1, 0] = 2 * (x * y + w * z)
+    m[:, 1, 1] = w * w - x * x + y * y - z * z
+    m[:, 1, 2] = 2 * (y * z - w * x)
+    m[:, 2, 0] = 2 * (x * z - w * y)
+    m[:, 2, 1] = 2 * (y * z + w * x)
+    m[:, 2, 2] = w * w - x * x - y * y + z * z
+    m[(w == 1) & (x == 0) & (y == 0) & (z == 0)] = _EYE3
+    return m
+
+
+def matvec_batch(mats, vecs) -> np.ndarray:
+    """mats[i] @ vecs[i] for stacks of 3x3 matrices and 3-vectors (the stacked matmul
+    computes each item as the single product does)."""
+    return (mats @ np.asarray(vecs, dtype=np.float64).reshape(-1, 3, 1))[:, :, 0]
 
 
 def rotate(q, v) -> np.ndarray:
@@ -106,12 +157,14 @@ def axisangle2quat(axis, angle) -> np.ndarray:
 
 def frame_accum(pos, quat, child_pos, child_quat):
     """Compose (pos, quat) with a child frame expressed in it (mjuu_frameaccum)."""
-    m = _quat2mat9(quat)
-    v = _pyfloats(child_pos)
+    q = _pyfloats(quat)
+    m = _quat2mat9(q)
+    v0, v1, v2 = _pyfloats(child_pos)
     p = _pyfloats(pos)
-    res = [p[i] + (m[3 * i] * v[0] + m[3 * i + 1] * v[1] + m[3 * i + 2] * v[2])
-           for i in range(3)]
-    return np.array(res), quat_mul(quat, child_quat)
+    res = [p[0] + (m[0] * v0 + m[1] * v1 + m[2] * v2),
+           p[1] + (m[3] * v0 + m[4] * v1 + m[5] * v2),
+           p[2] + (m[6] * v0 + m[7] * v1 + m[8] * v2)]
+    return np.array(res), np.array(_mulquat_exact(q, _pyfloats(child_quat)))
 
 
 def frame_invert(pos, quat):
@@ -150,7 +203,7 @@ def _normvec_exact(v: list) -> float:
 
 def _quat2mat9(q) -> list:
     """mjuu_quat2mat: row-major 9-list."""
-    w, x, y, z = (float(c) for c in q)
+    w, x, y, z = q if type(q) is list else _pyfloats(q)
     if w == 1 and x == 0 and y == 0 and z == 0:
         return [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
     q00, q01, q02, q03 = w * w, w * x, w * y, w * z

@@ -37,6 +37,7 @@ from ..kernels.consts import (DATATYPE_AXIS, DATATYPE_POSITIVE, DATATYPE_QUATERN
                               SENS_TENDONLIMITFRC, SENS_TENDONLIMITPOS, SENS_TENDONLIMITVEL,
                               SENS_TENDONPOS, SENS_TENDONVEL, SENS_TORQUE, SENS_TOUCH, SENS_USER,
                               SENS_VELOCIMETER, STAGE_ACC, STAGE_NONE, STAGE_POS, STAGE_VEL)
+from .empty import replay_empty
 from .attrs import parse_floats, parse_ints
 
 # MJCF object type names -> mjtObj
@@ -550,12 +551,19 @@ def compile_sensors(spec, defaults, builder, out, size) -> None:
     tables = _name_tables(spec, builder, out, sensors) if sensors else {}
     for s in sensors:
         _compile(s, tables, out, nuser)
+    _validate_tactile(sensors, out)
+    if sensors:
+        _fill_sensors(out, sensors, nuser)
+    else:
+        replay_empty(out, ("sensors", nuser), lambda ns: _fill_sensors(ns, [], nuser))
+
+
+def _fill_sensors(out, sensors, nuser):
     n = len(sensors)
 
     def ints(values):
         return np.array(values, dtype=np.int32).reshape(n)
 
-    _validate_tactile(sensors, out)
     out.sensor_type = ints([s.type for s in sensors])
     out.sensor_datatype = ints([s.datatype for s in sensors])
     out.sensor_needstage = ints([s.needstage for s in sensors])

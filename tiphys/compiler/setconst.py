@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..kernels.consts import GEOM_HFIELD, GEOM_PLANE, JNT_BALL, JNT_FREE, JNT_HINGE, MAXVAL, MINVAL
+from ..kernels.consts import (EPS, GEOM_HFIELD, GEOM_PLANE, JNT_BALL, JNT_FREE, JNT_HINGE,
+                              MAXVAL, MINVAL)
 from . import rotation as rot
 from .options import Statistic
 
@@ -18,25 +19,45 @@ def _qpos0_kinematics(a):
     nbody = len(a.body_parentid)
     xpos = np.zeros((nbody, 3))
     xquat = np.tile([1.0, 0, 0, 0], (nbody, 1))
-    for i in range(1, nbody):
-        p = a.body_parentid[i]
-        if p == 0:
-            xpos[i], xquat[i] = a.body_pos[i], rot.normalize(a.body_quat[i])[0]
-        else:
-            xpos[i] = xpos[p] + rot.quat2mat(xquat[p]) @ a.body_pos[i]
-            xquat[i] = rot.quat_mul(xquat[p], a.body_quat[i])
-    xmat = np.array([rot.quat2mat(q) for q in xquat])
+    parent = a.body_parentid.tolist()
+    if nbody < 32:  # few bodies: one by one (fewer numpy calls)
+        for i in range(1, nbody):
+            p = parent[i]
+            if p == 0:
+                xpos[i], xquat[i] = a.body_pos[i], rot.normalize(a.body_quat[i])[0]
+            else:
+                xpos[i] = xpos[p] + rot.quat2mat(xquat[p]) @ a.body_pos[i]
+                xquat[i] = rot.quat_mul(xquat[p], a.body_quat[i])
+    else:
+        # level by level (parents first): stacked products, each item with the
+        # arithmetic of the single one; children of the world take their own frame
+        depth, levels = [0] * nbody, {}
+        for i in range(1, nbody):
+            depth[i] = depth[parent[i]] + 1
+            levels.setdefault(depth[i], []).append(i)
+        for d, ids in levels.items():
+            if d == 1:
+                q = a.body_quat[ids]
+                n = np.sqrt((q * q).sum(1))  # (normalize's np.dot of 4 numbers, in order)
+                small = n < EPS
+                q = q / np.where(small, 1.0, n)[:, None]
+                q[small] = (1.0, 0.0, 0.0, 0.0)
+                xpos[ids], xquat[ids] = a.body_pos[ids], q
+                continue
+            par = a.body_parentid[ids]
+            xpos[ids] = xpos[par] + rot.matvec_batch(rot.quat2mat_batch(xquat[par]),
+                                                     a.body_pos[ids])
+            xquat[ids] = rot.quat_mul_batch(xquat[par], a.body_quat[ids])
+    xmat = rot.quat2mat_batch(xquat)
     xipos = xpos + np.einsum("bij,bj->bi", xmat, a.body_ipos)
     xipos[0] = 0
-    ximat = np.array([xmat[i] @ rot.quat2mat(a.body_iquat[i]) for i in range(nbody)])
+    ximat = xmat @ rot.quat2mat_batch(a.body_iquat)
     ximat[0] = np.eye(3)
-    jb = a.jnt_bodyid
-    xanchor = np.array([xpos[b] + xmat[b] @ p for b, p in zip(jb, a.jnt_pos)]).reshape(-1, 3)
-    xaxis = np.array([xmat[b] @ ax for b, ax in zip(jb, a.jnt_axis)]).reshape(-1, 3)
-    geom_xpos = np.array([xpos[b] + xmat[b] @ p for b, p in zip(a.geom_bodyid, a.geom_pos)]
-                         ).reshape(-1, 3)
-    site_xpos = np.array([xpos[b] + xmat[b] @ p for b, p in zip(a.site_bodyid, a.site_pos)]
-                         ).reshape(-1, 3)
+    jb, gb, sb = a.jnt_bodyid, a.geom_bodyid, a.site_bodyid
+    xanchor = xpos[jb] + rot.matvec_batch(xmat[jb], a.jnt_pos)
+    xaxis = rot.matvec_batch(xmat[jb], a.jnt_axis)
+    geom_xpos = xpos[gb] + rot.matvec_batch(xmat[gb], a.geom_pos)
+    site_xpos = xpos[sb] + rot.matvec_batch(xmat[sb], a.site_pos)
     return xpos, xmat, xipos, ximat, xanchor, xaxis, geom_xpos, site_xpos
 
 
@@ -92,43 +113,41 @@ def set_const(a, user: Statistic) -> None:
     nbody = len(a.body_parentid)
     stat = Statistic(meaninertia=1.0, meanmass=1.0, meansize=0.2, extent=2.0,
                      center=np.zeros(3))
-    lo, hi = np.full(3, MAXVAL), np.full(3, -MAXVAL)
-
-    def box(p, r):
-        nonlocal lo, hi
-        lo = np.minimum(lo, p - r)
-        hi = np.maximum(hi, p + r)
-
-    for i in range(1, nbody):
-        box(xpos[i], 0)
-        box(xipos[i], 0)
-    for p in xanchor:
-        box(p, 0)
-    for p in site_xpos:
-        box(p, 0)
-    for g in range(len(a.geom_type)):
-        r = 0.0
-        if a.geom_rbound[g] > 0:
-            r = a.geom_rbound[g]
-        elif a.geom_type[g] == GEOM_PLANE:
+    # the bounding box of body, inertial, joint and site points and geom spheres: the
+    # running min/max as one reduction each (the same fold, point by point)
+    r = a.geom_rbound.copy()
+    for g in np.nonzero(~(r > 0))[0].tolist():
+        r[g] = 0.0
+        if a.geom_type[g] == GEOM_PLANE:
             s = a.geom_size[g]
-            r = max(s[0], s[1]) * 0.1 if (s[0] or s[1]) else 1.0
+            r[g] = max(s[0], s[1]) * 0.1 if (s[0] or s[1]) else 1.0
         elif a.geom_type[g] == GEOM_HFIELD:
-            r = max(a.hfield_size[a.geom_dataid[g]]) * 0.1
-        box(geom_xpos[g], r)
+            r[g] = max(a.hfield_size[a.geom_dataid[g]]) * 0.1
+    pts = np.concatenate([np.stack([xpos[1:], xipos[1:]], axis=1).reshape(-1, 3),
+                          xanchor, site_xpos])
+    lo = np.minimum.reduce(np.concatenate([pts, geom_xpos - r[:, None]]), axis=0,
+                           initial=MAXVAL)
+    hi = np.maximum.reduce(np.concatenate([pts + 0.0, geom_xpos + r[:, None]]), axis=0,
+                           initial=-MAXVAL)
     stat.center = (lo + hi) / 2
     if hi[0] > lo[0]:
         stat.extent = max(1e-5, float(np.max(hi - lo)))
+    # body sizes: the largest distance from the com to a joint anchor or geom sphere
+    # (norms of 3-vectors as np.linalg.norm sums them, in order)
     body = np.zeros(nbody)
-    for j, b in enumerate(a.jnt_bodyid):
-        body[b] = max(body[b], np.linalg.norm(xipos[b] - xanchor[j]))
-        p = a.body_parentid[b]
-        body[p] = max(body[p], np.linalg.norm(xipos[p] - xanchor[j]))
+    jb = a.jnt_bodyid
+    dj = np.sqrt(((xipos[jb] - xanchor) ** 2).sum(1))
+    jp = a.body_parentid[jb]
+    dp = np.sqrt(((xipos[jp] - xanchor) ** 2).sum(1))
+    for b, p, d0, d1 in zip(jb.tolist(), jp.tolist(), dj.tolist(), dp.tolist()):
+        body[b] = max(body[b], d0)
+        body[p] = max(body[p], d1)
     body[0] = 0
-    for i in range(1, nbody):
-        for g in range(a.body_geomadr[i], a.body_geomadr[i] + a.body_geomnum[i]):
-            if a.geom_rbound[g] > 0:
-                body[i] = max(body[i], a.geom_rbound[g] + np.linalg.norm(xipos[i] - geom_xpos[g]))
+    gb = a.geom_bodyid
+    dg = a.geom_rbound + np.sqrt(((xipos[gb] - geom_xpos) ** 2).sum(1))
+    for g in np.nonzero((a.geom_rbound > 0) & (gb > 0))[0].tolist():
+        i = gb[g]
+        body[i] = max(body[i], dg[g])
     if nbody > 1:
         body[1:] = np.maximum(body[1:], 1e-5)
         stat.meansize = float(np.sum(body[1:] / (nbody - 1)))

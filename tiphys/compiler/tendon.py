@@ -9,6 +9,7 @@ spatial wrapping around spheres and cylinders (mju_wrap).
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Optional
@@ -21,6 +22,7 @@ from ..kernels.consts import (GEOM_CYLINDER, GEOM_SPHERE, JNT_FREE, LIMITED_AUTO
                               WRAP_PULLEY, WRAP_SITE, WRAP_SPHERE)
 from . import rotation as rot
 from .attrs import LIMITED, Attrs
+from .empty import replay_empty
 
 SOLREF0 = (0.02, 1.0)
 SOLIMP0 = (0.9, 0.95, 0.001, 0.5, 2.0)
@@ -55,55 +57,108 @@ class HostKinematics:
     def __init__(self, a, qpos):
         self.a = a
         self.qpos = np.asarray(qpos, dtype=np.float64)
+        self._chains = None
+        self._body_jacs = None
         nbody = len(a.body_parentid)
         njnt = len(a.jnt_type)
         xpos = np.zeros((nbody, 3))
         xquat = np.tile([1.0, 0, 0, 0], (nbody, 1))
         xanchor = np.zeros((njnt, 3))
         xaxis = np.zeros((njnt, 3))
+        jntadr_b, jntnum_b = a.body_jntadr.tolist(), a.body_jntnum.tolist()
+        jnt_type = a.jnt_type.tolist()
+        free = [b for b in range(1, nbody)
+                if jntnum_b[b] == 1 and jnt_type[jntadr_b[b]] == JNT_FREE]
+        if len(free) < 8:  # few: one by one below (fewer numpy calls)
+            free = []
+        if free:
+            # free bodies (children of the world) all at once: normalize's norm is
+            # the sequential sum of squares, as np.dot sums 4 numbers
+            fj = a.body_jntadr[free]
+            qa = a.jnt_qposadr[fj][:, None]
+            xpos[free] = self.qpos[qa + np.arange(3)]
+            q = self.qpos[qa + np.arange(3, 7)]
+            n = np.sqrt((q * q).sum(1))
+            small = n < rot.EPS
+            q = q / np.where(small, 1.0, n)[:, None]
+            q[small] = (1.0, 0.0, 0.0, 0.0)
+            xquat[free] = q
+            xanchor[fj] = xpos[free]
+            xaxis[fj] = rot.matvec_batch(rot.quat2mat_batch(q), a.jnt_axis[fj])
+        isfree = set(free)
+        parent = a.body_parentid.tolist()
+        body_pos, body_quat = list(a.body_pos), list(a.body_quat)
+        jnt_pos, jnt_axis = list(a.jnt_pos), list(a.jnt_axis)
+        qposadr, qpos, qpos0 = a.jnt_qposadr.tolist(), self.qpos, a.qpos0
+        xmats = {}  # body -> rotation of xquat[body], made when a child needs it
+
+        def rotation(q, cache):
+            """quat2mat(q), reusing the last matrix when q has the same bits."""
+            key = q.tobytes()
+            if cache[0] != key:
+                cache[0], cache[1] = key, _quat2mat(q)
+            return cache[1]
+
         for b in range(1, nbody):
-            jadr, jnum = a.body_jntadr[b], a.body_jntnum[b]
-            if jnum == 1 and a.jnt_type[jadr] == JNT_FREE:
-                qa = a.jnt_qposadr[jadr]
+            if b in isfree:
+                continue
+            jadr, jnum = jntadr_b[b], jntnum_b[b]
+            if jnum == 1 and jnt_type[jadr] == JNT_FREE:
+                qa = qposadr[jadr]
                 xpos[b] = qpos[qa:qa + 3]
                 xquat[b] = rot.normalize(qpos[qa + 3:qa + 7])[0]
                 xanchor[jadr] = xpos[b]
                 xaxis[jadr] = _quat2mat(xquat[b]) @ a.jnt_axis[jadr]
                 continue
-            p = a.body_parentid[b]
-            pos = xpos[p] + _quat2mat(xquat[p]) @ a.body_pos[b]
-            quat = rot.quat_mul(xquat[p], a.body_quat[b])
+            p = parent[b]
+            pmat = xmats.get(p)
+            if pmat is None:
+                pmat = xmats[p] = _quat2mat(xquat[p])
+            pos = xpos[p] + pmat @ body_pos[b]
+            quat = rot.quat_mul(xquat[p], body_quat[b])
+            cache = [None, None]
             for j in range(jadr, jadr + jnum):
-                mat = _quat2mat(quat)
-                xanchor[j] = mat @ a.jnt_pos[j] + pos
-                xaxis[j] = mat @ a.jnt_axis[j]
-                qa = a.jnt_qposadr[j]
-                jt = a.jnt_type[j]
+                mat = rotation(quat, cache)
+                xanchor[j] = mat @ jnt_pos[j] + pos
+                xaxis[j] = mat @ jnt_axis[j]
+                qa = qposadr[j]
+                jt = jnt_type[j]
                 if jt == 2:  # slide
-                    pos = pos + xaxis[j] * (qpos[qa] - a.qpos0[qa])
+                    pos = pos + xaxis[j] * (qpos[qa] - qpos0[qa])
                 elif jt in (1, 3):
                     if jt == 3:
-                        qloc = _axisangle_quat(a.jnt_axis[j], qpos[qa] - a.qpos0[qa])
+                        qloc = _axisangle_quat(jnt_axis[j], qpos[qa] - qpos0[qa])
                     else:
                         qloc = rot.normalize(qpos[qa:qa + 4])[0]
                     quat = rot.quat_mul(quat, qloc)
-                    pos = xanchor[j] - _quat2mat(quat) @ a.jnt_pos[j]
+                    pos = xanchor[j] - rotation(quat, cache) @ jnt_pos[j]
             xpos[b] = pos
             xquat[b] = rot.normalize(quat)[0]
-        xmat = np.array([_quat2mat(q) for q in xquat])
+        xmat = rot.quat2mat_batch(xquat)
         self.xpos, self.xquat, self.xmat = xpos, xquat, xmat
         self.xanchor, self.xaxis = xanchor, xaxis
         self.xipos = xpos + np.einsum("bij,bj->bi", xmat, a.body_ipos)
-        self.ximat = np.array([xmat[i] @ _quat2mat(a.body_iquat[i]) for i in range(nbody)])
-        self.site_xpos = np.array([xpos[b] + xmat[b] @ p for b, p in
-                                   zip(a.site_bodyid, a.site_pos)]).reshape(-1, 3)
-        self.site_xmat = np.array([xmat[b] @ _quat2mat(q) for b, q in
-                                   zip(a.site_bodyid, a.site_quat)]).reshape(-1, 3, 3)
-        self.geom_xpos = np.array([xpos[b] + xmat[b] @ p for b, p in
-                                   zip(a.geom_bodyid, a.geom_pos)]).reshape(-1, 3)
-        self.geom_xmat = np.array([xmat[b] @ _quat2mat(q) for b, q in
-                                   zip(a.geom_bodyid, a.geom_quat)]).reshape(-1, 3, 3)
+        self.ximat = xmat @ rot.quat2mat_batch(a.body_iquat)
         self._dof_axes()
+
+    # site and geom frames: made when first read (most models read none of them)
+    @functools.cached_property
+    def site_xpos(self):
+        sb = self.a.site_bodyid
+        return self.xpos[sb] + rot.matvec_batch(self.xmat[sb], self.a.site_pos)
+
+    @functools.cached_property
+    def site_xmat(self):
+        return self.xmat[self.a.site_bodyid] @ rot.quat2mat_batch(self.a.site_quat)
+
+    @functools.cached_property
+    def geom_xpos(self):
+        gb = self.a.geom_bodyid
+        return self.xpos[gb] + rot.matvec_batch(self.xmat[gb], self.a.geom_pos)
+
+    @functools.cached_property
+    def geom_xmat(self):
+        return self.xmat[self.a.geom_bodyid] @ rot.quat2mat_batch(self.a.geom_quat)
 
     def _dof_axes(self):
         """Per dof: world rotation axis (or 0) and linear axis, and the anchor point."""
@@ -133,18 +188,11 @@ class HostKinematics:
                 self.dof_anchor[d] = self.xanchor[j]
 
     def chain(self, body):
-        """Dofs that move ``body`` (mj_jac's ancestor chain)."""
-        a = self.a
-        while body and not a.body_dofnum[body]:
-            body = a.body_parentid[body]
-        if not body:
-            return []
-        out = []
-        d = a.body_dofadr[body] + a.body_dofnum[body] - 1
-        while d >= 0:
-            out.append(d)
-            d = a.dof_parentid[d]
-        return out
+        """Dofs that move ``body`` (mj_jac's ancestor chain; the list is shared)."""
+        chains = self._chains
+        if chains is None:
+            chains = self._chains = _dof_chains(self.a)
+        return chains[body]
 
     def jac(self, point, body):
         """Translational and rotational 3 x nv Jacobians of a point on ``body``."""
@@ -169,24 +217,159 @@ class HostKinematics:
         jp[2] = (w[0] * v[1] - w[1] * v[0]) + lin[2]
         return jp, np.ascontiguousarray(w)
 
+    def chain_jacs(self, points, chains):
+        """:meth:`chain_jac` of many points, one per chain (all chains of one length):
+        (B, 3, L) arrays, each item computed as :meth:`chain_jac` computes it (element
+        by element, so bit for bit the same)."""
+        w = self.dof_ang[chains].transpose(0, 2, 1)
+        v = (points[:, None, :] - self.dof_anchor[chains]).transpose(0, 2, 1)
+        lin = self.dof_lin[chains].transpose(0, 2, 1)
+        jp = np.empty(w.shape)
+        jp[:, 0] = (w[:, 1] * v[:, 2] - w[:, 2] * v[:, 1]) + lin[:, 0]
+        jp[:, 1] = (w[:, 2] * v[:, 0] - w[:, 0] * v[:, 2]) + lin[:, 1]
+        jp[:, 2] = (w[:, 0] * v[:, 1] - w[:, 1] * v[:, 0]) + lin[:, 2]
+        return jp, np.ascontiguousarray(w)
+
     def mass_matrix(self):
         """Dense M at this pose: body inertias + dof armature (no tendon armature)."""
+        return self.mass_blocks().dense()
+
+    def body_jacs(self) -> dict:
+        """The com Jacobians of every body with dofs, as :meth:`chain_jacs` makes
+        them, grouped by chain length: {L: (bodies, jp, jr)} with (B, 3, L) stacks
+        (made once, element by element for all bodies together)."""
+        if self._body_jacs is not None:
+            return self._body_jacs
+        nbody = len(self.a.body_parentid)
+        bodies = [b for b in range(1, nbody) if self.chain(b)]
+        groups = {}  # chain length -> bodies
+        for b in bodies:
+            groups.setdefault(len(self.chain(b)), []).append(b)
+        out = {}
+        if bodies:
+            flat = [d for b in bodies for d in self.chain(b)]
+            owner = [b for b in bodies for _ in self.chain(b)]
+            w = self.dof_ang[flat]
+            v = self.xipos[owner] - self.dof_anchor[flat]
+            lin = self.dof_lin[flat]
+            jp = np.empty(w.shape)
+            jp[:, 0] = (w[:, 1] * v[:, 2] - w[:, 2] * v[:, 1]) + lin[:, 0]
+            jp[:, 1] = (w[:, 2] * v[:, 0] - w[:, 0] * v[:, 2]) + lin[:, 1]
+            jp[:, 2] = (w[:, 0] * v[:, 1] - w[:, 1] * v[:, 0]) + lin[:, 2]
+            start, k = {}, 0
+            for b in bodies:
+                start[b] = k
+                k += len(self.chain(b))
+            for n, group in groups.items():
+                idx = np.array([start[b] for b in group])[:, None] + np.arange(n)
+                out[n] = (group, np.ascontiguousarray(jp[idx].transpose(0, 2, 1)),
+                          np.ascontiguousarray(w[idx].transpose(0, 2, 1)))
+        self._body_jacs = out
+        return out
+
+    def mass_blocks(self) -> "TreeBlocks":
+        """M at this pose, tree by tree: body inertias + dof armature (no tendon
+        armature).
+
+        Each body adds mass jp'jp + jr' I jr over its dof chain's block; the terms
+        are computed for all bodies of one chain length at once (stacked matmuls do
+        each item as the 2D product does) and added in body order."""
         a = self.a
-        nv = len(a.dof_bodyid)
-        M = np.zeros((nv, nv))
-        for b in range(1, len(a.body_parentid)):
-            if a.body_mass[b] == 0 and not np.any(a.body_inertia[b]):
-                continue
-            chain = self.chain(b)
-            if not chain:
-                continue
+        blocks = TreeBlocks.zeros(a.dof_treeid)
+        mass, inertia = a.body_mass, a.body_inertia
+        moving = ((mass != 0) | np.any(inertia != 0, axis=1)).tolist()
+        # rotated inertias of all bodies (3x3 products: one stacked call)
+        diag = np.zeros((len(mass), 3, 3))
+        diag[:, (0, 1, 2), (0, 1, 2)] = inertia
+        inert_all = self.ximat @ diag @ self.ximat.transpose(0, 2, 1)
+        terms = {}
+        for group, jp, jr in self.body_jacs().values():
             # only the dofs on the body's chain are nonzero in its Jacobian: adding
             # the chain's block keeps large scenes (thousands of dofs) O(sum chain^2)
-            jp, jr = self.chain_jac(self.xipos[b], chain)
-            inert = self.ximat[b] @ np.diag(a.body_inertia[b]) @ self.ximat[b].T
-            M[_chain_block(chain)] += a.body_mass[b] * jp.T @ jp + jr.T @ inert @ jr
-        M[np.diag_indices(nv)] += a.dof_armature
+            sel = [i for i, b in enumerate(group) if moving[b]]
+            if not sel:
+                continue
+            if len(sel) < len(group):
+                group = [group[i] for i in sel]
+                jp, jr = jp[sel], jr[sel]
+            term = mass[group][:, None, None] * jp.transpose(0, 2, 1) @ jp + \
+                jr.transpose(0, 2, 1) @ inert_all[group] @ jr
+            terms.update(zip(group, term))
+        tree_of, los = blocks.tree_of, blocks.los
+        for b in sorted(terms):
+            chain = self.chain(b)
+            t = tree_of[chain[0]]
+            lo = los[t]
+            blocks.blocks[t][_chain_block([d - lo for d in chain])] += terms[b]
+        for lo, block in zip(los, blocks.blocks):
+            block[np.diag_indices(len(block))] += a.dof_armature[lo:lo + len(block)]
+        return blocks
+
+
+class TreeBlocks:
+    """A block-diagonal nv x nv matrix with one dense block per kinematic tree (the
+    dofs of a tree are consecutive): M and its inverse without nv^2 memory."""
+
+    def __init__(self, los: list, blocks: list, tree_of: list):
+        self.los, self.blocks, self.tree_of = los, blocks, tree_of
+        self.nv = len(tree_of)
+
+    @classmethod
+    def zeros(cls, dof_treeid) -> "TreeBlocks":
+        tree_of = np.asarray(dof_treeid).tolist()
+        los = [d for d in range(len(tree_of)) if d == 0 or tree_of[d] != tree_of[d - 1]]
+        his = los[1:] + [len(tree_of)]
+        return cls(los, [np.zeros((hi - lo, hi - lo)) for lo, hi in zip(los, his)], tree_of)
+
+    @classmethod
+    def from_dense(cls, M, dof_treeid) -> "TreeBlocks":
+        out = cls.zeros(dof_treeid)
+        out.blocks = [M[lo:lo + len(b), lo:lo + len(b)].copy()
+                      for lo, b in zip(out.los, out.blocks)]
+        return out
+
+    def diag(self) -> np.ndarray:
+        if not self.blocks:
+            return np.zeros(0)
+        return np.concatenate([np.diag(b) for b in self.blocks])
+
+    def dense(self) -> np.ndarray:
+        M = np.zeros((self.nv, self.nv))
+        for lo, b in zip(self.los, self.blocks):
+            M[lo:lo + len(b), lo:lo + len(b)] = b
         return M
+
+    def sub(self, dofs) -> np.ndarray:
+        """The rows and columns ``dofs`` (all in one tree; a chain's decreasing ids
+        give a reversed slice when consecutive), a view or a copy."""
+        t = self.tree_of[dofs[0]]
+        lo = self.los[t]
+        return self.blocks[t][_chain_block([d - lo for d in dofs])]
+
+    def block(self, lo: int, n: int) -> np.ndarray:
+        """Rows and columns lo..lo+n-1 (inside one tree), a view."""
+        t = self.tree_of[lo]
+        k = lo - self.los[t]
+        return self.blocks[t][k:k + n, k:k + n]
+
+
+def _dof_chains(a) -> list:
+    """Per body, the dofs that move it (mj_jac's ancestor chain, decreasing ids)."""
+    nbody = len(a.body_parentid)
+    parent, dofnum = a.body_parentid.tolist(), a.body_dofnum.tolist()
+    dofadr, dof_parent = a.body_dofadr.tolist(), a.dof_parentid.tolist()
+    chains = [[] for _ in range(nbody)]
+    for b in range(1, nbody):
+        if not dofnum[b]:
+            chains[b] = chains[parent[b]]
+            continue
+        chain = []
+        d = dofadr[b] + dofnum[b] - 1
+        while d >= 0:
+            chain.append(d)
+            d = dof_parent[d]
+        chains[b] = chain
+    return chains
 
 
 # ------------------------------------------------------------------------------------
@@ -617,6 +800,18 @@ def _check_tendon(t, a, ctx):
 
 def fill_tendons(out, tendons, nuser):
     """The tendon_* and wrap_* arrays (constants from qpos0 are set later)."""
+    if not tendons:
+        def make(ns):
+            _fill_tendon_arrays(ns, [], nuser)
+            ns.tendon_treenum = np.zeros(0, dtype=np.int32)
+            ns.tendon_treeid = np.full((0, 2), -1, dtype=np.int32)
+        replay_empty(out, ("tendons", nuser), make)
+        return
+    _fill_tendon_arrays(out, tendons, nuser)
+    _tendon_trees(out, tendons)
+
+
+def _fill_tendon_arrays(out, tendons, nuser):
     f = np.float64
     n = len(tendons)
     adr, wraps = [], []
@@ -644,7 +839,12 @@ def fill_tendons(out, tendons, nuser):
     out.wrap_type = np.array([w[0] for w in wraps], dtype=np.int32)
     out.wrap_objid = np.array([w[1] for w in wraps], dtype=np.int32)
     out.wrap_prm = np.array([w[2] for w in wraps], dtype=f)
-    # tendon_treenum/treeid (setFixed)
+
+
+def _tendon_trees(out, tendons):
+    """tendon_treenum/treeid (setFixed), and the bodies that tendon armature makes
+    not simple."""
+    n = len(tendons)
     treenum = np.zeros(n, dtype=np.int32)
     treeid = np.full((n, 2), -1, dtype=np.int32)
     for i, t in enumerate(tendons):
@@ -667,6 +867,8 @@ def fill_tendons(out, tendons, nuser):
     out.tendon_treenum = treenum
     out.tendon_treeid = treeid
     # FinalizeSimple: bodies touched by tendons with armature are not simple
+    if all(t.armature == 0 for t in tendons):
+        return
     for t in tendons:
         if t.armature == 0:
             continue

@@ -39,6 +39,7 @@ FLUID_SHAPES = {"none": 0, "ellipsoid": 1}
 ALIGNFREE = {"false": ALIGNFREE_FALSE, "true": ALIGNFREE_TRUE, "auto": ALIGNFREE_AUTO}
 SOLREF0 = (0.02, 1.0)
 _ORIENTATIONS = ("quat", "axisangle", "xyaxes", "zaxis", "euler")  # alternatives
+_QUAT0 = (1.0, 0, 0, 0)
 SOLIMP0 = (0.9, 0.95, 0.001, 0.5, 2.0)
 
 
@@ -89,10 +90,13 @@ class TreeBuilder:
         self.joints, self.geoms, self.sites, self.cameras, self.lights = [], [], [], [], []
         self._defaults_of = {}
         self._suffix = []
+        self._geom_protos = {}  # (geom element, childclass) -> its fields, in <replicate>
 
     # -- orientation ---------------------------------------------------------------
-    def orientation(self, a: Attrs, quat_default=(1.0, 0, 0, 0), allow_quat=True):
+    def orientation(self, a: Attrs, quat_default=_QUAT0, allow_quat=True):
         """Quaternion from quat / axisangle / xyaxes / zaxis / euler (at most one)."""
+        if quat_default is _QUAT0 and a._vals.keys().isdisjoint(_ORIENTATIONS):
+            return np.array([1.0, 0.0, 0.0, 0.0])  # (the common case: none given)
         given = [k for k in _ORIENTATIONS if a.text(k) is not None and a.has_numbers(k)]
         # explicit attributes beat those inherited from defaults
         explicit = [k for k in given if a.explicit(k)]
@@ -358,20 +362,27 @@ class TreeBuilder:
             j.align = a.keyword("align", ALIGNFREE, ALIGNFREE_AUTO)
         else:
             a = self._attrs(el, "joint", childclass)
-            j = _Joint(el=el, body=body, name=self._name(el),
-                       type=a.keyword("type", JOINT_TYPES, JNT_HINGE))
-            j.group = a.int("group", 0)
-            j.pos = a.floats("pos", 3, (0, 0, 0))
-            j.axis = a.floats("axis", 3, (0, 0, 1))
-            j.limited = a.keyword("limited", LIMITED, LIMITED_AUTO)
-            j.actfrclimited = a.keyword("actuatorfrclimited", LIMITED, LIMITED_AUTO)
-            j.solref = a.floats("solreflimit", 2, SOLREF0, exact=False)
-            j.solimp = a.floats("solimplimit", 5, SOLIMP0, exact=False)
-            j.solref_friction = a.floats("solreffriction", 2, SOLREF0, exact=False)
-            j.solimp_friction = a.floats("solimpfriction", 5, SOLIMP0, exact=False)
-            j.stiffness = a.float("stiffness", 0.0)
-            j.range = a.floats("range", 2, (0, 0))
-            j.actfrcrange = a.floats("actuatorfrcrange", 2, (0, 0))
+            # read in this order (it decides which error a bad joint reports), then
+            # made at once (the dataclass's array defaults are not built to be dropped)
+            name = self._name(el)
+            jtype = a.keyword("type", JOINT_TYPES, JNT_HINGE)
+            group = a.int("group", 0)
+            pos = a.floats("pos", 3, (0, 0, 0))
+            axis = a.floats("axis", 3, (0, 0, 1))
+            limited = a.keyword("limited", LIMITED, LIMITED_AUTO)
+            actfrclimited = a.keyword("actuatorfrclimited", LIMITED, LIMITED_AUTO)
+            solref = a.floats("solreflimit", 2, SOLREF0, exact=False)
+            solimp = a.floats("solimplimit", 5, SOLIMP0, exact=False)
+            solref_friction = a.floats("solreffriction", 2, SOLREF0, exact=False)
+            solimp_friction = a.floats("solimpfriction", 5, SOLIMP0, exact=False)
+            stiffness = a.float("stiffness", 0.0)
+            rng = a.floats("range", 2, (0, 0))
+            actfrcrange = a.floats("actuatorfrcrange", 2, (0, 0))
+            j = _Joint(el=el, body=body, name=name, type=jtype, group=group, pos=pos,
+                       axis=axis, limited=limited, actfrclimited=actfrclimited,
+                       solref=solref, solimp=solimp, solref_friction=solref_friction,
+                       solimp_friction=solimp_friction, stiffness=stiffness, range=rng,
+                       actfrcrange=actfrcrange)
             j.actgravcomp = a.bool("actuatorgravcomp", 0)
             j.margin = a.float("margin", 0.0)
             j.ref = a.float("ref", 0.0)
@@ -436,13 +447,25 @@ class TreeBuilder:
 
     # -- geoms ----------------------------------------------------------------------
     def _geom(self, el, body: Body, frame, childclass):
+        # a geom inside <replicate> is read once: its copies differ in body, name and
+        # frame only (mesh and hfield geoms, whose assets are attached, are read anew)
+        key = (id(el), childclass) if self._suffix else None
+        proto = self._geom_protos.get(key) if key else None
+        if proto is not None:
+            g = object.__new__(_Geom)
+            g.__dict__.update({k: v.copy() if type(v) is np.ndarray else v
+                               for k, v in proto.items()})
+            g.body, g.name, g.frame = body, self._name(el), frame
+            body.geoms.append(g)
+            self.geoms.append(g)
+            return
         a = self._attrs(el, "geom", childclass)
         g = _Geom(el=el, body=body, name=self._name(el))
         g.type = a.keyword("type", GEOM_TYPES, GEOM_SPHERE)
         if g.type == GEOM_SDF:
             raise NotImplementedError(f"{el.xml_file or '<string>'}:{el.xml_line}: "
                                       f"<geom type=\"sdf\"> is not supported yet")
-        if el.find("plugin"):
+        if el.children and el.find("plugin"):
             raise NotImplementedError(f"{el.xml_file or '<string>'}:{el.xml_line}: geom "
                                       f"<plugin> is not supported yet")
         g.contype = a.int("contype", 1)
@@ -489,19 +512,23 @@ class TreeBuilder:
         g.aabb, g.rbound = _aabb_rbound(g)
         g.mass_, g.inertia = 0.0, np.zeros(3)
         g.frame = frame
+        if key and not g.mesh and not g.hfield:
+            self._geom_protos[key] = {k: v.copy() if type(v) is np.ndarray else v
+                                      for k, v in g.__dict__.items()}
         body.geoms.append(g)
         self.geoms.append(g)
 
     def _fromto(self, a: Attrs, size, gtype, fromto):
-        vec = fromto[:3] - fromto[3:]
-        vec, n = rot.normvec(vec)  # mjuu_normvec: 0 below sqrt(mjEPS), as MuJoCo
+        f = fromto.tolist()  # (Python floats: the same doubles as numpy's)
+        vec, n = rot.normvec([f[0] - f[3], f[1] - f[4], f[2] - f[5]])
+        # (mjuu_normvec: 0 below sqrt(mjEPS), as MuJoCo)
         size[1] = n / 2
         if size[1] < EPS:
             raise a.error("fromto points too close", "fromto")
         if gtype in (GEOM_ELLIPSOID, GEOM_BOX):
             size[2] = size[1]
             size[1] = size[0]
-        pos = (fromto[:3] + fromto[3:]) / 2
+        pos = np.array([(f[0] + f[3]) / 2, (f[1] + f[4]) / 2, (f[2] + f[5]) / 2])
         return pos, rot.z2quat(vec)
 
     def _checksize(self, a, size, gtype):
@@ -653,7 +680,7 @@ class TreeBuilder:
             b.pos, b.quat = rot.frame_accum(frame.pos, frame.quat, b.pos, b.quat)
         b.mass = max(b.mass, ctx.boundmass)
         b.inertia = np.maximum(b.inertia, ctx.boundinertia)
-        if b.mass < 0 or (b.inertia < 0).any():
+        if b.mass < 0 or any(x < 0 for x in b.inertia.tolist()):
             raise error_at(b.el, "mass and inertia cannot be negative")
         i0, i1, i2 = b.inertia
         if i0 + i1 < i2 or i0 + i2 < i1 or i1 + i2 < i0:
@@ -936,40 +963,48 @@ def _geom_mass(g, infer: bool):
         else:
             g.mass_ = g.density * _volume(g)
             g.inertia = _principal_inertia(g)
-    if g.mass_ < 0 or (g.inertia < 0).any() or g.density < 0:
+    inertia = g.inertia.tolist()
+    if g.mass_ < 0 or any(x < 0 for x in inertia) or g.density < 0:
         raise error_at(g.el, "mass, inertia or density are negative in geom")
-    if not (math.isfinite(g.mass_) and np.all(np.isfinite(g.inertia))):
+    if not (math.isfinite(g.mass_) and all(map(math.isfinite, inertia))):
         # MuJoCo keeps NaN/inf here (a silently broken body); reject it
         raise error_at(g.el, "mass or inertia of geom is not finite")
 
 
 def _aabb_rbound(g):
-    s = g.size
-    if g.type == GEOM_HFIELD:
-        hs = g.hfieldobj.size
-        aamm = np.array([-hs[0], -hs[1], -hs[3], hs[0], hs[1], hs[2]])
-        rbound = math.sqrt(hs[0] ** 2 + hs[1] ** 2 + max(hs[2] ** 2, hs[3] ** 2))
-    elif g.type == GEOM_SPHERE:
-        aamm = np.array([-s[0]] * 3 + [s[0]] * 3)
-        rbound = s[0]
-    elif g.type == GEOM_CAPSULE:
-        aamm = np.array([-s[0], -s[0], -s[0] - s[1], s[0], s[0], s[0] + s[1]])
-        rbound = s[0] + s[1]
-    elif g.type == GEOM_CYLINDER:
-        aamm = np.array([-s[0], -s[0], -s[1], s[0], s[0], s[1]])
-        rbound = math.sqrt(s[0] ** 2 + s[1] ** 2)
-    elif g.type == GEOM_MESH:
+    """The geom's local aabb (center, half sizes) and bounding-sphere radius (on
+    Python floats: the same doubles as the arithmetic on numpy scalars)."""
+    if g.type == GEOM_MESH:
         aamm = np.asarray(g.meshobj.aamm, dtype=np.float64)
         h = np.maximum(np.abs(aamm[:3]), np.abs(aamm[3:]))
         rbound = float(np.sqrt(np.dot(h, h)))
-    elif g.type == GEOM_PLANE:
-        big = MAXVAL
-        aamm = np.array([-big, -big, -big, big, big, 0.0])
-        rbound = 0.0
+        aamm = aamm.tolist()
     else:
-        aamm = np.concatenate([-s, s])
-        rbound = max(s) if g.type == GEOM_ELLIPSOID else math.sqrt(float(np.dot(s, s)))
-    aabb = np.concatenate([(aamm[3:] + aamm[:3]) / 2, (aamm[3:] - aamm[:3]) / 2])
+        s = g.size.tolist()
+        if g.type == GEOM_HFIELD:
+            hs = g.hfieldobj.size
+            aamm = [-hs[0], -hs[1], -hs[3], hs[0], hs[1], hs[2]]
+            rbound = math.sqrt(hs[0] ** 2 + hs[1] ** 2 + max(hs[2] ** 2, hs[3] ** 2))
+        elif g.type == GEOM_SPHERE:
+            aamm = [-s[0]] * 3 + [s[0]] * 3
+            rbound = s[0]
+        elif g.type == GEOM_CAPSULE:
+            aamm = [-s[0], -s[0], -s[0] - s[1], s[0], s[0], s[0] + s[1]]
+            rbound = s[0] + s[1]
+        elif g.type == GEOM_CYLINDER:
+            aamm = [-s[0], -s[0], -s[1], s[0], s[0], s[1]]
+            rbound = math.sqrt(s[0] ** 2 + s[1] ** 2)
+        elif g.type == GEOM_PLANE:
+            big = MAXVAL
+            aamm = [-big, -big, -big, big, big, 0.0]
+            rbound = 0.0
+        else:
+            aamm = [-s[0], -s[1], -s[2], s[0], s[1], s[2]]
+            rbound = max(s) if g.type == GEOM_ELLIPSOID else \
+                math.sqrt(float(np.dot(g.size, g.size)))
+    lo, hi = aamm[:3], aamm[3:]
+    aabb = np.array([(hi[0] + lo[0]) / 2, (hi[1] + lo[1]) / 2, (hi[2] + lo[2]) / 2,
+                     (hi[0] - lo[0]) / 2, (hi[1] - lo[1]) / 2, (hi[2] - lo[2]) / 2])
     return aabb, rbound
 
 

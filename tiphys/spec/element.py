@@ -28,6 +28,7 @@ class Element:
     tag = ""
     attr_names = ()
     _fields_of = {}  # schema attribute -> Python field name, per element class
+    _attr_of = {}  # Python field name -> schema attribute
 
     def attr(self, name: str) -> Optional[str]:
         return getattr(self, pyname(name))
@@ -96,8 +97,22 @@ def element_class(path: tuple, attrs: tuple) -> type:
         cls.tag = path[-1]
         cls.attr_names = tuple(attrs)
         cls._fields_of = {a: pyname(a) for a in attrs}
+        cls._attr_of = {pyname(a): a for a in attrs}
+        cls._blank = {pyname(a): None for a in attrs}  # see new_element
         _CLASSES[path] = cls
     return _CLASSES[path]
+
+
+def new_element(cls: type, xml_file: Optional[str], xml_line: Optional[int]) -> Element:
+    """``cls(xml_file=..., xml_line=...)`` without the dataclass __init__ (which takes
+    every attribute as a keyword: slow for elements with dozens of attributes)."""
+    el = object.__new__(cls)
+    d = el.__dict__
+    d.update(cls._blank)
+    d["children"] = []
+    d["xml_file"] = xml_file
+    d["xml_line"] = xml_line
+    return el
 
 
 _BODY_LIKE = ("body", "worldbody", "frame", "replicate")

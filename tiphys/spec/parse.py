@@ -9,7 +9,7 @@ from lxml import etree
 
 from ..errors import ModelError
 from ..io.resources import ResourceReader, is_abs, join_path, missing, reduce_path
-from .element import Element, element_class, schema_children
+from .element import Element, element_class, new_element, schema_children
 from .schema import SCHEMA
 
 
@@ -109,20 +109,21 @@ def _convert(node, path, schema_node, label, incdir, state) -> Element:
     if tag == "worldbody":
         attrs = ()
     cls = element_class(path, attrs)
-    el = cls(xml_file=label, xml_line=node.sourceline)
+    el = new_element(cls, label, node.sourceline)
+    values = el.__dict__
     # directory of the file that included this element ("" in the main file): MuJoCo
     # looks there for an asset not found in the asset directories
-    el.xml_incdir = incdir
+    values["xml_incdir"] = incdir
     fields_of = cls._fields_of
     for name, value in node.attrib.items():
-        if not isinstance(name, str) or name.startswith("{"):
-            raise ModelError(f"unknown attribute '{name}'", file=label, line=node.sourceline,
-                             element=tag, attribute=str(name))
         field = fields_of.get(name)
         if field is None:
+            if not isinstance(name, str) or name.startswith("{"):
+                raise ModelError(f"unknown attribute '{name}'", file=label,
+                                 line=node.sourceline, element=tag, attribute=str(name))
             raise ModelError("unknown attribute", file=label, line=node.sourceline,
                              element=tag, attribute=name)
-        setattr(el, field, value)
+        values[field] = value
     allowed = schema_children(schema_node, tag)
     if tag == "mujoco":
         allowed = dict(allowed)
