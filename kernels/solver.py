@@ -2532,13 +2532,14 @@ def solve(m, d) -> None:
     efc_aref, contact_mu, contact_friction, contact_dim, contact_efc_address, qM,
     qLD_tree, qLDiagInv, qfrc_smooth, qacc_smooth, qacc_warmstart and the islands
     (nisland, nidof, dof_island, island_nv, island_idofadr, island_nefc,
-    island_iefcadr, map_dof2idof, map_idof2dof, map_iefc2efc). Writes efc_b, efc_force,
-    efc_state,
-    qfrc_constraint, qacc, solver_niter (iterations of the last solve, per island or
-    in island 0 for a world solved whole) and the per-iteration statistics read by
-    ``solver_stats``. Worlds without rows get qacc = qacc_smooth. CG and Newton solve
-    each island on its own when MuJoCo does (see by_islands and the module
-    docstring), else each world whole. With opt.noslip_iterations > 0,
+    island_iefcadr, map_dof2idof, map_idof2dof, map_iefc2efc; sparse models also
+    efc_J_sparse, efc_J_colind, efc_J_rowadr, efc_J_rownnz). Writes efc_b, efc_force,
+    efc_state, qfrc_constraint, qacc, solver_niter (iterations of the last solve, per
+    island or in island 0 for a world solved whole), the per-iteration statistics read
+    by ``solver_stats`` and, for Newton on sparse models, efc_H_overflow (solves whose
+    sparse Hessian did not fit nhnnz). Worlds without rows get qacc = qacc_smooth.
+    CG and Newton solve each island on its own when MuJoCo does (see by_islands and
+    the module docstring), else each world whole. With opt.noslip_iterations > 0,
     kernels/noslip.py then re-solves the friction forces of every world with rows
     (mj_solNoSlip) and rewrites those outputs.
     """
