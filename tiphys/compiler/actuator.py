@@ -81,10 +81,16 @@ class ActState:
     is_actlimited: bool = False
 
     def copy(self) -> "ActState":
-        """A copy with its own arrays (the other fields are immutable values)."""
+        """A copy with its own arrays (the other fields are immutable values).
+
+        apply_element changes the arrays of the state it is given in place: every
+        state it is given is a copy (or a class's own default), never shared."""
         new = object.__new__(ActState)  # (copy.copy's reduce protocol is slow here)
-        new.__dict__.update({k: v.copy() if isinstance(v, np.ndarray) else v
-                             for k, v in self.__dict__.items()})
+        d = new.__dict__
+        d.update(self.__dict__)
+        for k, v in d.items():
+            if type(v) is np.ndarray:
+                d[k] = v.copy()
         return new
 
 
@@ -122,13 +128,13 @@ def apply_element(el, st: ActState) -> None:
         raise NotImplementedError(
             f"{el.xml_file or '<string>'}:{el.xml_line}: <actuator><plugin> "
             f"(actuator plugins) is not supported yet")
-    if "name" in el.attr_names and el.attr("name") is not None:
+    if "name" in el._fields_of and el.attr("name") is not None:
         st.name = el.attr("name")
     g = a.int("group")
     if g is not None:
         st.group = g
     for k in ("ctrllimited", "forcelimited", "actlimited"):
-        if k in el.attr_names:
+        if k in el._fields_of:
             v = a.keyword(k, LIMITED)
             if v is not None:
                 setattr(st, k, v)
@@ -138,7 +144,6 @@ def apply_element(el, st: ActState) -> None:
             setattr(st, k, v)
     v = _read(a, "gear", 6, exact=False)
     if v is not None:
-        st.gear = st.gear.copy()
         st.gear[:len(v)] = v
     cnt = 0
     for attr, trn in _TARGETS:
@@ -151,22 +156,19 @@ def apply_element(el, st: ActState) -> None:
     r1 = _read1(a, "cranklength")
     if r1 is not None:
         st.cranklength = r1
-    r2 = a.str("slidersite") if "slidersite" in el.attr_names else None
+    r2 = a.str("slidersite") if "slidersite" in el._fields_of else None
     if r2 is not None:
         st.slidersite = r2
     if (r1 is not None or r2 is not None) and st.trntype not in (TRN_SLIDERCRANK,
                                                                  TRN_UNDEFINED):
         raise a.error("cranklength and slidersite can only be used in slidercrank "
                       "transmission", "cranklength" if r1 is not None else "slidersite")
-    r3 = a.str("refsite") if "refsite" in el.attr_names else None
+    r3 = a.str("refsite") if "refsite" in el._fields_of else None
     if r3 is not None:
         st.refsite = r3
         if st.trntype not in (TRN_SITE, TRN_UNDEFINED):
             raise a.error("refsite can only be used with site transmission", "refsite")
 
-    st.gainprm = st.gainprm.copy()
-    st.biasprm = st.biasprm.copy()
-    st.dynprm = st.dynprm.copy()
     err = None
     if tag == "general":
         for k, table in (("dyntype", DYN), ("gaintype", GAIN), ("biastype", BIAS)):
@@ -244,7 +246,7 @@ def apply_element(el, st: ActState) -> None:
             err = ("adhesion control range cannot be negative", "ctrlrange")
     if err is not None:
         raise a.error(err[0], err[1])
-    user = a.floats("user", finite=False) if "user" in el.attr_names else None
+    user = a.floats("user", finite=False) if "user" in el._fields_of else None
     if user is not None:
         st.user = user
 
