@@ -78,6 +78,7 @@ import numpy as np
 import taichi as ti
 
 from . import config
+from .bind import launch
 from .collision import exact_math
 from .consts import (CNSTR_CONTACT_ELLIPTIC, CNSTRSTATE_CONE, CNSTRSTATE_LINEARNEG,
                      CNSTRSTATE_LINEARPOS, CNSTRSTATE_QUADRATIC, CNSTRSTATE_SATISFIED,
@@ -2602,56 +2603,42 @@ def _solve(m, d, s, npass, probe) -> None:
     passes = int(opt.iterations) + (2 if dual else 1)
     nlaunch = -(-passes // npass)
     sparse = m.is_sparse
-    jsp = (d.efc_J_sparse, d.efc_J_colind, d.efc_J_rowadr, d.efc_J_rownnz)
-    _prepare(m.dof_parentid, m.dof_Madr, m.dof_simplenum, m.nv,
-             d.ne, d.nf, d.nefc, d.efc_type, d.efc_id, d.efc_J, d.efc_D, d.efc_R,
-             d.efc_frictionloss, d.efc_aref, d.contact_mu, d.contact_friction,
-             d.contact_dim, d.contact_efc_address, d.qLD_tree, d.qLDiagInv,
-             d.qacc_smooth, d.qacc_warmstart, *jsp, d.efc_b, s["se"], s["si"],
-             s["minvjt"], s["sw"], warmstart, int(dual), sparse)
+    launch(_prepare, m, d, qLD=d.qLD_tree, se=s["se"], si=s["si"], minvjt=s["minvjt"],
+           sw=s["sw"], warmstart=warmstart, dual=int(dual), sparse=sparse)
     if dual:
         for _ in range(nlaunch):
-            _pgs(m.dof_parentid, m.dof_Madr, m.dof_simplenum, m.nv,
-                 d.nefc, d.efc_J, d.qLD_tree, d.qLDiagInv, d.qacc_smooth, *jsp,
-                 d.qacc, d.efc_force, d.efc_state, d.qfrc_constraint, d.solver_niter,
-                 s["se"], s["si"], s["sv"], s["sw"], s["sb"], s["minvjt"], s["stats"],
-                 int(opt.iterations), float(opt.tolerance), scale, warmstart,
-                 QCQP_ITERATIONS, npass, probe, sparse)
+            launch(_pgs, m, d, qLD=d.qLD_tree, se=s["se"], si=s["si"], sv=s["sv"],
+                   sw=s["sw"], sb=s["sb"], minvjt=s["minvjt"], stats=s["stats"],
+                   maxiter=int(opt.iterations), tolerance=float(opt.tolerance),
+                   scale=scale, warmstart=warmstart, qcqp_iterations=QCQP_ITERATIONS,
+                   npass=npass, probe=probe, sparse=sparse)
     else:
         newton = opt.solver == SOL_NEWTON
-        maps = (d.map_idof2dof, d.map_iefc2efc)
         islands = by_islands(m)
-        _primal_start(m.dof_parentid, m.dof_Madr, m.nv,
-                      d.nefc, d.efc_J, d.qM, d.qfrc_smooth, d.qacc_smooth,
-                      d.qacc_warmstart, d.nisland, d.dof_island, d.island_nv,
-                      d.island_idofadr, d.island_nefc, d.island_iefcadr, *maps, *jsp,
-                      d.qacc, d.efc_force, d.efc_state, d.qfrc_constraint, d.solver_niter,
-                      s["se"], s["si"], s["sv"], s["sw"], s["su"], s["sk"], warmstart,
-                      scale, probe, islands, sparse)
+        launch(_primal_start, m, d, se=s["se"], si=s["si"], sv=s["sv"], sw=s["sw"],
+               su=s["su"], sk=s["sk"], warmstart=warmstart, scale=scale, probe=probe,
+               by_island=islands, sparse=sparse)
         hess = sparse_newton(m, d)
         h = _hess_scratch(m, d)
+        hnv, hnj, hnh = h["sizes"]
         if hess:
-            _hessian_symbolic(m.dof_parentid, d.nefc, d.map_dof2idof, *maps,
-                              d.efc_J_colind, d.efc_J_rowadr, d.efc_J_rownnz, s["su"],
-                              d.efc_H_overflow, s["sk"], h["hint"], *h["sizes"], islands)
+            launch(_hessian_symbolic, m, d, su=s["su"], sk=s["sk"], hint=h["hint"],
+                   hnv=hnv, hnj=hnj, hnh=hnh, by_island=islands)
         elif newton:
             # no fused multiply-adds: the same H, bit for bit, as _hessian made when
             # its sums were atomic adds (a (world, dof) thread's writes are not the
             # loop index's own to Taichi), without their cost
             with exact_math():
-                _hessian(m.dof_parentid, m.dof_Madr, m.nv, d.nefc, d.efc_J, d.efc_state,
-                         d.qM, d.nidof, d.dof_island, *maps, s["se"], s["su"], s["sH"],
-                         islands)
+                launch(_hessian, m, d, se=s["se"], su=s["su"], sH=s["sH"],
+                       by_island=islands)
         for _ in range(nlaunch):
-            _primal_iterate(m.dof_parentid, m.dof_Madr, m.dof_simplenum,
-                            d.efc_J, d.qM, d.qLD_tree, d.qLDiagInv, d.qfrc_smooth,
-                            d.qacc_smooth, *maps, *jsp, d.qacc,
-                            d.efc_force, d.efc_state, d.qfrc_constraint, d.solver_niter,
-                            s["se"], s["si"], s["sv"], s["sH"], s["sw"], s["sb"], s["su"],
-                            s["sk"], s["stats"], h["hint"], h["hflt"],
-                            int(opt.iterations), float(opt.tolerance),
-                            float(opt.ls_tolerance), int(opt.ls_iterations), int(newton),
-                            npass, probe, *h["sizes"], islands, sparse, hess)
+            launch(_primal_iterate, m, d, qLD=d.qLD_tree, se=s["se"], si=s["si"],
+                   sv=s["sv"], sH=s["sH"], sw=s["sw"], sb=s["sb"], su=s["su"], sk=s["sk"],
+                   stats=s["stats"], hint=h["hint"], hflt=h["hflt"],
+                   maxiter=int(opt.iterations), tolerance=float(opt.tolerance),
+                   ls_tolerance=float(opt.ls_tolerance), ls_iterations=int(opt.ls_iterations),
+                   newton=int(newton), npass=npass, probe=probe, hnv=hnv, hnj=hnj, hnh=hnh,
+                   by_island=islands, sparse=sparse, hess=hess)
 
 
 def solver_stats(m, d, island: int = 0) -> dict:
