@@ -226,12 +226,23 @@ F32_TOL = 5e-3  # f32 Newton on stiff stacked contacts against MuJoCo's f64 (mea
 # 2e-4 pyramidal, 2.3e-3 elliptic; the dense path in f32 gives the same)
 
 
+def _f32_variants(arch):
+    """Every (cone, island) setting on the CPU; on a device backend the one that runs
+    the most of the sparse path (elliptic cones' Hessian blocks, islands on: MuJoCo's
+    default): on lavapipe each setting compiles its own iteration kernels, ~100 s each
+    with an empty shader cache (tests/spirv.py)."""
+    if arch == "cpu":
+        return [(cone, island) for cone in ("pyramidal", "elliptic")
+                for island in ("enable", "disable")]
+    return [("elliptic", "enable")]
+
+
 @pytest.mark.parametrize("arch", spirv.archs())
 def test_f32_sparse_newton_matches_mujoco(arch):
     res = subproc.run([os.path.abspath(__file__), "f32", arch], key=f"{arch}-f32")
     assert res.returncode == 0, res.stderr[-3000:]
     worst = json.loads(res.stdout.strip().splitlines()[-1])
-    assert len(worst) == 4
+    assert sorted(worst) == sorted(f"{cone} {island}" for cone, island in _f32_variants(arch))
     for name, err in worst.items():
         assert err < F32_TOL, f"{name}: {err}"
 
@@ -240,16 +251,15 @@ def _f32_main(arch):
     """Largest relative qacc error per cone and island setting (JSON)."""
     tiphys.init(arch=arch, precision="f32")
     out = {}
-    for cone in ("pyramidal", "elliptic"):
-        for island in ("enable", "disable"):
-            xml = scene_xml(cone, island, ncol=2, nlevel=2)
-            mjm, qpos, qvel = _states(xml)
-            assert mjm.nv >= 60
-            theirs = _mujoco(mjm, qpos, qvel)
-            _, d = _tiphys(xml, qpos, qvel)
-            qacc = d.numpy("qacc")
-            out[f"{cone} {island}"] = max(_rel(qacc[w], ref["qacc"])
-                                          for w, ref in enumerate(theirs))
+    for cone, island in _f32_variants(arch):
+        xml = scene_xml(cone, island, ncol=2, nlevel=2)
+        mjm, qpos, qvel = _states(xml)
+        assert mjm.nv >= 60
+        theirs = _mujoco(mjm, qpos, qvel)
+        _, d = _tiphys(xml, qpos, qvel)
+        qacc = d.numpy("qacc")
+        out[f"{cone} {island}"] = max(_rel(qacc[w], ref["qacc"])
+                                      for w, ref in enumerate(theirs))
     print(json.dumps(out))
 
 
