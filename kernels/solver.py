@@ -436,6 +436,20 @@ def _limit_reached(probe):
 # ---------------------------------------------------------------------------------------
 
 @ti.func
+def _quadratic_change(w, i, si: ti.template(), efc_state: ti.template()):
+    """How row i's state changed since the last Hessian (HessianIncremental): 1 it
+    entered the quadratic state (an update), 0 it left it (a downdate), -1 neither."""
+    old = si[w, I_OLDSTATE, i]
+    new = efc_state[w, i]
+    flag = -1
+    if (old != CNSTRSTATE_QUADRATIC) & (new == CNSTRSTATE_QUADRATIC):
+        flag = 1
+    elif (old == CNSTRSTATE_QUADRATIC) & (new != CNSTRSTATE_QUADRATIC):
+        flag = 0
+    return flag
+
+
+@ti.func
 def _constraint_update(w, n, se: ti.template(), si: ti.template(), jrow,
                        force: ti.template(), state: ti.template()):
     """efc_force and efc_state of a world's n rows from jar = se[w, jrow]; returns the
@@ -1692,13 +1706,7 @@ def _sparse_newton_step(w, slot, u, dmap: ti.template(), rmap: ti.template(),
     if not first:
         for ii in range(u.nefc):
             i = _row(w, u, ii, rmap)
-            old = si[w, I_OLDSTATE, i]
-            new = efc_state[w, i]
-            flag = -1
-            if (old != CNSTRSTATE_QUADRATIC) & (new == CNSTRSTATE_QUADRATIC):
-                flag = 1
-            elif (old == CNSTRSTATE_QUADRATIC) & (new != CNSTRSTATE_QUADRATIC):
-                flag = 0
+            flag = _quadratic_change(w, i, si, efc_state)
             if flag != -1:
                 sd = ti.sqrt(se[w, E_D, i])
                 adr = J[3][w, i]
@@ -1801,13 +1809,7 @@ def _iterate_unit(w, slot, dmap: ti.template(), rmap: ti.template(),
                 # or left the quadratic state; refactor on loss of rank
                 for ii in range(n):
                     i = _row(w, u, ii, rmap)
-                    old = si[w, I_OLDSTATE, i]
-                    new = efc_state[w, i]
-                    flag = -1
-                    if (old != CNSTRSTATE_QUADRATIC) & (new == CNSTRSTATE_QUADRATIC):
-                        flag = 1
-                    elif (old == CNSTRSTATE_QUADRATIC) & (new != CNSTRSTATE_QUADRATIC):
-                        flag = 0
+                    flag = _quadratic_change(w, i, si, efc_state)
                     if flag != -1:
                         sd = ti.sqrt(se[w, E_D, i])
                         for kk in range(u.nv):

@@ -791,13 +791,7 @@ def invweight0(out, k0, Minv):
             bw[b, 0] = 1.0 / max(MINVAL, mass[b])
         elif nv:
             use[b] = True
-    for group, jp, jr in (k0.body_jacs().values() if nv else ()):
-        sel = [i for i, b in enumerate(group) if use[b]]
-        if not sel:
-            continue
-        if len(sel) < len(group):
-            group = [group[i] for i in sel]
-            jp, jr = jp[sel], jr[sel]
+    for group, jp, jr in (k0.body_jacs_of(use) if nv else ()):
         J = np.concatenate([jp, jr], axis=1)
         A = J @ np.array([Minv.sub(k0.chain(b)) for b in group]) @ J.transpose(0, 2, 1)
         # traces summed in order (as np.trace sums 3 numbers)

@@ -234,6 +234,18 @@ class HostKinematics:
         """Dense M at this pose: body inertias + dof armature (no tendon armature)."""
         return self.mass_blocks().dense()
 
+    def body_jacs_of(self, keep):
+        """(bodies, jp, jr) of :meth:`body_jacs`, per chain length, of the bodies b
+        with ``keep[b]`` true (chain lengths with none left out)."""
+        for group, jp, jr in self.body_jacs().values():
+            sel = [i for i, b in enumerate(group) if keep[b]]
+            if not sel:
+                continue
+            if len(sel) < len(group):
+                group = [group[i] for i in sel]
+                jp, jr = jp[sel], jr[sel]
+            yield group, jp, jr
+
     def body_jacs(self) -> dict:
         """The com Jacobians of every body with dofs, as :meth:`chain_jacs` makes
         them, grouped by chain length: {L: (bodies, jp, jr)} with (B, 3, L) stacks
@@ -283,15 +295,9 @@ class HostKinematics:
         diag[:, (0, 1, 2), (0, 1, 2)] = inertia
         inert_all = self.ximat @ diag @ self.ximat.transpose(0, 2, 1)
         terms = {}
-        for group, jp, jr in self.body_jacs().values():
-            # only the dofs on the body's chain are nonzero in its Jacobian: adding
-            # the chain's block keeps large scenes (thousands of dofs) O(sum chain^2)
-            sel = [i for i, b in enumerate(group) if moving[b]]
-            if not sel:
-                continue
-            if len(sel) < len(group):
-                group = [group[i] for i in sel]
-                jp, jr = jp[sel], jr[sel]
+        # only the dofs on the body's chain are nonzero in its Jacobian: adding the
+        # chain's block keeps large scenes (thousands of dofs) O(sum chain^2)
+        for group, jp, jr in self.body_jacs_of(moving):
             term = mass[group][:, None, None] * jp.transpose(0, 2, 1) @ jp + \
                 jr.transpose(0, 2, 1) @ inert_all[group] @ jr
             terms.update(zip(group, term))
