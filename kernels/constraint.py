@@ -185,12 +185,19 @@ def _put(worldid, row, dofid, k, v, J: ti.template(), sparse: ti.template()):
         J[0][worldid, row, dofid] = v
 
 
+def _given(x) -> bool:
+    """Python-side test for an optional template argument (Taichi scope has no `is`)."""
+    return x is not None
+
+
 @ti.func
-def _tendon_sparse_row(worldid, row, t0, t1, scale0, scale1, ten_J: ti.template(),
-                       ten_J_rownnz: ti.template(), ten_J_rowadr: ti.template(),
-                       ten_J_colind: ti.template(), J: ti.template()):
-    """A sparse row over the union of tendon t0's and (t1 >= 0) t1's columns (as
-    _tendon_cols): ten_J(t0) scale0 (+ ten_J(t1) scale1), the dense rows' arithmetic."""
+def _tendon_union(worldid, row, t0, t1, scale0, scale1, ten_J: ti.template(),
+                  ten_J_rownnz: ti.template(), ten_J_rowadr: ti.template(),
+                  ten_J_colind: ti.template(), J: ti.template()):
+    """The union of tendon t0's and (t1 >= 0) t1's columns, merged as mju_combineSparse
+    merges them; returns how many. With ``J`` (not None) it also writes sparse row
+    ``row`` over those columns: ten_J(t0) scale0 (+ ten_J(t1) scale1), the dense rows'
+    arithmetic."""
     n0 = ten_J_rownnz[worldid, t0]
     a0 = ten_J_rowadr[worldid, t0]
     n1 = 0
@@ -209,15 +216,17 @@ def _tendon_sparse_row(worldid, row, t0, t1, scale0, scale1, ten_J: ti.template(
         if j < n1:
             c1 = ten_J_colind[worldid, a1 + j]
         dofid = ti.min(c0, c1)
-        v = ten_J[worldid, t0, dofid] * scale0
-        if t1 >= 0:
-            v = v + ten_J[worldid, t1, dofid] * scale1
-        _put(worldid, row, dofid, k, v, J, True)
+        if ti.static(_given(J)):
+            v = ten_J[worldid, t0, dofid] * scale0
+            if t1 >= 0:
+                v = v + ten_J[worldid, t1, dofid] * scale1
+            _put(worldid, row, dofid, k, v, J, True)
         k += 1
         if c0 == dofid:
             i += 1
         if c1 == dofid:
             j += 1
+    return k
 
 
 @ti.func
@@ -768,8 +777,8 @@ def _fill_eq_scalar(
                     diag += dof_invweight0[dw, jnt_dofadr[id1]]
             else:
                 if ti.static(sparse):
-                    _tendon_sparse_row(worldid, row, id0, id1, 1.0, -deriv, ten_J,
-                                       ten_J_rownnz, ten_J_rowadr, ten_J_colind, J)
+                    _tendon_union(worldid, row, id0, id1, 1.0, -deriv, ten_J,
+                                  ten_J_rownnz, ten_J_rowadr, ten_J_colind, J)
                 else:
                     for dofid in range(nv):
                         v = ten_J[worldid, id0, dofid]
@@ -833,8 +842,8 @@ def _fill_friction(
                 tw = worldid % tendon_frictionloss.shape[0]
                 frictionloss = tendon_frictionloss[tw, objid]
                 if ti.static(sparse):
-                    _tendon_sparse_row(worldid, row, objid, -1, 1.0, 0.0, ten_J,
-                                       ten_J_rownnz, ten_J_rowadr, ten_J_colind, J)
+                    _tendon_union(worldid, row, objid, -1, 1.0, 0.0, ten_J,
+                                  ten_J_rownnz, ten_J_rowadr, ten_J_colind, J)
                 else:
                     for dofid in range(nv):
                         efc_J[worldid, row, dofid] = ten_J[worldid, objid, dofid]
@@ -924,8 +933,8 @@ def _fill_limit(
                     dist = side * (rng[s] - value)
                     if dist < margin:
                         if ti.static(sparse):
-                            _tendon_sparse_row(worldid, r, tenid, -1, -side, 0.0, ten_J,
-                                               ten_J_rownnz, ten_J_rowadr, ten_J_colind, J)
+                            _tendon_union(worldid, r, tenid, -1, -side, 0.0, ten_J,
+                                          ten_J_rownnz, ten_J_rowadr, ten_J_colind, J)
                         else:
                             for dofid in range(nv):
                                 efc_J[worldid, r, dofid] = \
@@ -1171,37 +1180,6 @@ def _chain_cols(b0, b1, body_parentid: ti.template(), body_dofnum: ti.template()
 
 
 @ti.func
-def _tendon_cols(worldid, t0, t1, ten_J_rownnz: ti.template(), ten_J_rowadr: ti.template(),
-                 ten_J_colind: ti.template()):
-    """How many columns the union of tendon t0's and (t1 >= 0) tendon t1's has, as
-    mju_combineSparse merges them (_tendon_sparse_row writes that row)."""
-    n0 = ten_J_rownnz[worldid, t0]
-    a0 = ten_J_rowadr[worldid, t0]
-    n1 = 0
-    a1 = 0
-    if t1 >= 0:
-        n1 = ten_J_rownnz[worldid, t1]
-        a1 = ten_J_rowadr[worldid, t1]
-    i = 0
-    j = 0
-    k = 0
-    while i < n0 or j < n1:
-        c0 = 2147483647
-        c1 = 2147483647
-        if i < n0:
-            c0 = ten_J_colind[worldid, a0 + i]
-        if j < n1:
-            c1 = ten_J_colind[worldid, a1 + j]
-        dofid = ti.min(c0, c1)
-        k += 1
-        if c0 == dofid:
-            i += 1
-        if c1 == dofid:
-            j += 1
-    return k
-
-
-@ti.func
 def _eq_bodies(eqid, eq_obj1id: ti.template(), eq_obj2id: ti.template(),
                eq_objtype: ti.template(), site_bodyid: ti.template()):
     b0 = eq_obj1id[eqid]
@@ -1260,8 +1238,8 @@ def _sparse_widths(
                     second = jnt_dofadr[id1]
                 width = _small_cols(jnt_dofadr[id0], second)
             elif etype == EQ_TENDON:
-                width = _tendon_cols(worldid, id0, id1, ten_J_rownnz, ten_J_rowadr,
-                                     ten_J_colind)
+                width = _tendon_union(worldid, -1, id0, id1, 0.0, 0.0, None, ten_J_rownnz,
+                                      ten_J_rowadr, ten_J_colind, None)
             rows = 0
             if eq_active[worldid, eqid] != 0 and width > 0 and etype <= EQ_TENDON:
                 rows = size

@@ -86,35 +86,24 @@ def _noslip_prepare(
                 jrow_dense(w, i, nv, J, minvjt)
                 _solve_m(w, i, nv, minvjt, qLD, qLDiagInv, dof_Madr, dof_parentid,
                          dof_simplenum)
-            se[w, E_ARINV, i] = 1.0 / ti.max(MINVAL, _a_entry(w, i, i, nv, J, minvjt))
+            aii = _row_times(w, i, nv, J, minvjt, i, 0.0)
+            se[w, E_ARINV, i] = 1.0 / ti.max(MINVAL, aii)
 
 
 @ti.func
-def _residual(w, i, nv, J: ti.template(), se: ti.template(), sv: ti.template()):
-    """(b + A f)_i with u = M^-1 J'f kept in sv[w, V_U] (``J``: solver.jac_view)."""
-    r = se[w, E_B, i]
+def _row_times(w, i, nv, J: ti.template(), vec: ti.template(), slot, start):
+    """start + J_i vec[w, slot, :] (``J``: solver.jac_view, dense or sparse). The
+    residual (b + A f)_i is _row_times(.., sv, V_U, b_i), with u = M^-1 J'f kept in
+    sv[w, V_U]; A_ij = J_i (M^-1 J')_j is _row_times(.., minvjt, j, 0)."""
+    r = start
     if ti.static(len(J) > 1):
         adr = J[3][w, i]
         for k in range(J[4][w, i]):
-            r += J[1][w, adr + k] * sv[w, V_U, J[2][w, adr + k]]
+            r += J[1][w, adr + k] * vec[w, slot, J[2][w, adr + k]]
     else:
         for k in range(nv):
-            r += J[0][w, i, k] * sv[w, V_U, k]
+            r += J[0][w, i, k] * vec[w, slot, k]
     return r
-
-
-@ti.func
-def _a_entry(w, i, j, nv, J: ti.template(), minvjt: ti.template()):
-    """A_ij = J_i (M^-1 J')_j."""
-    a = 0.0
-    if ti.static(len(J) > 1):
-        adr = J[3][w, i]
-        for k in range(J[4][w, i]):
-            a += J[1][w, adr + k] * minvjt[w, j, J[2][w, adr + k]]
-    else:
-        for k in range(nv):
-            a += J[0][w, i, k] * minvjt[w, j, k]
-    return a
 
 
 @ti.func
@@ -149,11 +138,11 @@ def _pyramid_pair(w, j, nv, J: ti.template(), se: ti.template(),
     old = ti.Vector.zero(float, 5)
     Ac = ti.Matrix.zero(float, 5, 5)
     for a in ti.static(range(2)):
-        res[a] = _residual(w, j + a, nv, J, se, sv)
+        res[a] = _row_times(w, j + a, nv, J, sv, V_U, se[w, E_B, j + a])
         old[a] = efc_force[w, j + a]
     Ac[0, 0] = ti.max(BLOCK_MINDIAG, 1.0 / se[w, E_ARINV, j])
     Ac[1, 1] = ti.max(BLOCK_MINDIAG, 1.0 / se[w, E_ARINV, j + 1])
-    a01 = _a_entry(w, j, j + 1, nv, J, minvjt)
+    a01 = _row_times(w, j, nv, J, minvjt, j + 1, 0.0)
     Ac[0, 1] = a01
     Ac[1, 0] = a01
     bc0 = res[0] - Ac[0, 0] * old[0] - Ac[0, 1] * old[1]
@@ -197,12 +186,12 @@ def _elliptic_friction(w, i, dim, nv, J: ti.template(), se: ti.template(),
     Ac = ti.Matrix.zero(float, 5, 5)
     for a in ti.static(range(5)):
         if a < nf:
-            res[a] = _residual(w, i + 1 + a, nv, J, se, sv)
+            res[a] = _row_times(w, i + 1 + a, nv, J, sv, V_U, se[w, E_B, i + 1 + a])
             old[a] = efc_force[w, i + 1 + a]
             mu[a] = se[w, E_FRIC, i + 1 + a]
             Ac[a, a] = ti.max(BLOCK_MINDIAG, 1.0 / se[w, E_ARINV, i + 1 + a])
             for b in ti.static(range(a)):
-                aab = _a_entry(w, i + 1 + a, i + 1 + b, nv, J, minvjt)
+                aab = _row_times(w, i + 1 + a, nv, J, minvjt, i + 1 + b, 0.0)
                 Ac[a, b] = aab
                 Ac[b, a] = aab
     bc = res - Ac @ old
@@ -274,7 +263,7 @@ def _noslip(
                         improvement += 0.5 * f * f * se[w, E_R, efcid]
                 # dof and tendon friction loss
                 for efcid in range(nfirst, nfirst + nfric):
-                    res = _residual(w, efcid, nv, J, se, sv)
+                    res = _row_times(w, efcid, nv, J, sv, V_U, se[w, E_B, efcid])
                     old = efc_force[w, efcid]
                     arinv = se[w, E_ARINV, efcid]
                     fl = se[w, E_FLOSS, efcid]
