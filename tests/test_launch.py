@@ -267,3 +267,41 @@ def test_step_is_bit_identical_with_serial_and_parallel_loops(monkeypatch):
         runs.append([d.numpy(f) for f in ("qpos", "qvel", "qacc", "sensordata", "efc_force")])
     for a, b in zip(*runs):
         assert np.array_equal(a, b)
+
+
+def test_a_function_source_is_read_once_per_process(monkeypatch):
+    """tiphys keeps each function's source after Taichi first reads it (backend.py
+    _tree_and_ctx): a ti.func inlined by two kernels is read once, and each kernel
+    still compiles from its own (and a same-named new function from its own) source."""
+    from taichi.lang import kernel_impl as ki
+    read = []
+    original = ki.getsourcelines
+
+    def counting(func):
+        read.append(func.__name__)
+        return original(func)
+
+    monkeypatch.setattr(ki, "getsourcelines", counting)
+
+    def make(k):
+        @ti.func
+        def times(x):
+            return k * x
+
+        @ti.kernel
+        def first(out: ti.types.ndarray()):
+            out[0] = times(3)
+
+        @ti.kernel
+        def second(out: ti.types.ndarray()):
+            out[0] = times(4) + 1
+        return first, second
+
+    out = np.zeros(1, dtype=np.int32)
+    for k in (2, 5):
+        first, second = make(k)
+        first(out)
+        assert out[0] == 3 * k
+        second(out)
+        assert out[0] == 4 * k + 1
+    assert read.count("times") == 2 and read.count("first") == 2, read

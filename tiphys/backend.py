@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import weakref
 
 import taichi as ti
 
@@ -41,16 +42,67 @@ def _short_position_info(self, node) -> str:
     return msg
 
 
+# function -> (file, source lines as Taichi tidies them, first line, the dedented
+# text): what _tree_and_ctx parses
+_SOURCES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _tree_and_ctx(self, excluded_parameters=(), is_kernel=True, arg_features=None,
+                  args=None, ast_builder=None, is_real_function=False):
+    """Taichi 1.7.4's ``kernel_impl._get_tree_and_ctx`` with each function's source read
+    once per process.
+
+    Taichi reads a function's source (inspect.getsourcelines: tokenizing its file) and
+    re-wraps every line with textwrap each time the function is transformed, and a
+    ti.func is transformed once per kernel that inlines it: ~2600 times on the bundled
+    scene's first step, ~1.5 s of a warm first step (the offline cache still needs the
+    transform to find its key). The source of a function does not change within a
+    process (Taichi's own caching assumes the same), so the text is kept; the tree is
+    still parsed fresh each time, because the transform writes into it."""
+    from taichi.lang import kernel_impl as ki
+    func = self.func
+    cached = _SOURCES.get(func)
+    if cached is None:
+        file = ki.getsourcefile(func)
+        src, start_lineno = ki.getsourcelines(func)
+        src = [ki.textwrap.fill(line, tabsize=4, width=9999) for line in src]
+        cached = _SOURCES[func] = (file, src, start_lineno,
+                                   ki.textwrap.dedent("\n".join(src)))
+    file, src, start_lineno, text = cached
+    tree = ki.ast.parse(text)
+    tree.body[0].decorator_list = []
+    global_vars = ki._get_global_vars(func)
+    if is_kernel or is_real_function:
+        for i in self.template_slot_locations:  # template parameters become globals
+            global_vars[self.arguments[i].name] = args[i]
+    return tree, ki.ASTTransformerContext(
+        excluded_parameters=excluded_parameters, is_kernel=is_kernel, func=self,
+        arg_features=arg_features, global_vars=global_vars, argument_data=args, src=src,
+        start_lineno=start_lineno, file=file, ast_builder=ast_builder,
+        is_real_function=is_real_function)
+
+
 def _patch_taichi() -> None:
+    from taichi.lang import kernel_impl
     from taichi.lang.ast import ast_transformer_utils as utils
+    if ti.__version__ != (1, 7, 4):
+        return
     ctx = getattr(utils, "ASTTransformerContext", None)
-    if ti.__version__ == (1, 7, 4) and ctx is not None and hasattr(ctx, "get_pos_info"):
+    if ctx is not None and hasattr(ctx, "get_pos_info"):
         ctx.get_pos_info = _short_position_info
+    if hasattr(kernel_impl, "_get_tree_and_ctx"):
+        kernel_impl._get_tree_and_ctx = _tree_and_ctx
 
 
 _patch_taichi()
 launch.install()
 
+
+# Taichi trims its offline cache to 100 MB by default (dropping a quarter of the
+# kernels, least recently used first, whenever a process leaves it larger); tiphys's
+# kernels for two precisions and a few backends are more than that, so a warm machine
+# would keep recompiling some of them
+OFFLINE_CACHE_BYTES = 1 << 30
 
 _ARCHS = {"cpu": "cpu", "cuda": "cuda", "vulkan": "vulkan", "metal": "metal", "gpu": "gpu"}
 
@@ -113,7 +165,7 @@ def init(arch: str = "cpu", precision: str = "f64", *, reinit: bool = False,
     quiet = log_level in ("warn", "error", "critical")
     with contextlib.redirect_stdout(io.StringIO()) if quiet else contextlib.nullcontext():
         ti.init(arch=getattr(ti, _ARCHS[arch]), default_fp=fdtype, default_ip=ti.i32,
-                **kwargs)
+                **{"offline_cache_max_size_of_files": OFFLINE_CACHE_BYTES, **kwargs})
     launch.configure(ti.lang.impl.current_cfg().arch in (ti.x64, ti.arm64), serial_worlds)
     _STATE.update(initialized=True, arch=arch, precision=precision, options=options,
                   generation=_STATE["generation"] + 1)
