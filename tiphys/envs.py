@@ -482,9 +482,18 @@ class TiphysVectorEnv(VectorEnv):
 
     # -- device <-> host -------------------------------------------------------------
     def _fetch(self) -> dict:
+        """Host copies of the task's fields (one copy each); capacity overflows counted
+        on the device are reported once, as Data.numpy reports them."""
+        from .report import report
         d = self.data
-        self._arrays = {name: d.numpy(name).astype(np.float64) for name in self.task.fields}
-        return self._arrays
+        report(d)
+        out = {}
+        for name in self.task.fields:
+            want = d.field_shape(name)
+            arr = getattr(d, name).to_numpy()[tuple(slice(0, n) for n in want)]
+            out[name] = arr.astype(np.float64, copy=False)
+        self._arrays = out
+        return out
 
     def _write(self, name: str, value) -> None:
         _model._set_padded(getattr(self.data, name), np.asarray(value, dtype=np.float64))
