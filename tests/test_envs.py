@@ -142,3 +142,16 @@ def test_per_world_parameters_match_gymnasium_envs_with_those_parameters():
     np.testing.assert_allclose(ot, og, rtol=1e-8, atol=1e-8)
     np.testing.assert_allclose(rt, rg, rtol=1e-8, atol=1e-8)
     assert np.ptp(rt) > 1e-6  # the worlds really differ
+
+
+def test_the_readme_gymnasium_example_runs():
+    import os
+    import re
+    text = open(os.path.join(os.path.dirname(__file__), "..", "README.md")).read()
+    section = text[text.index("### Gymnasium"):]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    scope: dict = {}
+    exec(compile(code, "README.md (Gymnasium)", "exec"), scope)
+    assert scope["obs"].shape == (16, 105)
+    import tiphys
+    assert tiphys.get_param(scope["envs"].model, "geom_friction").shape[0] == 16
