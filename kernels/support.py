@@ -369,6 +369,29 @@ def state_scatter(state: ND, n: ti.i32, width: ti.template(), to_int: ti.templat
 
 
 @ti.kernel
+def rollout_stop(warning_number: ND, stopped: ND):
+    """A world whose rollout raised a warning stops: stopped[w] = 1 (mujoco.rollout
+    checks every warning counter before each step)."""
+    for w in range(stopped.shape[0]):
+        counts = warning_number[w]  # a vector per world: one count per mjtWarning
+        for i in ti.static(range(counts.n)):
+            if counts[i] > 0:
+                stopped[w] = 1
+
+
+@ti.kernel
+def rollout_hold(stopped: ND, t: ti.i32, state: ND, nstate: ti.i32, sensor: ND,
+                 nsensor: ti.i32):
+    """The outputs of step t of a stopped world repeat those of step t - 1."""
+    for w, j in ti.ndrange(stopped.shape[0], ti.max(nstate, nsensor)):
+        if stopped[w] != 0:
+            if j < nstate:
+                state[w, t * nstate + j] = state[w, (t - 1) * nstate + j]
+            if j < nsensor:
+                sensor[w, t * nsensor + j] = sensor[w, (t - 1) * nsensor + j]
+
+
+@ti.kernel
 def state_copy(src: ND, n: ti.i32, width: ti.template(), to_int: ti.template(),
                src_world0: ti.i32, src_count: ti.i32, dst_world0: ti.i32, count: ti.i32,
                dst: ND):

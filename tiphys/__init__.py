@@ -48,6 +48,7 @@ from .kernels.sensor import (apply_cutoff, sensor_pos, sensor_vel, set_sensor_ca
 from .kernels.sensor_acc import sensor_acc
 from .kernels.energy import energy_pos, energy_vel
 from .report import check_warnings
+from .rollout import rollout
 
 __version__ = "0.1.0"
 
@@ -78,7 +79,7 @@ __all__ = [
     "inv_constraint", "constraint_update", "project_constraint",
     "sensor_pos", "sensor_vel", "sensor_acc", "energy_pos", "energy_vel",
     "set_sensor_callback", "apply_cutoff", "subtree_vel", "check_warnings",
-    "set_param", "get_param", "param_shape", "PARAM_FIELDS",
+    "set_param", "get_param", "param_shape", "PARAM_FIELDS", "rollout",
 ]
 
 
