@@ -51,14 +51,23 @@ def arch() -> str:
 
 def per_options(m, key: str, compute):
     """``compute(m)``, kept in the model's plans (``m.plans.<key>``, declared in
-    scratch.PLANS) until its options object is replaced: host facts of the model and
+    scratch.PLANS) until an option changes (options_of): host facts of the model and
     its options that the step's host code reads every call."""
     cached = getattr(m.plans, key)
-    if cached is not None and cached[0] is m.opt:
+    opt = options_of(m)
+    if cached is not None and cached[0] is opt:
         return cached[1]
     value = compute(m)
-    setattr(m.plans, key, (m.opt, value))
+    setattr(m.plans, key, (opt, value))
     return value
+
+
+def options_of(m):
+    """The model's current immutable options object (``m.opt.frozen`` behind tiphys's
+    settable view; ``m.opt`` itself where there is no view): replaced whenever an
+    option changes, so host plans compare it by identity."""
+    opt = m.opt
+    return getattr(opt, "frozen", opt)
 
 
 # serial loops (tiphys/launch.py): on a CPU backend ("cpu"), launches for at most

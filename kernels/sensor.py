@@ -582,7 +582,7 @@ def sensor_plan(m) -> SimpleNamespace:
     pairs ``pairs`` ((sensor, geom1, geom2) in MuJoCo's loop order).
     """
     cached = m.plans.sensor
-    if cached is not None and cached[0] is m.opt:
+    if cached is not None and cached[0] is config.options_of(m):
         return cached[1]
     a = m.arrays
     n = m.nsensor
@@ -682,7 +682,7 @@ def sensor_plan(m) -> SimpleNamespace:
                            ekin=bool(np.any(stype == SENS_E_KINETIC)),
                            dummy_f=ti.ndarray(fdtype, shape=(1,)),
                            dummy_i=ti.ndarray(ti.i32, shape=(1,)), geom_cache=None)
-    m.plans.sensor = (m.opt, plan)
+    m.plans.sensor = (config.options_of(m), plan)
     return plan
 
 

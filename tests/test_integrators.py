@@ -302,7 +302,7 @@ def _set_options(m, mjm, integrator, fluid=None):
     values = dict(integrator=INTEGRATORS[integrator])
     if fluid is not None:
         values.update(FLUID if fluid else dict(density=0.0, viscosity=0.0))
-    m.opt = dataclasses.replace(m.opt, **values)
+    m.opt = dataclasses.replace(m.opt.frozen, **values)
     for name, value in values.items():
         setattr(mjm.opt, name, value)
 
@@ -485,7 +485,7 @@ mjm.opt.density, mjm.opt.viscosity = fluid["density"], fluid["viscosity"]
 m = tiphys.put_model(mjm)
 out = {}
 for name, k in (("RK4", 1), ("implicit", 2), ("implicitfast", 3)):
-    m.opt = dataclasses.replace(m.opt, integrator=k)
+    m.opt = dataclasses.replace(m.opt.frozen, integrator=k)
     mjm.opt.integrator = k
     rng = np.random.default_rng(k)
     state = {"qpos": mjm.qpos0 + rng.uniform(-.5, .5, (2, mjm.nq)),

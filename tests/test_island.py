@@ -290,7 +290,7 @@ def test_disabled_islands_are_cleared():
     qpos, qvel = _states(mjm, "disabled")
     d = tiphys_islands(m, mujoco_islands(mjm, qpos, qvel))
     assert (d.numpy("nisland") > 0).all()
-    m.opt = dataclasses.replace(m.opt, disableflags=m.opt.disableflags | (
+    m.opt = dataclasses.replace(m.opt.frozen, disableflags=m.opt.disableflags | (
         1 << DISABLE_FLAGS.index("island")))
     mjm.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_ISLAND
     tiphys.island(m, d)

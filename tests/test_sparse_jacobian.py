@@ -267,7 +267,7 @@ def test_njnnz_overflow_warns_and_keeps_whole_elements():
     md, _ = tc.pair(tc.EQUALITY)
     dd = tiphys.make_data(md, 1)
     md2 = copy.copy(md)
-    md2.opt = dataclasses.replace(md.opt, jacobian=JAC_SPARSE)
+    md2.opt = dataclasses.replace(md.opt.frozen, jacobian=JAC_SPARSE)
     with pytest.raises(ValueError, match="dense"):
         tiphys.make_constraint(md2, dd)
 

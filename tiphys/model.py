@@ -1,7 +1,9 @@
 """Model and Data on the device: Taichi arrays generated from the tables in types.py."""
 from __future__ import annotations
 
+import dataclasses
 import os
+import weakref
 from types import SimpleNamespace
 from typing import Optional
 
@@ -64,6 +66,49 @@ def _np_dtype(arr):
     return np.float64 if dtype == ti.f64 else np.float32 if dtype == ti.f32 else np.int32
 
 
+class ModelOptions:
+    """``m.opt``: the model's physics options (mjOption), settable as in MuJoCo:
+    ``m.opt.timestep = 0.001``, ``m.opt.integrator = "RK4"`` (or its mjtIntegrator
+    value), ``m.opt.gravity = (0, 0, -1)``, ``m.opt.disableflags |= ...``. A value is
+    checked as the XML reader checks it and takes effect at the next call (step,
+    forward, ...), in every world. Behind it is an immutable Option (``m.opt.frozen``,
+    replaced on each change), which is what plans cached per options compare; the
+    whole options can also be replaced (``m.opt = dataclasses.replace(m.opt.frozen,
+    ...)``). A change of ``jacobian`` that switches between dense and sparse rows
+    applies to Data made afterwards (Data made before raise, naming it)."""
+
+    def __init__(self, model: "Model"):
+        object.__setattr__(self, "_model", model)
+        self._refresh()
+
+    def _refresh(self) -> None:
+        frozen = self._model._opt
+        values = {f.name: getattr(frozen, f.name) for f in dataclasses.fields(frozen)}
+        self.__dict__.update(values, frozen=frozen)
+
+    def __setattr__(self, name: str, value) -> None:
+        from .compiler.options import set_option
+        if name == "frozen":
+            raise AttributeError("opt.frozen is read-only: set a field, or assign m.opt")
+        self._model._opt = set_option(self._model._opt, name, value)
+        self._refresh()
+
+    def disabled(self, flag: str) -> bool:
+        return self.frozen.disabled(flag)
+
+    def enabled(self, flag: str) -> bool:
+        return self.frozen.enabled(flag)
+
+    def __eq__(self, other) -> bool:
+        other = other.frozen if isinstance(other, ModelOptions) else other
+        return self.frozen == other
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return repr(self.frozen).replace("Option(", "ModelOptions(", 1)
+
+
 class Model:
     """A compiled model on the device.
 
@@ -100,6 +145,26 @@ class Model:
             setattr(self, name, arr)
 
     @property
+    def opt(self) -> ModelOptions:
+        """Physics options (mjOption), settable field by field: see ModelOptions."""
+        return self._opt_view
+
+    @opt.setter
+    def opt(self, value) -> None:
+        from .compiler.options import Option
+        if isinstance(value, ModelOptions):
+            value = value.frozen
+        if not isinstance(value, Option):
+            raise TypeError(f"m.opt takes an Option (e.g. dataclasses.replace("
+                            f"m.opt.frozen, ...)), not {type(value).__name__}")
+        object.__setattr__(self, "_opt", value)
+        view = self.__dict__.get("_opt_view")
+        if view is None:
+            object.__setattr__(self, "_opt_view", ModelOptions(self))
+        else:
+            view._refresh()
+
+    @property
     def is_sparse(self) -> bool:
         """mj_isSparse: whether constraint rows carry sparse Jacobians (efc_J_rownnz /
         rowadr / colind): option jacobian="sparse", or "auto" with nv >= 60. Read from
@@ -134,6 +199,7 @@ class Model:
         out = Model.__new__(Model)
         out.__dict__.update(self.__dict__)
         out.plans = self.plans.copy()
+        object.__setattr__(out, "_opt_view", ModelOptions(out))  # its own options
         return out
 
     def __repr__(self):
@@ -216,6 +282,12 @@ def check_pair(m, d, func: str) -> None:
         if m._tiphys_generation == backend.generation():
             if m._params:
                 check_param_worlds(m, d._param_worlds, func)
+            if d.is_sparse != m.is_sparse:
+                raise ValueError(
+                    f"{func}: this Data was made with {'sparse' if d.is_sparse else 'dense'} "
+                    f"constraint Jacobians, but the model's option jacobian now selects "
+                    f"{'sparse' if m.is_sparse else 'dense'} ones; make a new Data with "
+                    f"tiphys.make_data after changing m.opt.jacobian")
             return
     check_model(m, func)
     if not isinstance(d, Data):
@@ -359,6 +431,7 @@ class Data:
         self._sizes = sizes
         self._tiphys_model_key = m._tiphys_key
         self._tiphys_model_repr = repr(m)
+        self._tiphys_model_ref = weakref.ref(m)  # for named access (d.body("torso"))
         # what autoreset restores (reset_data sets it), the keyframe it is of, and the
         # model's set_param count it was made at (made again when that changed)
         self._reset_state, self._reset_keyframe, self._reset_version = None, None, 0
@@ -387,6 +460,14 @@ class Data:
             if fname == name:
                 return numpy_shape(shape, self._sizes, self.nworld)
         raise KeyError(name)
+
+    def _named_model(self) -> "Model":
+        """The Model this Data was made from (named access needs its names)."""
+        m = self._tiphys_model_ref()
+        if m is None:
+            raise ValueError("named access: the Model this Data was made from no longer "
+                             "exists; keep a reference to it")
+        return m
 
     def numpy(self, name: str) -> np.ndarray:
         """A Data field as numpy, padding removed. Reading results also reports the

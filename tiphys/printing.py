@@ -96,8 +96,8 @@ def print_model(m: Model, file=None) -> str:
     a = m.arrays
     c.print("tiphys model (MuJoCo 3.4.0 compatible)")
     c.print(_table("SIZES", [(name, str(getattr(m, name))) for name in MODEL_SIZES]))
-    c.print(_table("OPTION", [(f.name, _fmt(getattr(a.opt, f.name)))
-                              for f in dc_fields(a.opt)]))
+    opt = m.opt.frozen  # the current options (set field by field since compiling)
+    c.print(_table("OPTION", [(f.name, _fmt(getattr(opt, f.name))) for f in dc_fields(opt)]))
     c.print(_table("", [("totalmass", _fmt(np.sum(np.asarray(a.body_mass)[1:m.nbody])))]))
     if m.param_worlds():  # the fields below show the compiled values of these
         c.print(_table("PER-WORLD PARAMETERS (tiphys.set_param; compiled values below)",

@@ -1,7 +1,7 @@
 """<option>/<flag>, <size>, <statistic> and <visual>."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
@@ -72,6 +72,52 @@ _KEYWORDS = {"integrator": INTEGRATORS, "cone": CONES, "jacobian": JACOBIANS,
              "solver": SOLVERS}
 _INTS = ("iterations", "ls_iterations", "noslip_iterations", "ccd_iterations",
          "sdf_iterations", "sdf_initpoints")
+
+
+_FLAG_FIELDS = ("disableflags", "enableflags", "disableactuator")
+
+
+def set_option(opt: Option, name: str, value) -> Option:
+    """``opt`` with field ``name`` set to ``value``, checked as the XML reader checks
+    it: vectors of the field's length, non-negative ints, keywords (``"RK4"``,
+    ``"elliptic"``, ...) or their mjt enum values, numbers elsewhere."""
+    names = [f.name for f in fields(Option)]
+    if name not in names:
+        raise AttributeError(f"opt has no field {name!r}; the fields are {', '.join(names)}")
+
+    def bad(what):
+        return ValueError(f"opt.{name}: {what}, got {value!r}")
+
+    if name in _VEC:
+        try:
+            v = np.asarray(value, dtype=np.float64).reshape(-1)
+        except (TypeError, ValueError):
+            raise bad(f"expected {_VEC[name]} numbers") from None
+        if v.size != _VEC[name]:
+            raise bad(f"expected {_VEC[name]} numbers")
+        new = tuple(float(x) for x in v)
+    elif name in _KEYWORDS:
+        table = _KEYWORDS[name]
+        if isinstance(value, str):
+            if value not in table:
+                raise bad(f"expected one of {', '.join(table)}")
+            new = table[value]
+        elif isinstance(value, (int, np.integer)) and not isinstance(value, bool) \
+                and int(value) in table.values():
+            new = int(value)
+        else:
+            raise bad(f"expected one of {', '.join(table)} (or its value "
+                      f"{', '.join(str(v) for v in table.values())})")
+    elif name in _INTS or name in _FLAG_FIELDS:
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+            raise bad("expected a non-negative integer")
+        new = int(value)
+    else:
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer,
+                                                             np.floating)):
+            raise bad("expected a number")
+        new = float(value)
+    return replace(opt, **{name: new})
 
 
 def read_option(spec) -> Option:
