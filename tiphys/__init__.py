@@ -49,6 +49,8 @@ from .kernels.sensor_acc import sensor_acc
 from .kernels.energy import energy_pos, energy_vel
 from .report import check_warnings
 from .rollout import rollout
+from .saved import save_model
+from . import named as _named  # noqa: F401  (d.body("torso"), m.geom("floor"), ...)
 
 __version__ = "0.1.0"
 
@@ -80,6 +82,7 @@ __all__ = [
     "sensor_pos", "sensor_vel", "sensor_acc", "energy_pos", "energy_vel",
     "set_sensor_callback", "apply_cutoff", "subtree_vel", "check_warnings",
     "set_param", "get_param", "param_shape", "PARAM_FIELDS", "rollout",
+    "save_model",
 ]
 
 

@@ -10,6 +10,7 @@ import io
 import os
 import weakref
 
+import numpy as np
 import taichi as ti
 
 from . import launch
@@ -82,6 +83,42 @@ def _tree_and_ctx(self, excluded_parameters=(), is_kernel=True, arg_features=Non
         is_real_function=is_real_function)
 
 
+def _full_index(arr, key) -> bool:
+    """Whether ``key`` names one element of ``arr`` (an int per dimension): what Taichi
+    itself answers; anything else (fewer indices, slices, index arrays) numpy does."""
+    ints = (int, np.integer)
+    if isinstance(key, ints):
+        return len(arr.shape) == 1
+    return (isinstance(key, tuple) and len(key) == len(arr.shape)
+            and all(isinstance(k, ints) for k in key))
+
+
+def _numpy_style(cls) -> None:
+    """Data and Model fields are Taichi ndarrays. Taichi reads and writes one element
+    at a time and rejects anything else; for the rest, numpy's indexing on a host copy
+    (``d.qpos[0]``, ``d.qpos[:, 2] = ...``), and ``np.asarray(d.qpos)``. Arrays keep
+    Taichi's padding (a size MuJoCo has as 0 is 1 here); ``d.numpy(name)`` removes it."""
+    get, put = cls.__getitem__, cls.__setitem__
+
+    def __getitem__(self, key):
+        if key is None or _full_index(self, key):
+            return get(self, key)
+        return self.to_numpy()[key]
+
+    def __setitem__(self, key, value):
+        if key is None or _full_index(self, key):
+            return put(self, key, value)
+        host = self.to_numpy()
+        host[key] = value
+        self.from_numpy(host)
+
+    def __array__(self, dtype=None, copy=None):
+        host = self.to_numpy()
+        return host if dtype is None else host.astype(dtype)
+
+    cls.__getitem__, cls.__setitem__, cls.__array__ = __getitem__, __setitem__, __array__
+
+
 def _patch_taichi() -> None:
     from taichi.lang import kernel_impl
     from taichi.lang.ast import ast_transformer_utils as utils
@@ -92,6 +129,10 @@ def _patch_taichi() -> None:
         ctx.get_pos_info = _short_position_info
     if hasattr(kernel_impl, "_get_tree_and_ctx"):
         kernel_impl._get_tree_and_ctx = _tree_and_ctx
+    from taichi.lang._ndarray import ScalarNdarray
+    from taichi.lang.matrix import MatrixNdarray, VectorNdarray
+    for cls in (ScalarNdarray, VectorNdarray, MatrixNdarray):
+        _numpy_style(cls)
 
 
 _patch_taichi()
