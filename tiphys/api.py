@@ -31,7 +31,11 @@ def compile_model(spec: Spec) -> Model:
 
 
 def load_model(path: str, assets: Optional[dict] = None) -> Model:
-    """Load and compile an MJCF file (``assets``: optional name -> bytes VFS)."""
+    """Load and compile an MJCF file (``assets``: optional name -> bytes VFS), or load
+    a model saved by ``save_model`` (tiphys.saved) without compiling."""
+    from .saved import is_saved_model, load_saved_model
+    if is_saved_model(path):
+        return load_saved_model(path)
     return compile_model(load_spec(path, assets))
 
 
