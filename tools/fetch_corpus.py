@@ -3,6 +3,8 @@
 - mujoco-warp==3.5.0 wheel: its mujoco_warp/test_data folder  -> <dest>/mjwarp
 - gymnasium wheel: gymnasium/envs/mujoco/assets                -> <dest>/gym
 - the installed mujoco wheel's testdata folder                -> <dest>/mjtest
+- pybullet==3.2.7 wheel (any platform's: only its data is read): the URDF files of
+  pybullet_data with the OBJ/STL meshes beside them             -> <dest>/urdf/pybullet
 - dm_control==1.0.50 wheel: dm_control/suite (robots with many sensors) -> <dest>/dmc
 - Menagerie robots, through the mujoco-menagerie==2026.10.4 package (a 30 kB wheel
   whose registry pins each robot's archive; the archives come from the Menagerie
@@ -114,6 +116,37 @@ def fetch_menagerie(dest: str, robots=MENAGERIE_ROBOTS) -> list:
     return sorted(index)
 
 
+URDF_WHEEL = ("pybullet==3.2.7", "pybullet_data/")
+URDF_EXTS = (".urdf", ".obj", ".stl")
+
+
+def fetch_urdf(dest: str, tmp: str) -> None:
+    """pybullet_data's URDF files and the meshes in their folders (MuJoCo's URDF reader
+    strips mesh paths, so only those beside a URDF can load) -> <dest>/urdf/pybullet."""
+    target = os.path.join(dest, "urdf", "pybullet")
+    if os.path.isdir(target) and os.listdir(target):
+        return
+    req, prefix = URDF_WHEEL
+    subprocess.check_call([sys.executable, "-m", "pip", "download", "-q", "--no-deps",
+                           "--only-binary=:all:", "--python-version", "3.11",
+                           "--platform", "manylinux2014_x86_64", "-d", tmp, req])
+    wheel = [f for f in os.listdir(tmp) if f.startswith("pybullet-") and f.endswith(".whl")]
+    if not wheel:
+        raise SystemExit(f"no wheel downloaded for {req}")
+    n = 0
+    with zipfile.ZipFile(os.path.join(tmp, wheel[0])) as z:
+        names = [x for x in z.namelist() if x.startswith(prefix)]
+        folders = {os.path.dirname(x) for x in names if x.endswith(".urdf")}
+        for name in names:
+            if os.path.dirname(name) in folders and name.lower().endswith(URDF_EXTS):
+                out = os.path.join(target, name[len(prefix):])
+                os.makedirs(os.path.dirname(out), exist_ok=True)
+                with z.open(name) as src, open(out, "wb") as dst:
+                    shutil.copyfileobj(src, dst)
+                n += 1
+    print(f"corpus: {n} URDF and mesh files from {req} -> {target}")
+
+
 def main(dest: str, menagerie: str | None = None) -> None:
     os.makedirs(dest, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
@@ -129,6 +162,7 @@ def main(dest: str, menagerie: str | None = None) -> None:
                 raise SystemExit(f"no wheel downloaded for {req}")
             n = _extract(os.path.join(tmp, wheel[0]), prefix, target)
             print(f"corpus: {n} files from {req} -> {target}")
+        fetch_urdf(dest, tmp)
     import mujoco
     src = os.path.join(os.path.dirname(mujoco.__file__), "testdata")
     target = os.path.join(dest, "mjtest")

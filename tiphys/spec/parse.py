@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import warnings
 from typing import Optional
 
@@ -57,9 +58,26 @@ _PARSER = etree.XMLParser(remove_comments=True, remove_pis=True, resolve_entitie
                           huge_tree=False, no_network=True)
 
 
+_DECLARATION = re.compile(rb"\s*<\?xml[^>]*\?>")
+
+
+def _tinyxml_tidy(data: bytes) -> bytes:
+    """What MuJoCo's XML reader (tinyxml2) reads and lxml refuses: text after a NUL
+    byte is not read, and the XML declaration is skipped whatever it says (its
+    version, or whitespace before it). Lines stay where they were."""
+    cut = data.find(b"\0")
+    if cut >= 0:
+        data = data[:cut]
+    m = _DECLARATION.match(data)
+    if m:
+        decl = m.group(0)
+        data = re.sub(rb"[^\n]", b" ", decl) + data[m.end():]
+    return data
+
+
 def _parse_tree(data: bytes, filename: Optional[str]):
     try:
-        return etree.fromstring(data, _PARSER)
+        return etree.fromstring(_tinyxml_tidy(data), _PARSER)
     except etree.XMLSyntaxError as exc:
         line = exc.lineno if exc.lineno else None
         raise ModelError(f"XML syntax error: {exc.msg}", file=filename, line=line) from None
@@ -87,9 +105,13 @@ def parse_xml(text, filename: Optional[str] = None, assets: Optional[dict] = Non
     data = text.encode() if isinstance(text, str) else bytes(text)
     node = _parse_tree(data, filename)
     label = os.path.basename(filename) if filename else None
+    if isinstance(node.tag, str) and node.tag == "robot":  # URDF, as mj_loadXML reads it
+        from .urdf import urdf_to_mjcf
+        node = urdf_to_mjcf(node, label)
     if not isinstance(node.tag, str) or node.tag != "mujoco":
-        raise ModelError(f"root element must be <mujoco>, not <{node.tag}>", file=label,
-                         line=node.sourceline, element=str(node.tag))
+        raise ModelError(f"root element must be <mujoco> (MJCF) or <robot> (URDF), not "
+                         f"<{node.tag}>", file=label, line=node.sourceline,
+                         element=str(node.tag))
     state = _IncludeState(reader, filename or "<string>")
     root = _convert(node, ("mujoco",), SCHEMA, label, "", state)
     return Spec(root, filename, modeldir or os.getcwd(), assets, modeldir=reader.modeldir)
