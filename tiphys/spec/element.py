@@ -60,6 +60,59 @@ class Element:
                 return c
         return None
 
+    def allowed_children(self) -> dict:
+        """tag -> schema node of the children this element may have (as the reader
+        allows them)."""
+        node = getattr(type(self), "_schema", None)
+        if node is None:
+            raise TypeError(f"<{self.tag}> was not made by the MJCF reader or add()")
+        allowed = schema_children(node, self.tag)
+        if self.tag == "mujoco":
+            allowed = dict(allowed)
+            allowed.pop("body", None)
+            allowed["worldbody"] = SCHEMA["children"]["body"]
+        return allowed
+
+    def add(self, tag: str, **attrs) -> "Element":
+        """A new child <tag> with the given attributes (``class_=`` for class), last
+        among this element's children; checked against MuJoCo's schema as the reader
+        checks a file."""
+        allowed = self.allowed_children()
+        if tag not in allowed:
+            raise ValueError(f"<{self.tag}> cannot contain <{tag}>; it takes "
+                             f"{', '.join(sorted(allowed))}")
+        sub = allowed[tag]
+        if sub["mult"] in ("?", "!") and self.first(tag) is not None:
+            raise ValueError(f"<{tag}> may appear only once inside <{self.tag}>")
+        if sub["children"] is None:  # frame/replicate: children as a body's
+            sub = dict(sub, children={})
+        path = getattr(type(self), "_path", (self.tag,)) + (tag,)
+        cls = element_class(path, () if tag == "worldbody" else sub["attrs"])
+        cls._schema = sub
+        cls._path = path
+        el = new_element(cls, None, None)
+        el.__dict__["xml_incdir"] = ""
+        for name, value in attrs.items():
+            el.set(self._attr_name(cls, name), value)
+        self.children.append(el)
+        return el
+
+    @staticmethod
+    def _attr_name(cls, name: str) -> str:
+        attr = cls._attr_of.get(name, name)
+        if attr not in cls._fields_of:
+            raise AttributeError(f"<{cls.tag}> has no attribute '{attr}'; it has "
+                                 f"{', '.join(cls.attr_names)}")
+        return attr
+
+    def remove(self, child: "Element") -> None:
+        """Take ``child`` (and everything inside it) out of this element."""
+        for i, c in enumerate(self.children):
+            if c is child:
+                del self.children[i]
+                return
+        raise ValueError(f"<{child.tag}> is not a child of this <{self.tag}>")
+
     def iter(self, tag: Optional[str] = None) -> Iterator["Element"]:
         """Depth-first pre-order over this element and its descendants."""
         if tag is None or self.tag == tag:

@@ -38,6 +38,19 @@ class Spec:
     def sections(self, tag: str) -> list:
         return self.root.find(tag)
 
+    def find(self, tag: str, name: str) -> Optional[Element]:
+        """The element <tag name="name"> anywhere in the model, or None."""
+        for el in self.root.iter(tag):
+            if el.get_attr("name") == name:
+                return el
+        return None
+
+    @property
+    def worldbody(self) -> Element:
+        """The <worldbody> (made when the model has none)."""
+        wb = self.root.first("worldbody")
+        return wb if wb is not None else self.root.add("worldbody")
+
     def to_xml(self) -> str:
         return etree.tostring(_to_lxml(self.root), pretty_print=True, encoding="unicode")
 
@@ -131,6 +144,8 @@ def _convert(node, path, schema_node, label, incdir, state) -> Element:
     if tag == "worldbody":
         attrs = ()
     cls = element_class(path, attrs)
+    cls._schema = schema_node  # what add() checks new children against
+    cls._path = path
     el = new_element(cls, label, node.sourceline)
     values = el.__dict__
     # directory of the file that included this element ("" in the main file): MuJoCo
