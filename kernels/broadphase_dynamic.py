@@ -220,20 +220,62 @@ def _scan_bodies(nsweep: ti.i32, bcount: ND, bstart: ND, bfill: ND, bowner: ND, 
         nbpair[worldid] = kept
 
 
+SHORT_SEGMENT = 32  # insertion sort up to this many partners, merge sort beyond
+
+
 @ti.kernel
-def _sort_partners(nsweep: ti.i32, bcount: ND, bstart: ND, bpartner: ND, nbpair: ND):
-    """Sort each owner's partners (owner ids are in body order: signature order)."""
+def _sort_partners(nsweep: ti.i32, bcount: ND, bstart: ND, bpartner: ND, nbpair: ND,
+                   buf: ND):
+    """Sort each owner's partners (owner ids are in body order: signature order). A
+    body with an infinite box (a plane) has every body as a partner, in sweep order:
+    long segments are merge sorted, through the same slots of ``buf``."""
     for worldid, i in ti.ndrange(bcount.shape[0], nsweep):
         start = bstart[worldid, i]
         n = bcount[worldid, i]
         if start + n <= nbpair[worldid]:
-            for k in range(start + 1, start + n):
-                v = bpartner[worldid, k]
-                j = k
-                while j > start and bpartner[worldid, j - 1] > v:
-                    bpartner[worldid, j] = bpartner[worldid, j - 1]
-                    j -= 1
-                bpartner[worldid, j] = v
+            if n <= SHORT_SEGMENT:
+                for k in range(start + 1, start + n):
+                    v = bpartner[worldid, k]
+                    j = k
+                    while j > start and bpartner[worldid, j - 1] > v:
+                        bpartner[worldid, j] = bpartner[worldid, j - 1]
+                        j -= 1
+                    bpartner[worldid, j] = v
+            else:
+                width = 1
+                in_buf = False  # where the sorted runs of ``width`` are
+                while width < n:
+                    lo = 0
+                    while lo < n:
+                        mid = ti.min(lo + width, n)
+                        hi = ti.min(lo + 2 * width, n)
+                        a = lo
+                        b = mid
+                        for k in range(lo, hi):
+                            take_a = False
+                            if a < mid and b < hi:
+                                if in_buf:
+                                    take_a = buf[worldid, start + a] <= buf[worldid, start + b]
+                                else:
+                                    take_a = bpartner[worldid, start + a] <= \
+                                        bpartner[worldid, start + b]
+                            else:
+                                take_a = a < mid
+                            src = a if take_a else b
+                            if take_a:
+                                a += 1
+                            else:
+                                b += 1
+                            if in_buf:
+                                bpartner[worldid, start + k] = buf[worldid, start + src]
+                            else:
+                                buf[worldid, start + k] = bpartner[worldid, start + src]
+                        lo = hi
+                    in_buf = not in_buf
+                    width *= 2
+                if in_buf:
+                    for k in range(start, start + n):
+                        bpartner[worldid, k] = buf[worldid, k]
 
 
 @ti.func
@@ -469,7 +511,7 @@ def broadphase(m, d, st):
            bfill=st.bfill, bowner=st.bowner, nbpair=st.nbpair)
     launch(_sweep, m, d, write=True, **sweep)
     launch(_sort_partners, m, d, nsweep=st.nsweep, bcount=st.bcount, bstart=st.bstart,
-           bpartner=st.bpartner, nbpair=st.nbpair)
+           bpartner=st.bpartner, nbpair=st.nbpair, buf=st.gcount)  # (gcount: free here)
     out = dict(ncand=st.ncand, cand_geom=st.cand_geom, cand_pair=st.cand_pair,
                cand_code=st.cand_code)
     pairs = dict(bp_body=st.bp_body, bp_xsig=st.bp_xsig, bp_xpair=st.bp_xpair,

@@ -420,6 +420,66 @@ def _finalize_rank(ncon: ND, emit_key: ND, emit_dist: ND, emit_pos: ND, emit_fra
 
 
 @ti.kernel
+def _finalize_sort(ncon: ND, emit_key: ND, perm: ND, buf: ND):
+    """perm[w, :n] = the world's emitted contacts by key (one thread per world, bottom-up
+    merge sort: O(n log n) where _finalize_rank is O(n^2), for the big scenes of the
+    dynamic broadphase); the same order, keys being unique."""
+    cap = emit_key.shape[1]
+    for worldid in range(ncon.shape[0]):
+        n = ti.min(ncon[worldid], cap)
+        for i in range(n):
+            perm[worldid, i] = i
+        width = 1
+        in_buf = False
+        while width < n:
+            lo = 0
+            while lo < n:
+                mid = ti.min(lo + width, n)
+                hi = ti.min(lo + 2 * width, n)
+                a = lo
+                b = mid
+                for k in range(lo, hi):
+                    take_a = a < mid
+                    if a < mid and b < hi:
+                        if in_buf:
+                            take_a = emit_key[worldid, buf[worldid, a]] < \
+                                emit_key[worldid, buf[worldid, b]]
+                        else:
+                            take_a = emit_key[worldid, perm[worldid, a]] < \
+                                emit_key[worldid, perm[worldid, b]]
+                    src = a if take_a else b
+                    if take_a:
+                        a += 1
+                    else:
+                        b += 1
+                    if in_buf:
+                        perm[worldid, k] = buf[worldid, src]
+                    else:
+                        buf[worldid, k] = perm[worldid, src]
+                lo = hi
+            in_buf = not in_buf
+            width *= 2
+        if in_buf:
+            for k in range(n):
+                perm[worldid, k] = buf[worldid, k]
+
+
+@ti.kernel
+def _finalize_scatter(ncon: ND, perm: ND, emit_key: ND, emit_dist: ND, emit_pos: ND,
+                      emit_frame: ND, contact_key: ND, contact_dist: ND, contact_pos: ND,
+                      contact_frame: ND):
+    cap = emit_dist.shape[1]
+    nconmax = contact_dist.shape[1]
+    for worldid, rank in ti.ndrange(ncon.shape[0], nconmax):
+        if rank < ti.min(ncon[worldid], cap):
+            i = perm[worldid, rank]
+            contact_key[worldid, rank] = emit_key[worldid, i]
+            contact_dist[worldid, rank] = emit_dist[worldid, i]
+            contact_pos[worldid, rank] = emit_pos[worldid, i]
+            contact_frame[worldid, rank] = emit_frame[worldid, i]
+
+
+@ti.kernel
 def _finalize_count(ncon: ND, contact_overflow: ND, warning_number: ND,
                     warning_lastinfo: ND, nconmax: ti.i32):
     """ncon clamped to nconmax and the excess counted in contact_overflow; a world that
@@ -581,16 +641,23 @@ def _finalize_ids(cand_geom: ND, ncon: ND, contact_key: ND, contact_frame: ND,
             contact_vert[worldid, conid] = ti.Vector([-1, -1])
 
 
-def finalize(m, d, cand, emit):
+def finalize(m, d, cand, emit, order=None):
     """Sort each world's emitted contacts into MuJoCo's order, keep the first nconmax
     (contact_overflow counts the rest), and set their parameters (mj_contactParam,
     mj_setContact). ``cand``: the (cand_geom, cand_pair, cand_code) arrays the keys
-    index; ``emit``: the emission buffers (emit_buffers)."""
+    index; ``emit``: the emission buffers (emit_buffers); ``order``: None (rank each
+    contact in parallel) or two (nworld, emission capacity) int arrays to merge sort
+    each world's keys through (big scenes)."""
     opt = m.opt
     cand_geom, cand_pair, _ = cand
     dist, pos, frame, key = emit
-    launch(_finalize_rank, m, d, emit_key=key, emit_dist=dist, emit_pos=pos,
-           emit_frame=frame)
+    if order is None:
+        launch(_finalize_rank, m, d, emit_key=key, emit_dist=dist, emit_pos=pos,
+               emit_frame=frame)
+    else:
+        launch(_finalize_sort, m, d, emit_key=key, perm=order[0], buf=order[1])
+        launch(_finalize_scatter, m, d, perm=order[0], emit_key=key, emit_dist=dist,
+               emit_pos=pos, emit_frame=frame)
     launch(_finalize_count, m, d, nconmax=d.nconmax)
     osr0, osr1 = (float(x) for x in opt.o_solref)
     osi0, osi1, osi2, osi3, osi4 = (float(x) for x in opt.o_solimp)

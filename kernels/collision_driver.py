@@ -179,7 +179,7 @@ class CollisionPlan(SimpleNamespace):
         emit = kc.emit_buffers(d, cap)
         cand = (self.cand_geom, self.cand_pair, self.cand_code)
         first = SimpleNamespace(lists=lists, mask=ones, sap=sp, dyn=None, emit=emit,
-                                cand=cand)
+                                cand=cand, order=None)
         redo = None
         if self.total_maxcon > cap:
             redo_mask = ti.ndarray(ti.i32, shape=(nw,))
@@ -196,9 +196,12 @@ class CollisionPlan(SimpleNamespace):
         nw = d.nworld
         st = _dynamic_state(self, d)
         cand = (st.cand_geom, st.cand_pair, st.cand_code)
-        emit = kc.emit_buffers(d, EMIT_FACTOR * max(1, d.nconmax))
+        ecap = EMIT_FACTOR * max(1, d.nconmax)
+        emit = kc.emit_buffers(d, ecap)
+        order = tuple(d.scratch.tag(ti.ndarray(ti.i32, shape=(nw, ecap))) for _ in range(2))
         first = SimpleNamespace(lists=(st.lists, st.counts, _lanes(st.cap, nw), st.lists),
-                                mask=ones, sap=None, dyn=st, emit=emit, cand=cand)
+                                mask=ones, sap=None, dyn=st, emit=emit, cand=cand,
+                                order=order)
         redo_mask = ti.ndarray(ti.i32, shape=(nw,))
         redo_mask.fill(0)
         redo = SimpleNamespace(lists=(st.lists, st.counts, 1, st.lists), mask=redo_mask,
@@ -440,6 +443,7 @@ def collision_bytes(m, d) -> int:
         emit_cap = min(p.total_maxcon, emit_cap)
     total = emit_cap * (13 * fb + 4)  # dist, pos, frame, key
     if p.dynamic:
+        total += emit_cap * 8  # finalize's merge sort
         n, cap = max(1, p.nsweep), max(1, d.nbroadmax)
         total += n * (4 * 4 + 8 * fb)  # order, counts, start, fill; lo, hi, boxes
         total += cap * 4 * (2 + 2 + 4 + len(KINDS))  # body pairs, offsets, cands, lists
@@ -520,7 +524,7 @@ def collision(m, d) -> None:
         # candidate order, so that they keep the same contacts whatever the timing
         kc.flag_overflow(d, first.emit, redo.mask)
         _narrow(m, d, p, redo)
-    kc.finalize(m, d, first.cand, first.emit)
+    kc.finalize(m, d, first.cand, first.emit, first.order)
 
 
 def _narrow(m, d, p, sweep):
