@@ -12,12 +12,14 @@ Per world:
    makes the box infinite) and its interval along the sweep axis;
 2. ``_sort``: insertion sort of the world's persistent body order by the intervals'
    lower ends (nearly sorted from the last step: close to linear);
-3. ``_sweep`` (twice: count, then write): one thread per sorted position scans forward
-   while the intervals overlap; a pair whose boxes overlap and that MuJoCo's body
-   filters keep (body contype/conaffinity, same weld body, filterparent, <exclude>) is
-   owned by its lower body. ``_scan_bodies`` gives each owner its segment and
-   ``_sort_partners`` sorts each segment, so that the body pairs are in signature
-   order ((body1 << 16) + body2), as mj_collision walks them;
+3. ``_sweep``: one thread per sorted position scans forward while the intervals
+   overlap; a pair whose boxes overlap and that MuJoCo's body filters keep (body
+   contype/conaffinity, same weld body, filterparent, <exclude>) is owned by its lower
+   body, counted per owner and listed unordered. ``_scan_bodies`` gives each owner its
+   segment, ``_scatter_pairs`` moves the pairs there (a world whose unordered list
+   overflowed sweeps again, writing into the segments) and ``_sort_partners`` sorts
+   each segment, so that the body pairs are in signature order ((body1 << 16) +
+   body2), as mj_collision walks them;
 4. ``_geom_pairs`` (count, then write): per body pair, the geom pairs the per-geom
    filters keep (geom bitmasks, a collision function for the type pair, not one of
    the pair's explicit <pair>s) whose bounding spheres overlap (mj_filterSphere);
@@ -114,6 +116,18 @@ def _sort(nsweep: ti.i32, order: ND, lo: ND):
             order[worldid, j] = a
 
 
+@ti.kernel
+def _gather(nsweep: ti.i32, order: ND, lo: ND, hi: ND, box_lo: ND, box_hi: ND, slo: ND,
+            shi: ND, sbox_lo: ND, sbox_hi: ND):
+    """Intervals and boxes in sorted order: the sweep reads them contiguously."""
+    for worldid, i in ti.ndrange(order.shape[0], nsweep):
+        b = order[worldid, i]
+        slo[worldid, i] = lo[worldid, b]
+        shi[worldid, i] = hi[worldid, b]
+        sbox_lo[worldid, i] = box_lo[worldid, b]
+        sbox_hi[worldid, i] = box_hi[worldid, b]
+
+
 @ti.func
 def _excluded(sig, bp_exclude: ti.template(), nexclude_sorted):
     """Binary search of the sorted exclude signatures."""
@@ -155,27 +169,35 @@ def _sweep(
     # model
     bp_body: ND, nsweep: ti.i32, bp_exclude: ND, nexclude_sorted: ti.i32,
     body_contype: ND, body_conaffinity: ND, body_weldid: ND, body_parentid: ND,
-    # scratch
-    order: ND, lo: ND, hi: ND, box_lo: ND, box_hi: ND, bcount: ND, bstart: ND, bfill: ND,
-    bowner: ND, bpartner: ND, nbpair: ND,
+    # scratch (s*: in sorted order)
+    order: ND, slo: ND, shi: ND, sbox_lo: ND, sbox_hi: ND, bcount: ND, bstart: ND,
+    bfill: ND, bowner: ND, bpartner: ND, nbpair: ND, raw_owner: ND, raw_partner: ND,
+    nraw: ND,
 ):
-    """Overlapping, unfiltered-out body pairs: counted per owner (write False) or
-    written into the owners' segments (write True)."""
+    """Overlapping, unfiltered-out body pairs. First pass (write False): counted per
+    owner and kept unordered in raw_owner/raw_partner (nraw[w] of them). Second pass
+    (write True), only for the worlds whose raw list overflowed (nraw[w] < 0 after
+    _scan_bodies): written straight into the owners' segments, so that what such a
+    world keeps does not depend on thread timing."""
     for worldid, i in ti.ndrange(order.shape[0], nsweep):
+        if ti.static(write):
+            if nraw[worldid] >= 0:
+                continue
         a = order[worldid, i]
-        hia = hi[worldid, a]
-        alo = box_lo[worldid, a]
-        ahi = box_hi[worldid, a]
+        hia = shi[worldid, i]
+        alo = sbox_lo[worldid, i]
+        ahi = sbox_hi[worldid, i]
         j = i + 1
         while j < nsweep:
-            b = order[worldid, j]
-            if lo[worldid, b] > hia:
+            if slo[worldid, j] > hia:
                 break
+            blo = sbox_lo[worldid, j]
+            bhi = sbox_hi[worldid, j]
+            jb = j
             j += 1
-            blo = box_lo[worldid, b]
-            bhi = box_hi[worldid, b]
             if alo[0] <= bhi[0] and blo[0] <= ahi[0] and alo[1] <= bhi[1] and \
                     blo[1] <= ahi[1] and alo[2] <= bhi[2] and blo[2] <= ahi[2]:
+                b = order[worldid, jb]
                 own = ti.min(a, b)
                 other = ti.max(a, b)
                 if _body_pair_ok(bp_body[own], bp_body[other], filterparent, body_contype,
@@ -189,20 +211,43 @@ def _sweep(
                             bpartner[worldid, slot] = other
                     else:
                         ti.atomic_add(bcount[worldid, own], 1)
+                        slot = ti.atomic_add(nraw[worldid], 1)
+                        if slot < raw_owner.shape[1]:
+                            raw_owner[worldid, slot] = own
+                            raw_partner[worldid, slot] = other
 
 
 @ti.kernel
-def _clear_counts(nsweep: ti.i32, bcount: ND):
+def _scatter_pairs(bstart: ND, bcount: ND, bfill: ND, bowner: ND, bpartner: ND,
+                   nbpair: ND, raw_owner: ND, raw_partner: ND, nraw: ND):
+    """The raw pairs into their owners' segments (worlds whose raw list fit)."""
+    for worldid, slot in ti.ndrange(raw_owner.shape[0], raw_owner.shape[1]):
+        if slot < nraw[worldid]:
+            own = raw_owner[worldid, slot]
+            start = bstart[worldid, own]
+            if start + bcount[worldid, own] <= nbpair[worldid]:
+                k = start + ti.atomic_add(bfill[worldid, own], 1)
+                bowner[worldid, k] = own
+                bpartner[worldid, k] = raw_partner[worldid, slot]
+
+
+@ti.kernel
+def _clear_counts(nsweep: ti.i32, bcount: ND, nraw: ND):
     for worldid, i in ti.ndrange(bcount.shape[0], nsweep):
         bcount[worldid, i] = 0
+        if i == 0:
+            nraw[worldid] = 0
 
 
 @ti.kernel
 def _scan_bodies(nsweep: ti.i32, bcount: ND, bstart: ND, bfill: ND, bowner: ND, nbpair: ND,
-                 broadphase_overflow: ND):
-    """Each owner's segment; nbpair[w] = the body pairs of the owners that fit."""
+                 nraw: ND, broadphase_overflow: ND):
+    """Each owner's segment; nbpair[w] = the body pairs of the owners that fit; nraw[w]
+    = -1 where the raw list overflowed (the second sweep writes that world)."""
     cap = bowner.shape[1]
     for worldid in range(bcount.shape[0]):
+        if nraw[worldid] > cap:
+            nraw[worldid] = -1
         total = 0
         kept = -1
         for i in range(nsweep):
@@ -500,15 +545,22 @@ def broadphase(m, d, st):
     launch(_bounds, m, d, override=override, o_margin=o_margin, ax=ax, ay=ay, az=az,
            box_lo=st.box_lo, box_hi=st.box_hi, lo=st.lo, hi=st.hi, **common)
     launch(_sort, m, d, nsweep=st.nsweep, order=st.order, lo=st.lo)
-    launch(_clear_counts, m, d, nsweep=st.nsweep, bcount=st.bcount)
+    launch(_gather, m, d, nsweep=st.nsweep, order=st.order, lo=st.lo, hi=st.hi,
+           box_lo=st.box_lo, box_hi=st.box_hi, slo=st.slo, shi=st.shi, sbox_lo=st.sbox_lo,
+           sbox_hi=st.sbox_hi)
+    launch(_clear_counts, m, d, nsweep=st.nsweep, bcount=st.bcount, nraw=st.nraw)
     sweep = dict(filterparent=st.filterparent, bp_exclude=st.bp_exclude,
-                 nexclude_sorted=st.nexclude, order=st.order, lo=st.lo, hi=st.hi,
-                 box_lo=st.box_lo, box_hi=st.box_hi, bcount=st.bcount, bstart=st.bstart,
+                 nexclude_sorted=st.nexclude, order=st.order, slo=st.slo, shi=st.shi,
+                 sbox_lo=st.sbox_lo, sbox_hi=st.sbox_hi, bcount=st.bcount, bstart=st.bstart,
                  bfill=st.bfill, bowner=st.bowner, bpartner=st.bpartner, nbpair=st.nbpair,
+                 raw_owner=st.goff, raw_partner=st.gcount, nraw=st.nraw,  # (free here)
                  **common)
     launch(_sweep, m, d, write=False, **sweep)
     launch(_scan_bodies, m, d, nsweep=st.nsweep, bcount=st.bcount, bstart=st.bstart,
-           bfill=st.bfill, bowner=st.bowner, nbpair=st.nbpair)
+           bfill=st.bfill, bowner=st.bowner, nbpair=st.nbpair, nraw=st.nraw)
+    launch(_scatter_pairs, m, d, bstart=st.bstart, bcount=st.bcount, bfill=st.bfill,
+           bowner=st.bowner, bpartner=st.bpartner, nbpair=st.nbpair, raw_owner=st.goff,
+           raw_partner=st.gcount, nraw=st.nraw)
     launch(_sweep, m, d, write=True, **sweep)
     launch(_sort_partners, m, d, nsweep=st.nsweep, bcount=st.bcount, bstart=st.bstart,
            bpartner=st.bpartner, nbpair=st.nbpair, buf=st.gcount)  # (gcount: free here)

@@ -373,8 +373,10 @@ def _dynamic_plan(a, opt, key) -> CollisionPlan:
                 typekind[t1 * NGEOMTYPES + t2] = KINDS.index(kind)
     excl = sorted({int(x) for x in np.asarray(a.exclude_signature)})
     n = int(np.count_nonzero(collidable & (geom_type != GEOM_PLANE)))
+    nplane = int(np.count_nonzero(collidable)) - n
     p = CollisionPlan(key=key, dynamic=True, sap=False, _sweeps=weakref.WeakKeyDictionary(),
-                      ncand=n * (n - 1) // 2 + len(xpairs), type_pairs=type_pairs,
+                      # an upper bound of the candidates (none are enumerated)
+                      ncand=n * (n - 1) // 2 + n * nplane + len(xpairs), type_pairs=type_pairs,
                       nsweep=len(swept), nmoving=nmoving, ninfinite=infinite,
                       nxpair=len(xpairs), nexclude=len(excl),
                       filterparent=not opt.disabled("filterparent"),
@@ -409,15 +411,19 @@ def _dynamic_state(p, d):
 
     st = SimpleNamespace(
         nsweep=p.nsweep, cap=cap, axis=tuple(float(x) for x in SAP_AXIS),
-        filterparent=p.filterparent, midphase=p.midphase, bp_body=p.bp_body, bp_exclude=p.bp_exclude,
-        nexclude=p.nexclude, bp_xsig=p.bp_xsig, bp_xpair=p.bp_xpair, nxpair=p.nxpair,
-        bp_typekind=p.bp_typekind,
+        filterparent=p.filterparent, midphase=p.midphase, bp_body=p.bp_body,
+        bp_exclude=p.bp_exclude, nexclude=p.nexclude, bp_xsig=p.bp_xsig,
+        bp_xpair=p.bp_xpair, nxpair=p.nxpair, bp_typekind=p.bp_typekind,
         order=ints(n), lo=tag(ti.ndarray(fdt, shape=(nw, n))),
         hi=tag(ti.ndarray(fdt, shape=(nw, n))),
         box_lo=tag(ti.Vector.ndarray(3, fdt, shape=(nw, n))),
         box_hi=tag(ti.Vector.ndarray(3, fdt, shape=(nw, n))),
+        slo=tag(ti.ndarray(fdt, shape=(nw, n))), shi=tag(ti.ndarray(fdt, shape=(nw, n))),
+        sbox_lo=tag(ti.Vector.ndarray(3, fdt, shape=(nw, n))),
+        sbox_hi=tag(ti.Vector.ndarray(3, fdt, shape=(nw, n))),
         bcount=ints(n), bstart=ints(n), bfill=ints(n), bowner=ints(cap), bpartner=ints(cap),
-        nbpair=tag(ti.ndarray(ti.i32, shape=(nw,))), gcount=ints(cap), goff=ints(cap),
+        nbpair=tag(ti.ndarray(ti.i32, shape=(nw,))),
+        nraw=tag(ti.ndarray(ti.i32, shape=(nw,))), gcount=ints(cap), goff=ints(cap),
         xcount=ints(max(1, p.nxpair)), xoff=ints(max(1, p.nxpair)),
         ncand=tag(ti.ndarray(ti.i32, shape=(nw,))), cand_geom=ints(cap, 2),
         cand_pair=ints(cap), cand_code=ints(cap), lists=ints(len(KINDS), cap),
@@ -445,7 +451,7 @@ def collision_bytes(m, d) -> int:
     if p.dynamic:
         total += emit_cap * 8  # finalize's merge sort
         n, cap = max(1, p.nsweep), max(1, d.nbroadmax)
-        total += n * (4 * 4 + 8 * fb)  # order, counts, start, fill; lo, hi, boxes
+        total += n * (4 * 4 + 16 * fb)  # order, counts, start, fill; intervals, boxes
         total += cap * 4 * (2 + 2 + 4 + len(KINDS))  # body pairs, offsets, cands, lists
         total += max(1, p.nxpair) * 8 + 4 * (2 + len(KINDS))
     return int(total)
