@@ -218,17 +218,19 @@ def _sweep(
 
 
 @ti.kernel
-def _scatter_pairs(bstart: ND, bcount: ND, bfill: ND, bowner: ND, bpartner: ND,
-                   nbpair: ND, raw_owner: ND, raw_partner: ND, nraw: ND):
+def _scatter_pairs(lanes: ti.i32, bstart: ND, bcount: ND, bfill: ND, bowner: ND,
+                   bpartner: ND, nbpair: ND, raw_owner: ND, raw_partner: ND, nraw: ND):
     """The raw pairs into their owners' segments (worlds whose raw list fit)."""
-    for worldid, slot in ti.ndrange(raw_owner.shape[0], raw_owner.shape[1]):
-        if slot < nraw[worldid]:
+    for worldid, lane in ti.ndrange(raw_owner.shape[0], lanes):
+        slot = lane
+        while slot < nraw[worldid]:
             own = raw_owner[worldid, slot]
             start = bstart[worldid, own]
             if start + bcount[worldid, own] <= nbpair[worldid]:
                 k = start + ti.atomic_add(bfill[worldid, own], 1)
                 bowner[worldid, k] = own
                 bpartner[worldid, k] = raw_partner[worldid, slot]
+            slot += lanes
 
 
 @ti.kernel
@@ -347,7 +349,7 @@ def _record(worldid, slot, g1, g2, pairid, code, cand_geom: ti.template(),
 
 @ti.kernel
 def _geom_pairs(
-    write: ti.template(), override: ti.template(), o_margin: float,
+    write: ti.template(), override: ti.template(), o_margin: float, lanes: ti.i32,
     # model
     bp_body: ND, bp_xsig: ND, bp_xpair: ND, nxpair: ti.i32, bp_typekind: ND,
     body_geomadr: ND, body_geomnum: ND, geom_type: ND, geom_contype: ND,
@@ -359,9 +361,11 @@ def _geom_pairs(
     cand_geom: ND, cand_pair: ND, cand_code: ND,
 ):
     """Per body pair: the geom pairs that pass the per-geom filters and the bounding
-    spheres, counted (write False) or written at the pair's offset (write True)."""
-    for worldid, k in ti.ndrange(bowner.shape[0], bowner.shape[1]):
-        if k < nbpair[worldid]:
+    spheres, counted (write False) or written at the pair's offset (write True);
+    ``lanes`` threads per world."""
+    for worldid, lane in ti.ndrange(bowner.shape[0], lanes):
+        k = lane
+        while k < nbpair[worldid]:
             b1 = bp_body[bowner[worldid, k]]
             b2 = bp_body[bpartner[worldid, k]]
             sig = (b1 << 16) + b2
@@ -410,6 +414,7 @@ def _geom_pairs(
                         n += 1
             if not ti.static(write):
                 gcount[worldid, k] = n
+            k += lanes
 
 
 @ti.kernel
@@ -479,15 +484,17 @@ def _scan_geoms(
 
 @ti.kernel
 def _order_segments(
-    midphase: ti.template(), bp_body: ND, body_geomnum: ND, bowner: ND, bpartner: ND,
-    nbpair: ND, gcount: ND, goff: ND, ncand: ND, cand_geom: ND, cand_code: ND,
+    lanes: ti.i32, bp_body: ND, body_geomnum: ND, bowner: ND,
+    bpartner: ND, nbpair: ND, gcount: ND, goff: ND, ncand: ND, cand_geom: ND,
+    cand_code: ND,
 ):
     """A body pair that MuJoCo collides through its midphase (mj_collideTree: both
     bodies have a BVH, one has several geoms) has its contacts sorted by their
     (geom1, geom2), geom1 the one of lower type (contactSort); its geom pairs are
     sorted so here (distinct pairs: no ties), instead of the all-to-all loop order."""
-    for worldid, k in ti.ndrange(bowner.shape[0], bowner.shape[1]):
-        if ti.static(midphase) and k < nbpair[worldid]:
+    for worldid, lane in ti.ndrange(bowner.shape[0], lanes):
+        k = lane
+        while k < nbpair[worldid]:
             b1 = bp_body[bowner[worldid, k]]
             b2 = bp_body[bpartner[worldid, k]]
             start = goff[worldid, k]
@@ -508,17 +515,21 @@ def _order_segments(
                     cand_geom[worldid, j, 0] = g1
                     cand_geom[worldid, j, 1] = g2
                     cand_code[worldid, j] = code
+            k += lanes
 
 
 @ti.kernel
-def _kind_lists(bp_typekind: ND, ncand: ND, cand_code: ND, lists: ND, counts: ND):
+def _kind_lists(lanes: ti.i32, bp_typekind: ND, ncand: ND, cand_code: ND, lists: ND,
+                counts: ND):
     """Each candidate slot into the list of its detector kind (any order: contacts are
     keyed by slot)."""
-    for worldid, slot in ti.ndrange(cand_code.shape[0], cand_code.shape[1]):
-        if slot < ncand[worldid]:
+    for worldid, lane in ti.ndrange(cand_code.shape[0], lanes):
+        slot = lane
+        while slot < ncand[worldid]:
             kind = bp_typekind[cand_code[worldid, slot]]
             k = ti.atomic_add(counts[worldid, kind], 1)
             lists[worldid, kind, k] = slot
+            slot += lanes
 
 
 @ti.kernel
@@ -558,7 +569,7 @@ def broadphase(m, d, st):
     launch(_sweep, m, d, write=False, **sweep)
     launch(_scan_bodies, m, d, nsweep=st.nsweep, bcount=st.bcount, bstart=st.bstart,
            bfill=st.bfill, bowner=st.bowner, nbpair=st.nbpair, nraw=st.nraw)
-    launch(_scatter_pairs, m, d, bstart=st.bstart, bcount=st.bcount, bfill=st.bfill,
+    launch(_scatter_pairs, m, d, lanes=st.lanes, bstart=st.bstart, bcount=st.bcount, bfill=st.bfill,
            bowner=st.bowner, bpartner=st.bpartner, nbpair=st.nbpair, raw_owner=st.goff,
            raw_partner=st.gcount, nraw=st.nraw)
     launch(_sweep, m, d, write=True, **sweep)
@@ -572,20 +583,22 @@ def broadphase(m, d, st):
                  **out)
     explicit = dict(bp_xpair=st.bp_xpair, nxpair=st.nxpair, bp_typekind=st.bp_typekind,
                     pair_margin_arr=m.pair_margin, xcount=st.xcount, xoff=st.xoff, **out)
-    launch(_geom_pairs, m, d, write=False, override=override, o_margin=o_margin, **pairs)
+    launch(_geom_pairs, m, d, write=False, override=override, o_margin=o_margin,
+           lanes=st.lanes, **pairs)
     if st.nxpair:
         launch(_explicit, m, d, write=False, override=override, o_margin=o_margin,
                **explicit)
     launch(_scan_geoms, m, d, bp_body=st.bp_body, bp_xsig=st.bp_xsig, nxpair=st.nxpair,
            bowner=st.bowner, bpartner=st.bpartner, nbpair=st.nbpair, gcount=st.gcount,
            goff=st.goff, xcount=st.xcount, xoff=st.xoff, ncand=st.ncand, counts=st.counts)
-    launch(_geom_pairs, m, d, write=True, override=override, o_margin=o_margin, **pairs)
+    launch(_geom_pairs, m, d, write=True, override=override, o_margin=o_margin,
+           lanes=st.lanes, **pairs)
     if st.nxpair:
         launch(_explicit, m, d, write=True, override=override, o_margin=o_margin,
                **explicit)
     if st.midphase:
-        launch(_order_segments, m, d, midphase=True, bp_body=st.bp_body, bowner=st.bowner,
+        launch(_order_segments, m, d, lanes=st.lanes, bp_body=st.bp_body, bowner=st.bowner,
                bpartner=st.bpartner, nbpair=st.nbpair, gcount=st.gcount, goff=st.goff,
                ncand=st.ncand, cand_geom=st.cand_geom, cand_code=st.cand_code)
-    launch(_kind_lists, m, d, bp_typekind=st.bp_typekind, ncand=st.ncand,
+    launch(_kind_lists, m, d, lanes=st.lanes, bp_typekind=st.bp_typekind, ncand=st.ncand,
            cand_code=st.cand_code, lists=st.lists, counts=st.counts)

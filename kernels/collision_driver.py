@@ -410,7 +410,8 @@ def _dynamic_state(p, d):
         return tag(ti.ndarray(ti.i32, shape=(nw, *shape)))
 
     st = SimpleNamespace(
-        nsweep=p.nsweep, cap=cap, axis=tuple(float(x) for x in SAP_AXIS),
+        nsweep=p.nsweep, cap=cap, lanes=_lanes(cap, nw),
+        axis=tuple(float(x) for x in SAP_AXIS),
         filterparent=p.filterparent, midphase=p.midphase, bp_body=p.bp_body,
         bp_exclude=p.bp_exclude, nexclude=p.nexclude, bp_xsig=p.bp_xsig,
         bp_xpair=p.bp_xpair, nxpair=p.nxpair, bp_typekind=p.bp_typekind,

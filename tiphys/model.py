@@ -326,8 +326,11 @@ class Data:
         if nbroadmax is None:
             from .kernels.collision_driver import default_nbroadmax
             nbroadmax = default_nbroadmax(m)
-        # pair slots per world of the dynamic broadphase (big scenes; 0 otherwise)
+        # pair slots per world of the dynamic broadphase (big scenes; 0 otherwise); a
+        # contact's sort key is its slot * 64 + its index (an int32)
         self.nbroadmax = _count_arg("nbroadmax", nbroadmax)
+        if self.nbroadmax >= 2**31 // 64:
+            raise ValueError(f"make_data: nbroadmax must be < {2**31 // 64}, not {nbroadmax}")
         # one dense efc_J row in all worlds (sparse models keep no dense rows)
         row_bytes = self.nworld * max(1, m.nv) * 8 if not m.is_sparse else 0
         if njmax is None:
