@@ -17,7 +17,7 @@ from oracle import collide_both, compare_contacts, random_free_qpos
 NWORLD = 4
 
 
-def _scene(nx=6, ny=5, nz=5, seed=0, filterparent="enable"):
+def _scene(nx=6, ny=5, nz=5, seed=0, filterparent="enable", option=""):
     """nx * ny * nz free bodies (spheres, capsules, boxes; every seventh with a second
     geom, every fifth with a hinged child that overlaps it) in a grid over a floor and a
     tilted wall, with contype/conaffinity variety, excludes and explicit pairs."""
@@ -55,7 +55,7 @@ def _scene(nx=6, ny=5, nz=5, seed=0, filterparent="enable"):
         if i % 9 == 4 and i + 1 < n:  # an excluded body pair, collided by its pair
             pairs.append(f'<pair geom1="g{i}" geom2="g{i + 1}" friction=".3 .3 .01 .001 .001"/>')
     return f"""<mujoco>
-  <option><flag filterparent="{filterparent}"/></option>
+  <option {option}><flag filterparent="{filterparent}"/></option>
   <worldbody>
     <geom name="floor" type="plane" size="5 5 .1" priority="1"/>
     <geom name="wall" type="plane" size="5 5 .1" pos="0 -.05 0" euler="-80 0 0"/>
@@ -82,7 +82,17 @@ def _load(xml, **kw):
 
 @pytest.mark.parametrize("filterparent", ["enable", "disable"])
 def test_dynamic_broadphase_contacts_match_mujoco(dynamic, filterparent):
-    m, mjm, d = _load(_scene(filterparent=filterparent))
+    _match_mujoco(_scene(filterparent=filterparent))
+
+
+def test_dynamic_broadphase_override_margin_matches_mujoco(dynamic):
+    # o_margin replaces every margin: the body boxes grow by it
+    _match_mujoco(_scene(option='o_margin=".015"').replace(
+        '<flag ', '<flag override="enable" '))
+
+
+def _match_mujoco(xml):
+    m, mjm, d = _load(xml)
     assert mjm.nbody > 150 and mjm.npair > 10 and mjm.nexclude > 10
     total, pairs = 0, set()
     for seed in range(3):  # different states per world and per call: the order re-sorts
@@ -168,3 +178,30 @@ def test_static_path_midphase_order_matches_mujoco():
     qpos = random_free_qpos(mjm, np.random.default_rng(0), NWORLD, spread=0.04)
     ours, theirs = collide_both(m, d, mjm, qpos)
     assert all(compare_contacts(ours[w], theirs[w]) == [] for w in range(NWORLD))
+
+
+def test_dynamic_and_static_paths_step_alike(monkeypatch):
+    """On single-geom bodies (where the static list's order is MuJoCo's too) both paths
+    give the same steps, to the bit: same contacts in the same order, then the same
+    constraint rows and solve."""
+    n = 60
+    shapes = ('size=".04"', 'type="box" size=".03 .035 .04"', 'type="capsule" size=".025 .03"')
+    bodies = "".join(
+        f'<body pos="{0.09 * (i % 5):.2f} {0.09 * ((i // 5) % 4):.2f} '
+        f'{0.06 + 0.09 * (i // 20):.2f}"><freejoint/><geom {shapes[i % 3]}/></body>'
+        for i in range(n))
+    xml = f'<mujoco><worldbody><geom type="plane" size="5 5 .1"/>{bodies}</worldbody></mujoco>'
+    out = []
+    for threshold in (10**9, 0):
+        monkeypatch.setattr(tc, "DYNAMIC_MIN_PAIRS", threshold)
+        m = tiphys.load_model_from_string(xml)
+        assert tc.plan(m).dynamic == (threshold == 0)
+        d = tiphys.make_data(m, 2, nconmax=400)
+        qvel = np.random.default_rng(3).normal(scale=0.5, size=(2, m.nv))
+        d.qvel.from_numpy(qvel)
+        for _ in range(30):
+            tiphys.step(m, d)
+        out.append((d.numpy("qpos"), d.numpy("qvel"), d.numpy("ncon")))
+    assert out[0][2].min() > 20
+    for a, b in zip(out[0], out[1]):
+        np.testing.assert_array_equal(a, b)
