@@ -20,9 +20,10 @@ Scenes:
   tiphys ``step`` on all worlds against ``mujoco.rollout`` with one MjData per core.
 
 For each: time per step (or world-steps/s), contacts and constraint rows per world in
-both engines, tiphys's launches per step and device bytes per world (the Data fields
-from the field table, collision's emission and broadphase buffers, Newton's sparse
-Hessian), make_data's time, and MuJoCo's arena + buffer bytes per MjData.
+both engines, tiphys's launches per step and device bytes per world after stepping
+(the Data fields from the field table plus the work arrays the stages keep: solver,
+Newton's sparse Hessian, collision's emission and broadphase buffers), make_data's
+time, and MuJoCo's arena + buffer bytes per MjData.
 """
 from __future__ import annotations
 
@@ -109,13 +110,40 @@ def _mj_bytes(mjm) -> int:
     return int(mjm.narena + mjm.nbuffer)
 
 
+def _array_bytes(obj, seen: set) -> int:
+    """Bytes of the Taichi ndarrays reachable from ``obj`` (dicts, sequences,
+    namespaces), each counted once."""
+    from taichi.lang._ndarray import Ndarray
+    if id(obj) in seen:
+        return 0
+    seen.add(id(obj))
+    if isinstance(obj, Ndarray):
+        n = int(np.prod(obj.shape)) * int(np.prod(getattr(obj, "element_shape", ()) or (1,)))
+        return n * (8 if "64" in str(obj.dtype) else 4)
+    if isinstance(obj, dict):
+        items = obj.values()
+    elif isinstance(obj, (list, tuple)):
+        items = obj
+    elif hasattr(obj, "__dict__") and not callable(obj):
+        items = vars(obj).values()
+    else:
+        return 0
+    return sum(_array_bytes(v, seen) for v in items)
+
+
 def _device_bytes(m, d) -> int:
-    """Device bytes per world: the Data fields, collision's emission and broadphase
-    buffers, and Newton's sparse Hessian (nhnnz) for sparse models."""
-    from tiphys.kernels.collision_driver import collision_bytes
-    from tiphys.model import HESSIAN_NNZ_BYTES, data_bytes
-    return (data_bytes(d._sizes, d.nworld) // d.nworld + collision_bytes(m, d)
-            + d.nhnnz * HESSIAN_NNZ_BYTES)
+    """Device bytes per world after stepping: the Data fields (from the field table)
+    plus every work array the stages keep on the Data (solver, Newton's sparse
+    Hessian, collision's emission buffers) and the collision plan keeps for it
+    (broadphase)."""
+    from tiphys.kernels.collision_driver import plan
+    from tiphys.kernels.scratch import SCRATCH
+    from tiphys.model import DATA_EXTRA_FIELDS, DATA_FIELDS, data_bytes
+    seen = {id(getattr(d, name)) for name, *_ in DATA_FIELDS + DATA_EXTRA_FIELDS}
+    scratch = sum(_array_bytes(getattr(d.scratch, name), seen) for name in SCRATCH
+                  if name not in ("bound", "fd_data"))  # (bound: the Data's own arrays)
+    scratch += _array_bytes(plan(m)._sweeps.get(d), seen)
+    return data_bytes(d._sizes, d.nworld) // d.nworld + scratch // d.nworld
 
 
 def _stats(d) -> tuple[float, float]:
@@ -149,7 +177,6 @@ def single_world(name: str, xml: str, settle: int) -> dict:
     t0 = time.perf_counter()
     d = tiphys.make_data(m, 1)
     make_data_s = time.perf_counter() - t0
-    nbytes = _device_bytes(m, d)
 
     def reset():
         d.qpos.from_numpy(qpos[None])
@@ -171,6 +198,7 @@ def single_world(name: str, xml: str, settle: int) -> dict:
     ti_s = (time.perf_counter() - t0) / TIMED_STEPS
     ncon, nefc = _stats(d)
     tiphys.check_warnings(m, d)
+    nbytes = _device_bytes(m, d)
     return dict(name=name, nbody=mjm.nbody - 1, nv=mjm.nv, settle=settle, settle_s=settle_s,
                 tiphys_s=ti_s, mujoco_s=mj_s, ncon=ncon, nefc=nefc, mj_ncon=mj_ncon,
                 mj_nefc=mj_nefc, mj_nisland=mj_nisland, launches=launches["n"], bytes=nbytes,
