@@ -146,6 +146,23 @@ def test_dynamic_broadphase_overflow_warns_and_spares_other_worlds(dynamic):
     assert all(compare_contacts(ours[w], theirs[w]) == [] for w in range(NWORLD))
 
 
+def test_dynamic_broadphase_nan_world_stays_there(dynamic):
+    m, mjm, d = _load(_scene(nx=5, ny=4, nz=4))
+    qpos = random_free_qpos(mjm, np.random.default_rng(11), NWORLD, spread=0.04)
+    bad = qpos.copy()
+    bad[1, :] = np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        ours, _ = collide_both(m, d, mjm, bad)
+    _, theirs = collide_both(m, d, mjm, qpos)  # (MuJoCo on the good states)
+    for w in (0, 2, 3):
+        assert compare_contacts(ours[w], theirs[w]) == [], w
+    assert not d.numpy("broadphase_overflow").any()
+    # the world's persistent order survives: the good state collides exactly again
+    ours, theirs = collide_both(m, d, mjm, qpos)
+    assert all(compare_contacts(ours[w], theirs[w]) == [] for w in range(NWORLD))
+
+
 def test_ten_thousand_bodies_make_data_memory_is_per_body():
     """make_data of 10,000 free spheres over a plane takes the dynamic path by default
     and allocates a bounded number of bytes per body (no ngeom^2 or nv^2 buffer)."""
