@@ -37,9 +37,9 @@ pairs in signature order (an owner's pairs all or none), counts the overflow in
 and never touches another world's lists.
 
 Parallel over (world, body) or (world, lane) except ``_sort``, ``_scan_bodies`` and
-``_scan_geoms`` (and finalize's merge sort of the contacts, kernels/collision.py),
-which run one thread per world: O(n) or O(n log n) work that suits the CPU and many
-worlds; at one world on a GPU they are the serial part (a parallel scan would lift
+``_scan_geoms`` (and finalize's scan of the contacts per candidate,
+kernels/collision.py), which run one thread per world: O(n) work that suits the CPU
+and many worlds; at one world on a GPU they are the serial part (a parallel scan would lift
 it). No launch reads anything back and none depends on the data on the host.
 """
 import taichi as ti

@@ -420,63 +420,58 @@ def _finalize_rank(ncon: ND, emit_key: ND, emit_dist: ND, emit_pos: ND, emit_fra
 
 
 @ti.kernel
-def _finalize_sort(ncon: ND, emit_key: ND, perm: ND, buf: ND):
-    """perm[w, :n] = the world's emitted contacts by key (one thread per world, bottom-up
-    merge sort: O(n log n) where _finalize_rank is O(n^2), for the big scenes of the
-    dynamic broadphase); the same order, keys being unique."""
-    cap = emit_key.shape[1]
-    for worldid in range(ncon.shape[0]):
-        n = ti.min(ncon[worldid], cap)
-        for i in range(n):
-            perm[worldid, i] = i
-        width = 1
-        in_buf = False
-        while width < n:
-            lo = 0
-            while lo < n:
-                mid = ti.min(lo + width, n)
-                hi = ti.min(lo + 2 * width, n)
-                a = lo
-                b = mid
-                for k in range(lo, hi):
-                    take_a = a < mid
-                    if a < mid and b < hi:
-                        if in_buf:
-                            take_a = emit_key[worldid, buf[worldid, a]] < \
-                                emit_key[worldid, buf[worldid, b]]
-                        else:
-                            take_a = emit_key[worldid, perm[worldid, a]] < \
-                                emit_key[worldid, perm[worldid, b]]
-                    src = a if take_a else b
-                    if take_a:
-                        a += 1
-                    else:
-                        b += 1
-                    if in_buf:
-                        perm[worldid, k] = buf[worldid, src]
-                    else:
-                        buf[worldid, k] = perm[worldid, src]
-                lo = hi
-            in_buf = not in_buf
-            width *= 2
-        if in_buf:
-            for k in range(n):
-                perm[worldid, k] = buf[worldid, k]
+def _clear_slots(lanes: ti.i32, ncand: ND, ccount: ND):
+    for worldid, lane in ti.ndrange(ccount.shape[0], lanes):
+        k = lane
+        while k < ncand[worldid]:
+            ccount[worldid, k] = 0
+            k += lanes
 
 
 @ti.kernel
-def _finalize_scatter(ncon: ND, perm: ND, emit_key: ND, emit_dist: ND, emit_pos: ND,
-                      emit_frame: ND, contact_key: ND, contact_dist: ND, contact_pos: ND,
-                      contact_frame: ND):
+def _count_keys(lanes: ti.i32, ncon: ND, emit_key: ND, ccount: ND):
+    """Contacts per candidate slot: the emitted keys of a candidate are slot * 64 + 0,
+    1, ... (one thread emits them all), so the largest index + 1 counts them."""
+    cap = emit_key.shape[1]
+    for worldid, lane in ti.ndrange(ncon.shape[0], lanes):
+        i = lane
+        while i < ti.min(ncon[worldid], cap):
+            key = emit_key[worldid, i]
+            ti.atomic_max(ccount[worldid, key // KEY_STRIDE], key % KEY_STRIDE + 1)
+            i += lanes
+
+
+@ti.kernel
+def _scan_slots(ncand: ND, ccount: ND, coff: ND):
+    """Each candidate slot's first rank (one thread per world, O(candidates))."""
+    for worldid in range(ccount.shape[0]):
+        total = 0
+        for k in range(ncand[worldid]):
+            coff[worldid, k] = total
+            total += ccount[worldid, k]
+
+
+@ti.kernel
+def _finalize_ranked(lanes: ti.i32, ncon: ND, coff: ND, emit_key: ND, emit_dist: ND,
+                     emit_pos: ND, emit_frame: ND, contact_key: ND, contact_dist: ND,
+                     contact_pos: ND, contact_frame: ND):
+    """Each emitted contact to slot = its candidate's first rank + its index: the rank
+    of its key (what the world keeps is the lowest keys, so a candidate keeps a prefix
+    of its contacts), without comparing keys: O(contacts) for the big scenes of the
+    dynamic broadphase, where _finalize_rank is O(contacts^2)."""
     cap = emit_dist.shape[1]
     nconmax = contact_dist.shape[1]
-    for worldid, rank in ti.ndrange(ncon.shape[0], nconmax):
-        if rank < ti.min(ncon[worldid], cap):
-            i = perm[worldid, rank]
-            contact_key[worldid, rank] = emit_key[worldid, i]
-            contact_dist[worldid, rank] = emit_dist[worldid, i]
-            contact_pos[worldid, rank] = emit_pos[worldid, i]
-            contact_frame[worldid, rank] = emit_frame[worldid, i]
+    for worldid, lane in ti.ndrange(ncon.shape[0], lanes):
+        i = lane
+        while i < ti.min(ncon[worldid], cap):
+            key = emit_key[worldid, i]
+            rank = coff[worldid, key // KEY_STRIDE] + key % KEY_STRIDE
+            if rank < nconmax:
+                contact_key[worldid, rank] = key
+                contact_dist[worldid, rank] = emit_dist[worldid, i]
+                contact_pos[worldid, rank] = emit_pos[worldid, i]
+                contact_frame[worldid, rank] = emit_frame[worldid, i]
+            i += lanes
 
 
 @ti.kernel
@@ -646,8 +641,10 @@ def finalize(m, d, cand, emit, order=None):
     (contact_overflow counts the rest), and set their parameters (mj_contactParam,
     mj_setContact). ``cand``: the (cand_geom, cand_pair, cand_code) arrays the keys
     index; ``emit``: the emission buffers (emit_buffers); ``order``: None (rank each
-    contact in parallel) or two (nworld, emission capacity) int arrays to merge sort
-    each world's keys through (big scenes)."""
+    contact by comparing keys, in parallel) or, for per-world candidate lists (big
+    scenes), (ncand, ccount, coff, lanes): the worlds' candidate counts, two (nworld,
+    candidate capacity) int arrays to count and offset the contacts of each candidate
+    in, and threads per world."""
     opt = m.opt
     cand_geom, cand_pair, _ = cand
     dist, pos, frame, key = emit
@@ -655,8 +652,11 @@ def finalize(m, d, cand, emit, order=None):
         launch(_finalize_rank, m, d, emit_key=key, emit_dist=dist, emit_pos=pos,
                emit_frame=frame)
     else:
-        launch(_finalize_sort, m, d, emit_key=key, perm=order[0], buf=order[1])
-        launch(_finalize_scatter, m, d, perm=order[0], emit_key=key, emit_dist=dist,
+        ncand, ccount, coff, lanes = order
+        launch(_clear_slots, m, d, lanes=lanes, ncand=ncand, ccount=ccount)
+        launch(_count_keys, m, d, lanes=lanes, emit_key=key, ccount=ccount)
+        launch(_scan_slots, m, d, ncand=ncand, ccount=ccount, coff=coff)
+        launch(_finalize_ranked, m, d, lanes=lanes, coff=coff, emit_key=key, emit_dist=dist,
                emit_pos=pos, emit_frame=frame)
     launch(_finalize_count, m, d, nconmax=d.nconmax)
     osr0, osr1 = (float(x) for x in opt.o_solref)

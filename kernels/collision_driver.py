@@ -198,7 +198,7 @@ class CollisionPlan(SimpleNamespace):
         cand = (st.cand_geom, st.cand_pair, st.cand_code)
         ecap = EMIT_FACTOR * max(1, d.nconmax)
         emit = kc.emit_buffers(d, ecap)
-        order = tuple(d.scratch.tag(ti.ndarray(ti.i32, shape=(nw, ecap))) for _ in range(2))
+        order = (st.ncand, st.ccount, st.coff, _lanes(max(ecap, st.cap), nw))
         first = SimpleNamespace(lists=(st.lists, st.counts, _lanes(st.cap, nw), st.lists),
                                 mask=ones, sap=None, dyn=st, emit=emit, cand=cand,
                                 order=order)
@@ -428,6 +428,7 @@ def _dynamic_state(p, d):
         xcount=ints(max(1, p.nxpair)), xoff=ints(max(1, p.nxpair)),
         ncand=tag(ti.ndarray(ti.i32, shape=(nw,))), cand_geom=ints(cap, 2),
         cand_pair=ints(cap), cand_code=ints(cap), lists=ints(len(KINDS), cap),
+        ccount=ints(cap), coff=ints(cap),  # contacts per candidate (finalize)
         counts=ints(len(KINDS)))
     init_state(st)
     return st
@@ -450,7 +451,7 @@ def collision_bytes(m, d) -> int:
         emit_cap = min(p.total_maxcon, emit_cap)
     total = emit_cap * (13 * fb + 4)  # dist, pos, frame, key
     if p.dynamic:
-        total += emit_cap * 8  # finalize's merge sort
+        total += max(1, d.nbroadmax) * 8  # finalize's contacts per candidate
         n, cap = max(1, p.nsweep), max(1, d.nbroadmax)
         total += n * (4 * 4 + 16 * fb)  # order, counts, start, fill; intervals, boxes
         total += cap * 4 * (2 + 2 + 4 + len(KINDS))  # body pairs, offsets, cands, lists

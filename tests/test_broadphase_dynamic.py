@@ -146,6 +146,26 @@ def test_dynamic_broadphase_overflow_warns_and_spares_other_worlds(dynamic):
     assert all(compare_contacts(ours[w], theirs[w]) == [] for w in range(NWORLD))
 
 
+@pytest.mark.parametrize("room", ["some", "one"])
+def test_dynamic_broadphase_nconmax_keeps_mujocos_first_contacts(dynamic, room):
+    """nconmax below what worlds find: each keeps MuJoCo's first nconmax contacts, with
+    room in the emission buffer (the parallel pass) and without (one slot: the
+    overflowing worlds re-run one thread each over their own lists)."""
+    xml = _scene(nx=5, ny=4, nz=4)
+    m = tiphys.load_model_from_string(xml)
+    mjm = mujoco.MjModel.from_xml_string(xml)
+    qpos = random_free_qpos(mjm, np.random.default_rng(5), NWORLD, spread=0.04)
+    _, theirs = collide_both(m, tiphys.make_data(m, NWORLD), mjm, qpos)
+    counts = np.array([len(c) for c in theirs])
+    cap = int(counts.min()) // 2 if room == "some" else 1
+    d = tiphys.make_data(m, NWORLD, nconmax=cap)
+    with pytest.warns(RuntimeWarning, match="nconmax"):
+        ours, _ = collide_both(m, d, mjm, qpos)
+    assert np.array_equal(d.numpy("contact_overflow"), counts - cap)
+    for w in range(NWORLD):
+        assert compare_contacts(ours[w], theirs[w][:cap]) == [], w
+
+
 def test_dynamic_broadphase_nan_world_stays_there(dynamic):
     m, mjm, d = _load(_scene(nx=5, ny=4, nz=4))
     qpos = random_free_qpos(mjm, np.random.default_rng(11), NWORLD, spread=0.04)
