@@ -242,3 +242,50 @@ def test_dynamic_and_static_paths_step_alike(monkeypatch):
     assert out[0][2].min() > 20
     for a, b in zip(out[0], out[1]):
         np.testing.assert_array_equal(a, b)
+
+
+F32_CHECK = """
+import json, sys
+sys.path.insert(0, {here!r})
+import numpy as np, mujoco, tiphys
+tiphys.init(arch="cpu", precision="f32")
+import tiphys.kernels.collision_driver as tc
+from oracle import collide_both, random_free_qpos
+from test_broadphase_dynamic import _scene
+saved = tc.DYNAMIC_MIN_PAIRS
+tc.DYNAMIC_MIN_PAIRS = 0  # (a shared helper process: restored below)
+try:
+    xml = _scene(nx=5, ny=4, nz=4)
+    m = tiphys.load_model_from_string(xml)
+    mjm = mujoco.MjModel.from_xml_string(xml)
+    d = tiphys.make_data(m, 3)
+    qpos = random_free_qpos(mjm, np.random.default_rng(2), 3, spread=0.04)
+    ours, theirs = collide_both(m, d, mjm, qpos)
+    out = dict(dynamic=bool(tc.plan(m).dynamic), same=[], err=0.0, n=0)
+    for a, b in zip(ours, theirs):
+        ga = [tuple(int(x) for x in c["geom"]) for c in a]
+        gb = [tuple(int(x) for x in c["geom"]) for c in b]
+        out["same"].append(ga == gb)
+        out["n"] += len(gb)
+        if ga == gb and ga:
+            out["err"] = max(out["err"], float(max(
+                np.abs(c["dist"] - e["dist"]).max() for c, e in zip(a, b))))
+finally:
+    tc.DYNAMIC_MIN_PAIRS = saved
+print(json.dumps(out))
+"""
+
+
+def test_dynamic_broadphase_f32_matches_mujoco_order():
+    """In f32 (GPUs, Metal, Vulkan) the dynamic path keeps MuJoCo's contacts and order
+    (distances to single precision)."""
+    import json
+    import os
+
+    import subproc
+    here = os.path.dirname(os.path.abspath(__file__))
+    res = subproc.run(["-c", F32_CHECK.format(here=here)], key="cpu-f32")
+    assert res.returncode == 0, res.stderr[-3000:]
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    assert out["dynamic"] and all(out["same"]) and out["n"] > 100, out
+    assert out["err"] < 1e-4, out
