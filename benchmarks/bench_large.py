@@ -12,13 +12,18 @@ Scenes:
   included; MuJoCo: ``mj_step`` in a loop, one thread).
 - ``render1000``: the 999-object scene of bench_render.py (objects resting on a plane
   in a grid), same method.
+- ``grid10k``: 10,000 free spheres and boxes resting on a plane in a 100 x 100 grid
+  (the dynamic broadphase: kernels/broadphase_dynamic.py), settled 20 steps, same
+  method.
 - ``humanoid3``: three dm_control humanoids attached side by side with MjSpec (81 dofs,
   contacts with the floor and each other), at 1, 64 and 4096 worlds (--quick: 1, 64):
   tiphys ``step`` on all worlds against ``mujoco.rollout`` with one MjData per core.
 
 For each: time per step (or world-steps/s), contacts and constraint rows per world in
-both engines, tiphys's launches per step and device bytes per world (Data, from the
-field table), and MuJoCo's arena + buffer bytes per MjData.
+both engines, tiphys's launches per step and device bytes per world after stepping
+(the Data fields from the field table plus the work arrays the stages keep: solver,
+Newton's sparse Hessian, collision's emission and broadphase buffers), make_data's
+time, and MuJoCo's arena + buffer bytes per MjData.
 """
 from __future__ import annotations
 
@@ -69,6 +74,25 @@ def pile_xml(n: int = 500, seed: int = 0) -> str:
 </mujoco>"""
 
 
+def grid_xml(n: int = 10000, spacing: float = 0.12) -> str:
+    """``n`` free spheres and boxes (alternating) resting on a plane in a square grid,
+    ``spacing`` apart (5 cm sizes: neighbours do not touch, each rests on the plane)."""
+    side = int(np.ceil(np.sqrt(n)))
+    bodies = []
+    for k in range(n):
+        x, y = spacing * (k % side - side / 2), spacing * (k // side - side / 2)
+        geom = 'size=".05"' if k % 2 == 0 else 'type="box" size=".045 .045 .045"'
+        z = 0.05 if k % 2 == 0 else 0.045
+        bodies.append(f'<body pos="{x:.3f} {y:.3f} {z}"><freejoint/><geom {geom}/></body>')
+    return f"""<mujoco model="grid{n}">
+  <option timestep="0.002"/>
+  <worldbody>
+    <geom type="plane" size="{spacing * side} {spacing * side} .1"/>
+    {chr(10).join(bodies)}
+  </worldbody>
+</mujoco>"""
+
+
 def humanoid3_xml(corpus: str) -> str:
     """Three dm_control humanoids side by side (MjSpec attach), as one MJCF text."""
     import mujoco
@@ -86,6 +110,42 @@ def _mj_bytes(mjm) -> int:
     return int(mjm.narena + mjm.nbuffer)
 
 
+def _array_bytes(obj, seen: set) -> int:
+    """Bytes of the Taichi ndarrays reachable from ``obj`` (dicts, sequences,
+    namespaces), each counted once."""
+    from taichi.lang._ndarray import Ndarray
+    if id(obj) in seen:
+        return 0
+    seen.add(id(obj))
+    if isinstance(obj, Ndarray):
+        n = int(np.prod(obj.shape)) * int(np.prod(getattr(obj, "element_shape", ()) or (1,)))
+        return n * (8 if "64" in str(obj.dtype) else 4)
+    if isinstance(obj, dict):
+        items = obj.values()
+    elif isinstance(obj, (list, tuple)):
+        items = obj
+    elif hasattr(obj, "__dict__") and not callable(obj):
+        items = vars(obj).values()
+    else:
+        return 0
+    return sum(_array_bytes(v, seen) for v in items)
+
+
+def _device_bytes(m, d) -> int:
+    """Device bytes per world after stepping: the Data fields (from the field table)
+    plus every work array the stages keep on the Data (solver, Newton's sparse
+    Hessian, collision's emission buffers) and the collision plan keeps for it
+    (broadphase)."""
+    from tiphys.kernels.collision_driver import plan
+    from tiphys.kernels.scratch import SCRATCH
+    from tiphys.model import DATA_EXTRA_FIELDS, DATA_FIELDS, data_bytes
+    seen = {id(getattr(d, name)) for name, *_ in DATA_FIELDS + DATA_EXTRA_FIELDS}
+    scratch = sum(_array_bytes(getattr(d.scratch, name), seen) for name in SCRATCH
+                  if name not in ("bound", "fd_data"))  # (bound: the Data's own arrays)
+    scratch += _array_bytes(plan(m)._sweeps.get(d), seen)
+    return data_bytes(d._sizes, d.nworld) // d.nworld + scratch // d.nworld
+
+
 def _stats(d) -> tuple[float, float]:
     return float(d.numpy("ncon").mean()), float(d.numpy("nefc").mean())
 
@@ -97,7 +157,6 @@ def single_world(name: str, xml: str, settle: int) -> dict:
 
     import tiphys
     from tiphys.launch import count_launches
-    from tiphys.model import data_bytes
     mjm = mujoco.MjModel.from_xml_string(xml)
     mjd = mujoco.MjData(mjm)
     t0 = time.perf_counter()
@@ -115,8 +174,9 @@ def single_world(name: str, xml: str, settle: int) -> dict:
     t0 = time.perf_counter()
     m = tiphys.load_model_from_string(xml)
     load_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
     d = tiphys.make_data(m, 1)
-    nbytes = data_bytes(d._sizes, 1)
+    make_data_s = time.perf_counter() - t0
 
     def reset():
         d.qpos.from_numpy(qpos[None])
@@ -138,11 +198,12 @@ def single_world(name: str, xml: str, settle: int) -> dict:
     ti_s = (time.perf_counter() - t0) / TIMED_STEPS
     ncon, nefc = _stats(d)
     tiphys.check_warnings(m, d)
+    nbytes = _device_bytes(m, d)
     return dict(name=name, nbody=mjm.nbody - 1, nv=mjm.nv, settle=settle, settle_s=settle_s,
                 tiphys_s=ti_s, mujoco_s=mj_s, ncon=ncon, nefc=nefc, mj_ncon=mj_ncon,
                 mj_nefc=mj_nefc, mj_nisland=mj_nisland, launches=launches["n"], bytes=nbytes,
                 mj_bytes=_mj_bytes(mjm), njmax=int(d.njmax), load_s=load_s,
-                first_s=first_s)
+                first_s=first_s, make_data_s=make_data_s)
 
 
 def many_worlds(name: str, xml: str, nworlds, settle: int) -> dict:
@@ -154,7 +215,6 @@ def many_worlds(name: str, xml: str, nworlds, settle: int) -> dict:
 
     import tiphys
     from tiphys.launch import count_launches
-    from tiphys.model import data_bytes
     mjm = mujoco.MjModel.from_xml_string(xml)
     mjd = mujoco.MjData(mjm)
     for _ in range(settle):
@@ -195,7 +255,7 @@ def many_worlds(name: str, xml: str, nworlds, settle: int) -> dict:
             best = max(best, nworld * nstep / (time.perf_counter() - t0))
         ncon, nefc = _stats(d)
         tiphys.check_warnings(m, d)
-        nbytes = data_bytes(d._sizes, nworld) / nworld
+        nbytes = _device_bytes(m, d)
         del d
         # MuJoCo rollout from the same states
         state = np.zeros((nworld, mujoco.mj_stateSize(mjm, mujoco.mjtState.mjSTATE_FULLPHYSICS)))
@@ -236,14 +296,15 @@ def report(single, multi, elapsed) -> str:
              "", "One world, from a state MuJoCo settled (time per step, 3 steps):", "",
              "| scene | bodies | nv | tiphys ms/step | MuJoCo ms/step | tiphys / MuJoCo time "
              "| contacts (tiphys / MuJoCo) | rows (tiphys / MuJoCo) | MuJoCo islands | launches | bytes per world "
-             "(tiphys / MuJoCo) |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "(tiphys / MuJoCo) | make_data s |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in single:
         lines.append(
             f"| {r['name']} | {r['nbody']} | {r['nv']} | {1e3 * r['tiphys_s']:.1f} | "
             f"{1e3 * r['mujoco_s']:.1f} | {r['tiphys_s'] / r['mujoco_s']:.2f}x | "
             f"{r['ncon']:.0f} / {r['mj_ncon']} | {r['nefc']:.0f} / {r['mj_nefc']} | "
-            f"{r['mj_nisland']} | {r['launches']} | {r['bytes'] / 2**20:.1f} MiB / {r['mj_bytes'] / 2**20:.1f} MiB |")
+            f"{r['mj_nisland']} | {r['launches']} | {r['bytes'] / 2**20:.1f} MiB / {r['mj_bytes'] / 2**20:.1f} MiB | "
+            f"{r['make_data_s']:.2f} |")
     for res in multi:
         lines += ["", f"{res['name']} ({res['nv']} dofs, {res['nbody']} bodies): world-steps/s, "
                   f"tiphys `step` on all worlds against `mujoco.rollout` on {res['nthread']} "
@@ -263,7 +324,8 @@ def report(single, multi, elapsed) -> str:
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--scenes", nargs="*", default=["pile500", "render1000", "humanoid3"])
+    ap.add_argument("--scenes", nargs="*",
+                    default=["pile500", "render1000", "grid10k", "humanoid3"])
     args = ap.parse_args()
     sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
     import tiphys
@@ -279,11 +341,14 @@ def main():
             single.append(single_world(name, pile_xml(), settle))
         elif name == "render1000":
             single.append(single_world(name, scene_xml(), 20))
+        elif name == "grid10k":
+            single.append(single_world(name, grid_xml(), 20))
         elif name == "humanoid3":
             nworlds = (1, 64) if args.quick else (1, 64, 4096)
             multi.append(many_worlds(name, humanoid3_xml(corpus_dir()), nworlds, 100))
         else:
-            raise SystemExit(f"unknown scene {name!r}: pile500, render1000, humanoid3")
+            raise SystemExit(f"unknown scene {name!r}: pile500, render1000, grid10k, "
+                             "humanoid3")
     text = report(single, multi, time.perf_counter() - start)
     print(text)
     if not args.quick:

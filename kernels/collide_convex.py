@@ -386,7 +386,7 @@ def narrow_convex(m, d, plan, sweep):
         launch(_narrow_convex, m, d, cap=cap, multiccd=multiccd, maxcon=plan.convex_maxcon,
                polycap=polycap, override=bool(opt.enabled("override")),
                o_margin=float(opt.o_margin), tol=float(opt.ccd_tolerance),
-               kmax=int(opt.ccd_iterations), cand_geom=plan.cand_geom, cand_pair=plan.cand_pair, lists=lists, counts=counts,
+               kmax=int(opt.ccd_iterations), cand_geom=sweep.cand[0], cand_pair=sweep.cand[1], lists=lists, counts=counts,
                lanes=lanes, all_lists=all_lists, pair_margin_arr=m.pair_margin,
                world_mask=sweep.mask, contact_dist=dist, contact_pos=pos,
                contact_frame=frame, contact_key=key)

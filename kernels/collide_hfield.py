@@ -244,7 +244,7 @@ def narrow_hfield(m, d, plan, sweep):
     with _light_compile():
         launch(_narrow_hfield, m, d, cap=cap, override=bool(opt.enabled("override")),
                o_margin=float(opt.o_margin), tol=float(opt.ccd_tolerance),
-               kmax=int(opt.ccd_iterations), cand_geom=plan.cand_geom, cand_pair=plan.cand_pair, lists=lists, counts=counts,
+               kmax=int(opt.ccd_iterations), cand_geom=sweep.cand[0], cand_pair=sweep.cand[1], lists=lists, counts=counts,
                lanes=lanes, all_lists=all_lists, pair_margin_arr=m.pair_margin,
                world_mask=sweep.mask, contact_dist=dist, contact_pos=pos,
                contact_frame=frame, contact_key=key)

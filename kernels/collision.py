@@ -166,10 +166,12 @@ def near_pair(worldid, cand, cand_geom: ti.template(), cand_pair: ti.template(),
               geom_xpos: ti.template(), geom_xmat: ti.template(), override: ti.template(),
               o_margin):
     """(g1, g2, margin, near) of a candidate: its geoms, its margin, and whether the
-    bounding volumes leave contact possible."""
-    g1 = cand_geom[cand, 0]
-    g2 = cand_geom[cand, 1]
-    margin = pair_margin(worldid, g1, g2, cand_pair[cand], geom_margin, pair_margin_arr,
+    bounding volumes leave contact possible. Candidate arrays are (1 or nworld, ncand,
+    ...): the model's shared list, or each world's own (dynamic broadphase)."""
+    cw = worldid % cand_geom.shape[0]
+    g1 = cand_geom[cw, cand, 0]
+    g2 = cand_geom[cw, cand, 1]
+    margin = pair_margin(worldid, g1, g2, cand_pair[cw, cand], geom_margin, pair_margin_arr,
                          override, o_margin)
     far = sphere_filter(worldid, g1, g2, margin, geom_type, geom_rbound, geom_xpos,
                         geom_xmat)
@@ -304,7 +306,7 @@ def _narrow_primitive(
         while k < n:
             cand = list_entry(worldid, 0, k, lists, counts, all_lists)
             k += lanes
-            if cand_code[cand] == code:
+            if cand_code[worldid % cand_code.shape[0], cand] == code:
                 g1, g2, margin, near = near_pair(worldid, cand, cand_geom, cand_pair,
                                                  geom_type, geom_rbound, geom_margin,
                                                  pair_margin_arr, geom_xpos, geom_xmat,
@@ -353,14 +355,15 @@ def narrow_primitive(m, d, plan, sweep):
     table = primitive_table()
     mask = sweep.mask
     lists, counts, lanes, all_lists = sweep.lists
+    cand_geom, cand_pair, cand_code = sweep.cand
     dist, pos, frame, key = sweep.emit
     for code in plan.prim_codes:
         detector, maxcon = table[(code // NGEOMTYPES, code % NGEOMTYPES)]
         with exact_math():
             launch(_narrow_primitive, m, d, code=code, detector=detector, maxcon=maxcon,
                    override=bool(opt.enabled("override")), o_margin=float(opt.o_margin),
-                   cand_geom=plan.cand_geom, cand_pair=plan.cand_pair,
-                   cand_code=plan.cand_code, lists=lists, counts=counts, lanes=lanes,
+                   cand_geom=cand_geom, cand_pair=cand_pair,
+                   cand_code=cand_code, lists=lists, counts=counts, lanes=lanes,
                    all_lists=all_lists, pair_margin_arr=m.pair_margin, world_mask=mask,
                    contact_dist=dist, contact_pos=pos, contact_frame=frame,
                    contact_key=key)
@@ -414,6 +417,61 @@ def _finalize_rank(ncon: ND, emit_key: ND, emit_dist: ND, emit_pos: ND, emit_fra
                 contact_dist[worldid, rank] = emit_dist[worldid, i]
                 contact_pos[worldid, rank] = emit_pos[worldid, i]
                 contact_frame[worldid, rank] = emit_frame[worldid, i]
+
+
+@ti.kernel
+def _clear_slots(lanes: ti.i32, ncand: ND, ccount: ND):
+    for worldid, lane in ti.ndrange(ccount.shape[0], lanes):
+        k = lane
+        while k < ncand[worldid]:
+            ccount[worldid, k] = 0
+            k += lanes
+
+
+@ti.kernel
+def _count_keys(lanes: ti.i32, ncon: ND, emit_key: ND, ccount: ND):
+    """Contacts per candidate slot: the emitted keys of a candidate are slot * 64 + 0,
+    1, ... (one thread emits them all), so the largest index + 1 counts them."""
+    cap = emit_key.shape[1]
+    for worldid, lane in ti.ndrange(ncon.shape[0], lanes):
+        i = lane
+        while i < ti.min(ncon[worldid], cap):
+            key = emit_key[worldid, i]
+            ti.atomic_max(ccount[worldid, key // KEY_STRIDE], key % KEY_STRIDE + 1)
+            i += lanes
+
+
+@ti.kernel
+def _scan_slots(ncand: ND, ccount: ND, coff: ND):
+    """Each candidate slot's first rank (one thread per world, O(candidates))."""
+    for worldid in range(ccount.shape[0]):
+        total = 0
+        for k in range(ncand[worldid]):
+            coff[worldid, k] = total
+            total += ccount[worldid, k]
+
+
+@ti.kernel
+def _finalize_ranked(lanes: ti.i32, ncon: ND, coff: ND, emit_key: ND, emit_dist: ND,
+                     emit_pos: ND, emit_frame: ND, contact_key: ND, contact_dist: ND,
+                     contact_pos: ND, contact_frame: ND):
+    """Each emitted contact to slot = its candidate's first rank + its index: the rank
+    of its key (what the world keeps is the lowest keys, so a candidate keeps a prefix
+    of its contacts), without comparing keys: O(contacts) for the big scenes of the
+    dynamic broadphase, where _finalize_rank is O(contacts^2)."""
+    cap = emit_dist.shape[1]
+    nconmax = contact_dist.shape[1]
+    for worldid, lane in ti.ndrange(ncon.shape[0], lanes):
+        i = lane
+        while i < ti.min(ncon[worldid], cap):
+            key = emit_key[worldid, i]
+            rank = coff[worldid, key // KEY_STRIDE] + key % KEY_STRIDE
+            if rank < nconmax:
+                contact_key[worldid, rank] = key
+                contact_dist[worldid, rank] = emit_dist[worldid, i]
+                contact_pos[worldid, rank] = emit_pos[worldid, i]
+                contact_frame[worldid, rank] = emit_frame[worldid, i]
+            i += lanes
 
 
 @ti.kernel
@@ -473,9 +531,10 @@ def _finalize(
     for worldid, conid in ti.ndrange(nworld, nconmax):
         if conid < ncon[worldid]:
             cand = contact_key[worldid, conid] // KEY_STRIDE
-            g1 = cand_geom[cand, 0]
-            g2 = cand_geom[cand, 1]
-            pairid = cand_pair[cand]
+            cw = worldid % cand_geom.shape[0]
+            g1 = cand_geom[cw, cand, 0]
+            g2 = cand_geom[cw, cand, 1]
+            pairid = cand_pair[cw, cand]
             condim = 3
             margin = 0.0
             gap = 0.0
@@ -569,29 +628,45 @@ def _finalize_ids(cand_geom: ND, ncon: ND, contact_key: ND, contact_frame: ND,
                 ti.Vector([frame[1, 0], frame[1, 1], frame[1, 2]]))
             contact_efc_address[worldid, conid] = -1
             contact_mu[worldid, conid] = 0.0
-            contact_geom[worldid, conid] = ti.Vector([cand_geom[cand, 0], cand_geom[cand, 1]])
+            cw = worldid % cand_geom.shape[0]
+            contact_geom[worldid, conid] = ti.Vector([cand_geom[cw, cand, 0],
+                                                      cand_geom[cw, cand, 1]])
             contact_flex[worldid, conid] = ti.Vector([-1, -1])
             contact_elem[worldid, conid] = ti.Vector([-1, -1])
             contact_vert[worldid, conid] = ti.Vector([-1, -1])
 
 
-def finalize(m, d, plan, emit):
+def finalize(m, d, cand, emit, order=None):
     """Sort each world's emitted contacts into MuJoCo's order, keep the first nconmax
     (contact_overflow counts the rest), and set their parameters (mj_contactParam,
-    mj_setContact). ``emit``: the emission buffers (emit_buffers)."""
+    mj_setContact). ``cand``: the (cand_geom, cand_pair, cand_code) arrays the keys
+    index; ``emit``: the emission buffers (emit_buffers); ``order``: None (rank each
+    contact by comparing keys, in parallel) or, for per-world candidate lists (big
+    scenes), (ncand, ccount, coff, lanes): the worlds' candidate counts, two (nworld,
+    candidate capacity) int arrays to count and offset the contacts of each candidate
+    in, and threads per world."""
     opt = m.opt
+    cand_geom, cand_pair, _ = cand
     dist, pos, frame, key = emit
-    launch(_finalize_rank, m, d, emit_key=key, emit_dist=dist, emit_pos=pos,
-           emit_frame=frame)
+    if order is None:
+        launch(_finalize_rank, m, d, emit_key=key, emit_dist=dist, emit_pos=pos,
+               emit_frame=frame)
+    else:
+        ncand, ccount, coff, lanes = order
+        launch(_clear_slots, m, d, lanes=lanes, ncand=ncand, ccount=ccount)
+        launch(_count_keys, m, d, lanes=lanes, emit_key=key, ccount=ccount)
+        launch(_scan_slots, m, d, ncand=ncand, ccount=ccount, coff=coff)
+        launch(_finalize_ranked, m, d, lanes=lanes, coff=coff, emit_key=key, emit_dist=dist,
+               emit_pos=pos, emit_frame=frame)
     launch(_finalize_count, m, d, nconmax=d.nconmax)
     osr0, osr1 = (float(x) for x in opt.o_solref)
     osi0, osi1, osi2, osi3, osi4 = (float(x) for x in opt.o_solimp)
     of0, of1, of2, of3, of4 = (float(x) for x in opt.o_friction)
     launch(_finalize, m, d, override=bool(opt.enabled("override")), osr0=osr0, osr1=osr1,
            osi0=osi0, osi1=osi1, osi2=osi2, osi3=osi3, osi4=osi4, of0=of0, of1=of1,
-           of2=of2, of3=of3, of4=of4, cand_geom=plan.cand_geom, cand_pair=plan.cand_pair,
+           of2=of2, of3=of3, of4=of4, cand_geom=cand_geom, cand_pair=cand_pair,
            cand_margin_override=float(opt.o_margin), pair_margin_arr=m.pair_margin)
-    launch(_finalize_ids, m, d, cand_geom=plan.cand_geom)
+    launch(_finalize_ids, m, d, cand_geom=cand_geom)
 
 
 @ti.kernel

@@ -131,6 +131,13 @@ def _maxcon(kind, t1, t2):
     return 5 if kind == "convex" else 1
 
 
+# dynamic broadphase (kernels/broadphase_dynamic.py) when the collidable geoms that have
+# a bounding sphere could form at least this many pairs: no pair is enumerated on the
+# host, each world builds its candidate list on the device every step
+DYNAMIC_MIN_PAIRS = 200_000
+DYNAMIC_PAIRS_PER_BODY = 16  # default nbroadmax: body pairs per swept moving body ...
+DYNAMIC_CONTACTS_PER_GEOM = 8  # ... and default nconmax: contacts per moving geom
+
 SAP_MIN_CANDIDATES = 2000  # sweep-and-prune above this many boundable candidates
 SAP_AXIS = np.array([1.0, 0.7, 0.3]) / np.linalg.norm([1.0, 0.7, 0.3])  # oblique: stacks
 # and grids aligned with the world axes do not all overlap along it
@@ -160,6 +167,8 @@ class CollisionPlan(SimpleNamespace):
         nw = d.nworld
         ones = ti.ndarray(ti.i32, shape=(nw,))
         ones.fill(1)
+        if self.dynamic:
+            return self._dynamic_sweeps(d, ones)
         shared = (self.static_lists, self.static_counts)
         sp = _sap_state(self, d) if self.sap else None
         if sp is not None:
@@ -168,13 +177,35 @@ class CollisionPlan(SimpleNamespace):
             lists = (*shared, _lanes(self.static_cap, nw), self.static_lists)
         cap = min(self.total_maxcon, EMIT_FACTOR * max(1, d.nconmax))
         emit = kc.emit_buffers(d, cap)
-        first = SimpleNamespace(lists=lists, mask=ones, sap=sp, emit=emit)
+        cand = (self.cand_geom, self.cand_pair, self.cand_code)
+        first = SimpleNamespace(lists=lists, mask=ones, sap=sp, dyn=None, emit=emit,
+                                cand=cand, order=None)
         redo = None
         if self.total_maxcon > cap:
             redo_mask = ti.ndarray(ti.i32, shape=(nw,))
             redo_mask.fill(0)
             redo = SimpleNamespace(lists=(*shared, 1, self.static_lists), mask=redo_mask,
-                                   emit=emit)
+                                   emit=emit, cand=cand)
+        self._sweeps[d] = (first, redo)
+        return first, redo
+
+    def _dynamic_sweeps(self, d, ones):
+        """The passes of a dynamic-broadphase plan: each world's own candidate lists
+        (kernels/broadphase_dynamic.py), in parallel lanes first, then one thread per
+        world for the worlds whose emission buffer overflowed."""
+        nw = d.nworld
+        st = _dynamic_state(self, d)
+        cand = (st.cand_geom, st.cand_pair, st.cand_code)
+        ecap = EMIT_FACTOR * max(1, d.nconmax)
+        emit = kc.emit_buffers(d, ecap)
+        order = (st.ncand, st.ccount, st.coff, _lanes(max(ecap, st.cap), nw))
+        first = SimpleNamespace(lists=(st.lists, st.counts, _lanes(st.cap, nw), st.lists),
+                                mask=ones, sap=None, dyn=st, emit=emit, cand=cand,
+                                order=order)
+        redo_mask = ti.ndarray(ti.i32, shape=(nw,))
+        redo_mask.fill(0)
+        redo = SimpleNamespace(lists=(st.lists, st.counts, 1, st.lists), mask=redo_mask,
+                               emit=emit, cand=cand)
         self._sweeps[d] = (first, redo)
         return first, redo
 
@@ -208,6 +239,10 @@ def plan(m) -> CollisionPlan:
     if cached is not None and cached.key == key:
         return cached
     a = m.arrays
+    if _dynamic(a, m.opt):
+        p = _dynamic_plan(a, m.opt, key)
+        m.plans.collision = p
+        return p
     cands = candidate_pairs(a, m.opt)
     geom_type = np.asarray(a.geom_type)
     kinds, codes, maxcons = [], [], []
@@ -217,11 +252,12 @@ def plan(m) -> CollisionPlan:
         kinds.append(kind)
         codes.append(t1 * NGEOMTYPES + t2)
         maxcons.append(_maxcon(kind, t1, t2))
-    p = CollisionPlan(key=key, ncand=len(cands), kinds=kinds,
+    p = CollisionPlan(key=key, ncand=len(cands), kinds=kinds, dynamic=False,
                        _sweeps=weakref.WeakKeyDictionary())
-    p.cand_geom = _int_array([c[:2] for c in cands], (len(cands), 2))
-    p.cand_pair = _int_array([c[2] for c in cands], (len(cands),))
-    p.cand_code = _int_array(codes, (len(cands),))
+    # (1, ncand, ...): one list for every world (the dynamic broadphase has one each)
+    p.cand_geom = _int_array([c[:2] for c in cands], (1, len(cands), 2))
+    p.cand_pair = _int_array([c[2] for c in cands], (1, len(cands)))
+    p.cand_code = _int_array(codes, (1, len(cands)))
     p.cand_host = np.array(cands, dtype=np.int64).reshape(-1, 3)
     p.total_maxcon = int(sum(maxcons))
     kind_id = [KINDS.index(k) if k in KINDS else -1 for k in kinds]
@@ -285,6 +321,149 @@ def _sap_state(p, d):
         overflow=ti.ndarray(ti.i32, shape=(nw,)))
 
 
+def _collidable(a) -> np.ndarray:
+    return (np.asarray(a.geom_contype) != 0) | (np.asarray(a.geom_conaffinity) != 0)
+
+
+def _dynamic(a, opt) -> bool:
+    """Whether the model takes the dynamic broadphase (DYNAMIC_MIN_PAIRS), decided
+    without enumerating pairs."""
+    if opt.disabled("constraint") or opt.disabled("contact") or len(a.body_parentid) < 2:
+        return False
+    n = int(np.count_nonzero(_collidable(a) & (np.asarray(a.geom_type) != GEOM_PLANE)))
+    return n * (n - 1) // 2 >= DYNAMIC_MIN_PAIRS
+
+
+def _dynamic_plan(a, opt, key) -> CollisionPlan:
+    """Static tables of the dynamic broadphase: the swept bodies, the explicit pairs and
+    exclude signatures sorted, which type pairs may meet (the narrowphase launches)."""
+    geom_type = np.asarray(a.geom_type)
+    collidable = _collidable(a)
+    gadr = np.asarray(a.body_geomadr)
+    gnum = np.asarray(a.body_geomnum)
+    weld = np.asarray(a.body_weldid)
+    bct = np.asarray(a.body_contype)
+    bca = np.asarray(a.body_conaffinity)
+    rbound = np.asarray(a.geom_rbound).reshape(-1, len(geom_type))
+    nbody = len(gadr)
+    swept = [b for b in range(nbody) if (bct[b] or bca[b]) and gnum[b] > 0]
+    infinite = 0
+    for b in swept:
+        g = np.arange(gadr[b], gadr[b] + gnum[b])
+        g = g[collidable[g]]
+        if np.any(rbound[:, g] <= 0):
+            infinite += 1
+    nmoving = sum(1 for b in swept if weld[b] != 0)
+    # explicit pairs with a collision function, in mj_collision's order (signature, id)
+    xpairs = []
+    for pid in range(len(a.pair_geom1)):
+        t1, t2 = sorted((int(geom_type[a.pair_geom1[pid]]), int(geom_type[a.pair_geom2[pid]])))
+        if detector_kind(t1, t2) is not None:
+            xpairs.append((int(a.pair_signature[pid]), pid, (t1, t2)))
+    xpairs.sort()
+    types = sorted({int(t) for t in geom_type[collidable]})
+    type_pairs = {(t1, t2) for i, t1 in enumerate(types) for t2 in types[i:]
+                  if detector_kind(t1, t2) is not None}
+    type_pairs |= {x[2] for x in xpairs}
+    typekind = np.full(NGEOMTYPES * NGEOMTYPES, -1, dtype=np.int32)
+    for t1 in range(NGEOMTYPES):
+        for t2 in range(t1, NGEOMTYPES):
+            kind = detector_kind(t1, t2)
+            if kind in KINDS:
+                typekind[t1 * NGEOMTYPES + t2] = KINDS.index(kind)
+    excl = sorted({int(x) for x in np.asarray(a.exclude_signature)})
+    n = int(np.count_nonzero(collidable & (geom_type != GEOM_PLANE)))
+    nplane = int(np.count_nonzero(collidable)) - n
+    p = CollisionPlan(key=key, dynamic=True, sap=False, _sweeps=weakref.WeakKeyDictionary(),
+                      # an upper bound of the candidates (none are enumerated)
+                      ncand=n * (n - 1) // 2 + n * nplane + len(xpairs), type_pairs=type_pairs,
+                      nsweep=len(swept), nmoving=nmoving, ninfinite=infinite,
+                      nxpair=len(xpairs), nexclude=len(excl),
+                      filterparent=not opt.disabled("filterparent"),
+                      midphase=not opt.disabled("midphase"))
+    p.bp_body = _int_array(swept, (len(swept),))
+    p.bp_xsig = _int_array([x[0] for x in xpairs], (len(xpairs),))
+    p.bp_xpair = _int_array([x[1] for x in xpairs], (len(xpairs),))
+    p.bp_exclude = _int_array(excl, (len(excl),))
+    p.bp_typekind = _int_array(typekind, typekind.shape)
+    for kind in KINDS:
+        short = {"primitive": "prim"}.get(kind, kind)
+        pairs = [tp for tp in type_pairs if detector_kind(*tp) == kind]
+        setattr(p, short + "_count", len(pairs))
+        setattr(p, short + "_codes", tuple(sorted(t1 * NGEOMTYPES + t2 for t1, t2 in pairs)))
+        setattr(p, short + "_maxcon",
+                max([_maxcon(kind, t1, t2) for t1, t2 in pairs] + [1]))
+    return p
+
+
+def _dynamic_state(p, d):
+    """Per-Data arrays of the dynamic broadphase: per swept body (order, boxes,
+    intervals, pair counts) and per pair slot (d.nbroadmax of them)."""
+    from . import config
+    from .broadphase_dynamic import init_state
+    fdt = config.float_dtype()
+    nw, n = d.nworld, max(1, p.nsweep)
+    cap = max(1, int(getattr(d, "nbroadmax", 0) or default_nbroadmax_of(p)))
+    tag = d.scratch.tag
+
+    def ints(*shape):
+        return tag(ti.ndarray(ti.i32, shape=(nw, *shape)))
+
+    st = SimpleNamespace(
+        nsweep=p.nsweep, cap=cap, lanes=_lanes(cap, nw),
+        axis=tuple(float(x) for x in SAP_AXIS),
+        filterparent=p.filterparent, midphase=p.midphase, bp_body=p.bp_body,
+        bp_exclude=p.bp_exclude, nexclude=p.nexclude, bp_xsig=p.bp_xsig,
+        bp_xpair=p.bp_xpair, nxpair=p.nxpair, bp_typekind=p.bp_typekind,
+        order=ints(n), lo=tag(ti.ndarray(fdt, shape=(nw, n))),
+        hi=tag(ti.ndarray(fdt, shape=(nw, n))),
+        box_lo=tag(ti.Vector.ndarray(3, fdt, shape=(nw, n))),
+        box_hi=tag(ti.Vector.ndarray(3, fdt, shape=(nw, n))),
+        slo=tag(ti.ndarray(fdt, shape=(nw, n))), shi=tag(ti.ndarray(fdt, shape=(nw, n))),
+        sbox_lo=tag(ti.Vector.ndarray(3, fdt, shape=(nw, n))),
+        sbox_hi=tag(ti.Vector.ndarray(3, fdt, shape=(nw, n))),
+        bcount=ints(n), bstart=ints(n), bfill=ints(n), bowner=ints(cap), bpartner=ints(cap),
+        nbpair=tag(ti.ndarray(ti.i32, shape=(nw,))),
+        nraw=tag(ti.ndarray(ti.i32, shape=(nw,))), gcount=ints(cap), goff=ints(cap),
+        xcount=ints(max(1, p.nxpair)), xoff=ints(max(1, p.nxpair)),
+        ncand=tag(ti.ndarray(ti.i32, shape=(nw,))), cand_geom=ints(cap, 2),
+        cand_pair=ints(cap), cand_code=ints(cap), lists=ints(len(KINDS), cap),
+        ccount=ints(cap), coff=ints(cap),  # contacts per candidate (finalize)
+        counts=ints(len(KINDS)))
+    init_state(st)
+    return st
+
+
+def default_nbroadmax_of(p) -> int:
+    return int(max(256, p.nmoving * (DYNAMIC_PAIRS_PER_BODY + p.ninfinite) + p.nxpair))
+
+
+def collision_bytes(m, d) -> int:
+    """Device bytes per world that collision keeps beside the Data fields: the
+    emission buffers and, for dynamic-broadphase models, the broadphase arrays (made
+    on the first collision; counted from the sizes here)."""
+    p = plan(m)
+    if p.ncand == 0:
+        return 0
+    fb = 8 if _precision() == "f64" else 4
+    emit_cap = max(1, EMIT_FACTOR * max(1, d.nconmax))
+    if not p.dynamic:
+        emit_cap = min(p.total_maxcon, emit_cap)
+    total = emit_cap * (13 * fb + 4)  # dist, pos, frame, key
+    if p.dynamic:
+        total += max(1, d.nbroadmax) * 8  # finalize's contacts per candidate
+        n, cap = max(1, p.nsweep), max(1, d.nbroadmax)
+        total += n * (4 * 4 + 16 * fb)  # order, counts, start, fill; intervals, boxes
+        total += cap * 4 * (2 + 2 + 4 + len(KINDS))  # body pairs, offsets, cands, lists
+        total += max(1, p.nxpair) * 8 + 4 * (2 + len(KINDS))
+    return int(total)
+
+
+def _precision() -> str:
+    from .config import precision
+    return precision()
+
+
 def check_detectors(m) -> None:
     """NotImplementedError naming the geom type pairs tiphys cannot collide yet
     (NOT_YET_PAIRS; checked once per collision plan)."""
@@ -292,7 +471,10 @@ def check_detectors(m) -> None:
     if getattr(p, "detectors_checked", False):
         return
     t = np.asarray(m.arrays.geom_type)
-    missing = {(int(t[g1]), int(t[g2])) for g1, g2, _ in p.cand_host} & NOT_YET_PAIRS
+    if p.dynamic:
+        missing = set(p.type_pairs) & NOT_YET_PAIRS
+    else:
+        missing = {(int(t[g1]), int(t[g2])) for g1, g2, _ in p.cand_host} & NOT_YET_PAIRS
     if missing:
         raise NotImplementedError("collision: no detector yet for geom pairs " + ", ".join(
             sorted(f"{GEOM_TYPE_NAMES[a]}-{GEOM_TYPE_NAMES[b]}" for a, b in missing)))
@@ -306,7 +488,19 @@ def default_nconmax(m) -> int:
         return 0
     moving = int(np.sum(np.asarray(m.arrays.body_weldid)[np.asarray(m.arrays.geom_bodyid)]
                         != 0))
+    if p.dynamic:
+        return int(max(64, DYNAMIC_CONTACTS_PER_GEOM * moving + p.nxpair))
     return int(min(p.total_maxcon, max(64, 8 * moving)))
+
+
+def default_nbroadmax(m) -> int:
+    """Broadphase pair slots per world of the dynamic broadphase (0 for models on the
+    static path): per swept moving body, DYNAMIC_PAIRS_PER_BODY neighbours plus one
+    pair with each body whose box is infinite (planes), and the explicit pairs."""
+    p = plan(m)
+    if not p.dynamic:
+        return 0
+    return default_nbroadmax_of(p)
 
 
 def collision(m, d) -> None:
@@ -329,13 +523,16 @@ def collision(m, d) -> None:
     if first.sap is not None:
         from .broadphase import sap
         sap(m, d, first.sap)  # a world whose list overflows tests every candidate
+    if first.dyn is not None:
+        from .broadphase_dynamic import broadphase
+        broadphase(m, d, first.dyn)
     _narrow(m, d, p, first)
     if redo is not None:
         # worlds whose emission buffer overflowed run again, one thread each in
         # candidate order, so that they keep the same contacts whatever the timing
         kc.flag_overflow(d, first.emit, redo.mask)
         _narrow(m, d, p, redo)
-    kc.finalize(m, d, p, first.emit)
+    kc.finalize(m, d, first.cand, first.emit, first.order)
 
 
 def _narrow(m, d, p, sweep):

@@ -1,9 +1,11 @@
 """Integrators: semi-implicit Euler (with implicit dof damping), RK4, implicit and
 implicitfast (mj_Euler, mj_RungeKutta, mj_implicit), and position integration."""
+import numpy as np
 import taichi as ti
 
 from .actuation import advance_activation
 from .bind import launch
+from .config import per_options
 from .consts import JNT_BALL, JNT_FREE
 from .derivative import smooth_vel, velocity_dependent
 from .math import quat_integrate
@@ -102,7 +104,14 @@ def euler(m, d):
     """
     eulerdamp = not (m.opt.disabled("eulerdamp") or m.opt.disabled("damper"))
     advance_activation(m, d)
-    _velocity_step(m, d, implicit=False, add_damping=eulerdamp)
+    # without damping in any world no tree takes the implicit update: the kernel need
+    # not look (its per-tree scan of every dof is ntree x nv work in big scenes)
+    _velocity_step(m, d, implicit=False, add_damping=eulerdamp and _damping_on(m))
+
+
+def _damping_on(m) -> bool:
+    return per_options(m, "dof_damping_on", lambda m: m.nv > 0 and bool(
+        np.any(m.param("dof_damping") > 0)))
 
 
 def _velocity_step(m, d, implicit: bool, add_damping: bool):

@@ -44,6 +44,8 @@ PLANS = {
     "has_trn_body": "whether an actuator has a body transmission (actuation.py)",
     "tendon_armature": "(options, whether some world's tendon armature is non-zero) "
                        "(smooth.py)",
+    "dof_damping_on": "(options, whether some world's dof damping is positive) "
+                      "(integrate.py)",
     "sensor": "(options, position/velocity sensor plan) (sensor.py)",
     "subtree_vel_sensors": "whether subtree velocity sensors exist (sensor.py)",
     "sensor_acc": "acceleration and touch sensor plan (sensor_acc.py)",

@@ -99,7 +99,7 @@ def _expanded(m: Model, d: Data, nexp: int) -> Data:
     if cache is not None and cache[0] is m and cache[1].nworld == nexp:
         return cache[1]
     de = Data(m, nexp, d.nconmax, d.njmax, param_worlds=d._param_worlds, njnnz=d.njnnz,
-              nhnnz=d.nhnnz or None)
+              nhnnz=d.nhnnz or None, nbroadmax=d.nbroadmax or None)
     from .kernels.check import _reset_state
     de._reset_state = _reset_state(m, d)  # a bad world resets to d's reset state
     de._reset_keyframe, de._reset_version = d._reset_keyframe, d._reset_version

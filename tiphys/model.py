@@ -230,13 +230,25 @@ def _budget_capped(name: str, value: int, unit_bytes: int, what: str, of: str,
 HESSIAN_NNZ_BYTES = 48  # H and L (values and columns), Lcone, L by column, per non-zero
 
 
+HESSIAN_DENSE_NNZ = 2**19  # up to this many (nv up to 1023): the dense lower triangle
+HESSIAN_NNZ_PER_DOF = 32  # beyond: each tree's dense block plus this many per dof
+
+
 def default_nhnnz(m, nworld: int) -> int:
     """Non-zeros per world of Newton's sparse Hessian factor (sparse models): a dense
-    lower triangle, nv (nv + 1) / 2, which no fill-in can exceed, capped to what
-    EFC_J_BUDGET holds for ``nworld`` worlds (with a warning when the model runs
-    Newton)."""
+    lower triangle, nv (nv + 1) / 2, which no fill-in can exceed, for models up to
+    HESSIAN_DENSE_NNZ of it; for bigger ones (big scenes: islands couple few trees)
+    each kinematic tree's dense block plus HESSIAN_NNZ_PER_DOF per dof for the
+    couplings contacts add. Capped to what EFC_J_BUDGET holds for ``nworld`` worlds
+    (with a warning when the model runs Newton); an island whose factor does not fit
+    is solved by CG and reported."""
     from .kernels.consts import SOL_NEWTON
     full = m.nv * (m.nv + 1) // 2
+    if full > HESSIAN_DENSE_NNZ:
+        treenv = np.bincount(np.asarray(m.arrays.dof_treeid)[:m.nv].astype(np.int64),
+                             minlength=1)
+        blocks = int(np.sum(treenv * (treenv + 1) // 2))
+        full = min(full, max(HESSIAN_DENSE_NNZ, blocks + HESSIAN_NNZ_PER_DOF * m.nv))
     unit = nworld * HESSIAN_NNZ_BYTES
     if m.opt.solver != SOL_NEWTON:
         return max(1, min(full, EFC_J_BUDGET // unit))
@@ -369,7 +381,8 @@ class Data:
 
     def __init__(self, m: Model, nworld: int, nconmax: Optional[int] = None,
                  njmax: Optional[int] = None, param_worlds: Optional[int] = None,
-                 njnnz: Optional[int] = None, nhnnz: Optional[int] = None):
+                 njnnz: Optional[int] = None, nhnnz: Optional[int] = None,
+                 nbroadmax: Optional[int] = None):
         check_model(m, "make_data")
         self.nworld = _count_arg("nworld", nworld, minimum=1)
         # the worlds the model's per-world parameters are for: nworld, except in the
@@ -382,6 +395,14 @@ class Data:
             nconmax = default_nconmax(m)
         self.nconmax = _count_arg("nconmax", nconmax)
         sizes["nconmax"] = self.nconmax
+        if nbroadmax is None:
+            from .kernels.collision_driver import default_nbroadmax
+            nbroadmax = default_nbroadmax(m)
+        # pair slots per world of the dynamic broadphase (big scenes; 0 otherwise); a
+        # contact's sort key is its slot * 64 + its index (an int32)
+        self.nbroadmax = _count_arg("nbroadmax", nbroadmax)
+        if self.nbroadmax >= 2**31 // 64:
+            raise ValueError(f"make_data: nbroadmax must be < {2**31 // 64}, not {nbroadmax}")
         # one dense efc_J row in all worlds (sparse models keep no dense rows)
         row_bytes = self.nworld * max(1, m.nv) * 8 if not m.is_sparse else 0
         if njmax is None:
@@ -446,6 +467,7 @@ class Data:
         # (tiphys/report.py)
         self._steps_since_report, self._reported_warnings = 0, None
         self._reported_hessian = None  # efc_H_overflow counts reported
+        self._reported_broadphase = None  # broadphase_overflow counts reported
 
     def _make_reset_state(self, m: Model) -> dict:
         """The reset state autoreset restores (kernels/check.py makes it on first use,
@@ -495,7 +517,7 @@ class ModelArrays(SimpleNamespace):
 
 def make_data(m: Model, nworld: int = 1, keyframe=None, nconmax: Optional[int] = None,
               njmax: Optional[int] = None, njnnz: Optional[int] = None,
-              nhnnz: Optional[int] = None) -> Data:
+              nhnnz: Optional[int] = None, nbroadmax: Optional[int] = None) -> Data:
     """Allocate Data for ``nworld`` worlds and reset every world to qpos0 (or a keyframe).
 
     ``nconmax``: contact slots per world (default from the model's candidate geom
@@ -511,8 +533,14 @@ def make_data(m: Model, nworld: int = 1, keyframe=None, nconmax: Optional[int] =
     lower triangle, nv (nv + 1) / 2, within a memory budget; an island whose factor
     does not fit what the world's islands before it left is solved by CG, and the
     overflow is reported, naming this option); ignored for dense models.
+    ``nbroadmax``: pair slots per world of the dynamic broadphase, which models with
+    many geoms take (kernels/collision_driver.py, DYNAMIC_MIN_PAIRS): the overlapping
+    body pairs and the candidate geom pairs each fit in this many (default: per moving
+    body, 16 plus one per plane-bearing body); a world that needs more keeps the first
+    pairs in MuJoCo's order and the overflow is reported, naming this option; 0 and
+    ignored for other models.
     """
-    d = Data(m, nworld, nconmax, njmax, njnnz=njnnz, nhnnz=nhnnz)
+    d = Data(m, nworld, nconmax, njmax, njnnz=njnnz, nhnnz=nhnnz, nbroadmax=nbroadmax)
     reset_data(m, d, keyframe)
     return d
 

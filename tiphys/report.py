@@ -68,6 +68,29 @@ def _report_hessian(d, stacklevel: int) -> bool:
     return True
 
 
+# the dynamic broadphase's pair slots ran out (tiphys's own count)
+_BROAD_TEXT = ("collision: nbroadmax={cap} broadphase pair slots were not enough in {k} "
+               "world(s) (world {w} needed {n}: the pairs past them in MuJoCo's order were "
+               "not collided); raise it with make_data(m, nworld, nbroadmax=...)")
+
+
+def _report_broadphase(d, stacklevel: int) -> bool:
+    """Warn about dynamic-broadphase overflows counted since the last report."""
+    over = d.broadphase_overflow.to_numpy()[:d.nworld]
+    seen = getattr(d, "_reported_broadphase", None)
+    if seen is None or seen.shape != over[:, 0].shape:
+        seen = np.zeros_like(over[:, 0])
+    new = np.where(over[:, 0] < seen, over[:, 0], over[:, 0] - seen)
+    d._reported_broadphase = over[:, 0].copy()
+    worlds = np.nonzero(new > 0)[0]
+    if not len(worlds):
+        return False
+    w = int(worlds[0])
+    warnings.warn(_BROAD_TEXT.format(cap=d.nbroadmax, k=len(worlds), w=w, n=int(over[w, 1])),
+                  RuntimeWarning, stacklevel=stacklevel + 1)
+    return True
+
+
 def report(d, stacklevel: int = 3) -> dict:
     """Warn about the overflows counted since the last report; returns
     {warning id: worlds (array) with new counts} for those that were new."""
@@ -96,6 +119,8 @@ def report(d, stacklevel: int = 3) -> dict:
             out[warning] = worlds
     if getattr(d, "nhnnz", 0):
         _report_hessian(d, stacklevel)
+    if getattr(d, "nbroadmax", 0):
+        _report_broadphase(d, stacklevel)
     return out
 
 

@@ -493,7 +493,7 @@ def _forward_worlds(m: Model, d: Data, worlds: np.ndarray) -> None:
     idx.from_numpy(worlds.astype(np.int32))
     msub = _model_of_worlds(m, idx, worlds) if m._params else m
     sub = Data(msub, len(worlds), nconmax=d.nconmax, njmax=d.njmax, njnnz=d.njnnz or None,
-               nhnnz=d.nhnnz or None)
+               nhnnz=d.nhnnz or None, nbroadmax=d.nbroadmax or None)
     names = [(name, len(parse_shape(shape)[0]) - 1)
              for name, shape, _, _ in DATA_FIELDS + DATA_EXTRA_FIELDS]
     for name, ndim in names:

@@ -424,6 +424,9 @@ DATA_EXTRA_FIELDS = (
     ("contact_key", "nworld nconmax", "i", "scratch: candidate pair * 64 + detector index"),
     ("contact_overflow", "nworld", "i",
      "contacts dropped by the last collision because nconmax was reached"),
+    ("broadphase_overflow", "nworld 2", "i",
+     "dynamic broadphase: collisions whose pairs did not fit nbroadmax, and the pairs "
+     "the last one needed (0: it fit)"),
     # constraint rows (mjData's efc_* fields, dense Jacobian), njmax rows per world; the
     # first nefc[w] are world w's rows: equality, friction, limit, contact, as MuJoCo
     ("solver_niter", "nworld 20", "i",
