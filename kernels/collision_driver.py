@@ -62,6 +62,7 @@ def candidate_pairs(a, opt):
     npair = len(a.pair_geom1)
     excl = set(int(s) for s in np.asarray(a.exclude_signature))
     filterparent = not opt.disabled("filterparent")
+    midphase = not opt.disabled("midphase")
     bct = np.zeros(nbody, dtype=np.int64)
     bca = np.zeros(nbody, dtype=np.int64)
     for b in range(nbody):
@@ -95,6 +96,7 @@ def candidate_pairs(a, opt):
             if sig in excl:
                 continue
             merged = explicit.get(sig, ())
+            found = []
             for g1 in range(gadr[b1], gadr[b1] + gnum[b1]):
                 for g2 in range(gadr[b2], gadr[b2] + gnum[b2]):
                     if (g1, g2) in merged:
@@ -104,8 +106,15 @@ def candidate_pairs(a, opt):
                     t1, t2 = sorted((geom_type[g1], geom_type[g2]))
                     if detector_kind(t1, t2) is None:
                         continue
-                    entries.append((sig, 1, order, _ordered(geom_type, g1, g2, -1)))
-                    order += 1
+                    found.append(_ordered(geom_type, g1, g2, -1))
+            if midphase and (gnum[b1] > 1 or gnum[b2] > 1):
+                # MuJoCo collides such a body pair through its midphase (mj_collideTree),
+                # whose contacts come sorted by (geom1, geom2), geom1 the one of lower
+                # type, instead of in the bodies' geom order
+                found.sort()
+            for pair in found:
+                entries.append((sig, 1, order, pair))
+                order += 1
     entries.sort(key=lambda e: e[:3])
     out = []
     for e in entries:

@@ -202,11 +202,9 @@ def test_ten_thousand_bodies_make_data_memory_is_per_body():
     assert d.nbroadmax < 40 * n and d.nconmax <= 8 * n and d.nhnnz < 100 * m.nv
 
 
-@pytest.mark.xfail(strict=True, reason="static candidate list (candidate_pairs) orders a "
-                   "multi-geom body pair's geom pairs by body geom order, where MuJoCo's "
-                   "midphase sorts their contacts by (geom1, geom2) after the type swap; "
-                   "the dynamic path does (kernels/broadphase_dynamic.py _order_segments)")
 def test_static_path_midphase_order_matches_mujoco():
+    """A body pair where one body has several geoms: MuJoCo's midphase sorts its
+    contacts by (geom1, geom2) after the type swap; the static list orders them so."""
     xml = _scene()
     m = tiphys.load_model_from_string(xml)
     assert not tc.plan(m).dynamic
