@@ -137,14 +137,7 @@ def _gather(nsweep: ti.i32, order: ND, lo: ND, hi: ND, box_lo: ND, box_hi: ND, s
 @ti.func
 def _excluded(sig, bp_exclude: ti.template(), nexclude_sorted):
     """Binary search of the sorted exclude signatures."""
-    lo = 0
-    hi = nexclude_sorted
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if bp_exclude[mid] < sig:
-            lo = mid + 1
-        else:
-            hi = mid
+    lo = _first_at_least(sig, bp_exclude, nexclude_sorted)
     return lo < nexclude_sorted and bp_exclude[lo] == sig
 
 
@@ -333,6 +326,7 @@ def _sort_partners(nsweep: ti.i32, bcount: ND, bstart: ND, bpartner: ND, nbpair:
 
 @ti.func
 def _first_at_least(sig, bp_xsig: ti.template(), nxpair):
+    """The first of the nxpair sorted signatures that is at least sig (a lower bound)."""
     lo = 0
     hi = nxpair
     while lo < hi:

@@ -153,14 +153,13 @@ class Ant(_NormalVelocityReset):
         return r, ~healthy & self.p["terminate_when_unhealthy"]
 
 
-class HalfCheetah(_NormalVelocityReset):
-    xml_file = "half_cheetah.xml"
-    frame_skip = 5
-    defaults = dict(forward_reward_weight=1.0, ctrl_cost_weight=0.1, reset_noise_scale=0.1,
-                    exclude_current_positions_from_observation=True)
+class _Forward(Task):
+    """Moving forward, nothing else: observation qpos (without its first ``skip``
+    entries) and qvel, reward forward velocity minus control cost, no termination."""
+    skip = 1
 
     def observe(self, a):
-        pos = a["qpos"][:, 1:] if self.p["exclude_current_positions_from_observation"] \
+        pos = a["qpos"][:, self.skip:] if self.p["exclude_current_positions_from_observation"] \
             else a["qpos"]
         return np.concatenate([pos, a["qvel"]], axis=1)
 
@@ -168,6 +167,13 @@ class HalfCheetah(_NormalVelocityReset):
         vx = ((after - before) / self.dt)[:, 0]
         r = self.p["forward_reward_weight"] * vx - _ctrl_cost(self.p["ctrl_cost_weight"], action)
         return r, np.zeros(len(r), dtype=bool)
+
+
+class HalfCheetah(_NormalVelocityReset, _Forward):
+    xml_file = "half_cheetah.xml"
+    frame_skip = 5
+    defaults = dict(forward_reward_weight=1.0, ctrl_cost_weight=0.1, reset_noise_scale=0.1,
+                    exclude_current_positions_from_observation=True)
 
 
 class Hopper(Task):
@@ -290,24 +296,15 @@ class HumanoidStandup(Humanoid):
         return r, np.zeros(len(r), dtype=bool)
 
 
-class Swimmer(Task):
+class Swimmer(_Forward):
     xml_file = "swimmer.xml"
     frame_skip = 4
+    skip = 2
     defaults = dict(forward_reward_weight=1.0, ctrl_cost_weight=1e-4, reset_noise_scale=0.1,
                     exclude_current_positions_from_observation=True)
 
     def position(self, a):
         return a["qpos"][:, 0:2]
-
-    def observe(self, a):
-        pos = a["qpos"][:, 2:] if self.p["exclude_current_positions_from_observation"] \
-            else a["qpos"]
-        return np.concatenate([pos, a["qvel"]], axis=1)
-
-    def reward(self, a, before, after, action):
-        vx = ((after - before) / self.dt)[:, 0]
-        r = self.p["forward_reward_weight"] * vx - _ctrl_cost(self.p["ctrl_cost_weight"], action)
-        return r, np.zeros(len(r), dtype=bool)
 
 
 class InvertedPendulum(Task):

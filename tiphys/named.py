@@ -117,7 +117,32 @@ def _model_attrs(objtype: str) -> dict:
     return out
 
 
-class DataView:
+class _View:
+    """One object of a model: its id, name, and the fields an attribute names."""
+
+    def __init__(self, m, objtype: str, key, attrs: dict, **extra):
+        from .model import id2name
+        i = _resolve(m, objtype, key)
+        self.__dict__.update(_m=m, _type=objtype, id=i, _attrs=attrs,
+                             _index=_slices(m, objtype, i), name=id2name(m, objtype, i) or "",
+                             **extra)
+
+    def _where(self, attr, prefix):
+        try:
+            field, dim = self._attrs[attr]
+        except KeyError:
+            raise AttributeError(f"{prefix}.{self._type}(...) has no attribute {attr!r}; it "
+                                 f"has {', '.join(sorted(self._attrs))}") from None
+        if dim not in self._index:
+            raise AttributeError(f"{self._type} {self.name or self.id} has no {attr} "
+                                 f"(it has no {dim} entries)")
+        return field, self._index[dim]
+
+    def __dir__(self):
+        return sorted(set(self._attrs) | {"id", "name"})
+
+
+class DataView(_View):
     """One object's rows of the Data fields, every world (see the module doc)."""
 
     def __init__(self, m, d, objtype: str, key):
@@ -125,70 +150,38 @@ class DataView:
         if TYPES[objtype][2] is None:
             raise AttributeError(f"Data has no {objtype} view (MuJoCo's mjData has no "
                                  f"{objtype} fields); use m.{objtype}({key!r})")
-        i = _resolve(m, objtype, key)
-        s = self.__dict__
-        s.update(_m=m, _d=d, _type=objtype, id=i, _attrs=_data_attrs(objtype),
-                 _index=_slices(m, objtype, i))
-        from .model import id2name
-        s["name"] = id2name(m, objtype, i) or ""
-
-    def _where(self, attr):
-        try:
-            field, dim = self._attrs[attr]
-        except KeyError:
-            raise AttributeError(f"d.{self._type}(...) has no attribute {attr!r}; it has "
-                                 f"{', '.join(sorted(self._attrs))}") from None
-        if dim not in self._index:
-            raise AttributeError(f"{self._type} {self.name or self.id} has no {attr} "
-                                 f"(it has no {dim} entries)")
-        return field, self._index[dim]
+        super().__init__(m, objtype, key, _data_attrs(objtype), _d=d)
 
     def __getattr__(self, attr):
         if attr.startswith("_"):
             raise AttributeError(attr)
-        field, index = self._where(attr)
+        field, index = self._where(attr, "d")
         return np.array(self._d.numpy(field)[:, index])
 
     def __setattr__(self, attr, value):
         from .model import _set_padded
-        field, index = self._where(attr)
+        field, index = self._where(attr, "d")
         d = self._d
         full = d.numpy(field).copy()
         full[:, index] = value
         _set_padded(getattr(d, field), full)
 
-    def __dir__(self):
-        return sorted(set(self._attrs) | {"id", "name"})
-
     def __repr__(self):
         return f"<tiphys {self._type} view {self.name or self.id!r} of {self._d!r}>"
 
 
-class ModelView:
+class ModelView(_View):
     """One object's model fields (see the module doc)."""
 
     def __init__(self, m, objtype: str, key):
         objtype = ALIASES.get(objtype, objtype)
-        i = _resolve(m, objtype, key)
-        s = self.__dict__
-        s.update(_m=m, _type=objtype, id=i, _attrs=_model_attrs(objtype),
-                 _index=_slices(m, objtype, i))
-        from .model import id2name
-        s["name"] = id2name(m, objtype, i) or ""
-
-    def _where(self, attr):
-        try:
-            field, dim = self._attrs[attr]
-        except KeyError:
-            raise AttributeError(f"m.{self._type}(...) has no attribute {attr!r}; it has "
-                                 f"{', '.join(sorted(self._attrs))}") from None
-        return field, self._index[dim]
+        super().__init__(m, objtype, key, _model_attrs(objtype))
 
     def __getattr__(self, attr):
         if attr.startswith("_"):
             raise AttributeError(attr)
         from .params import PARAM_FIELDS
-        field, index = self._where(attr)
+        field, index = self._where(attr, "m")
         if field in PARAM_FIELDS:
             values = self._m.param(field)  # (1 or nworld, ...)
             rows = np.array(values[:, index])
@@ -197,7 +190,7 @@ class ModelView:
 
     def __setattr__(self, attr, value):
         from .params import PARAM_FIELDS, get_param, set_param
-        field, index = self._where(attr)
+        field, index = self._where(attr, "m")
         if field not in PARAM_FIELDS:
             raise AttributeError(f"m.{self._type}(...).{attr} ({field}) is compiled and "
                                  f"read-only; the fields a model takes per world are "
@@ -209,9 +202,6 @@ class ModelView:
             values = np.repeat(values, len(value), axis=0)  # now one set per world
         values[:, index] = value
         set_param(self._m, field, values[0] if len(values) == 1 else values)
-
-    def __dir__(self):
-        return sorted(set(self._attrs) | {"id", "name"})
 
     def __repr__(self):
         return f"<tiphys {self._type} view {self.name or self.id!r} of {self._m!r}>"
