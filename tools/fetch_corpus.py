@@ -6,6 +6,7 @@
 - pybullet==3.2.7 wheel (any platform's: only its data is read): the URDF files of
   pybullet_data with the OBJ/STL meshes beside them             -> <dest>/urdf/pybullet
 - dm_control==1.0.50 wheel: dm_control/suite (robots with many sensors) -> <dest>/dmc
+- metaworld==3.1.1 wheel: metaworld/assets (Sawyer scenes and objects) -> <dest>/metaworld
 - Menagerie robots, through the mujoco-menagerie==2026.10.4 package (a 30 kB wheel
   whose registry pins each robot's archive; the archives come from the Menagerie
   GitHub releases): each robot folder's XML files and asset folders
@@ -33,6 +34,7 @@ WHEELS = {
     "mjwarp": ("mujoco-warp==3.5.0", "mujoco_warp/test_data/"),
     "gym": ("gymnasium==1.4.0", "gymnasium/envs/mujoco/assets/"),
     "dmc": ("dm_control==1.0.50", "dm_control/suite/"),
+    "metaworld": ("metaworld==3.1.1", "metaworld/assets/"),
 }
 
 
