@@ -299,6 +299,11 @@ class Data:
                  njmax: Optional[int] = None, param_worlds: Optional[int] = None,
                  njnnz: Optional[int] = None, nhnnz: Optional[int] = None):
         check_model(m, "make_data")
+        if m.arrays.sizes.get("nflex", 0):
+            raise NotImplementedError(
+                f"make_data: the model has {m.arrays.sizes['nflex']} flex(es) (<flex>, "
+                f"<flexcomp>): tiphys compiles them but flex simulation is not supported "
+                f"yet")
         self.nworld = _count_arg("nworld", nworld, minimum=1)
         # the worlds the model's per-world parameters are for: nworld, except in the
         # expanded Data of tiphys.derivative (world c * n + w is a copy of world w)

@@ -1,0 +1,204 @@
+"""The flex compiler (<deformable><flex>, <flexcomp>, <equality><flex>) against MuJoCo 3.4.0.
+
+Each case is compiled by tiphys and by mujoco.MjModel.from_xml_string; every Model
+field both have is compared (oracle.compare_model: the flex_*/flexedge_* fields, and
+every body/joint/dof/geom/equality field of the tree the flexcomps add), sizes
+included. Bad input must be rejected by both, with MuJoCo's message.
+"""
+import mujoco
+import numpy as np
+import pytest
+
+import tiphys
+from tiphys.compiler.compile import compile_spec
+from tiphys.spec.parse import parse_xml
+from oracle import compare_model
+
+
+def _wrap(body, extra="", top=""):
+    return f"<mujoco>{top}<worldbody>{body}</worldbody>{extra}</mujoco>"
+
+
+def _fc(attrs, inner=""):
+    return f'<flexcomp name="f" {attrs}>{inner}</flexcomp>'
+
+
+CASES = {
+    # flexcomp types x dims x dofs
+    "grid1": _wrap(_fc('type="grid" count="5 1 1" spacing=".1 .1 .1" dim="1" radius=".01"')),
+    "grid2": _wrap(_fc('type="grid" count="4 3 1" spacing=".1 .1 .1" dim="2" radius=".01"')),
+    "grid3": _wrap(_fc('type="grid" count="3 3 3" spacing=".1 .1 .1" dim="3" radius=".01"')),
+    "circle1": _wrap(_fc('type="circle" count="8 1 1" spacing=".1 .1 .1" dim="1" '
+                         'radius=".01"')),
+    "box2": _wrap(_fc('type="box" count="4 3 3" spacing=".1 .1 .1" dim="2" radius=".01"')),
+    "box3": _wrap(_fc('type="box" count="3 4 3" spacing=".1 .1 .1" dim="3" radius=".01"')),
+    "cylinder2": _wrap(_fc('type="cylinder" count="5 5 3" spacing=".1 .1 .1" dim="2" '
+                           'radius=".01"')),
+    "cylinder3": _wrap(_fc('type="cylinder" count="4 4 3" spacing=".1 .1 .1" dim="3" '
+                           'radius=".01"')),
+    "ellipsoid2": _wrap(_fc('type="ellipsoid" count="4 4 4" spacing=".1 .1 .1" dim="2" '
+                            'radius=".01"')),
+    "ellipsoid3": _wrap(_fc('type="ellipsoid" count="4 3 5" spacing=".1 .1 .12" dim="3" '
+                            'radius=".01"')),
+    "square": _wrap(_fc('type="square" count="4 5 1" spacing=".1 .1 .1" radius=".01"')),
+    "disc": _wrap(_fc('type="disc" count="5 5 1" spacing=".1 .1 .1" radius=".01"')),
+    "direct2": _wrap(_fc('type="direct" dim="2" point="0 0 0 1 0 0 1 1 0 0 1 0 5 5 5" '
+                         'element="0 1 2 0 2 3" scale="2 1 1"')),
+    "direct3": _wrap(_fc('type="direct" dim="3" point="0 0 0 1 0 0 0 1 0 0 0 1 1 1 1" '
+                         'element="0 1 2 3 1 2 3 4"')),
+    "radial3": _wrap(_fc('type="ellipsoid" count="4 4 4" spacing=".1 .1 .1" dim="3" '
+                         'radius=".01" dof="radial"')),
+    "radial2": _wrap(_fc('type="ellipsoid" count="4 4 4" spacing=".1 .1 .1" dim="2" '
+                         'radius=".01" dof="radial"')),
+    "trilinear": _wrap(_fc('type="grid" count="3 3 3" spacing=".1 .1 .1" dim="3" '
+                           'radius=".01" dof="trilinear"',
+                           '<elasticity young="1e4" poisson=".2"/><contact selfcollide="none"/>')),
+    "quadratic": _wrap(_fc('type="grid" count="6 6 6" spacing=".1 .1 .1" dim="3" '
+                           'radius=".01" dof="quadratic"',
+                           '<elasticity young="1e4" poisson=".3"/><contact selfcollide="none" '
+                           'vertcollide="true"/>')),
+    "trilinear_box": _wrap(_fc('type="box" count="4 4 4" spacing=".1 .1 .1" dim="3" '
+                               'radius=".01" dof="trilinear"',
+                               '<contact selfcollide="none"/>')),
+    # pins and rigid
+    "pin_id": _wrap(_fc('type="grid" count="4 4 1" spacing=".1 .1 .1" dim="2" radius=".01"',
+                        '<pin id="0 3"/><pin range="5 6"/>')),
+    "pin_grid2": _wrap(_fc('type="grid" count="4 4 1" spacing=".1 .1 .1" dim="2" '
+                           'radius=".01"', '<pin grid="0 0 3 3" gridrange="1 0 2 0"/>')),
+    "pin_grid3": _wrap(_fc('type="grid" count="3 3 3" spacing=".1 .1 .1" dim="3" '
+                           'radius=".01"', '<pin grid="0 0 0" gridrange="2 0 0 2 2 2"/>')),
+    "rigid": _wrap('<body name="r" pos="0 0 1"><freejoint/><geom size=".1"/>'
+                   + _fc('type="grid" count="3 3 1" spacing=".1 .1 .1" dim="2" radius=".01" '
+                         'rigid="true"') + '</body>'),
+    "allpinned": _wrap(_fc('type="grid" count="2 2 1" spacing=".1 .1 .1" dim="2" '
+                           'radius=".01"', '<pin id="0 1 2 3"/>')),
+    # elasticity, bending, edges
+    "elastic3d": _wrap(_fc('type="grid" count="3 3 3" spacing=".1 .1 .1" dim="3" '
+                           'radius=".01"', '<elasticity young="5e4" poisson=".2" '
+                           'damping=".002"/>')),
+    "elastic2d_stretch": _wrap(_fc('type="grid" count="4 4 1" spacing=".1 .1 .1" dim="2" '
+                                   'radius=".01"', '<elasticity young="1e3" poisson=".3" '
+                                   'thickness=".01" elastic2d="stretch"/>')),
+    "elastic2d_bend": _wrap(_fc('type="grid" count="4 4 1" spacing=".1 .1 .1" dim="2" '
+                                'radius=".01"', '<elasticity young="1e3" poisson=".3" '
+                                'thickness=".01" elastic2d="bend"/>')),
+    "elastic2d_both": _wrap(_fc('type="disc" count="5 5 1" spacing=".1 .1 .1" radius=".01"',
+                                '<elasticity young="2e3" poisson=".1" thickness=".02" '
+                                'elastic2d="both"/>')),
+    "edge1d": _wrap(_fc('type="grid" count="6 1 1" spacing=".1 .1 .1" dim="1" radius=".01"',
+                        '<edge stiffness="10" damping=".5"/>')),
+    "edge_equality": _wrap(_fc('type="grid" count="3 3 1" spacing=".1 .1 .1" dim="2" '
+                               'radius=".01"', '<edge equality="true" solref=".03 1" '
+                               'solimp=".8 .9 .01"/>'),
+                           '<default><equality solref=".05 1"/></default>'
+                           '<equality><flex flex="f" name="e"/><flex flex="f" active="false" '
+                           'solimp=".7"/></equality>'),
+    # contact attributes
+    "contact": _wrap(_fc('type="grid" count="3 3 3" spacing=".1 .1 .1" dim="3" radius=".01"',
+                         '<contact contype="2" conaffinity="3" condim="4" priority="1" '
+                         'friction=".5 .01" solmix=".5" solref=".01 2" solimp=".8 .9" '
+                         'margin=".001" gap=".0005" internal="true" selfcollide="bvh" '
+                         'activelayers="2" vertcollide="true" passive="true"/>')),
+    "contact_sap": _wrap(_fc('type="grid" count="4 4 1" spacing=".1 .1 .1" dim="2" '
+                             'radius=".01"', '<contact selfcollide="sap" internal="false"/>')),
+    # defaults, poses, visuals, mass
+    "childclass": _wrap('<body name="p" childclass="c" pos="1 0 0">'
+                        + _fc('type="grid" count="3 3 1" spacing=".1 .1 .1" dim="2" '
+                              'radius=".01"', '<contact vertcollide="true"/>') + '</body>',
+                        top='<default><default class="c"><joint damping=".1" armature=".01"/>'
+                            '<geom contype="2" rgba="1 0 0 1" friction=".3"/></default>'
+                            '</default>'),
+    "moved_body": _wrap('<body name="m" pos=".3 .2 1" euler="10 20 30"><joint type="hinge"/>'
+                        '<geom size=".05"/>'
+                        + _fc('type="grid" count="3 3 1" spacing=".1 .1 .1" dim="2" '
+                              'radius=".01" pos=".1 0 .2" euler="0 30 0"',
+                              '<elasticity young="1e3" poisson=".3" thickness=".01"/>')
+                        + '<body name="after"><geom size=".1"/></body></body>'),
+    "quat_pose": _wrap(_fc('type="box" count="3 3 3" spacing=".1 .1 .1" dim="3" '
+                           'radius=".01" quat="1 .2 .3 .4" pos="0 0 1" mass="3" '
+                           'inertiabox=".02"')),
+    "axisangle": _wrap(_fc('type="grid" count="3 2 1" spacing=".1 .1 .1" dim="2" '
+                           'radius=".01" axisangle="1 1 0 45" scale="2 2 2"')),
+    "xyaxes_zaxis": _wrap(_fc('type="grid" count="3 2 1" spacing=".1 .1 .1" dim="2" '
+                              'radius=".01" xyaxes="0 1 0 -1 0 0"')
+                          + '<flexcomp name="g" type="grid" count="3 1 1" spacing=".1 .1 .1" '
+                            'dim="1" radius=".01" zaxis="1 1 1"/>'),
+    "material_tex": _wrap(_fc('type="grid" count="3 3 1" spacing=".1 .1 .1" dim="2" '
+                              'radius=".01" material="m" rgba=".1 .2 .3 .4" group="2" '
+                              'flatskin="true"'),
+                          top='<asset><texture name="t" type="2d" builtin="checker" '
+                              'width="8" height="8"/><material name="m" texture="t"/></asset>'),
+    "two_flexcomps_and_bodies": _wrap(
+        '<body name="a"><freejoint/><geom size=".1"/></body>'
+        + _fc('type="grid" count="3 1 1" spacing=".1 .1 .1" dim="1" radius=".01"')
+        + '<body name="b" pos="1 0 0"><joint/><geom size=".1"/>'
+          '<flexcomp name="h" type="grid" count="2 2 1" spacing=".1 .1 .1" dim="2" '
+          'radius=".01"><pin id="0"/></flexcomp></body>'),
+    # explicit <deformable><flex>
+    "flex_dim1": _wrap('<body name="b0"><freejoint/><geom size=".01"/></body>'
+                       '<body name="b1" pos=".1 0 0"><freejoint/><geom size=".01"/></body>'
+                       '<body name="b2" pos=".2 0 0"><freejoint/><geom size=".01"/></body>',
+                       '<deformable><flex name="rope" dim="1" body="b0 b1 b2" element="0 1 1 2" '
+                       'radius=".005"><edge stiffness="3" damping=".1"/></flex></deformable>'),
+    "flex_dim2_vertex": _wrap(
+        '<body name="p" pos="0 0 1" euler="0 0 30"><joint type="slide"/>'
+        '<geom size=".01"/></body>'
+        '<body name="q" pos="1 0 1"><joint/><geom size=".01"/></body>',
+        '<deformable><flex name="tri" dim="2" body="p p q q" vertex="0 0 0 .1 0 0 0 0 0 0 .1 0" '
+        'element="0 1 2 1 3 2" texcoord="0 0 1 0 0 1 1 1" rgba="1 0 0 1">'
+        '<contact condim="1" margin=".01"/></flex></deformable>'),
+    "flex_dim2_rigid": _wrap('<body name="p"><freejoint/><geom size=".01"/></body>',
+                             '<deformable><flex name="r" dim="2" body="p" '
+                             'vertex="0 0 0 1 0 0 0 1 0" element="0 1 2"/></deformable>'),
+    "flex_dim3": _wrap(
+        ''.join(f'<body name="v{i}" pos="{x}"><freejoint/><geom size=".01"/></body>'
+                for i, x in enumerate(("0 0 0", ".1 0 0", "0 .1 0", "0 0 .1", ".1 .1 .1")))
+        , '<deformable><flex name="tet" dim="3" body="v0 v1 v2 v3 v4" element="0 1 2 3 1 2 3 4">'
+          '<elasticity young="1e3" poisson=".25"/></flex></deformable>'),
+    "flex_and_flexcomp_order": _wrap(
+        _fc('type="grid" count="3 1 1" spacing=".1 .1 .1" dim="1" radius=".01"')
+        + '<body name="c0"><freejoint/><geom size=".01"/></body>'
+          '<body name="c1" pos=".1 0 0"><freejoint/><geom size=".01"/></body>',
+        '<deformable><flex name="d" dim="1" body="c0 c1" element="0 1"/></deformable>'
+        '<equality><flex flex="d"/></equality>'),
+    "flex_elemtexcoord": _wrap(
+        '<body name="p"><joint type="slide"/><geom size=".01"/></body>'
+        '<body name="q" pos="1 0 0"><joint type="slide"/><geom size=".01"/></body>'
+        '<body name="r" pos="0 1 0"><joint type="slide"/><geom size=".01"/></body>',
+        '<deformable><flex name="t" dim="2" body="p q r" element="0 1 2" '
+        'texcoord="0 0 1 0 0 1 .5 .5" elemtexcoord="0 1 3"/></deformable>'),
+}
+
+
+def _compile_both(xml):
+    mjm = mujoco.MjModel.from_xml_string(xml)
+    arrays = compile_spec(parse_xml(xml))
+    return arrays, mjm
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_flex_compiles_as_mujoco(case):
+    arrays, mjm = _compile_both(CASES[case])
+    assert mjm.nflex > 0
+    errors = compare_model(arrays, mjm)
+    assert not errors, "\n".join(errors)
+    names = [mujoco.mj_id2name(mjm, mujoco.mjtObj.mjOBJ_FLEX, i) or ""
+             for i in range(mjm.nflex)]
+    assert arrays.names["flex"] == names
+    assert arrays.names["body"] == [mujoco.mj_id2name(mjm, mujoco.mjtObj.mjOBJ_BODY, i) or ""
+                                    for i in range(mjm.nbody)]
+
+
+def test_flex_model_loads_but_is_not_simulated():
+    """The Model carries the flex fields; make_data (hence step) refuses the model rather
+    than simulating it without its flexes, and so does put_model of MuJoCo's model."""
+    xml = CASES["grid2"]
+    m = tiphys.load_model_from_string(xml)
+    assert m.arrays.sizes["nflex"] == 1
+    mjm = mujoco.MjModel.from_xml_string(xml)
+    np.testing.assert_array_equal(m.flex_vertbodyid.to_numpy()[:mjm.nflexvert],
+                                  mjm.flex_vertbodyid)
+    with pytest.raises(NotImplementedError, match="flex simulation is not supported yet"):
+        tiphys.make_data(m, 1)
+    with pytest.raises(NotImplementedError, match=r"nflex=1 \(flexes"):
+        tiphys.put_model(mjm)
