@@ -202,3 +202,96 @@ def test_flex_model_loads_but_is_not_simulated():
         tiphys.make_data(m, 1)
     with pytest.raises(NotImplementedError, match=r"nflex=1 \(flexes"):
         tiphys.put_model(mjm)
+
+
+_GRID2 = 'type="grid" count="3 3 1" spacing=".1 .1 .1" dim="2" radius=".01"'
+_BODIES3 = ''.join(f'<body name="v{i}" pos="{i} 0 0"><joint type="slide"/><geom size=".1"/>'
+                   f'</body>' for i in range(3))
+
+BAD = {
+    "count_too_small": (_wrap(_fc('type="grid" count="0 3 1" spacing=".1 .1 .1" dim="2"')),
+                        "Count too small"),
+    "radial_count": (_wrap(_fc('type="ellipsoid" count="1 3 3" dim="3" spacing=".1 .1 .1" '
+                               'dof="radial"')), "Count too small"),
+    "spacing": (_wrap(_fc('type="grid" count="3 3 1" spacing=".01 .1 .1" dim="2" '
+                          'radius=".01"')), "Spacing must be larger than geometry size"),
+    "dim": (_wrap(_fc('type="grid" dim="4"')), "Invalid dim, must be between 1 and 3"),
+    "mass": (_wrap(_fc(_GRID2 + ' mass="0"')),
+             "Mass and inertiabox must be larger than mjMINVAL"),
+    "pin_id": (_wrap(_fc(_GRID2, '<pin id="9"/>')), "pinid out of range"),
+    "pin_range": (_wrap(_fc(_GRID2, '<pin range="0 9"/>')), "pinrange out of range"),
+    "pin_grid": (_wrap(_fc(_GRID2, '<pin grid="0 3"/>')), "pingrid out of range"),
+    "pin_gridrange": (_wrap(_fc(_GRID2, '<pin gridrange="0 0 3 0"/>')),
+                      "pingridrange out of range"),
+    "pin_grid_odd": (_wrap(_fc(_GRID2, '<pin grid="0 0 1"/>')),
+                     "Pin grid number must be multiple of dim"),
+    "pin_grid_box": (_wrap(_fc('type="box" count="3 3 3" spacing=".1 .1 .1" dim="3" '
+                               'radius=".01"', '<pin grid="0 0 0"/>')),
+                     "Pin grid(range) can only be used with grid type"),
+    "direct_elem_range": (_wrap(_fc('type="direct" dim="2" point="0 0 0 1 0 0 0 1 0" '
+                                    'element="0 1 3"')),
+                          "element 2 has point id 3, number of points is 3"),
+    "direct_elem_size": (_wrap(_fc('type="direct" dim="2" point="0 0 0 1 0 0 0 1 0" '
+                                   'element="0 1"')),
+                         "Element size must be a multiple of dim+1"),
+    "direct_point_size": (_wrap(_fc('type="direct" dim="1" point="0 0 0 1 0" element="0 1"')),
+                          "Point size must be a multiple of 3"),
+    "no_point": (_wrap(_fc('type="direct" dim="1"')), "Point and element required"),
+    "repeated_vertex": (_wrap(_fc('type="direct" dim="2" point="0 0 0 1 0 0 0 1 0" '
+                                  'element="0 1 1 0 1 2"')), "repeated vertex in element"),
+    "poisson": (_wrap(_fc(_GRID2, '<elasticity young="10" poisson=".5"/>')),
+                "Poisson ratio must be in [0, 0.5)"),
+    "edge_stiffness_2d": (_wrap(_fc(_GRID2, '<edge stiffness="1"/>')),
+                          "edge stiffness only available for dim=1"),
+    "elasticity_and_equality": (_wrap(_fc(_GRID2, '<edge equality="true"/><elasticity '
+                                          'young="10" elastic2d="stretch"/>')),
+                                "elasticity and edge constraints cannot both be present"),
+    "bending_thickness": (_wrap(_fc(_GRID2, '<elasticity young="10" elastic2d="bend"/>')),
+                          "thickness must be positive for bending stiffness"),
+    "bending_pins": (_wrap(_fc(_GRID2, '<pin id="0"/><elasticity young="10" thickness=".1" '
+                                       'elastic2d="bend"/>')),
+                     "pins are not supported for bending"),
+    "texcoord_count": (_wrap(_fc('type="box" count="3 3 3" spacing=".1 .1 .1" dim="2" '
+                                 'radius=".01" material="m"'),
+                             top='<asset><material name="m"/></asset>'),
+                       "two texture coordinates per vertex expected"),
+    "quadratic_too_few": (_wrap(_fc('type="grid" count="4 4 4" spacing=".1 .1 .1" dim="3" '
+                                    'radius=".01" dof="quadratic"',
+                                    '<elasticity young="1e4"/><contact selfcollide="none"/>')),
+                          "Trilinear dofs are require at least"),
+    "trilinear_selfcollide": (_wrap(_fc('type="grid" count="3 3 3" spacing=".1 .1 .1" dim="3" '
+                                        'radius=".01" dof="trilinear"')),
+                              "trilinear interpolation cannot do self-collision"),
+    "flex_unknown_body": (_wrap(_BODIES3, '<deformable><flex name="d" dim="1" body="v0 v9" '
+                                          'element="0 1"/></deformable>'),
+                          "unknown body 'v9' in flex"),
+    "flex_elem_range": (_wrap(_BODIES3, '<deformable><flex name="d" dim="1" body="v0 v1 v2" '
+                                        'element="0 3"/></deformable>'),
+                        "elem vertex id out of range"),
+    "flex_few_vertices": (_wrap(_BODIES3, '<deformable><flex name="d" dim="2" body="v0 v1" '
+                                          'element="0 1 0"/></deformable>'),
+                          "not enough vertices"),
+    "flex_unknown_material": (_wrap(_BODIES3, '<deformable><flex name="d" dim="1" '
+                                              'body="v0 v1" element="0 1" material="x"/>'
+                                              '</deformable>'),
+                              "unknown material 'x' in flex"),
+    "flex_rigid_equality": (_wrap('<body name="p"><freejoint/><geom size=".1"/></body>',
+                                  '<deformable><flex name="r" dim="2" body="p" '
+                                  'vertex="0 0 0 1 0 0 0 1 0" element="0 1 2"/></deformable>'
+                                  '<equality><flex flex="r"/></equality>'),
+                            "rigid flex 'r' in equality constraint"),
+    "flex_equality_unknown": (_wrap(_BODIES3, '<equality><flex flex="nope"/></equality>'),
+                              "unknown element 'nope' in equality constraint"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_flex_input_fails_as_mujoco(case):
+    xml, message = BAD[case]
+    with pytest.raises(ValueError) as theirs:
+        mujoco.MjModel.from_xml_string(xml)
+    assert message in str(theirs.value), str(theirs.value)
+    with pytest.raises(tiphys.ModelError) as ours:
+        compile_spec(parse_xml(xml))
+    assert message in str(ours.value), str(ours.value)
+    assert str(ours.value).startswith("<string>:1: <"), str(ours.value)
