@@ -454,11 +454,7 @@ class _Fcomp:
             raise self.fail("Flex dim must be at least 2 for mesh")
         if self.file.lower().endswith(".msh"):
             raise self.fail("legacy MSH files are not supported in flexcomp")
-        loader = getattr(builder.ctx.assets, "flexcomp_mesh", None)
-        if loader is None:
-            raise NotImplementedError(f"{self.el.xml_file or '<string>'}:{self.el.xml_line}: "
-                                      f"<flexcomp type=\"mesh\"> is not supported yet")
-        vert, face, texcoord, facetex = loader(self.el, self.file)
+        vert, face, texcoord, facetex = _load_mesh(builder, self.el, self.file)
         if len(vert) == 0 or len(face) == 0:
             raise self.fail("Vertex and face data required")
         self.point = [float(x) for x in np.asarray(vert, dtype=np.float64).ravel()]
@@ -649,6 +645,29 @@ class _Fcomp:
         if not centered or interp:
             fs.vert = point
         return fs, made
+
+
+def _load_mesh(builder, el, file):
+    """mjCMesh::LoadFromResource(resource, remove_repeated=true) with tiphys's mesh
+    readers: (vertices, faces, texcoords or None, face texcoords)."""
+    from ..errors import ModelError
+    from .mesh_io import _content_type, _dedup_vertices, _read_obj_full, _read_stl
+    data = builder.ctx.assets.files.read(el, "file", file, "mesh")
+    ctype = _content_type(file, None)
+    try:
+        if ctype == "model/stl":
+            loaded = _read_stl(data, file, True)
+        elif ctype == "model/obj":
+            loaded = _read_obj_full(data, file, True)
+            vert, face = _dedup_vertices(np.asarray(loaded["vert"], np.float32).ravel(),
+                                         np.asarray(loaded["face"]))
+            loaded["vert"], loaded["face"] = vert, face
+        else:
+            raise ModelError(f"unknown or unsupported mesh file: '{file}'")
+    except ModelError as exc:
+        raise error_at(el, exc.detail, "file") from None
+    vert = np.asarray(loaded["vert"], dtype=np.float32).astype(np.float64)
+    return vert, loaded["face"], loaded["texcoord"], loaded["facetexcoord"]
 
 
 def _rot_vec_quat(v, q):
