@@ -134,6 +134,27 @@ CASES = {
         + '<body name="b" pos="1 0 0"><joint/><geom size=".1"/>'
           '<flexcomp name="h" type="grid" count="2 2 1" spacing=".1 .1 .1" dim="2" '
           'radius=".01"><pin id="0"/></flexcomp></body>'),
+    "in_frame": _wrap('<body name="b" pos="1 0 0" childclass="c"><joint/><geom size=".1"/>'
+                      '<frame pos="0 0 1" euler="0 0 90" childclass="d">'
+                      + _fc('type="grid" count="3 2 1" spacing=".1 .1 .1" dim="2" '
+                            'radius=".01"', '<contact vertcollide="true"/>')
+                      + '</frame></body>',
+                      top='<default><default class="c"><joint damping="2"/></default>'
+                          '<default class="d"><joint damping="3"/><geom priority="1"/>'
+                          '</default></default>'),
+    "grid3_material": _wrap(_fc('type="grid" count="3 3 2" spacing=".1 .1 .1" dim="3" '
+                                'radius=".01" material="m"'),
+                            top='<asset><material name="m"/></asset>'),
+    # explicit <deformable><flex>
+    "flex_nodes": _wrap(
+        ''.join(f'<body name="n{i}{j}{k}" pos="{i} {j} {k}"><joint type="slide" axis="1 0 0"/>'
+                f'<joint type="slide" axis="0 1 0"/><joint type="slide" axis="0 0 1"/>'
+                f'<geom size=".01"/></body>' for i in (0, 1) for j in (0, 1) for k in (0, 1))
+        + '<body name="p" pos=".5 .5 .5"/>',
+        '<deformable><flex name="i" dim="3" body="p p p p p" '
+        'vertex="0 0 0 .1 0 0 0 .1 0 0 0 .1 .1 .1 .1" element="0 1 2 3 1 2 3 4" '
+        'node="n000 n001 n010 n011 n100 n101 n110 n111"><contact selfcollide="none"/>'
+        '</flex></deformable>'),
     # explicit <deformable><flex>
     "flex_dim1": _wrap('<body name="b0"><freejoint/><geom size=".01"/></body>'
                        '<body name="b1" pos=".1 0 0"><freejoint/><geom size=".01"/></body>'

@@ -733,7 +733,9 @@ def expand_flexcomp(builder, el, body, childclass):
         for axis in axes:
             b.children.append(_synthetic("joint", path + ("joint",), el, type="slide",
                                          pos="0 0 0", axis=_fmt(axis)))
-        builder._body(b, body, None, childclass)
+        # MuJoCo: the new body takes its parent body's class (a <frame>'s childclass
+        # and pose do not apply)
+        builder._body(b, body, None, body.childclass)
     if not hasattr(builder, "flexcomps"):
         builder.flexcomps = {}
     builder.flexcomps[id(el)] = fs
