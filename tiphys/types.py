@@ -220,6 +220,8 @@ MODEL_FIELDS = (
     ("flexedge_rigid", "nflexedge", "u", "are both edge vertices in the same body"),
     ("flex_centered", "nflex", "u", "are all vertex coordinates (0,0,0)"),
     ("flex_flatskin", "nflex", "u", "render flex skin with flat shading"),
+    ("flex_bvhadr", "nflex", "i", "address of bvh root; -1: none (tiphys: no bvh_*)"),
+    ("flex_bvhnum", "nflex", "i", "number of bounding volumes"),
     ("flex_rgba", "nflex 4", "f", "rgba when material is omitted"),
     ("flex_texcoord", "nflextexcoord 2", "f", "vertex texture coordinates"),
     ("mesh_vertadr", "nmesh", "i", "first vertex address"),

@@ -936,7 +936,8 @@ def _compile_one(fs: FlexSpec, body_ids: dict, xpos0, xquat0, body_joints, mat_i
         c, s = 0.5 * (mx + mn), 0.5 * (mx - mn) + fs.radius
         lo, hi = np.minimum(lo, c - s), np.maximum(hi, c + s)
     center, half = 0.5 * (hi + lo), 0.5 * (hi - lo)
-    vert0 = (vx - center) / (2 * (half - fs.radius)) + 0.5
+    with np.errstate(divide="ignore", invalid="ignore"):  # flat: inf/nan, as MuJoCo
+        vert0 = (vx - center) / (2 * (half - fs.radius)) + 0.5
     r.__dict__.update(
         dim=dim, nvert=nvert, nnode=nnode, nedge=nedge, nelem=nelem, elem=elem, edges=edges,
         elemedge=elemedge, flaps=flaps, stiffness=stiffness, bending=bending, shell=shell,
@@ -1200,6 +1201,7 @@ def compile_flexes(spec, builder, out) -> None:
     comp = [_compile_one(fs, body_ids, k0.xpos, k0.xquat, body_joints, mat_ids)
             for fs in specs]
     _fill(out, comp, specs, bodies)
+    out.flex_bvhadr = _bvh_addresses(out)
     # flex_edgeequality: an equality constraint names the flex (setConst needs it)
     eq_names = {fs.name for fs in specs if fs.equality is not None}
     eq_names |= {el.attr("flex") for section in spec.sections("equality")
@@ -1211,6 +1213,24 @@ def compile_flexes(spec, builder, out) -> None:
     _edge_constants(out, comp, k0)
     out.flex_names = [fs.name for fs in specs]
     out.flex_els = [fs.el for fs in specs]
+
+
+def _bvh_addresses(out) -> np.ndarray:
+    """flex_bvhadr: MuJoCo's bvh_* arrays hold the static hierarchies first (one per
+    body over its colliding geoms, one per mesh over its faces; binary, one object per
+    leaf), then each flex's. tiphys keeps no bvh_* arrays; the addresses are MuJoCo's."""
+    static = 0
+    for b in range(len(out.body_geomadr)):
+        adr, num = int(out.body_geomadr[b]), int(out.body_geomnum[b])
+        k = sum(1 for g in range(adr, adr + num)
+                if out.geom_contype[g] or out.geom_conaffinity[g])
+        static += 2 * k - 1 if k else 0
+    static += sum(2 * int(n) - 1 for n in out.mesh_facenum if n)
+    adr = []
+    for n in out.flex_bvhnum.tolist():
+        adr.append(static if n else -1)
+        static += n
+    return np.array(adr, dtype=np.int32)
 
 
 def _fill(out, comp, specs, bodies):
@@ -1344,6 +1364,10 @@ def _fill(out, comp, specs, bodies):
     col("flexedge_rigid", edge_rigid, np.int32)
     col("flex_centered", [int(c.centered) for c in comp], np.int32)
     col("flex_flatskin", [int(c.fs.flatskin) for c in comp], np.int32)
+    # a binary hierarchy with one element per leaf over the active elements
+    nactive = [sum(1 for e in range(c.nelem) if c.dim < 3 or c.elemlayer[e] < c.fs.activelayers)
+               for c in comp]
+    col("flex_bvhnum", [2 * n - 1 if n else 0 for n in nactive], np.int32)
     f["flex_rgba"] = np.array([np.float32(x) for c in comp for x in c.fs.rgba],
                               dtype=np.float64).reshape(nflex, 4)
     f["flex_texcoord"] = np.array([np.float32(x) for x in texcoord],
@@ -1391,11 +1415,3 @@ def _edge_constants(out, comp, k0):
                 invw.append(float(J @ Minv @ J))
     out.flexedge_length0 = np.array(length0, dtype=np.float64)
     out.flexedge_invweight0 = np.array(invw, dtype=np.float64)
-
-
-def empty_flex_arrays(out) -> None:
-    """The flex arrays of a model without flexes."""
-    _fill(out, [], [], [])
-    out.flexedge_length0 = np.zeros(0)
-    out.flexedge_invweight0 = np.zeros(0)
-    out.flex_names, out.flex_els = [], []
