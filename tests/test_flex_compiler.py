@@ -283,6 +283,16 @@ BAD = {
     "trilinear_selfcollide": (_wrap(_fc('type="grid" count="3 3 3" spacing=".1 .1 .1" dim="3" '
                                         'radius=".01" dof="trilinear"')),
                               "trilinear interpolation cannot do self-collision"),
+    "no_name": (_wrap('<flexcomp type="grid" dim="2"/>'), "required attribute missing: 'name'"),
+    "bad_type": (_wrap(_fc('type="foo"')), "invalid keyword"),
+    "mesh_no_origin": (_wrap(_fc('type="mesh" file="a.obj" dim="3"')),
+                       "origin must be specified for mesh flexcomps if dim=3"),
+    "count_short": (_wrap(_fc('type="grid" count="3 3" dim="2"')),
+                    "attribute 'count' does not have enough data"),
+    "mesh_no_file": (_wrap(_fc('type="mesh" dim="2"')), "File is required"),
+    "mesh_dim1": (_wrap(_fc('type="mesh" file="a.obj" dim="1"')),
+                  "Flex dim must be at least 2 for mesh"),
+    "unnamed_parent": (_wrap('<body>' + _fc(_GRID2) + '</body>'), "Parent body must have name"),
     "flex_unknown_body": (_wrap(_BODIES3, '<deformable><flex name="d" dim="1" body="v0 v9" '
                                           'element="0 1"/></deformable>'),
                           "unknown body 'v9' in flex"),
