@@ -380,7 +380,71 @@ def test_mesh_flexcomp_compiles_as_mujoco(case, tmp_path):
     assert not errors, "\n".join(errors)
 
 
-def test_gmsh_flexcomp_is_not_supported_yet():
-    xml = _wrap(_fc('type="gmsh" file="x.msh" dim="3"'))
-    with pytest.raises(NotImplementedError, match='<flexcomp type="gmsh"> is not supported yet'):
-        compile_spec(parse_xml(xml))
+_GMSH_POINTS = [(0, 0, 0), (.1, 0, 0), (0, .1, 0), (0, 0, .1), (.1, .1, .1)]
+_GMSH_TETS = [(1, 2, 3, 4), (2, 3, 4, 5)]
+_GMSH_TRIS = [(1, 2, 3), (2, 5, 3), (1, 2, 4)]
+
+
+def _gmsh41(elements, dim, binary=False) -> bytes:
+    import struct
+    n, etype = len(_GMSH_POINTS), {2: 2, 3: 4}[dim]
+    if binary:
+        nodes = struct.pack("<4Q", 1, n, 1, n) + struct.pack("<3iQ", dim, 1, 0, n)
+        nodes += struct.pack(f"<{n}Q", *range(1, n + 1))
+        nodes += struct.pack(f"<{3 * n}d", *[x for p in _GMSH_POINTS for x in p])
+        elems = struct.pack("<4Q", 1, len(elements), 1, len(elements))
+        elems += struct.pack("<3iQ", dim, 1, etype, len(elements))
+        for i, e in enumerate(elements):
+            elems += struct.pack(f"<{len(e) + 1}Q", i + 1, *e)
+        return (b"$MeshFormat\n4.1 1 8\n\x01\x00\x00\x00\n$EndMeshFormat\n$Nodes\n" + nodes
+                + b"\n$EndNodes\n$Elements\n" + elems + b"\n$EndElements\n")
+    lines = ["$MeshFormat", "4.1 0 8", "$EndMeshFormat", "$Nodes", f"1 {n} 1 {n}",
+             f"{dim} 1 0 {n}"] + [str(i + 1) for i in range(n)]
+    lines += [" ".join(map(str, p)) for p in _GMSH_POINTS]
+    lines += ["$EndNodes", "$Elements", f"1 {len(elements)} 1 {len(elements)}",
+              f"{dim} 1 {etype} {len(elements)}"]
+    lines += [" ".join(map(str, (i + 1,) + e)) for i, e in enumerate(elements)]
+    return ("\n".join(lines + ["$EndElements", ""])).encode()
+
+
+def _gmsh22(elements, dim) -> bytes:
+    n, etype = len(_GMSH_POINTS), {2: 2, 3: 4}[dim]
+    lines = ["$MeshFormat", "2.2 0 8", "$EndMeshFormat", "$Nodes", str(n)]
+    lines += [f"{i + 1} " + " ".join(map(str, p)) for i, p in enumerate(_GMSH_POINTS)]
+    lines += ["$EndNodes", "$Elements", str(len(elements))]
+    lines += [f"{i + 1} {etype} 2 0 1 " + " ".join(map(str, e)) for i, e in enumerate(elements)]
+    return ("\n".join(lines + ["$EndElements", ""])).encode()
+
+
+GMSH_CASES = {
+    "gmsh41_tet": (_gmsh41(_GMSH_TETS, 3), '<elasticity young="100" poisson=".2"/>'),
+    "gmsh41_tri_binary": (_gmsh41(_GMSH_TRIS, 2, binary=True), '<pin id="0"/>'),
+    "gmsh41_tet_binary": (_gmsh41(_GMSH_TETS, 3, binary=True), ""),
+    "gmsh22_tet": (_gmsh22(_GMSH_TETS, 3), ""),
+    "gmsh22_tri": (_gmsh22(_GMSH_TRIS, 2), '<elasticity young="10" thickness=".01" '
+                                           'elastic2d="stretch"/>'),
+}
+
+
+@pytest.mark.parametrize("case", sorted(GMSH_CASES))
+def test_gmsh_flexcomp_compiles_as_mujoco(case, tmp_path):
+    data, inner = GMSH_CASES[case]
+    (tmp_path / "m.msh").write_bytes(data)
+    path = tmp_path / "model.xml"
+    path.write_text(_wrap(_fc('type="gmsh" file="m.msh" radius=".001" pos="0 0 1"', inner)))
+    mjm = mujoco.MjModel.from_xml_path(str(path))
+    arrays = compile_spec(tiphys.load_spec(str(path)))
+    errors = compare_model(arrays, mjm)
+    assert not errors, "\n".join(errors)
+
+
+def test_bad_gmsh_fails_as_mujoco(tmp_path):
+    bad = _gmsh41(_GMSH_TETS, 3).replace(b"4.1 0 8", b"3.0 0 8")
+    (tmp_path / "m.msh").write_bytes(bad)
+    path = tmp_path / "model.xml"
+    path.write_text(_wrap(_fc('type="gmsh" file="m.msh"')))
+    message = "Only GMSH file format versions 4.1 and 2.2 are supported"
+    with pytest.raises(ValueError, match=message):
+        mujoco.MjModel.from_xml_path(str(path))
+    with pytest.raises(tiphys.ModelError, match=message):
+        compile_spec(tiphys.load_spec(str(path)))

@@ -14,9 +14,9 @@ flexedge_length0 and flexedge_invweight0). The algorithms are written anew here:
 - ``compile_flexes`` then compiles every flex (in document order) against the
   compiled tree at qpos0, as mjCFlex::Compile, and fills the Model arrays.
 
-Not done: the flex bounding volume hierarchies (flex_bvhadr/bvhnum and the bvh_*
-entries; tiphys's broadphase does not use MuJoCo's BVH), ``<flexcomp type="gmsh">``
-and flexcomp plugins.
+Not done: the bvh_* entries of the flex bounding volume hierarchies (tiphys's
+broadphase does not use MuJoCo's BVH; flex_bvhadr/bvhnum are MuJoCo's), binary GMSH
+2.2 files and flexcomp plugins.
 """
 from __future__ import annotations
 
@@ -476,6 +476,21 @@ class _Fcomp:
                 continue
             self.element += [0, tet[0], tet[1], tet[2]]
 
+    def make_gmsh(self, builder):
+        from .gmsh import GmshError, load_gmsh
+        if not self.file:
+            raise self.fail("File is required")
+        data = builder.ctx.assets.files.read(self.el, "file", self.file, "mesh")
+        try:
+            dim, point, element = load_gmsh(data)
+        except GmshError as exc:
+            raise self.fail(str(exc)) from None
+        except NotImplementedError as exc:
+            raise NotImplementedError(f"{self.el.xml_file or '<string>'}:{self.el.xml_line}: "
+                                      f"<flexcomp type=\"gmsh\">: {exc}") from None
+        self.fs.dim = dim
+        self.point, self.element = point, element
+
     # -- mjCFlexcomp::Make ------------------------------------------------------------
     def make(self, builder, parent_name):
         fs, c = self.fs, self.count
@@ -503,8 +518,7 @@ class _Fcomp:
         elif self.type == "mesh":
             self.make_mesh(builder)
         elif self.type == "gmsh":
-            raise NotImplementedError(f"{self.el.xml_file or '<string>'}:{self.el.xml_line}: "
-                                      f"<flexcomp type=\"gmsh\"> is not supported yet")
+            self.make_gmsh(builder)
         if self.type in ("box", "cylinder") or (self.type == "grid" and fs.dim == 3):
             fs.flatskin = True
         dim = fs.dim
