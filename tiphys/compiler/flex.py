@@ -601,9 +601,10 @@ class _Fcomp:
         fs.elemtexcoord = list(self.elemtexcoord)
         point = pt.ravel().tolist()
         interp = self.dof in ("trilinear", "quadratic")
-        if rigid:
+        if rigid:  # (MuJoCo returns here: a rigid flexcomp adds no edge equality)
             fs.vert = point
             fs.vertbody = [parent_name]
+            fs.equality = None
             return fs, []
         bodymass = self.mass / npnt
         bodyinertia = bodymass * (2.0 * self.inertiabox * self.inertiabox) / 3.0
@@ -640,7 +641,7 @@ class _Fcomp:
                                 lo[1] + j * step * (hi[1] - lo[1]),
                                 lo[2] + k * step * (hi[2] - lo[2])]
                         npos = [float(x) for x in npos]
-                        if pinned[idx]:
+                        if idx < npnt and pinned[idx]:  # (MuJoCo reads past the end)
                             node += npos
                             fs.nodebody.append(parent_name)
                             idx += 1
