@@ -365,6 +365,8 @@ class _Fcomp:
 
     def make_box(self):
         dim, c = self.fs.dim, self.count
+        if min(c) < 2:  # (MuJoCo 3.4.0 loops forever on such a box)
+            raise self.fail(f"{self.type} flexcomp needs counts of at least 2")
         point, element = self.point, self.element
         needtex = not self.texcoord and bool(self.fs.material)
         tex = self.texcoord
@@ -856,6 +858,10 @@ def _compile_one(fs: FlexSpec, body_ids: dict, xpos0, xquat0, body_joints, mat_i
         if fs.material not in mat_ids:
             raise error_at(el, f"unknown material '{fs.material}' in flex", "material")
         matid = mat_ids[fs.material]
+    if not interp and not rigid and len(fs.vertbody) != nvert:
+        # (MuJoCo 3.4.0 reads past the body list)
+        raise error_at(el, f"{len(fs.vertbody)} bodies for {nvert} vertices: expected one "
+                           f"body or one per vertex", "body")
     vertbodyid = []
     for name in fs.vertbody:
         if name not in body_ids:
@@ -927,12 +933,14 @@ def _compile_one(fs: FlexSpec, body_ids: dict, xpos0, xquat0, body_joints, mat_i
             stiffness.ravel()[:] = _linear_stiffness(nx, fs.young, fs.poisson, order,
                                                      stiffness.size)
         else:
+            np_err = np.seterr(all="ignore")  # degenerate elements: inf/nan, as MuJoCo
             for t in range(nelem):
                 v = elem[(dim + 1) * t:(dim + 1) * (t + 1)]
                 if dim == 2 and fs.elastic2d >= 2 and fs.thickness > 0:
                     stiffness[t, :6] = _stiffness_2d(vx, v, fs.young, fs.poisson, fs.thickness)
                 elif dim == 3:
                     stiffness[t] = _stiffness_3d(vx, v, fs.young, fs.poisson)
+            np.seterr(**np_err)
         if dim == 2 and fs.elastic2d in (1, 3):
             if fs.thickness < 0:
                 raise error_at(el, "thickness must be positive for bending stiffness",
@@ -1068,7 +1076,7 @@ def _metric(basis, mu, la):
 
 def _stiffness_3d(x, v, E, nu):
     x0, x1, x2, x3 = (x[k] for k in v)
-    vol = float(np.dot(np.cross(x1 - x0, x2 - x0), x3 - x0)) / 6
+    vol = np.float64(np.dot(np.cross(x1 - x0, x2 - x0), x3 - x0)) / 6
     mu = E / (2 * (1 + nu)) * abs(vol) / 4 * 4
     la = E * nu / ((1 + nu) * (1 - 2 * nu)) * abs(vol) / 4 * 4
     basis = []
@@ -1082,7 +1090,7 @@ def _stiffness_3d(x, v, E, nu):
 
 def _stiffness_2d(x, v, E, nu, thickness):
     x0, x1, x2 = (x[k] for k in v)
-    area = float(np.linalg.norm(np.cross(x1 - x0, x2 - x0))) / 2
+    area = np.float64(np.linalg.norm(np.cross(x1 - x0, x2 - x0))) / 2
     mu = E / (2 * (1 + nu)) * abs(area) / 4 * thickness
     la = E * nu / ((1 + nu) * (1 - 2 * nu)) * abs(area) / 4 * thickness
     basis = []
@@ -1102,7 +1110,7 @@ def _stiffness_2d(x, v, E, nu, thickness):
 def _cot(x, v0, v1, v2):
     e1, e2 = x[v1] - x[v0], x[v2] - x[v0]
     n = np.cross(e1, e2)
-    return float(np.dot(e1, e2)) / math.sqrt(float(np.dot(n, n)))
+    return np.float64(np.dot(e1, e2)) / np.sqrt(np.dot(n, n))  # (IEEE: inf on 0)
 
 
 def _area(x, v):
@@ -1112,22 +1120,27 @@ def _area(x, v):
 def _bending(out, x, v, mu, thickness):
     if v[3] == -1:
         return
+    with np.errstate(all="ignore"):  # degenerate flaps: inf/nan as MuJoCo's
+        _bending_flap(out, x, v, mu, thickness)
+
+
+def _bending_flap(out, x, v, mu, thickness):
     a01, a02 = _cot(x, v[0], v[1], v[2]), _cot(x, v[0], v[3], v[1])
     a03, a04 = _cot(x, v[1], v[2], v[0]), _cot(x, v[1], v[0], v[3])
     c = (a03 + a04, a01 + a02, -(a01 + a03), -(a02 + a04))
-    volume = _area(x, v) + _area(x, (v[1], v[0], v[3]))
+    volume = np.float64(_area(x, v) + _area(x, (v[1], v[0], v[3])))
     stiff = 3 * mu * thickness ** 3 / (24 * volume)
     v0, v1, v2, v3 = (x[k] for k in v)
     e0, e1, e2, e3, e4 = v1 - v0, v2 - v0, v3 - v0, v2 - v1, v3 - v1
     t0 = -(a03 * e1 + a01 * e3)
     t1 = -(a04 * e2 + a02 * e4)
-    sqr = float(np.dot(e0, e0))
-    cos_theta = -float(np.dot(t0, t1)) / sqr
+    sqr = np.float64(np.dot(e0, e0))
+    cos_theta = -np.float64(np.dot(t0, t1)) / sqr
     for i in range(4):
         for j in range(4):
             out[4 * i + j] += c[i] * c[j] * cos_theta * stiff
     n = np.cross(e0, e1)
-    out[16] = float(np.dot(n, e2)) * (a01 - a03) * (a04 - a02) * stiff / (sqr * math.sqrt(sqr))
+    out[16] = np.dot(n, e2) * (a01 - a03) * (a04 - a02) * stiff / (sqr * np.sqrt(sqr))
 
 
 def _gauss(n):
