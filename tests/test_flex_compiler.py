@@ -157,6 +157,19 @@ CASES = {
         'vertex="0 0 0 .1 0 0 0 .1 0 0 0 .1 .1 .1 .1" element="0 1 2 3 1 2 3 4" '
         'node="n000 n001 n010 n011 n100 n101 n110 n111"><contact selfcollide="none"/>'
         '</flex></deformable>'),
+    # mj_flex's sparse edge Jacobian storage (nv >= 60): the cube's rows overwrite the
+    # triangle's (the cloth has no edge forces: rows of size 0), setConst reads them
+    "sparse_rows_overwritten": _wrap(
+        ''.join(f'<body name="b{i}" pos="{p}"><freejoint/><geom size=".01"/></body>'
+                for i, p in enumerate(("0 0 0", ".1 0 0", "0 .1 0")))
+        + '<body name="holder" pos="0 0 1">'
+          '<flexcomp name="cloth" type="grid" count="3 3 1" spacing=".1 .1 .1" dim="2" '
+          'radius=".01"><pin id="0"/><elasticity young="100" poisson=".2" thickness=".01" '
+          'elastic2d="stretch"/></flexcomp>'
+          '<flexcomp name="cube" type="box" count="3 3 3" spacing=".1 .1 .1" dim="3" '
+          'radius=".01" pos="1 0 0"><edge equality="true"/></flexcomp></body>',
+        '<deformable><flex name="tri" dim="2" body="b0 b1 b2" element="0 1 2">'
+        '<edge damping=".1"/></flex></deformable>'),
     # explicit <deformable><flex>
     "flex_dim1": _wrap('<body name="b0"><freejoint/><geom size=".01"/></body>'
                        '<body name="b1" pos=".1 0 0"><freejoint/><geom size=".01"/></body>'
@@ -197,6 +210,10 @@ def _compile_both(xml):
     mjm = mujoco.MjModel.from_xml_string(xml)
     arrays = compile_spec(parse_xml(xml))
     return arrays, mjm
+
+
+CASES["sparse_rows_dense"] = CASES["sparse_rows_overwritten"].replace(
+    "<mujoco>", '<mujoco><option jacobian="dense"/>')
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
