@@ -238,6 +238,8 @@ def test_flex_model_loads_but_is_not_simulated():
     mjm = mujoco.MjModel.from_xml_string(xml)
     np.testing.assert_array_equal(m.flex_vertbodyid.to_numpy()[:mjm.nflexvert],
                                   mjm.flex_vertbodyid)
+    from tiphys.model import id2name, name2id
+    assert name2id(m, "flex", "f") == 0 and id2name(m, "flex", 0) == "f"
     with pytest.raises(NotImplementedError, match="flex simulation is not supported yet"):
         tiphys.make_data(m, 1)
     with pytest.raises(NotImplementedError, match=r"nflex=1 \(flexes"):

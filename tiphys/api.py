@@ -47,12 +47,13 @@ _OBJ_NAMES = {"body": "mjOBJ_BODY", "joint": "mjOBJ_JOINT", "geom": "mjOBJ_GEOM"
               "material": "mjOBJ_MATERIAL", "numeric": "mjOBJ_NUMERIC", "text": "mjOBJ_TEXT",
               "tuple": "mjOBJ_TUPLE", "key": "mjOBJ_KEY", "pair": "mjOBJ_PAIR",
               "exclude": "mjOBJ_EXCLUDE", "equality": "mjOBJ_EQUALITY",
-              "tendon": "mjOBJ_TENDON", "actuator": "mjOBJ_ACTUATOR", "sensor": "mjOBJ_SENSOR"}
+              "tendon": "mjOBJ_TENDON", "actuator": "mjOBJ_ACTUATOR", "sensor": "mjOBJ_SENSOR",
+              "flex": "mjOBJ_FLEX"}
 _COUNT = {"body": "nbody", "joint": "njnt", "geom": "ngeom", "site": "nsite", "camera": "ncam",
           "light": "nlight", "mesh": "nmesh", "hfield": "nhfield", "texture": "ntex",
           "material": "nmat", "numeric": "nnumeric", "text": "ntext", "tuple": "ntuple",
           "key": "nkey", "pair": "npair", "exclude": "nexclude", "equality": "neq",
-          "tendon": "ntendon", "actuator": "nu", "sensor": "nsensor"}
+          "tendon": "ntendon", "actuator": "nu", "sensor": "nsensor", "flex": "nflex"}
 
 
 def model_arrays_from_mujoco(mjm) -> ModelArrays:

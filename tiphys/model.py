@@ -21,7 +21,7 @@ OBJ_TYPES = {
     "light": "nlight", "mesh": "nmesh", "hfield": "nhfield", "texture": "ntex",
     "material": "nmat", "pair": "npair", "exclude": "nexclude", "equality": "neq",
     "tendon": "ntendon", "actuator": "nu", "sensor": "nsensor", "numeric": "nnumeric",
-    "text": "ntext", "tuple": "ntuple", "key": "nkey",
+    "text": "ntext", "tuple": "ntuple", "key": "nkey", "flex": "nflex",
 }
 _OBJ_ALIASES = {"jnt": "joint", "cam": "camera", "tex": "texture", "mat": "material",
                 "eq": "equality", "keyframe": "key", "xbody": "body"}
