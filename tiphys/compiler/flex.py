@@ -928,20 +928,19 @@ def _compile_one(fs: FlexSpec, body_ids: dict, xpos0, xquat0, body_joints, mat_i
         if fs.poisson < 0 or fs.poisson >= 0.5:
             raise error_at(el, "Poisson ratio must be in [0, 0.5)", "poisson")
         if interp:
-            min_size = math.ceil(nx.size * nx.size / 21)
+            min_size = nx.size * nx.size // 21  # (integer division, as MuJoCo)
             if min_size > nelem:
                 raise error_at(el, f"Trilinear dofs are require at least {min_size} elements")
             stiffness.ravel()[:] = linear_stiffness(nx, fs.young, fs.poisson, order,
                                                      stiffness.size)
         else:
-            np_err = np.seterr(all="ignore")  # degenerate elements: inf/nan, as MuJoCo
-            for t in range(nelem):
-                v = elem[(dim + 1) * t:(dim + 1) * (t + 1)]
+            el4 = np.array(elem, dtype=np.int64).reshape(nelem, dim + 1)
+            with np.errstate(all="ignore"):  # degenerate elements: inf/nan, as MuJoCo
                 if dim == 2 and fs.elastic2d >= 2 and fs.thickness > 0:
-                    stiffness[t, :6] = stiffness_2d(vx, v, fs.young, fs.poisson, fs.thickness)
+                    stiffness[:, :6] = stiffness_2d(vx, el4, fs.young, fs.poisson,
+                                                    fs.thickness)
                 elif dim == 3:
-                    stiffness[t] = stiffness_3d(vx, v, fs.young, fs.poisson)
-            np.seterr(**np_err)
+                    stiffness[:] = stiffness_3d(vx, el4, fs.young, fs.poisson)
         if dim == 2 and fs.elastic2d in (1, 3):
             if fs.thickness < 0:
                 raise error_at(el, "thickness must be positive for bending stiffness",

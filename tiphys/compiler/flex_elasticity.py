@@ -16,51 +16,62 @@ _EDGE2FACE3 = ((2, 3), (1, 3), (2, 1), (1, 0), (0, 2), (0, 3))
 _FACE2 = ((1, 2), (2, 0), (0, 1))
 
 
+def _cross(a, b):
+    """Row-wise cross products of (n, 3) arrays (np.cross is slow on small ones)."""
+    return np.stack([a[:, 1] * b[:, 2] - a[:, 2] * b[:, 1],
+                     a[:, 2] * b[:, 0] - a[:, 0] * b[:, 2],
+                     a[:, 0] * b[:, 1] - a[:, 1] * b[:, 0]], axis=1)
+
+
 def _metric(basis, mu, la):
-    ne = len(basis)
-    trE = [basis[e][0] + basis[e][4] + basis[e][8] for e in range(ne)]
+    """MetricTensor for every element at once: ``basis`` (n, nedge, 3, 3) symmetric
+    edge bases; the upper triangle of mu tr(B1 B2) + la tr(B1) tr(B2), row by row."""
+    ne = basis.shape[1]
+    trE = basis[:, :, 0, 0] + basis[:, :, 1, 1] + basis[:, :, 2, 2]
     out = []
     for e1 in range(ne):
         for e2 in range(e1, ne):
-            trEE = 0.0
-            for i in range(3):
-                for j in range(3):
-                    trEE += basis[e1][3 * i + j] * basis[e2][3 * j + i]
-            out.append(mu * trEE + la * trE[e2] * trE[e1])
-    return out
+            # tr(B1 B2) = sum_ij B1[i, j] B2[j, i]
+            trEE = (basis[:, e1] * basis[:, e2].transpose(0, 2, 1)).sum(axis=(1, 2))
+            out.append(mu * trEE + la * trE[:, e2] * trE[:, e1])
+    return np.stack(out, axis=1)
 
 
-def stiffness_3d(x, v, E, nu):
-    x0, x1, x2, x3 = (x[k] for k in v)
-    vol = np.float64(np.dot(np.cross(x1 - x0, x2 - x0), x3 - x0)) / 6
-    mu = E / (2 * (1 + nu)) * abs(vol) / 4 * 4
-    la = E * nu / ((1 + nu) * (1 - 2 * nu)) * abs(vol) / 4 * 4
+def _sym_outer(a, b, scale):
+    return (a[:, :, None] * b[:, None, :] + b[:, :, None] * a[:, None, :]) / scale[:, None, None]
+
+
+def stiffness_3d(x, elems, E, nu):
+    """(n, 21) stiffness of the tetrahedra ``elems`` (n, 4) with vertices ``x``."""
+    X = x[np.asarray(elems, dtype=np.int64)]
+    vol = (_cross(X[:, 1] - X[:, 0], X[:, 2] - X[:, 0]) * (X[:, 3] - X[:, 0])).sum(1) / 6
+    mu = E / (2 * (1 + nu)) * np.abs(vol) / 4 * 4
+    la = E * nu / ((1 + nu) * (1 - 2 * nu)) * np.abs(vol) / 4 * 4
     basis = []
     for e in range(6):
         fl, fr = _FACE3[_EDGE2FACE3[e][0]], _FACE3[_EDGE2FACE3[e][1]]
-        nl = np.cross(x[v[fl[1]]] - x[v[fl[0]]], x[v[fl[2]]] - x[v[fl[0]]])
-        nr = np.cross(x[v[fr[1]]] - x[v[fr[0]]], x[v[fr[2]]] - x[v[fr[0]]])
-        basis.append(((np.outer(nl, nr) + np.outer(nr, nl)) / (36 * 2 * vol * vol)).ravel())
-    return _metric(basis, mu, la)
+        nl = _cross(X[:, fl[1]] - X[:, fl[0]], X[:, fl[2]] - X[:, fl[0]])
+        nr = _cross(X[:, fr[1]] - X[:, fr[0]], X[:, fr[2]] - X[:, fr[0]])
+        basis.append(_sym_outer(nl, nr, 36 * 2 * vol * vol))
+    return _metric(np.stack(basis, axis=1), mu, la)
 
 
-def stiffness_2d(x, v, E, nu, thickness):
-    x0, x1, x2 = (x[k] for k in v)
-    area = np.float64(np.linalg.norm(np.cross(x1 - x0, x2 - x0))) / 2
-    mu = E / (2 * (1 + nu)) * abs(area) / 4 * thickness
-    la = E * nu / ((1 + nu) * (1 - 2 * nu)) * abs(area) / 4 * thickness
+def stiffness_2d(x, elems, E, nu, thickness):
+    """(n, 6) stretching stiffness of the triangles ``elems`` (n, 3)."""
+    X = x[np.asarray(elems, dtype=np.int64)]
+    area = np.sqrt((_cross(X[:, 1] - X[:, 0], X[:, 2] - X[:, 0]) ** 2).sum(1)) / 2
+    mu = E / (2 * (1 + nu)) * np.abs(area) / 4 * thickness
+    la = E * nu / ((1 + nu) * (1 - 2 * nu)) * np.abs(area) / 4 * thickness
     basis = []
     for e in range(3):
         fl, fr = _FACE2[_FACE2[e][0]], _FACE2[_FACE2[e][1]]
-        el_ = x[v[fl[0]]] - x[v[fl[1]]]
-        er = x[v[fr[1]]] - x[v[fr[0]]]
-        n = np.cross(er, el_)
-        nn = float(np.linalg.norm(n))
-        if nn >= 1e-15:
-            n = n / nn
-        bl, br = np.cross(n, el_), np.cross(er, n)
-        basis.append(((np.outer(bl, br) + np.outer(br, bl)) / (8 * area * area)).ravel())
-    return _metric(basis, mu, la)
+        el_ = X[:, fl[0]] - X[:, fl[1]]
+        er = X[:, fr[1]] - X[:, fr[0]]
+        n = _cross(er, el_)
+        nn = np.sqrt((n * n).sum(1))
+        n = np.where((nn >= 1e-15)[:, None], n / np.where(nn >= 1e-15, nn, 1.0)[:, None], n)
+        basis.append(_sym_outer(_cross(n, el_), _cross(er, n), 8 * area * area))
+    return _metric(np.stack(basis, axis=1), mu, la)
 
 
 def _cot(x, v0, v1, v2):
