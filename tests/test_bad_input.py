@@ -11,7 +11,7 @@ import pytest
 
 import tiphys
 from tiphys import backend
-from tiphys.api import IGNORED_SIZES, UNSUPPORTED_SIZES
+from tiphys.api import IGNORED_SIZES, NOT_SIMULATED_SIZES, UNSUPPORTED_SIZES
 from tiphys.kernels.check import warnings_of
 from tiphys.kernels.consts import WARN_BADCTRL
 from tiphys.types import MODEL_SIZES
@@ -113,7 +113,8 @@ def test_every_mujoco_size_field_is_carried_refused_or_explained():
     known = set(MODEL_SIZES) | set(UNSUPPORTED_SIZES) | set(IGNORED_SIZES)
     assert sizes - known == set()
     assert not set(UNSUPPORTED_SIZES) & set(MODEL_SIZES)
-    assert {"nflex", "nskin", "nplugin"} <= set(UNSUPPORTED_SIZES)
+    assert {"nskin", "nplugin"} <= set(UNSUPPORTED_SIZES)
+    assert set(NOT_SIMULATED_SIZES) <= set(MODEL_SIZES) and "nflex" in NOT_SIMULATED_SIZES
 
 
 def test_put_model_still_takes_supported_models(models):

@@ -61,14 +61,24 @@ def test_info_on_bundled_scene(capsys):
 
 
 def test_info_on_corpus_model_with_unsupported_feature_reports_it(capsys):
-    path = os.path.join(corpus_dir(), "mjwarp", "flex", "floppy.xml")
+    path = os.path.join(corpus_dir(), "mjwarp", "collision_sdf", "cow.xml")
     if not os.path.isfile(path):
         pytest.skip("corpus not fetched (make corpus)")
     assert main(["info", path]) == 0
     out = capsys.readouterr().out
     assert "not supported yet" in out and "later issue" not in out
-    assert "flexcomp" in out  # spec-level counts of the uncompiled section
+    assert "plugin" in out  # spec-level counts of the uncompiled section
     assert "body" in out and "timestep" in out
+
+
+def test_info_on_corpus_flex_model_compiles(capsys):
+    path = os.path.join(corpus_dir(), "mjwarp", "flex", "floppy.xml")
+    if not os.path.isfile(path):
+        pytest.skip("corpus not fetched (make corpus)")
+    assert main(["info", path]) == 0
+    out = capsys.readouterr().out
+    assert "compiled" in out and "not supported yet" not in out
+    assert "nflex" in out  # the compiled flex sizes
 
 
 def test_info_on_corpus_model_with_sensors_compiles(capsys):

@@ -108,9 +108,11 @@ def test_eq_active_starts_from_eq_active0_and_resets():
     np.testing.assert_array_equal(d.numpy("eq_active")[0], flipped[0])
 
 
-def test_flex_equality_is_not_supported_yet():
+def test_flex_equality_names_an_unknown_flex_as_mujoco():
+    # (flex equalities that compile are compared in tests/test_flex_compiler.py)
     xml = "<mujoco>\n  <equality>\n    <flex flex=\"f\"/>\n  </equality>\n</mujoco>"
-    with pytest.raises(NotImplementedError, match=r"<string>:3: <equality><flex> \(flex equality"):
+    with pytest.raises(tiphys.ModelError, match=r"<string>:3: <flex>: flex: unknown element 'f' "
+                                                r"in equality constraint"):
         compile_spec(parse_xml(xml))
 
 

@@ -162,7 +162,37 @@ SEED_MISC = """<mujoco model="misc">
 </mujoco>
 """
 
-SEEDS = {"tree": SEED_TREE, "assets": SEED_ASSETS, "misc": SEED_MISC}
+SEED_FLEX = """
+<mujoco model="flex">
+  <worldbody>
+    <body name="b0"><freejoint/><geom size="0.01"/></body>
+    <body name="b1" pos="0.1 0 0"><freejoint/><geom size="0.01"/></body>
+    <body name="b2" pos="0 0.1 0"><freejoint/><geom size="0.01"/></body>
+    <body name="holder" pos="0 0 1">
+      <flexcomp name="cloth" type="grid" count="3 3 1" spacing="0.1 0.1 0.1" dim="2"
+                radius="0.01" dof="full" mass="1">
+        <pin id="0"/>
+        <elasticity young="100" poisson="0.2" thickness="0.01" elastic2d="stretch"/>
+        <contact condim="3" selfcollide="none" vertcollide="true"/>
+      </flexcomp>
+      <flexcomp name="cube" type="box" count="3 3 3" spacing="0.1 0.1 0.1" dim="3"
+                radius="0.01" pos="1 0 0">
+        <edge equality="true"/>
+      </flexcomp>
+    </body>
+  </worldbody>
+  <deformable>
+    <flex name="tri" dim="2" body="b0 b1 b2" element="0 1 2">
+      <edge damping="0.1"/>
+    </flex>
+  </deformable>
+  <equality>
+    <flex flex="tri"/>
+  </equality>
+</mujoco>
+"""
+
+SEEDS = {"tree": SEED_TREE, "assets": SEED_ASSETS, "misc": SEED_MISC, "flex": SEED_FLEX}
 
 
 # -- mutations ------------------------------------------------------------------------
@@ -180,6 +210,9 @@ ATTR_POOL = (
     "refpos", "refquat", "autolimits", "boundmass", "balanceinertia", "settotalmass",
     "time", "mpos", "mquat", "file", "builtin", "cutoff", "orthographic", "timestep",
     "gravity", "integrator", "znear", "extent", "inertiagrouprange", "solref", "solimp",
+    "count", "spacing", "dim", "dof", "radius", "point", "element", "body", "young",
+    "poisson", "thickness", "elastic2d", "selfcollide", "activelayers", "equality", "id",
+    "gridrange", "inertiabox", "rigid", "flex",
 )
 
 
@@ -394,10 +427,12 @@ def check_compiles_or_model_error(data: bytes, name: str = "fuzz.xml"):
 # NotImplementedError "file:line: <what> ... is not supported yet"); a mutation may
 # create any of them from a valid seed. Anything else raising NotImplementedError fails.
 NOT_YET = (
-    r"<deformable><\w+> \(flex/skin\)",
+    r"<deformable><skin> \(skins\)",
+    r"<flexcomp><plugin>",
+    r'<flexcomp type="gmsh">: binary GMSH 2.2',
     r"<extension><\w+> \(plugins\)",
     r"<asset><(skin|model)>",
-    r"<(attach|composite|flexcomp|plugin)> is not",  # children of <body>/<worldbody>
+    r"<(attach|composite|plugin)> is not",  # children of <body>/<worldbody>
     r"<mesh builtin>",
     r"mesh <plugin>",
     r"<body sleep>",
@@ -405,7 +440,6 @@ NOT_YET = (
     r"geom <plugin>",
     r"<actuator><plugin> \(actuator plugins\)",
     r"<sensor><plugin> \(sensor plugins\)",
-    r"<equality><flex> \(flex equality constraints\)",
     r"<spatial><geom> wrapping a geom removed by discardvisual",
 )
 _LOCATED = re.compile(r"^[^:\n]+:\d+: ")

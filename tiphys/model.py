@@ -23,7 +23,7 @@ OBJ_TYPES = {
     "light": "nlight", "mesh": "nmesh", "hfield": "nhfield", "texture": "ntex",
     "material": "nmat", "pair": "npair", "exclude": "nexclude", "equality": "neq",
     "tendon": "ntendon", "actuator": "nu", "sensor": "nsensor", "numeric": "nnumeric",
-    "text": "ntext", "tuple": "ntuple", "key": "nkey",
+    "text": "ntext", "tuple": "ntuple", "key": "nkey", "flex": "nflex",
 }
 _OBJ_ALIASES = {"jnt": "joint", "cam": "camera", "tex": "texture", "mat": "material",
                 "eq": "equality", "keyframe": "key", "xbody": "body"}
@@ -384,6 +384,11 @@ class Data:
                  njnnz: Optional[int] = None, nhnnz: Optional[int] = None,
                  nbroadmax: Optional[int] = None):
         check_model(m, "make_data")
+        if m.arrays.sizes.get("nflex", 0):
+            raise NotImplementedError(
+                f"make_data: the model has {m.arrays.sizes['nflex']} flex(es) (<flex>, "
+                f"<flexcomp>): tiphys compiles them but flex simulation is not supported "
+                f"yet")
         self.nworld = _count_arg("nworld", nworld, minimum=1)
         # the worlds the model's per-world parameters are for: nworld, except in the
         # expanded Data of tiphys.derivative (world c * n + w is a copy of world w)

@@ -23,6 +23,7 @@ from .progress import CompileProgress
 from .actuator import compile_tendons_and_actuators
 from .contact import compile_contact, referenced_geom_names
 from .equality import compile_equality
+from .flex import compile_flexes
 from .sensor import compile_sensors, fuse_blocking_bodies, sensor_geom_names, sensor_mesh_names
 from .setconst import set_const
 from .tree import TreeBuilder
@@ -30,7 +31,7 @@ from .tree import TreeBuilder
 # Sections whose compiler passes belong to later issues: parsed and kept in the
 # Spec, but compiling a model that uses them raises NotImplementedError.
 _LATER = {
-    "deformable": "flex/skin", "extension": "plugins",
+    "extension": "plugins",
 }
 
 
@@ -103,6 +104,12 @@ def _check_later_sections(spec):
                 raise NotImplementedError(
                     f"{child.xml_file or '<string>'}:{child.xml_line}: <{tag}><{child.tag}> "
                     f"({what}) is not supported yet")
+    for section in spec.sections("deformable"):
+        for child in section.children:
+            if child.tag == "skin":
+                raise NotImplementedError(
+                    f"{child.xml_file or '<string>'}:{child.xml_line}: <deformable><skin> "
+                    f"(skins) is not supported yet")
     for section in spec.sections("asset"):
         for child in section.children:
             if child.tag in ("skin", "model"):
@@ -159,6 +166,7 @@ def _compile_spec(spec) -> ModelArrays:
     _assemble(out, builder, ctx, size)
     ctx.assets.fill(out)
     compile_tendons_and_actuators(spec, defaults, builder, ctx, out, size)
+    compile_flexes(spec, builder, out)
     compile_contact(spec, defaults, builder, out)
     compile_equality(spec, defaults, builder, out)
     del out._kinematics0
@@ -837,7 +845,7 @@ def _names(spec, builder, assets, out):
         "key": [k.attr("name") or "" for s in spec.sections("keyframe") for k in s.children],
         "tendon": out.tendon_names, "actuator": out.actuator_names,
         "pair": out.pair_names, "exclude": out.exclude_names,
-        "equality": out.eq_names, "sensor": out.sensor_names,
+        "equality": out.eq_names, "sensor": out.sensor_names, "flex": out.flex_names,
     }
     names.update(assets.names())
     objects = {
@@ -849,7 +857,7 @@ def _names(spec, builder, assets, out):
         "light": [li.el for b in bodies for li in b.lights],
         "tendon": out.tendon_els, "actuator": out.actuator_els,
         "pair": out.pair_els, "exclude": out.exclude_els,
-        "equality": out.eq_els, "sensor": out.sensor_els,
+        "equality": out.eq_els, "sensor": out.sensor_els, "flex": out.flex_els,
     }
     for kind, lst in names.items():
         seen = {}

@@ -16,14 +16,15 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import error_at
-from ..kernels.consts import (EQ_CONNECT, EQ_JOINT, EQ_TENDON, EQ_WELD, JNT_HINGE, JNT_SLIDE,
+from ..kernels.consts import (EQ_CONNECT, EQ_FLEX, EQ_JOINT, EQ_TENDON, EQ_WELD, JNT_HINGE, JNT_SLIDE,
                               MINVAL, NEQDATA, OBJ_BODY, OBJ_SITE, OBJ_UNKNOWN)
 from . import rotation as rot
 from .attrs import BOOL, Attrs, parse_floats
 
 SOLREF0 = (0.02, 1.0)
 SOLIMP0 = (0.9, 0.95, 0.001, 0.5, 2.0)
-_TYPES = {"connect": EQ_CONNECT, "weld": EQ_WELD, "joint": EQ_JOINT, "tendon": EQ_TENDON}
+_TYPES = {"connect": EQ_CONNECT, "weld": EQ_WELD, "joint": EQ_JOINT, "tendon": EQ_TENDON,
+          "flex": EQ_FLEX}
 _HINGE_SLIDE = (JNT_SLIDE, JNT_HINGE)
 
 
@@ -105,11 +106,16 @@ def _body_or_site(eq, a: Attrs, weld: bool):
             eq.data[10] = torquescale[0]
 
 
-def _parse(el, defaults) -> _Eq:
-    if el.tag == "flex":
-        raise NotImplementedError(
-            f"{el.xml_file or '<string>'}:{el.xml_line}: <equality><flex> (flex equality "
-            f"constraints) is not supported yet")
+def _parse(el, defaults, builder=None) -> _Eq:
+    if el.tag == "flexcomp":  # a flexcomp's <edge equality="true">
+        from .flex import flexcomp_equality
+        eq = _Eq(el, EQ_FLEX)
+        eq.name = ""
+        eq.name1, eq.attr1 = el.attr("name"), "name"
+        eq.active = 1
+        solref, solimp = flexcomp_equality(builder, el)
+        eq.solref, eq.solimp = np.array(solref), np.array(solimp)
+        return eq
     if el.tag not in _TYPES:
         raise error_at(el, "unrecognized equality constraint type")
     cls = el.attr("class") or "main"
@@ -117,6 +123,10 @@ def _parse(el, defaults) -> _Eq:
     eq = _Eq(el, _TYPES[el.tag])
     if eq.type in (EQ_CONNECT, EQ_WELD):
         _body_or_site(eq, a, eq.type == EQ_WELD)
+    elif eq.type == EQ_FLEX:
+        if not _given(el, "flex"):
+            raise a.error("required attribute missing: 'flex'", "flex")
+        eq.name1, eq.attr1 = el.attr("flex"), "flex"
     else:
         first, second = ("joint1", "joint2") if eq.type == EQ_JOINT else ("tendon1", "tendon2")
         if not _given(el, first):
@@ -135,7 +145,7 @@ def _parse(el, defaults) -> _Eq:
 
 def _resolve(eq, tables, joint_type):
     """mjCEquality::ResolveReferences: object ids and their checks."""
-    kind = {EQ_JOINT: "joint", EQ_TENDON: "tendon"}.get(
+    kind = {EQ_JOINT: "joint", EQ_TENDON: "tendon", EQ_FLEX: "flex"}.get(
         eq.type, "body" if eq.objtype == OBJ_BODY else "site")
     table = tables[kind]
     if eq.name1 not in table:
@@ -212,6 +222,7 @@ def compile_equality(spec, defaults, builder, out) -> None:
         "site": [s.name for b in bodies for s in b.sites],
         "joint": [j.name for b in bodies for j in b.joints],
         "tendon": list(out.tendon_names),
+        "flex": list(out.flex_names),
     }
     tables = {}
     for kind, lst in names.items():
@@ -220,11 +231,15 @@ def compile_equality(spec, defaults, builder, out) -> None:
             if name:
                 tables[kind].setdefault(name, i)
     eqs = []
-    for section in spec.sections("equality"):
-        for el in section.children:
-            eq = _parse(el, defaults)
-            _resolve(eq, tables, out.jnt_type)
-            eqs.append(eq)
+    from .flex import equality_elements
+    for el in equality_elements(spec, builder):
+        eq = _parse(el, defaults, builder)
+        _resolve(eq, tables, out.jnt_type)
+        if eq.type == EQ_FLEX:
+            if out.flex_rigid[eq.obj1]:
+                raise error_at(eq.el, f"rigid flex '{eq.name1}' in equality constraint "
+                                      f"{len(eqs)}", eq.attr1)
+        eqs.append(eq)
     _set_data(eqs, out)
     n = len(eqs)
     out.eq_type = np.array([eq.type for eq in eqs], dtype=np.int32)

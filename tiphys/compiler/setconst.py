@@ -107,6 +107,23 @@ def _mass_diag(a, xmat, xipos, ximat, xanchor, xaxis):
     return diag
 
 
+def _flex_body_sizes(a, body, xpos) -> None:
+    """setStat: a flex vertex body is at least as large as its edges (a node body as
+    its distances to the flex's other nodes)."""
+    for f in range(len(getattr(a, "flex_dim", ()))):
+        if a.flex_interp[f]:
+            nodes = a.flex_nodebodyid[a.flex_nodeadr[f]:a.flex_nodeadr[f] + a.flex_nodenum[f]]
+            for b1 in nodes.tolist():
+                for b2 in nodes.tolist():
+                    body[b1] = max(body[b1], float(np.sqrt(((xpos[b1] - xpos[b2]) ** 2).sum())))
+            continue
+        vb = a.flex_vertbodyid[a.flex_vertadr[f]:]
+        for e in range(a.flex_edgeadr[f], a.flex_edgeadr[f] + a.flex_edgenum[f]):
+            b1, b2 = int(vb[a.flex_edge[e, 0]]), int(vb[a.flex_edge[e, 1]])
+            body[b1] = max(body[b1], a.flexedge_length0[e])
+            body[b2] = max(body[b2], a.flexedge_length0[e])
+
+
 def set_const(a, user: Statistic) -> None:
     """Fill ``a.stat`` (user values win) and ``a.dof_length``."""
     xpos, xmat, xipos, ximat, xanchor, xaxis, geom_xpos, site_xpos = _qpos0_kinematics(a)
@@ -148,6 +165,7 @@ def set_const(a, user: Statistic) -> None:
     for g in np.nonzero((a.geom_rbound > 0) & (gb > 0))[0].tolist():
         i = gb[g]
         body[i] = max(body[i], dg[g])
+    _flex_body_sizes(a, body, xpos)
     if nbody > 1:
         body[1:] = np.maximum(body[1:], 1e-5)
         stat.meansize = float(np.sum(body[1:] / (nbody - 1)))

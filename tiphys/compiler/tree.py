@@ -243,7 +243,10 @@ class TreeBuilder:
                 self._inertial(child, body)
             elif tag == "replicate":
                 self._replicate(child, body, frame, childclass)
-            else:  # attach, composite, flexcomp, plugin
+            elif tag == "flexcomp":
+                from .flex import expand_flexcomp
+                expand_flexcomp(self, child, body, childclass)
+            else:  # attach, composite, plugin
                 raise NotImplementedError(
                     f"{child.xml_file or '<string>'}:{child.xml_line}: <{tag}> is not "
                     f"supported yet")
