@@ -177,13 +177,12 @@ def _compile_spec(spec) -> ModelArrays:
     out.model_name = spec.model_name
     set_const(out, out.stat)
     _levels(out)
-    out.sizes = {k: int(getattr(out, "_size_" + k, 0)) for k in MODEL_SIZES}
-    for k in MODEL_SIZES:
-        if hasattr(out, "_size_" + k):
-            delattr(out, "_size_" + k)
+    values = out.__dict__
+    out.sizes = {k: int(values.pop(key, 0)) for k, key in _SIZE_KEYS}
     return out
 
 
+_SIZE_KEYS = tuple((k, "_size_" + k) for k in MODEL_SIZES)  # (size, its field while compiling)
 _MAX_ALLOC = 1 << 32  # bytes: a larger keyframe/user array is a bad <size>, not a hang
 
 
@@ -231,8 +230,9 @@ def _check_moving_mass(bodies):
 
 
 def _setsize(out, **kw):
+    values = out.__dict__
     for k, v in kw.items():
-        setattr(out, "_size_" + k, int(v))
+        values["_size_" + k] = int(v)
 
 
 def _assemble(out, builder, ctx, size):

@@ -153,11 +153,12 @@ def set_const(a, user: Statistic) -> None:
         stat.meansize = float(np.sum(body[1:] / (nbody - 1)))
     nv = len(a.dof_bodyid)
     a.dof_length = np.ones(nv)
-    for i in range(nv):
-        j = a.dof_jntid[i]
-        jt = a.jnt_type[j]
-        if jt in (JNT_BALL, JNT_HINGE) or (jt == JNT_FREE and i - a.jnt_dofadr[j] >= 3):
-            a.dof_length[i] = body[a.dof_bodyid[i]]
+    jnt_type, jnt_dofadr = a.jnt_type.tolist(), a.jnt_dofadr.tolist()
+    rot_dofs = [i for i, j in enumerate(a.dof_jntid.tolist())
+                if jnt_type[j] in (JNT_BALL, JNT_HINGE) or (
+                    jnt_type[j] == JNT_FREE and i - jnt_dofadr[j] >= 3)]
+    if rot_dofs:
+        a.dof_length[rot_dofs] = body[a.dof_bodyid[rot_dofs]]
     stat.extent = max(stat.extent, 2 * stat.meansize)
     if nbody > 1:
         stat.meanmass = float(np.sum(a.body_mass[1:]) / (nbody - 1))

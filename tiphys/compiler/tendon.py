@@ -161,31 +161,52 @@ class HostKinematics:
         return self.xmat[self.a.geom_bodyid] @ rot.quat2mat_batch(self.a.geom_quat)
 
     def _dof_axes(self):
-        """Per dof: world rotation axis (or 0) and linear axis, and the anchor point."""
+        """Per dof: world rotation axis (or 0) and linear axis, and the anchor point
+        (rows copied from the joint frames: gathered per kind, set in a few calls)."""
         a = self.a
         nv = len(a.dof_bodyid)
         self.dof_ang = np.zeros((nv, 3))
         self.dof_lin = np.zeros((nv, 3))
         self.dof_anchor = np.zeros((nv, 3))
-        for j in range(len(a.jnt_type)):
-            d = a.jnt_dofadr[j]
-            b = a.jnt_bodyid[j]
-            jt = a.jnt_type[j]
+        lin_d, lin_k = [], []  # dof_lin[d, k] = 1 (free joints' translations)
+        col_d, col_b, col_k = [], [], []  # dof_ang[d] = xmat[b][:, k]
+        anc_d, anc_j = [], []  # dof_anchor[d] = xanchor[j]
+        axis_d, axis_j = [], []  # dof_ang[d] = xaxis[j] (hinge)
+        slide_d, slide_j = [], []  # dof_lin[d] = xaxis[j]
+        for j, (jt, d, b) in enumerate(zip(a.jnt_type.tolist(), a.jnt_dofadr.tolist(),
+                                           a.jnt_bodyid.tolist())):
             if jt == 0:
-                for k in range(3):
-                    self.dof_lin[d + k, k] = 1.0
-                for k in range(3):
-                    self.dof_ang[d + 3 + k] = self.xmat[b][:, k]
-                    self.dof_anchor[d + 3 + k] = self.xanchor[j]
+                lin_d += (d, d + 1, d + 2)
+                lin_k += (0, 1, 2)
+                col_d += (d + 3, d + 4, d + 5)
+                col_b += (b, b, b)
+                col_k += (0, 1, 2)
+                anc_d += (d + 3, d + 4, d + 5)
+                anc_j += (j, j, j)
             elif jt == 1:
-                for k in range(3):
-                    self.dof_ang[d + k] = self.xmat[b][:, k]
-                    self.dof_anchor[d + k] = self.xanchor[j]
+                col_d += (d, d + 1, d + 2)
+                col_b += (b, b, b)
+                col_k += (0, 1, 2)
+                anc_d += (d, d + 1, d + 2)
+                anc_j += (j, j, j)
             elif jt == 2:
-                self.dof_lin[d] = self.xaxis[j]
+                slide_d.append(d)
+                slide_j.append(j)
             else:
-                self.dof_ang[d] = self.xaxis[j]
-                self.dof_anchor[d] = self.xanchor[j]
+                axis_d.append(d)
+                axis_j.append(j)
+                anc_d.append(d)
+                anc_j.append(j)
+        if lin_d:
+            self.dof_lin[lin_d, lin_k] = 1.0
+        if col_d:
+            self.dof_ang[col_d] = self.xmat[col_b, :, col_k]
+        if axis_d:
+            self.dof_ang[axis_d] = self.xaxis[axis_j]
+        if slide_d:
+            self.dof_lin[slide_d] = self.xaxis[slide_j]
+        if anc_d:
+            self.dof_anchor[anc_d] = self.xanchor[anc_j]
 
     def chain(self, body):
         """Dofs that move ``body`` (mj_jac's ancestor chain; the list is shared)."""
