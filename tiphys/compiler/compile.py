@@ -114,9 +114,9 @@ def _check_later_sections(spec):
 def compile_spec(spec, progress: Optional[bool] = None) -> ModelArrays:
     """Compile a Spec into host arrays named and shaped like mujoco.MjModel's.
 
-    ``progress``: a progress line on stderr (rich, erased at the end) for a compile
-    that takes more than a few seconds: None shows it when stderr is a terminal,
-    True always, False never."""
+    ``progress``: a progress line on stderr for a compile that takes more than a few
+    seconds (on a terminal a rich bar, erased at the end; elsewhere one plain line):
+    None shows it when stderr is a terminal, True always, False never."""
     nmesh = sum(child.tag == "mesh" for section in spec.sections("asset")
                 for child in section.children)
     label = os.path.basename(getattr(spec, "filename", None) or "") or "model"
