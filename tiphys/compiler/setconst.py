@@ -18,7 +18,7 @@ from .options import Statistic
 def _qpos0_kinematics(a):
     nbody = len(a.body_parentid)
     xpos = np.zeros((nbody, 3))
-    xquat = np.tile([1.0, 0, 0, 0], (nbody, 1))
+    xquat = rot.unit_quats(nbody)
     parent = a.body_parentid.tolist()
     if nbody < 32:  # few bodies: one by one (fewer numpy calls)
         for i in range(1, nbody):
@@ -134,7 +134,7 @@ def set_const(a, user: Statistic) -> None:
         stat.extent = max(1e-5, float(np.max(hi - lo)))
     # body sizes: the largest distance from the com to a joint anchor or geom sphere
     # (norms of 3-vectors as np.linalg.norm sums them, in order)
-    body = np.zeros(nbody)
+    body = [0.0] * nbody  # (Python floats while folding: the same doubles)
     jb = a.jnt_bodyid
     dj = np.sqrt(((xipos[jb] - xanchor) ** 2).sum(1))
     jp = a.body_parentid[jb]
@@ -142,12 +142,14 @@ def set_const(a, user: Statistic) -> None:
     for b, p, d0, d1 in zip(jb.tolist(), jp.tolist(), dj.tolist(), dp.tolist()):
         body[b] = max(body[b], d0)
         body[p] = max(body[p], d1)
-    body[0] = 0
+    body[0] = 0.0
     gb = a.geom_bodyid
-    dg = a.geom_rbound + np.sqrt(((xipos[gb] - geom_xpos) ** 2).sum(1))
+    dg = (a.geom_rbound + np.sqrt(((xipos[gb] - geom_xpos) ** 2).sum(1))).tolist()
+    gbl = gb.tolist()
     for g in np.nonzero((a.geom_rbound > 0) & (gb > 0))[0].tolist():
-        i = gb[g]
+        i = gbl[g]
         body[i] = max(body[i], dg[g])
+    body = np.array(body, dtype=np.float64)
     if nbody > 1:
         body[1:] = np.maximum(body[1:], 1e-5)
         stat.meansize = float(np.sum(body[1:] / (nbody - 1)))

@@ -62,7 +62,7 @@ class HostKinematics:
         nbody = len(a.body_parentid)
         njnt = len(a.jnt_type)
         xpos = np.zeros((nbody, 3))
-        xquat = np.tile([1.0, 0, 0, 0], (nbody, 1))
+        xquat = rot.unit_quats(nbody)
         xanchor = np.zeros((njnt, 3))
         xaxis = np.zeros((njnt, 3))
         jntadr_b, jntnum_b = a.body_jntadr.tolist(), a.body_jntnum.tolist()
