@@ -543,12 +543,15 @@ def transmission(a, k, ten_length, ten_J):
     nv = len(a.dof_bodyid)
     length = np.zeros(nu)
     moment = np.zeros((nu, nv))
+    trnids, trntypes = a.actuator_trnid.reshape(nu, 2).tolist(), a.actuator_trntype.tolist()
+    jnt_type, jnt_qposadr, jnt_dofadr = (a.jnt_type.tolist(), a.jnt_qposadr.tolist(),
+                                         a.jnt_dofadr.tolist())
     for i in range(nu):
-        tid, tid1 = a.actuator_trnid[i]
+        tid, tid1 = trnids[i]
         gear = a.actuator_gear[i]
-        trn = a.actuator_trntype[i]
+        trn = trntypes[i]
         if trn in (TRN_JOINT, TRN_JOINTINPARENT):
-            jt, qa, da = a.jnt_type[tid], a.jnt_qposadr[tid], a.jnt_dofadr[tid]
+            jt, qa, da = jnt_type[tid], jnt_qposadr[tid], jnt_dofadr[tid]
             if jt in (2, 3):
                 length[i] = k.qpos[qa] * gear[0]
                 moment[i, da] = gear[0]

@@ -40,7 +40,7 @@ def _pyfloats(v) -> list:
 def normalize(v: np.ndarray) -> tuple[np.ndarray, float]:
     """(v / |v|, |v|); a vector of norm < EPS is returned as a default unit vector."""
     v = np.asarray(v, dtype=np.float64)
-    n = float(np.sqrt(np.dot(v, v)))
+    n = math.sqrt(np.dot(v, v))  # (sqrt is correctly rounded: np.sqrt's bits)
     if n < EPS:
         out = np.zeros_like(v)
         out[0] = 1.0
@@ -248,6 +248,11 @@ def _mulmat9(A, B) -> list:
             a3 * b2 + a4 * b5 + a5 * b8,
             a6 * b0 + a7 * b3 + a8 * b6, a6 * b1 + a7 * b4 + a8 * b7,
             a6 * b2 + a7 * b5 + a8 * b8]
+
+
+def mulquat_exact(a: list, b: list) -> list:
+    """:func:`quat_mul` on Python floats, as a list (mjuu_mulquat + mjuu_normvec)."""
+    return _mulquat_exact(a, b)
 
 
 def _mulquat_exact(a, b) -> list:

@@ -46,11 +46,6 @@ def _chain_block(chain):
     return np.ix_(chain, chain)
 
 
-def _axisangle_quat(axis, angle):
-    s = math.sin(angle / 2)
-    return np.array([math.cos(angle / 2), axis[0] * s, axis[1] * s, axis[2] * s])
-
-
 class HostKinematics:
     """Positions, orientations, Jacobians and the dense mass matrix at one qpos."""
 
@@ -87,16 +82,19 @@ class HostKinematics:
             xaxis[fj] = rot.matvec_batch(rot.quat2mat_batch(q), a.jnt_axis[fj])
         isfree = set(free)
         parent = a.body_parentid.tolist()
-        body_pos, body_quat = list(a.body_pos), list(a.body_quat)
+        body_pos, body_quat = list(a.body_pos), a.body_quat.tolist()
         jnt_pos, jnt_axis = list(a.jnt_pos), list(a.jnt_axis)
+        jnt_axis_l = a.jnt_axis.tolist()
         qposadr, qpos, qpos0 = a.jnt_qposadr.tolist(), self.qpos, a.qpos0
         xmats = {}  # body -> rotation of xquat[body], made when a child needs it
+        # quaternions on Python floats through each body's joints (the arithmetic of
+        # rot.quat_mul and rot.quat2mat, without a numpy array per step)
+        cache = [None, None]
 
-        def rotation(q, cache):
-            """quat2mat(q), reusing the last matrix when q has the same bits."""
-            key = q.tobytes()
-            if cache[0] != key:
-                cache[0], cache[1] = key, _quat2mat(q)
+        def rotation(q):
+            """quat2mat(q), reusing the last matrix while q is the same quaternion."""
+            if cache[0] is not q:
+                cache[0], cache[1] = q, rot.quat2mat(q)
             return cache[1]
 
         for b in range(1, nbody):
@@ -115,10 +113,9 @@ class HostKinematics:
             if pmat is None:
                 pmat = xmats[p] = _quat2mat(xquat[p])
             pos = xpos[p] + pmat @ body_pos[b]
-            quat = rot.quat_mul(xquat[p], body_quat[b])
-            cache = [None, None]
+            quat = rot.mulquat_exact(xquat[p].tolist(), body_quat[b])
             for j in range(jadr, jadr + jnum):
-                mat = rotation(quat, cache)
+                mat = rotation(quat)
                 xanchor[j] = mat @ jnt_pos[j] + pos
                 xaxis[j] = mat @ jnt_axis[j]
                 qa = qposadr[j]
@@ -127,11 +124,14 @@ class HostKinematics:
                     pos = pos + xaxis[j] * (qpos[qa] - qpos0[qa])
                 elif jt in (1, 3):
                     if jt == 3:
-                        qloc = _axisangle_quat(jnt_axis[j], qpos[qa] - qpos0[qa])
+                        half = float(qpos[qa] - qpos0[qa]) / 2
+                        s = math.sin(half)
+                        ax = jnt_axis_l[j]
+                        qloc = [math.cos(half), ax[0] * s, ax[1] * s, ax[2] * s]
                     else:
-                        qloc = rot.normalize(qpos[qa:qa + 4])[0]
-                    quat = rot.quat_mul(quat, qloc)
-                    pos = xanchor[j] - rotation(quat, cache) @ jnt_pos[j]
+                        qloc = rot.normalize(qpos[qa:qa + 4])[0].tolist()
+                    quat = rot.mulquat_exact(quat, qloc)
+                    pos = xanchor[j] - rotation(quat) @ jnt_pos[j]
             xpos[b] = pos
             xquat[b] = rot.normalize(quat)[0]
         xmat = rot.quat2mat_batch(xquat)
@@ -328,8 +328,11 @@ class HostKinematics:
             t = tree_of[chain[0]]
             lo = los[t]
             blocks.blocks[t][_chain_block([d - lo for d in chain])] += terms[b]
+        armature = a.dof_armature
         for lo, block in zip(los, blocks.blocks):
-            block[np.diag_indices(len(block))] += a.dof_armature[lo:lo + len(block)]
+            n = len(block)
+            # the diagonal as a strided view of the (C-ordered) block: one add each
+            block.reshape(-1)[::n + 1] += armature[lo:lo + n]
         return blocks
 
 
