@@ -802,13 +802,14 @@ def invweight0(out, k0, Minv):
         bw[group, 0] = ((d[:, 0] + d[:, 1]) + d[:, 2]) / 3
         bw[group, 1] = ((d[:, 3] + d[:, 4]) + d[:, 5]) / 3
     dw = [0.0] * nv
+    diag = Minv.diag().tolist() if nv else []  # (each joint's dofs lie in one tree block)
     for adr, body, jtype in zip(out.jnt_dofadr.tolist(), out.jnt_bodyid.tolist(),
                                 out.jnt_type.tolist()):
         if simple[body] == 2:
             dw[adr] = 1.0 / max(MINVAL, mass[body])
             continue
         dnum = {0: 6, 1: 3}.get(jtype, 1)
-        d = Minv.block(adr, dnum).diagonal().tolist()
+        d = diag[adr:adr + dnum]
         if dnum == 6:
             dw[adr:adr + 3] = [((d[0] + d[1]) + d[2]) / 3] * 3
             dw[adr + 3:adr + 6] = [((d[3] + d[4]) + d[5]) / 3] * 3
