@@ -807,16 +807,18 @@ def _user_fields(builder, size, out):
         longest = max([len(r) for r in rows] + [0])
         if n == -1:
             n = longest
-        for o, r in zip(objs if not callable(what) else [None] + list(objs), rows):
-            if len(r) > n:
-                raise error_at(o.el if o is not None else None,
-                               f"user has more values than {key}", "user")
+        if longest:  # (none has values, the common case: nothing to check or copy)
+            for o, r in zip(objs if not callable(what) else [None] + list(objs), rows):
+                if len(r) > n:
+                    raise error_at(o.el if o is not None else None,
+                                   f"user has more values than {key}", "user")
         if len(rows) * n * 8 > _MAX_ALLOC:
             raise MemoryError
         arr = np.zeros((len(rows), n))
-        for i, r in enumerate(rows):
-            if len(r):
-                arr[i, :len(r)] = r
+        if longest:
+            for i, r in enumerate(rows):
+                if len(r):
+                    arr[i, :len(r)] = r
         setattr(out, prefix + "_user", arr)
         _setsize(out, **{key: n})
 
