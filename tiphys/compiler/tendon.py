@@ -582,15 +582,18 @@ def tendon_kinematics(a, k: HostKinematics):
     nv = len(a.dof_bodyid)
     L = np.zeros(nten)
     J = np.zeros((nten, nv))
-    for i in range(nten):
-        adr, num = a.tendon_adr[i], a.tendon_num[i]
-        wt, wo, wp = a.wrap_type[adr:adr + num], a.wrap_objid[adr:adr + num], \
-            a.wrap_prm[adr:adr + num]
+    # ids and parameters as Python numbers (the same values; numpy scalars are slow)
+    wrap_type, wrap_objid = a.wrap_type.tolist(), a.wrap_objid.tolist()
+    wrap_prm, site_bodyid = a.wrap_prm.tolist(), a.site_bodyid.tolist()
+    qposadr, dofadr = a.jnt_qposadr.tolist(), a.jnt_dofadr.tolist()
+    for i, (adr, num) in enumerate(zip(a.tendon_adr.tolist(), a.tendon_num.tolist())):
+        wt, wo, wp = wrap_type[adr:adr + num], wrap_objid[adr:adr + num], \
+            wrap_prm[adr:adr + num]
         if wt[0] == WRAP_JOINT:
             for j in range(num):
                 jid = wo[j]
-                L[i] += wp[j] * k.qpos[a.jnt_qposadr[jid]]
-                J[i, a.jnt_dofadr[jid]] += wp[j]
+                L[i] += wp[j] * k.qpos[qposadr[jid]]
+                J[i, dofadr[jid]] += wp[j]
             continue
         divisor = 1.0
         j = 0
@@ -614,12 +617,12 @@ def tendon_kinematics(a, k: HostKinematics):
                                   k.site_xpos[sideid] if sideid >= 0 else None)
             if wlen < 0:
                 pts = [p0, k.site_xpos[id1]]
-                bodies = [a.site_bodyid[id0], a.site_bodyid[id1]]
+                bodies = [site_bodyid[id0], site_bodyid[id1]]
                 L[i] += np.linalg.norm(pts[1] - pts[0]) / divisor
             else:
                 pts = [p0, tang[0], tang[1], k.site_xpos[id1]]
-                gb = a.geom_bodyid[wrapid]
-                bodies = [a.site_bodyid[id0], gb, gb, a.site_bodyid[id1]]
+                gb = int(a.geom_bodyid[wrapid])
+                bodies = [site_bodyid[id0], gb, gb, site_bodyid[id1]]
                 L[i] += (np.linalg.norm(pts[1] - pts[0]) + wlen
                          + np.linalg.norm(pts[3] - pts[2])) / divisor
             for s in range(len(pts) - 1):
