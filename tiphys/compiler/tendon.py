@@ -576,6 +576,16 @@ def wrap(x0, x1, xpos, xmat, radius, wtype, side):
     return wlen, (xmat @ res[0] + xpos, xmat @ res[1] + xpos)
 
 
+def _point_jac(k: HostKinematics, point, body, site, cache: dict):
+    """The translational Jacobian of a point on ``body``; a site's is made once."""
+    if site is None:
+        return k.jac(point, body)[0]
+    jp = cache.get(site)
+    if jp is None:
+        jp = cache[site] = k.jac(point, body)[0]
+    return jp
+
+
 def tendon_kinematics(a, k: HostKinematics):
     """mj_tendon: lengths (ntendon) and dense Jacobians (ntendon x nv)."""
     nten = len(a.tendon_adr)
@@ -586,6 +596,7 @@ def tendon_kinematics(a, k: HostKinematics):
     wrap_type, wrap_objid = a.wrap_type.tolist(), a.wrap_objid.tolist()
     wrap_prm, site_bodyid = a.wrap_prm.tolist(), a.site_bodyid.tolist()
     qposadr, dofadr = a.jnt_qposadr.tolist(), a.jnt_dofadr.tolist()
+    site_jacs = {}  # site id -> its translational Jacobian (sites recur across tendons)
     for i, (adr, num) in enumerate(zip(a.tendon_adr.tolist(), a.tendon_num.tolist())):
         wt, wo, wp = wrap_type[adr:adr + num], wrap_objid[adr:adr + num], \
             wrap_prm[adr:adr + num]
@@ -618,11 +629,13 @@ def tendon_kinematics(a, k: HostKinematics):
             if wlen < 0:
                 pts = [p0, k.site_xpos[id1]]
                 bodies = [site_bodyid[id0], site_bodyid[id1]]
+                sites = [id0, id1]
                 L[i] += np.linalg.norm(pts[1] - pts[0]) / divisor
             else:
                 pts = [p0, tang[0], tang[1], k.site_xpos[id1]]
                 gb = int(a.geom_bodyid[wrapid])
                 bodies = [site_bodyid[id0], gb, gb, site_bodyid[id1]]
+                sites = [id0, None, None, id1]
                 L[i] += (np.linalg.norm(pts[1] - pts[0]) + wlen
                          + np.linalg.norm(pts[3] - pts[2])) / divisor
             for s in range(len(pts) - 1):
@@ -630,8 +643,8 @@ def tendon_kinematics(a, k: HostKinematics):
                     dif = pts[s + 1] - pts[s]
                     n = np.linalg.norm(dif)
                     dif = dif / n if n >= MINVAL else np.array([1.0, 0, 0])
-                    j1, _ = k.jac(pts[s], bodies[s])
-                    j2, _ = k.jac(pts[s + 1], bodies[s + 1])
+                    j1 = _point_jac(k, pts[s], bodies[s], sites[s], site_jacs)
+                    j2 = _point_jac(k, pts[s + 1], bodies[s + 1], sites[s + 1], site_jacs)
                     J[i] += (dif @ (j2 - j1)) / divisor
             j += 2 if wraptype != WRAP_NONE else 1
     return L, J
