@@ -199,7 +199,7 @@ def test_long_compile_prints_a_progress_line_to_stderr(monkeypatch, capsys):
     """A compile running past DELAY seconds writes one line naming the model to
     stderr (here not a terminal: a plain line); stdout stays clean."""
     import tiphys
-    import tiphys.compiler.progress as progress
+    from tiphys.compiler import progress
     monkeypatch.setattr(progress, "DELAY", 0.05)
     compile_spec = _slow_compile(monkeypatch, 0.5)
     spec = tiphys.parse_xml(_PROGRESS_XML, filename="slow_model.xml")
@@ -213,7 +213,7 @@ def test_short_or_unasked_compiles_print_no_progress_line(monkeypatch, capsys):
     """Nothing on stderr for a compile shorter than DELAY (the default 2 s), nor with
     progress=False however long it takes, nor by default where stderr is no terminal."""
     import tiphys
-    import tiphys.compiler.progress as progress
+    from tiphys.compiler import progress
     from tiphys.compiler.compile import compile_spec as fast_compile
     assert progress.DELAY == 2.0
     fast_compile(tiphys.parse_xml(_PROGRESS_XML), progress=True)
