@@ -310,7 +310,11 @@ class HostKinematics:
         a = self.a
         blocks = TreeBlocks.zeros(a.dof_treeid)
         mass, inertia = a.body_mass, a.body_inertia
-        moving = ((mass != 0) | np.any(inertia != 0, axis=1)).tolist()
+        if len(mass) < 64:  # (few bodies: Python floats, fewer numpy calls)
+            moving = [m != 0 or i0 != 0 or i1 != 0 or i2 != 0
+                      for m, (i0, i1, i2) in zip(mass.tolist(), inertia.tolist())]
+        else:
+            moving = ((mass != 0) | np.any(inertia != 0, axis=1)).tolist()
         # rotated inertias of all bodies (3x3 products: one stacked call)
         diag = np.zeros((len(mass), 3, 3))
         diag[:, (0, 1, 2), (0, 1, 2)] = inertia
