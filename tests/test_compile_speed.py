@@ -5,7 +5,8 @@ tools/fetch_corpus.py) and synthetic meshes built to stress the same paths (larg
 flat regions assembled from shuffled triangles, so that islands form and merge;
 repeated and reversed faces; degenerate faces). No timing is asserted here: the
 benchmark (benchmarks/bench_compile.py) measures time; these tests check that the
-faster code is still right. Host-side compile only: no Taichi kernel is built.
+faster code is still right; and a long compile shows a progress line (stderr). Host-side
+compile only: no Taichi kernel is built.
 """
 from __future__ import annotations
 
@@ -173,3 +174,51 @@ def test_mesh_cache_gives_a_fresh_compile_and_private_copies():
     for f in ("vert", "face", "normal", "graph", "polyvert", "polymap", "polynormal",
               "boxsz", "pos", "quat"):
         np.testing.assert_array_equal(getattr(second, f), getattr(fresh, f))
+
+
+_PROGRESS_XML = """<mujoco><worldbody><body><freejoint/><geom size=".1"/></body></worldbody>
+</mujoco>"""
+
+
+def _slow_compile(monkeypatch, seconds):
+    """compile_spec whose compile takes at least ``seconds`` (the real one, delayed)."""
+    import time
+
+    import tiphys.compiler.compile as cc
+    real = cc._compile_spec
+
+    def slow(spec):
+        time.sleep(seconds)
+        return real(spec)
+
+    monkeypatch.setattr(cc, "_compile_spec", slow)
+    return cc.compile_spec
+
+
+def test_long_compile_prints_a_progress_line_to_stderr(monkeypatch, capsys):
+    """A compile running past DELAY seconds writes one line naming the model to
+    stderr (here not a terminal: a plain line); stdout stays clean."""
+    import tiphys
+    from tiphys.compiler import progress
+    monkeypatch.setattr(progress, "DELAY", 0.05)
+    compile_spec = _slow_compile(monkeypatch, 0.5)
+    spec = tiphys.parse_xml(_PROGRESS_XML, filename="slow_model.xml")
+    compile_spec(spec, progress=True)
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.count("compiling slow_model.xml") == 1, err
+
+
+def test_short_or_unasked_compiles_print_no_progress_line(monkeypatch, capsys):
+    """Nothing on stderr for a compile shorter than DELAY (the default 2 s), nor with
+    progress=False however long it takes, nor by default where stderr is no terminal."""
+    import tiphys
+    from tiphys.compiler import progress
+    from tiphys.compiler.compile import compile_spec as fast_compile
+    assert progress.DELAY == 2.0
+    fast_compile(tiphys.parse_xml(_PROGRESS_XML), progress=True)
+    monkeypatch.setattr(progress, "DELAY", 0.05)
+    compile_spec = _slow_compile(monkeypatch, 0.3)
+    compile_spec(tiphys.parse_xml(_PROGRESS_XML), progress=False)
+    compile_spec(tiphys.parse_xml(_PROGRESS_XML))  # stderr is captured: not a terminal
+    assert capsys.readouterr().err == ""

@@ -543,12 +543,15 @@ def transmission(a, k, ten_length, ten_J):
     nv = len(a.dof_bodyid)
     length = np.zeros(nu)
     moment = np.zeros((nu, nv))
+    trnids, trntypes = a.actuator_trnid.reshape(nu, 2).tolist(), a.actuator_trntype.tolist()
+    jnt_type, jnt_qposadr, jnt_dofadr = (a.jnt_type.tolist(), a.jnt_qposadr.tolist(),
+                                         a.jnt_dofadr.tolist())
     for i in range(nu):
-        tid, tid1 = a.actuator_trnid[i]
+        tid, tid1 = trnids[i]
         gear = a.actuator_gear[i]
-        trn = a.actuator_trntype[i]
+        trn = trntypes[i]
         if trn in (TRN_JOINT, TRN_JOINTINPARENT):
-            jt, qa, da = a.jnt_type[tid], a.jnt_qposadr[tid], a.jnt_dofadr[tid]
+            jt, qa, da = jnt_type[tid], jnt_qposadr[tid], jnt_dofadr[tid]
             if jt in (2, 3):
                 length[i] = k.qpos[qa] * gear[0]
                 moment[i, da] = gear[0]
@@ -799,13 +802,14 @@ def invweight0(out, k0, Minv):
         bw[group, 0] = ((d[:, 0] + d[:, 1]) + d[:, 2]) / 3
         bw[group, 1] = ((d[:, 3] + d[:, 4]) + d[:, 5]) / 3
     dw = [0.0] * nv
+    diag = Minv.diag().tolist() if nv else []  # (each joint's dofs lie in one tree block)
     for adr, body, jtype in zip(out.jnt_dofadr.tolist(), out.jnt_bodyid.tolist(),
                                 out.jnt_type.tolist()):
         if simple[body] == 2:
             dw[adr] = 1.0 / max(MINVAL, mass[body])
             continue
         dnum = {0: 6, 1: 3}.get(jtype, 1)
-        d = Minv.block(adr, dnum).diagonal().tolist()
+        d = diag[adr:adr + dnum]
         if dnum == 6:
             dw[adr:adr + 3] = [((d[0] + d[1]) + d[2]) / 3] * 3
             dw[adr + 3:adr + 6] = [((d[3] + d[4]) + d[5]) / 3] * 3

@@ -126,6 +126,9 @@ def _default_array(default) -> np.ndarray:
     return np.array(default, dtype=np.float64)
 
 
+# (text, default class's text, n, exact, id(default), finite) -> (default, array)
+_FLOATS: dict[tuple, tuple] = {}
+
 BOOL = {"false": 0, "true": 1}
 LIMITED = {"false": LIMITED_FALSE, "true": LIMITED_TRUE, "auto": LIMITED_AUTO}  # mjtLimited
 
@@ -184,6 +187,22 @@ class Attrs:
         text = self._vals.get(name)
         if text is None:
             return None if default is None else _default_array(default)
+        # the result depends on the texts (the element's, and the default class's when
+        # that is another one), n, exact, default and finite only: read once, then copied
+        inherited = self.defaults.get(name)
+        key = (text, None if inherited is text else inherited, n, exact, id(default), finite)
+        entry = _FLOATS.get(key)
+        if entry is not None and entry[0] is default:
+            arr = entry[1]
+            return None if arr is None else arr.copy()
+        arr = self._floats(name, text, n, default, exact, finite)
+        if default is None or type(default) is tuple:  # (kept alive: its id stays its own)
+            if len(_FLOATS) >= 1 << 14:
+                _FLOATS.clear()
+            _FLOATS[key] = (default, None if arr is None else arr.copy())
+        return arr
+
+    def _floats(self, name, text, n, default, exact, finite):
         values = self._numbers(name, text)
         if not values:  # MuJoCo reads an empty number list as an absent attribute:
             inherited = self.defaults.get(name)  # the default class's value stays

@@ -121,9 +121,9 @@ def _check_later_sections(spec):
 def compile_spec(spec, progress: Optional[bool] = None) -> ModelArrays:
     """Compile a Spec into host arrays named and shaped like mujoco.MjModel's.
 
-    ``progress``: a progress line on stderr (rich, erased at the end) for a compile
-    that takes more than a few seconds: None shows it when stderr is a terminal,
-    True always, False never."""
+    ``progress``: a progress line on stderr for a compile that takes more than a few
+    seconds (on a terminal a rich bar, erased at the end; elsewhere one plain line):
+    None shows it when stderr is a terminal, True always, False never."""
     nmesh = sum(child.tag == "mesh" for section in spec.sections("asset")
                 for child in section.children)
     label = os.path.basename(getattr(spec, "filename", None) or "") or "model"
@@ -185,13 +185,12 @@ def _compile_spec(spec) -> ModelArrays:
     out.model_name = spec.model_name
     set_const(out, out.stat)
     _levels(out)
-    out.sizes = {k: int(getattr(out, "_size_" + k, 0)) for k in MODEL_SIZES}
-    for k in MODEL_SIZES:
-        if hasattr(out, "_size_" + k):
-            delattr(out, "_size_" + k)
+    values = out.__dict__
+    out.sizes = {k: int(values.pop(key, 0)) for k, key in _SIZE_KEYS}
     return out
 
 
+_SIZE_KEYS = tuple((k, "_size_" + k) for k in MODEL_SIZES)  # (size, its field while compiling)
 _MAX_ALLOC = 1 << 32  # bytes: a larger keyframe/user array is a bad <size>, not a hang
 
 
@@ -239,8 +238,9 @@ def _check_moving_mass(bodies):
 
 
 def _setsize(out, **kw):
+    values = out.__dict__
     for k, v in kw.items():
-        setattr(out, "_size_" + k, int(v))
+        values["_size_" + k] = int(v)
 
 
 def _assemble(out, builder, ctx, size):
@@ -369,10 +369,10 @@ def _assemble(out, builder, ctx, size):
     out.body_mass = np.array([b.mass for b in bodies], dtype=f)
     out.body_gravcomp = np.array([b.gravcomp for b in bodies], dtype=f)
     out.body_margin = np.array([b.margin for b in bodies], dtype=f)
-    sub = out.body_mass.copy()
+    sub = out.body_mass.tolist()  # (Python floats: the same additions)
     for i in range(nbody - 1, 0, -1):
         sub[parentid[i]] += sub[i]
-    out.body_subtreemass = sub
+    out.body_subtreemass = np.array(sub, dtype=f)
     for k, n in (("solref", 2), ("solimp", 5), ("pos", 3), ("axis", 3), ("range", 2),
                  ("actfrcrange", 2)):
         setattr(out, "jnt_" + k,
@@ -471,15 +471,26 @@ _QUNIT = np.array([1.0, 0, 0, 0])
 
 
 def _is_zero(v) -> bool:
-    return all(abs(x) < 1e-6 for x in v)
+    for x in v:  # (a loop: faster than all() over a generator for 3 numbers)
+        if not abs(x) < 1e-6:
+            return False
+    return True
 
 
 def _is_near(a, b) -> bool:
-    return all(abs(x - y) < 1e-6 for x, y in zip(a, b))
+    for x, y in zip(a, b):
+        if not abs(x - y) < 1e-6:
+            return False
+    return True
 
 
 def _is_near_quat(a, b) -> bool:
-    return _is_near(a, b) or all(abs(x + y) < 1e-6 for x, y in zip(a, b))
+    if _is_near(a, b):
+        return True
+    for x, y in zip(a, b):
+        if not abs(x + y) < 1e-6:
+            return False
+    return True
 
 
 _QUNIT_L = [1.0, 0.0, 0.0, 0.0]
@@ -503,9 +514,17 @@ def _sameframe_body_any(ipos, iquat):
     return SAMEFRAME_NONE
 
 
-def _sameframe_obj(pos, quat, body):
-    ipos = np.zeros(3) if body.ipos is None else body.ipos
-    p, q, ip, iq = _vector(pos), _vector(quat), _vector(ipos), _vector(body.iquat)
+def _sameframe_obj(pos, quat, body, inertial=None):
+    """``inertial``: a dict kept by the caller, body -> its inertial frame as lists."""
+    key = id(body)
+    frame = inertial.get(key) if inertial is not None else None
+    if frame is None:
+        ipos = np.zeros(3) if body.ipos is None else body.ipos
+        frame = ipos, _vector(ipos), _vector(body.iquat)
+        if inertial is not None:
+            inertial[key] = frame
+    ipos, ip, iq = frame
+    p, q = _vector(pos), _vector(quat)
     if p is None or q is None or ip is None or iq is None or len(p) != 3 or \
             len(q) != 4 or len(ip) != 3 or len(iq) != 4:
         return _sameframe_obj_any(pos, quat, ipos, body.iquat)
@@ -534,6 +553,7 @@ def _geoms(out, geoms, bodies):
     n = len(geoms)
     ints = {k: [] for k in ("type", "contype", "conaffinity", "condim", "bodyid", "dataid",
                             "group", "priority", "sameframe")}
+    inertial = {}
     for g in geoms:
         ints["type"].append(g.type)
         ints["contype"].append(g.contype)
@@ -543,7 +563,7 @@ def _geoms(out, geoms, bodies):
         ints["dataid"].append(g.dataid)
         ints["group"].append(g.group)
         ints["priority"].append(g.priority)
-        ints["sameframe"].append(_sameframe_obj(g.pos, g.quat, g.body))
+        ints["sameframe"].append(_sameframe_obj(g.pos, g.quat, g.body, inertial))
     for k, v in ints.items():
         setattr(out, "geom_" + k, np.array(v, dtype=np.int32))
     out.geom_plugin = np.full(n, -1, dtype=np.int32)
@@ -568,8 +588,9 @@ def _sites(out, sites, bodies):
     out.site_type = np.array([s.type for s in sites], dtype=np.int32)
     out.site_bodyid = np.array([s.body.id for s in sites], dtype=np.int32)
     out.site_group = np.array([s.group for s in sites], dtype=np.int32)
-    out.site_sameframe = np.array([_sameframe_obj(s.pos, s.quat, s.body) for s in sites],
-                                  dtype=np.int32)
+    inertial = {}
+    out.site_sameframe = np.array([_sameframe_obj(s.pos, s.quat, s.body, inertial)
+                                   for s in sites], dtype=np.int32)
     out.site_size = np.array([s.size for s in sites], dtype=f).reshape(n, 3)
     out.site_pos = np.array([s.pos for s in sites], dtype=f).reshape(n, 3)
     out.site_quat = np.array([s.quat for s in sites], dtype=f).reshape(n, 4)
@@ -586,7 +607,7 @@ def _body_lookup(builder, name, el, attr):
 def _global_poses(bodies):
     """Body poses and subtree centers of mass at qpos0 (no joint motion)."""
     n = len(bodies)
-    xpos, xquat = np.zeros((n, 3)), np.tile(_QUNIT, (n, 1))
+    xpos, xquat = np.zeros((n, 3)), rot.unit_quats(n)
     if n < 32:  # few bodies: one by one (fewer numpy calls)
         for b in bodies[1:]:
             p = b.parent.id
@@ -610,11 +631,16 @@ def _global_poses(bodies):
                     dtype=np.float64).reshape(-1, 3)
     xipos = xpos + rot.matvec_batch(rot.quat2mat_batch(xquat), ipos)
     mass = np.array([b.mass for b in bodies])
-    moment = mass[:, None] * xipos
-    sub = mass.copy()
+    # subtree sums folded on Python floats (the same additions, in the same order)
+    moment = (mass[:, None] * xipos).tolist()
+    sub = mass.tolist()
     for b in reversed(bodies[1:]):
-        moment[b.parent.id] += moment[b.id]
+        p, c = moment[b.parent.id], moment[b.id]
+        p[0] += c[0]
+        p[1] += c[1]
+        p[2] += c[2]
         sub[b.parent.id] += sub[b.id]
+    moment, sub = np.array(moment, dtype=np.float64).reshape(-1, 3), np.array(sub)
     com = np.where(sub[:, None] < MINVAL, xipos, moment / np.maximum(sub, 1e-300)[:, None])
     return xpos, xquat, com
 
@@ -690,12 +716,14 @@ def _keyframes(spec, out, nkey_size=0):
     if nkey * (nq + nv + 7 * nmocap + nu + na + 1) * 8 > _MAX_ALLOC:
         raise MemoryError
     out.key_time = np.zeros(nkey)
-    out.key_qpos = np.tile(out.qpos0, (nkey, 1)).reshape(nkey, nq)
+    out.key_qpos = rot.rows(out.qpos0, nkey).reshape(nkey, nq)
     out.key_qvel = np.zeros((nkey, nv))
     out.key_act = np.zeros((nkey, na))
     out.key_ctrl = np.zeros((nkey, nu))
-    out.key_mpos = np.tile(out.mocap_pos0.reshape(-1), (nkey, 1)).reshape(nkey, nmocap, 3)
-    out.key_mquat = np.tile(out.mocap_quat0.reshape(-1), (nkey, 1)).reshape(nkey, nmocap, 4)
+    out.key_mpos = rot.rows(out.mocap_pos0.reshape(-1), nkey).reshape(
+        nkey, nmocap, 3)
+    out.key_mquat = rot.rows(out.mocap_quat0.reshape(-1), nkey).reshape(
+        nkey, nmocap, 4)
     for i, k in enumerate(keys):
         a = Attrs(k)
         out.key_time[i] = a.float("time", 0.0)
@@ -787,16 +815,18 @@ def _user_fields(builder, size, out):
         longest = max([len(r) for r in rows] + [0])
         if n == -1:
             n = longest
-        for o, r in zip(objs if not callable(what) else [None] + list(objs), rows):
-            if len(r) > n:
-                raise error_at(o.el if o is not None else None,
-                               f"user has more values than {key}", "user")
+        if longest:  # (none has values, the common case: nothing to check or copy)
+            for o, r in zip(objs if not callable(what) else [None] + list(objs), rows):
+                if len(r) > n:
+                    raise error_at(o.el if o is not None else None,
+                                   f"user has more values than {key}", "user")
         if len(rows) * n * 8 > _MAX_ALLOC:
             raise MemoryError
         arr = np.zeros((len(rows), n))
-        for i, r in enumerate(rows):
-            if len(r):
-                arr[i, :len(r)] = r
+        if longest:
+            for i, r in enumerate(rows):
+                if len(r):
+                    arr[i, :len(r)] = r
         setattr(out, prefix + "_user", arr)
         _setsize(out, **{key: n})
 
@@ -876,11 +906,12 @@ def _names(spec, builder, assets, out):
 
 def _levels(out):
     """Tree structure for single-launch tree passes: depths and subtree lists."""
-    parent = out.body_parentid
+    parent = out.body_parentid.tolist()
     nbody = len(parent)
-    depth = np.zeros(nbody, dtype=np.int32)
+    depth = [0] * nbody
     for i in range(1, nbody):
         depth[i] = depth[parent[i]] + 1
+    depth = np.array(depth, dtype=np.int32)
     subtrees = [[i] for i in range(nbody)]
     for i in range(nbody - 1, 0, -1):
         j = parent[i]

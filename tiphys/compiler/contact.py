@@ -10,6 +10,7 @@ import numpy as np
 
 from ..errors import error_at
 from .attrs import Attrs
+from .empty import replay_empty
 
 SOLREF0 = (0.02, 1.0)
 SOLIMP0 = (0.9, 0.95, 0.001, 0.5, 2.0)
@@ -28,6 +29,9 @@ def referenced_geom_names(spec) -> set:
 
 def compile_contact(spec, defaults, builder, out) -> None:
     """Fill pair_* and exclude_signature (and their sizes and names) into ``out``."""
+    if not any(section.children for section in spec.sections("contact")):
+        replay_empty(out, "contact", lambda ns: _fill(ns, [], []))
+        return
     bodies = builder.bodies
     geoms = [g for b in bodies for g in b.geoms]
     geom_id = {}
@@ -49,6 +53,10 @@ def compile_contact(spec, defaults, builder, out) -> None:
     # MuJoCo's compiler sorts both by signature (stable: ties keep the written order)
     pairs.sort(key=lambda p: p["sig"])
     excludes.sort(key=lambda e: e["sig"])
+    _fill(out, pairs, excludes)
+
+
+def _fill(out, pairs, excludes) -> None:
     out.pair_dim = np.array([p["dim"] for p in pairs], dtype=np.int64)
     out.pair_geom1 = np.array([p["g1"] for p in pairs], dtype=np.int64)
     out.pair_geom2 = np.array([p["g2"] for p in pairs], dtype=np.int64)

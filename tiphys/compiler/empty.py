@@ -8,6 +8,15 @@ from typing import Callable, Hashable
 import numpy as np
 
 _EMPTY: dict = {}
+_ARRAY, _IMMUTABLE, _OTHER = 0, 1, 2
+
+
+def _kind(value) -> int:
+    if isinstance(value, np.ndarray):
+        return _ARRAY
+    if type(value) in (int, float, str, bool, type(None)):
+        return _IMMUTABLE  # (copy.copy would give the object itself)
+    return _OTHER
 
 
 def replay_empty(out, key: Hashable, make: Callable) -> None:
@@ -19,7 +28,8 @@ def replay_empty(out, key: Hashable, make: Callable) -> None:
     if fields is None:
         ns = SimpleNamespace()
         make(ns)
-        fields = _EMPTY[key] = dict(vars(ns))
-    for name, value in fields.items():
-        setattr(out, name, value.copy() if isinstance(value, np.ndarray) else
-                copy.copy(value))
+        fields = _EMPTY[key] = [(name, value, _kind(value)) for name, value in vars(ns).items()]
+    values = out.__dict__
+    for name, value, kind in fields:
+        values[name] = value.copy() if kind == _ARRAY else value if kind == _IMMUTABLE \
+            else copy.copy(value)

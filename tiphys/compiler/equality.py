@@ -20,6 +20,7 @@ from ..kernels.consts import (EQ_CONNECT, EQ_FLEX, EQ_JOINT, EQ_TENDON, EQ_WELD,
                               MINVAL, NEQDATA, OBJ_BODY, OBJ_SITE, OBJ_UNKNOWN)
 from . import rotation as rot
 from .attrs import BOOL, Attrs, parse_floats
+from .empty import replay_empty
 
 SOLREF0 = (0.02, 1.0)
 SOLIMP0 = (0.9, 0.95, 0.001, 0.5, 2.0)
@@ -216,6 +217,9 @@ def compile_equality(spec, defaults, builder, out) -> None:
 
     Needs the tree, tendon arrays (tendon names) and qpos0 in ``out``.
     """
+    if not any(section.children for section in spec.sections("equality")):
+        replay_empty(out, "equality", lambda ns: _fill(ns, []))
+        return
     bodies = builder.bodies
     names = {
         "body": [b.name for b in bodies],
@@ -241,6 +245,10 @@ def compile_equality(spec, defaults, builder, out) -> None:
                                       f"{len(eqs)}", eq.attr1)
         eqs.append(eq)
     _set_data(eqs, out)
+    _fill(out, eqs)
+
+
+def _fill(out, eqs) -> None:
     n = len(eqs)
     out.eq_type = np.array([eq.type for eq in eqs], dtype=np.int32)
     out.eq_obj1id = np.array([eq.obj1 for eq in eqs], dtype=np.int32)

@@ -5,8 +5,9 @@ steps (one per mesh) report to it through ``step``; a timer draws the line once 
 compile has run ``DELAY`` seconds. Nothing is drawn for a compile that ends sooner,
 nor where the user did not ask for it: the line appears when stderr is a terminal
 (``progress=None``, the default) or when ``progress=True``; ``progress=False``
-never draws it. The line is transient: it is erased when the compile ends, so logs
-and test output keep nothing of it.
+never draws it. On a terminal the line is a live bar, erased when the compile ends;
+elsewhere (``progress=True`` with stderr going to a file or a pipe) it is one plain
+line, written once.
 """
 from __future__ import annotations
 
@@ -60,9 +61,15 @@ class CompileProgress:
         with self._lock:
             if self._timer is None:  # the compile ended meanwhile
                 return
+            console = Console(stderr=True)
+            if not console.is_terminal:  # a log: one plain line (a live bar draws nothing)
+                what = f": {self.what}" if self.what else ""
+                print(f"compiling {self.label} ({min(self.done, self.total)}/{self.total} "
+                      f"slow steps done{what}) ...", file=sys.stderr, flush=True)
+                return
             self._bar = Progress(TextColumn("compiling {task.fields[label]}"), BarColumn(),
                                  MofNCompleteColumn(), TextColumn("{task.description}"),
-                                 console=Console(stderr=True), transient=True)
+                                 console=console, transient=True)
             self._task = self._bar.add_task(self.what, total=self.total, label=self.label,
                                             completed=min(self.done, self.total))
             self._bar.start()

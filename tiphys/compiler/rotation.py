@@ -15,6 +15,20 @@ EIG_EPS = 1e-12  # Jacobi termination
 _EYE3 = np.eye(3)  # copied (np.eye itself is slow for a 3x3)
 
 
+def unit_quats(n: int) -> np.ndarray:
+    """An (n, 4) array of identity quaternions (as np.tile of (1, 0, 0, 0), faster)."""
+    q = np.zeros((n, 4))
+    q[:, 0] = 1.0
+    return q
+
+
+def rows(v: np.ndarray, n: int) -> np.ndarray:
+    """``n`` copies of ``v`` stacked (np.tile(v, (n, 1)), faster)."""
+    out = np.empty((n,) + v.shape, dtype=v.dtype)
+    out[:] = v
+    return out
+
+
 def _pyfloats(v) -> list:
     """Python floats of a vector (the same doubles; plain arithmetic on them is
     faster than on numpy scalars)."""
@@ -26,7 +40,7 @@ def _pyfloats(v) -> list:
 def normalize(v: np.ndarray) -> tuple[np.ndarray, float]:
     """(v / |v|, |v|); a vector of norm < EPS is returned as a default unit vector."""
     v = np.asarray(v, dtype=np.float64)
-    n = float(np.sqrt(np.dot(v, v)))
+    n = math.sqrt(np.dot(v, v))  # (sqrt is correctly rounded: np.sqrt's bits)
     if n < EPS:
         out = np.zeros_like(v)
         out[0] = 1.0
@@ -67,22 +81,32 @@ def quat_neg(q) -> np.ndarray:
     return np.array([q[0], -q[1], -q[2], -q[3]], dtype=np.float64)
 
 
+_EYE3_ROWS = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
+
+
+def _quat2mat_rows(w, x, y, z) -> list:
+    """quat2mat's matrix as nested lists of Python floats (the same arithmetic)."""
+    if w == 1 and x == 0 and y == 0 and z == 0:
+        return _EYE3_ROWS
+    return [[w * w + x * x - y * y - z * z, 2 * (x * y - w * z), 2 * (x * z + w * y)],
+            [2 * (x * y + w * z), w * w - x * x + y * y - z * z, 2 * (y * z - w * x)],
+            [2 * (x * z - w * y), 2 * (y * z + w * x), w * w - x * x - y * y + z * z]]
+
+
 def quat2mat(q) -> np.ndarray:
     w, x, y, z = q.tolist() if type(q) is np.ndarray and q.dtype == np.float64 else q
     if w == 1 and x == 0 and y == 0 and z == 0:
         return _EYE3.copy()
-    return np.array([
-        [w * w + x * x - y * y - z * z, 2 * (x * y - w * z), 2 * (x * z + w * y)],
-        [2 * (x * y + w * z), w * w - x * x + y * y - z * z, 2 * (y * z - w * x)],
-        [2 * (x * z - w * y), 2 * (y * z + w * x), w * w - x * x - y * y + z * z]])
+    return np.array(_quat2mat_rows(w, x, y, z))
 
 
 def quat2mat_batch(q) -> np.ndarray:
     """:func:`quat2mat` of each row of an (n, 4) array, element for element the same
     arithmetic (so the same bits), identity quaternions included."""
     q = np.asarray(q, dtype=np.float64).reshape(-1, 4)
-    if len(q) < 16:  # (fewer numpy calls one by one)
-        return np.array([quat2mat(qi) for qi in q]).reshape(-1, 3, 3)
+    if len(q) < 16:  # (fewer numpy calls one by one, into one array)
+        return np.array([_quat2mat_rows(*qi) for qi in q.tolist()],
+                        dtype=np.float64).reshape(-1, 3, 3)
     w, x, y, z = q[:, 0], q[:, 1], q[:, 2], q[:, 3]
     m = np.empty((len(q), 3, 3))
     m[:, 0, 0] = w * w + x * x - y * y - z * z
@@ -224,6 +248,11 @@ def _mulmat9(A, B) -> list:
             a3 * b2 + a4 * b5 + a5 * b8,
             a6 * b0 + a7 * b3 + a8 * b6, a6 * b1 + a7 * b4 + a8 * b7,
             a6 * b2 + a7 * b5 + a8 * b8]
+
+
+def mulquat_exact(a: list, b: list) -> list:
+    """:func:`quat_mul` on Python floats, as a list (mjuu_mulquat + mjuu_normvec)."""
+    return _mulquat_exact(a, b)
 
 
 def _mulquat_exact(a, b) -> list:

@@ -7,6 +7,8 @@ rigid-body inertias about each tree's subtree center of mass.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..kernels.consts import (EPS, GEOM_HFIELD, GEOM_PLANE, JNT_BALL, JNT_FREE, JNT_HINGE,
@@ -14,11 +16,13 @@ from ..kernels.consts import (EPS, GEOM_HFIELD, GEOM_PLANE, JNT_BALL, JNT_FREE, 
 from . import rotation as rot
 from .options import Statistic
 
+_EYE3 = np.eye(3)
+
 
 def _qpos0_kinematics(a):
     nbody = len(a.body_parentid)
     xpos = np.zeros((nbody, 3))
-    xquat = np.tile([1.0, 0, 0, 0], (nbody, 1))
+    xquat = rot.unit_quats(nbody)
     parent = a.body_parentid.tolist()
     if nbody < 32:  # few bodies: one by one (fewer numpy calls)
         for i in range(1, nbody):
@@ -52,7 +56,7 @@ def _qpos0_kinematics(a):
     xipos = xpos + np.einsum("bij,bj->bi", xmat, a.body_ipos)
     xipos[0] = 0
     ximat = xmat @ rot.quat2mat_batch(a.body_iquat)
-    ximat[0] = np.eye(3)
+    ximat[0] = _EYE3
     jb, gb, sb = a.jnt_bodyid, a.geom_bodyid, a.site_bodyid
     xanchor = xpos[jb] + rot.matvec_batch(xmat[jb], a.jnt_pos)
     xaxis = rot.matvec_batch(xmat[jb], a.jnt_axis)
@@ -148,10 +152,10 @@ def set_const(a, user: Statistic) -> None:
                            initial=-MAXVAL)
     stat.center = (lo + hi) / 2
     if hi[0] > lo[0]:
-        stat.extent = max(1e-5, float(np.max(hi - lo)))
+        stat.extent = max(1e-5, float((hi - lo).max()))
     # body sizes: the largest distance from the com to a joint anchor or geom sphere
     # (norms of 3-vectors as np.linalg.norm sums them, in order)
-    body = np.zeros(nbody)
+    body = [0.0] * nbody  # (Python floats while folding: the same doubles)
     jb = a.jnt_bodyid
     dj = np.sqrt(((xipos[jb] - xanchor) ** 2).sum(1))
     jp = a.body_parentid[jb]
@@ -159,35 +163,38 @@ def set_const(a, user: Statistic) -> None:
     for b, p, d0, d1 in zip(jb.tolist(), jp.tolist(), dj.tolist(), dp.tolist()):
         body[b] = max(body[b], d0)
         body[p] = max(body[p], d1)
-    body[0] = 0
+    body[0] = 0.0
     gb = a.geom_bodyid
-    dg = a.geom_rbound + np.sqrt(((xipos[gb] - geom_xpos) ** 2).sum(1))
+    dg = (a.geom_rbound + np.sqrt(((xipos[gb] - geom_xpos) ** 2).sum(1))).tolist()
+    gbl = gb.tolist()
     for g in np.nonzero((a.geom_rbound > 0) & (gb > 0))[0].tolist():
-        i = gb[g]
+        i = gbl[g]
         body[i] = max(body[i], dg[g])
     _flex_body_sizes(a, body, xpos)
+    body = np.array(body, dtype=np.float64)
     if nbody > 1:
         body[1:] = np.maximum(body[1:], 1e-5)
-        stat.meansize = float(np.sum(body[1:] / (nbody - 1)))
+        stat.meansize = float((body[1:] / (nbody - 1)).sum())
     nv = len(a.dof_bodyid)
     a.dof_length = np.ones(nv)
-    for i in range(nv):
-        j = a.dof_jntid[i]
-        jt = a.jnt_type[j]
-        if jt in (JNT_BALL, JNT_HINGE) or (jt == JNT_FREE and i - a.jnt_dofadr[j] >= 3):
-            a.dof_length[i] = body[a.dof_bodyid[i]]
+    jnt_type, jnt_dofadr = a.jnt_type.tolist(), a.jnt_dofadr.tolist()
+    rot_dofs = [i for i, j in enumerate(a.dof_jntid.tolist())
+                if jnt_type[j] in (JNT_BALL, JNT_HINGE) or (
+                    jnt_type[j] == JNT_FREE and i - jnt_dofadr[j] >= 3)]
+    if rot_dofs:
+        a.dof_length[rot_dofs] = body[a.dof_bodyid[rot_dofs]]
     stat.extent = max(stat.extent, 2 * stat.meansize)
     if nbody > 1:
-        stat.meanmass = float(np.sum(a.body_mass[1:]) / (nbody - 1))
+        stat.meanmass = float(a.body_mass[1:].sum() / (nbody - 1))
     if nv:
         diag = getattr(a, "_qM_diag", None)  # from the tendon/actuator pass, if any
         if diag is None:
             diag = _mass_diag(a, xmat, xipos, ximat, xanchor, xaxis)
-        stat.meaninertia = float(np.mean(diag))
+        stat.meaninertia = float(diag.sum() / len(diag))  # (np.mean's arithmetic)
     for name in ("meaninertia", "meanmass", "meansize", "extent"):
         v = getattr(user, name)
-        if not np.isnan(v):
+        if not math.isnan(v):
             setattr(stat, name, v)
-    if not np.isnan(user.center[0]):
+    if not math.isnan(user.center[0]):
         stat.center = np.asarray(user.center, dtype=np.float64)
     a.stat = stat

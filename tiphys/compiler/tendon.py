@@ -46,11 +46,6 @@ def _chain_block(chain):
     return np.ix_(chain, chain)
 
 
-def _axisangle_quat(axis, angle):
-    s = math.sin(angle / 2)
-    return np.array([math.cos(angle / 2), axis[0] * s, axis[1] * s, axis[2] * s])
-
-
 class HostKinematics:
     """Positions, orientations, Jacobians and the dense mass matrix at one qpos."""
 
@@ -62,7 +57,7 @@ class HostKinematics:
         nbody = len(a.body_parentid)
         njnt = len(a.jnt_type)
         xpos = np.zeros((nbody, 3))
-        xquat = np.tile([1.0, 0, 0, 0], (nbody, 1))
+        xquat = rot.unit_quats(nbody)
         xanchor = np.zeros((njnt, 3))
         xaxis = np.zeros((njnt, 3))
         jntadr_b, jntnum_b = a.body_jntadr.tolist(), a.body_jntnum.tolist()
@@ -87,16 +82,19 @@ class HostKinematics:
             xaxis[fj] = rot.matvec_batch(rot.quat2mat_batch(q), a.jnt_axis[fj])
         isfree = set(free)
         parent = a.body_parentid.tolist()
-        body_pos, body_quat = list(a.body_pos), list(a.body_quat)
+        body_pos, body_quat = list(a.body_pos), a.body_quat.tolist()
         jnt_pos, jnt_axis = list(a.jnt_pos), list(a.jnt_axis)
+        jnt_axis_l = a.jnt_axis.tolist()
         qposadr, qpos, qpos0 = a.jnt_qposadr.tolist(), self.qpos, a.qpos0
         xmats = {}  # body -> rotation of xquat[body], made when a child needs it
+        # quaternions on Python floats through each body's joints (the arithmetic of
+        # rot.quat_mul and rot.quat2mat, without a numpy array per step)
+        cache = [None, None]
 
-        def rotation(q, cache):
-            """quat2mat(q), reusing the last matrix when q has the same bits."""
-            key = q.tobytes()
-            if cache[0] != key:
-                cache[0], cache[1] = key, _quat2mat(q)
+        def rotation(q):
+            """quat2mat(q), reusing the last matrix while q is the same quaternion."""
+            if cache[0] is not q:
+                cache[0], cache[1] = q, rot.quat2mat(q)
             return cache[1]
 
         for b in range(1, nbody):
@@ -115,10 +113,9 @@ class HostKinematics:
             if pmat is None:
                 pmat = xmats[p] = _quat2mat(xquat[p])
             pos = xpos[p] + pmat @ body_pos[b]
-            quat = rot.quat_mul(xquat[p], body_quat[b])
-            cache = [None, None]
+            quat = rot.mulquat_exact(xquat[p].tolist(), body_quat[b])
             for j in range(jadr, jadr + jnum):
-                mat = rotation(quat, cache)
+                mat = rotation(quat)
                 xanchor[j] = mat @ jnt_pos[j] + pos
                 xaxis[j] = mat @ jnt_axis[j]
                 qa = qposadr[j]
@@ -127,11 +124,14 @@ class HostKinematics:
                     pos = pos + xaxis[j] * (qpos[qa] - qpos0[qa])
                 elif jt in (1, 3):
                     if jt == 3:
-                        qloc = _axisangle_quat(jnt_axis[j], qpos[qa] - qpos0[qa])
+                        half = float(qpos[qa] - qpos0[qa]) / 2
+                        s = math.sin(half)
+                        ax = jnt_axis_l[j]
+                        qloc = [math.cos(half), ax[0] * s, ax[1] * s, ax[2] * s]
                     else:
-                        qloc = rot.normalize(qpos[qa:qa + 4])[0]
-                    quat = rot.quat_mul(quat, qloc)
-                    pos = xanchor[j] - rotation(quat, cache) @ jnt_pos[j]
+                        qloc = rot.normalize(qpos[qa:qa + 4])[0].tolist()
+                    quat = rot.mulquat_exact(quat, qloc)
+                    pos = xanchor[j] - rotation(quat) @ jnt_pos[j]
             xpos[b] = pos
             xquat[b] = rot.normalize(quat)[0]
         xmat = rot.quat2mat_batch(xquat)
@@ -161,31 +161,52 @@ class HostKinematics:
         return self.xmat[self.a.geom_bodyid] @ rot.quat2mat_batch(self.a.geom_quat)
 
     def _dof_axes(self):
-        """Per dof: world rotation axis (or 0) and linear axis, and the anchor point."""
+        """Per dof: world rotation axis (or 0) and linear axis, and the anchor point
+        (rows copied from the joint frames: gathered per kind, set in a few calls)."""
         a = self.a
         nv = len(a.dof_bodyid)
         self.dof_ang = np.zeros((nv, 3))
         self.dof_lin = np.zeros((nv, 3))
         self.dof_anchor = np.zeros((nv, 3))
-        for j in range(len(a.jnt_type)):
-            d = a.jnt_dofadr[j]
-            b = a.jnt_bodyid[j]
-            jt = a.jnt_type[j]
+        lin_d, lin_k = [], []  # dof_lin[d, k] = 1 (free joints' translations)
+        col_d, col_b, col_k = [], [], []  # dof_ang[d] = xmat[b][:, k]
+        anc_d, anc_j = [], []  # dof_anchor[d] = xanchor[j]
+        axis_d, axis_j = [], []  # dof_ang[d] = xaxis[j] (hinge)
+        slide_d, slide_j = [], []  # dof_lin[d] = xaxis[j]
+        for j, (jt, d, b) in enumerate(zip(a.jnt_type.tolist(), a.jnt_dofadr.tolist(),
+                                           a.jnt_bodyid.tolist())):
             if jt == 0:
-                for k in range(3):
-                    self.dof_lin[d + k, k] = 1.0
-                for k in range(3):
-                    self.dof_ang[d + 3 + k] = self.xmat[b][:, k]
-                    self.dof_anchor[d + 3 + k] = self.xanchor[j]
+                lin_d += (d, d + 1, d + 2)
+                lin_k += (0, 1, 2)
+                col_d += (d + 3, d + 4, d + 5)
+                col_b += (b, b, b)
+                col_k += (0, 1, 2)
+                anc_d += (d + 3, d + 4, d + 5)
+                anc_j += (j, j, j)
             elif jt == 1:
-                for k in range(3):
-                    self.dof_ang[d + k] = self.xmat[b][:, k]
-                    self.dof_anchor[d + k] = self.xanchor[j]
+                col_d += (d, d + 1, d + 2)
+                col_b += (b, b, b)
+                col_k += (0, 1, 2)
+                anc_d += (d, d + 1, d + 2)
+                anc_j += (j, j, j)
             elif jt == 2:
-                self.dof_lin[d] = self.xaxis[j]
+                slide_d.append(d)
+                slide_j.append(j)
             else:
-                self.dof_ang[d] = self.xaxis[j]
-                self.dof_anchor[d] = self.xanchor[j]
+                axis_d.append(d)
+                axis_j.append(j)
+                anc_d.append(d)
+                anc_j.append(j)
+        if lin_d:
+            self.dof_lin[lin_d, lin_k] = 1.0
+        if col_d:
+            self.dof_ang[col_d] = self.xmat[col_b, :, col_k]
+        if axis_d:
+            self.dof_ang[axis_d] = self.xaxis[axis_j]
+        if slide_d:
+            self.dof_lin[slide_d] = self.xaxis[slide_j]
+        if anc_d:
+            self.dof_anchor[anc_d] = self.xanchor[anc_j]
 
     def chain(self, body):
         """Dofs that move ``body`` (mj_jac's ancestor chain; the list is shared)."""
@@ -289,7 +310,11 @@ class HostKinematics:
         a = self.a
         blocks = TreeBlocks.zeros(a.dof_treeid)
         mass, inertia = a.body_mass, a.body_inertia
-        moving = ((mass != 0) | np.any(inertia != 0, axis=1)).tolist()
+        if len(mass) < 64:  # (few bodies: Python floats, fewer numpy calls)
+            moving = [m != 0 or i0 != 0 or i1 != 0 or i2 != 0
+                      for m, (i0, i1, i2) in zip(mass.tolist(), inertia.tolist())]
+        else:
+            moving = ((mass != 0) | np.any(inertia != 0, axis=1)).tolist()
         # rotated inertias of all bodies (3x3 products: one stacked call)
         diag = np.zeros((len(mass), 3, 3))
         diag[:, (0, 1, 2), (0, 1, 2)] = inertia
@@ -307,8 +332,11 @@ class HostKinematics:
             t = tree_of[chain[0]]
             lo = los[t]
             blocks.blocks[t][_chain_block([d - lo for d in chain])] += terms[b]
+        armature = a.dof_armature
         for lo, block in zip(los, blocks.blocks):
-            block[np.diag_indices(len(block))] += a.dof_armature[lo:lo + len(block)]
+            n = len(block)
+            # the diagonal as a strided view of the (C-ordered) block: one add each
+            block.reshape(-1)[::n + 1] += armature[lo:lo + n]
         return blocks
 
 
@@ -552,21 +580,35 @@ def wrap(x0, x1, xpos, xmat, radius, wtype, side):
     return wlen, (xmat @ res[0] + xpos, xmat @ res[1] + xpos)
 
 
+def _point_jac(k: HostKinematics, point, body, site, cache: dict):
+    """The translational Jacobian of a point on ``body``; a site's is made once."""
+    if site is None:
+        return k.jac(point, body)[0]
+    jp = cache.get(site)
+    if jp is None:
+        jp = cache[site] = k.jac(point, body)[0]
+    return jp
+
+
 def tendon_kinematics(a, k: HostKinematics):
     """mj_tendon: lengths (ntendon) and dense Jacobians (ntendon x nv)."""
     nten = len(a.tendon_adr)
     nv = len(a.dof_bodyid)
     L = np.zeros(nten)
     J = np.zeros((nten, nv))
-    for i in range(nten):
-        adr, num = a.tendon_adr[i], a.tendon_num[i]
-        wt, wo, wp = a.wrap_type[adr:adr + num], a.wrap_objid[adr:adr + num], \
-            a.wrap_prm[adr:adr + num]
+    # ids and parameters as Python numbers (the same values; numpy scalars are slow)
+    wrap_type, wrap_objid = a.wrap_type.tolist(), a.wrap_objid.tolist()
+    wrap_prm, site_bodyid = a.wrap_prm.tolist(), a.site_bodyid.tolist()
+    qposadr, dofadr = a.jnt_qposadr.tolist(), a.jnt_dofadr.tolist()
+    site_jacs = {}  # site id -> its translational Jacobian (sites recur across tendons)
+    for i, (adr, num) in enumerate(zip(a.tendon_adr.tolist(), a.tendon_num.tolist())):
+        wt, wo, wp = wrap_type[adr:adr + num], wrap_objid[adr:adr + num], \
+            wrap_prm[adr:adr + num]
         if wt[0] == WRAP_JOINT:
             for j in range(num):
                 jid = wo[j]
-                L[i] += wp[j] * k.qpos[a.jnt_qposadr[jid]]
-                J[i, a.jnt_dofadr[jid]] += wp[j]
+                L[i] += wp[j] * k.qpos[qposadr[jid]]
+                J[i, dofadr[jid]] += wp[j]
             continue
         divisor = 1.0
         j = 0
@@ -590,12 +632,14 @@ def tendon_kinematics(a, k: HostKinematics):
                                   k.site_xpos[sideid] if sideid >= 0 else None)
             if wlen < 0:
                 pts = [p0, k.site_xpos[id1]]
-                bodies = [a.site_bodyid[id0], a.site_bodyid[id1]]
+                bodies = [site_bodyid[id0], site_bodyid[id1]]
+                sites = [id0, id1]
                 L[i] += np.linalg.norm(pts[1] - pts[0]) / divisor
             else:
                 pts = [p0, tang[0], tang[1], k.site_xpos[id1]]
-                gb = a.geom_bodyid[wrapid]
-                bodies = [a.site_bodyid[id0], gb, gb, a.site_bodyid[id1]]
+                gb = int(a.geom_bodyid[wrapid])
+                bodies = [site_bodyid[id0], gb, gb, site_bodyid[id1]]
+                sites = [id0, None, None, id1]
                 L[i] += (np.linalg.norm(pts[1] - pts[0]) + wlen
                          + np.linalg.norm(pts[3] - pts[2])) / divisor
             for s in range(len(pts) - 1):
@@ -603,8 +647,8 @@ def tendon_kinematics(a, k: HostKinematics):
                     dif = pts[s + 1] - pts[s]
                     n = np.linalg.norm(dif)
                     dif = dif / n if n >= MINVAL else np.array([1.0, 0, 0])
-                    j1, _ = k.jac(pts[s], bodies[s])
-                    j2, _ = k.jac(pts[s + 1], bodies[s + 1])
+                    j1 = _point_jac(k, pts[s], bodies[s], sites[s], site_jacs)
+                    j2 = _point_jac(k, pts[s + 1], bodies[s + 1], sites[s + 1], site_jacs)
                     J[i] += (dif @ (j2 - j1)) / divisor
             j += 2 if wraptype != WRAP_NONE else 1
     return L, J

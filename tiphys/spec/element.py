@@ -141,19 +141,21 @@ def _class_name(path: tuple) -> str:
 
 def element_class(path: tuple, attrs: tuple) -> type:
     """The dataclass for the element at schema ``path`` (tuple of tags)."""
-    if path not in _CLASSES:
-        spec_fields = [(pyname(a), Optional[str], field(default=None)) for a in attrs]
-        spec_fields += [("children", list, field(default_factory=list, repr=False)),
-                        ("xml_file", Optional[str], field(default=None, repr=False)),
-                        ("xml_line", Optional[int], field(default=None, repr=False))]
-        cls = make_dataclass(_class_name(path), spec_fields, bases=(Element,), eq=False)
-        cls.tag = path[-1]
-        cls.attr_names = tuple(attrs)
-        cls._fields_of = {a: pyname(a) for a in attrs}
-        cls._attr_of = {pyname(a): a for a in attrs}
-        cls._blank = {pyname(a): None for a in attrs}  # see new_element
-        _CLASSES[path] = cls
-    return _CLASSES[path]
+    cls = _CLASSES.get(path)  # (made once per path: one lookup after that)
+    if cls is not None:
+        return cls
+    spec_fields = [(pyname(a), Optional[str], field(default=None)) for a in attrs]
+    spec_fields += [("children", list, field(default_factory=list, repr=False)),
+                    ("xml_file", Optional[str], field(default=None, repr=False)),
+                    ("xml_line", Optional[int], field(default=None, repr=False))]
+    cls = make_dataclass(_class_name(path), spec_fields, bases=(Element,), eq=False)
+    cls.tag = path[-1]
+    cls.attr_names = tuple(attrs)
+    cls._fields_of = {a: pyname(a) for a in attrs}
+    cls._attr_of = {pyname(a): a for a in attrs}
+    cls._blank = {pyname(a): None for a in attrs}  # see new_element
+    _CLASSES[path] = cls
+    return cls
 
 
 def new_element(cls: type, xml_file: Optional[str], xml_line: Optional[int]) -> Element:

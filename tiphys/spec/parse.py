@@ -140,10 +140,7 @@ class _IncludeState:
 
 def _convert(node, path, schema_node, label, incdir, state) -> Element:
     tag = path[-1]
-    attrs = schema_node["attrs"]
-    if tag == "worldbody":
-        attrs = ()
-    cls = element_class(path, attrs)
+    cls = element_class(path, () if tag == "worldbody" else schema_node["attrs"])
     cls._schema = schema_node  # what add() checks new children against
     cls._path = path
     el = new_element(cls, label, node.sourceline)
@@ -161,26 +158,30 @@ def _convert(node, path, schema_node, label, incdir, state) -> Element:
             raise ModelError("unknown attribute", file=label, line=node.sourceline,
                              element=tag, attribute=name)
         values[field] = value
-    allowed = schema_children(schema_node, tag)
-    if tag == "mujoco":
-        allowed = dict(allowed)
-        allowed.pop("body")
-        allowed["worldbody"] = SCHEMA["children"]["body"]
-    seen_once = set()
-    for cnode, clabel, cdir in _expanded_children(node, label, incdir, state):
-        ctag = cnode.tag
-        if ctag not in allowed:
-            raise ModelError("unknown element", file=clabel, line=cnode.sourceline, element=ctag)
-        sub = allowed[ctag]
-        if sub["mult"] in ("?", "!"):
-            if ctag in seen_once:
-                raise ModelError(f"element may appear only once inside <{tag}>", file=clabel,
-                                 line=cnode.sourceline, element=ctag)
-            seen_once.add(ctag)
-        if sub["children"] is None:  # frame/replicate: children as a body's
-            sub = dict(sub, children={})
-        el.children.append(_convert(cnode, path + (ctag,), sub, clabel, cdir, state))
-    if node.text and node.text.strip():
+    if len(node):
+        allowed = schema_children(schema_node, tag)
+        if tag == "mujoco":
+            allowed = dict(allowed)
+            allowed.pop("body")
+            allowed["worldbody"] = SCHEMA["children"]["body"]
+        seen_once = set()
+        children = el.children
+        for cnode, clabel, cdir in _expanded_children(node, label, incdir, state):
+            ctag = cnode.tag
+            sub = allowed.get(ctag)
+            if sub is None:
+                raise ModelError("unknown element", file=clabel, line=cnode.sourceline,
+                                 element=ctag)
+            if sub["mult"] in ("?", "!"):
+                if ctag in seen_once:
+                    raise ModelError(f"element may appear only once inside <{tag}>",
+                                     file=clabel, line=cnode.sourceline, element=ctag)
+                seen_once.add(ctag)
+            if sub["children"] is None:  # frame/replicate: children as a body's
+                sub = dict(sub, children={})
+            children.append(_convert(cnode, path + (ctag,), sub, clabel, cdir, state))
+    text = node.text
+    if text and text.strip():
         _stray_text(label, node.sourceline, f"<{tag}>: text content ignored")
     return el
 
