@@ -204,7 +204,9 @@ def _diff_transition(
         c2 = in_plus[j]
         h = eps
         valid = 1
-        if j >= ndx:  # control: clamped differences (clampedStateDiff)
+        if c2 == 0:  # an input whose matrix was not asked for: it has no columns
+            valid = 0
+        elif j >= ndx:  # control: clamped differences (clampedStateDiff)
             i = j - ndx
             r = actuator_ctrlrange[w % actuator_ctrlrange.shape[0], i]
             fwd, back = ctrl_nudge(ctrl[w, i], eps, actuator_ctrllimited[i], r[0], r[1],

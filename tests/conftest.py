@@ -12,7 +12,7 @@ import tiphys  # noqa: E402
 def pytest_configure(config):
     # here, not at import: the f32 scripts some test files run in a subprocess import
     # this module (for ``record``) and then initialise Taichi in f32 themselves
-    tiphys.init(arch="cpu", precision="f64")
+    tiphys.init(arch="cpu", precision="f64", **({"debug": True} if os.environ.get("TIPHYS_TEST_DEBUG") else {}))
 
 # (test group) -> {model: status}; printed at the end of the run. Each record also
 # rides on the running test's report (user_properties), so that under pytest-xdist
