@@ -89,7 +89,7 @@ def set_length_range(m: Model) -> None:
     lropt = a.lropt
     els = getattr(a, "actuator_els", None) or [None] * m.nu
     lr = copy.copy(m)  # shares the device arrays; only the options differ
-    lr.opt = lengthrange_options(m.opt, lropt)
+    lr.opt = lengthrange_options(m.opt.frozen, lropt)
     try:
         nstep, first = step_schedule(lr.opt.timestep, lropt.inttotal, lropt.interval)
     except ValueError as exc:
