@@ -217,7 +217,8 @@ def compile_equality(spec, defaults, builder, out) -> None:
 
     Needs the tree, tendon arrays (tendon names) and qpos0 in ``out``.
     """
-    if not any(section.children for section in spec.sections("equality")):
+    if not any(section.children for section in spec.sections("equality")) and \
+            not getattr(builder, "flexcomps", None):  # (a flexcomp may add an equality)
         replay_empty(out, "equality", lambda ns: _fill(ns, []))
         return
     bodies = builder.bodies
