@@ -155,3 +155,16 @@ def test_the_readme_gymnasium_example_runs():
     assert scope["obs"].shape == (16, 105)
     import tiphys
     assert tiphys.get_param(scope["envs"].model, "geom_friction").shape[0] == 16
+
+
+def test_the_readme_mujoco_example_runs_and_agrees():
+    import os
+    import re
+    text = open(os.path.join(os.path.dirname(__file__), "..", "README.md")).read()
+    section = text[text.index("### Coming from MuJoCo"):]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    scope: dict = {}
+    exec(compile(code, "README.md (Coming from MuJoCo)", "exec"), scope)
+    mjd, d = scope["mjd"], scope["d"]
+    assert abs(mjd.qpos[0]) > 0.1  # it swung
+    np.testing.assert_allclose(d.numpy("qpos")[:, 0], mjd.qpos[0], rtol=1e-9, atol=1e-12)
