@@ -29,7 +29,7 @@ TYPES = {
     "geom": ("ngeom", "geom_", "geom_"), "site": ("nsite", "site_", "site_"),
     "camera": ("ncam", "cam_", "cam_"), "light": ("nlight", "light_", "light_"),
     "actuator": ("nu", "actuator_", "actuator_"), "tendon": ("ntendon", "tendon_", "ten_"),
-    "sensor": ("nsensor", "sensor_", "sensor"), "equality": ("neq", "eq_", "eq_"),
+    "sensor": ("nsensor", "sensor_", ""), "equality": ("neq", "eq_", "eq_"),
     "mesh": ("nmesh", "mesh_", None), "hfield": ("nhfield", "hfield_", None),
     "material": ("nmat", "mat_", None), "texture": ("ntex", "tex_", None),
     "pair": ("npair", "pair_", None), "exclude": ("nexclude", "exclude_", None),
@@ -93,9 +93,7 @@ def _data_attrs(objtype: str) -> dict:
             out[name] = (name, "na")
         elif dim == count and prefix is not None:
             attr = name[len(prefix):] if prefix and name.startswith(prefix) else name
-            if objtype == "sensor":
-                attr = name
-            out[attr.lstrip("_")] = (name, dim)
+            out[attr] = (name, dim)
     return out
 
 

@@ -25,7 +25,6 @@ Errors name the URDF file, line and element, with MuJoCo's messages.
 """
 from __future__ import annotations
 
-import os
 import warnings
 
 from lxml import etree
@@ -408,4 +407,3 @@ def is_urdf(node) -> bool:
 
 
 __all__ = ["urdf_to_mjcf", "is_urdf"]
-_ = os  # (paths are kept as the file gives them; the compiler resolves them)
