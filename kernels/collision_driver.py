@@ -220,15 +220,21 @@ class CollisionPlan(SimpleNamespace):
 
 
 EMIT_FACTOR = 4  # emission buffer slots per contact slot (nconmax), at most
-LANE_THREADS = 4096  # narrowphase threads per launch to aim for (worlds x lanes)
+LANE_THREADS = 4096  # narrowphase threads per launch to aim for (worlds x lanes), CPU
+LANE_THREADS_CUDA = 1 << 18  # the same on CUDA: ~2 resident threads per H100 core slot
 
 
 def _lanes(cap, nworld):
     """Threads per world over a candidate list of capacity ``cap``: enough for about
-    LANE_THREADS in all, so that one world still spreads its pairs over the cores,
-    while many worlds run few threads each, looping over short strides of the list
-    instead of launching a thread for every (mostly empty) slot."""
-    return int(max(1, min(cap, -(-LANE_THREADS // nworld))))
+    LANE_THREADS in all (CPU; LANE_THREADS_CUDA on CUDA, where one thread per world
+    leaves most of the GPU idle and each thread scans its whole list), so that one
+    world still spreads its pairs over the cores, while many worlds run few threads
+    each, looping over short strides of the list instead of launching a thread for
+    every (mostly empty) slot. Contacts are ranked by key after, so the lane count
+    never changes results."""
+    cuda = ti.lang.impl.current_cfg().arch == ti.cuda
+    target = LANE_THREADS_CUDA if cuda else LANE_THREADS
+    return int(max(1, min(cap, -(-target // nworld))))
 
 
 def _int_array(values, shape):

@@ -49,6 +49,22 @@ def arch() -> str:
     return STATE["arch"]
 
 
+def cuda_world_block():
+    """Threads per CUDA block for the loops that run one long serial body per world or
+    island (the constraint solvers), read when such a kernel compiles; None elsewhere
+    (Taichi's default block). With Taichi's 128 threads per block, 8192 worlds fill
+    only 64 blocks, fewer than an H100 or H200 has multiprocessors (132).
+    ``TIPHYS_CUDA_WORLD_BLOCK`` overrides it (0: Taichi's default)."""
+    import os
+    if ti.lang.impl.current_cfg().arch != ti.cuda:
+        return None
+    value = int(os.environ.get("TIPHYS_CUDA_WORLD_BLOCK", CUDA_WORLD_BLOCK))
+    return value or None
+
+
+CUDA_WORLD_BLOCK = 0  # see cuda_world_block
+
+
 def per_options(m, key: str, compute):
     """``compute(m)``, kept in the model's plans (``m.plans.<key>``, declared in
     scratch.PLANS) until an option changes (options_of): host facts of the model and

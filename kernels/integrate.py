@@ -137,10 +137,9 @@ def _rk4_stage(
     # velocity and act_dot parts
     qpos0: ND, qvel0: ND, act0: ND, kvel: ND, kacc: ND, kact: ND, dxvel: ND, dxact: ND,
 ):
+    # every loop is a top-level one (Taichi runs a loop under an `if` serially, on one
+    # GPU thread): the stage tests sit inside the loops
     nworld = qpos.shape[0]
-    if slot == 0:
-        for worldid, i in ti.ndrange(nworld, nq):
-            qpos0[worldid, i] = qpos[worldid, i]
     for worldid, dofid in ti.ndrange(nworld, nv):
         if slot == 0:
             qvel0[worldid, dofid] = qvel[worldid, dofid]
@@ -151,6 +150,8 @@ def _rk4_stage(
             act0[worldid, i] = act[worldid, i]
         kact[slot, worldid, i] = act_dot[worldid, i]
     for worldid, i in ti.ndrange(nworld, nq):
+        if slot == 0:
+            qpos0[worldid, i] = qpos[worldid, i]
         qpos[worldid, i] = qpos0[worldid, i]
     for worldid, dofid in ti.ndrange(nworld, nv):
         dv = c0 * kvel[0, worldid, dofid] + c1 * kvel[1, worldid, dofid] + \
@@ -174,8 +175,8 @@ def _rk4_stage(
     for worldid, jntid in ti.ndrange(nworld, njnt):
         _integrate_joint(worldid, jntid, jnt_type, jnt_qposadr, jnt_dofadr, qpos, dxvel,
                          timestep)
-    if final != 0:
-        for worldid in range(nworld):
+    for worldid in range(nworld):
+        if final != 0:
             time[worldid] += timestep
 
 

@@ -767,6 +767,7 @@ def _primal_start(
     unit's first constraint update; worlds without rows get qacc = qacc_smooth."""
     J = ti.static(jac_view(sparse, efc_J, efc_J_sparse, efc_J_colind, efc_J_rowadr,
                            efc_J_rownnz))
+    ti.loop_config(block_dim=ti.static(config.cuda_world_block()))
     for w in range(nefc.shape[0]):
         n = nefc[w]
         for k in ti.static(range(NISLAND)):
@@ -1196,6 +1197,7 @@ def _hessian_symbolic(
     dmap = ti.static(map_idof2dof if by_island else None)
     rmap = ti.static(map_iefc2efc if by_island else None)
     d2i = ti.static(map_dof2idof if by_island else None)
+    ti.loop_config(block_dim=ti.static(config.cuda_world_block()))
     for w in range(nefc.shape[0]):
         if nefc[w] > 0:
             jtp = 0
@@ -1925,6 +1927,7 @@ def _primal_iterate(
     HS = ti.static(hess_view(hint, hflt, hnv, hnj, hnh) if hess else None)
     nslot = stats.shape[1]
     nstat = stats.shape[2]
+    ti.loop_config(block_dim=ti.static(config.cuda_world_block()))
     for w, slot in ti.ndrange(su.shape[0], su.shape[1]):
         if (su[w, slot, U_NEFC] > 0) & (sk[w, slot, K_STAGE] != STAGE_DONE):
             if ti.static(by_island):
@@ -2336,6 +2339,7 @@ def _pgs(
     J = ti.static(jac_view(sparse, efc_J, efc_J_sparse, efc_J_colind, efc_J_rowadr,
                            efc_J_rownnz))
     nstat = stats.shape[2]
+    ti.loop_config(block_dim=ti.static(config.cuda_world_block()))
     for w in range(nefc.shape[0]):
         n = nefc[w]
         if sw[w, W_STAGE] == STAGE_START:
