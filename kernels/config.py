@@ -62,7 +62,7 @@ def cuda_world_block():
     return value or None
 
 
-CUDA_WORLD_BLOCK = 0  # see cuda_world_block
+CUDA_WORLD_BLOCK = 32  # see cuda_world_block: measured on an H200 (RESULTS.md, 2026-11-27)
 
 
 def per_options(m, key: str, compute):
