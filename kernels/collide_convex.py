@@ -46,7 +46,8 @@ from .collision import (ND, add, compile_options, emit, geom_pose, list_count, l
                         make_frame, near_pair, new_list)
 from .consts import GEOM_BOX, GEOM_CAPSULE, GEOM_ELLIPSOID, GEOM_MESH, GEOM_PLANE, GEOM_SPHERE
 from .convex_support import MAX_LIMIT, _hillclimb, _mesh_vertex, _new_obj, _normalize, _row
-from .epa import EPA_OK, _epa, _new_polytope, _polytope, polytope_capacity
+from .epa import (EPA_OK, Polytope, _clear_polytope, _epa, _polytope, polytope_capacity,
+                  polytope_scratch)
 from .gjk import _gjk, _new_status
 from .multiccd import _multicontact, polygon_capacity
 
@@ -65,11 +66,11 @@ KIND_CONVEX = 1  # index of "convex" in collision.KINDS (the plan's candidate li
 
 @ti.func
 def _ccd(st: ti.template(), o1: ti.template(), o2: ti.template(),
-         cap: ti.template(), mesh_vert: ti.template(), mesh_graph: ti.template(), tol,
+         pt: ti.template(), mesh_vert: ti.template(), mesh_graph: ti.template(), tol,
          kmax, cutoff):
     """mjc_ccd with one contact: st.dist < 0 is a penetration (witness points x1, x2),
     otherwise the distance up to ``cutoff`` (MAX_LIMIT beyond; intersection only when
-    cutoff is 0)."""
+    cutoff is 0). ``pt``: the thread's Polytope (kernels/epa.py) for EPA."""
     st.nx = 0
     st.nsimplex = 0
     st.dist = 0.0
@@ -113,7 +114,7 @@ def _ccd(st: ti.template(), o1: ti.template(), o2: ti.template(),
                     done = True
     if not done and st.dist <= tol and st.nsimplex > 1:
         st.dist = 0.0  # assume touching
-        pt = _new_polytope(cap[0], cap[1])
+        _clear_polytope(pt)
         if _polytope(pt, st, o1, o2, mesh_vert, mesh_graph) == EPA_OK:
             _epa(pt, st, o1, o2, mesh_vert, mesh_graph, tol, kmax)
 
@@ -139,7 +140,7 @@ def _axis_rotation(axis, sn):
 
 @ti.func
 def _convex(out: ti.template(), o1: ti.template(), o2: ti.template(), margin, rbound1,
-            rbound2, cap: ti.template(), multiccd: ti.template(),
+            rbound2, pt: ti.template(), multiccd: ti.template(),
             mesh_vert: ti.template(), mesh_graph: ti.template(), tol, kmax,
             polyadr1, polyadr2, polycap: ti.template(), poly: ti.template()):
     """mjc_Convex: one contact. With multiccd, box/mesh pairs without margin get up to
@@ -168,7 +169,7 @@ def _convex(out: ti.template(), o1: ti.template(), o2: ti.template(), margin, rb
                 o2.mat = rot.transpose() @ mat2
                 o2.pos = pos2 - (rot.transpose() @ rel2 - rel2)
             st = _new_status()
-            _ccd(st, o1, o2, cap, mesh_vert, mesh_graph, tol, kmax, 0.0)
+            _ccd(st, o1, o2, pt, mesh_vert, mesh_graph, tol, kmax, 0.0)
             if st.dist < 0 and st.nx > 0:
                 normal = _normalize(st.x1 - st.x2)
                 pos = 0.5 * (st.x1 + st.x2)
@@ -299,6 +300,8 @@ def _narrow_convex(
     mesh_vert: ND, mesh_graph: ND, mesh_polyadr: ND, mesh_polynormal: ND,
     mesh_polyvertadr: ND, mesh_polyvertnum: ND, mesh_polyvert: ND, mesh_polymapadr: ND,
     mesh_polymapnum: ND, mesh_polymap: ND,
+    # scratch: one EPA polytope per thread (worldid * lanes + lane)
+    epa_floats: ND, epa_ints: ND,
     # data
     geom_xpos: ND, geom_xmat: ND, world_mask: ND,
     ncon: ND, contact_dist: ND, contact_pos: ND, contact_frame: ND, contact_key: ND,
@@ -306,6 +309,7 @@ def _narrow_convex(
     nworld = geom_xpos.shape[0]
     for worldid, lane in ti.ndrange(nworld, lanes):
         n = list_count(worldid, KIND_CONVEX, counts, world_mask)
+        pt = Polytope((epa_floats, epa_ints), worldid * lanes + lane, cap)
         k = lane
         while k < n:
             cand = list_entry(worldid, KIND_CONVEX, k, lists, counts, all_lists)
@@ -335,7 +339,7 @@ def _narrow_convex(
                         if o2.type == GEOM_MESH:
                             polyadr2 = mesh_polyadr[geom_dataid[g2]]
                     _convex(out, o1, o2, margin, geom_rbound[rw, g1], geom_rbound[rw, g2],
-                            cap, multiccd, mesh_vert, mesh_graph, tol, kmax, polyadr1,
+                            pt, multiccd, mesh_vert, mesh_graph, tol, kmax, polyadr1,
                             polyadr2, polycap,
                             (mesh_polynormal, mesh_polyvertadr, mesh_polyvertnum,
                              mesh_polyvert, mesh_polymapadr, mesh_polymapnum, mesh_polymap))
@@ -382,11 +386,12 @@ def narrow_convex(m, d, plan, sweep):
         polycap = polygon_capacity(polyvertnum.max() if polyvertnum.size else 4)
     lists, counts, lanes, all_lists = sweep.lists
     dist, pos, frame, key = sweep.emit
+    epa_floats, epa_ints = polytope_scratch(d, cap, d.nworld * lanes)
     with _light_compile():
         launch(_narrow_convex, m, d, cap=cap, multiccd=multiccd, maxcon=plan.convex_maxcon,
                polycap=polycap, override=bool(opt.enabled("override")),
                o_margin=float(opt.o_margin), tol=float(opt.ccd_tolerance),
                kmax=int(opt.ccd_iterations), cand_geom=sweep.cand[0], cand_pair=sweep.cand[1], lists=lists, counts=counts,
                lanes=lanes, all_lists=all_lists, pair_margin_arr=m.pair_margin,
-               world_mask=sweep.mask, contact_dist=dist, contact_pos=pos,
-               contact_frame=frame, contact_key=key)
+               world_mask=sweep.mask, epa_floats=epa_floats, epa_ints=epa_ints,
+               contact_dist=dist, contact_pos=pos, contact_frame=frame, contact_key=key)
