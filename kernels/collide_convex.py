@@ -158,16 +158,17 @@ def _convex(out: ti.template(), o1: ti.template(), o2: ti.template(), margin, rb
     tolerance = MULTICCD_TOL * ti.min(rbound1, rbound2)
     for p in range(npass):
         if p == 0 or perturb:
-            if p > 0:
-                axis = _row(frame, 1 if p <= 2 else 2)
-                sn = -MULTICCD_SIN if p % 2 == 1 else MULTICCD_SIN
-                rot = _axis_rotation(axis, sn)
-                rel1 = origin - pos1
-                o1.mat = rot @ mat1
-                o1.pos = pos1 - (rot @ rel1 - rel1)
-                rel2 = origin - pos2
-                o2.mat = rot.transpose() @ mat2
-                o2.pos = pos2 - (rot.transpose() @ rel2 - rel2)
+            if ti.static(multiccd):  # (a single pass, p = 0, without multiccd)
+                if p > 0:
+                    axis = _row(frame, 1 if p <= 2 else 2)
+                    sn = -MULTICCD_SIN if p % 2 == 1 else MULTICCD_SIN
+                    rot = _axis_rotation(axis, sn)
+                    rel1 = origin - pos1
+                    o1.mat = rot @ mat1
+                    o1.pos = pos1 - (rot @ rel1 - rel1)
+                    rel2 = origin - pos2
+                    o2.mat = rot.transpose() @ mat2
+                    o2.pos = pos2 - (rot.transpose() @ rel2 - rel2)
             st = _new_status()
             _ccd(st, o1, o2, pt, mesh_vert, mesh_graph, tol, kmax, 0.0)
             if st.dist < 0 and st.nx > 0:
