@@ -49,7 +49,7 @@ from .convex_support import MAX_LIMIT, _hillclimb, _mesh_vertex, _new_obj, _norm
 from .epa import (EPA_OK, Polytope, _clear_polytope, _epa, _polytope, polytope_capacity,
                   polytope_scratch)
 from .gjk import _gjk, _new_status
-from .multiccd import _multicontact, polygon_capacity
+from .multiccd import PolyInts, _multicontact, clip_rows, pack_poly_ints, polygon_capacity
 
 MAX_PLANE_MESH = 3
 TOL_PLANE_MESH = 0.3
@@ -182,7 +182,7 @@ def _convex(out: ti.template(), o1: ti.template(), o2: ti.template(), margin, rb
                         native = (o1.type == GEOM_BOX or o1.type == GEOM_MESH) and \
                             (o2.type == GEOM_BOX or o2.type == GEOM_MESH) and margin <= 0
                         if native:
-                            nadd = _multicontact(out, st, o1, o2, margin + st.dist,
+                            nadd = _multicontact(out, st, pt, o1, o2, margin + st.dist,
                                                  polyadr1, polyadr2, polycap, mesh_vert,
                                                  *poly)
                         smooth = o1.type == GEOM_SPHERE or o1.type == GEOM_ELLIPSOID or \
@@ -298,9 +298,8 @@ def _narrow_convex(
     # model
     geom_type: ND, geom_dataid: ND, geom_size: ND, geom_rbound: ND, geom_margin: ND,
     pair_margin_arr: ND, mesh_vertadr: ND, mesh_vertnum: ND, mesh_graphadr: ND,
-    mesh_vert: ND, mesh_graph: ND, mesh_polyadr: ND, mesh_polynormal: ND,
-    mesh_polyvertadr: ND, mesh_polyvertnum: ND, mesh_polyvert: ND, mesh_polymapadr: ND,
-    mesh_polymapnum: ND, mesh_polymap: ND,
+    mesh_vert: ND, mesh_graph: ND, mesh_polynormal: ND,
+    poly_ints: ND,  # multiccd.POLY_INTS packed (mesh_polyadr, mesh_polyvertadr, ...)
     # scratch: one EPA polytope per thread (worldid * lanes + lane)
     epa_floats: ND, epa_ints: ND,
     # data
@@ -335,6 +334,7 @@ def _narrow_convex(
                     polyadr1 = 0
                     polyadr2 = 0
                     if ti.static(multiccd):
+                        mesh_polyadr = PolyInts(poly_ints, 0)
                         if o1.type == GEOM_MESH:
                             polyadr1 = mesh_polyadr[geom_dataid[g1]]
                         if o2.type == GEOM_MESH:
@@ -342,8 +342,9 @@ def _narrow_convex(
                     _convex(out, o1, o2, margin, geom_rbound[rw, g1], geom_rbound[rw, g2],
                             pt, multiccd, mesh_vert, mesh_graph, tol, kmax, polyadr1,
                             polyadr2, polycap,
-                            (mesh_polynormal, mesh_polyvertadr, mesh_polyvertnum,
-                             mesh_polyvert, mesh_polymapadr, mesh_polymapnum, mesh_polymap))
+                            (mesh_polynormal, PolyInts(poly_ints, 1), PolyInts(poly_ints, 2),
+                             PolyInts(poly_ints, 3), PolyInts(poly_ints, 4),
+                             PolyInts(poly_ints, 5), PolyInts(poly_ints, 6)))
                 emit(worldid, cand, out, ncon, contact_dist, contact_pos, contact_frame,
                      contact_key)
 
@@ -368,6 +369,18 @@ def _check_options(opt):
             "implemented; tiphys always runs MuJoCo's native ccd")
 
 
+def _poly_ints(m, d):
+    """multiccd's polygon ints of model ``m`` packed in one array (multiccd.POLY_INTS),
+    made once per Data (and model)."""
+    have = d.scratch.poly_ints
+    if have is None or have[0] is not m.arrays:
+        packed = pack_poly_ints(m.arrays)
+        arr = d.scratch.tag(ti.ndarray(ti.i32, shape=(len(packed),)))
+        arr.from_numpy(packed)
+        have = d.scratch.poly_ints = (m.arrays, arr)
+    return have[1]
+
+
 def narrow_convex(m, d, plan, sweep):
     """Convex pairs of the worlds in ``sweep.mask`` (one launch): mjc_Convex and
     mjc_PlaneConvex.
@@ -387,12 +400,15 @@ def narrow_convex(m, d, plan, sweep):
         polycap = polygon_capacity(polyvertnum.max() if polyvertnum.size else 4)
     lists, counts, lanes, all_lists = sweep.lists
     dist, pos, frame, key = sweep.emit
-    epa_floats, epa_ints = polytope_scratch(d, cap, d.nworld * lanes)
+    epa_floats, epa_ints = polytope_scratch(d, cap, d.nworld * lanes,
+                                            clip_rows=clip_rows(polycap))
+    poly_ints = _poly_ints(m, d)
     with _light_compile():
         launch(_narrow_convex, m, d, cap=cap, multiccd=multiccd, maxcon=plan.convex_maxcon,
                polycap=polycap, override=bool(opt.enabled("override")),
                o_margin=float(opt.o_margin), tol=float(opt.ccd_tolerance),
                kmax=int(opt.ccd_iterations), cand_geom=sweep.cand[0], cand_pair=sweep.cand[1], lists=lists, counts=counts,
                lanes=lanes, all_lists=all_lists, pair_margin_arr=m.pair_margin,
-               world_mask=sweep.mask, epa_floats=epa_floats, epa_ints=epa_ints,
+               world_mask=sweep.mask, poly_ints=poly_ints, epa_floats=epa_floats,
+               epa_ints=epa_ints,
                contact_dist=dist, contact_pos=pos, contact_frame=frame, contact_key=key)

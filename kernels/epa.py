@@ -33,22 +33,26 @@ def polytope_capacity(ccd_iterations: int):
     return 5 + n, 6 * n
 
 
-def polytope_scratch(d, cap, nslot: int):
+def polytope_scratch(d, cap, nslot: int, clip_rows: int = 0):
     """(floats, ints): room for ``nslot`` polytopes of capacity ``cap`` (one per thread
-    of a launch, see Polytope), made once per Data and capacity and grown when a launch
-    has more threads than any before it."""
+    of a launch, see Polytope) and, in the same floats, ``clip_rows`` rows of 3 for
+    multiccd's clipper; made once per Data and capacity, grown when a launch needs
+    more slots or clipper rows than any before it."""
     store = d.scratch.epa
     if store is None:
         store = d.scratch.epa = {}
+    nv, nf = cap
+    nfloat = max(FLOATS_V * nv + FLOATS_F * nf, 3 * int(clip_rows))
     have = store.get(cap)
-    if have is None or have[0] < nslot:
-        nv, nf = cap
+    if have is None or have[0] < nslot or have[1] < nfloat:
         tag = d.scratch.tag
-        nslot = max(int(nslot), have[0] if have else 1)
-        have = store[cap] = (nslot, (
-            tag(ti.ndarray(config.float_dtype(), shape=(nslot, FLOATS_V * nv + FLOATS_F * nf))),
+        if have is not None:
+            nslot, nfloat = max(int(nslot), have[0]), max(nfloat, have[1])
+        nslot = max(int(nslot), 1)
+        have = store[cap] = (nslot, nfloat, (
+            tag(ti.ndarray(config.float_dtype(), shape=(nslot, nfloat))),
             tag(ti.ndarray(ti.i32, shape=(nslot, INTS_V * nv + INTS_F * nf)))))
-    return have[1]
+    return have[2]
 
 
 FLOATS_V, FLOATS_F = 9, 4  # per vertex: pv, pv1, pv2; per face: fv, fd2
@@ -80,7 +84,8 @@ class Polytope:
     vertices, fadj neighbours, fv the origin's projection, fd2 its squared norm, fidx
     the face's place in ``map``, the faces EPA may still expand), the horizon
     (hidx/hedge) and _horizon's stack, in slot ``slot`` of the global scratch arrays
-    ``scratch`` = polytope_scratch(...); the counts are locals of the thread.
+    ``scratch`` = polytope_scratch(...); the counts are locals of the thread. ``clip``
+    is the same slot's floats as rows of 3, for multiccd's polygon clipping after EPA.
 
     Made in Taichi scope, once per thread (``slot`` unique among the launch's threads),
     and passed down as a template. Global scratch rather than local matrices: Taichi
@@ -112,6 +117,8 @@ class Polytope:
         self.hidx = _Block(ints, slot, base + 8 * nf, 1)
         self.hedge = _Block(ints, slot, base + 9 * nf, 1)
         self.stack = _Block(ints, slot, base + 10 * nf, 1)
+        # multiccd's clipper (kernels/multiccd.py), after EPA is done with the slot
+        self.clip = _Block(floats, slot, 0, 3)
         self.nverts = ti.lang.impl.expr_init(0)
         self.nfaces = ti.lang.impl.expr_init(0)
         self.nmap = ti.lang.impl.expr_init(0)
