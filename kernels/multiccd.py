@@ -310,7 +310,8 @@ def _multicontact(out: ti.template(), st: ti.template(), pt: ti.template(),
     """MuJoCo's multicontact after EPA for box/mesh pairs: the faces (or an edge and a
     face) of both shapes aligned with the contact, one clipped against the other, give
     up to four contacts at depth ``dist``; returns how many were added (0: keep EPA's
-    single contact). st.sv1/sv2/si rows 0-2 hold the final EPA face (see _epa)."""
+    single contact). st.sv1/sv2/si rows 0-2 hold the final EPA face (see _epa); the
+    clipper's polygons go to the thread's EPA scratch slot (``pt.clip``)."""
     direction = st.x2 - st.x1
     dnorm = direction.norm()
     # per side: simplexDim of the EPA face's vertices on that shape, its face set
