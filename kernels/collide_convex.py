@@ -46,9 +46,10 @@ from .collision import (ND, add, compile_options, emit, geom_pose, list_count, l
                         make_frame, near_pair, new_list)
 from .consts import GEOM_BOX, GEOM_CAPSULE, GEOM_ELLIPSOID, GEOM_MESH, GEOM_PLANE, GEOM_SPHERE
 from .convex_support import MAX_LIMIT, _hillclimb, _mesh_vertex, _new_obj, _normalize, _row
-from .epa import EPA_OK, _epa, _new_polytope, _polytope, polytope_capacity
+from .epa import (EPA_OK, Polytope, _clear_polytope, _epa, _polytope, polytope_capacity,
+                  polytope_scratch)
 from .gjk import _gjk, _new_status
-from .multiccd import _multicontact, polygon_capacity
+from .multiccd import PolyInts, _multicontact, clip_rows, pack_poly_ints, polygon_capacity
 
 MAX_PLANE_MESH = 3
 TOL_PLANE_MESH = 0.3
@@ -65,11 +66,11 @@ KIND_CONVEX = 1  # index of "convex" in collision.KINDS (the plan's candidate li
 
 @ti.func
 def _ccd(st: ti.template(), o1: ti.template(), o2: ti.template(),
-         cap: ti.template(), mesh_vert: ti.template(), mesh_graph: ti.template(), tol,
+         pt: ti.template(), mesh_vert: ti.template(), mesh_graph: ti.template(), tol,
          kmax, cutoff):
     """mjc_ccd with one contact: st.dist < 0 is a penetration (witness points x1, x2),
     otherwise the distance up to ``cutoff`` (MAX_LIMIT beyond; intersection only when
-    cutoff is 0)."""
+    cutoff is 0). ``pt``: the thread's Polytope (kernels/epa.py) for EPA."""
     st.nx = 0
     st.nsimplex = 0
     st.dist = 0.0
@@ -113,7 +114,7 @@ def _ccd(st: ti.template(), o1: ti.template(), o2: ti.template(),
                     done = True
     if not done and st.dist <= tol and st.nsimplex > 1:
         st.dist = 0.0  # assume touching
-        pt = _new_polytope(cap[0], cap[1])
+        _clear_polytope(pt)
         if _polytope(pt, st, o1, o2, mesh_vert, mesh_graph) == EPA_OK:
             _epa(pt, st, o1, o2, mesh_vert, mesh_graph, tol, kmax)
 
@@ -139,7 +140,7 @@ def _axis_rotation(axis, sn):
 
 @ti.func
 def _convex(out: ti.template(), o1: ti.template(), o2: ti.template(), margin, rbound1,
-            rbound2, cap: ti.template(), multiccd: ti.template(),
+            rbound2, pt: ti.template(), multiccd: ti.template(),
             mesh_vert: ti.template(), mesh_graph: ti.template(), tol, kmax,
             polyadr1, polyadr2, polycap: ti.template(), poly: ti.template()):
     """mjc_Convex: one contact. With multiccd, box/mesh pairs without margin get up to
@@ -157,18 +158,19 @@ def _convex(out: ti.template(), o1: ti.template(), o2: ti.template(), margin, rb
     tolerance = MULTICCD_TOL * ti.min(rbound1, rbound2)
     for p in range(npass):
         if p == 0 or perturb:
-            if p > 0:
-                axis = _row(frame, 1 if p <= 2 else 2)
-                sn = -MULTICCD_SIN if p % 2 == 1 else MULTICCD_SIN
-                rot = _axis_rotation(axis, sn)
-                rel1 = origin - pos1
-                o1.mat = rot @ mat1
-                o1.pos = pos1 - (rot @ rel1 - rel1)
-                rel2 = origin - pos2
-                o2.mat = rot.transpose() @ mat2
-                o2.pos = pos2 - (rot.transpose() @ rel2 - rel2)
+            if ti.static(multiccd):  # (a single pass, p = 0, without multiccd)
+                if p > 0:
+                    axis = _row(frame, 1 if p <= 2 else 2)
+                    sn = -MULTICCD_SIN if p % 2 == 1 else MULTICCD_SIN
+                    rot = _axis_rotation(axis, sn)
+                    rel1 = origin - pos1
+                    o1.mat = rot @ mat1
+                    o1.pos = pos1 - (rot @ rel1 - rel1)
+                    rel2 = origin - pos2
+                    o2.mat = rot.transpose() @ mat2
+                    o2.pos = pos2 - (rot.transpose() @ rel2 - rel2)
             st = _new_status()
-            _ccd(st, o1, o2, cap, mesh_vert, mesh_graph, tol, kmax, 0.0)
+            _ccd(st, o1, o2, pt, mesh_vert, mesh_graph, tol, kmax, 0.0)
             if st.dist < 0 and st.nx > 0:
                 normal = _normalize(st.x1 - st.x2)
                 pos = 0.5 * (st.x1 + st.x2)
@@ -180,7 +182,7 @@ def _convex(out: ti.template(), o1: ti.template(), o2: ti.template(), margin, rb
                         native = (o1.type == GEOM_BOX or o1.type == GEOM_MESH) and \
                             (o2.type == GEOM_BOX or o2.type == GEOM_MESH) and margin <= 0
                         if native:
-                            nadd = _multicontact(out, st, o1, o2, margin + st.dist,
+                            nadd = _multicontact(out, st, pt, o1, o2, margin + st.dist,
                                                  polyadr1, polyadr2, polycap, mesh_vert,
                                                  *poly)
                         smooth = o1.type == GEOM_SPHERE or o1.type == GEOM_ELLIPSOID or \
@@ -296,9 +298,10 @@ def _narrow_convex(
     # model
     geom_type: ND, geom_dataid: ND, geom_size: ND, geom_rbound: ND, geom_margin: ND,
     pair_margin_arr: ND, mesh_vertadr: ND, mesh_vertnum: ND, mesh_graphadr: ND,
-    mesh_vert: ND, mesh_graph: ND, mesh_polyadr: ND, mesh_polynormal: ND,
-    mesh_polyvertadr: ND, mesh_polyvertnum: ND, mesh_polyvert: ND, mesh_polymapadr: ND,
-    mesh_polymapnum: ND, mesh_polymap: ND,
+    mesh_vert: ND, mesh_graph: ND, mesh_polynormal: ND,
+    poly_ints: ND,  # multiccd.POLY_INTS packed (mesh_polyadr, mesh_polyvertadr, ...)
+    # scratch: one EPA polytope per thread (worldid * lanes + lane)
+    epa_floats: ND, epa_ints: ND,
     # data
     geom_xpos: ND, geom_xmat: ND, world_mask: ND,
     ncon: ND, contact_dist: ND, contact_pos: ND, contact_frame: ND, contact_key: ND,
@@ -306,6 +309,7 @@ def _narrow_convex(
     nworld = geom_xpos.shape[0]
     for worldid, lane in ti.ndrange(nworld, lanes):
         n = list_count(worldid, KIND_CONVEX, counts, world_mask)
+        pt = Polytope((epa_floats, epa_ints), worldid * lanes + lane, cap)
         k = lane
         while k < n:
             cand = list_entry(worldid, KIND_CONVEX, k, lists, counts, all_lists)
@@ -330,15 +334,17 @@ def _narrow_convex(
                     polyadr1 = 0
                     polyadr2 = 0
                     if ti.static(multiccd):
+                        mesh_polyadr = PolyInts(poly_ints, 0)
                         if o1.type == GEOM_MESH:
                             polyadr1 = mesh_polyadr[geom_dataid[g1]]
                         if o2.type == GEOM_MESH:
                             polyadr2 = mesh_polyadr[geom_dataid[g2]]
                     _convex(out, o1, o2, margin, geom_rbound[rw, g1], geom_rbound[rw, g2],
-                            cap, multiccd, mesh_vert, mesh_graph, tol, kmax, polyadr1,
+                            pt, multiccd, mesh_vert, mesh_graph, tol, kmax, polyadr1,
                             polyadr2, polycap,
-                            (mesh_polynormal, mesh_polyvertadr, mesh_polyvertnum,
-                             mesh_polyvert, mesh_polymapadr, mesh_polymapnum, mesh_polymap))
+                            (mesh_polynormal, PolyInts(poly_ints, 1), PolyInts(poly_ints, 2),
+                             PolyInts(poly_ints, 3), PolyInts(poly_ints, 4),
+                             PolyInts(poly_ints, 5), PolyInts(poly_ints, 6)))
                 emit(worldid, cand, out, ncon, contact_dist, contact_pos, contact_frame,
                      contact_key)
 
@@ -363,6 +369,18 @@ def _check_options(opt):
             "implemented; tiphys always runs MuJoCo's native ccd")
 
 
+def _poly_ints(m, d):
+    """multiccd's polygon ints of model ``m`` packed in one array (multiccd.POLY_INTS),
+    made once per Data (and model)."""
+    have = d.scratch.poly_ints
+    if have is None or have[0] is not m.arrays:
+        packed = pack_poly_ints(m.arrays)
+        arr = d.scratch.tag(ti.ndarray(ti.i32, shape=(len(packed),)))
+        arr.from_numpy(packed)
+        have = d.scratch.poly_ints = (m.arrays, arr)
+    return have[1]
+
+
 def narrow_convex(m, d, plan, sweep):
     """Convex pairs of the worlds in ``sweep.mask`` (one launch): mjc_Convex and
     mjc_PlaneConvex.
@@ -382,11 +400,15 @@ def narrow_convex(m, d, plan, sweep):
         polycap = polygon_capacity(polyvertnum.max() if polyvertnum.size else 4)
     lists, counts, lanes, all_lists = sweep.lists
     dist, pos, frame, key = sweep.emit
+    epa_floats, epa_ints = polytope_scratch(d, cap, d.nworld * lanes,
+                                            clip_rows=clip_rows(polycap))
+    poly_ints = _poly_ints(m, d)
     with _light_compile():
         launch(_narrow_convex, m, d, cap=cap, multiccd=multiccd, maxcon=plan.convex_maxcon,
                polycap=polycap, override=bool(opt.enabled("override")),
                o_margin=float(opt.o_margin), tol=float(opt.ccd_tolerance),
                kmax=int(opt.ccd_iterations), cand_geom=sweep.cand[0], cand_pair=sweep.cand[1], lists=lists, counts=counts,
                lanes=lanes, all_lists=all_lists, pair_margin_arr=m.pair_margin,
-               world_mask=sweep.mask, contact_dist=dist, contact_pos=pos,
-               contact_frame=frame, contact_key=key)
+               world_mask=sweep.mask, poly_ints=poly_ints, epa_floats=epa_floats,
+               epa_ints=epa_ints,
+               contact_dist=dist, contact_pos=pos, contact_frame=frame, contact_key=key)

@@ -30,7 +30,7 @@ from .collide_convex import _ccd, _check_options, _light_compile, _object
 from .collision import KEY_STRIDE, ND, emit_one, list_count, list_entry, near_pair
 from .consts import GEOM_HFIELD, MAXCONPAIR
 from .convex_support import _normalize, _support_one
-from .epa import polytope_capacity
+from .epa import Polytope, polytope_capacity, polytope_scratch
 from .gjk import _new_status
 
 KIND_HFIELD = 2  # index of "hfield" in collision.KINDS
@@ -83,7 +83,7 @@ def _grid_vertex(p: ti.template(), r, c, i, dx, dy, size0, size1, size2, margin,
 
 @ti.func
 def _hfield_convex(worldid, cand, g1, g2, margin, record: ti.template(), best: ti.template(),
-                   cap: ti.template(), tol, kmax,
+                   pt: ti.template(), tol, kmax,
                    geom_type: ti.template(), geom_dataid: ti.template(),
                    geom_size: ti.template(), geom_rbound: ti.template(),
                    hfield_size: ti.template(), hfield_nrow: ti.template(),
@@ -173,7 +173,7 @@ def _hfield_convex(worldid, cand, g1, g2, margin, record: ti.template(), best: t
                                                          p.prism[v, 2]])
                                 p.pos = center * (1.0 / 6.0)
                                 st = _new_status()
-                                _ccd(st, p, o2, cap, mesh_vert, mesh_graph, tol, kmax, 0.0)
+                                _ccd(st, p, o2, pt, mesh_vert, mesh_graph, tol, kmax, 0.0)
                                 if st.dist < 0:
                                     normal = mat1 @ _normalize(st.x1 - st.x2)
                                     pos = mat1 @ (0.5 * (st.x1 + st.x2)) + pos1
@@ -203,12 +203,13 @@ def _narrow_hfield(
     pair_margin_arr: ND, hfield_size: ND, hfield_nrow: ND, hfield_ncol: ND, hfield_adr: ND,
     hfield_data: ND, mesh_vertadr: ND, mesh_vertnum: ND, mesh_graphadr: ND,
     mesh_vert: ND, mesh_graph: ND,
-    geom_xpos: ND, geom_xmat: ND, world_mask: ND,
+    geom_xpos: ND, geom_xmat: ND, world_mask: ND, epa_floats: ND, epa_ints: ND,
     ncon: ND, contact_dist: ND, contact_pos: ND, contact_frame: ND, contact_key: ND,
 ):
     nworld = geom_xpos.shape[0]
     for worldid, lane in ti.ndrange(nworld, lanes):
         n = list_count(worldid, KIND_HFIELD, counts, world_mask)
+        pt = Polytope((epa_floats, epa_ints), worldid * lanes + lane, cap)
         k = lane
         while k < n:
             cand = list_entry(worldid, KIND_HFIELD, k, lists, counts, all_lists)
@@ -218,7 +219,7 @@ def _narrow_hfield(
                                              geom_xpos, geom_xmat, override, o_margin)
             if near:
                 best = _new_best(0.0)  # unused: contacts are emitted
-                _hfield_convex(worldid, cand, g1, g2, margin, False, best, cap, tol, kmax,
+                _hfield_convex(worldid, cand, g1, g2, margin, False, best, pt, tol, kmax,
                                geom_type,
                                geom_dataid, geom_size, geom_rbound, hfield_size, hfield_nrow,
                                hfield_ncol, hfield_adr, hfield_data, mesh_vertadr,
@@ -241,13 +242,14 @@ def narrow_hfield(m, d, plan, sweep):
     cap = polytope_capacity(opt.ccd_iterations)
     lists, counts, lanes, all_lists = sweep.lists
     dist, pos, frame, key = sweep.emit
+    epa_floats, epa_ints = polytope_scratch(d, cap, d.nworld * lanes)
     with _light_compile():
         launch(_narrow_hfield, m, d, cap=cap, override=bool(opt.enabled("override")),
                o_margin=float(opt.o_margin), tol=float(opt.ccd_tolerance),
                kmax=int(opt.ccd_iterations), cand_geom=sweep.cand[0], cand_pair=sweep.cand[1], lists=lists, counts=counts,
                lanes=lanes, all_lists=all_lists, pair_margin_arr=m.pair_margin,
-               world_mask=sweep.mask, contact_dist=dist, contact_pos=pos,
-               contact_frame=frame, contact_key=key)
+               world_mask=sweep.mask, epa_floats=epa_floats, epa_ints=epa_ints,
+               contact_dist=dist, contact_pos=pos, contact_frame=frame, contact_key=key)
 
 
 @ti.kernel
@@ -256,12 +258,14 @@ def _hfield_distance(
     kmax: ti.i32, geom_type: ND, geom_dataid: ND, geom_size: ND, geom_rbound: ND,
     hfield_size: ND, hfield_nrow: ND, hfield_ncol: ND, hfield_adr: ND, hfield_data: ND,
     mesh_vertadr: ND, mesh_vertnum: ND, mesh_graphadr: ND, mesh_vert: ND, mesh_graph: ND,
-    geom_xpos: ND, geom_xmat: ND, dist_out: ND, fromto_out: ND,
+    geom_xpos: ND, geom_xmat: ND, epa_floats: ND, epa_ints: ND, dist_out: ND,
+    fromto_out: ND,
     ncon: ND, contact_dist: ND, contact_pos: ND, contact_frame: ND, contact_key: ND,
 ):
     for worldid in range(geom_xpos.shape[0]):
         best = _new_best(distmax)
-        _hfield_convex(worldid, -1, g1, g2, distmax, True, best, cap, tol, kmax,
+        pt = Polytope((epa_floats, epa_ints), worldid, cap)
+        _hfield_convex(worldid, -1, g1, g2, distmax, True, best, pt, tol, kmax,
                        geom_type, geom_dataid, geom_size, geom_rbound, hfield_size,
                        hfield_nrow, hfield_ncol, hfield_adr, hfield_data, mesh_vertadr,
                        mesh_vertnum, mesh_graphadr, mesh_vert, mesh_graph, geom_xpos,
@@ -281,8 +285,10 @@ def hfield_distance(m, d, g1, g2, flip, distmax, dist, fromto):
     """geom_distance for a heightfield pair (geoms ordered hfield first): MuJoCo calls
     mjc_ConvexHField with distmax as margin and keeps the deepest contact."""
     opt = m.opt
+    cap = polytope_capacity(opt.ccd_iterations)
+    epa_floats, epa_ints = polytope_scratch(d, cap, d.nworld)
     with _light_compile():
-        launch(_hfield_distance, m, d, cap=polytope_capacity(opt.ccd_iterations),
-               g1=int(g1), g2=int(g2), flip=int(flip), distmax=float(distmax),
-               tol=float(opt.ccd_tolerance), kmax=int(opt.ccd_iterations), dist_out=dist,
-               fromto_out=fromto)
+        launch(_hfield_distance, m, d, cap=cap, g1=int(g1), g2=int(g2), flip=int(flip),
+               distmax=float(distmax), tol=float(opt.ccd_tolerance),
+               kmax=int(opt.ccd_iterations), epa_floats=epa_floats, epa_ints=epa_ints,
+               dist_out=dist, fromto_out=fromto)

@@ -4,10 +4,11 @@ When GJK (kernels/gjk.py) finds the objects overlapping, its simplex seeds a pol
 that EPA expands towards the boundary of the Minkowski difference; the nearest face
 gives the penetration depth and the witness points.
 
-Fixed-size local arrays stand in for MuJoCo's polytope buffers: vertices 5 + N and
-faces 6 N for N >= ccd_iterations (MuJoCo's own sizing for N > 170; below that it
-keeps room for 1020 faces, which 35 iterations never came close to in the tests:
-163 at most). Every backend runs the same code, in f64 and f32.
+One slot per thread of global scratch arrays (Polytope) stands in for MuJoCo's
+polytope buffers: vertices 5 + N and faces 6 N for N >= ccd_iterations (MuJoCo's own
+sizing for N > 170; below that it keeps room for 1020 faces, which 35 iterations never
+came close to in the tests: 163 at most). Every backend runs the same code, in f64 and
+f32.
 """
 import taichi as ti
 
@@ -32,24 +33,105 @@ def polytope_capacity(ccd_iterations: int):
     return 5 + n, 6 * n
 
 
+def polytope_scratch(d, cap, nslot: int, clip_rows: int = 0):
+    """(floats, ints): room for ``nslot`` polytopes of capacity ``cap`` (one per thread
+    of a launch, see Polytope) and, in the same floats, ``clip_rows`` rows of 3 for
+    multiccd's clipper; made once per Data and capacity, grown when a launch needs
+    more slots or clipper rows than any before it."""
+    store = d.scratch.epa
+    if store is None:
+        store = d.scratch.epa = {}
+    nv, nf = cap
+    nfloat = max(FLOATS_V * nv + FLOATS_F * nf, 3 * int(clip_rows))
+    have = store.get(cap)
+    if have is None or have[0] < nslot or have[1] < nfloat:
+        tag = d.scratch.tag
+        if have is not None:
+            nslot, nfloat = max(int(nslot), have[0]), max(nfloat, have[1])
+        nslot = max(int(nslot), 1)
+        have = store[cap] = (nslot, nfloat, (
+            tag(ti.ndarray(config.float_dtype(), shape=(nslot, nfloat))),
+            tag(ti.ndarray(ti.i32, shape=(nslot, INTS_V * nv + INTS_F * nf)))))
+    return have[2]
+
+
+FLOATS_V, FLOATS_F = 9, 4  # per vertex: pv, pv1, pv2; per face: fv, fd2
+INTS_V, INTS_F = 2, 11  # per vertex: pi; per face: fvert, fadj, fidx, map, hidx, hedge, stack
+
+
+class _Block:
+    """``rows`` x ``width`` entries of one thread's slot in a scratch array, indexed
+    [row, col] (or [row] when width is 1) in Taichi scope, like the local matrices they
+    replace."""
+
+    _data_oriented = True  # Taichi passes the object itself through assignments and calls
+
+    def __init__(self, arr, slot, base: int, width: int):
+        self.arr, self.slot, self.base, self.width = arr, slot, base, width
+
+    def __getitem__(self, key):
+        if isinstance(key, tuple):
+            row, col = key
+            k = self.base + row * self.width + col
+        else:
+            k = self.base + key
+        return ti.lang.impl.subscript(None, self.arr, self.slot, k)
+
+
+class Polytope:
+    """EPA's polytope (MuJoCo's mjPolytope): its vertices (pv, the Minkowski difference,
+    and pv1/pv2, the points on each object, pi their vertex ids) and faces (fvert
+    vertices, fadj neighbours, fv the origin's projection, fd2 its squared norm, fidx
+    the face's place in ``map``, the faces EPA may still expand), the horizon
+    (hidx/hedge) and _horizon's stack, in slot ``slot`` of the global scratch arrays
+    ``scratch`` = polytope_scratch(...); the counts are locals of the thread. ``clip``
+    is the same slot's floats as rows of 3, for multiccd's polygon clipping after EPA.
+
+    Made in Taichi scope, once per thread (``slot`` unique among the launch's threads),
+    and passed down as a template. Global scratch rather than local matrices: Taichi
+    compiles local arrays of this size (hundreds of rows) into code that takes LLVM
+    seconds to JIT every process (and SPIR-V minutes), the same code in global memory
+    a fraction of that."""
+
+    _data_oriented = True
+    # Taichi warns on a call of a plain Python callable in Taichi scope unless it has
+    # this attribute; False keeps it from being treated as a ti.func otherwise
+    _is_taichi_function = False
+
+    def __init__(self, scratch, slot, cap):
+        floats, ints = scratch
+        nv, nf = cap
+        self.nv, self.nf = nv, nf
+        slot = ti.lang.impl.expr_init(slot)
+        self.pv = _Block(floats, slot, 0, 3)
+        self.pv1 = _Block(floats, slot, 3 * nv, 3)
+        self.pv2 = _Block(floats, slot, 6 * nv, 3)
+        self.fv = _Block(floats, slot, 9 * nv, 3)
+        self.fd2 = _Block(floats, slot, 9 * nv + 3 * nf, 1)
+        self.pi = _Block(ints, slot, 0, 2)
+        base = 2 * nv
+        self.fvert = _Block(ints, slot, base, 3)
+        self.fadj = _Block(ints, slot, base + 3 * nf, 3)
+        self.fidx = _Block(ints, slot, base + 6 * nf, 1)
+        self.map = _Block(ints, slot, base + 7 * nf, 1)
+        self.hidx = _Block(ints, slot, base + 8 * nf, 1)
+        self.hedge = _Block(ints, slot, base + 9 * nf, 1)
+        self.stack = _Block(ints, slot, base + 10 * nf, 1)
+        # multiccd's clipper (kernels/multiccd.py), after EPA is done with the slot
+        self.clip = _Block(floats, slot, 0, 3)
+        self.nverts = ti.lang.impl.expr_init(0)
+        self.nfaces = ti.lang.impl.expr_init(0)
+        self.nmap = ti.lang.impl.expr_init(0)
+        self.nedges = ti.lang.impl.expr_init(0)
+
+
 @ti.func
-def _new_polytope(nv: ti.template(), nf: ti.template()):
-    return ti.types.struct(
-        nverts=ti.i32, pv=ti.types.matrix(nv, 3, float), pv1=ti.types.matrix(nv, 3, float),
-        pv2=ti.types.matrix(nv, 3, float), pi=ti.types.matrix(nv, 2, ti.i32),
-        nfaces=ti.i32, fvert=ti.types.matrix(nf, 3, ti.i32),
-        fadj=ti.types.matrix(nf, 3, ti.i32), fv=ti.types.matrix(nf, 3, float),
-        fd2=ti.types.vector(nf, float), fidx=ti.types.vector(nf, ti.i32),
-        nmap=ti.i32, map=ti.types.vector(nf, ti.i32), nedges=ti.i32,
-        hidx=ti.types.vector(nf, ti.i32), hedge=ti.types.vector(nf, ti.i32),
-        stack=ti.types.vector(nf, ti.i32))(
-        nverts=0, pv=ti.Matrix.zero(float, nv, 3), pv1=ti.Matrix.zero(float, nv, 3),
-        pv2=ti.Matrix.zero(float, nv, 3), pi=ti.Matrix.zero(ti.i32, nv, 2),
-        nfaces=0, fvert=ti.Matrix.zero(ti.i32, nf, 3), fadj=ti.Matrix.zero(ti.i32, nf, 3),
-        fv=ti.Matrix.zero(float, nf, 3), fd2=ti.Vector.zero(float, nf),
-        fidx=ti.Vector.zero(ti.i32, nf), nmap=0, map=ti.Vector.zero(ti.i32, nf),
-        nedges=0, hidx=ti.Vector.zero(ti.i32, nf), hedge=ti.Vector.zero(ti.i32, nf),
-        stack=ti.Vector.zero(ti.i32, nf))
+def _clear_polytope(pt: ti.template()):
+    """An empty polytope (the arrays are written before they are read)."""
+    pt.nverts = 0
+    pt.nfaces = 0
+    pt.nmap = 0
+    pt.nedges = 0
 
 
 # ------------------------------------------------------------------------------------
@@ -107,6 +189,7 @@ def _attach_face(pt: ti.template(), v1, v2, v3, adj1, adj2, adj3):
         d2 = v.dot(v)
         pt.fd2[f] = d2
         pt.fidx[f] = -1
+    # a degenerate face keeps stale fv/fd2/fidx: never read, every caller stops on d2 0
     return d2
 
 
@@ -312,7 +395,7 @@ def _horizon(pt: ti.template(), face, w):
     """Delete the faces visible from w (depth first from ``face``, in MuJoCo's order)
     and list the horizon edges; an explicit stack replaces MuJoCo's recursion. Stack
     entries pack (face, entry edge, next step)."""
-    nf = ti.static(pt.fd2.n)
+    nf = ti.static(pt.nf)
     _delete_face(pt, face)
     pt.stack[0] = (face * 4 + 2) * 8 + 1
     top = 0
@@ -347,7 +430,7 @@ def _epa(pt: ti.template(), st: ti.template(), o1: ti.template(), o2: ti.templat
     """Expand the polytope towards the penetration depth; st.dist = -depth and the
     witness points in st.x1/x2 (st.nx = 0 when it fails); rows 0-2 of the simplex
     (st.sv1, sv2, si) then hold the vertices of the face they lie on."""
-    nf = ti.static(pt.fd2.n)
+    nf = ti.static(pt.nf)
     upper = MAX_LIMIT
     upper2 = MAX_LIMIT
     face = -1

@@ -17,7 +17,7 @@ from .collide_convex import (MAX_PLANE_MESH, _ccd, _check_options, _light_compil
 from .collision import ND, detector_kind, geom_pose, new_list, primitive_table
 from .consts import GEOM_BOX, GEOM_PLANE, GEOM_TYPE_NAMES
 from .convex_support import _row
-from .epa import polytope_capacity
+from .epa import Polytope, polytope_capacity, polytope_scratch
 from .gjk import _new_status
 
 
@@ -27,7 +27,7 @@ def _float():
 
 @ti.func
 def pair_distance(worldid, g1, g2, distmax, mode: ti.template(), detector: ti.template(),
-                   maxcon: ti.template(), flip: ti.template(), cap: ti.template(), tol, kmax,
+                   maxcon: ti.template(), flip: ti.template(), pt: ti.template(), tol, kmax,
                    geom_type: ti.template(), geom_dataid: ti.template(),
                    geom_size: ti.template(), geom_rbound: ti.template(),
                    mesh_vertadr: ti.template(), mesh_vertnum: ti.template(),
@@ -45,7 +45,7 @@ def pair_distance(worldid, g1, g2, distmax, mode: ti.template(), detector: ti.te
         o2 = _object(worldid, g2, 0.0, geom_type, geom_dataid, geom_size, geom_xpos,
                      geom_xmat, mesh_vertadr, mesh_vertnum, mesh_graphadr)
         st = _new_status()
-        _ccd(st, o1, o2, cap, mesh_vert, mesh_graph, tol, kmax, distmax)
+        _ccd(st, o1, o2, pt, mesh_vert, mesh_graph, tol, kmax, distmax)
         if st.nx > 0:
             for i in ti.static(range(3)):
                 fromto[i] = st.x1[i]
@@ -87,11 +87,13 @@ def _geom_distance(
     cap: ti.template(), g1: ti.i32, g2: ti.i32, distmax: float, tol: float, kmax: ti.i32,
     geom_type: ND, geom_dataid: ND, geom_size: ND, geom_rbound: ND,
     mesh_vertadr: ND, mesh_vertnum: ND, mesh_graphadr: ND, mesh_vert: ND, mesh_graph: ND,
-    geom_xpos: ND, geom_xmat: ND, dist_out: ND, fromto_out: ND,
+    geom_xpos: ND, geom_xmat: ND, epa_floats: ND, epa_ints: ND, dist_out: ND,
+    fromto_out: ND,
 ):
     for worldid in range(geom_xpos.shape[0]):
+        pt = Polytope((epa_floats, epa_ints), worldid, cap)
         dist, fromto = pair_distance(
-            worldid, g1, g2, distmax, mode, detector, maxcon, flip, cap, tol, kmax,
+            worldid, g1, g2, distmax, mode, detector, maxcon, flip, pt, tol, kmax,
             geom_type, geom_dataid, geom_size, geom_rbound, mesh_vertadr, mesh_vertnum,
             mesh_graphadr, mesh_vert, mesh_graph, geom_xpos, geom_xmat)
         dist_out[worldid] = dist
@@ -135,9 +137,11 @@ def geom_distance(m, d, g1: int, g2: int, distmax: float):
     else:
         raise NotImplementedError(
             f"geom_distance: {GEOM_TYPE_NAMES[t1]}-{GEOM_TYPE_NAMES[t2]} ({kind}) pairs")
+    cap = polytope_capacity(opt.ccd_iterations)
+    epa_floats, epa_ints = polytope_scratch(d, cap, nworld)
     with _light_compile():
         launch(_geom_distance, m, d, mode=mode, detector=detector, maxcon=maxcon,
-               flip=flip, cap=polytope_capacity(opt.ccd_iterations), g1=g1, g2=g2,
-               distmax=float(distmax), tol=float(opt.ccd_tolerance),
-               kmax=int(opt.ccd_iterations), dist_out=dist, fromto_out=fromto)
+               flip=flip, cap=cap, g1=g1, g2=g2, distmax=float(distmax),
+               tol=float(opt.ccd_tolerance), kmax=int(opt.ccd_iterations),
+               epa_floats=epa_floats, epa_ints=epa_ints, dist_out=dist, fromto_out=fromto)
     return dist.to_numpy().astype(np.float64), fromto.to_numpy().astype(np.float64)

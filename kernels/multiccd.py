@@ -9,9 +9,11 @@ the other (Sutherland-Hodgman), the clipped polygon pruned to its largest
 quadrilateral, and its vertices are the contacts, all at EPA's depth; where nothing
 aligns the EPA contact stays alone (kernels/collide_convex.py's ``_convex`` decides).
 The clipper's polygon buffers have room for the model's largest polygon (at most
-MuJoCo's 150 vertices, see ``polygon_capacity``) and are only compiled in with
-multiccd.
+MuJoCo's 150 vertices, see ``polygon_capacity``), are only compiled in with multiccd,
+and live in the thread's EPA scratch slot (kernels/epa.py's Polytope.clip, free once
+EPA is done): global memory compiles far faster than local arrays of that size.
 """
+import numpy as np
 import taichi as ti
 
 from . import config
@@ -36,6 +38,43 @@ def polygon_capacity(max_polyvert: int) -> int:
         if n <= cap:
             return cap
     return MAX_POLYVERT
+
+
+# the model's polygon int arrays multicontact reads, packed into one device array
+# (collide_convex's poly_ints: Taichi's SPIR-V backends bind at most 32 arrays per kernel)
+POLY_INTS = ("mesh_polyadr", "mesh_polyvertadr", "mesh_polyvertnum", "mesh_polyvert",
+             "mesh_polymapadr", "mesh_polymapnum", "mesh_polymap")
+
+
+def pack_poly_ints(arrays):
+    """POLY_INTS of ModelArrays ``arrays`` as one int32 array: a header of their start
+    offsets, then each array."""
+    parts = [np.asarray(getattr(arrays, name), dtype=np.int32).reshape(-1)
+             for name in POLY_INTS]
+    starts = len(POLY_INTS) + np.cumsum([0] + [len(p) for p in parts[:-1]])
+    return np.concatenate([starts.astype(np.int32)] + parts)
+
+
+class PolyInts:
+    """Array ``which`` (an index in POLY_INTS) of the packed polygon ints: [i] reads its
+    entry i in Taichi scope, as the model array of that name would."""
+
+    _data_oriented = True  # Taichi passes the object itself through calls
+    _is_taichi_function = False  # made in Taichi scope without a warning (see epa.Polytope)
+
+    def __init__(self, packed, which: int):
+        self.packed, self.which = packed, which
+
+    def __getitem__(self, i):
+        sub = ti.lang.impl.subscript
+        return sub(None, self.packed, sub(None, self.packed, self.which) + i)
+
+
+def clip_rows(polycap: int) -> int:
+    """Rows of 3 floats the clipper uses per thread (two polygons of up to 2 polycap
+    vertices, the clipped one and its clip), in the thread's EPA scratch slot; 0
+    without multiccd (polycap 0)."""
+    return 4 * int(polycap)
 
 
 @ti.func
@@ -261,8 +300,9 @@ def _polygon_quad(buf: ti.template(), off, n):
 
 
 @ti.func
-def _multicontact(out: ti.template(), st: ti.template(), o1: ti.template(),
-                  o2: ti.template(), dist, polyadr1, polyadr2, polycap: ti.template(),
+def _multicontact(out: ti.template(), st: ti.template(), pt: ti.template(),
+                  o1: ti.template(), o2: ti.template(), dist, polyadr1, polyadr2,
+                  polycap: ti.template(),
                   mesh_vert: ti.template(), mesh_polynormal: ti.template(),
                   mesh_polyvertadr: ti.template(), mesh_polyvertnum: ti.template(),
                   mesh_polyvert: ti.template(), mesh_polymapadr: ti.template(),
@@ -270,7 +310,8 @@ def _multicontact(out: ti.template(), st: ti.template(), o1: ti.template(),
     """MuJoCo's multicontact after EPA for box/mesh pairs: the faces (or an edge and a
     face) of both shapes aligned with the contact, one clipped against the other, give
     up to four contacts at depth ``dist``; returns how many were added (0: keep EPA's
-    single contact). st.sv1/sv2/si rows 0-2 hold the final EPA face (see _epa)."""
+    single contact). st.sv1/sv2/si rows 0-2 hold the final EPA face (see _epa); the
+    clipper's polygons go to the thread's EPA scratch slot (``pt.clip``)."""
     direction = st.x2 - st.x1
     dnorm = direction.norm()
     # per side: simplexDim of the EPA face's vertices on that shape, its face set
@@ -384,7 +425,7 @@ def _multicontact(out: ti.template(), st: ti.template(), o1: ti.template(),
         cnormal = _face_normal(ctype, cmat, cpolyadr, cface, mesh_polynormal)
         approx = cnormal * (-dnorm if es == 1 else dnorm)
         cap = ti.static(2 * polycap)
-        buf = ti.Matrix.zero(float, 2 * cap, 3)
+        buf = pt.clip  # 2 * cap rows in the thread's EPA scratch (global, not local)
         npoly = 2
         if es >= 0:
             _set_row(buf, 0, ti.select(es == 0, _row(st.sv1, 0), _row(st.sv2, 0)))

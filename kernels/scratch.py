@@ -26,6 +26,10 @@ SCRATCH = {
     "tactile": "touch-grid sensors' candidate geoms (sensor_acc.py)",
     "geom_pairs": "geom distance sensors' pair lists (sensor.py)",
     "contact_emit": "{capacity: narrowphase output buffers} (collision.py)",
+    "epa": "{polytope capacity: (slots, floats per slot, (floats, ints))}: one EPA "
+           "polytope (and multiccd clipper) per thread of the ccd launches (epa.py)",
+    "poly_ints": "(model, its mesh polygon int arrays that multiccd reads, packed into "
+                 "one device array: multiccd.py's pack_poly_ints) (collide_convex.py)",
     "efc_adr": "(rows then first row, sparse row width) of every constraint element "
                "(constraint.py)",
     "fd_data": "(model, expanded Data) of finite-difference derivatives "

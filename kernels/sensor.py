@@ -59,7 +59,7 @@ from .consts import (CNSTR_LIMIT_JOINT, CNSTR_LIMIT_TENDON, DATATYPE_POSITIVE, D
                      SENS_TENDONPOS, SENS_TENDONVEL, SENS_USER, SENS_VELOCIMETER, STAGE_ACC,
                      STAGE_POS, STAGE_VEL)
 from .energy import energy_pos, energy_vel
-from .epa import polytope_capacity
+from .epa import Polytope, polytope_capacity, polytope_scratch
 from .geom_distance import pair_distance
 from .math import inside_geom, mul_mat_t, normalize3, quat_mul, transform_motion
 from .ray import GROUP_ALL, ray_scene, ray_tables
@@ -865,6 +865,8 @@ def _geom_pairs(
     mesh_vertnum: ND, mesh_graphadr: ND, mesh_vert: ND, mesh_graph: ND,
     # data in
     geom_xpos: ND, geom_xmat: ND,
+    # scratch: one EPA polytope per (world, pair)
+    epa_floats: ND, epa_ints: ND,
     # out
     pair_dist: ND, pair_fromto: ND,
 ):
@@ -873,6 +875,7 @@ def _geom_pairs(
     for worldid, p in ti.ndrange(geom_xpos.shape[0], pair_geom.shape[0]):
         group = pair_group[p]
         if group >= 0:
+            pt = Polytope((epa_floats, epa_ints), worldid * pair_geom.shape[0] + p, cap)
             pg = pair_geom[p]
             distmax = sensor_cutoff[worldid % sensor_cutoff.shape[0], pg[0]]
             dist = distmax
@@ -881,7 +884,7 @@ def _geom_pairs(
                 if group == gi:
                     dist, fromto = pair_distance(
                         worldid, pg[1], pg[2], distmax, keys[gi][0], keys[gi][1],
-                        keys[gi][2], keys[gi][3], cap, tol, kmax, geom_type, geom_dataid,
+                        keys[gi][2], keys[gi][3], pt, tol, kmax, geom_type, geom_dataid,
                         geom_size, geom_rbound, mesh_vertadr, mesh_vertnum, mesh_graphadr,
                         mesh_vert, mesh_graph, geom_xpos, geom_xmat)
             pair_dist[worldid, p] = dist
@@ -958,11 +961,12 @@ def _geom_pair_distances(m, d, plan):
     _check_options(opt)
     cap = polytope_capacity(opt.ccd_iterations)
     if g.keys:
+        epa_floats, epa_ints = polytope_scratch(d, cap, d.nworld * g.npair)
         with _light_compile():
             launch(_geom_pairs, m, d, keys=g.keys, cap=cap, pair_geom=g.pair_geom,
                    pair_group=g.pair_group, tol=float(opt.ccd_tolerance),
-                   kmax=int(opt.ccd_iterations), pair_dist=pair_dist,
-                   pair_fromto=pair_fromto)
+                   kmax=int(opt.ccd_iterations), epa_floats=epa_floats,
+                   epa_ints=epa_ints, pair_dist=pair_dist, pair_fromto=pair_fromto)
     if g.hfield:
         from .collide_hfield import hfield_distance
         cutoff = m.sensor_cutoff.to_numpy()
