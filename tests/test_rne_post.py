@@ -285,12 +285,13 @@ def test_contact_free_model_matches_mujoco(gravity):
 
 
 def test_flex_equality_is_not_implemented():
-    """A model compiled by MuJoCo with a flex equality is refused by name (put_model
-    refuses flexes) rather than silently missing its forces."""
+    """A model compiled by MuJoCo with a flex equality is refused by name rather than
+    silently missing its forces."""
     xml = """<mujoco><worldbody>
       <flexcomp name="f" type="grid" count="3 3 1" spacing=".1 .1 .1" dim="2">
+        <contact contype="0" conaffinity="0"/>
         <edge equality="true"/></flexcomp></worldbody></mujoco>"""
-    with pytest.raises(NotImplementedError, match="nflex=1"):
+    with pytest.raises(NotImplementedError, match="flex equality constraints"):
         tiphys.put_model(mujoco.MjModel.from_xml_string(xml))
 
 
