@@ -13,14 +13,16 @@ flexes whose edges cannot make forces (rigid flexes, interpolated ones; MuJoCo's
 ``skipjacobian``: no edge equality, edge stiffness, edge damping or damping) have no
 non-zeros (rownnz = rowadr = 0, as MuJoCo's sparse mode); rigid and interpolated
 flexes get no edge lengths either (MuJoCo does not compute them). tiphys computes the
-row addresses as one running sum over the rows (MuJoCo's recurrence, which restarts
-at 0 after a flex without Jacobian rows: a model with such a flex between two others
-is laid out differently, with the same values per row).
+row addresses as one running sum over the rows. (MuJoCo's recurrence restarts at 0
+after a flex without Jacobian rows, so in its sparse mode a later flex's rows
+overwrite an earlier one's: with a Jacobian-less flex between two others, MuJoCo's
+first flex uses the third one's values; tiphys keeps every row.)
+
+Flex equalities (mjEQ_FLEX) become constraint rows in kernels/constraint.py, one per
+non-rigid edge with a Jacobian row (``flex_eq_rows``, ``edge_row_nonempty`` here).
 
 Interpolated flexes (flex_interp > 0) are refused by ``check_flex``, with the flex
-features tiphys does not simulate yet: collisions, flex equality constraints, and the
-edge damping's term in the implicit integrators' qDeriv (it couples the dofs of two
-vertex bodies, outside qM's sparsity, which tiphys's qDeriv keeps).
+feature tiphys does not simulate yet: collisions.
 """
 import weakref
 
@@ -29,7 +31,6 @@ import taichi as ti
 
 from .bind import launch
 from .config import options_of
-from .consts import EQ_FLEX, INT_IMPLICIT, INT_IMPLICITFAST
 from .tendon import last_dof
 
 ND = ti.types.ndarray()
@@ -82,6 +83,45 @@ def point_jac(worldid, dofid, point, bodyid, body_rootid: ti.template(),
     rot = ti.Vector([cd[0], cd[1], cd[2]])
     lin = ti.Vector([cd[3], cd[4], cd[5]])
     return lin + rot.cross(point - subtree_com[worldid, body_rootid[bodyid]])
+
+
+@ti.func
+def edge_row_nonempty(worldid, edgeid, flexedge_J_rownnz: ti.template(),
+                      flexedge_J_rowadr: ti.template(), flexedge_J: ti.template(),
+                      sparse: ti.template()):
+    """Whether mj_addConstraint keeps an edge's equality row: columns (sparse), a
+    non-zero value (dense)."""
+    nnz = flexedge_J_rownnz[worldid, edgeid]
+    keep = nnz > 0
+    if ti.static(not sparse):
+        keep = False
+        adr = flexedge_J_rowadr[worldid, edgeid]
+        for j in range(adr, adr + nnz):
+            if flexedge_J[worldid, j] != 0.0:
+                keep = True
+    return keep
+
+
+@ti.func
+def flex_eq_rows(worldid, f, row0, nnz0, write: ti.template(), flex_edgeadr: ti.template(),
+                 flex_edgenum: ti.template(), flexedge_rigid: ti.template(),
+                 flexedge_J_rownnz: ti.template(), flexedge_J_rowadr: ti.template(),
+                 flexedge_J: ti.template(), efc_J_rownnz: ti.template(),
+                 efc_J_rowadr: ti.template(), sparse: ti.template()):
+    """The rows of a flex equality (one per non-rigid edge with a Jacobian row) and
+    their non-zeros; with ``write``, the sparse rows' rownnz / rowadr from row0, nnz0."""
+    rows = 0
+    nnz = 0
+    for edgeid in range(flex_edgeadr[f], flex_edgeadr[f] + flex_edgenum[f]):
+        if flexedge_rigid[edgeid] == 0 and edge_row_nonempty(
+                worldid, edgeid, flexedge_J_rownnz, flexedge_J_rowadr, flexedge_J, sparse):
+            width = flexedge_J_rownnz[worldid, edgeid]
+            if ti.static(write):
+                efc_J_rownnz[worldid, row0 + rows] = width
+                efc_J_rowadr[worldid, row0 + rows] = nnz0 + nnz
+            rows += 1
+            nnz += width
+    return rows, nnz
 
 
 @ti.kernel
@@ -310,18 +350,6 @@ def unsupported_flex(m) -> list:
             out.append(f"interpolated flexes (flex {names[f]!r}: flexcomp dof="
                        f"\"trilinear\"/\"quadratic\", flex_interp="
                        f"{int(np.asarray(a.flex_interp)[f])})")
-        if m.opt.integrator in (INT_IMPLICIT, INT_IMPLICITFAST) and \
-                not m.opt.disabled("damper") and not int(np.asarray(a.flex_rigid)[f]) and \
-                float(np.asarray(a.flex_edgedamping)[f]) != 0:
-            out.append(f"the implicit integrators' derivative of flex edge damping (flex "
-                       f"{names[f]!r} has edge damping "
-                       f"{float(np.asarray(a.flex_edgedamping)[f])}; use Euler or RK4)")
-    if m.neq:
-        eq_type = np.asarray(a.eq_type).reshape(-1)[:m.neq]
-        eq_obj = np.asarray(a.eq_obj1id).reshape(-1)[:m.neq]
-        for e in np.nonzero(eq_type == EQ_FLEX)[0]:
-            out.append(f"flex equality constraints (<equality><flex> or <edge "
-                       f"equality=\"true\"> on flex {names[int(eq_obj[e])]!r})")
     return out
 
 

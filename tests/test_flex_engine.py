@@ -5,8 +5,9 @@ over trajectories, for flexes that cannot collide.
 Each model runs twice: contacts disabled by <flag contact="disable"/> (the flexes keep
 their default contype/conaffinity), and the flexes given contype = conaffinity = 0.
 Several worlds in different random states, outputs poisoned with NaN first, f64 on
-the CPU; one f32 run in a subprocess. A flex that can collide, a flex equality and an
-interpolated flex are refused by name.
+the CPU; one f32 run in a subprocess. Flex equalities (a constraint row per edge) are
+compared row by row; Euler, RK4, implicit and implicitfast trajectories. A flex that
+can collide and an interpolated flex are refused by name.
 """
 import os
 import shutil
@@ -68,8 +69,19 @@ CASES = {
                 'pos="0 0 1"', '<elasticity young="100" poisson=".3" damping=".01"/>'),
     "gmsh": _fc("g", 'type="gmsh" file="m.msh" radius=".001" pos="0 0 1"',
                 '<elasticity young="100" poisson=".2" damping=".01"/><pin id="0"/>'),
+    # flex equalities (mjEQ_FLEX): a row per edge, dense (nv < 60) and sparse Jacobians
+    "cloth_eq": _fc("cloth", 'type="grid" count="4 3 1" spacing=".1 .1 .1" dim="2" '
+                    'radius=".01" mass="1" pos="0 0 1"',
+                    '<edge equality="true" damping=".1"/><pin id="0 3"/>'),
+    "cloth_eq_sparse": _fc("cloth", 'type="grid" count="6 6 1" spacing=".1 .1 .1" dim="2" '
+                           'radius=".01" mass="1" pos="0 0 1"',
+                           '<edge equality="true" damping=".05"/><pin id="0 5"/>'),
+    "rope_eq": _fc("rope", 'type="grid" count="6 1 1" spacing=".1 .1 .1" dim="1" '
+                   'radius=".01" mass="1" pos="0 0 1"', '<pin id="0"/>'),
 }
-DEFORMABLE = {
+# sections after <worldbody>, {C} as above
+AFTER = {
+    "rope_eq": '<equality><flex flex="rope" solref=".01 1" solimp=".9 .95 .01"/></equality>',
     "flex_bodies": '<deformable><flex name="tri" dim="2" body="p q r" '
                    'vertex="0 0 0 0 0 0 0 0 0" element="0 1 2" radius=".01">{C}'
                    '<edge damping=".1"/><elasticity young="50" poisson=".3" thickness=".01" '
@@ -81,7 +93,7 @@ DEFORMABLE = {
 
 def _xml(case, variant):
     body = CASES[case].replace("{C}", OFF if variant == "contype" else "")
-    deform = DEFORMABLE.get(case, "").replace("{C}", OFF if variant == "contype" else "")
+    deform = AFTER.get(case, "").replace("{C}", OFF if variant == "contype" else "")
     return (f'<mujoco><compiler autolimits="true"/>{FLAG if variant == "flag" else ""}'
             f'<worldbody><geom type="plane" size="2 2 .1"/>{body}</worldbody>{deform}'
             f'</mujoco>')
@@ -244,6 +256,47 @@ def test_flex_stages_match_mujoco(case, variant, tmp_path):
     assert not bad, bad
 
 
+EFC = ("efc_type", "efc_id", "efc_pos", "efc_margin", "efc_diagApprox", "efc_KBIP",
+       "efc_D", "efc_R", "efc_vel", "efc_aref")
+
+
+@pytest.mark.parametrize("case", ["cloth_eq", "cloth_eq_sparse", "rope_eq"])
+def test_flex_equality_rows_match_mujoco(case, tmp_path):
+    """make_constraint's rows of flex equalities (one per non-rigid edge: pos = length -
+    length0, the edge's Jacobian row, diagApprox from flexedge_invweight0), mj_island's
+    islands over them (every row its own edge) and the solver's forces."""
+    from tiphys.support import efc_J_dense
+    m, mjm = load_pair(case, "contype", tmp_path)
+    rng = np.random.default_rng(5)
+    qpos, qvel = random_state(mjm, NWORLD, rng)
+    d = tiphys.make_data(m, NWORLD)
+    set_state(d, qpos, qvel)
+    tiphys.forward(m, d)
+    J = efc_J_dense(m, d)
+    md = mujoco.MjData(mjm)
+    for w in range(NWORLD):
+        md.qpos[:] = qpos[w]
+        md.qvel[:] = qvel[w]
+        mujoco.mj_forward(mjm, md)
+        n = md.nefc
+        assert n > 0 and d.numpy("nefc")[w] == n and d.numpy("ne")[w] == md.ne
+        if mujoco.mj_isSparse(mjm):
+            want = dense_j(md.efc_J_rownnz, md.efc_J_rowadr, np.ravel(md.efc_J_colind),
+                           np.ravel(md.efc_J), n, mjm.nv)
+            np.testing.assert_array_equal(d.numpy("efc_J_rownnz")[w][:n], md.efc_J_rownnz)
+        else:
+            want = np.asarray(md.efc_J).reshape(n, mjm.nv)
+        assert rel_err(J[w, :n, :mjm.nv], want) <= RTOL
+        for name in EFC:
+            assert rel_err(d.numpy(name)[w][:n], np.array(getattr(md, name))[:n]) <= RTOL, name
+        assert d.numpy("nisland")[w] == md.nisland
+        np.testing.assert_array_equal(d.numpy("tree_island")[w], md.tree_island)
+        for name in ("efc_force", "qfrc_constraint", "qacc"):
+            want = np.array(getattr(md, name))
+            got = d.numpy(name)[w][:want.size]
+            assert rel_err(got, want) <= 1e-8, name
+
+
 def trajectory(m, mjm, nstep, nworld=2, seed=1):
     rng = np.random.default_rng(seed)
     qpos, qvel = random_state(mjm, nworld, rng, scale=0.01)
@@ -295,8 +348,8 @@ def test_flex_energy_matches_mujoco(tmp_path):
 
 
 def test_flex_f32_steps_close_to_mujoco(tmp_path):
-    """f32 on the CPU (a subprocess: the precision is per process): the soft box's
-    stages and a short trajectory."""
+    """f32 on the CPU (a subprocess: the precision is per process): the soft box's and
+    the cloth with edge equalities' stages and short trajectories."""
     script = f"""
 import sys, pathlib
 sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
@@ -304,12 +357,15 @@ import numpy as np, tiphys
 tiphys.init(arch="cpu", precision="f32")
 import test_flex_engine as t
 tmp = pathlib.Path({str(tmp_path)!r})
-m, mjm = t.load_pair("box", "contype", tmp)
-errors = t.stage_errors(m, mjm)
-assert all(v < 1e-4 for v in errors.values()), errors
-err = t.trajectory(m, mjm, 20)
-assert err["qpos"] < 1e-4 and err["qvel"] < 1e-2, err
-print("OK", errors, err)
+out = {{}}
+for case in ("box", "cloth_eq"):
+    m, mjm = t.load_pair(case, "contype", tmp)
+    errors = t.stage_errors(m, mjm)
+    assert all(v < 1e-4 for v in errors.values()), (case, errors)
+    err = t.trajectory(m, mjm, 20)
+    assert err["qpos"] < 1e-4 and err["qvel"] < 1e-2, (case, err)
+    out[case] = (max(errors.values()), err)
+print("OK", out)
 """
     res = subproc.run(["-c", script], key="cpu-f32")
     assert res.returncode == 0 and "OK" in res.stdout, (res.stdout + res.stderr)[-3000:]
@@ -339,19 +395,6 @@ def test_enabling_contacts_after_make_data_is_refused(tmp_path):
         tiphys.step(m, d)
 
 
-@pytest.mark.parametrize("inner,match", [
-    ('<edge equality="true"/>', "flex equality constraints.*'f'"),
-])
-def test_unsupported_flex_features_are_refused(inner, match):
-    xml = (f'<mujoco><worldbody><flexcomp name="f" type="grid" count="3 3 1" '
-           f'spacing=".1 .1 .1" dim="2" radius=".01">{OFF}{inner}</flexcomp>'
-           f'</worldbody></mujoco>')
-    with pytest.raises(NotImplementedError, match=match):
-        tiphys.make_data(tiphys.load_model_from_string(xml), 1)
-    with pytest.raises(NotImplementedError, match=match):
-        tiphys.put_model(mujoco.MjModel.from_xml_string(xml))
-
-
 def test_interpolated_flex_is_refused():
     xml = ('<mujoco><worldbody><flexcomp name="soft" type="grid" count="4 4 4" '
            'spacing=".1 .1 .1" dim="3" radius=".01" dof="trilinear">'
@@ -361,8 +404,14 @@ def test_interpolated_flex_is_refused():
         tiphys.make_data(tiphys.load_model_from_string(xml), 1)
 
 
-def test_implicit_with_flex_edge_damping_is_refused(tmp_path):
-    xml = _xml("rope", "contype").replace("<compiler", '<option integrator="implicitfast"/>'
-                                          "<compiler")
-    with pytest.raises(NotImplementedError, match="flex edge damping.*'rope'"):
-        tiphys.make_data(tiphys.load_model_from_string(xml), 1)
+@pytest.mark.parametrize("integrator", ["implicitfast", "implicit", "RK4"])
+@pytest.mark.parametrize("case", ["rope", "cloth_bend", "box_on_body", "cloth_eq"])
+def test_flex_trajectory_with_other_integrators(case, integrator, tmp_path):
+    """implicitfast and implicit (qDeriv with the flex edge damping on qM's pattern, as
+    MuJoCo's addJTBJ keeps it) and RK4."""
+    m, mjm = load_pair(case, "contype", tmp_path)
+    m.opt.integrator = {"implicitfast": 3, "implicit": 2, "RK4": 1}[integrator]
+    mjm.opt.integrator = m.opt.integrator
+    err = trajectory(m, mjm, 50)
+    print(case, integrator, {k: f"{v:.1e}" for k, v in err.items()})
+    assert err["qpos"] <= 1e-9 and err["qvel"] <= 1e-8, err
