@@ -415,3 +415,33 @@ def test_flex_trajectory_with_other_integrators(case, integrator, tmp_path):
     err = trajectory(m, mjm, 50)
     print(case, integrator, {k: f"{v:.1e}" for k, v in err.items()})
     assert err["qpos"] <= 1e-9 and err["qvel"] <= 1e-8, err
+
+
+def test_jacobianless_flex_between_two_others_as_mujocos_dense_mode():
+    """MuJoCo 3.4.0's sparse mj_flex restarts its row addresses at 0 after a flex without
+    Jacobian rows (rowadr[e] = rowadr[e-1] + rownnz[e-1], both 0 there), so the third
+    rope's rows overwrite the first's and the first rope's edge forces land on the
+    third's dofs. tiphys keeps every row: it matches MuJoCo's dense mode (the same
+    model with jacobian="dense"), which has no such recurrence."""
+    def rope(name, y, inner):
+        return (f'<flexcomp name="{name}" type="grid" count="12 1 1" spacing=".1 .1 .1" '
+                f'dim="1" radius=".01" mass="1" pos="0 {y} 1">{OFF}{inner}</flexcomp>')
+    body = (rope("a", 0, '<edge stiffness="30" damping=".3"/>') + rope("b", .5, "") +
+            rope("c", 1, '<edge stiffness="10" damping=".1"/>'))
+    xml = f"<mujoco><worldbody>{body}</worldbody></mujoco>"
+    m = tiphys.load_model_from_string(xml)
+    dense = mujoco.MjModel.from_xml_string(xml.replace(
+        "<worldbody>", '<option jacobian="dense"/><worldbody>'))
+    assert mujoco.mj_isSparse(mujoco.MjModel.from_xml_string(xml)) and \
+        not mujoco.mj_isSparse(dense)
+    qpos, qvel = random_state(dense, NWORLD, np.random.default_rng(2))
+    d = tiphys.make_data(m, NWORLD)
+    set_state(d, qpos, qvel)
+    tiphys.forward(m, d)
+    md = mujoco.MjData(dense)
+    for w in range(NWORLD):
+        md.qpos[:] = qpos[w]
+        md.qvel[:] = qvel[w]
+        mujoco.mj_forward(dense, md)
+        assert rel_err(d.numpy("qfrc_passive")[w], np.array(md.qfrc_passive)) <= RTOL
+        assert rel_err(d.numpy("qacc")[w], np.array(md.qacc)) <= RTOL
