@@ -460,3 +460,24 @@ def test_jacobianless_flex_between_two_others_as_mujocos_dense_mode():
         mujoco.mj_forward(dense, md)
         assert rel_err(d.numpy("qfrc_passive")[w], np.array(md.qfrc_passive)) <= RTOL
         assert rel_err(d.numpy("qacc")[w], np.array(md.qacc)) <= RTOL
+
+
+@pytest.mark.parametrize("case", ["cloth_bend", "cloth_eq"])
+def test_flex_inverse_matches_mujoco(case, tmp_path):
+    """mj_inverse on flex models: the flex stages, passive forces and (flex equality)
+    constraint forces of a given qacc."""
+    m, mjm = load_pair(case, "contype", tmp_path)
+    rng = np.random.default_rng(7)
+    qpos, qvel = random_state(mjm, NWORLD, rng)
+    qacc = rng.normal(size=(NWORLD, mjm.nv))
+    d = tiphys.make_data(m, NWORLD)
+    set_state(d, qpos, qvel)
+    d.qacc.from_numpy(qacc)
+    tiphys.inverse(m, d)
+    md = mujoco.MjData(mjm)
+    for w in range(NWORLD):
+        md.qpos[:] = qpos[w]
+        md.qvel[:] = qvel[w]
+        md.qacc[:] = qacc[w]
+        mujoco.mj_inverse(mjm, md)
+        assert rel_err(d.numpy("qfrc_inverse")[w], np.array(md.qfrc_inverse)) <= 1e-8
