@@ -41,9 +41,11 @@ import taichi as ti
 from .bind import launch
 from .consts import (CNSTR_CONTACT_ELLIPTIC, CNSTR_CONTACT_FRICTIONLESS, CNSTR_CONTACT_PYRAMIDAL,
                      CNSTR_EQUALITY, CNSTR_FRICTION_DOF, CNSTR_FRICTION_TENDON, CNSTR_LIMIT_JOINT,
-                     CNSTR_LIMIT_TENDON, CONE_ELLIPTIC, EQ_CONNECT, EQ_JOINT, EQ_TENDON, EQ_WELD,
+                     CNSTR_LIMIT_TENDON, CONE_ELLIPTIC, EQ_CONNECT, EQ_FLEX, EQ_JOINT, EQ_TENDON,
+                     EQ_WELD,
                      JNT_BALL, JNT_HINGE, JNT_SLIDE, MAXIMP, MINIMP, MINVAL, OBJ_SITE, PI,
                      WARN_CNSTRFULL)
+from .flex import edge_row_nonempty, flex_eq_rows
 from .math import quat_mul
 from .tendon import check_sparse_data, last_dof
 
@@ -393,10 +395,12 @@ def _count_equality(
     # model
     eq_type: ND, eq_obj1id: ND, eq_obj2id: ND, eq_objtype: ND, eq_data: ND,
     site_bodyid: ND, site_quat: ND, body_rootid: ND, body_parentid: ND, body_dofnum: ND,
-    body_dofadr: ND, dof_parentid: ND, tendon_length0: ND,
+    body_dofadr: ND, dof_parentid: ND, tendon_length0: ND, flex_edgeadr: ND,
+    flex_edgenum: ND, flexedge_rigid: ND,
     # data in
     eq_active: ND, xpos: ND, xmat: ND, xquat: ND, site_xpos: ND, subtree_com: ND, cdof: ND,
-    ten_J: ND, ten_length: ND,
+    ten_J: ND, ten_length: ND, flexedge_J_rownnz: ND, flexedge_J_rowadr: ND,
+    flexedge_J: ND,
     # out: rows per equality (the scan turns them into addresses)
     efc_adr: ND, efc_J: ND,
 ):
@@ -426,6 +430,11 @@ def _count_equality(
                         v = v + ten_J[worldid, id1, dofid] * (-deriv)
                     if v != 0:
                         n = 1
+            elif etype == EQ_FLEX:
+                n, _nnz = flex_eq_rows(
+                    worldid, eq_obj1id[eqid], 0, 0, False, flex_edgeadr, flex_edgenum,
+                    flexedge_rigid, flexedge_J_rownnz, flexedge_J_rowadr, flexedge_J,
+                    flexedge_J_rownnz, flexedge_J_rowadr, False)
         efc_adr[worldid, eqid] = n
 
 
@@ -499,9 +508,12 @@ def _scan(
     # model
     dof_frictionloss: ND, tendon_frictionloss: ND, jnt_type: ND, jnt_limited: ND,
     jnt_qposadr: ND, jnt_range: ND, jnt_margin: ND, tendon_limited: ND, tendon_range: ND,
-    tendon_margin: ND,
-    # data in (efc_wid: sparse row widths of every element, from _sparse_widths)
+    tendon_margin: ND, eq_type: ND, eq_obj1id: ND, flex_edgeadr: ND, flex_edgenum: ND,
+    flexedge_rigid: ND,
+    # data in (efc_wid: sparse row widths of every element, from _sparse_widths; of a
+    # flex equality: all its non-zeros)
     qpos: ND, ten_J: ND, ten_length: ND, ncon: ND, contact_dim: ND, efc_wid: ND,
+    flexedge_J_rownnz: ND, flexedge_J_rowadr: ND, flexedge_J: ND,
     # data in/out
     contact_exclude: ND, efc_adr: ND,
     # out
@@ -588,18 +600,31 @@ def _scan(
             if n > 0:
                 total += n
                 width = 0
+                elem_nnz = 0
+                flex_eq = False
                 fits = full == 0 and kept + n <= njmax
                 if ti.static(sparse):
                     width = efc_wid[worldid, elem]
-                    nnz_total += n * width
-                    fits = fits and nnz + n * width <= njnnz
+                    elem_nnz = n * width
+                    if group == 0:
+                        flex_eq = eq_type[elem] == EQ_FLEX
+                        if flex_eq:  # rows of their edges' widths
+                            elem_nnz = width
+                    nnz_total += elem_nnz
+                    fits = fits and nnz + elem_nnz <= njnnz
                 if fits:
                     adr = kept
                     if ti.static(sparse):
-                        for r in range(n):
-                            efc_J_rownnz[worldid, kept + r] = width
-                            efc_J_rowadr[worldid, kept + r] = nnz + r * width
-                        nnz += n * width
+                        if flex_eq:
+                            flex_eq_rows(worldid, eq_obj1id[elem], kept, nnz, True,
+                                         flex_edgeadr, flex_edgenum, flexedge_rigid,
+                                         flexedge_J_rownnz, flexedge_J_rowadr, flexedge_J,
+                                         efc_J_rownnz, efc_J_rowadr, True)
+                        else:
+                            for r in range(n):
+                                efc_J_rownnz[worldid, kept + r] = width
+                                efc_J_rowadr[worldid, kept + r] = nnz + r * width
+                        nnz += elem_nnz
                     kept += n
                     if group < 3:
                         counts[group] += n
@@ -1113,6 +1138,84 @@ def _fill_contact(
 
 
 # ------------------------------------------------------------------------------------
+# equality: flex edges (mjEQ_FLEX: one row per non-rigid edge, its flexedge_J row)
+# ------------------------------------------------------------------------------------
+
+@ti.kernel
+def _fill_eq_flex(
+    refsafe: ti.template(), timestep: float, nv: ti.i32, neq: ti.i32,
+    # model
+    eq_type: ND, eq_obj1id: ND, eq_solref: ND, eq_solimp: ND, flex_edgeadr: ND,
+    flex_edgenum: ND, flexedge_rigid: ND, flexedge_length0: ND, flexedge_invweight0: ND,
+    # data in
+    flexedge_length: ND, flexedge_J_rownnz: ND, flexedge_J_rowadr: ND,
+    flexedge_J_colind: ND, flexedge_J: ND, efc_adr: ND, efc_J_rowadr: ND,
+    # out
+    efc_type: ND, efc_id: ND, efc_J: ND, efc_pos: ND, efc_margin: ND,
+    efc_frictionloss: ND, efc_KBIP: ND, efc_R: ND, efc_J_colind: ND,
+    sparse: ti.template(),
+):
+    """The rows of flex equalities: pos = length - length0, J = the edge's row; the
+    k-th row's diagApprox is the k-th non-rigid edge's invweight0 (as MuJoCo's
+    mj_diagApprox counts them, rows without columns included)."""
+    nworld = efc_adr.shape[0]
+    for worldid, eqid in ti.ndrange(nworld, neq):
+        row = efc_adr[worldid, eqid]
+        if row >= 0 and eq_type[eqid] == EQ_FLEX:
+            f = eq_obj1id[eqid]
+            ew = worldid % eq_solref.shape[0]
+            solref = _solref_checked(eq_solref[ew, eqid], timestep, refsafe, 0.02, 1.0)
+            solimp = _solimp_checked(eq_solimp[worldid % eq_solimp.shape[0], eqid])
+            edge0 = flex_edgeadr[f]
+            k = 0  # non-rigid edges so far
+            for edgeid in range(edge0, edge0 + flex_edgenum[f]):
+                if flexedge_rigid[edgeid] == 0:
+                    if edge_row_nonempty(worldid, edgeid, flexedge_J_rownnz,
+                                         flexedge_J_rowadr, flexedge_J, sparse):
+                        cpos = flexedge_length[worldid, edgeid] - flexedge_length0[edgeid]
+                        _row_head(worldid, row, CNSTR_EQUALITY, eqid, cpos, 0.0, 0.0,
+                                  efc_type, efc_id, efc_pos, efc_margin, efc_frictionloss)
+                        imp, impp = _impedance(solimp, cpos, 0.0)
+                        efc_KBIP[worldid, row] = _kbip(solref, solimp, imp, impp, False)
+                        # MuJoCo's diagApprox gives the r-th row of the equality the
+                        # r-th non-rigid edge's weight: this edge's, unless an edge's
+                        # row was empty before it
+                        r = row - efc_adr[worldid, eqid]
+                        iw = flexedge_invweight0[edgeid]
+                        if r != k:
+                            iw = flexedge_invweight0[edge0 + _nth(r, edge0, flex_edgenum[f],
+                                                                  flexedge_rigid)]
+                        efc_R[worldid, row] = _r_of(imp, iw)
+                        _zero_row(worldid, row, nv, efc_J, sparse)
+                        adr = flexedge_J_rowadr[worldid, edgeid]
+                        out = 0
+                        if ti.static(sparse):
+                            out = efc_J_rowadr[worldid, row]
+                        for j in range(flexedge_J_rownnz[worldid, edgeid]):
+                            dofid = flexedge_J_colind[worldid, adr + j]
+                            if ti.static(sparse):
+                                efc_J_colind[worldid, out + j] = dofid
+                                efc_J[worldid, out + j] = flexedge_J[worldid, adr + j]
+                            else:
+                                efc_J[worldid, row, dofid] = flexedge_J[worldid, adr + j]
+                        row += 1
+                    k += 1
+
+
+@ti.func
+def _nth(k, edge0, edgenum, flexedge_rigid: ti.template()):
+    """The offset from edge0 of the k-th non-rigid edge (k counted from 0)."""
+    found = 0
+    seen = 0
+    for e in range(edgenum):
+        if flexedge_rigid[edge0 + e] == 0:
+            if seen == k:
+                found = e
+            seen += 1
+    return found
+
+
+# ------------------------------------------------------------------------------------
 # finish, reference
 # ------------------------------------------------------------------------------------
 
@@ -1205,10 +1308,11 @@ def _sparse_widths(
     # model
     eq_type: ND, eq_obj1id: ND, eq_obj2id: ND, eq_objtype: ND, site_bodyid: ND,
     jnt_type: ND, jnt_dofadr: ND, geom_bodyid: ND, body_parentid: ND, body_dofnum: ND,
-    body_dofadr: ND, dof_parentid: ND,
+    body_dofadr: ND, dof_parentid: ND, flex_edgeadr: ND, flex_edgenum: ND,
+    flexedge_rigid: ND,
     # data in
     eq_active: ND, ncon: ND, contact_geom: ND, ten_J_rownnz: ND, ten_J_rowadr: ND,
-    ten_J_colind: ND,
+    ten_J_colind: ND, flexedge_J_rownnz: ND, flexedge_J_rowadr: ND, flexedge_J: ND,
     # out: per element, the columns of each of its rows; per equality, its rows
     efc_wid: ND, efc_adr: ND,
 ):
@@ -1240,8 +1344,14 @@ def _sparse_widths(
             elif etype == EQ_TENDON:
                 width = _tendon_union(worldid, -1, id0, id1, 0.0, 0.0, None, ten_J_rownnz,
                                       ten_J_rowadr, ten_J_colind, None)
+            elif etype == EQ_FLEX:  # width: all the rows' non-zeros
+                size, width = flex_eq_rows(
+                    worldid, id0, 0, 0, False, flex_edgeadr, flex_edgenum, flexedge_rigid,
+                    flexedge_J_rownnz, flexedge_J_rowadr, flexedge_J, flexedge_J_rownnz,
+                    flexedge_J_rowadr, True)
             rows = 0
-            if eq_active[worldid, eqid] != 0 and width > 0 and etype <= EQ_TENDON:
+            if eq_active[worldid, eqid] != 0 and width > 0 and (
+                    etype <= EQ_TENDON or etype == EQ_FLEX):
                 rows = size
             efc_adr[worldid, eqid] = rows
         elif elem < neq + nv:
@@ -1298,6 +1408,7 @@ def _host_flags(m):
     con_on = on and not opt.disabled("contact")
     flags = dict(eq=eq_on, fric=fric_on, lim=lim_on, con=con_on,
                  eq_body=eq_on and bool(np.any(eq_type <= EQ_WELD)),
+                 eq_flex=eq_on and bool(np.any(eq_type == EQ_FLEX)),
                  eq_scalar=eq_on and bool(np.any((eq_type == EQ_JOINT) | (eq_type == EQ_TENDON))))
     m.plans.constraint_flags = (key, flags)
     return flags
@@ -1342,6 +1453,9 @@ def make_constraint(m, d) -> None:
         launch(_fill_eq_body, m, d, refsafe=refsafe, timestep=timestep, efc_adr=adr)
     if flags["eq_scalar"]:
         launch(_fill_eq_scalar, m, d, refsafe=refsafe, timestep=timestep, efc_adr=adr,
+               efc_J=jac, sparse=sparse)
+    if flags["eq_flex"]:
+        launch(_fill_eq_flex, m, d, refsafe=refsafe, timestep=timestep, efc_adr=adr,
                efc_J=jac, sparse=sparse)
     if flags["fric"]:
         launch(_fill_friction, m, d, refsafe=refsafe, timestep=timestep, efc_adr=adr,

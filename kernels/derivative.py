@@ -9,7 +9,8 @@ Terms (as MuJoCo 3.4.0):
 - actuators (mjd_actuator_vel): moment' b moment with b = d force / d velocity of
   affine bias (biasprm[2]) plus that of affine (gainprm[2]) or muscle gains times ctrl
   (no dynamics; the raw ctrl) or the last activation;
-- dof damping (diagonal), tendon damping (-damping ten_J' ten_J) (mjd_passive_vel);
+- dof damping (diagonal), tendon damping (-damping ten_J' ten_J), flex edge damping
+  (-damping J' J over the edge Jacobian rows) (mjd_passive_vel);
 - fluid forces of both models (mjd_inertiaBoxFluid, mjd_ellipsoidFluid): per body a
   6x6 local derivative B of force/torque w.r.t. local velocity, mapped by the body's
   (or geom's) Jacobian; implicitfast symmetrizes the ellipsoid B;
@@ -25,6 +26,7 @@ import taichi as ti
 
 from .actuation import _muscle_gain_length, _muscle_norm_length, actuator_disabled
 from .bind import launch
+from .flex import flex_of
 from .consts import (BIAS_AFFINE, DYN_NONE, GAIN_AFFINE, GAIN_MUSCLE, GEOM_CAPSULE, GEOM_CYLINDER,
                      GEOM_SPHERE, INT_IMPLICITFAST, JNT_BALL, JNT_FREE, MINVAL, PI)
 from .math import cross_motion, mul_inert_vec
@@ -449,6 +451,52 @@ def _dof_derivs(
             j = dof_parentid[j]
 
 
+@ti.kernel
+def _flex_damping_derivs(
+    # model
+    dof_parentid: ND, dof_Madr: ND, flex_edgeadr: ND, flex_edgenum: ND,
+    flex_edgedamping: ND, flex_rigid: ND, flexedge_rigid: ND, nflex: ti.i32,
+    nflexedge: ti.i32,
+    # data in
+    flexedge_J_rownnz: ND, flexedge_J_rowadr: ND, flexedge_J_colind: ND, flexedge_J: ND,
+    # data in/out
+    qDeriv_lo: ND, qDeriv_up: ND,
+):
+    """-damping J' J of every flex edge, on the dof pairs of qM's pattern only (MuJoCo's
+    addJTBJ / addJTBJSparse add into qDeriv's tree sparsity and drop the rest)."""
+    nworld = qDeriv_lo.shape[0]
+    for worldid, edgeid in ti.ndrange(nworld, nflexedge):
+        f = flex_of(edgeid, flex_edgeadr, flex_edgenum, nflex)
+        damping = flex_edgedamping[f]
+        if damping != 0.0 and flex_rigid[f] == 0 and flexedge_rigid[edgeid] == 0:
+            adr = flexedge_J_rowadr[worldid, edgeid]
+            nnz = flexedge_J_rownnz[worldid, edgeid]
+            for a in range(nnz):
+                i = flexedge_J_colind[worldid, adr + a]
+                ji = flexedge_J[worldid, adr + a]
+                for c in range(a + 1):  # columns ascending: j <= i
+                    j = flexedge_J_colind[worldid, adr + c]
+                    p = i
+                    step = 0
+                    while p > j:
+                        p = dof_parentid[p]
+                        step += 1
+                    if p == j:
+                        value = -damping * ji * flexedge_J[worldid, adr + c]
+                        qDeriv_lo[worldid, dof_Madr[i] + step] += value
+                        qDeriv_up[worldid, dof_Madr[i] + step] += value
+
+
+def _flex_damping(m) -> bool:
+    """Flex edge damping enters qDeriv (non-rigid flexes, damper enabled)."""
+    import numpy as np
+    if not m.nflex or m.opt.disabled("damper"):
+        return False
+    a = m.arrays
+    rigid = np.asarray(a.flex_rigid)[:m.nflex] != 0
+    return bool(np.any((np.asarray(a.flex_edgedamping)[:m.nflex] != 0) & ~rigid))
+
+
 def _scratch(m, d):
     scratch = d.scratch.derivative
     if scratch is None:
@@ -482,7 +530,7 @@ def velocity_dependent(m) -> bool:
     import numpy as np
     a = m.arrays
     opt = m.opt
-    if has_fluid(m):
+    if has_fluid(m) or _flex_damping(m):
         return True
     if m.ntendon and not opt.disabled("damper") and \
             np.any(np.asarray(a.tendon_damping)[..., :m.ntendon] != 0):
@@ -530,6 +578,9 @@ def smooth_vel(m, d, flg_bias: bool):
            has_damper=int(not opt.disabled("damper")), has_body=int(has_body),
            flg_bias=int(flg_bias), subtree_mat=s["subtree_mat"], dof_acc=s["dof_acc"],
            act_vel=s["act_vel"], qDeriv_lo=s["qDeriv_lo"], qDeriv_up=s["qDeriv_up"])
+    if _flex_damping(m):
+        launch(_flex_damping_derivs, m, d, qDeriv_lo=s["qDeriv_lo"],
+               qDeriv_up=s["qDeriv_up"])
     return s["qDeriv_lo"], s["qDeriv_up"]
 
 

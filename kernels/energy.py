@@ -2,22 +2,24 @@
 
 ``energy_pos`` writes ``energy[:, 0]``: minus the work of gravity on every body's com,
 plus the joint springs (slide and hinge: 1/2 k dq^2; ball and the rotation of a free
-joint: 1/2 k |subQuat(qpos, qpos_spring)|^2; a free joint's translation: 1/2 k |dx|^2)
-and the tendon springs (1/2 k d^2, d the distance of ten_length outside the
-lengthspring deadband). One launch: a loop that clears the energy, then loops over
-(world, body), (world, joint) and (world, tendon) that add their terms atomically (the
-summation order differs from MuJoCo's serial sum by round-off only).
+joint: 1/2 k |subQuat(qpos, qpos_spring)|^2; a free joint's translation: 1/2 k |dx|^2),
+the tendon springs (1/2 k d^2, d the distance of ten_length outside the lengthspring
+deadband) and the edge springs of 1D flexes (1/2 k (length0 - length)^2; as MuJoCo,
+the 2D/3D elasticity has no energy term). One launch: a loop that clears the energy,
+then loops over (world, body), (world, joint), (world, tendon) and (world, flex edge)
+that add their terms atomically (the summation order differs from MuJoCo's serial sum
+by round-off only).
 
 ``energy_vel`` writes ``energy[:, 1] = 1/2 qvel' M qvel`` from qM's sparse rows: one
 launch, a thread per (world, tree) adding its tree's share (trees do not couple in M).
 
-Flex edge springs (MuJoCo's third term) are out of scope: tiphys models carry no
-flexes. Per-world-able ("*") parameters are indexed ``worldid % shape[0]``.
+Per-world-able ("*") parameters are indexed ``worldid % shape[0]``.
 """
 import taichi as ti
 
 from .bind import launch
 from .consts import JNT_BALL, JNT_FREE
+from .flex import flex_of
 from .math import sub_quat
 
 ND = ti.types.ndarray()
@@ -28,10 +30,12 @@ ND = ti.types.ndarray()
 def _energy_pos(
     # model
     body_mass: ND, jnt_type: ND, jnt_qposadr: ND, jnt_stiffness: ND, qpos_spring: ND,
-    tendon_stiffness: ND, tendon_lengthspring: ND, nbody: ti.i32, njnt: ti.i32,
-    ntendon: ti.i32, gx: float, gy: float, gz: float,
+    tendon_stiffness: ND, tendon_lengthspring: ND, flex_dim: ND, flex_edgeadr: ND,
+    flex_edgenum: ND, flex_edgestiffness: ND, flex_rigid: ND, flexedge_rigid: ND,
+    flexedge_length0: ND, nbody: ti.i32, njnt: ti.i32, ntendon: ti.i32, nflex: ti.i32,
+    nflexedge: ti.i32, gx: float, gy: float, gz: float,
     # data in
-    xipos: ND, qpos: ND, ten_length: ND,
+    xipos: ND, qpos: ND, ten_length: ND, flexedge_length: ND,
     # data out
     energy: ND,
     # compile-time: gravity and springs enabled
@@ -79,6 +83,14 @@ def _energy_pos(
             elif length < spring[0]:
                 displacement = spring[0] - length
             if displacement != 0.0:
+                energy[worldid][0] += 0.5 * stiffness * displacement * displacement
+        # edge springs of 1D flexes (MuJoCo leaves out the 2D/3D elasticity)
+        for worldid, edgeid in ti.ndrange(nworld, nflexedge):
+            f = flex_of(edgeid, flex_edgeadr, flex_edgenum, nflex)
+            stiffness = flex_edgestiffness[f]
+            if flex_rigid[f] == 0 and stiffness != 0.0 and flex_dim[f] == 1 and \
+                    flexedge_rigid[edgeid] == 0:
+                displacement = flexedge_length0[edgeid] - flexedge_length[worldid, edgeid]
                 energy[worldid][0] += 0.5 * stiffness * displacement * displacement
 
 

@@ -13,7 +13,7 @@ sites' bodies with site semantics); every other row (joint and tendon equalities
 tendon friction and limits, flex contacts), the trees of the nonzero columns of its
 Jacobian row. A constraint of several rows (a contact, a weld) is read from its
 first row, as MuJoCo's edge search, which skips rows with the type and id of the row
-before; each row's own island is that of the first tree its row names.
+before (except a flex equality's, one row per edge); each row's own island is that of the first tree its row names.
 
 Islands are numbered in the order of their smallest tree (MuJoCo's flood fill starts
 from trees in order), trees, dofs and rows are listed by island in their own order
@@ -33,7 +33,8 @@ import taichi as ti
 from .bind import launch
 from .consts import (CNSTR_CONTACT_ELLIPTIC, CNSTR_CONTACT_FRICTIONLESS,
                      CNSTR_CONTACT_PYRAMIDAL, CNSTR_EQUALITY, CNSTR_FRICTION_DOF,
-                     CNSTR_FRICTION_TENDON, CNSTR_LIMIT_JOINT, EQ_CONNECT, EQ_WELD, OBJ_SITE)
+                     CNSTR_FRICTION_TENDON, CNSTR_LIMIT_JOINT, EQ_CONNECT, EQ_FLEX, EQ_WELD,
+                     OBJ_SITE)
 
 ND = ti.types.ndarray()
 
@@ -126,7 +127,7 @@ def _join(worldid, tree1, tree2, parent: ti.template(), touched: ti.template()):
 @ti.kernel
 def _islands(
     # model
-    nv: ti.i32, ntree: ti.i32, dof_treeid: ND,
+    nv: ti.i32, ntree: ti.i32, dof_treeid: ND, eq_type: ND,
     # data in
     nefc: ND, efc_type: ND, efc_id: ND, efc_J: ND, efc_J_rownnz: ND, efc_J_rowadr: ND,
     efc_J_colind: ND,
@@ -150,13 +151,17 @@ def _islands(
             map_itree2tree[worldid, treeid] = treeid
             island_ntree[worldid, treeid] = 0
         # edges: each constraint once (rows with the type and id of the row before
-        # belong to the same constraint)
+        # belong to the same constraint), but every row of a flex equality (each its
+        # own edge's trees)
         prev_type = -1
         prev_id = -1
         for efcid in range(n):
             etype = efc_type[worldid, efcid]
             objid = efc_id[worldid, efcid]
-            if (etype != prev_type) | (objid != prev_id):
+            flex_eq = False
+            if etype == CNSTR_EQUALITY:
+                flex_eq = eq_type[objid] == EQ_FLEX
+            if (etype != prev_type) | (objid != prev_id) | flex_eq:
                 prev_type = etype
                 prev_id = objid
                 tree0 = efc_island[worldid, efcid]

@@ -1,4 +1,5 @@
-"""Passive forces: joint springs, dof dampers, body gravity compensation (mj_passive).
+"""Passive forces: joint springs, dof dampers, body gravity compensation (mj_passive);
+tendon and flex spring-dampers (kernels/flex_passive.py) added after them.
 
 Fluid forces (density or viscosity > 0) come from kernels/fluid.py.
 """
@@ -6,6 +7,7 @@ import taichi as ti
 
 from .bind import launch
 from .consts import JNT_BALL, JNT_FREE
+from .flex_passive import flex_passive
 from .fluid import fluid
 from .math import quat_normalize, sub_quat
 
@@ -97,7 +99,8 @@ def passive(m, d):
     body gravity compensation; honours the spring/damper/gravity disable flags.
 
     Tendon springs/dampers are added by ``tendon_passive`` (ten_length, ten_velocity,
-    ten_J must be current).
+    ten_J must be current), the flexes' bending, elasticity and edge spring-dampers by
+    ``flex_passive`` (kernels/flex_passive.py; flex and flex_velocity must be current).
     Reads qpos, qvel, xipos, subtree_com, cdof; writes qfrc_spring, qfrc_damper,
     qfrc_gravcomp, qfrc_passive; fluid forces (kernels/fluid.py) write qfrc_fluid.
     """
@@ -111,6 +114,7 @@ def passive(m, d):
     launch(_passive, m, d, has_spring=int(has_spring), has_damper=int(has_damper),
            has_gravcomp=int(has_gravcomp), gx=gx, gy=gy, gz=gz)
     tendon_passive(m, d)
+    flex_passive(m, d)
     if has_spring or has_damper:
         fluid(m, d)
 

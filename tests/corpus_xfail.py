@@ -28,7 +28,6 @@ from oracle import LATER_SECTIONS, StrippedModel, corpus_dir, corpus_models, muj
 
 _LOCATION = re.compile(r"^[^\s:]+:\d+: ")  # "file:line: " (temporary copies' names)
 _PLUGIN = "<extension><plugin> (plugins) is not supported yet"
-_FLEX = "flex simulation is not supported yet"  # compiled, refused by make_data
 _ASSET_MODEL = "<asset><model> is not supported yet"
 
 # the compiler corpus, as written and with <deformable>/<extension> stripped (models
@@ -45,15 +44,12 @@ _COMPILER = {
 NOT_YET: dict[str, dict[str, str]] = {
     # stage tests on the corpus with oracle.LATER_SECTIONS stripped
     "test_kinematics": {
-        "mjwarp/flex/floppy.xml": _FLEX,
         "mjwarp/humanoid/n_humanoid.xml": _ASSET_MODEL,
     },
     "test_smooth": {
-        "mjwarp/flex/floppy.xml": _FLEX,
         "mjwarp/humanoid/n_humanoid.xml": _ASSET_MODEL,
     },
     "test_collision_corpus": {
-        "mjwarp/flex/floppy.xml": _FLEX,
         "mjwarp/humanoid/n_humanoid.xml": _ASSET_MODEL,
     },
     "test_collide_convex": {},
@@ -63,15 +59,12 @@ NOT_YET: dict[str, dict[str, str]] = {
         "mjwarp/collision_sdf/tactile.xml": _PLUGIN,
     },
     "test_constraint": {
-        "mjwarp/flex/floppy.xml": _FLEX,
         "mjwarp/humanoid/n_humanoid.xml": _ASSET_MODEL,
     },
     # models with tendons or actuators (test_actuation.CANDIDATES), those sections kept
     "test_actuation": {
-        "mjwarp/flex/floppy.xml": _FLEX,
     },
     "test_integrators": {
-        "mjwarp/flex/floppy.xml": _FLEX,
     },
     # compiled as written (every corpus source, dm_control included)
     "test_compiler_corpus": _COMPILER,
@@ -85,7 +78,6 @@ NOT_YET: dict[str, dict[str, str]] = {
     },
     # sensor, deformable and extension stripped
     "test_trajectory_corpus": {
-        "mjwarp/flex/floppy.xml": _FLEX,
         "mjwarp/humanoid/n_humanoid.xml": _ASSET_MODEL,
     },
 }

@@ -285,13 +285,18 @@ def test_contact_free_model_matches_mujoco(gravity):
 
 
 def test_flex_equality_is_not_implemented():
-    """A model compiled by MuJoCo with a flex equality is refused by name (put_model
-    refuses flexes) rather than silently missing its forces."""
+    """The rows of a flex equality are simulated (tests/test_flex_engine.py), but their
+    forces on the bodies (MuJoCo's cfrc_ext term) are not: rne_post_constraint refuses
+    the model by name rather than leaving them out."""
     xml = """<mujoco><worldbody>
       <flexcomp name="f" type="grid" count="3 3 1" spacing=".1 .1 .1" dim="2">
+        <contact contype="0" conaffinity="0"/>
         <edge equality="true"/></flexcomp></worldbody></mujoco>"""
-    with pytest.raises(NotImplementedError, match="nflex=1"):
-        tiphys.put_model(mujoco.MjModel.from_xml_string(xml))
+    m = tiphys.put_model(mujoco.MjModel.from_xml_string(xml))
+    d = tiphys.make_data(m, 1)
+    tiphys.forward(m, d)
+    with pytest.raises(NotImplementedError, match="flex equality constraints"):
+        tiphys.rne_post_constraint(m, d)
 
 
 # ------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from .api import compile_model, load_model, load_model_from_string, load_spec, p
 from .backend import init
 from .errors import ModelError
 from .io import ResourceProvider, register_provider
+from .kernels.flex import flex, flex_velocity
 from .kernels.smooth import camlight, com_pos, kinematics
 from .model import Data, Model, id2name, make_data, name2id, reset_data
 from .spec import Spec, parse_xml
@@ -57,6 +58,7 @@ __version__ = "0.1.0"
 __all__ = [
     "init", "load_model", "load_model_from_string", "load_spec", "compile_model",
     "put_model", "make_data", "reset_data", "kinematics", "com_pos", "camlight",
+    "flex", "flex_velocity",
     "name2id", "id2name", "Model", "Data", "Spec", "parse_xml", "ModelError",
     "ResourceProvider", "register_provider",
     "crb", "factor_m", "solve_m", "mul_m", "full_m", "mul_m2", "solve_m2", "add_m", "com_vel", "rne", "passive",

@@ -121,9 +121,9 @@ UNSUPPORTED_SIZES = {
 }
 # Model sizes tiphys compiles and carries but does not simulate yet: put_model and
 # make_data refuse a model that has them.
-NOT_SIMULATED_SIZES = {
-    "nflex": "flexes (<flex>, <flexcomp>): flex simulation is not supported yet",
-}
+# (flexes: tiphys simulates those that cannot collide; kernels/flex.py's check_flex
+# names what it refuses)
+NOT_SIMULATED_SIZES: dict = {}
 IGNORED_SIZES = {
     # sparse-matrix sizes tiphys derives from the topology itself
     "nB": "sparse body-dof nonzeros", "nC": "sparse reduced dof-dof nonzeros",
@@ -154,7 +154,8 @@ def put_model(mjm) -> Model:
     """A tiphys Model from a model compiled by MuJoCo (``mujoco.MjModel``).
 
     Raises NotImplementedError, naming each element, when the model has something
-    tiphys does not simulate yet (flexes, skins, plugins, mesh SDFs): building the
+    tiphys does not simulate yet (flex collisions, flex equalities, interpolated
+    flexes, skins, plugins, mesh SDFs): building the
     Model without it would silently simulate a different model.
     """
     missing = unsupported_features(mjm)
@@ -162,7 +163,10 @@ def put_model(mjm) -> Model:
         raise NotImplementedError(
             "put_model: tiphys does not support these elements of the MuJoCo model yet "
             "and would drop them: " + ", ".join(missing))
-    return Model(model_arrays_from_mujoco(mjm))
+    m = Model(model_arrays_from_mujoco(mjm))
+    from .kernels.flex import check_flex
+    check_flex(m, "put_model")
+    return m
 
 
 __all__ = ["load_model", "load_model_from_string", "load_spec", "compile_model", "put_model",

@@ -13,16 +13,18 @@ from .forward import constraint_rows_possible, fwd_position, fwd_velocity, runge
 from .kernels import integrate as ki
 from .kernels import inverse as kinv
 from .kernels.consts import INT_IMPLICIT, INT_IMPLICITFAST
+from .kernels.flex import flex
 from .kernels.smooth import camlight, com_pos, full_m, kinematics
 from .kernels.tendon import tendon
 from .model import Data, Model
 
 
 def fwd_kinematics(m: Model, d: Data) -> None:
-    """mj_fwdKinematics: kinematics, com_pos, camlight, tendon (no flexes in tiphys)."""
+    """mj_fwdKinematics: kinematics, com_pos, camlight, flex, tendon."""
     kinematics(m, d)
     com_pos(m, d)
     camlight(m, d)
+    flex(m, d)
     tendon(m, d)
 
 

@@ -1,7 +1,7 @@
 """Host side of the constraint stage: row budgets (``njmax``) per world."""
 import numpy as np
 
-from .kernels.consts import JNT_BALL, WRAP_CYLINDER, WRAP_JOINT, WRAP_SITE, WRAP_SPHERE
+from .kernels.consts import EQ_FLEX, JNT_BALL, WRAP_CYLINDER, WRAP_JOINT, WRAP_SITE, WRAP_SPHERE
 
 # rows per equality type (mjtEq: connect, weld, joint, tendon); flex rows are per edge
 EQ_ROWS = (3, 6, 1, 1)
@@ -20,8 +20,14 @@ def default_njmax(m, nconmax: int) -> int:
     rows = 0
     eq_type = getattr(a, "eq_type", None)
     if m.neq and eq_type is not None:
-        for t in np.asarray(eq_type)[:m.neq]:
+        eq_obj = np.asarray(a.eq_obj1id).reshape(-1)
+        for i, t in enumerate(np.asarray(eq_type)[:m.neq]):
             rows += EQ_ROWS[int(t)] if int(t) < len(EQ_ROWS) else 0
+            if int(t) == EQ_FLEX:  # a row per non-rigid edge
+                f = int(eq_obj[i])
+                adr = int(np.asarray(a.flex_edgeadr)[f])
+                num = int(np.asarray(a.flex_edgenum)[f])
+                rows += int(np.count_nonzero(np.asarray(a.flexedge_rigid)[adr:adr + num] == 0))
     if m.nv:
         rows += int(np.count_nonzero(np.any(
             m.param("dof_frictionloss").reshape(-1, m.nv) != 0, axis=0)))

@@ -1,7 +1,8 @@
 """The pipeline: forward and step as fixed sequences of stage launches.
 
-mj_forward's order: kinematics, com_pos, camlight, tendon, crb, factor_m, collision,
-make_constraint, island, transmission, (velocity) com_vel, passive,
+mj_forward's order: kinematics, com_pos, camlight, flex, tendon, crb, factor_m,
+collision, make_constraint, island, transmission, (velocity) flex_velocity, velocity,
+com_vel, passive,
 reference_constraint, rne; actuation, fwd_acceleration, solve. Stages a model cannot
 need (collision without candidate pairs, the constraint stages without any possible
 row) are left out on the host, decided once per set of options.
@@ -24,6 +25,7 @@ from .kernels.constraint import make_constraint, reference_constraint
 from .kernels.consts import (INT_EULER, INT_IMPLICIT, INT_IMPLICITFAST, INT_RK4, STAGE_ACC,
                              STAGE_NONE, STAGE_POS, STAGE_VEL)
 from .kernels.energy import energy_pos, energy_vel
+from .kernels.flex import flex, flex_velocity
 from .kernels.forward import fwd_acceleration
 from .kernels.island import clear_islands, island
 from .kernels.integrate import RK4_A, RK4_B, euler, implicit, implicitfast, rk4_stage
@@ -87,12 +89,14 @@ def forward(m: Model, d: Data) -> None:
 
 
 def fwd_position(m: Model, d: Data) -> None:
-    """mj_fwdPosition: kinematics to crb and factor_m, collision, make_constraint, island
+    """mj_fwdPosition: kinematics (com_pos, camlight, flex, tendon), crb and factor_m,
+    collision, make_constraint, island
     and transmission (sensors are not part of it, as in MuJoCo)."""
     rows = constraint_rows_possible(m)
     kinematics(m, d)
     com_pos(m, d)
     camlight(m, d)
+    flex(m, d)
     tendon(m, d)
     crb(m, d)
     factor_m(m, d)
@@ -107,9 +111,10 @@ def fwd_position(m: Model, d: Data) -> None:
 
 
 def fwd_velocity(m: Model, d: Data) -> None:
-    """mj_fwdVelocity: tendon/actuator velocities, com_vel, passive,
+    """mj_fwdVelocity: flex edge, tendon and actuator velocities, com_vel, passive,
     reference_constraint, rne (bias forces)."""
     rows = constraint_rows_possible(m)
+    flex_velocity(m, d)
     velocity(m, d)
     com_vel(m, d)
     passive(m, d)

@@ -384,11 +384,8 @@ class Data:
                  njnnz: Optional[int] = None, nhnnz: Optional[int] = None,
                  nbroadmax: Optional[int] = None):
         check_model(m, "make_data")
-        if m.arrays.sizes.get("nflex", 0):
-            raise NotImplementedError(
-                f"make_data: the model has {m.arrays.sizes['nflex']} flex(es) (<flex>, "
-                f"<flexcomp>): tiphys compiles them but flex simulation is not supported "
-                f"yet")
+        from .kernels.flex import check_flex, flex_jacobian_nnz
+        check_flex(m, "make_data")
         self.nworld = _count_arg("nworld", nworld, minimum=1)
         # the worlds the model's per-world parameters are for: nworld, except in the
         # expanded Data of tiphys.derivative (world c * n + w is a copy of world w)
@@ -437,6 +434,7 @@ class Data:
             nhnnz = 0
             sizes["njten"] = 0
         sizes["njnnz"] = njnnz
+        sizes["nJflex"] = flex_jacobian_nnz(m)  # flex edge Jacobian non-zeros per world
         self.njnnz = njnnz
         # non-zeros per world of Newton's sparse Hessian factor (sparse models)
         self.nhnnz = nhnnz

@@ -415,6 +415,18 @@ DATA_FIELDS = (
     ("subtree_com", "nworld nbody 3", "f", "center of mass of each subtree"),
     ("cdof", "nworld nv 6", "f", "com-based motion axis of each dof (rot:lin)"),
     ("cinert", "nworld nbody 10", "f", "com-based body inertia and mass"),
+    ("flexvert_xpos", "nworld nflexvert 3", "f", "Cartesian flex vertex positions"),
+    ("flexelem_aabb", "nworld nflexelem 6", "f", "flex element bounding boxes (center, size)"),
+    ("flexedge_J_rownnz", "nworld nflexedge", "i", "number of non-zeros in Jacobian row"),
+    ("flexedge_J_rowadr", "nworld nflexedge", "i", "row start address in colind array"),
+    ("flexedge_J_colind", "nworld nJflex", "i",
+     "column indices in sparse Jacobian (MuJoCo's nflexedge x nv capacity: tiphys keeps "
+     "the non-zeros only, nJflex per world)"),
+    ("flexedge_J", "nworld nJflex", "f",
+     "flex edge Jacobian, always sparse in tiphys (MuJoCo's sparse-mode layout: row e's "
+     "non-zeros at flexedge_J_rowadr[e] .. + flexedge_J_rownnz[e], columns "
+     "flexedge_J_colind)"),
+    ("flexedge_length", "nworld nflexedge", "f", "flex edge lengths"),
     ("ten_wrapadr", "nworld ntendon", "i", "start address of tendon's path"),
     ("ten_wrapnum", "nworld ntendon", "i", "number of wrap points in path"),
     ("ten_J", "nworld ntendon nv", "f", "tendon Jacobian (dense)"),
@@ -425,6 +437,7 @@ DATA_FIELDS = (
     ("crb", "nworld nbody 10", "f", "com-based composite inertia and mass"),
     ("qM", "nworld nM", "f", "inertia (sparse, dof_Madr layout)"),
     ("qLDiagInv", "nworld nv", "f", "1/diag(D) of the L'*D*L factor of qM"),
+    ("flexedge_velocity", "nworld nflexedge", "f", "flex edge velocities"),
     ("ten_velocity", "nworld ntendon", "f", "tendon velocities"),
     ("actuator_velocity", "nworld nu", "f", "actuator velocities"),
     ("cvel", "nworld nbody 6", "f", "com-based velocity (rot:lin)"),

@@ -423,8 +423,16 @@ def _cells(size, extent, limit=8):
 
 
 def build_scene(m, geomgroup=None, sitegroup=None) -> SceneTemplate:
-    """Tessellate every geom and site of model ``m`` (host arrays ``m.arrays``)."""
+    """Tessellate every geom and site of model ``m`` (host arrays ``m.arrays``).
+
+    Flexes are not drawn yet: a model with flexes gets a warning saying so (their
+    vertex bodies' own geoms, if any, are drawn)."""
     a = m.arrays
+    if getattr(m, "nflex", 0):
+        import warnings
+        warnings.warn(f"render/viewer: the model's {m.nflex} flex(es) are not drawn yet "
+                      f"(tiphys simulates them; read d.flexvert_xpos to draw them yourself)",
+                      stacklevel=2)
     vis = visual(m)
     nslice = int(vis["quality"].get("numslices", 28))
     nstack = int(vis["quality"].get("numstacks", 16))
