@@ -500,6 +500,30 @@ def _tendon_nonzero(worldid, tenid, nv, ten_J: ti.template()):
 
 
 @ti.kernel
+def _flex_eq_rowadr(
+    # model
+    eq_type: ND, eq_obj1id: ND, flex_edgeadr: ND, flex_edgenum: ND, flexedge_rigid: ND,
+    neq: ti.i32,
+    # data in: the element's first row (efc_adr) and its first non-zero (efc_J_rowadr
+    # of that row, written by _scan)
+    efc_adr: ND, flexedge_J_rownnz: ND, flexedge_J_rowadr: ND, flexedge_J: ND,
+    # data out
+    efc_J_rownnz: ND, efc_J_rowadr: ND,
+):
+    """Sparse rows of the flex equalities _scan kept: each row's width (its edge's
+    non-zeros) and address, the element's rows consecutive from its first non-zero.
+    Apart from _scan, whose arguments would pass SPIR-V's 32 arrays."""
+    for worldid, eqid in ti.ndrange(efc_adr.shape[0], neq):
+        if eq_type[eqid] == EQ_FLEX:
+            row0 = efc_adr[worldid, eqid]
+            if row0 >= 0:
+                flex_eq_rows(worldid, eq_obj1id[eqid], row0, efc_J_rowadr[worldid, row0],
+                             True, flex_edgeadr, flex_edgenum, flexedge_rigid,
+                             flexedge_J_rownnz, flexedge_J_rowadr, flexedge_J,
+                             efc_J_rownnz, efc_J_rowadr, True)
+
+
+@ti.kernel
 def _scan(
     eq_on: ti.template(), fric_on: ti.template(), lim_on: ti.template(),
     con_on: ti.template(), elliptic: ti.template(), sparse: ti.template(),
@@ -508,12 +532,10 @@ def _scan(
     # model
     dof_frictionloss: ND, tendon_frictionloss: ND, jnt_type: ND, jnt_limited: ND,
     jnt_qposadr: ND, jnt_range: ND, jnt_margin: ND, tendon_limited: ND, tendon_range: ND,
-    tendon_margin: ND, eq_type: ND, eq_obj1id: ND, flex_edgeadr: ND, flex_edgenum: ND,
-    flexedge_rigid: ND,
+    tendon_margin: ND, eq_type: ND,
     # data in (efc_wid: sparse row widths of every element, from _sparse_widths; of a
     # flex equality: all its non-zeros)
     qpos: ND, ten_J: ND, ten_length: ND, ncon: ND, contact_dim: ND, efc_wid: ND,
-    flexedge_J_rownnz: ND, flexedge_J_rowadr: ND, flexedge_J: ND,
     # data in/out
     contact_exclude: ND, efc_adr: ND,
     # out
@@ -616,10 +638,8 @@ def _scan(
                     adr = kept
                     if ti.static(sparse):
                         if flex_eq:
-                            flex_eq_rows(worldid, eq_obj1id[elem], kept, nnz, True,
-                                         flex_edgeadr, flex_edgenum, flexedge_rigid,
-                                         flexedge_J_rownnz, flexedge_J_rowadr, flexedge_J,
-                                         efc_J_rownnz, efc_J_rowadr, True)
+                            # its rows' widths and addresses: _flex_eq_rowadr, from here
+                            efc_J_rowadr[worldid, kept] = nnz
                         else:
                             for r in range(n):
                                 efc_J_rownnz[worldid, kept + r] = width
@@ -1446,6 +1466,8 @@ def make_constraint(m, d) -> None:
     launch(_scan, m, d, eq_on=flags["eq"], fric_on=flags["fric"], lim_on=flags["lim"],
            con_on=flags["con"], elliptic=elliptic, sparse=sparse, nconmax=d.nconmax,
            njmax=d.njmax, njnnz=d.njnnz, efc_wid=wid, efc_adr=adr)
+    if sparse and flags["eq_flex"]:
+        launch(_flex_eq_rowadr, m, d, efc_adr=adr)
     # the fill kernels' Jacobian: its non-zeros for sparse models
     jac = d.efc_J_sparse if sparse else d.efc_J
     if flags["eq_body"]:

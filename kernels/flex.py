@@ -125,21 +125,18 @@ def flex_eq_rows(worldid, f, row0, nnz0, write: ti.template(), flex_edgeadr: ti.
 
 
 @ti.kernel
-def _flex(
+def _flex_vert(
     # model
-    body_parentid: ND, body_rootid: ND, body_dofnum: ND, body_dofadr: ND,
-    dof_parentid: ND, flex_dim: ND, flex_interp: ND, flex_vertadr: ND, flex_vertnum: ND,
-    flex_edgeadr: ND, flex_edgenum: ND, flex_elemadr: ND, flex_elemnum: ND,
-    flex_elemdataadr: ND, flex_vertbodyid: ND, flex_edge: ND, flex_elem: ND,
-    flex_vert: ND, flex_radius: ND, flex_damping: ND, flex_edgestiffness: ND,
-    flex_edgedamping: ND, flex_edgeequality: ND, flex_rigid: ND, flex_centered: ND,
-    nflex: ti.i32, nflexvert: ti.i32, nflexedge: ti.i32, nflexelem: ti.i32,
+    flex_dim: ND, flex_vertadr: ND, flex_vertnum: ND, flex_elemadr: ND, flex_elemnum: ND,
+    flex_elemdataadr: ND, flex_vertbodyid: ND, flex_elem: ND, flex_vert: ND,
+    flex_radius: ND, flex_centered: ND, nflex: ti.i32, nflexvert: ti.i32,
+    nflexelem: ti.i32,
     # data in
-    xpos: ND, xmat: ND, subtree_com: ND, cdof: ND,
+    xpos: ND, xmat: ND,
     # data out
-    flexvert_xpos: ND, flexelem_aabb: ND, flexedge_J_rownnz: ND, flexedge_J_rowadr: ND,
-    flexedge_J_colind: ND, flexedge_J: ND, flexedge_length: ND,
+    flexvert_xpos: ND, flexelem_aabb: ND,
 ):
+    """mj_flex's first half: vertex positions and element bounding boxes."""
     nworld = xpos.shape[0]
     # vertex positions (interpolated flexes are refused on the host)
     for worldid, vertid in ti.ndrange(nworld, nflexvert):
@@ -166,6 +163,25 @@ def _flex(
         size = 0.5 * (hi - lo) + flex_radius[f]
         flexelem_aabb[worldid, elemid] = ti.Vector([center[0], center[1], center[2],
                                                     size[0], size[1], size[2]])
+
+
+@ti.kernel
+def _flex_edge(
+    # model
+    body_parentid: ND, body_rootid: ND, body_dofnum: ND, body_dofadr: ND,
+    dof_parentid: ND, flex_interp: ND, flex_vertadr: ND, flex_edgeadr: ND,
+    flex_edgenum: ND, flex_vertbodyid: ND, flex_edge: ND, flex_damping: ND,
+    flex_edgestiffness: ND, flex_edgedamping: ND, flex_edgeequality: ND, flex_rigid: ND,
+    nflex: ti.i32, nflexedge: ti.i32,
+    # data in
+    flexvert_xpos: ND, subtree_com: ND, cdof: ND,
+    # data out
+    flexedge_J_rownnz: ND, flexedge_J_rowadr: ND, flexedge_J_colind: ND, flexedge_J: ND,
+    flexedge_length: ND,
+):
+    """mj_flex's second half: edge lengths and sparse edge Jacobians (apart from
+    _flex_vert: one kernel would pass SPIR-V's 32 array arguments)."""
+    nworld = flexvert_xpos.shape[0]
     # edge lengths and the number of non-zeros of each Jacobian row
     for worldid, edgeid in ti.ndrange(nworld, nflexedge):
         f = flex_of(edgeid, flex_edgeadr, flex_edgenum, nflex)
@@ -242,7 +258,8 @@ def flex(m, d) -> None:
     if _CHECKED.get(m) is not opt:
         check_flex(m, "flex")
         _CHECKED[m] = opt
-    launch(_flex, m, d)
+    launch(_flex_vert, m, d)
+    launch(_flex_edge, m, d)
 
 
 # the options each model's flexes were last checked under (a contact flag enabled

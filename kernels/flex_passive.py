@@ -91,21 +91,14 @@ def _element_forces(worldid, elemid, f, dim: ti.template(), timestep,
 
 
 @ti.kernel
-def _flex_passive(
+def _flex_bending(
     # model
-    body_parentid: ND, body_rootid: ND, body_dofnum: ND, body_dofadr: ND,
-    body_simple: ND, dof_parentid: ND, flex_dim: ND, flex_vertadr: ND,
-    flex_edgeadr: ND, flex_edgenum: ND, flex_elemadr: ND, flex_elemnum: ND,
-    flex_elemdataadr: ND, flex_elemedgeadr: ND, flex_vertbodyid: ND, flex_edge: ND,
-    flex_edgeflap: ND, flex_elem: ND, flex_elemedge: ND, flexedge_length0: ND,
-    flex_stiffness: ND, flex_bending: ND, flex_damping: ND, flex_edgestiffness: ND,
-    flex_edgedamping: ND, flex_rigid: ND, flexedge_rigid: ND, nflex: ti.i32,
-    nflexedge: ti.i32, nflexelem: ti.i32, nv: ti.i32, has_spring: ti.i32,
-    has_damper: ti.i32, timestep: float,
+    body_dofnum: ND, body_dofadr: ND, flex_dim: ND, flex_vertadr: ND, flex_edgeadr: ND,
+    flex_edgenum: ND, flex_vertbodyid: ND, flex_edge: ND, flex_edgeflap: ND,
+    flex_bending: ND, flex_damping: ND, flex_rigid: ND, nflex: ti.i32,
+    nflexedge: ti.i32, nv: ti.i32, has_spring: ti.i32, has_damper: ti.i32,
     # data in
-    qvel: ND, subtree_com: ND, cdof: ND, flexvert_xpos: ND, flexedge_length: ND,
-    flexedge_velocity: ND, flexedge_J_rownnz: ND, flexedge_J_rowadr: ND,
-    flexedge_J_colind: ND, flexedge_J: ND,
+    qvel: ND, flexvert_xpos: ND,
     # data in/out
     qfrc_spring: ND, qfrc_damper: ND, qfrc_passive: ND,
 ):
@@ -159,6 +152,24 @@ def _flex_passive(
                             qfrc_damper[worldid, adr + x] -= dmp
                             total -= dmp
                         qfrc_passive[worldid, adr + x] += total
+
+
+@ti.kernel
+def _flex_elasticity(
+    # model
+    body_parentid: ND, body_rootid: ND, body_dofnum: ND, body_dofadr: ND,
+    body_simple: ND, dof_parentid: ND, flex_dim: ND, flex_vertadr: ND,
+    flex_edgeadr: ND, flex_elemadr: ND, flex_elemnum: ND, flex_elemdataadr: ND,
+    flex_elemedgeadr: ND, flex_vertbodyid: ND, flex_elem: ND, flex_elemedge: ND,
+    flexedge_length0: ND, flex_stiffness: ND, flex_damping: ND, flex_rigid: ND,
+    nflex: ti.i32, nflexelem: ti.i32, timestep: float,
+    # data in
+    subtree_com: ND, cdof: ND, flexvert_xpos: ND, flexedge_length: ND,
+    flexedge_velocity: ND,
+    # data in/out
+    qfrc_spring: ND, qfrc_passive: ND,
+):
+    nworld = flexvert_xpos.shape[0]
     # finite-element elasticity of 2D and 3D flexes, one element a thread
     for worldid, elemid in ti.ndrange(nworld, nflexelem):
         f = flex_of(elemid, flex_elemadr, flex_elemnum, nflex)
@@ -188,6 +199,21 @@ def _flex_passive(
                         body_simple, body_parentid, body_dofnum, body_dofadr, body_rootid,
                         dof_parentid, cdof, subtree_com, flexvert_xpos, qfrc_spring,
                         qfrc_passive)
+
+
+@ti.kernel
+def _flex_edge_passive(
+    # model
+    flex_edgeadr: ND, flex_edgenum: ND, flex_edgestiffness: ND, flex_edgedamping: ND,
+    flex_rigid: ND, flexedge_rigid: ND, flexedge_length0: ND, nflex: ti.i32,
+    nflexedge: ti.i32, has_spring: ti.i32, has_damper: ti.i32,
+    # data in
+    flexedge_length: ND, flexedge_velocity: ND, flexedge_J_rownnz: ND,
+    flexedge_J_rowadr: ND, flexedge_J_colind: ND, flexedge_J: ND,
+    # data in/out
+    qfrc_spring: ND, qfrc_damper: ND, qfrc_passive: ND,
+):
+    nworld = flexedge_length.shape[0]
     # edge spring-dampers along the sparse edge Jacobian rows
     for worldid, edgeid in ti.ndrange(nworld, nflexedge):
         f = flex_of(edgeid, flex_edgeadr, flex_edgenum, nflex)
@@ -231,7 +257,8 @@ def _add_vertex_force(worldid, vertid, force, flex_vertbodyid: ti.template(),
 
 
 def flex_passive(m, d) -> None:
-    """Flex bending, elasticity and edge spring-dampers (one launch, after ``passive``,
+    """Flex bending, elasticity and edge spring-dampers (three launches in that order:
+    one kernel would pass SPIR-V's 32 array arguments; after ``passive``,
     with flex and flex_velocity current); nothing when both the spring and the damper
     flags are disabled (mj_passive returns early), or without flexes.
 
@@ -242,5 +269,7 @@ def flex_passive(m, d) -> None:
     has_damper = not m.opt.disabled("damper")
     if not m.nflex or not (has_spring or has_damper):
         return
-    launch(_flex_passive, m, d, has_spring=int(has_spring), has_damper=int(has_damper),
-           timestep=float(m.opt.timestep))
+    flags = dict(has_spring=int(has_spring), has_damper=int(has_damper))
+    launch(_flex_bending, m, d, **flags)
+    launch(_flex_elasticity, m, d, timestep=float(m.opt.timestep))
+    launch(_flex_edge_passive, m, d, **flags)
