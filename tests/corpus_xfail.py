@@ -27,7 +27,7 @@ import pytest
 from oracle import LATER_SECTIONS, StrippedModel, corpus_dir, corpus_models, mujoco_model
 
 _LOCATION = re.compile(r"^[^\s:]+:\d+: ")  # "file:line: " (temporary copies' names)
-_PLUGIN = "<extension><plugin> (plugins) is not supported yet"
+_PLUGIN = "(SDF plugin) is not supported yet"
 _FLEX = "flex simulation is not supported yet"  # compiled, refused by make_data
 _ASSET_MODEL = "<asset><model> is not supported yet"
 

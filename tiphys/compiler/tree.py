@@ -246,7 +246,10 @@ class TreeBuilder:
             elif tag == "flexcomp":
                 from .flex import expand_flexcomp
                 expand_flexcomp(self, child, body, childclass)
-            else:  # attach, composite, plugin
+            elif tag == "plugin":  # passive-force plugins (mujoco.elasticity.cable)
+                from .plugins import refuse
+                raise refuse(self.spec, child, "<body><plugin>")
+            else:  # attach, composite
                 raise NotImplementedError(
                     f"{child.xml_file or '<string>'}:{child.xml_line}: <{tag}> is not "
                     f"supported yet")
@@ -469,8 +472,8 @@ class TreeBuilder:
             raise NotImplementedError(f"{el.xml_file or '<string>'}:{el.xml_line}: "
                                       f"<geom type=\"sdf\"> is not supported yet")
         if el.children and el.find("plugin"):
-            raise NotImplementedError(f"{el.xml_file or '<string>'}:{el.xml_line}: geom "
-                                      f"<plugin> is not supported yet")
+            from .plugins import refuse
+            raise refuse(self.spec, el.find("plugin")[0], "<geom><plugin>")
         g.contype = a.int("contype", 1)
         g.conaffinity = a.int("conaffinity", 1)
         g.condim = a.int("condim", 3)
