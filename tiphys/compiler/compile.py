@@ -24,7 +24,7 @@ from .actuator import compile_tendons_and_actuators
 from .contact import compile_contact, referenced_geom_names
 from .equality import compile_equality
 from .flex import compile_flexes
-from .plugins import check_plugins, compile_plugins
+from .plugins import check_extensions, check_plugins, compile_plugins
 from .sensor import compile_sensors, fuse_blocking_bodies, sensor_geom_names, sensor_mesh_names
 from .setconst import set_const
 from .tree import TreeBuilder
@@ -134,6 +134,7 @@ def _compile_spec(spec) -> ModelArrays:
     from .assets import AssetCompiler  # local: assets imports mesh processing
 
     _check_later_sections(spec)
+    check_extensions(spec)  # (the XML reader's errors; plugins not simulated yet)
     # tendons, actuators, sensors, ... that name replicated elements are replicated too
     spec = expand_replicated_references(spec)
     ctx = _compiler_options(spec)

@@ -107,6 +107,13 @@ def _read_extensions(spec) -> tuple[set, list]:
     return active, declared
 
 
+def check_extensions(spec) -> None:
+    """What MuJoCo's XML reader checks of the <extension> sections (unknown plugins,
+    instances without a name, config keys), and NotImplementedError for an instance of
+    a plugin tiphys does not simulate yet: run before the other compiler passes."""
+    _read_extensions(spec)
+
+
 def _section_order(spec) -> list:
     """Top-level section tags in document order (includes already expanded)."""
     return [child.tag for child in spec.root.children]

@@ -468,6 +468,9 @@ class TreeBuilder:
         a = self._attrs(el, "geom", childclass)
         g = _Geom(el=el, body=body, name=self._name(el))
         g.type = a.keyword("type", GEOM_TYPES, GEOM_SPHERE)
+        if g.type == GEOM_SDF and el.children and el.find("plugin"):
+            from .plugins import refuse
+            raise refuse(self.spec, el.find("plugin")[0], '<geom type="sdf"><plugin>')
         if g.type == GEOM_SDF:
             raise NotImplementedError(f"{el.xml_file or '<string>'}:{el.xml_line}: "
                                       f"<geom type=\"sdf\"> is not supported yet")
