@@ -683,3 +683,65 @@ def test_transition_fd_matches_mujoco_with_pid():
         for ours, theirs in ((out.A[w], A), (out.B[w], B)):
             assert np.abs(theirs).max() > 0
             assert np.abs(ours - theirs).max() <= 1e-6 * max(1.0, np.abs(theirs).max())
+
+
+def test_extension_instances_come_first_wherever_the_section_is():
+    """MuJoCo's reader takes <extension> before the model's elements: its instances
+    are numbered before the in-place ones even when the section comes last."""
+    xml = f"""<mujoco>{BODY}
+  <actuator>
+    <plugin joint="slide" plugin="mujoco.pid"><config key="kp" value="3"/></plugin>
+    <plugin joint="hinge" instance="p" actdim="1"/>
+  </actuator>
+  <extension><plugin plugin="mujoco.pid">
+    <instance name="p"><config key="ki" value="1"/></instance></plugin></extension>
+</mujoco>"""
+    m, mjm = tiphys.load_model_from_string(xml), mujoco.MjModel.from_xml_string(xml)
+    assert list(m.arrays.actuator_plugin) == list(mjm.actuator_plugin) == [1, 0]
+    np.testing.assert_array_equal(m.arrays.plugin_attr, mjm.plugin_attr.astype(np.uint8))
+
+
+def test_every_actuator_attribute_of_a_plugin_actuator_compiles_like_mujoco():
+    xml = """<mujoco>
+  <size nuser_actuator="2"/>
+  <worldbody>
+    <site name="base" pos="0 0 .2" zaxis="1 0 0"/>
+    <body name="b"><joint name="ball" type="ball"/><geom size=".1" mass="1"/>
+      <site name="crank" pos=".1 0 0"/>
+      <body pos="0 0 -.3"><joint name="h" axis="0 1 0"/><geom size=".05" mass=".3"/></body>
+    </body>
+  </worldbody>
+  <extension><plugin plugin="mujoco.pid"><instance name="p">
+    <config key="kp" value="3"/><config key="ki" value=".5"/></instance></plugin></extension>
+  <actuator>
+    <plugin name="a0" jointinparent="ball" instance="p" actdim="1" gear="0 1 0 0 0 0"
+            ctrllimited="true" ctrlrange="-1 1" forcelimited="true" forcerange="-3 3"
+            group="2" user="1 2"/>
+    <plugin name="a1" cranksite="crank" slidersite="base" cranklength=".25" instance="p"
+            actdim="2" dyntype="integrator" actlimited="true" actrange="-.5 .5"
+            lengthrange="-1 1" actearly="true"/>
+    <plugin name="a2" joint="h" plugin="mujoco.pid" dyntype="muscle" actdim="1"
+            dynprm=".02 .05"><config key="kd" value=".1"/><config key="ki" value=".2"/>
+    </plugin>
+  </actuator>
+</mujoco>"""
+    m, mjm = tiphys.load_model_from_string(xml), mujoco.MjModel.from_xml_string(xml)
+    assert not compare_model(m.arrays, mjm, rtol=1e-12, atol=1e-12, skip=("plugin",))
+    state = _random_state(mjm, np.random.default_rng(5))
+    state["qpos"][:, :4] /= np.linalg.norm(state["qpos"][:, :4], axis=1, keepdims=True)
+    d = tiphys.make_data(m, NWORLD)
+    _set(d, state)
+    _poison(d, OUTPUTS)
+    tiphys.forward(m, d)
+    md = mujoco.MjData(mjm)
+    for w in range(NWORLD):
+        for key, value in state.items():
+            if key == "time":
+                md.time = value[w]
+            else:
+                getattr(md, key)[:] = value[w]
+        mujoco.mj_forward(mjm, md)
+        for out in OUTPUTS:
+            theirs = np.asarray(getattr(md, out))
+            np.testing.assert_allclose(d.numpy(out)[w], theirs, rtol=0,
+                                       atol=TOL * max(1.0, np.abs(theirs).max()), err_msg=out)

@@ -3,9 +3,9 @@ actuators, compiled as MuJoCo's xml_native_reader (Extension, OnePlugin,
 ReadPluginConfigs), mjCModel::ResolvePlugin, mjCPlugin::Compile and
 mjCModel::CopyPlugins do.
 
-Instances are numbered in the order MuJoCo adds them while reading the document:
-those of an <extension> section, and each in-place plugin (an <actuator><plugin>
-without ``instance=``), as their sections come. ``plugin`` holds tiphys's registry
+Instances are numbered as MuJoCo numbers them: those of the <extension> sections
+(which its reader takes first, wherever they are), then each in-place plugin (an
+<actuator><plugin> without ``instance=``) in order. ``plugin`` holds tiphys's registry
 slot (tiphys.plugin), not MuJoCo's global one. A plugin MuJoCo has and tiphys does
 not implement yet (tiphys.plugin.NOT_YET), or one whose capabilities need hooks tiphys
 does not call yet (sensor, passive, SDF), raises NotImplementedError naming it and the
@@ -114,11 +114,6 @@ def check_extensions(spec) -> None:
     _read_extensions(spec)
 
 
-def _section_order(spec) -> list:
-    """Top-level section tags in document order (includes already expanded)."""
-    return [child.tag for child in spec.root.children]
-
-
 def compile_plugins(spec, out) -> None:
     """Instances and every plugin field: nplugin, npluginattr, npluginstate, plugin,
     plugin_stateadr, plugin_statenum, plugin_attr, plugin_attradr, actuator_plugin,
@@ -130,13 +125,10 @@ def compile_plugins(spec, out) -> None:
     inplace = [(i, _Declared(pname, "", _read_config(el), el))
                for i, ref in enumerate(refs) if ref is not None
                for pname, iname, el in (ref,) if not iname]
-    # MuJoCo adds instances while it reads: an <extension>'s when its section comes, an
-    # in-place one when its actuator does
-    order = _section_order(spec)
-    ext_first = "extension" not in order or "actuator" not in order or \
-        order.index("extension") < order.index("actuator")
-    decls = explicit + [d for _, d in inplace] if ext_first else \
-        [d for _, d in inplace] + explicit
+    # MuJoCo's reader takes the <extension> sections before the model's elements,
+    # wherever they are in the document: explicit instances first, then the in-place
+    # ones in order
+    decls = explicit + [d for _, d in inplace]
     by_name = {d.name: d for d in explicit}
     ids = {id(d): k for k, d in enumerate(decls)}
     inplace_of = {i: d for i, d in inplace}

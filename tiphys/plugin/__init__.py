@@ -290,14 +290,12 @@ def instances_from_arrays(a) -> list:
     return out
 
 
-def _launch(kernel, m, d, **given):
-    """kernels.bind.launch: a kernel's parameters bound by name to Model and Data
-    fields, the rest given (for plugins' own kernels)."""
-    from ..kernels.bind import launch
-    return launch(kernel, m, d, **given)
-
-
-launch = _launch
+def launch(kernel, m, d, **given):
+    """Launch a plugin's kernel with its parameters bound by name to Model and Data
+    fields and sizes (kernels.bind.launch); ``given`` holds the others (its own
+    arrays, from ``device(d)``, and scalars)."""
+    from ..kernels.bind import launch as bound_launch
+    return bound_launch(kernel, m, d, **given)
 
 from .pid import Pid  # noqa: E402  (registered first: slot 0, as MuJoCo's first plugin)
 
