@@ -745,3 +745,25 @@ def test_every_actuator_attribute_of_a_plugin_actuator_compiles_like_mujoco():
             theirs = np.asarray(getattr(md, out))
             np.testing.assert_allclose(d.numpy(out)[w], theirs, rtol=0,
                                        atol=TOL * max(1.0, np.abs(theirs).max()), err_msg=out)
+
+
+def test_rollout_matches_mujoco_rollout_with_pid():
+    from mujoco import rollout as mj_rollout
+    xml = MODELS["dyn"]
+    m, mjm = tiphys.load_model_from_string(xml), mujoco.MjModel.from_xml_string(xml)
+    nworld, nstep = 2, 60
+    full = int(mujoco.mjtState.mjSTATE_FULLPHYSICS)
+    md = mujoco.MjData(mjm)
+    state0 = []
+    for w in range(nworld):
+        md.qpos[:] = mjm.qpos0 + 0.2 * (w + 1)
+        md.act[:] = 0.1 * w
+        vec = np.zeros(mujoco.mj_stateSize(mjm, full))
+        mujoco.mj_getState(mjm, md, vec, full)
+        state0.append(vec)
+    state0 = np.array(state0)
+    control = np.stack([_ctrl(t, nworld, mjm.nu) for t in range(nstep)], axis=1)
+    theirs, _ = mj_rollout.rollout(mjm, mujoco.MjData(mjm), state0, control)
+    ours, _ = tiphys.rollout(m, tiphys.make_data(m, nworld), state0, control)
+    assert ours.shape == theirs.shape
+    np.testing.assert_allclose(ours, theirs, rtol=0, atol=TOL * max(1, np.abs(theirs).max()))
