@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import taichi as ti
 
+import spirv
 import subproc
 import tiphys
 from tiphys import plugin as registry
@@ -590,7 +591,7 @@ def test_put_model_refuses_plugin_models_naming_them():
 F32_SCRIPT = """
 import json, sys
 import mujoco, numpy as np, tiphys
-tiphys.init(arch="cpu", precision="f32")
+tiphys.init(arch=sys.argv[-1], precision="f32")
 xml = sys.stdin.read()
 m = tiphys.load_model_from_string(xml)
 mjm = mujoco.MjModel.from_xml_string(xml)
@@ -611,8 +612,10 @@ print(json.dumps(worst))
 """
 
 
-def test_pid_runs_in_f32():
-    res = subproc.run(["-c", F32_SCRIPT], key="cpu-f32", input=MODELS["shared"])
+@pytest.mark.parametrize("arch", ["cpu"] + spirv.device_archs())
+def test_pid_runs_in_f32(arch):
+    """f32 on the CPU, and on Vulkan (SPIR-V: Metal's path) where a device exists."""
+    res = subproc.run(["-c", F32_SCRIPT, arch], key=f"{arch}-f32", input=MODELS["shared"])
     assert res.returncode == 0, res.stderr[-3000:]
     worst = json.loads(res.stdout.strip().splitlines()[-1])
     assert worst < 1e-3, worst
