@@ -770,3 +770,25 @@ def test_rollout_matches_mujoco_rollout_with_pid():
     ours, _ = tiphys.rollout(m, tiphys.make_data(m, nworld), state0, control)
     assert ours.shape == theirs.shape
     np.testing.assert_allclose(ours, theirs, rtol=0, atol=TOL * max(1, np.abs(theirs).max()))
+
+
+def test_make_data_runs_the_plugins_init_checks():
+    """mujoco.MjData runs plugin->init (FatalError "mj_initPlugin: plugin->init failed
+    for plugin id 0" after mjModel.plugin_attr was edited to ki=2); make_data too."""
+    m = tiphys.load_model_from_string(MODELS["inplace"])
+    m.plugins[0].instances[0].config["ki"] = "2"
+    with pytest.raises(ValueError, match=r"make_data: mj_initPlugin: plugin->init failed for "
+                                         r"plugin id 0: actuator 0 has actdim 0, expected 1"):
+        tiphys.make_data(m)
+
+
+def test_actuator_plugin_without_compute_is_refused():
+    class NoCompute(registry.Plugin):
+        name = "tests.nocompute"
+        capabilities = registry.ACTUATOR
+        attributes = DCMotor.attributes
+        actuator_actdim = DCMotor.actuator_actdim
+    registry.register_plugin(NoCompute)
+    xml = MOTOR.replace("tests.dcmotor", "tests.nocompute")
+    with pytest.raises(TypeError, match="needs a compute hook"):
+        tiphys.load_model_from_string(xml)

@@ -549,6 +549,9 @@ def make_data(m: Model, nworld: int = 1, keyframe=None, nconmax: Optional[int] =
     pairs in MuJoCo's order and the overflow is reported, naming this option; 0 and
     ignored for other models.
     """
+    from .plugin import init_check
+    check_model(m, "make_data")
+    init_check(m)
     d = Data(m, nworld, nconmax, njmax, njnnz=njnnz, nhnnz=nhnnz, nbroadmax=nbroadmax)
     reset_data(m, d, keyframe)
     return d

@@ -262,7 +262,24 @@ def make_plugins(m) -> tuple:
     by_cls: dict = {}
     for inst in insts:
         by_cls.setdefault(inst.cls, []).append(inst)
+    for cls in by_cls:
+        if cls.capabilities & ACTUATOR and cls.compute is None:
+            # (MuJoCo: "`compute` is a null function pointer", when it is called)
+            raise TypeError(f"plugin '{cls.name}': an actuator plugin needs a compute hook "
+                            f"(its actuators' forces)")
     return tuple(cls(m, lst) for cls, lst in by_cls.items())
+
+
+def init_check(m, func: str = "make_data") -> None:
+    """Every instance's ``check`` on the model (MuJoCo runs plugin->init when it makes
+    an mjData, and fails with "mj_initPlugin: plugin->init failed for plugin id i");
+    ValueError with the plugin's message. A compiled model passed them already."""
+    for plugin in m.plugins:
+        for inst in plugin.instances:
+            msg = inst.cls.check(m.arrays, inst)
+            if msg:
+                raise ValueError(f"{func}: mj_initPlugin: plugin->init failed for plugin "
+                                 f"id {inst.id}: {msg}")
 
 
 def instances_from_arrays(a) -> list:
