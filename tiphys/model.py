@@ -547,7 +547,8 @@ def make_data(m: Model, nworld: int = 1, keyframe=None, nconmax: Optional[int] =
     body pairs and the candidate geom pairs each fit in this many (default: per moving
     body, 16 plus one per plane-bearing body); a world that needs more keeps the first
     pairs in MuJoCo's order and the overflow is reported, naming this option; 0 and
-    ignored for other models.
+    ignored for other models. The model's plugin instances are checked first, as
+    mujoco.MjData runs each plugin's init (ValueError with the plugin's message).
     """
     from .plugin import init_check
     check_model(m, "make_data")
