@@ -15,6 +15,7 @@ from .math import quat_mul, quat_normalize, rot_vec_quat, sub_quat
 from .tendon import add_jac_dot
 
 ND = ti.types.ndarray()
+PLUGIN_ACTUATOR = 1  # mjPLUGIN_ACTUATOR (tiphys.plugin.ACTUATOR)
 
 
 @ti.func
@@ -456,14 +457,16 @@ def _actuation(
     actuator_ctrllimited: ND, actuator_actlimited: ND, actuator_dynprm: ND,
     actuator_gainprm: ND, actuator_biasprm: ND, actuator_actearly: ND,
     actuator_ctrlrange: ND, actuator_actrange: ND, actuator_acc0: ND,
-    actuator_lengthrange: ND, nu: ti.i32, clampctrl: ti.i32, disableactuator: ti.i32,
-    timestep: float,
+    actuator_lengthrange: ND, actuator_plugin: ND, nu: ti.i32, clampctrl: ti.i32,
+    disableactuator: ti.i32, timestep: float,
     # data in
     ctrl: ND, act: ND, actuator_length: ND, actuator_velocity: ND,
     # data out
     act_dot: ND, actuator_force: ND, warning_number: ND, warning_lastinfo: ND,
 ):
-    """Activation derivatives and unclamped actuator forces (gain * ctrl/act + bias)."""
+    """Activation derivatives and unclamped actuator forces (gain * ctrl/act + bias);
+    plugin actuators get act_dot of their built-in dynamics only (on their last
+    activation; the others zeroed) and zero force."""
     nworld = ctrl.shape[0]
     for worldid, actid in ti.ndrange(nworld, nu):
         # controls, clamped; any bad one zeroes all of this world's controls (not ctrl
@@ -499,7 +502,9 @@ def _actuation(
                 adot = muscle_dynamics(u, a, dynprm)
             act_dot[worldid, actlast] = adot
         force = 0.0
-        if actuator_disabled(actuator_group[actid], disableactuator) == 0:
+        # a plugin's actuators get their forces from its compute hook
+        if actuator_disabled(actuator_group[actid], disableactuator) == 0 and \
+                actuator_plugin[actid] < 0:
             length = actuator_length[worldid, actid]
             vel = actuator_velocity[worldid, actid]
             lrange = actuator_lengthrange[actid]
@@ -601,28 +606,36 @@ def _zero2(a: ND, n: ti.i32):
 
 
 def _plan(m):
-    """(unsupported-feature message or None, actuator gravcomp on): host facts of the
-    model and its options (cached per option set by ``actuation``, so that the
-    per-step path does no numpy work)."""
+    """(unsupported-feature message or None, actuator gravcomp on, the plugins' act_dot
+    hooks, their compute hooks): host facts of the model and its options (cached per
+    option set by ``actuation``, so that the per-step path does no numpy work).
+
+    The hooks are those of ``m.plugins`` (the per-model plugin objects tiphys.plugin
+    makes; duck-typed here: kernels/ does not import tiphys) with the actuator
+    capability, in instance order."""
     opt = m.opt
     a = m.arrays
     unsupported = None
-    if np.any(np.asarray(a.actuator_dyntype)[:m.nu] == DYN_USER) or \
-            np.any(np.asarray(a.actuator_gaintype)[:m.nu] == GAIN_USER) or \
-            np.any(np.asarray(a.actuator_biastype)[:m.nu] == BIAS_USER) or \
-            np.any(np.asarray(a.actuator_plugin)[:m.nu] >= 0):
-        unsupported = ("actuation: user/plugin actuator dynamics, gain or bias not "
-                       "supported yet")
+    plugin = np.asarray(a.actuator_plugin)[:m.nu] >= 0
+    if np.any((np.asarray(a.actuator_dyntype)[:m.nu] == DYN_USER) & ~plugin) or \
+            np.any((np.asarray(a.actuator_gaintype)[:m.nu] == GAIN_USER) & ~plugin) or \
+            np.any((np.asarray(a.actuator_biastype)[:m.nu] == BIAS_USER) & ~plugin):
+        unsupported = "actuation: user actuator dynamics, gain or bias not supported yet"
     gravity = not opt.disabled("gravity") and any(float(x) for x in opt.gravity)
     has_gravcomp = bool(gravity and m.ngravcomp)  # MuJoCo's test in mj_gravcomp
-    return unsupported, has_gravcomp
+    plugins = [p for p in getattr(m, "plugins", ()) if p.capabilities & PLUGIN_ACTUATOR]
+    act_dot = tuple(p.act_dot for p in plugins if p.act_dot is not None)
+    compute = tuple(p.compute for p in plugins if p.compute is not None)
+    return unsupported, has_gravcomp, act_dot, compute
 
 
 def actuation(m, d):
-    """Actuator forces and activation derivatives, as mj_fwdActuation (two launches).
+    """Actuator forces and activation derivatives, as mj_fwdActuation (two launches,
+    plus the actuator plugins' act_dot and compute hooks between them).
 
     Reads ctrl, act, actuator_length, actuator_velocity, actuator_moment_dense,
-    qfrc_gravcomp; writes act_dot, actuator_force, qfrc_actuator. Honours clampctrl,
+    qfrc_gravcomp (and what the plugins read: time, ...); writes act_dot,
+    actuator_force, qfrc_actuator. Honours clampctrl,
     the actuation and gravity disable flags and opt.disableactuator groups. A world
     with a bad control after clamping (NaN, or beyond 1e10) runs its actuators on zero
     controls (ctrl itself is kept, as MuJoCo's local copy) and counts mjWARN_BADCTRL in
@@ -634,11 +647,18 @@ def actuation(m, d):
             launch(_zero2, m, d, a=d.actuator_force, n=m.nu)
         launch(_zero2, m, d, a=d.qfrc_actuator, n=m.nv)
         return
-    unsupported, has_gravcomp = per_options(m, "actuation", _plan)
+    unsupported, has_gravcomp, plugin_act_dot, plugin_compute = \
+        per_options(m, "actuation", _plan)
     if unsupported:
         raise NotImplementedError(unsupported)
     launch(_actuation, m, d, clampctrl=int(not opt.disabled("clampctrl")),
            disableactuator=int(opt.disableactuator), timestep=float(opt.timestep))
+    # MuJoCo runs the plugins' act_dot before the built-in forces; those do not read
+    # what it writes (a plugin actuator's activations), so after them is the same
+    for hook in plugin_act_dot:
+        hook(m, d)
+    for hook in plugin_compute:
+        hook(m, d)
     launch(_actuation_limits, m, d, has_gravcomp=int(has_gravcomp))
 
 

@@ -52,13 +52,15 @@ def _expand(
     # input worlds
     time: ND, qpos: ND, qvel: ND, act: ND, qacc_warmstart: ND, ctrl: ND, qfrc_applied: ND,
     xfrc_applied: ND, eq_active: ND, mocap_pos: ND, mocap_quat: ND, userdata: ND, qacc: ND,
+    plugin_state: ND,
     # expanded worlds (ncolumn x nworld)
     e_time: ND, e_qpos: ND, e_qvel: ND, e_act: ND, e_qacc_warmstart: ND, e_ctrl: ND,
     e_qfrc_applied: ND, e_xfrc_applied: ND, e_eq_active: ND, e_mocap_pos: ND,
-    e_mocap_quat: ND, e_userdata: ND, e_qacc: ND,
+    e_mocap_quat: ND, e_userdata: ND, e_qacc: ND, e_plugin_state: ND,
 ):
     """Every expanded world gets its input world's state, controls, applied forces,
-    mocap poses, equality flags, user data and warmstart (padding included)."""
+    mocap poses, equality flags, user data, plugin state and warmstart (padding
+    included)."""
     nexp = e_qpos.shape[0]
     for e in range(nexp):
         e_time[e] = time[e % nworld]
@@ -83,6 +85,8 @@ def _expand(
         e_mocap_quat[e, k] = mocap_quat[e % nworld, k]
     for e, k in ti.ndrange(nexp, userdata.shape[1]):
         e_userdata[e, k] = userdata[e % nworld, k]
+    for e, k in ti.ndrange(nexp, plugin_state.shape[1]):
+        e_plugin_state[e, k] = plugin_state[e % nworld, k]
 
 
 @ti.kernel

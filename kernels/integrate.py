@@ -91,6 +91,15 @@ def _damped_step(
         time[worldid] += timestep
 
 
+def plugin_advance(m, d):
+    """The plugins' advance hooks (mj_advance's last step, after time advanced): those
+    of ``m.plugins`` (tiphys.plugin's per-model objects; duck-typed, kernels/ does not
+    import tiphys) that have one."""
+    for plugin in getattr(m, "plugins", ()):
+        if plugin.advance is not None:
+            plugin.advance(m, d)
+
+
 def euler(m, d):
     """Semi-implicit Euler step, as mj_Euler (one launch).
 
@@ -107,6 +116,7 @@ def euler(m, d):
     # without damping in any world no tree takes the implicit update: the kernel need
     # not look (its per-tree scan of every dof is ntree x nv work in big scenes)
     _velocity_step(m, d, implicit=False, add_damping=eulerdamp and _damping_on(m))
+    plugin_advance(m, d)
 
 
 def _damping_on(m) -> bool:
@@ -133,9 +143,10 @@ def _rk4_stage(
     slot: ti.i32, c0: float, c1: float, c2: float, c3: float, final: ti.i32,
     # data in: qacc, act_dot; in/out: qpos, qvel, act, time; out: qacc_warmstart
     qacc: ND, act_dot: ND, qpos: ND, qvel: ND, act: ND, time: ND, qacc_warmstart: ND,
-    # scratch: X0 (qpos0, qvel0, act0), F (kvel, kacc, kact: (4, nworld, n)), dX's
-    # velocity and act_dot parts
-    qpos0: ND, qvel0: ND, act0: ND, kvel: ND, kacc: ND, kact: ND, dxvel: ND, dxact: ND,
+    # scratch: X0 (qpos0, qvel0, act0, time0), F (kvel, kacc, kact: (4, nworld, n)),
+    # dX's velocity and act_dot parts
+    qpos0: ND, qvel0: ND, act0: ND, time0: ND, kvel: ND, kacc: ND, kact: ND, dxvel: ND,
+    dxact: ND,
 ):
     # every loop is a top-level one (Taichi runs a loop under an `if` serially, on one
     # GPU thread): the stage tests sit inside the loops
@@ -175,9 +186,15 @@ def _rk4_stage(
     for worldid, jntid in ti.ndrange(nworld, njnt):
         _integrate_joint(worldid, jntid, jnt_type, jnt_qposadr, jnt_dofadr, qpos, dxvel,
                          timestep)
+    # time: the stage's (mj_RungeKutta's T = time0 + C h, which time-dependent plugins
+    # read), time0 + h at the end
     for worldid in range(nworld):
+        if slot == 0:
+            time0[worldid] = time[worldid]
         if final != 0:
-            time[worldid] += timestep
+            time[worldid] = time0[worldid] + timestep
+        else:
+            time[worldid] = time0[worldid] + (c0 + c1 + c2 + c3) * timestep
 
 
 def _rk4_scratch(m, d):
@@ -185,7 +202,7 @@ def _rk4_scratch(m, d):
     if scratch is None:
         dtype = d.qvel.dtype
         nworld, nq, nv, na = d.nworld, max(1, m.nq), max(1, m.nv), max(1, m.na)
-        shapes = ((nworld, nq), (nworld, nv), (nworld, na), (4, nworld, nv),
+        shapes = ((nworld, nq), (nworld, nv), (nworld, na), (nworld,), (4, nworld, nv),
                   (4, nworld, nv), (4, nworld, na), (nworld, nv), (nworld, na))
         scratch = d.scratch.rk4 = tuple(d.scratch.tag(ti.ndarray(dtype, shape))
                                         for shape in shapes)
@@ -203,14 +220,15 @@ def rk4_stage(m, d, slot: int, coefs, final: bool = False):
     (exact for filterexact, clamped to actrange), time += h, qacc_warmstart = qacc.
     Scratch arrays live on ``d`` (allocated on first use).
     """
-    qpos0, qvel0, act0, kvel, kacc, kact, dxvel, dxact = _rk4_scratch(m, d)
+    qpos0, qvel0, act0, time0, kvel, kacc, kact, dxvel, dxact = _rk4_scratch(m, d)
     c = list(coefs) + [0.0] * (4 - len(coefs))
     launch(_rk4_stage, m, d, timestep=float(m.opt.timestep), slot=slot, c0=float(c[0]),
            c1=float(c[1]), c2=float(c[2]), c3=float(c[3]), final=int(final), qpos0=qpos0,
-           qvel0=qvel0, act0=act0, kvel=kvel, kacc=kacc, kact=kact, dxvel=dxvel,
-           dxact=dxact)
+           qvel0=qvel0, act0=act0, time0=time0, kvel=kvel, kacc=kacc, kact=kact,
+           dxvel=dxvel, dxact=dxact)
     if final:
         advance_activation(m, d, dxact)
+        plugin_advance(m, d)
 
 
 @ti.kernel
@@ -350,6 +368,7 @@ def _deriv_step(m, d, flg_bias: bool):
     launch(_implicit_step, m, d, timestep=float(m.opt.timestep), qDeriv_lo=qderiv_lo,
            qDeriv_up=qderiv_up, fac_lo=fac_lo, fac_up=fac_up, diaginv=d.qHDiagInv,
            lu=bool(flg_bias))
+    plugin_advance(m, d)
 
 
 def implicitfast(m, d):
@@ -370,6 +389,7 @@ def implicitfast(m, d):
     else:
         advance_activation(m, d)
         _velocity_step(m, d, implicit=True, add_damping=not m.opt.disabled("damper"))
+        plugin_advance(m, d)
 
 
 def implicit(m, d):

@@ -27,7 +27,7 @@ import pytest
 from oracle import LATER_SECTIONS, StrippedModel, corpus_dir, corpus_models, mujoco_model
 
 _LOCATION = re.compile(r"^[^\s:]+:\d+: ")  # "file:line: " (temporary copies' names)
-_PLUGIN = "<extension><plugin> (plugins) is not supported yet"
+_PLUGIN = "(SDF plugin) is not supported yet"
 _ASSET_MODEL = "<asset><model> is not supported yet"
 
 # the compiler corpus, as written and with <deformable>/<extension> stripped (models

@@ -332,12 +332,15 @@ def test_keyframe_ctrl_length_checked():
         compile_spec(tiphys.parse_xml(xml))
 
 
-def test_actuator_plugin_not_supported_yet():
+def test_actuator_plugin_compiles_like_mujoco():
+    """An in-place mujoco.pid actuator (tests/test_plugin.py has the rest)."""
     xml = """<mujoco><extension><plugin plugin="mujoco.pid"/></extension>
       <worldbody><body><joint name="j"/><geom size=".1"/></body></worldbody>
       <actuator><plugin joint="j" plugin="mujoco.pid"/></actuator></mujoco>"""
-    with pytest.raises(NotImplementedError, match="not supported yet"):
-        compile_spec(tiphys.parse_xml(xml))
+    ours = compile_spec(tiphys.parse_xml(xml))
+    mjm = mujoco.MjModel.from_xml_string(xml)
+    for name in ("actuator_plugin", "actuator_actnum", "actuator_actadr", "plugin_attradr"):
+        assert list(np.asarray(getattr(ours, name))) == list(getattr(mjm, name)), name
 
 
 WRAP = """

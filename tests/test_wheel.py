@@ -18,6 +18,6 @@ def test_wheel_contains_all_kernels(tmp_path):
     assert kernels
     for k in kernels:
         assert f"tiphys/kernels/{k}" in names, k
-    for sub in ("spec", "compiler", "io"):
+    for sub in ("spec", "compiler", "io", "plugin"):
         for p in glob.glob(os.path.join(REPO, "tiphys", sub, "*.py")):
             assert f"tiphys/{sub}/{os.path.basename(p)}" in names, p

@@ -52,6 +52,8 @@ from .report import check_warnings
 from .rollout import rollout
 from .saved import save_model
 from . import named as _named  # noqa: F401  (d.body("torso"), m.geom("floor"), ...)
+from . import plugin
+from .plugin import register_plugin
 
 __version__ = "0.1.0"
 
@@ -60,7 +62,7 @@ __all__ = [
     "put_model", "make_data", "reset_data", "kinematics", "com_pos", "camlight",
     "flex", "flex_velocity",
     "name2id", "id2name", "Model", "Data", "Spec", "parse_xml", "ModelError",
-    "ResourceProvider", "register_provider",
+    "ResourceProvider", "register_provider", "plugin", "register_plugin",
     "crb", "factor_m", "solve_m", "mul_m", "full_m", "mul_m2", "solve_m2", "add_m", "com_vel", "rne", "passive",
     "fwd_acceleration", "euler", "forward", "step",
     "step1", "step2", "inverse", "jac", "jac_body", "jac_body_com", "jac_site", "jac_geom",

@@ -115,8 +115,6 @@ UNSUPPORTED_SIZES = {
     "nskin": "skins (<skin>)", "nskinvert": "skin vertices",
     "nskintexvert": "skin texture coordinates", "nskinface": "skin faces",
     "nskinbone": "skin bones", "nskinbonevert": "skin bone vertices",
-    "nplugin": "plugin instances (<plugin>, <instance>)",
-    "npluginattr": "plugin configuration attributes", "npluginstate": "plugin state",
     "noct": "mesh SDF octrees (meshes used as signed distance fields)",
 }
 # Model sizes tiphys compiles and carries but does not simulate yet: put_model and
@@ -124,6 +122,13 @@ UNSUPPORTED_SIZES = {
 # (flexes: tiphys simulates those that cannot collide; kernels/flex.py's check_flex
 # names what it refuses)
 NOT_SIMULATED_SIZES: dict = {}
+# Model sizes tiphys compiles and simulates but put_model cannot take from MuJoCo:
+# mjModel.plugin holds MuJoCo's global plugin slots, which its Python bindings do not
+# name (tiphys's own registry numbers them differently).
+PUT_MODEL_REFUSED_SIZES = {
+    "nplugin": "plugin instances (<plugin>, <instance>): MuJoCo's plugin slots are not "
+               "named by its Python bindings; compile the MJCF with tiphys.load_model",
+}
 IGNORED_SIZES = {
     # sparse-matrix sizes tiphys derives from the topology itself
     "nB": "sparse body-dof nonzeros", "nC": "sparse reduced dof-dof nonzeros",
@@ -143,7 +148,8 @@ IGNORED_SIZES = {
 def unsupported_features(mjm) -> list[str]:
     """What a ``mujoco.MjModel`` holds that tiphys would drop, as 'name=count (what)'."""
     found = []
-    for name, what in {**NOT_SIMULATED_SIZES, **UNSUPPORTED_SIZES}.items():
+    for name, what in {**NOT_SIMULATED_SIZES, **UNSUPPORTED_SIZES,
+                       **PUT_MODEL_REFUSED_SIZES}.items():
         count = int(getattr(mjm, name, 0) or 0)
         if count:
             found.append(f"{name}={count} ({what})")

@@ -110,9 +110,9 @@ def _expanded(m: Model, d: Data, nexp: int) -> Data:
 def _expand(d: Data, de: Data) -> None:
     _k._expand(d.nworld, d.time, d.qpos, d.qvel, d.act, d.qacc_warmstart, d.ctrl,
                d.qfrc_applied, d.xfrc_applied, d.eq_active, d.mocap_pos, d.mocap_quat,
-               d.userdata, d.qacc, de.time, de.qpos, de.qvel, de.act, de.qacc_warmstart,
-               de.ctrl, de.qfrc_applied, de.xfrc_applied, de.eq_active, de.mocap_pos,
-               de.mocap_quat, de.userdata, de.qacc)
+               d.userdata, d.qacc, d.plugin_state, de.time, de.qpos, de.qvel, de.act,
+               de.qacc_warmstart, de.ctrl, de.qfrc_applied, de.xfrc_applied, de.eq_active,
+               de.mocap_pos, de.mocap_quat, de.userdata, de.qacc, de.plugin_state)
 
 
 def _run_columns(m, d, kinds, index, sign, eps, centered, max_worlds, evaluate, gather):

@@ -23,7 +23,7 @@ OBJ_TYPES = {
     "light": "nlight", "mesh": "nmesh", "hfield": "nhfield", "texture": "ntex",
     "material": "nmat", "pair": "npair", "exclude": "nexclude", "equality": "neq",
     "tendon": "ntendon", "actuator": "nu", "sensor": "nsensor", "numeric": "nnumeric",
-    "text": "ntext", "tuple": "ntuple", "key": "nkey", "flex": "nflex",
+    "text": "ntext", "tuple": "ntuple", "key": "nkey", "flex": "nflex", "plugin": "nplugin",
 }
 _OBJ_ALIASES = {"jnt": "joint", "cam": "camera", "tex": "texture", "mat": "material",
                 "eq": "equality", "keyframe": "key", "xbody": "body"}
@@ -143,6 +143,10 @@ class Model:
             arr = _make_array(shape, dtype, sizes)
             _fill(arr, getattr(arrays, name), shape, sizes)
             setattr(self, name, arr)
+        # the plugin objects whose batched hooks the engine calls (tiphys.plugin), one
+        # per plugin class in use, made once per model
+        from .plugin import make_plugins
+        self.plugins = make_plugins(self)
 
     @property
     def opt(self) -> ModelOptions:
@@ -541,8 +545,12 @@ def make_data(m: Model, nworld: int = 1, keyframe=None, nconmax: Optional[int] =
     body pairs and the candidate geom pairs each fit in this many (default: per moving
     body, 16 plus one per plane-bearing body); a world that needs more keeps the first
     pairs in MuJoCo's order and the overflow is reported, naming this option; 0 and
-    ignored for other models.
+    ignored for other models. The model's plugin instances are checked first, as
+    mujoco.MjData runs each plugin's init (ValueError with the plugin's message).
     """
+    from .plugin import init_check
+    check_model(m, "make_data")
+    init_check(m)
     d = Data(m, nworld, nconmax, njmax, njnnz=njnnz, nhnnz=nhnnz, nbroadmax=nbroadmax)
     reset_data(m, d, keyframe)
     return d
@@ -587,6 +595,14 @@ def reset_data(m: Model, d: Data, keyframe=None, world: Optional[int] = None) ->
             _set_padded(field, state[name])
         else:
             field.fill(0)  # on the device: no host array as large as the field
+    _reset_plugins(m, d, None)
+
+
+def _reset_plugins(m: Model, d: Data, world: Optional[int]) -> None:
+    """The plugins' reset hooks (mj_resetData: after plugin_state was zeroed)."""
+    for plugin in m.plugins:
+        if plugin.reset is not None:
+            plugin.reset(m, d, world)
 
 
 def _reset_world(m: Model, d: Data, keyframe, world: int, state: dict) -> None:
@@ -616,6 +632,7 @@ def _reset_world(m: Model, d: Data, keyframe, world: int, state: dict) -> None:
             copy_world(one[name], field, world)
         else:
             zero_world(field, world)
+    _reset_plugins(m, d, world)
 
 
 RESET_FIELDS = ("time", "qpos", "qvel", "act", "ctrl", "mocap_pos", "mocap_quat")

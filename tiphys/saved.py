@@ -21,6 +21,7 @@ import numpy as np
 
 from .errors import ModelError
 from .model import Model, ModelArrays
+from .plugin import find_plugin, plugin_at
 
 FORMAT = "tiphys-model"
 VERSION = 1
@@ -65,6 +66,9 @@ def save_model(m: Model, path) -> None:
         "names": _plain(a.names),
         "model_name": getattr(a, "model_name", ""),
         "lropt": _plain(dataclasses.asdict(a.lropt)) if hasattr(a, "lropt") else None,
+        # plugins by name: registry slots are numbered per process (tiphys.plugin)
+        "plugins": [plugin_at(int(slot)).name for slot in
+                    np.asarray(a.plugin).reshape(-1)[:int(a.sizes.get("nplugin", 0))]],
     }
     arrays[_META] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
     with open(path, "wb") as f:
@@ -119,6 +123,15 @@ def load_saved_model(path) -> Model:
     if meta.get("lropt") is not None:
         a.lropt = LROpt(**meta["lropt"])
     a.lengthrange_pending = []  # the saved model's length ranges are already computed
+    slots = []
+    for name in meta.get("plugins", []):
+        slot, _ = find_plugin(name)
+        if slot < 0:
+            raise ModelError(f"the saved model uses plugin '{name}', which is not "
+                             f"registered (tiphys.register_plugin)", file=str(path))
+        slots.append(slot)
+    if slots:
+        a.plugin = np.array(slots, dtype=np.int32)
     m = Model(a)
     if params:
         from .params import set_param

@@ -4,8 +4,8 @@ mj_getState, mj_setState, mj_extractState, mj_copyState and mj_setKeyframe.
 A state is named by a bit mask of ``State`` elements, MuJoCo's mjtState (the
 ``mujoco.mjtState`` values work as well); its vector holds the selected elements in
 bit order: time, qpos, qvel, act, qacc_warmstart, ctrl, qfrc_applied, xfrc_applied,
-eq_active (stored as 0./1.), mocap_pos, mocap_quat, userdata and plugin state (empty:
-tiphys has no stateful plugins). ``get_state`` returns (nworld, size), or (size,) for
+eq_active (stored as 0./1.), mocap_pos, mocap_quat, userdata and plugin_state (the
+npluginstate floats of the model's plugin instances, tiphys.plugin). ``get_state`` returns (nworld, size), or (size,) for
 one world; the copies run on the device, one small launch per element.
 """
 from __future__ import annotations
@@ -61,7 +61,7 @@ _ELEMENTS = (
     (State.MOCAP_POS, "mocap_pos", "nmocap", 3),
     (State.MOCAP_QUAT, "mocap_quat", "nmocap", 4),
     (State.USERDATA, "userdata", "nuserdata", 0),
-    (State.PLUGIN, None, None, 0),
+    (State.PLUGIN, "plugin_state", "npluginstate", 0),
 )
 
 
@@ -81,8 +81,6 @@ def _counts(m: Model, bit: State, size_attr, width) -> tuple[int, int]:
     """(number of rows n, total floats) of one element."""
     if bit == State.TIME:
         return 1, 1
-    if size_attr is None:  # plugin state: tiphys has no stateful plugins
-        return 0, 0
     n = int(getattr(m, size_attr))
     return n, n * max(width, 1)
 

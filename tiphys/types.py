@@ -19,9 +19,10 @@ MODEL_SIZES = (
     "nmeshgraph", "nmeshpoly", "nmeshpolyvert", "nmeshpolymap", "nhfield", "nhfielddata",
     "ntex", "ntexdata", "nmat", "npair", "nexclude", "neq",
     "ntendon", "nwrap", "nsensor", "nnumeric", "nnumericdata", "ntext", "ntextdata",
-    "ntuple", "ntupledata", "nkey", "nmocap", "nuser_body", "nuser_jnt", "nuser_geom",
+    "ntuple", "ntupledata", "nkey", "nmocap", "nplugin", "npluginattr", "nuser_body",
+    "nuser_jnt", "nuser_geom",
     "nuser_site", "nuser_cam", "nuser_tendon", "nuser_actuator", "nuser_sensor", "nuserdata",
-    "nsensordata",
+    "nsensordata", "npluginstate",
     "nbodysubtree",  # tiphys: total length of the per-body subtree lists
 )
 
@@ -52,6 +53,7 @@ MODEL_FIELDS = (
     ("body_gravcomp", "* nbody", "f", "antigravity force, units of body weight"),
     ("body_margin", "nbody", "f", "MAX over all geom margins"),
     ("body_user", "nbody nuser_body", "f", "user data"),
+    ("body_plugin", "nbody", "i", "plugin instance id; -1: not in use"),
     ("body_contype", "nbody", "i", "OR over all geom contypes"),
     ("body_conaffinity", "nbody", "i", "OR over all geom conaffinities"),
     ("jnt_type", "njnt", "i", "type of joint (mjtJoint)"),
@@ -359,6 +361,12 @@ MODEL_FIELDS = (
     ("sensor_noise", "nsensor", "f", "noise standard deviation"),
     ("sensor_user", "nsensor nuser_sensor", "f", "user data"),
     ("sensor_plugin", "nsensor", "i", "plugin instance id; -1: not a plugin"),
+    # (tiphys's own registry slot, tiphys.plugin: compare plugins by name with MuJoCo)
+    ("plugin", "nplugin", "i", "registered plugin slot number"),
+    ("plugin_stateadr", "nplugin", "i", "address in the plugin state array"),
+    ("plugin_statenum", "nplugin", "i", "number of states in the plugin instance"),
+    ("plugin_attr", "npluginattr", "u", "config attributes of plugin instances (chars)"),
+    ("plugin_attradr", "nplugin", "i", "address to each instance's config attrib"),
     ("numeric_adr", "nnumeric", "i", "address of field in numeric_data"),
     ("numeric_size", "nnumeric", "i", "size of numeric field"),
     ("numeric_data", "nnumericdata", "f", "array of all numeric fields"),
@@ -387,6 +395,7 @@ DATA_FIELDS = (
     ("qvel", "nworld nv", "f", "velocity"),
     ("act", "nworld na", "f", "actuator activation"),
     ("qacc_warmstart", "nworld nv", "f", "acceleration used for warmstart"),
+    ("plugin_state", "nworld npluginstate", "f", "plugin state"),
     ("ctrl", "nworld nu", "f", "control"),
     ("qfrc_applied", "nworld nv", "f", "applied generalized force"),
     ("xfrc_applied", "nworld nbody 6", "f", "applied Cartesian force/torque"),

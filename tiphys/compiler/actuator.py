@@ -74,6 +74,10 @@ class ActState:
     actdim: int = -1
     inheritrange: float = 0.0
     user: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    # <actuator><plugin>: the plugin's name and the instance's ("" when not given)
+    plugin: bool = False
+    plugin_name: str = ""
+    plugin_instance: str = ""
     # compiled
     trnid: tuple = (-1, -1)
     is_ctrllimited: bool = False
@@ -124,10 +128,6 @@ def apply_element(el, st: ActState) -> None:
     """OneActuator: apply one actuator element (real or in a default) to ``st``."""
     a = Attrs(el)
     tag = el.tag
-    if tag == "plugin":
-        raise NotImplementedError(
-            f"{el.xml_file or '<string>'}:{el.xml_line}: <actuator><plugin> "
-            f"(actuator plugins) is not supported yet")
     if "name" in el._fields_of and el.attr("name") is not None:
         st.name = el.attr("name")
     g = a.int("group")
@@ -170,7 +170,23 @@ def apply_element(el, st: ActState) -> None:
             raise a.error("refsite can only be used with site transmission", "refsite")
 
     err = None
-    if tag == "general":
+    if tag == "plugin":  # OneActuator's plugin branch (the rest as every actuator)
+        st.plugin = True
+        st.plugin_name = el.attr("plugin") or ""
+        st.plugin_instance = el.attr("instance") or ""
+        v = a.keyword("dyntype", DYN)
+        if v is not None:
+            st.dyntype = v
+        v = a.keyword("actearly", BOOL)
+        if v is not None:
+            st.actearly = v
+        v = _read(a, "dynprm", NDYN, exact=False)
+        if v is not None:
+            st.dynprm[:len(v)] = v
+        v = a.int("actdim")
+        if v is not None:
+            st.actdim = v
+    elif tag == "general":
         for k, table in (("dyntype", DYN), ("gaintype", GAIN), ("biastype", BIAS)):
             v = a.keyword(k, table)
             if v is not None:
@@ -458,11 +474,13 @@ def _compile_one(st, i, ctx, joints, sites, bodies, tendons, nuser):
         raise a.error("invalid actrange for actuator", "actrange")
     if st.is_actlimited and st.dyntype == DYN_NONE:
         raise a.error("actrange specified but dyntype is 'none' in actuator", "actrange")
-    if st.actdim > 1 and st.dyntype != DYN_USER:
+    if st.plugin:  # a plugin keeps activations of its own (checked by the plugin)
+        pass
+    elif st.actdim > 1 and st.dyntype != DYN_USER:
         raise a.error("actdim > 1 is only allowed for dyntype 'user' in actuator", "actdim")
-    if st.actdim == 1 and st.dyntype == DYN_NONE:
+    elif st.actdim == 1 and st.dyntype == DYN_NONE:
         raise a.error("invalid actdim 1 in stateless actuator", "actdim")
-    if st.actdim == 0 and st.dyntype != DYN_NONE:
+    elif st.actdim == 0 and st.dyntype != DYN_NONE:
         raise a.error("invalid actdim 0 in stateful actuator", "actdim")
     if st.actdim < 0:
         st.actdim = int(st.dyntype != DYN_NONE)
@@ -514,7 +532,9 @@ def _fill_actuators(out, acts, nuser):
     for i, s in enumerate(acts):
         user[i, :len(s.user)] = s.user
     out.actuator_user = user
-    out.actuator_plugin = np.full(n, -1, dtype=np.int32)
+    out.actuator_plugin = np.full(n, -1, dtype=np.int32)  # (compile_plugins sets them)
+    out.actuator_plugin_refs = [(s.plugin_name, s.plugin_instance, s.el) if s.plugin
+                                else None for s in acts]
     return adr  # na
 
 

@@ -183,8 +183,8 @@ class AssetCompiler:
             raise NotImplementedError(f"{el.xml_file or '<string>'}:{el.xml_line}: <mesh "
                                       f"builtin> is not supported yet")
         if el.find("plugin"):
-            raise NotImplementedError(f"{el.xml_file or '<string>'}:{el.xml_line}: mesh "
-                                      f"<plugin> is not supported yet")
+            from .plugins import refuse
+            raise refuse(self.spec, el.find("plugin")[0], "<mesh><plugin>")
         data = fname = None
         if a.str("file"):  # MuJoCo: file="" is no file
             fname = a.str("file")

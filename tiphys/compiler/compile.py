@@ -24,15 +24,14 @@ from .actuator import compile_tendons_and_actuators
 from .contact import compile_contact, referenced_geom_names
 from .equality import compile_equality
 from .flex import compile_flexes
+from .plugins import check_extensions, check_plugins, compile_plugins
 from .sensor import compile_sensors, fuse_blocking_bodies, sensor_geom_names, sensor_mesh_names
 from .setconst import set_const
 from .tree import TreeBuilder
 
 # Sections whose compiler passes belong to later issues: parsed and kept in the
 # Spec, but compiling a model that uses them raises NotImplementedError.
-_LATER = {
-    "extension": "plugins",
-}
+_LATER: dict = {}
 
 
 @dataclass
@@ -135,6 +134,7 @@ def _compile_spec(spec) -> ModelArrays:
     from .assets import AssetCompiler  # local: assets imports mesh processing
 
     _check_later_sections(spec)
+    check_extensions(spec)  # (the XML reader's errors; plugins not simulated yet)
     # tendons, actuators, sensors, ... that name replicated elements are replicated too
     spec = expand_replicated_references(spec)
     ctx = _compiler_options(spec)
@@ -166,6 +166,7 @@ def _compile_spec(spec) -> ModelArrays:
     _assemble(out, builder, ctx, size)
     ctx.assets.fill(out)
     compile_tendons_and_actuators(spec, defaults, builder, ctx, out, size)
+    compile_plugins(spec, out)
     compile_flexes(spec, builder, out)
     compile_contact(spec, defaults, builder, out)
     compile_equality(spec, defaults, builder, out)
@@ -184,6 +185,7 @@ def _compile_spec(spec) -> ModelArrays:
     out.names = _names(spec, builder, ctx.assets, out)
     out.model_name = spec.model_name
     set_const(out, out.stat)
+    check_plugins(out)
     _levels(out)
     values = out.__dict__
     out.sizes = {k: int(values.pop(key, 0)) for k, key in _SIZE_KEYS}
@@ -876,6 +878,7 @@ def _names(spec, builder, assets, out):
         "tendon": out.tendon_names, "actuator": out.actuator_names,
         "pair": out.pair_names, "exclude": out.exclude_names,
         "equality": out.eq_names, "sensor": out.sensor_names, "flex": out.flex_names,
+        "plugin": out.plugin_names,
     }
     names.update(assets.names())
     objects = {
@@ -888,6 +891,7 @@ def _names(spec, builder, assets, out):
         "tendon": out.tendon_els, "actuator": out.actuator_els,
         "pair": out.pair_els, "exclude": out.exclude_els,
         "equality": out.eq_els, "sensor": out.sensor_els, "flex": out.flex_els,
+        "plugin": out.plugin_els,
     }
     for kind, lst in names.items():
         seen = {}

@@ -294,12 +294,11 @@ def _read_user(s: _Sensor, el):
         s.datatype = datatype
 
 
-def _read(el) -> _Sensor:
+def _read(el, spec=None) -> _Sensor:
     tag = el.tag
     if tag == "plugin":
-        raise NotImplementedError(
-            f"{el.xml_file or '<string>'}:{el.xml_line}: <sensor><plugin> (sensor plugins) "
-            f"is not supported yet")
+        from .plugins import refuse
+        raise refuse(spec, el, "<sensor><plugin>")
     s = _Sensor(el, -1, name=el.attr("name") or "")
     cutoff, noise = _scalar(el, "cutoff"), _scalar(el, "noise")
     s.cutoff = 0.0 if cutoff is None else cutoff
@@ -544,7 +543,8 @@ def compile_sensors(spec, defaults, builder, out, size) -> None:
     Needs the tree, the assets (mesh sizes), tendons, actuators, contact pairs and
     equalities already in ``out``.
     """
-    sensors = [_read(el) for section in spec.sections("sensor") for el in section.children]
+    sensors = [_read(el, spec) for section in spec.sections("sensor")
+               for el in section.children]
     nuser = size.get("nuser_sensor", -1)
     if nuser == -1:
         nuser = max([len(s.user) for s in sensors] + [0])

@@ -246,7 +246,10 @@ class TreeBuilder:
             elif tag == "flexcomp":
                 from .flex import expand_flexcomp
                 expand_flexcomp(self, child, body, childclass)
-            else:  # attach, composite, plugin
+            elif tag == "plugin":  # passive-force plugins (mujoco.elasticity.cable)
+                from .plugins import refuse
+                raise refuse(self.spec, child, "<body><plugin>")
+            else:  # attach, composite
                 raise NotImplementedError(
                     f"{child.xml_file or '<string>'}:{child.xml_line}: <{tag}> is not "
                     f"supported yet")
@@ -465,12 +468,15 @@ class TreeBuilder:
         a = self._attrs(el, "geom", childclass)
         g = _Geom(el=el, body=body, name=self._name(el))
         g.type = a.keyword("type", GEOM_TYPES, GEOM_SPHERE)
+        if g.type == GEOM_SDF and el.children and el.find("plugin"):
+            from .plugins import refuse
+            raise refuse(self.spec, el.find("plugin")[0], '<geom type="sdf"><plugin>')
         if g.type == GEOM_SDF:
             raise NotImplementedError(f"{el.xml_file or '<string>'}:{el.xml_line}: "
                                       f"<geom type=\"sdf\"> is not supported yet")
         if el.children and el.find("plugin"):
-            raise NotImplementedError(f"{el.xml_file or '<string>'}:{el.xml_line}: geom "
-                                      f"<plugin> is not supported yet")
+            from .plugins import refuse
+            raise refuse(self.spec, el.find("plugin")[0], "<geom><plugin>")
         g.contype = a.int("contype", 1)
         g.conaffinity = a.int("conaffinity", 1)
         g.condim = a.int("condim", 3)

@@ -1,0 +1,226 @@
+"""Plugin instances: <extension><plugin><instance><config> and in-place instances on
+actuators, compiled as MuJoCo's xml_native_reader (Extension, OnePlugin,
+ReadPluginConfigs), mjCModel::ResolvePlugin, mjCPlugin::Compile and
+mjCModel::CopyPlugins do.
+
+Instances are numbered as MuJoCo numbers them: those of the <extension> sections
+(which its reader takes first, wherever they are), then each in-place plugin (an
+<actuator><plugin> without ``instance=``) in order. ``plugin`` holds tiphys's registry
+slot (tiphys.plugin), not MuJoCo's global one. A plugin MuJoCo has and tiphys does
+not implement yet (tiphys.plugin.NOT_YET), or one whose capabilities need hooks tiphys
+does not call yet (sensor, passive, SDF), raises NotImplementedError naming it and the
+element; so do in-place plugins on bodies, geoms, meshes, sensors and flexcomps (the
+compiler passes of those elements call :func:`refuse`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import plugin as registry
+from ..errors import ModelError, error_at
+
+
+def _where(el) -> str:
+    return f"{getattr(el, 'xml_file', None) or '<string>'}:{getattr(el, 'xml_line', None)}"
+
+
+def _capability_text(flags: int) -> str:
+    return "/".join(name for bit, name in registry.CAPABILITY_NAMES.items() if flags & bit)
+
+
+def _not_yet(el, what: str, plugin_name: str, flags: int) -> NotImplementedError:
+    return NotImplementedError(
+        f"{_where(el)}: {what}: plugin '{plugin_name}' ({_capability_text(flags)} plugin) "
+        f"is not supported yet")
+
+
+def _instance_plugin_name(spec, instance: str) -> str:
+    if spec is None:
+        return ""
+    for section in spec.sections("extension"):
+        for pel in section.find("plugin"):
+            for inst in pel.find("instance"):
+                if inst.attr("name") == instance:
+                    return pel.attr("plugin") or ""
+    return ""
+
+
+def refuse(spec, el, what: str) -> NotImplementedError:
+    """The NotImplementedError for an in-place ``<plugin>`` element ``el`` (of a body,
+    geom, mesh, sensor, flexcomp, ...) that tiphys does not simulate yet, naming the
+    plugin (given, or that of the referenced instance) and the element."""
+    name = el.attr("plugin") or _instance_plugin_name(spec, el.attr("instance") or "") or "?"
+    flags = registry.NOT_YET.get(name, 0)
+    if not flags:
+        _, cls = registry.find_plugin(name)
+        flags = cls.capabilities if cls is not None else 0
+    if flags:
+        return _not_yet(el, what, name, flags)
+    return NotImplementedError(f"{_where(el)}: {what}: plugin '{name}' is not supported yet")
+
+
+class _Declared:
+    """An instance as read: plugin name, instance name, config (key -> text), the
+    element to report errors at, and the element the config came from."""
+
+    def __init__(self, plugin_name, name, config, el):
+        self.plugin_name, self.name, self.config, self.el = plugin_name, name, config, el
+
+
+def _read_config(el) -> dict:
+    """ReadPluginConfigs: <config key= value=/> children, both required, keys unique."""
+    config = {}
+    for child in el.children:
+        if child.tag != "config":
+            continue
+        key, value = child.attr("key"), child.attr("value")
+        for attr, text in (("key", key), ("value", value)):
+            if text is None:
+                raise error_at(child, f"required attribute missing: '{attr}'", attr)
+        if key in config:
+            raise error_at(child, f"duplicate config key: {key}", "key")
+        config[key] = value
+    return config
+
+
+def _read_extensions(spec) -> tuple[set, list]:
+    """(active plugin names, explicit instances in order) of every <extension>."""
+    active, declared = set(), []
+    for section in spec.sections("extension"):
+        for pel in section.children:
+            if pel.tag != "plugin":
+                continue
+            name = pel.attr("plugin")
+            if name is None:
+                raise error_at(pel, "required attribute missing: 'plugin'", "plugin")
+            if name not in registry.NOT_YET and registry.find_plugin(name)[1] is None:
+                raise error_at(pel, f"plugin {name} not found", "plugin")
+            active.add(name)
+            for inst in pel.find("instance"):
+                iname = inst.attr("name")
+                if iname is None:
+                    raise error_at(inst, "required attribute missing: 'name'", "name")
+                if name in registry.NOT_YET:
+                    raise _not_yet(inst, f"<instance name=\"{iname}\">", name,
+                                   registry.NOT_YET[name])
+                declared.append(_Declared(name, iname, _read_config(inst), inst))
+    return active, declared
+
+
+def check_extensions(spec) -> None:
+    """What MuJoCo's XML reader checks of the <extension> sections (unknown plugins,
+    instances without a name, config keys), and NotImplementedError for an instance of
+    a plugin tiphys does not simulate yet: run before the other compiler passes."""
+    _read_extensions(spec)
+
+
+def compile_plugins(spec, out) -> None:
+    """Instances and every plugin field: nplugin, npluginattr, npluginstate, plugin,
+    plugin_stateadr, plugin_statenum, plugin_attr, plugin_attradr, actuator_plugin,
+    body_plugin (all -1: body plugins are refused); out.plugin_instances keeps the
+    instances (tiphys.plugin.Instance) for the Model's plugin objects.
+    Needs the actuator arrays (fill_actuators)."""
+    active, explicit = _read_extensions(spec)
+    refs = getattr(out, "actuator_plugin_refs", [])
+    inplace = [(i, _Declared(pname, "", _read_config(el), el))
+               for i, ref in enumerate(refs) if ref is not None
+               for pname, iname, el in (ref,) if not iname]
+    # MuJoCo's reader takes the <extension> sections before the model's elements,
+    # wherever they are in the document: explicit instances first, then the in-place
+    # ones in order
+    decls = explicit + [d for _, d in inplace]
+    by_name = {d.name: d for d in explicit}
+    ids = {id(d): k for k, d in enumerate(decls)}
+    inplace_of = {i: d for i, d in inplace}
+
+    # actuators: ResolvePlugin and the capability check of mjCActuator::Compile
+    nu = len(refs)
+    act_plugin = np.full(nu, -1, dtype=np.int32)
+    for i, ref in enumerate(refs):
+        if ref is None:
+            continue
+        pname, iname, el = ref
+        if not pname and not iname:
+            name = out.actuator_names[i] if i < len(out.actuator_names) else ""
+            raise error_at(el, f"neither 'plugin' nor 'instance' is specified for actuator "
+                               f"'{name}', (id = {i})")
+        if iname:
+            decl = by_name.get(iname)
+            if decl is None:
+                raise error_at(el, f"unrecognized name '{iname}' for plugin instance",
+                               "instance")
+            if pname and pname != decl.plugin_name:
+                raise error_at(el, f"plugin '{pname}' does not match the plugin "
+                                   f"'{decl.plugin_name}' of instance '{iname}'", "plugin")
+        else:
+            decl = inplace_of[i]
+            if pname not in active:
+                raise error_at(el, f"unrecognized plugin '{pname}'", "plugin")
+            if pname in registry.NOT_YET:
+                raise _not_yet(el, "<actuator><plugin>", pname, registry.NOT_YET[pname])
+        _, cls = registry.find_plugin(decl.plugin_name)
+        if not cls.capabilities & registry.ACTUATOR:
+            raise error_at(el, f"plugin '{cls.name}' does not support actuators")
+        act_plugin[i] = ids[id(decl)]
+
+    # mjCPlugin::Compile: the config flattened in the plugin's declared order
+    instances, attr, attradr = [], bytearray(), []
+    for k, decl in enumerate(decls):
+        slot, cls = registry.find_plugin(decl.plugin_name)
+        missing = registry.unimplemented_capabilities(cls)
+        if missing:
+            raise _not_yet(decl.el, f"<{decl.el.tag}>", cls.name, missing)
+        rest = dict(decl.config)
+        config = {}
+        attradr.append(len(attr))
+        for key in cls.attributes:
+            text = rest.pop(key, None)
+            if text is not None:
+                config[key] = text
+                attr += text.encode()
+            attr.append(0)
+        if not cls.attributes:
+            attr.append(0)
+        if rest:
+            key = next(iter(sorted(rest)))
+            raise error_at(decl.el, f"unrecognized attribute 'plugin:{key}' for plugin "
+                                    f"{cls.name}'")
+        inst = registry.Instance(k, slot, cls, config, name=decl.name,
+                                 actuators=[int(j) for j in np.flatnonzero(act_plugin == k)])
+        instances.append(inst)
+
+    # CopyPlugins: plugin_state addresses
+    stateadr = 0
+    for inst in instances:
+        inst.stateadr = stateadr
+        inst.statenum = int(inst.cls.nstate(inst))
+        stateadr += inst.statenum
+
+    out.actuator_plugin = act_plugin
+    out.body_plugin = np.full(len(out.body_parentid), -1, dtype=np.int32)
+    out.plugin = np.array([inst.slot for inst in instances], dtype=np.int32)
+    out.plugin_stateadr = np.array([inst.stateadr for inst in instances], dtype=np.int32)
+    out.plugin_statenum = np.array([inst.statenum for inst in instances], dtype=np.int32)
+    out.plugin_attr = np.frombuffer(bytes(attr), dtype=np.uint8).astype(np.int32)
+    out.plugin_attradr = np.array(attradr, dtype=np.int32)
+    out.plugin_instances = instances
+    out.plugin_names = [inst.name for inst in instances]
+    out.plugin_els = [decl.el for decl in decls]
+    values = out.__dict__
+    values["_size_nplugin"] = len(instances)
+    values["_size_npluginattr"] = len(attr)
+    values["_size_npluginstate"] = stateadr
+    del out.actuator_plugin_refs
+
+
+def check_plugins(out) -> None:
+    """Each instance's own validation (MuJoCo runs plugin->init when the compiler makes
+    its mjData, and fails the compile): a ModelError with the plugin's message, at the
+    element of the instance (an actuator's for an in-place one)."""
+    for inst, el in zip(out.plugin_instances, out.plugin_els):
+        msg = inst.cls.check(out, inst)
+        if msg:
+            raise ModelError(
+                f"mj_initPlugin: plugin->init failed for plugin id {inst.id}: {msg}",
+                file=getattr(el, "xml_file", None), line=getattr(el, "xml_line", None),
+                element=getattr(el, "tag", None))
