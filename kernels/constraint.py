@@ -45,7 +45,7 @@ from .consts import (CNSTR_CONTACT_ELLIPTIC, CNSTR_CONTACT_FRICTIONLESS, CNSTR_C
                      EQ_WELD,
                      JNT_BALL, JNT_HINGE, JNT_SLIDE, MAXIMP, MINIMP, MINVAL, OBJ_SITE, PI,
                      WARN_CNSTRFULL)
-from .flex import edge_row_nonempty, flex_eq_rows
+from .flex import chain_count, edge_row_nonempty, flex_eq_rows
 from .math import quat_mul
 from .tendon import check_sparse_data, last_dof
 
@@ -1283,23 +1283,10 @@ def _reference(nv: ti.i32, nefc: ND, efc_J: ND, efc_KBIP: ND, efc_pos: ND, efc_m
 # sparse Jacobians: column lists (mj_mergeChain, tendon columns) and values
 # ------------------------------------------------------------------------------------
 
-@ti.func
-def _chain_cols(b0, b1, body_parentid: ti.template(), body_dofnum: ti.template(),
-                body_dofadr: ti.template(), dof_parentid: ti.template()):
-    """mj_mergeChain: how many dofs move body b0 or b1 (the row's columns; the fill
-    kernels write them ascending). (MuJoCo's two-simple-bodies shortcut gives the
-    same list, except for b0 == b1.)"""
-    d0 = last_dof(body_parentid, body_dofnum, body_dofadr, b0)
-    d1 = last_dof(body_parentid, body_dofnum, body_dofadr, b1)
-    k = 0
-    while d0 >= 0 or d1 >= 0:
-        dofid = ti.max(d0, d1)
-        k += 1
-        if dofid == d0:
-            d0 = dof_parentid[d0]
-        if dofid == d1:
-            d1 = dof_parentid[d1]
-    return k
+# mj_mergeChain's length: how many dofs move body b0 or b1 (a sparse row's columns; the
+# fill kernels write them ascending). (MuJoCo's two-simple-bodies shortcut gives the
+# same list, except for b0 == b1.)
+_chain_cols = chain_count
 
 
 @ti.func

@@ -175,30 +175,19 @@ def _flex_elasticity(
         f = flex_of(elemid, flex_elemadr, flex_elemnum, nflex)
         dim = flex_dim[f]
         if dim > 1 and flex_rigid[f] == 0 and flex_stiffness[flex_elemadr[f]][0] != 0.0:
-            if dim == 2:
-                verts, force = _element_forces(
-                    worldid, elemid, f, 2, timestep, flex_vertadr, flex_edgeadr,
-                    flex_elemadr, flex_elemdataadr, flex_elemedgeadr, flex_elem,
-                    flex_elemedge, flexedge_length0, flex_stiffness, flex_damping,
-                    flexvert_xpos, flexedge_length, flexedge_velocity)
-                for i in ti.static(range(3)):
-                    _add_vertex_force(worldid, verts[i], ti.Vector(
-                        [force[i, 0], force[i, 1], force[i, 2]]), flex_vertbodyid,
-                        body_simple, body_parentid, body_dofnum, body_dofadr, body_rootid,
-                        dof_parentid, cdof, subtree_com, flexvert_xpos, qfrc_spring,
-                        qfrc_passive)
-            else:
-                verts, force = _element_forces(
-                    worldid, elemid, f, 3, timestep, flex_vertadr, flex_edgeadr,
-                    flex_elemadr, flex_elemdataadr, flex_elemedgeadr, flex_elem,
-                    flex_elemedge, flexedge_length0, flex_stiffness, flex_damping,
-                    flexvert_xpos, flexedge_length, flexedge_velocity)
-                for i in ti.static(range(4)):
-                    _add_vertex_force(worldid, verts[i], ti.Vector(
-                        [force[i, 0], force[i, 1], force[i, 2]]), flex_vertbodyid,
-                        body_simple, body_parentid, body_dofnum, body_dofadr, body_rootid,
-                        dof_parentid, cdof, subtree_com, flexvert_xpos, qfrc_spring,
-                        qfrc_passive)
+            for sdim in ti.static((2, 3)):  # the element size is compile-time
+                if dim == sdim:
+                    verts, force = _element_forces(
+                        worldid, elemid, f, sdim, timestep, flex_vertadr, flex_edgeadr,
+                        flex_elemadr, flex_elemdataadr, flex_elemedgeadr, flex_elem,
+                        flex_elemedge, flexedge_length0, flex_stiffness, flex_damping,
+                        flexvert_xpos, flexedge_length, flexedge_velocity)
+                    for i in ti.static(range(sdim + 1)):
+                        _add_vertex_force(worldid, verts[i], ti.Vector(
+                            [force[i, 0], force[i, 1], force[i, 2]]), flex_vertbodyid,
+                            body_simple, body_parentid, body_dofnum, body_dofadr,
+                            body_rootid, dof_parentid, cdof, subtree_com, flexvert_xpos,
+                            qfrc_spring, qfrc_passive)
 
 
 @ti.kernel
