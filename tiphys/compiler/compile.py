@@ -7,6 +7,7 @@ from typing import Optional
 
 import numpy as np
 
+from .._gc import gc_paused
 from ..errors import ModelError, error_at
 from ..kernels.consts import (JNT_BALL, JNT_FREE, JNT_HINGE, JNT_SLIDE, MINVAL, SAMEFRAME_BODY,
                               SAMEFRAME_BODYROT, SAMEFRAME_INERTIA, SAMEFRAME_INERTIAROT,
@@ -118,6 +119,7 @@ def _check_later_sections(spec):
                     f"is not supported yet")
 
 
+@gc_paused
 def compile_spec(spec, progress: Optional[bool] = None) -> ModelArrays:
     """Compile a Spec into host arrays named and shaped like mujoco.MjModel's.
 
@@ -166,7 +168,7 @@ def _compile_spec(spec) -> ModelArrays:
     _assemble(out, builder, ctx, size)
     ctx.assets.fill(out)
     compile_tendons_and_actuators(spec, defaults, builder, ctx, out, size)
-    compile_flexes(spec, builder, out)
+    _flexes(spec, builder, out)
     compile_contact(spec, defaults, builder, out)
     compile_equality(spec, defaults, builder, out)
     del out._kinematics0
@@ -188,6 +190,26 @@ def _compile_spec(spec) -> ModelArrays:
     values = out.__dict__
     out.sizes = {k: int(values.pop(key, 0)) for k, key in _SIZE_KEYS}
     return out
+
+
+def _flexes(spec, builder, out) -> None:
+    """compile_flexes; a model with no flex (most) gets the fields it makes for none,
+    made once (replay_empty: the same arrays, without its per-field work)."""
+    if getattr(builder, "flexcomps", None) or any(
+            child.tag == "flex" for section in spec.sections("deformable")
+            for child in section.children):
+        compile_flexes(spec, builder, out)
+        return
+
+    def make(ns):
+        # the fields compile_flexes sets (it reads the tree arrays of ``out``)
+        before = dict(out.__dict__)
+        compile_flexes(spec, builder, out)
+        for name, value in list(out.__dict__.items()):
+            if before.get(name, ns) is not value:
+                setattr(ns, name, value)
+
+    replay_empty(out, "flex", make)
 
 
 _SIZE_KEYS = tuple((k, "_size_" + k) for k in MODEL_SIZES)  # (size, its field while compiling)

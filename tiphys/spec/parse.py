@@ -8,6 +8,7 @@ from typing import Optional
 
 from lxml import etree
 
+from .._gc import gc_paused
 from ..errors import ModelError
 from ..io.resources import ResourceReader, is_abs, join_path, missing, reduce_path
 from .element import Element, element_class, new_element, schema_children
@@ -98,6 +99,7 @@ def _parse_tree(data: bytes, filename: Optional[str]):
         raise ModelError(f"XML error: {exc}", file=filename) from None
 
 
+@gc_paused
 def parse_xml(text, filename: Optional[str] = None, assets: Optional[dict] = None,
               basedir: Optional[str] = None) -> Spec:
     """Parse MJCF text (str or bytes) into a Spec, expanding ``<include>``.
