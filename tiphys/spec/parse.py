@@ -143,8 +143,11 @@ class _IncludeState:
 def _convert(node, path, schema_node, label, incdir, state) -> Element:
     tag = path[-1]
     cls = element_class(path, () if tag == "worldbody" else schema_node["attrs"])
-    cls._schema = schema_node  # what add() checks new children against
-    cls._path = path
+    if cls.__dict__.get("_schema") is not schema_node:
+        # (written once per class: each write to a class empties Python's attribute
+        # caches of it, which every element of the class then refills)
+        cls._schema = schema_node  # what add() checks new children against
+        cls._path = path
     el = new_element(cls, label, node.sourceline)
     values = el.__dict__
     # directory of the file that included this element ("" in the main file): MuJoCo
@@ -180,12 +183,23 @@ def _convert(node, path, schema_node, label, incdir, state) -> Element:
                                      file=clabel, line=cnode.sourceline, element=ctag)
                 seen_once.add(ctag)
             if sub["children"] is None:  # frame/replicate: children as a body's
-                sub = dict(sub, children={})
+                sub = _body_like(sub)
             children.append(_convert(cnode, path + (ctag,), sub, clabel, cdir, state))
     text = node.text
     if text and text.strip():
         _stray_text(label, node.sourceline, f"<{tag}>: text content ignored")
     return el
+
+
+_BODY_LIKE_NODES: dict = {}  # id(schema node) -> (the node, its copy with children {})
+
+
+def _body_like(node: dict) -> dict:
+    """A frame/replicate schema node whose children are a body's (one per node)."""
+    entry = _BODY_LIKE_NODES.get(id(node))
+    if entry is None or entry[0] is not node:
+        entry = _BODY_LIKE_NODES[id(node)] = (node, dict(node, children={}))
+    return entry[1]
 
 
 def _stray_text(label, line, what):
