@@ -737,6 +737,13 @@ def _keyframes(spec, out, nkey_size=0):
     nkey = max(len(keys), nkey_size)
     if nkey * (nq + nv + 7 * nmocap + nu + na + 1) * 8 > _MAX_ALLOC:
         raise MemoryError
+    if not nkey:  # (most models: empty arrays of the right shapes)
+        out.key_time = np.zeros(0)
+        out.key_qpos, out.key_qvel = np.zeros((0, nq)), np.zeros((0, nv))
+        out.key_act, out.key_ctrl = np.zeros((0, na)), np.zeros((0, nu))
+        out.key_mpos, out.key_mquat = np.zeros((0, nmocap, 3)), np.zeros((0, nmocap, 4))
+        _setsize(out, nkey=0)
+        return
     out.key_time = np.zeros(nkey)
     out.key_qpos = rot.rows(out.qpos0, nkey).reshape(nkey, nq)
     out.key_qvel = np.zeros((nkey, nv))
