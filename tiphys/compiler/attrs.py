@@ -186,7 +186,12 @@ class Attrs:
         """A float vector. ``exact``: exactly n values; else 1..n values fill a copy of default."""
         text = self._vals.get(name)
         if text is None:
-            return None if default is None else _default_array(default)
+            if default is None:
+                return None
+            entry = _DEFAULT_ARRAYS.get(id(default))  # (_default_array, inlined)
+            if entry is not None and entry[0] is default:
+                return entry[1].copy()
+            return _default_array(default)
         # the result depends on the texts (the element's, and the default class's when
         # that is another one), n, exact, default and finite only: read once, then copied
         inherited = self.defaults.get(name)

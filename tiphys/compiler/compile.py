@@ -864,7 +864,7 @@ _NO_USER = ()
 
 
 def _user_values(el, defaults=None):
-    if el.get_attr("user") is None and (not defaults or "user" not in defaults):
+    if getattr(el, "user", None) is None and (not defaults or "user" not in defaults):
         return _NO_USER  # the common case, without reading attributes
     a = Attrs(el, defaults or {})
     v = a.floats("user", finite=False)

@@ -205,7 +205,7 @@ class TreeBuilder:
                        if g.contype != 0 or g.conaffinity != 0 or (g.name and g.name in keep)]
 
     def _cls(self, el, childclass):
-        cls = el.get_attr("class")
+        cls = getattr(el, "class_", None)  # (el.get_attr("class"), one call less)
         if cls is not None:
             self.defaults.check_class(cls, el)
             return cls
@@ -253,7 +253,9 @@ class TreeBuilder:
 
     def _name(self, el) -> str:
         """Element name with the suffixes of enclosing <replicate>s (innermost first)."""
-        name = el.get_attr("name")
+        name = getattr(el, "name", None)  # (el.get_attr("name"), one call less)
+        if not self._suffix:
+            return name or ""
         return self._suffixed(name) or ""
 
     def _suffixed(self, name):

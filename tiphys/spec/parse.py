@@ -11,7 +11,7 @@ from lxml import etree
 from .._gc import gc_paused
 from ..errors import ModelError
 from ..io.resources import ResourceReader, is_abs, join_path, missing, reduce_path
-from .element import Element, element_class, new_element, schema_children
+from .element import Element, element_class, schema_children
 from .schema import SCHEMA
 
 
@@ -148,8 +148,11 @@ def _convert(node, path, schema_node, label, incdir, state) -> Element:
         # caches of it, which every element of the class then refills)
         cls._schema = schema_node  # what add() checks new children against
         cls._path = path
-    el = new_element(cls, label, node.sourceline)
+    el = object.__new__(cls)  # (new_element, inlined)
     values = el.__dict__
+    values["children"] = []
+    values["xml_file"] = label
+    values["xml_line"] = node.sourceline
     # directory of the file that included this element ("" in the main file): MuJoCo
     # looks there for an asset not found in the asset directories
     values["xml_incdir"] = incdir
@@ -171,8 +174,7 @@ def _convert(node, path, schema_node, label, incdir, state) -> Element:
             allowed["worldbody"] = SCHEMA["children"]["body"]
         seen_once = set()
         children = el.children
-        for cnode, clabel, cdir in _expanded_children(node, label, incdir, state):
-            ctag = cnode.tag
+        for cnode, ctag, clabel, cdir in _expanded_children(node, label, incdir, state):
             sub = allowed.get(ctag)
             if sub is None:
                 raise ModelError("unknown element", file=clabel, line=cnode.sourceline,
@@ -211,16 +213,19 @@ def _stray_text(label, line, what):
 
 
 def _expanded_children(node, label, incdir, state):
-    """(child, file label, include directory) for the children of an lxml node, with
-    each <include file> replaced by the children of the included file's root."""
+    """(child, its tag, file label, include directory) for the children of an lxml
+    node, with each <include file> replaced by the children of the included file's
+    root."""
     for child in node:
-        if not isinstance(child.tag, str):
+        tag = child.tag
+        if not isinstance(tag, str):
             continue
-        if child.tail and child.tail.strip():
+        tail = child.tail
+        if tail and tail.strip():
             _stray_text(label, child.sourceline,
-                        f"<{child.tag}>: text after the element ignored")
-        if child.tag != "include":
-            yield child, label, incdir
+                        f"<{tag}>: text after the element ignored")
+        if tag != "include":
+            yield child, tag, label, incdir
             continue
         yield from _include(child, label, incdir, state)
 
