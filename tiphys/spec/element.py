@@ -31,7 +31,7 @@ class Element:
     _attr_of = {}  # Python field name -> schema attribute
 
     def attr(self, name: str) -> Optional[str]:
-        return getattr(self, pyname(name))
+        return getattr(self, _KEYWORD_FIELDS.get(name, name))  # (pyname, inlined)
 
     def get_attr(self, name: str) -> Optional[str]:
         """The attribute's text; None when absent or not an attribute of this element."""
@@ -46,8 +46,9 @@ class Element:
 
     def items(self) -> Iterator[tuple[str, str]]:
         """Attributes that are set, in schema order."""
-        for name in self.attr_names:
-            value = getattr(self, pyname(name))
+        values = self.__dict__  # (an attribute not set is not there: see new_element)
+        for name, field_name in self._fields_of.items():
+            value = values.get(field_name)
             if value is not None:
                 yield name, value
 
