@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import struct
 import sys
 
@@ -26,8 +27,8 @@ import numpy as np
 
 def _feed(h, v) -> None:
     if hasattr(v, "tag") and hasattr(v, "children"):  # a spec element: which one
-        h.update(f"e{v.tag}:{getattr(v, 'xml_file', None)}:{getattr(v, 'xml_line', None)}"
-                 .encode())
+        h.update(f"e{v.tag}:{_stable(str(getattr(v, 'xml_file', None)))}:"
+                 f"{getattr(v, 'xml_line', None)}".encode())
     elif isinstance(v, np.ndarray):
         h.update(f"a{v.dtype.str}{v.shape}".encode())
         h.update(np.ascontiguousarray(v).tobytes())
@@ -51,6 +52,15 @@ def _feed(h, v) -> None:
         h.update(f"r{type(v).__name__}:{v!r}".encode())
 
 
+def _stable(text: str) -> str:
+    """A file name or message without what differs from run to run: the process id
+    in the tests' temporary copies (.tiphys_<what>_<pid>...), pytest's and tempfile's
+    directories."""
+    text = re.sub(r"(\.tiphys_[a-z]+)_\d+", r"\1_PID", text)
+    text = re.sub(r"pytest-of-[^/]+/pytest-\d+", "PYTEST", text)
+    return re.sub(r"/tmp/tmp[\w-]+", "/tmp/TMP", text)
+
+
 def model_hash(arrays) -> str:
     h = hashlib.sha256()
     # the compiler's Body records are its working state, not model fields
@@ -62,7 +72,7 @@ def outcome(fn, *args) -> str:
     try:
         return model_hash(fn(*args))
     except Exception as exc:  # noqa: BLE001 - the message is part of the identity
-        return f"error {type(exc).__name__}: {exc}"
+        return f"error {type(exc).__name__}: {_stable(str(exc))}"
 
 
 def corpus(out: str) -> None:
@@ -116,12 +126,13 @@ def pytest_configure(config):
         try:
             arrays = inner(spec)
         except Exception as exc:
-            _RECORD[f"{node}#{n}"] = f"error {type(exc).__name__}: {exc}"
+            _RECORD[f"{node}#{n}"] = f"error {type(exc).__name__}: {_stable(str(exc))}"
             raise
         _RECORD[f"{node}#{n}"] = model_hash(arrays)
         return arrays
 
     cc._compile_spec = recording
+    _RECORD["<compiler>"] = cc.__file__  # (which checkout the tests ran)
 
 
 def pytest_runtest_setup(item):

@@ -833,15 +833,20 @@ _USER = (("body", "nuser_body", lambda bs: bs[1:]), ("jnt", "nuser_jnt", "joints
 
 def _user_fields(builder, size, out):
     """<body|joint|geom|site|camera user="..."> padded to nuser_* (-1: the longest)."""
+    # (most models: no default class gives user values, so only the elements' own)
+    default_user = any("user" in d for cls in builder.defaults.classes.values()
+                       for d in cls.values())
     for prefix, key, what in _USER:
         if callable(what):
             objs = what(builder.bodies)
             rows = [_NO_USER] + [_user_values(b.el) for b in objs]
         else:
             objs = [o for b in builder.bodies for o in getattr(b, what)]
-            rows = [_user_values(o.el, builder.defaults_for(o)) for o in objs]
+            rows = [_user_values(o.el, builder.defaults_for(o))
+                    if default_user or getattr(o.el, "user", None) is not None else _NO_USER
+                    for o in objs]
         n = size.get(key, -1)
-        longest = max([len(r) for r in rows] + [0])
+        longest = max(map(len, rows), default=0)
         if n == -1:
             n = longest
         if longest:  # (none has values, the common case: nothing to check or copy)
