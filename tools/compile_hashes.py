@@ -8,10 +8,14 @@
         tests/test_compiler_corpus.py ...
 
 One hash per model: every entry of its ModelArrays but the compiler's Body records
-(spec elements by tag, file and line) (numpy arrays by dtype, shape
-and bytes; floats by their bits; dicts by sorted key), or the exception's type and
-message for a model that fails to compile. The corpus run reads every .xml under
-$TIPHYS_CORPUS (menagerie too when present) and every .urdf, fragments and refused models included.
+(numpy arrays by dtype, shape and bytes; floats by their bits; dicts by sorted key;
+spec elements by tag, file and line), or the exception's type and message for a
+model that fails to compile; names that change from run to run (the tests'
+temporary copies, pytest's directories) are left out. The corpus run reads every
+.xml under $TIPHYS_CORPUS (Menagerie's too when present) and every .urdf,
+fragments and refused models included. To hash another checkout, run from its root
+(``python -m pytest`` puts the working directory first on sys.path); the tests'
+record names the compiler it ran ("<compiler>").
 """
 from __future__ import annotations
 
