@@ -164,21 +164,21 @@ class Attrs:
             raise
 
     def has(self, name: str) -> bool:
-        return self.text(name) is not None
+        return self._vals.get(name) is not None
 
     def explicit(self, name: str) -> bool:
         return self.el.get_attr(name) is not None
 
     def has_numbers(self, name: str) -> bool:
         """Given with at least one value (MuJoCo reads an empty number list as absent)."""
-        text = self.text(name)
+        text = self._vals.get(name)
         if text is not None and _split(text):
             return True
         inherited = self.defaults.get(name)
         return inherited is not None and bool(_split(inherited))
 
     def str(self, name: str, default: Optional[str] = None) -> Optional[str]:
-        value = self.text(name)
+        value = self._vals.get(name)
         return default if value is None else value
 
     def floats(self, name: str, n: Optional[int] = None, default=None, exact: bool = True,
@@ -186,7 +186,12 @@ class Attrs:
         """A float vector. ``exact``: exactly n values; else 1..n values fill a copy of default."""
         text = self._vals.get(name)
         if text is None:
-            return None if default is None else _default_array(default)
+            if default is None:
+                return None
+            entry = _DEFAULT_ARRAYS.get(id(default))  # (_default_array, inlined)
+            if entry is not None and entry[0] is default:
+                return entry[1].copy()
+            return _default_array(default)
         # the result depends on the texts (the element's, and the default class's when
         # that is another one), n, exact, default and finite only: read once, then copied
         inherited = self.defaults.get(name)

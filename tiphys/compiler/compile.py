@@ -7,6 +7,7 @@ from typing import Optional
 
 import numpy as np
 
+from .._gc import gc_paused
 from ..errors import ModelError, error_at
 from ..kernels.consts import (JNT_BALL, JNT_FREE, JNT_HINGE, JNT_SLIDE, MINVAL, SAMEFRAME_BODY,
                               SAMEFRAME_BODYROT, SAMEFRAME_INERTIA, SAMEFRAME_INERTIAROT,
@@ -117,6 +118,7 @@ def _check_later_sections(spec):
                     f"is not supported yet")
 
 
+@gc_paused
 def compile_spec(spec, progress: Optional[bool] = None) -> ModelArrays:
     """Compile a Spec into host arrays named and shaped like mujoco.MjModel's.
 
@@ -167,7 +169,7 @@ def _compile_spec(spec) -> ModelArrays:
     ctx.assets.fill(out)
     compile_tendons_and_actuators(spec, defaults, builder, ctx, out, size)
     compile_plugins(spec, out)
-    compile_flexes(spec, builder, out)
+    _flexes(spec, builder, out)
     compile_contact(spec, defaults, builder, out)
     compile_equality(spec, defaults, builder, out)
     del out._kinematics0
@@ -190,6 +192,26 @@ def _compile_spec(spec) -> ModelArrays:
     values = out.__dict__
     out.sizes = {k: int(values.pop(key, 0)) for k, key in _SIZE_KEYS}
     return out
+
+
+def _flexes(spec, builder, out) -> None:
+    """compile_flexes; a model with no flex (most) gets the fields it makes for none,
+    made once (replay_empty: the same arrays, without its per-field work)."""
+    if getattr(builder, "flexcomps", None) or any(
+            child.tag == "flex" for section in spec.sections("deformable")
+            for child in section.children):
+        compile_flexes(spec, builder, out)
+        return
+
+    def make(ns):
+        # the fields compile_flexes sets (it reads the tree arrays of ``out``)
+        before = dict(out.__dict__)
+        compile_flexes(spec, builder, out)
+        for name, value in list(out.__dict__.items()):
+            if before.get(name, ns) is not value:
+                setattr(ns, name, value)
+
+    replay_empty(out, "flex", make)
 
 
 _SIZE_KEYS = tuple((k, "_size_" + k) for k in MODEL_SIZES)  # (size, its field while compiling)
@@ -717,6 +739,13 @@ def _keyframes(spec, out, nkey_size=0):
     nkey = max(len(keys), nkey_size)
     if nkey * (nq + nv + 7 * nmocap + nu + na + 1) * 8 > _MAX_ALLOC:
         raise MemoryError
+    if not nkey:  # (most models: empty arrays of the right shapes)
+        out.key_time = np.zeros(0)
+        out.key_qpos, out.key_qvel = np.zeros((0, nq)), np.zeros((0, nv))
+        out.key_act, out.key_ctrl = np.zeros((0, na)), np.zeros((0, nu))
+        out.key_mpos, out.key_mquat = np.zeros((0, nmocap, 3)), np.zeros((0, nmocap, 4))
+        _setsize(out, nkey=0)
+        return
     out.key_time = np.zeros(nkey)
     out.key_qpos = rot.rows(out.qpos0, nkey).reshape(nkey, nq)
     out.key_qvel = np.zeros((nkey, nv))
@@ -806,15 +835,20 @@ _USER = (("body", "nuser_body", lambda bs: bs[1:]), ("jnt", "nuser_jnt", "joints
 
 def _user_fields(builder, size, out):
     """<body|joint|geom|site|camera user="..."> padded to nuser_* (-1: the longest)."""
+    # (most models: no default class gives user values, so only the elements' own)
+    default_user = any("user" in d for cls in builder.defaults.classes.values()
+                       for d in cls.values())
     for prefix, key, what in _USER:
         if callable(what):
             objs = what(builder.bodies)
             rows = [_NO_USER] + [_user_values(b.el) for b in objs]
         else:
             objs = [o for b in builder.bodies for o in getattr(b, what)]
-            rows = [_user_values(o.el, builder.defaults_for(o)) for o in objs]
+            rows = [_user_values(o.el, builder.defaults_for(o))
+                    if default_user or getattr(o.el, "user", None) is not None else _NO_USER
+                    for o in objs]
         n = size.get(key, -1)
-        longest = max([len(r) for r in rows] + [0])
+        longest = max(map(len, rows), default=0)
         if n == -1:
             n = longest
         if longest:  # (none has values, the common case: nothing to check or copy)
@@ -837,7 +871,7 @@ _NO_USER = ()
 
 
 def _user_values(el, defaults=None):
-    if el.get_attr("user") is None and (not defaults or "user" not in defaults):
+    if getattr(el, "user", None) is None and (not defaults or "user" not in defaults):
         return _NO_USER  # the common case, without reading attributes
     a = Attrs(el, defaults or {})
     v = a.floats("user", finite=False)

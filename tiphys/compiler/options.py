@@ -120,17 +120,21 @@ def set_option(opt: Option, name: str, value) -> Option:
     return replace(opt, **{name: new})
 
 
+_OPTION_FIELDS = tuple((f.name, f.default) for f in fields(Option))
+
+
 def read_option(spec) -> Option:
     values = {}
     for el in spec.sections("option"):
         a = Attrs(el)
-        for f in fields(Option):
-            name = f.name
-            if not a.has(name) or name in ("disableflags", "enableflags", "disableactuator"):
+        given = a._vals  # (the attributes written: most options are not)
+        for name, default in _OPTION_FIELDS:
+            if name not in given or given[name] is None or \
+                    name in ("disableflags", "enableflags", "disableactuator"):
                 continue
             if name in _VEC:
                 exact = name not in ("o_solref", "o_solimp", "o_friction")
-                base = values.get(name, f.default)
+                base = values.get(name, default)
                 values[name] = tuple(a.floats(name, _VEC[name], base, exact=exact))
             elif name in _KEYWORDS:
                 values[name] = a.keyword(name, _KEYWORDS[name])

@@ -361,6 +361,23 @@ def euler2quat(euler, seq: str) -> np.ndarray:
 
     MuJoCo's order of operations (ResolveOrientation): each turn multiplied in with
     mjuu_mulquat, the result normalized with mjuu_normvec."""
+    if len(euler) == 3:
+        a0, a1, a2 = euler
+        if a0 == 0 and a1 == 0 and a2 == 0 and math.copysign(1.0, a0) > 0 and \
+                math.copysign(1.0, a1) > 0 and math.copysign(1.0, a2) > 0:
+            # no turn (replicate copies without euler, ...): made once per sequence,
+            # by the code below
+            q = _NO_TURN.get(seq)
+            if q is None:
+                q = _NO_TURN[seq] = _euler2quat((0.0, 0.0, 0.0), seq)
+            return q.copy()
+    return _euler2quat(euler, seq)
+
+
+_NO_TURN: dict = {}  # sequence -> euler2quat of three +0.0 angles
+
+
+def _euler2quat(euler, seq: str) -> np.ndarray:
     quat = [1.0, 0.0, 0.0, 0.0]
     for angle, axis in zip(euler, seq):
         angle = float(angle)

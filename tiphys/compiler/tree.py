@@ -19,7 +19,7 @@ from ..kernels.consts import (ALIGNFREE_AUTO, ALIGNFREE_FALSE, ALIGNFREE_TRUE, C
                               CAMLIGHT_TRACKCOM, EPS, GEOM_BOX, GEOM_CAPSULE, GEOM_CYLINDER,
                               GEOM_ELLIPSOID, GEOM_HFIELD, GEOM_MESH, GEOM_PLANE, GEOM_SDF,
                               GEOM_SPHERE, GEOM_TYPE_NAMES, INERTIAFROMGEOM_AUTO,
-                              INERTIAFROMGEOM_TRUE, JNT_BALL, JNT_FREE, JNT_HINGE,
+                              INERTIAFROMGEOM_TRUE, JNT_BALL, JNT_FREE, JNT_HINGE, JNT_SLIDE,
                               JOINT_TYPE_NAMES, LIGHT_DIRECTIONAL, LIGHT_IMAGE, LIGHT_POINT,
                               LIGHT_SPOT, LIMITED_AUTO, LIMITED_FALSE, LIMITED_TRUE, MAXVAL, MINVAL)
 from . import rotation as rot
@@ -41,6 +41,7 @@ SOLREF0 = (0.02, 1.0)
 _ORIENTATIONS = ("quat", "axisangle", "xyaxes", "zaxis", "euler")  # alternatives
 _QUAT0 = (1.0, 0, 0, 0)
 SOLIMP0 = (0.9, 0.95, 0.001, 0.5, 2.0)
+_JNT_NDOF = {JNT_FREE: 6, JNT_BALL: 3, JNT_SLIDE: 1, JNT_HINGE: 1}  # dofs per joint type
 
 
 @dataclass
@@ -205,7 +206,7 @@ class TreeBuilder:
                        if g.contype != 0 or g.conaffinity != 0 or (g.name and g.name in keep)]
 
     def _cls(self, el, childclass):
-        cls = el.get_attr("class")
+        cls = getattr(el, "class_", None)  # (el.get_attr("class"), one call less)
         if cls is not None:
             self.defaults.check_class(cls, el)
             return cls
@@ -256,7 +257,9 @@ class TreeBuilder:
 
     def _name(self, el) -> str:
         """Element name with the suffixes of enclosing <replicate>s (innermost first)."""
-        name = el.get_attr("name")
+        name = getattr(el, "name", None)  # (el.get_attr("name"), one call less)
+        if not self._suffix:
+            return name or ""
         return self._suffixed(name) or ""
 
     def _suffixed(self, name):
@@ -689,9 +692,10 @@ class TreeBuilder:
             b.pos, b.quat = rot.frame_accum(frame.pos, frame.quat, b.pos, b.quat)
         b.mass = max(b.mass, ctx.boundmass)
         b.inertia = np.maximum(b.inertia, ctx.boundinertia)
-        if b.mass < 0 or any(x < 0 for x in b.inertia.tolist()):
+        inertia = b.inertia.tolist()  # (Python floats: the same doubles)
+        if b.mass < 0 or any(x < 0 for x in inertia):
             raise error_at(b.el, "mass and inertia cannot be negative")
-        i0, i1, i2 = b.inertia
+        i0, i1, i2 = inertia
         if i0 + i1 < i2 or i0 + i2 < i1 or i1 + i2 < i0:
             if ctx.balanceinertia:
                 b.inertia = np.full(3, (i0 + i1 + i2) / 3.0)
@@ -699,7 +703,7 @@ class TreeBuilder:
                 raise error_at(b.el, "inertia must satisfy A + B >= C; use 'balanceinertia' "
                                      "to fix")
         for j in b.joints:
-            b.dofnum += {0: 6, 1: 3, 2: 1, 3: 1}[j.type]
+            b.dofnum += _JNT_NDOF[j.type]
         if b.dofnum > 6:
             raise error_at(b.el, f"more than 6 dofs in body '{b.name}'")
         hasball = False

@@ -31,7 +31,7 @@ class Element:
     _attr_of = {}  # Python field name -> schema attribute
 
     def attr(self, name: str) -> Optional[str]:
-        return getattr(self, pyname(name))
+        return getattr(self, _KEYWORD_FIELDS.get(name, name))  # (pyname, inlined)
 
     def get_attr(self, name: str) -> Optional[str]:
         """The attribute's text; None when absent or not an attribute of this element."""
@@ -46,8 +46,9 @@ class Element:
 
     def items(self) -> Iterator[tuple[str, str]]:
         """Attributes that are set, in schema order."""
-        for name in self.attr_names:
-            value = getattr(self, pyname(name))
+        values = self.__dict__  # (an attribute not set is not there: see new_element)
+        for name, field_name in self._fields_of.items():
+            value = values.get(field_name)
             if value is not None:
                 yield name, value
 
@@ -153,17 +154,18 @@ def element_class(path: tuple, attrs: tuple) -> type:
     cls.attr_names = tuple(attrs)
     cls._fields_of = {a: pyname(a) for a in attrs}
     cls._attr_of = {pyname(a): a for a in attrs}
-    cls._blank = {pyname(a): None for a in attrs}  # see new_element
     _CLASSES[path] = cls
     return cls
 
 
 def new_element(cls: type, xml_file: Optional[str], xml_line: Optional[int]) -> Element:
     """``cls(xml_file=..., xml_line=...)`` without the dataclass __init__ (which takes
-    every attribute as a keyword: slow for elements with dozens of attributes)."""
+    every attribute as a keyword: slow for elements with dozens of attributes). The
+    attributes not set are not in the instance's dict: they read as the class's None
+    (the dataclass default), and the compiler's reads of an element's attributes
+    walk only those written."""
     el = object.__new__(cls)
     d = el.__dict__
-    d.update(cls._blank)
     d["children"] = []
     d["xml_file"] = xml_file
     d["xml_line"] = xml_line

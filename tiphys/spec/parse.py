@@ -8,9 +8,10 @@ from typing import Optional
 
 from lxml import etree
 
+from .._gc import gc_paused
 from ..errors import ModelError
 from ..io.resources import ResourceReader, is_abs, join_path, missing, reduce_path
-from .element import Element, element_class, new_element, schema_children
+from .element import Element, element_class, schema_children
 from .schema import SCHEMA
 
 
@@ -98,6 +99,7 @@ def _parse_tree(data: bytes, filename: Optional[str]):
         raise ModelError(f"XML error: {exc}", file=filename) from None
 
 
+@gc_paused
 def parse_xml(text, filename: Optional[str] = None, assets: Optional[dict] = None,
               basedir: Optional[str] = None) -> Spec:
     """Parse MJCF text (str or bytes) into a Spec, expanding ``<include>``.
@@ -141,10 +143,16 @@ class _IncludeState:
 def _convert(node, path, schema_node, label, incdir, state) -> Element:
     tag = path[-1]
     cls = element_class(path, () if tag == "worldbody" else schema_node["attrs"])
-    cls._schema = schema_node  # what add() checks new children against
-    cls._path = path
-    el = new_element(cls, label, node.sourceline)
+    if cls.__dict__.get("_schema") is not schema_node:
+        # (written once per class: each write to a class empties Python's attribute
+        # caches of it, which every element of the class then refills)
+        cls._schema = schema_node  # what add() checks new children against
+        cls._path = path
+    el = object.__new__(cls)  # (new_element, inlined)
     values = el.__dict__
+    values["children"] = []
+    values["xml_file"] = label
+    values["xml_line"] = node.sourceline
     # directory of the file that included this element ("" in the main file): MuJoCo
     # looks there for an asset not found in the asset directories
     values["xml_incdir"] = incdir
@@ -166,8 +174,7 @@ def _convert(node, path, schema_node, label, incdir, state) -> Element:
             allowed["worldbody"] = SCHEMA["children"]["body"]
         seen_once = set()
         children = el.children
-        for cnode, clabel, cdir in _expanded_children(node, label, incdir, state):
-            ctag = cnode.tag
+        for cnode, ctag, clabel, cdir in _expanded_children(node, label, incdir, state):
             sub = allowed.get(ctag)
             if sub is None:
                 raise ModelError("unknown element", file=clabel, line=cnode.sourceline,
@@ -178,12 +185,23 @@ def _convert(node, path, schema_node, label, incdir, state) -> Element:
                                      file=clabel, line=cnode.sourceline, element=ctag)
                 seen_once.add(ctag)
             if sub["children"] is None:  # frame/replicate: children as a body's
-                sub = dict(sub, children={})
+                sub = _body_like(sub)
             children.append(_convert(cnode, path + (ctag,), sub, clabel, cdir, state))
     text = node.text
     if text and text.strip():
         _stray_text(label, node.sourceline, f"<{tag}>: text content ignored")
     return el
+
+
+_BODY_LIKE_NODES: dict = {}  # id(schema node) -> (the node, its copy with children {})
+
+
+def _body_like(node: dict) -> dict:
+    """A frame/replicate schema node whose children are a body's (one per node)."""
+    entry = _BODY_LIKE_NODES.get(id(node))
+    if entry is None or entry[0] is not node:
+        entry = _BODY_LIKE_NODES[id(node)] = (node, dict(node, children={}))
+    return entry[1]
 
 
 def _stray_text(label, line, what):
@@ -195,16 +213,19 @@ def _stray_text(label, line, what):
 
 
 def _expanded_children(node, label, incdir, state):
-    """(child, file label, include directory) for the children of an lxml node, with
-    each <include file> replaced by the children of the included file's root."""
+    """(child, its tag, file label, include directory) for the children of an lxml
+    node, with each <include file> replaced by the children of the included file's
+    root."""
     for child in node:
-        if not isinstance(child.tag, str):
+        tag = child.tag
+        if not isinstance(tag, str):
             continue
-        if child.tail and child.tail.strip():
+        tail = child.tail
+        if tail and tail.strip():
             _stray_text(label, child.sourceline,
-                        f"<{child.tag}>: text after the element ignored")
-        if child.tag != "include":
-            yield child, label, incdir
+                        f"<{tag}>: text after the element ignored")
+        if tag != "include":
+            yield child, tag, label, incdir
             continue
         yield from _include(child, label, incdir, state)
 
