@@ -53,6 +53,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/stability.py
 	$(PY) benchmarks/bench_render.py
 	$(PY) benchmarks/bench_compile.py
+	$(PY) benchmarks/bench_plugin.py
 
 # the README's picture: the bundled scene after 1 s of trotting, rendered headless
 picture: $(STAMP) vulkan

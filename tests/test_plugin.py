@@ -8,11 +8,12 @@ registry's: that field is compared by plugin name. f64 on the CPU; one f32 check
 subprocess.
 """
 import json
+import os
+import sys
 
 import mujoco
 import numpy as np
 import pytest
-import taichi as ti
 
 import spirv
 import subproc
@@ -368,111 +369,21 @@ def test_state_vectors_carry_plugin_state():
 
 # ------------------------------------------------------------------------- user plugin
 
-ND = ti.types.ndarray()
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__))), "demos"))
+import dcmotor_plugin  # noqa: E402  (demos/: the user-plugin example, registered on import)
+from dcmotor_plugin import DCMotor  # noqa: E402
 
-
-@ti.kernel
-def _motor_act_dot(prm: ND, ids: ND, n: ti.i32, ctrl: ND, act: ND, actuator_actadr: ND,
-                   actuator_velocity: ND, act_dot: ND):
-    for worldid, k in ti.ndrange(act.shape[0], n):
-        actid = ids[k]
-        adr = actuator_actadr[actid]
-        current = act[worldid, adr]
-        act_dot[worldid, adr] = (ctrl[worldid, actid] - prm[k, 1] * current -
-                                 prm[k, 0] * actuator_velocity[worldid, actid]) / prm[k, 2]
-
-
-@ti.kernel
-def _motor_force(prm: ND, ids: ND, n: ti.i32, act: ND, actuator_actadr: ND,
-                 actuator_force: ND):
-    for worldid, k in ti.ndrange(act.shape[0], n):
-        actid = ids[k]
-        actuator_force[worldid, actid] = prm[k, 0] * act[worldid, actuator_actadr[actid]]
-
-
-@ti.kernel
-def _motor_heat(prm: ND, ids: ND, sadr: ND, n: ti.i32, timestep: float, act: ND,
-                actuator_actadr: ND, plugin_state: ND):
-    for worldid, k in ti.ndrange(act.shape[0], n):
-        current = act[worldid, actuator_actadr[ids[k]]]
-        plugin_state[worldid, sadr[k]] += timestep * prm[k, 1] * current * current
-
-
-@ti.kernel
-def _motor_reset(prm: ND, sadr: ND, n: ti.i32, world: ti.i32, plugin_state: ND):
-    for worldid, k in ti.ndrange(plugin_state.shape[0], n):
-        if world < 0 or worldid == world:
-            plugin_state[worldid, sadr[k]] = prm[k, 3]
-
-
-class DCMotor(registry.Plugin):
-    """A DC motor: the current i is an activation, L di/dt = V - R i - kt omega with V
-    the control and omega the actuator velocity; force = kt i. plugin_state keeps the
-    heat R i^2 integrated in ``advance``, starting from e0 at reset."""
-
-    name = "tests.dcmotor"
-    capabilities = registry.ACTUATOR
-    attributes = ("kt", "r", "l", "e0")
-
-    @classmethod
-    def nstate(cls, instance):
-        return 1
-
-    @classmethod
-    def actuator_actdim(cls, instance, actuator):
-        return 1
-
-    @classmethod
-    def check(cls, arrays, instance):
-        if (instance.value("l") or 0.0) <= 0:
-            return "inductance l must be positive"
-        for actid in instance.actuators:
-            if int(arrays.actuator_actnum[actid]) != 1:
-                return f"actuator {actid} needs actdim=\"1\""
-        return None
-
-    def __init__(self, m, instances):
-        super().__init__(m, instances)
-        ids, prm, sadr = [], [], []
-        for inst in instances:
-            for actid in inst.actuators:
-                ids.append(actid)
-                prm.append([inst.value(k) or 0.0 for k in self.attributes])
-                sadr.append(inst.stateadr)
-        self.n = len(ids)
-        self.host_arrays = {"ids": np.array(ids, np.int32), "sadr": np.array(sadr, np.int32),
-                            "prm": np.array(prm, np.float64).reshape(-1, 4)}
-
-    def act_dot(self, m, d):
-        a = self.device(d)
-        registry.launch(_motor_act_dot, m, d, prm=a["prm"], ids=a["ids"], n=self.n)
-
-    def compute(self, m, d):
-        a = self.device(d)
-        registry.launch(_motor_force, m, d, prm=a["prm"], ids=a["ids"], n=self.n)
-
-    def advance(self, m, d):
-        a = self.device(d)
-        registry.launch(_motor_heat, m, d, prm=a["prm"], ids=a["ids"], sadr=a["sadr"],
-                        n=self.n, timestep=float(m.opt.timestep))
-
-    def reset(self, m, d, world=None):
-        a = self.device(d)
-        registry.launch(_motor_reset, m, d, prm=a["prm"], sadr=a["sadr"], n=self.n,
-                        world=-1 if world is None else int(world))
-
-
-registry.register_plugin(DCMotor)
 
 MOTOR = """<mujoco>%s
-  <extension><plugin plugin="tests.dcmotor">
+  <extension><plugin plugin="demo.dcmotor">
     <instance name="m1"><config key="kt" value=".8"/><config key="r" value="2"/>
       <config key="l" value=".05"/><config key="e0" value="-1"/></instance>
   </plugin></extension>
   <actuator>
     <plugin joint="hinge" instance="m1" actdim="1"/>
     <motor joint="slide"/>
-    <plugin joint="hinge2" plugin="tests.dcmotor" actdim="1">
+    <plugin joint="hinge2" plugin="demo.dcmotor" actdim="1">
       <config key="kt" value=".3"/><config key="r" value="1"/><config key="l" value=".02"/>
       <config key="e0" value="-1"/>
     </plugin>
@@ -496,7 +407,7 @@ def _motor_models():
 
 @pytest.mark.parametrize("integrator", ["Euler", "RK4"])
 def test_registered_user_plugin_compiles_and_steps_like_a_callback(integrator):
-    assert registry.find_plugin("tests.dcmotor")[1] is DCMotor
+    assert registry.find_plugin("demo.dcmotor")[1] is DCMotor
     m, mjm = _motor_models()
     assert m.nplugin == 2 and m.npluginstate == 2 and m.na == 2
     assert list(m.arrays.actuator_plugin) == [0, -1, 1]
@@ -531,6 +442,12 @@ def test_registered_user_plugin_compiles_and_steps_like_a_callback(integrator):
     np.testing.assert_allclose(d.numpy("plugin_state"), heat, rtol=1e-12, atol=1e-12)
 
 
+def test_dcmotor_demo_steps_both_arms():
+    """demos/dcmotor_plugin.py: the plugin arm and its built-in twin both step."""
+    out = dcmotor_plugin.main(["--nworld", "4", "--steps", "20"])
+    assert len(out) == 2 and all(rate > 0 for rate, _ms in out.values())
+
+
 def test_register_plugin_checks_the_class():
     with pytest.raises(TypeError):
         registry.register_plugin(object)
@@ -553,7 +470,7 @@ def test_user_plugin_with_unimplemented_capability_is_refused():
         name = "tests.probe_sensor"
         capabilities = registry.SENSOR | registry.ACTUATOR
     registry.register_plugin(Probe)
-    xml = MOTOR.replace("tests.dcmotor", "tests.probe_sensor").replace(
+    xml = MOTOR.replace("demo.dcmotor", "tests.probe_sensor").replace(
         '<config key="kt" value=".3"/>', "")
     with pytest.raises(NotImplementedError,
                        match=r"plugin 'tests.probe_sensor' \(sensor plugin\) is not "
@@ -726,7 +643,7 @@ def test_saved_plugin_model_steps_as_the_original(tmp_path):
     path = str(tmp_path / "motor.npz")
     tiphys.save_model(m, path)
     m2 = tiphys.load_model(path)
-    assert [registry.plugin_at(int(s)).name for s in m2.arrays.plugin] == ["tests.dcmotor"] * 2
+    assert [registry.plugin_at(int(s)).name for s in m2.arrays.plugin] == ["demo.dcmotor"] * 2
     outs = []
     for model in (m, m2):
         d = tiphys.make_data(model, 2)
@@ -848,6 +765,6 @@ def test_actuator_plugin_without_compute_is_refused():
         attributes = DCMotor.attributes
         actuator_actdim = DCMotor.actuator_actdim
     registry.register_plugin(NoCompute)
-    xml = MOTOR.replace("tests.dcmotor", "tests.nocompute")
+    xml = MOTOR.replace("demo.dcmotor", "tests.nocompute")
     with pytest.raises(TypeError, match="needs a compute hook"):
         tiphys.load_model_from_string(xml)
