@@ -38,6 +38,7 @@ def _append(worldid, kind, cand, lists: ti.template(), counts: ti.template(),
 @ti.kernel
 def _sap(
     override: ti.template(), o_margin: float, ax: float, ay: float, az: float,
+    ux: float, uy: float, uz: float, vx: float, vy: float, vz: float,
     # model
     geom_type: ND, geom_rbound: ND, geom_margin: ND, pair_margin_arr: ND, ngeom: ti.i32,
     sap_geom: ND, nsap: ti.i32, pairmap: ND, cand_geom: ND, cand_pair: ND, cand_kind: ND,
@@ -45,10 +46,16 @@ def _sap(
     # data
     geom_xpos: ND, geom_xmat: ND,
     # scratch / out
-    order: ND, lo: ND, hi: ND, lists: ND, counts: ND, overflow: ND, all_counts: ND,
+    order: ND, lo: ND, hi: ND, ctr: ND, lists: ND, counts: ND, overflow: ND,
+    all_counts: ND,
 ):
     nworld = geom_xpos.shape[0]
     axis = ti.Vector([ax, ay, az])
+    # two axes across the sweep: a pair whose centers lie farther apart along either
+    # than their radii reach cannot be near (the bounding-sphere test would refuse it),
+    # so it skips the pair-map look-up and that test (ctr: both coordinates, radius)
+    across_u = ti.Vector([ux, uy, uz])
+    across_v = ti.Vector([vx, vy, vz])
     nkind = counts.shape[1]
     for worldid in range(nworld):
         rw = worldid % geom_rbound.shape[0]
@@ -61,10 +68,17 @@ def _sap(
         # intervals, then insertion sort of the persistent order by lower bound
         for i in range(nsap):
             g = sap_geom[i]
-            c = geom_xpos[worldid, g].dot(axis)
-            r = geom_rbound[rw, g] + geom_margin[mw, g]
+            pos = geom_xpos[worldid, g]
+            c = pos.dot(axis)
+            # a radius that covers the pair margin, max(margin1, margin2) or o_margin
+            # (half of it on each side, as MuJoCo's broadphase boxes)
+            m = geom_margin[mw, g]
+            if ti.static(override):
+                m = 0.5 * o_margin
+            r = geom_rbound[rw, g] + ti.max(m, 0.0)
             lo[worldid, i] = c - r
             hi[worldid, i] = c + r
+            ctr[worldid, i] = ti.Vector([pos.dot(across_u), pos.dot(across_v), r])
         for i in range(1, nsap):
             j = i
             while j > 0 and lo[worldid, order[worldid, j - 1]] > lo[worldid, order[worldid, j]]:
@@ -75,12 +89,19 @@ def _sap(
         for i in range(nsap):
             a = order[worldid, i]
             hia = hi[worldid, a]
+            ca = ctr[worldid, a]
             j = i + 1
             while j < nsap:
                 b = order[worldid, j]
                 if lo[worldid, b] > hia:
                     break
-                cand = pairmap[ti.min(a, b), ti.max(a, b)]
+                cb = ctr[worldid, b]
+                # slack for the round-off of the projections against the sphere test's
+                reach = (ca[2] + cb[2]) * 1.001 + 1e-6 * (
+                    ti.abs(ca[0]) + ti.abs(cb[0]) + ti.abs(ca[1]) + ti.abs(cb[1]))
+                cand = -1
+                if ti.abs(ca[0] - cb[0]) <= reach and ti.abs(ca[1] - cb[1]) <= reach:
+                    cand = pairmap[ti.min(a, b), ti.max(a, b)]
                 if cand >= 0:
                     _g1, _g2, _margin, near = near_pair(
                         worldid, cand, cand_geom, cand_pair, geom_type, geom_rbound,
@@ -109,9 +130,11 @@ def sap(m, d, sp):
         launch(_init_order, m, d, order=sp.order, nsap=sp.nsap)
         sp.initialized = True
     ax, ay, az = sp.axis
+    (ux, uy, uz), (vx, vy, vz) = sp.across
     launch(_sap, m, d, override=bool(opt.enabled("override")), o_margin=float(opt.o_margin),
-           ax=ax, ay=ay, az=az, pair_margin_arr=m.pair_margin, sap_geom=sp.sap_geom,
+           ax=ax, ay=ay, az=az, ux=ux, uy=uy, uz=uz, vx=vx, vy=vy, vz=vz,
+           pair_margin_arr=m.pair_margin, sap_geom=sp.sap_geom,
            nsap=sp.nsap, pairmap=sp.pairmap, cand_geom=sp.cand_geom, cand_pair=sp.cand_pair,
            cand_kind=sp.cand_kind, fixed=sp.fixed, nfixed=sp.nfixed, order=sp.order,
-           lo=sp.lo, hi=sp.hi, lists=sp.lists, counts=sp.counts, overflow=sp.overflow,
-           all_counts=sp.all_counts)
+           lo=sp.lo, hi=sp.hi, ctr=sp.ctr, lists=sp.lists, counts=sp.counts,
+           overflow=sp.overflow, all_counts=sp.all_counts)

@@ -149,6 +149,10 @@ DYNAMIC_CONTACTS_PER_GEOM = 8  # ... and default nconmax: contacts per moving ge
 
 SAP_MIN_CANDIDATES = 2000  # sweep-and-prune above this many boundable candidates
 SAP_AXIS = np.array([1.0, 0.7, 0.3]) / np.linalg.norm([1.0, 0.7, 0.3])  # oblique: stacks
+# two unit axes across SAP_AXIS (and each other): the sweep's pair test checks them too
+_ACROSS_U = np.cross(SAP_AXIS, [0.0, 0.0, 1.0])
+_ACROSS_U /= np.linalg.norm(_ACROSS_U)
+SAP_ACROSS = (_ACROSS_U, np.cross(SAP_AXIS, _ACROSS_U))
 # and grids aligned with the world axes do not all overlap along it
 
 
@@ -329,8 +333,9 @@ def _sap_state(p, d):
         cand_kind=p.cand_kind, fixed=p.sap_fixed, nfixed=p.sap_nfixed, cap=p.sap_cap,
         all_counts=p.static_counts,
         axis=tuple(float(x) for x in SAP_AXIS),
+        across=tuple(tuple(float(x) for x in v) for v in SAP_ACROSS),
         order=ti.ndarray(ti.i32, shape=(nw, n)), lo=ti.ndarray(fdt, shape=(nw, n)),
-        hi=ti.ndarray(fdt, shape=(nw, n)),
+        hi=ti.ndarray(fdt, shape=(nw, n)), ctr=ti.Vector.ndarray(3, fdt, shape=(nw, n)),
         lists=ti.ndarray(ti.i32, shape=(nw, len(KINDS), p.sap_cap)),
         counts=ti.ndarray(ti.i32, shape=(nw, len(KINDS))),
         overflow=ti.ndarray(ti.i32, shape=(nw,)))

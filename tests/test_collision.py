@@ -221,6 +221,29 @@ def test_sweep_and_prune_matches_mujoco(monkeypatch, cap):
     assert total > 100
 
 
+def test_sweep_and_prune_keeps_pairs_within_an_override_margin(monkeypatch):
+    """<flag override> with o_margin larger than the geoms' own margins: spheres 0.18
+    apart count as near (no pair sits at the margin exactly), and the sweep (its axis
+    and the two across it) must not prune them by the geoms' own margins (it did: 6
+    contacts of MuJoCo's 33)."""
+    import tiphys.kernels.collision_driver as tc
+    monkeypatch.setattr(tc, "SAP_MIN_CANDIDATES", 0)
+    bodies = "\n".join(
+        f'<body pos="{(i % 4) * .28:.2f} {(i // 4) * .28:.2f} 1"><freejoint/>'
+        f'<geom size=".05"/></body>' for i in range(12))
+    xml = f"""<mujoco><option o_margin=".5"><flag override="enable"/></option>
+      <worldbody>{bodies}</worldbody></mujoco>"""
+    m = tiphys.load_model_from_string(xml)
+    assert plan(m).sap
+    mjm = mujoco.MjModel.from_xml_string(xml)
+    d = tiphys.make_data(m, 2)
+    qpos = np.repeat(mjm.qpos0[None], 2, axis=0)
+    ours, theirs = collide_both(m, d, mjm, qpos)
+    assert len(theirs[0]) >= 17  # every neighbour pair, diagonals included
+    for w in range(2):
+        assert compare_contacts(ours[w], theirs[w]) == [], w
+
+
 # ------------------------------------------------------------------------------------
 # the detector tables are static: a renamed module or function fails here
 # ------------------------------------------------------------------------------------
