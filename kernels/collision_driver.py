@@ -185,9 +185,9 @@ class CollisionPlan(SimpleNamespace):
         shared = (self.static_lists, self.static_counts)
         sp = _sap_state(self, d) if self.sap else None
         if sp is not None:
-            lists = (sp.lists, sp.counts, _lanes(sp.cap, nw), self.static_lists)
+            lists = (sp.lists, sp.counts, _narrow_lanes(sp.cap, nw), self.static_lists)
         else:
-            lists = (*shared, _lanes(self.static_cap, nw), self.static_lists)
+            lists = (*shared, _narrow_lanes(self.static_cap, nw), self.static_lists)
         cap = min(self.total_maxcon, EMIT_FACTOR * max(1, d.nconmax))
         emit = kc.emit_buffers(d, cap)
         cand = (self.cand_geom, self.cand_pair, self.cand_code)
@@ -212,7 +212,8 @@ class CollisionPlan(SimpleNamespace):
         ecap = EMIT_FACTOR * max(1, d.nconmax)
         emit = kc.emit_buffers(d, ecap)
         order = (st.ncand, st.ccount, st.coff, _lanes(max(ecap, st.cap), nw))
-        first = SimpleNamespace(lists=(st.lists, st.counts, _lanes(st.cap, nw), st.lists),
+        lanes = _narrow_lanes(st.cap, nw)
+        first = SimpleNamespace(lists=(st.lists, st.counts, lanes, st.lists),
                                 mask=ones, sap=None, dyn=st, emit=emit, cand=cand,
                                 order=order)
         redo_mask = ti.ndarray(ti.i32, shape=(nw,))
@@ -239,6 +240,15 @@ def _lanes(cap, nworld):
     cuda = ti.lang.impl.current_cfg().arch == ti.cuda
     target = LANE_THREADS_CUDA if cuda else LANE_THREADS
     return int(max(1, min(cap, -(-target // nworld))))
+
+
+def _narrow_lanes(cap, nworld):
+    """The narrowphase's threads per world: _lanes, except 1 where the launches run
+    serial loops (a few worlds on the CPU: kernels/config.serial_loops), where lanes
+    only split one thread's work and each would hold its own EPA scratch slot (~19 KB
+    in f64; LANE_THREADS of them for one world)."""
+    from .config import serial_loops
+    return 1 if serial_loops(nworld) else _lanes(cap, nworld)
 
 
 def _int_array(values, shape):
