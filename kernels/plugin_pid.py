@@ -11,7 +11,7 @@ PID_SLEW).
 """
 import taichi as ti
 
-from .actuation import next_activation
+from .actuation import _clamped_ctrl, next_activation
 from .consts import DYN_NONE
 
 ND = ti.types.ndarray()
@@ -46,11 +46,9 @@ def _pid_ctrl(worldid, actid, early, slewmax, flags, timestep,
     dyntype = actuator_dyntype[actid]
     actadr = actuator_actadr[actid]
     u = 0.0
-    if dyntype == DYN_NONE:
-        u = ctrl[worldid, actid]
-        if actuator_ctrllimited[actid] != 0:
-            rng = actuator_ctrlrange[worldid % actuator_ctrlrange.shape[0], actid]
-            u = _clip(u, rng[0], rng[1])
+    if dyntype == DYN_NONE:  # clamped whatever the clampctrl flag, as Pid::GetCtrl
+        u = _clamped_ctrl(worldid, actid, ctrl, 1, actuator_ctrllimited,
+                          actuator_ctrlrange)
     else:
         last = actadr + actuator_actnum[actid] - 1
         u = act[worldid, last]
