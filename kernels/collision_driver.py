@@ -149,11 +149,11 @@ DYNAMIC_CONTACTS_PER_GEOM = 8  # ... and default nconmax: contacts per moving ge
 
 SAP_MIN_CANDIDATES = 2000  # sweep-and-prune above this many boundable candidates
 SAP_AXIS = np.array([1.0, 0.7, 0.3]) / np.linalg.norm([1.0, 0.7, 0.3])  # oblique: stacks
+# and grids aligned with the world axes do not all overlap along it
 # two unit axes across SAP_AXIS (and each other): the sweep's pair test checks them too
 _ACROSS_U = np.cross(SAP_AXIS, [0.0, 0.0, 1.0])
 _ACROSS_U /= np.linalg.norm(_ACROSS_U)
 SAP_ACROSS = (_ACROSS_U, np.cross(SAP_AXIS, _ACROSS_U))
-# and grids aligned with the world axes do not all overlap along it
 
 
 class CollisionPlan(SimpleNamespace):
