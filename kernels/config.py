@@ -110,6 +110,17 @@ BOUND_NAMES_ATTR = "BOUND_NAMES"
 # "fire"(entry) -> launches it and returns True, or False when it may not be used now
 DIRECT = {"entry": None, "fire": None}
 
+# the call being recorded for replay (tiphys/replay.py: a Recorder), or None
+RECORDING = [None]
+
+
+def opaque() -> None:
+    """Host code that does work a replayed step would skip (a user's Python callback)
+    calls this: the call being recorded, if any, is not kept."""
+    rec = RECORDING[0]
+    if rec is not None:
+        rec.ok = False
+
 
 def tag_worlds(array, nworld: int):
     """Mark an array of a Data of ``nworld`` worlds (tiphys/launch.py runs kernels given

@@ -36,6 +36,7 @@ SCRATCH = {
                "(tiphys/derivative.py)",
     "bound": "(model, field assignment counts, {(kernel, given names): arguments}) "
              "of name-bound launches (bind.py)",
+    "replay": "{function name: Recording} of step and forward replays (tiphys/replay.py)",
     "reset_world": "{(keyframe, set_param count, row): one world's reset state} of "
                    "reset_data(world=k) (tiphys/model.py)",
 }

@@ -702,6 +702,7 @@ def _user_sensors(m, d, plan, st, stage: int) -> None:
     """The user callback of a stage with user sensors, then their cutoff."""
     fn = _CALLBACK["fn"]
     if st.nuser and fn is not None:
+        config.opaque()  # a Python callback: a replayed step would skip it
         fn(m, d, stage)
         launch(_apply_cutoff, m, d, ids=st.user_ids, sint=plan.sint)
 

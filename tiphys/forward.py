@@ -37,6 +37,7 @@ from .kernels.smooth import camlight, com_pos, com_vel, crb, factor_m, kinematic
 from .kernels.solver import solve
 from .kernels.tendon import tendon
 from .model import Data, Model, checks_model_data
+from . import replay
 from .report import stepped
 
 _INTEGRATOR_NAMES = {INT_EULER: "Euler", INT_RK4: "RK4", INT_IMPLICIT: "implicit",
@@ -85,7 +86,7 @@ def forward(m: Model, d: Data) -> None:
     where a world has no constraint rows); sensor_pos, sensor_vel and sensor_acc (and
     the energies with <flag energy="enable"/>) after their stages, as mj_forward.
     """
-    _forward(m, d)
+    replay.run("forward", _forward, m, d)
 
 
 def fwd_position(m: Model, d: Data) -> None:
@@ -202,19 +203,23 @@ def step(m: Model, d: Data) -> None:
     Euler, RK4, implicit and implicitfast, as MuJoCo's (the implicit ones with the
     analytic velocity derivatives of actuators, dampers, fluid and, for implicit, RNE).
     """
-    integrator = m.opt.integrator
     _check_integrator(m)
+    replay.run("step", _step, m, d)
+    stepped(d)
+
+
+def _step(m: Model, d: Data) -> None:
+    """mj_step's stages (replay.run replays them once recorded)."""
     check(m, d, "pos")
     check(m, d, "vel")
     _forward(m, d)
     check(m, d, "acc")
     if m.opt.enabled("fwdinv"):
         compare_fwd_inv(m, d)
-    if integrator == INT_RK4:
+    if m.opt.integrator == INT_RK4:
         runge_kutta(m, d)
     else:
         _integrate(m, d)
-    stepped(d)
 
 
 def _check_integrator(m: Model) -> None:

@@ -60,7 +60,7 @@ from taichi.types import ndarray_type, primitive_types
 from taichi.types.annotations import template
 from taichi.types.utils import is_signed
 
-from .kernels.config import DIRECT, SERIAL, WORLDS_TAG, serial_loops
+from .kernels.config import DIRECT, RECORDING, SERIAL, WORLDS_TAG, serial_loops
 from .kernels.config import tag_worlds  # noqa: F401 (re-exported)
 
 MAX_VARIANTS = 64  # distinct argument tuples per kernel before it stops preparing
@@ -283,7 +283,11 @@ def _call(self, *args, **kwargs):
                     for index, value in entry.ints:
                         ctx.set_arg_int(index, value)
                 prog.launch_kernel(entry.compiled, ctx)
+                if RECORDING[0] is not None:
+                    _record(prog, entry, ctx)
                 return None
+    if RECORDING[0] is not None:  # Taichi's own path: not a replayable launch
+        RECORDING[0].ok = False
     target = self  # the kernel that runs: the serial twin for a few worlds on the CPU
     if self.autodiff_mode == _NONE and not _is_twin(self) and \
             _serial(args):
@@ -353,7 +357,47 @@ def _fire(entry) -> bool:
     if entry.prog is not prog or not ENABLED or _COUNTING[0] or runtime.target_tape:
         return False
     prog.launch_kernel(entry.compiled, entry.ctx)
+    if RECORDING[0] is not None:
+        _record(prog, entry, entry.ctx)
     return True
+
+
+def _record(prog, entry, ctx) -> None:
+    """Note a prepared launch in the call being recorded (tiphys/replay.py): only a
+    context filled once (CPU backends) can be launched again."""
+    rec = RECORDING[0]
+    if entry.ctx is None or ctx is not entry.ctx:
+        rec.ok = False
+        return
+    rec.calls.append((prog.launch_kernel, entry.compiled, ctx))
+    arrays = rec.arrays
+    for _, ref in entry.refs:
+        array = ref()
+        if array is None:
+            rec.ok = False
+        else:
+            arrays[id(array)] = array
+
+
+_ndarray_fill = Ndarray.fill
+
+
+def _fill(self, val):
+    """Ndarray.fill, noted in the call being recorded: where Taichi fills without a
+    kernel (the runtime's fill routines), the replay calls fill again."""
+    rec = RECORDING[0]
+    if rec is None:
+        return _ndarray_fill(self, val)
+    count = len(rec.calls)
+    result = _ndarray_fill(self, val)
+    if rec.ok and len(rec.calls) == count:  # no kernel launch was noted
+        rec.calls.append((_fill_again, weakref.ref(self), val))
+        rec.arrays[id(self)] = self
+    return result
+
+
+def _fill_again(ref, val) -> None:
+    _ndarray_fill(ref(), val)
 
 
 # "compiling kernels (one-time)" on stderr once a process has spent this long in first
@@ -408,6 +452,8 @@ def install() -> None:
         ASTTransformer.build_For = staticmethod(_build_for_serial_aware)
     if impl.reset is not _reset:
         impl.reset = _reset
+    if Ndarray.fill is not _fill:
+        Ndarray.fill = _fill
     DIRECT.update(entry=_direct_entry, fire=_fire)
 
 

@@ -29,6 +29,7 @@ def _config(inst: Instance):
 class Pid(Plugin):
     """PID controller actuator (mujoco.pid)."""
 
+    replayable = True  # its hooks only launch kernels (tiphys/replay.py)
     name = "mujoco.pid"
     capabilities = ACTUATOR
     attributes = ("kp", "ki", "kd", "imax", "slewmax")

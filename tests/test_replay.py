@@ -1,0 +1,250 @@
+"""Recorded steps (tiphys/replay.py): a step replayed from its recording gives the
+same bits as the stages run from Python, it really is replayed (the stage drivers do
+not run), and every change the host code decides on makes it record again: options,
+parameters, field arrays, the user-sensor callback, a freed array, launch counting.
+
+f64 on the CPU (the only backend whose launch contexts can be launched twice)."""
+import importlib
+
+import numpy as np
+import pytest
+
+import tiphys
+from tiphys import launch, replay
+
+fwd = importlib.import_module("tiphys.forward")
+
+NWORLD = 3
+
+XML = """<mujoco>
+  <option timestep="0.005"/>
+  <worldbody>
+    <geom type="plane" size="3 3 .1"/>
+    <body pos="0 0 .3">
+      <freejoint/>
+      <geom type="box" size=".1 .08 .05" mass="1"/>
+      <body pos=".15 0 0">
+        <joint name="h" axis="0 1 0" range="-1 1" limited="true" damping=".1"/>
+        <geom type="capsule" fromto="0 0 0 .2 0 0" size=".03" mass=".3"/>
+      </body>
+    </body>
+    <body pos=".6 0 .2">
+      <freejoint/>
+      <geom type="sphere" size=".07" mass=".5"/>
+    </body>
+  </worldbody>
+  <actuator><motor joint="h" gear="2"/></actuator>
+  <sensor><jointpos joint="h"/><user dim="2" needstage="pos"/></sensor>
+</mujoco>"""
+
+PID = """<mujoco>
+  <extension><plugin plugin="mujoco.pid"><instance name="p">
+    <config key="kp" value="20"/><config key="ki" value="2"/><config key="kd" value="1"/>
+  </instance></plugin></extension>
+  <worldbody><body><joint name="j" axis="0 1 0"/>
+    <geom type="capsule" fromto="0 0 0 0 0 -.3" size=".03" mass="1"/></body></worldbody>
+  <actuator><plugin joint="j" instance="p" actdim="1"/></actuator>
+</mujoco>"""
+
+
+@pytest.fixture(autouse=True)
+def _cpu_f64():
+    tiphys.init(arch="cpu", precision="f64")
+    if not launch.REPLAY["on"]:
+        pytest.fail("contexts are not replayed on the CPU backend (TIPHYS_REPLAY_LAUNCHES=0?)")
+    yield
+    tiphys.set_sensor_callback(None)
+
+
+def _run(m, nstep, replayed, seed=0, between=None, nworld=NWORLD):
+    """qpos, qvel and sensordata after ``nstep`` steps with random controls, with
+    replays on or off; ``between(k, m, d)`` runs before step k."""
+    saved = replay.ENABLED
+    replay.ENABLED = replayed
+    try:
+        d = tiphys.make_data(m, nworld)
+        rng = np.random.default_rng(seed)
+        for k in range(nstep):
+            if between is not None:
+                between(k, m, d)
+            if m.nu:
+                d.ctrl.from_numpy(rng.uniform(-1, 1, (nworld, m.nu)))
+            tiphys.step(m, d)
+        return d, {name: d.numpy(name) for name in ("qpos", "qvel", "sensordata", "act")}
+    finally:
+        replay.ENABLED = saved
+
+
+def _same(a, b):
+    for name in a:
+        assert np.array_equal(a[name], b[name], equal_nan=True), name
+
+
+@pytest.mark.parametrize("integrator", ["Euler", "RK4", "implicitfast"])
+def test_replayed_steps_are_bit_for_bit_the_staged_ones(integrator):
+    m = tiphys.load_model_from_string(XML.replace('timestep="0.005"',
+                                      f'timestep="0.005" integrator="{integrator}"'))
+    d, on = _run(m, 40, True)
+    assert d.scratch.replay["step"].ready
+    _, off = _run(m, 40, False)
+    _same(on, off)
+
+
+def test_a_ready_recording_skips_the_stage_drivers(monkeypatch):
+    m = tiphys.load_model_from_string(XML)
+    d = tiphys.make_data(m, NWORLD)
+    calls = []
+    real = fwd._step
+    monkeypatch.setattr(fwd, "_step", lambda m, d: (calls.append(1), real(m, d)))
+    for _ in range(6):
+        tiphys.step(m, d)
+    # recorded from the first call on that launches only prepared contexts; the
+    # second such call agrees and makes it ready; later calls replay
+    assert 2 <= len(calls) <= 4
+    n = len(calls)
+    for _ in range(5):
+        tiphys.step(m, d)
+    assert len(calls) == n
+    # time advances in replays as in staged steps
+    assert np.allclose(d.numpy("time"), 11 * m.opt.timestep)
+
+
+def test_forward_is_replayed_too():
+    m = tiphys.load_model_from_string(XML)
+    d = tiphys.make_data(m, NWORLD)
+    rng = np.random.default_rng(3)
+    qpos = d.numpy("qpos") + rng.normal(0, .05, (NWORLD, m.nq))
+    qvel = rng.normal(0, .5, (NWORLD, m.nv))
+    outs = []
+    for replayed in (True, False):
+        replay.ENABLED = replayed
+        try:
+            for _ in range(5):
+                d.qpos.from_numpy(qpos)
+                d.qvel.from_numpy(qvel)
+                tiphys.forward(m, d)
+        finally:
+            replay.ENABLED = True
+        outs.append({name: d.numpy(name) for name in ("qacc", "efc_force", "sensordata")})
+    assert d.scratch.replay["forward"].ready
+    _same(outs[0], outs[1])
+
+
+def test_option_changes_record_again():
+    m = tiphys.load_model_from_string(XML)
+
+    def change(k, m, d):
+        if k == 10:
+            m.opt.timestep = 0.002
+        if k == 20:
+            m.opt.disableflags |= 1 << 4  # mjDSBL_CONTACT
+        if k == 30:
+            m.opt.disableflags &= ~(1 << 4)
+    _, on = _run(m, 40, True, between=change)
+    m2 = tiphys.load_model_from_string(XML)
+    _, off = _run(m2, 40, False, between=change)
+    _same(on, off)
+
+
+def test_set_param_records_again():
+    m = tiphys.load_model_from_string(XML)
+
+    def change(k, m, d):
+        if k == 12:  # frictionloss makes constraint rows possible where there were
+            tiphys.set_param(m, "dof_frictionloss",   # only contacts and the limit
+                             np.full((NWORLD, m.nv), 0.05))
+        if k == 25:
+            tiphys.set_param(m, "body_mass", np.asarray(m.arrays.body_mass) * 2)
+    d, on = _run(m, 40, True, between=change)
+    assert d.scratch.replay["step"].ready
+    _, off = _run(tiphys.load_model_from_string(XML), 40, False, between=change)
+    _same(on, off)
+
+
+def test_a_sensor_callback_installed_later_is_called():
+    m = tiphys.load_model_from_string(XML)
+    seen = []
+
+    def callback(m, d, stage):
+        seen.append(stage)
+        values = d.numpy("sensordata")
+        values[:, 1:3] = len(seen)
+        d.sensordata.from_numpy(values)
+
+    def change(k, m, d):
+        if k == 10:
+            tiphys.set_sensor_callback(callback)
+    d, on = _run(m, 15, True, between=change)
+    assert len(seen) == 5  # every step after it was installed: no replay skips it
+    assert np.all(on["sensordata"][:, 1:3] == 5)
+
+
+def test_replacing_a_field_array_records_again():
+    import taichi as ti
+    m = tiphys.load_model_from_string(XML)
+    d = tiphys.make_data(m, NWORLD)
+    for _ in range(5):
+        tiphys.step(m, d)
+    assert d.scratch.replay["step"].ready
+    ctrl = ti.ndarray(d.ctrl.dtype, d.ctrl.shape)
+    ctrl.from_numpy(np.full((NWORLD, m.nu), 0.7))
+    d.ctrl = ctrl  # a new array: the old recording launches with the old one
+    before = d.numpy("qvel")
+    tiphys.step(m, d)
+    ref = tiphys.make_data(m, NWORLD)
+    replay.ENABLED = False
+    try:
+        for _ in range(5):
+            tiphys.step(m, ref)
+        ref.ctrl.from_numpy(np.full((NWORLD, m.nu), 0.7))
+        tiphys.step(m, ref)
+    finally:
+        replay.ENABLED = True
+    assert not np.array_equal(before, d.numpy("qvel"))
+    assert np.array_equal(d.numpy("qvel"), ref.numpy("qvel"))
+
+
+def test_a_freed_array_drops_the_recording():
+    m = tiphys.load_model_from_string(XML)
+    d = tiphys.make_data(m, NWORLD)
+    for _ in range(5):
+        tiphys.step(m, d)
+    recording = d.scratch.replay["step"]
+    assert recording.ready and recording.key is not None
+    watched = {id(ref()) for ref in recording.refs}
+    assert {id(d.qpos), id(d.qvel), id(d.ctrl), id(d.qacc_warmstart)} <= watched
+    ref = next(ref for ref in recording.refs if ref() is d.qacc_warmstart)
+    ref.__callback__(ref)  # what the array's end calls
+    assert recording.key is None
+    tiphys.step(m, d)  # records again (and is not replayed with the dropped one)
+    assert d.scratch.replay["step"] is not recording
+
+
+def test_counted_steps_launch_every_kernel():
+    m = tiphys.load_model_from_string(XML)
+    d = tiphys.make_data(m, NWORLD)
+    for _ in range(5):
+        tiphys.step(m, d)
+    with launch.count_launches() as counter:
+        tiphys.step(m, d)
+    replay.ENABLED = False
+    try:
+        with launch.count_launches() as staged:
+            tiphys.step(m, d)
+    finally:
+        replay.ENABLED = True
+    assert counter["n"] == staged["n"] > 10
+
+
+def test_plugin_models_replay_only_declared_plugins(monkeypatch):
+    from tiphys.plugin.pid import Pid
+    m = tiphys.load_model_from_string(PID)
+    d, on = _run(m, 30, True)
+    assert d.scratch.replay["step"].ready
+    _, off = _run(m, 30, False)
+    _same(on, off)
+    monkeypatch.setattr(Pid, "replayable", False)
+    d = tiphys.make_data(m, NWORLD)
+    for _ in range(5):
+        tiphys.step(m, d)
+    assert d.scratch.replay is None or "step" not in d.scratch.replay

@@ -1,0 +1,145 @@
+"""Recorded steps: ``step`` and ``forward`` replayed as one list of launches.
+
+On a CPU backend every launch of a step is a prepared launch (tiphys/launch.py): a
+filled launch context handed to the runtime again. Once the stages' host code has
+made its plans and scratch, a step launches the same contexts in the same order every
+time, so the Python that decides them (stage drivers, option checks, argument
+binding: about a quarter of a one-world step) only repeats itself. A recorded call
+keeps that list and runs it in one loop.
+
+Protocol, per Data and public function (``step``, ``forward``):
+
+- a call runs the stages as usual while it records what it launches: prepared
+  launches (compiled kernel, context) and the runtime's array fills;
+- a recording is kept only if the call did nothing a replay cannot repeat: every
+  launch went through a replayable context (no first launch, no compile, no Taichi
+  call path, no other array operation, no user callback: kernels.config.opaque);
+- two successive calls with the same key that record the same launches make it
+  ready; from then on a call with that key replays it.
+
+The key holds everything the stages' host code decides on: the model, its options
+object (replaced whenever an option changes), its plans (replaced by set_param),
+field assignment counts of the model and the data (arrays or sizes replaced), the
+data's host flags (constraint rows, energy, islands), the user-sensor callback, and
+the launch settings. A recording also watches every array it
+launches with: when one is freed, it is dropped. Replays are off while launches are
+counted (``count_launches``), when prepared launches are off, on backends whose
+contexts cannot be launched twice (GPUs), under an autodiff tape, and for models
+with plugins whose class does not declare ``replayable = True``. ``TIPHYS_REPLAY=0``
+turns them off.
+
+What stays outside the recording: ``stepped`` (the warning report every
+REPORT_EVERY steps) runs after every step, replayed or not.
+"""
+from __future__ import annotations
+
+import os
+import weakref
+
+from taichi.lang import impl
+
+from .kernels.config import RECORDING, options_of
+from .kernels.sensor import sensor_callback
+from . import launch as _launch
+
+ENABLED = os.environ.get("TIPHYS_REPLAY", "1") != "0"
+
+
+class Recorder:
+    """What one call launched: ``calls``, (function, first, second) triples the replay
+    calls as function(first, second); ``arrays``, weak references to every array they
+    use; ``ok`` false once the call did something a replay cannot repeat."""
+
+    __slots__ = ("calls", "arrays", "ok")
+
+    def __init__(self):
+        self.calls = []
+        self.arrays = {}
+        self.ok = True
+
+
+class Recording:
+    """One (Data, function) pair's replay state: the key and launches of the last
+    recorded call (``pending``), and whether two calls agreed (``ready``)."""
+
+    __slots__ = ("key", "calls", "ready", "refs", "prog", "__weakref__")
+
+    def __init__(self, key, rec: Recorder, prog):
+        self.key = key
+        self.calls = tuple(rec.calls)
+        self.ready = False
+        self.prog = prog
+        me = weakref.ref(self)
+
+        def dropped(_ref, me=me):
+            recording = me()
+            if recording is not None:
+                recording.key = None  # an array it launches with is gone
+        self.refs = [weakref.ref(array, dropped) for array in rec.arrays.values()]
+
+    def same(self, rec: Recorder) -> bool:
+        calls = rec.calls
+        if len(calls) != len(self.calls):
+            return False
+        return all(a[1] is b[1] and (a[2] is b[2] or a[2] == b[2]) and a[0] == b[0]
+                   for a, b in zip(self.calls, calls))
+
+
+def _plugins_replayable(m) -> bool:
+    return all(getattr(type(p), "replayable", False) for p in getattr(m, "plugins", ()))
+
+
+def _key(m, d, name: str):
+    return (name, m, options_of(m), m.plans, m.fields_set, d.fields_set, d._constrained,
+            d._energy_set, d._islands_set, sensor_callback(), _launch.SERIAL["worlds"])
+
+
+def _usable() -> bool:
+    return (ENABLED and _launch.ENABLED and _launch.REPLAY["on"] and
+            not _launch._COUNTING[0] and RECORDING[0] is None and
+            not impl.get_runtime().target_tape)
+
+
+def run(name: str, body, m, d) -> None:
+    """``body(m, d)``, replayed from its recording when one is ready for this key,
+    else run (and recorded when replays are usable)."""
+    if not _usable():
+        body(m, d)
+        return
+    table = d.scratch.replay
+    if table is None:
+        table = d.scratch.replay = {}
+    recording = table.get(name)
+    key = _key(m, d, name)
+    prog = impl.get_runtime().prog
+    if recording is not None and recording.ready and recording.key == key and \
+            recording.prog is prog:
+        for function, first, second in recording.calls:
+            function(first, second)
+        return
+    if not _plugins_replayable(m):
+        body(m, d)
+        return
+    rec = Recorder()
+    RECORDING[0] = rec
+    try:
+        body(m, d)
+    except BaseException:
+        rec.ok = False
+        raise
+    finally:
+        RECORDING[0] = None
+        if not rec.ok:
+            table.pop(name, None)
+    if not rec.ok:
+        return
+    if recording is not None and recording.key == key and recording.prog is prog and \
+            recording.same(rec):
+        recording.ready = True
+    else:
+        table[name] = Recording(key, rec, prog)
+
+
+def forget(d) -> None:
+    """Drop a Data's recordings (its state was changed behind the stages' back)."""
+    d.scratch.replay = None
