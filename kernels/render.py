@@ -25,7 +25,16 @@ ND = ti.types.ndarray()
 
 # object flags and kinds (tiphys.viewer.geometry's object tables)
 FLAG_VISIBLE, FLAG_PLANE, FLAG_STATIC = 1, 2, 4
-KIND_GEOM, KIND_SITE = 0, 1
+KIND_GEOM, KIND_SITE, KIND_FLEX = 0, 1, 2
+# how a flex object's vertex moves (tiphys.viewer.geometry.FlexTemplate): (mode, v, a, b)
+# flex vertex ids and three numbers x, y, z per vertex
+# FLEX_SKIN: at flex vertex v offset by x along its smoothed normal N(v), normal y N(v)
+#   (a < 0) or y times the unit normal of the face (v, a, b) (flat skin)
+# FLEX_SIDE: at v offset by x along N(v), normal y * unit((X(b) - X(a)) x N(b)) (the
+#   side strip closing a 2D skin, MuJoCo's makeSide)
+# FLEX_EDGE: on the cylinder of the edge (a, b): X(a) + x (X(b) - X(a)) + y u + z w,
+#   with u, w unit and perpendicular to the edge, normal unit(y u + z w)
+FLEX_SKIN, FLEX_SIDE, FLEX_EDGE = 0, 1, 2
 # params layout (float32 vector set by the host each frame)
 P_CAM, P_HEAD_AMB, P_HEAD_DIF, P_HEAD_SPEC, P_HEAD_ON, P_HEAD_DIR = 0, 3, 6, 9, 12, 13
 P_FOG_ON, P_FOG_START, P_FOG_END, P_FOG_RGB, P_GLOBAL_AMB = 16, 17, 18, 19, 22
@@ -142,6 +151,8 @@ def _geom_vertices(vert_obj: ND, vert_pos: ND, vert_nrm: ND, vert_rgba: ND, vert
     for tile, vertid in ti.ndrange(ntile, nvert):
         objid = vert_obj[vertid]
         kind = obj_int[objid, 0]
+        if kind == KIND_FLEX:
+            continue  # written by _flex_vertices
         elemid = obj_int[objid, 1]
         flags = obj_int[objid, 2]
         worldid = tile_world[tile]
@@ -201,6 +212,110 @@ def geom_vertices(t, d, params, segment: bool, vbo) -> None:
                    d.geom_xpos, d.geom_xmat, d.site_xpos, d.site_xmat,
                    d.light_xpos, d.light_xdir, t.light_table, params,
                    t.nvert, t.nobj, t.ntile, t.nlight, int(segment), vbo)
+
+
+@ti.func
+def _flex_normal(flexvert_xpos: ti.template(), worldid, v, norm_adr: ti.template(),
+                 norm_num: ti.template(), norm_pair: ti.template()):
+    """Flex vertex v's smoothed normal: the unit sum of the unit normals of the faces
+    around it (MuJoCo's addNormal, then mju_normalize3)."""
+    p = _v3(flexvert_xpos, worldid, v)
+    n = ti.Vector([0.0, 0.0, 0.0])
+    for k in range(norm_num[v]):
+        pa = _v3(flexvert_xpos, worldid, norm_pair[norm_adr[v] + k, 0])
+        pb = _v3(flexvert_xpos, worldid, norm_pair[norm_adr[v] + k, 1])
+        n += _unit((pa - p).cross(pb - p))
+    return _unit(n)
+
+
+@ti.func
+def _unit(x):
+    """x / |x|, or (1, 0, 0) for a vector too short to have a direction (as
+    mju_normalize3)."""
+    out = ti.Vector([1.0, 0.0, 0.0])
+    norm = x.norm()
+    if norm >= MINVAL:
+        out = x / norm
+    return out
+
+
+@ti.kernel
+def _flex_vertices(fv_vert: ND, fv_int: ND, fv_float: ND, norm_adr: ND, norm_num: ND,
+                   norm_pair: ND, vert_obj: ND, vert_rgba: ND, vert_row: ND, obj_int: ND,
+                   obj_float: ND, tile_world: ND, tile_offset: ND, flexvert_xpos: ND,
+                   light_xpos: ND, light_xdir: ND, light_table: ND, params: ND,
+                   nflexrow: ti.i32, nobj: ti.i32, ntile: ti.i32, nlight: ti.i32,
+                   segment: ti.i32, vbo: ND):
+    """The flex objects' vertices of every tile, from flexvert_xpos (see FLEX_SKIN,
+    FLEX_SIDE, FLEX_EDGE), lit like the geoms' (geom_vertices)."""
+    for tile, k in ti.ndrange(ntile, nflexrow):
+        vertid = fv_vert[k]
+        objid = vert_obj[vertid]
+        flags = obj_int[objid, 2]
+        worldid = tile_world[tile]
+        row = vert_row[vertid, 0] + tile * vert_row[vertid, 1]
+        if (flags & FLAG_VISIBLE) == 0:
+            zero = ti.Vector([0.0, 0.0, 0.0])
+            _write_row(vbo, row, zero, zero, ti.Vector([0.0, 0.0, 0.0, 0.0]))
+        else:
+            offset = ti.Vector([ti.cast(tile_offset[tile, j], float) for j in ti.static(range(3))])
+            mode = fv_int[k, 0]
+            v = fv_int[k, 1]
+            va = fv_int[k, 2]
+            vb = fv_int[k, 3]
+            x = ti.cast(fv_float[k, 0], float)
+            y = ti.cast(fv_float[k, 1], float)
+            z = ti.cast(fv_float[k, 2], float)
+            p = ti.Vector([0.0, 0.0, 0.0])
+            n = ti.Vector([0.0, 0.0, 1.0])
+            if mode == FLEX_EDGE:
+                pa = _v3(flexvert_xpos, worldid, va)
+                axis = _v3(flexvert_xpos, worldid, vb) - pa
+                e = _unit(axis)
+                # a fixed helper axis least aligned with the edge
+                helper = ti.Vector([1.0, 0.0, 0.0])
+                if ti.abs(e[0]) > 0.6:
+                    helper = ti.Vector([0.0, 1.0, 0.0])
+                u = _unit(e.cross(helper))
+                w = e.cross(u)
+                radial = y * u + z * w
+                p = pa + x * axis + radial
+                n = _unit(radial)
+            else:
+                nv = _flex_normal(flexvert_xpos, worldid, v, norm_adr, norm_num, norm_pair)
+                p = _v3(flexvert_xpos, worldid, v) + x * nv
+                if mode == FLEX_SKIN:
+                    n = y * nv
+                    if va >= 0:
+                        pv = _v3(flexvert_xpos, worldid, v)
+                        n = y * _unit((_v3(flexvert_xpos, worldid, va) - pv).cross(
+                            _v3(flexvert_xpos, worldid, vb) - pv))
+                else:
+                    nb = _flex_normal(flexvert_xpos, worldid, vb, norm_adr, norm_num,
+                                      norm_pair)
+                    n = y * _unit((_v3(flexvert_xpos, worldid, vb) -
+                                   _v3(flexvert_xpos, worldid, va)).cross(nb))
+            p += offset
+            rgba = ti.Vector([vert_rgba[vertid, j] for j in ti.static(range(4))])
+            col = ti.Vector([0.0, 0.0, 0.0, 0.0])
+            if segment != 0:
+                col = segment_colour(tile * nobj + objid)
+            else:
+                material = ti.Vector([obj_float[objid, j] for j in ti.static(range(3))])
+                col = shade(p, n, rgba, material, params, worldid, offset, light_xpos,
+                            light_xdir, light_table, nlight)
+            _write_row(vbo, row, p, n, col)
+
+
+def flex_vertices(t, d, params, segment: bool, vbo) -> None:
+    """World-space vertices of the flex objects of every tile (``t``: a
+    viewer.renderer.DeviceScene with flex rows). Reads flexvert_xpos, light_xpos,
+    light_xdir; writes their rows of the vertex buffer ``vbo``."""
+    _flex_vertices(t.fv_vert, t.fv_int, t.fv_float, t.norm_adr, t.norm_num, t.norm_pair,
+                   t.vert_obj, t.vert_rgba, t.vert_row, t.obj_int, t.obj_float,
+                   t.tile_world, t.tile_offset, d.flexvert_xpos, d.light_xpos,
+                   d.light_xdir, t.light_table, params, t.nflexrow, t.nobj, t.ntile,
+                   t.nlight, int(segment), vbo)
 
 
 # --------------------------------------------------------------------------- overlays

@@ -22,7 +22,8 @@ import numpy as np
 from ..kernels.consts import (GEOM_BOX, GEOM_CAPSULE, GEOM_CYLINDER, GEOM_ELLIPSOID, GEOM_HFIELD,
                               GEOM_MESH, GEOM_PLANE, GEOM_SPHERE, GEOM_TYPE_NAMES, NTEXROLE,
                               TEXROLE_RGB, TEXTURE_2D, TEXTURE_SKYBOX)
-from ..kernels.render import FLAG_PLANE, FLAG_STATIC, KIND_GEOM, KIND_SITE
+from ..kernels.render import (FLAG_PLANE, FLAG_STATIC, FLEX_EDGE, FLEX_SIDE, FLEX_SKIN,
+                              KIND_FLEX, KIND_GEOM, KIND_SITE)
 
 PASS_OPAQUE, PASS_PLANE, PASS_TRANSPARENT = range(3)
 NPASS = 3
@@ -57,6 +58,22 @@ class Part:
 
 
 @dataclass
+class FlexTemplate:
+    """How the vertices of the flex objects move (kernels/render.py ``_flex_vertices``):
+    per flex vertex row k, its template vertex ``vert[k]``, ``mode_int[k]`` = (mode,
+    v, a, b) flex vertex ids and ``mode_float[k]`` = 3 numbers (see the FLEX_* modes in
+    kernels/render.py); the smooth normal of flex vertex v sums the unit normals of the
+    faces (v, a, b) listed in ``norm_pair[norm_adr[v]:norm_adr[v] + norm_num[v]]``."""
+
+    vert: np.ndarray        # (K,) template vertex ids
+    mode_int: np.ndarray    # (K, 4)
+    mode_float: np.ndarray  # (K, 3)
+    norm_adr: np.ndarray    # (nflexvert,)
+    norm_num: np.ndarray    # (nflexvert,)
+    norm_pair: np.ndarray   # (P, 2)
+
+
+@dataclass
 class SceneTemplate:
     """All objects of a model, vertices sorted by draw pass."""
 
@@ -74,6 +91,7 @@ class SceneTemplate:
     obj_material: np.ndarray  # (O, 4) f32: emission, specular, shininess, 0
     obj_alpha: np.ndarray   # (O,) rgba alpha
     skybox: np.ndarray = field(default=None)  # (texid) or None
+    flex: "FlexTemplate" = field(default=None)  # the flexes' moving vertices, or None
 
     @property
     def nvert(self) -> int:
@@ -425,14 +443,13 @@ def _cells(size, extent, limit=8):
 def build_scene(m, geomgroup=None, sitegroup=None) -> SceneTemplate:
     """Tessellate every geom and site of model ``m`` (host arrays ``m.arrays``).
 
-    Flexes are not drawn yet: a model with flexes gets a warning saying so (their
-    vertex bodies' own geoms, if any, are drawn)."""
+    Flexes are drawn as MuJoCo draws them with its default flags (flex skin and
+    edges on, faces and vertices off): a 2D or 3D flex as its skin (element
+    triangles, or the shell of a 3D flex, offset by the flex radius along smoothed
+    vertex normals; a 2D skin's two sides closed along its boundary), a 1D flex as open
+    cylinders of the flex radius along its edges (none where the radius is 0). Their
+    vertices move every frame (FlexTemplate)."""
     a = m.arrays
-    if getattr(m, "nflex", 0):
-        import warnings
-        warnings.warn(f"render/viewer: the model's {m.nflex} flex(es) are not drawn yet "
-                      f"(tiphys simulates them; read d.flexvert_xpos to draw them yourself)",
-                      stacklevel=2)
     vis = visual(m)
     nslice = int(vis["quality"].get("numslices", 28))
     nstack = int(vis["quality"].get("numstacks", 16))
@@ -512,14 +529,20 @@ def build_scene(m, geomgroup=None, sitegroup=None) -> SceneTemplate:
         add(KIND_SITE, s, stype, int(a.site_group[s]), site_rgba[s], int(a.site_matid[s]),
             size, int(a.site_bodyid[s]), built)
 
+    flex_rows = _flex_objects(m, a, nslice, objs, parts)
+
     # sort vertices by pass
     obj_pass = np.array([o[9] for o in objs], dtype=np.int64)
     order = np.argsort(obj_pass, kind="stable")
     vert_obj, pos, nrm, rgba = [], [], [], []
     pass_tri = [[] for _ in range(NPASS)]
     pass_count = np.zeros(NPASS, dtype=np.int64)
+    obj_start = np.zeros(len(objs), dtype=np.int64)  # each object's first vertex
+    nvert = 0
     for o in order:
         part, p = parts[o], obj_pass[o]
+        obj_start[o] = nvert
+        nvert += len(part.pos)
         pass_tri[p].append(part.tri + pass_count[p])
         pass_count[p] += len(part.pos)
         vert_obj.append(np.full(len(part.pos), o, dtype=np.int32))
@@ -547,7 +570,127 @@ def build_scene(m, geomgroup=None, sitegroup=None) -> SceneTemplate:
         obj_flags=obj[:, 4].astype(np.int32),
         obj_material=np.concatenate([obj[:, 5:8], np.zeros((len(obj), 1))], 1).astype(
             np.float32),
-        obj_alpha=obj[:, 8].astype(np.float32), skybox=sky)
+        obj_alpha=obj[:, 8].astype(np.float32), skybox=sky,
+        flex=_flex_template(m, flex_rows, obj_start))
+
+
+def _flex_objects(m, a, nslice, objs, parts) -> list:
+    """Append every flex's drawn parts to ``objs``/``parts`` (as build_scene's other
+    objects); returns, per part, (object index, rows) with rows = [(local vertex,
+    (mode, v, a, b), (x, y, z))] (FlexTemplate)."""
+    out = []
+    nflex = int(getattr(m, "nflex", 0) or 0)
+    if not nflex:
+        return out
+    rgba_all = np.asarray(a.flex_rgba, dtype=np.float64).reshape(-1, 4)
+    edge_all = np.asarray(a.flex_edge, dtype=np.int64).reshape(-1, 2)
+    elem_all = np.asarray(a.flex_elem, dtype=np.int64).ravel()
+    shell_all = np.asarray(a.flex_shell, dtype=np.int64).ravel()
+    flat = np.asarray(getattr(a, "flex_flatskin", np.zeros(nflex)), dtype=bool).ravel()
+    for f in range(nflex):
+        dim = int(a.flex_dim[f])
+        vadr, nvert = int(a.flex_vertadr[f]), int(a.flex_vertnum[f])
+        r = float(a.flex_radius[f])
+        rgba, emission, specular, shininess, _ = _material(a, int(a.flex_matid[f]), rgba_all[f])
+        rows, tris = [], []
+        if dim == 1:
+            if r <= 0:
+                continue  # MuJoCo draws a 1D flex's edges with the radius only
+            adr, num = int(a.flex_edgeadr[f]), int(a.flex_edgenum[f])
+            phi = np.linspace(0.0, 2 * np.pi, nslice + 1)
+            ring_tri = _grid_tris(2, nslice + 1)
+            for e in range(num):
+                i0, i1 = (int(x) + vadr for x in edge_all[adr + e])
+                base = len(rows)
+                for t in (0.0, 1.0):
+                    for p in phi:
+                        rows.append(((FLEX_EDGE, -1, i0, i1),
+                                     (t, r * np.cos(p), r * np.sin(p))))
+                tris.append(ring_tri + base)
+        else:
+            if dim == 2:
+                nelem, eadr = int(a.flex_elemnum[f]), int(a.flex_elemdataadr[f])
+                faces = elem_all[eadr:eadr + 3 * nelem].reshape(-1, 3) + vadr
+            else:
+                nshell, sadr = int(a.flex_shellnum[f]), int(a.flex_shelldataadr[f])
+                faces = shell_all[sadr:sadr + 3 * nshell].reshape(-1, 3) + vadr
+            sides = [(1.0, faces)] if dim == 3 else [(1.0, faces), (-1.0, faces[:, [0, 2, 1]])]
+            for sign, tri in sides:
+                if flat[f]:  # a vertex per face corner: the face's own normal
+                    base = len(rows)
+                    for i0, i1, i2 in tri:
+                        for v, va, vb in ((i0, i1, i2), (i1, i2, i0), (i2, i0, i1)):
+                            rows.append(((FLEX_SKIN, int(v), int(va), int(vb)),
+                                         (sign * r, sign, 0.0)))
+                    tris.append(base + np.arange(3 * len(tri)).reshape(-1, 3))
+                else:  # a vertex per flex vertex: smooth normals
+                    base = len(rows)
+                    for v in range(vadr, vadr + nvert):
+                        rows.append(((FLEX_SKIN, v, -1, -1), (sign * r, sign, 0.0)))
+                    tris.append(tri - vadr + base)
+            if dim == 2:  # the two sides closed along the boundary (shell fragments)
+                nshell, sadr = int(a.flex_shellnum[f]), int(a.flex_shelldataadr[f])
+                frags = shell_all[sadr:sadr + 2 * nshell].reshape(-1, 2) + vadr
+                for i0, i1 in frags:
+                    for rad, j0, j1 in ((r, int(i0), int(i1)), (-r, int(i1), int(i0))):
+                        base = len(rows)
+                        nsign = 1.0 if rad > 0 else -1.0  # MuJoCo's makeSide
+                        for v, k in ((j0, 1.0), (j1, -1.0), (j1, 1.0)):
+                            rows.append(((FLEX_SIDE, v, j0, j1), (k * rad, nsign, 0.0)))
+                        tris.append(np.array([[base, base + 1, base + 2]]))
+        if not rows:
+            continue
+        n = len(rows)
+        p = PASS_TRANSPARENT if rgba[3] < 0.995 else PASS_OPAQUE
+        objs.append((KIND_FLEX, f, -1, int(a.flex_group[f]), 0, emission, specular,
+                     shininess, rgba[3], p))
+        parts.append(Part(np.zeros((n, 3)), np.zeros((n, 3)), np.tile(rgba, (n, 1)),
+                          np.concatenate(tris).astype(np.int64)))
+        out.append((len(objs) - 1, rows))
+    return out
+
+
+def _flex_template(m, flex_rows, obj_start):
+    """The FlexTemplate of build_scene's flex objects (None without any)."""
+    if not flex_rows:
+        return None
+    a = m.arrays
+    vert, mode_int, mode_float = [], [], []
+    for o, rows in flex_rows:
+        for k, (ints, floats) in enumerate(rows):
+            vert.append(obj_start[o] + k)
+            mode_int.append(ints)
+            mode_float.append(floats)
+    # faces around each flex vertex for its smoothed normal: element triangles of 2D
+    # flexes, shell triangles of 3D flexes, each listed as (v, a, b) in cyclic order
+    nflexvert = int(m.nflexvert)
+    pairs = [[] for _ in range(nflexvert)]
+    elem_all = np.asarray(a.flex_elem, dtype=np.int64).ravel()
+    shell_all = np.asarray(a.flex_shell, dtype=np.int64).ravel()
+    for f in range(int(m.nflex)):
+        dim, vadr = int(a.flex_dim[f]), int(a.flex_vertadr[f])
+        if dim == 2:
+            adr, num = int(a.flex_elemdataadr[f]), int(a.flex_elemnum[f])
+            faces = elem_all[adr:adr + 3 * num].reshape(-1, 3) + vadr
+        elif dim == 3:
+            adr, num = int(a.flex_shelldataadr[f]), int(a.flex_shellnum[f])
+            faces = shell_all[adr:adr + 3 * num].reshape(-1, 3) + vadr
+        else:
+            continue
+        for i0, i1, i2 in faces:
+            pairs[i0].append((i1, i2))
+            pairs[i1].append((i2, i0))
+            pairs[i2].append((i0, i1))
+    num = np.array([len(p) for p in pairs], dtype=np.int32)
+    adr = np.concatenate([[0], np.cumsum(num)[:-1]]).astype(np.int32) if nflexvert else \
+        np.zeros(0, dtype=np.int32)
+    flat = [pair for p in pairs for pair in p]
+    return FlexTemplate(
+        vert=np.asarray(vert, dtype=np.int32),
+        mode_int=np.asarray(mode_int, dtype=np.int32).reshape(-1, 4),
+        mode_float=np.asarray(mode_float, dtype=np.float32).reshape(-1, 3),
+        norm_adr=adr, norm_num=num,
+        norm_pair=np.asarray(flat, dtype=np.int32).reshape(-1, 2))
 
 
 def sky_dome(texs: Textures, texid, nslice=48, nstack=24):

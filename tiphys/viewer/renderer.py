@@ -20,7 +20,7 @@ import taichi as ti
 
 from .. import backend
 from ..kernels import render as rk
-from ..kernels.consts import OBJ_GEOM, OBJ_SITE
+from ..kernels.consts import OBJ_FLEX, OBJ_GEOM, OBJ_SITE
 from ..model import check_pair, id2name, name2id
 from . import geometry as geo
 
@@ -214,10 +214,12 @@ def check_world(d, world: int) -> int:
 
 @dataclass
 class RenderOptions:
-    """What to draw. ``geomgroup``/``sitegroup``: MuJoCo's visibility groups 0-5."""
+    """What to draw. ``geomgroup``/``sitegroup``/``flexgroup``: MuJoCo's visibility
+    groups 0-5."""
 
     geomgroup: list = field(default_factory=lambda: [1, 1, 1, 0, 0, 0])
     sitegroup: list = field(default_factory=lambda: [1, 1, 1, 0, 0, 0])
+    flexgroup: list = field(default_factory=lambda: [1, 1, 1, 0, 0, 0])
     sites: bool = True
     frames: bool = False
     joints: bool = False
@@ -327,13 +329,24 @@ class DeviceScene:
         self.marker_tri = tri
         self.nmarker_vert = len(self.marker_unit)
         self.marker_sphere = up(self.marker_unit, ti.f32)
+        fx = t.flex  # the flex objects' moving vertices (None without flexes)
+        self.nflexrow = 0 if fx is None else len(fx.vert)
+        if self.nflexrow:
+            self.fv_vert = up(fx.vert, ti.i32)
+            self.fv_int = up(fx.mode_int, ti.i32)
+            self.fv_float = up(fx.mode_float, ti.f32)
+            self.norm_adr = up(fx.norm_adr, ti.i32)
+            self.norm_num = up(fx.norm_num, ti.i32)
+            self.norm_pair = up(fx.norm_pair, ti.i32, (max(1, len(fx.norm_pair)), 2))
 
     def set_visibility(self, options: RenderOptions) -> None:
         t = self.template
         groups = np.clip(t.obj_group, 0, 5)
         geom_on = np.asarray(options.geomgroup, dtype=bool)[groups]
         site_on = np.asarray(options.sitegroup, dtype=bool)[groups] & bool(options.sites)
-        visible = np.where(t.obj_kind == rk.KIND_GEOM, geom_on, site_on)
+        flex_on = np.asarray(options.flexgroup, dtype=bool)[groups]
+        visible = np.where(t.obj_kind == rk.KIND_GEOM, geom_on,
+                           np.where(t.obj_kind == rk.KIND_FLEX, flex_on, site_on))
         self._obj_int_host[:t.nobj, 2] = t.obj_flags | np.where(visible, rk.FLAG_VISIBLE, 0)
         self.obj_int.from_numpy(self._obj_int_host)
 
@@ -585,13 +598,16 @@ class Renderer:
                 f"(tiphys.set_param): the renderer draws each geom with the one size and "
                 f"colour it was built with; per-world sizes and colours are not drawn yet")
         self._fit_contacts(d)
-        key = (tuple(options.geomgroup), tuple(options.sitegroup), options.sites)
+        key = (tuple(options.geomgroup), tuple(options.sitegroup), options.sites,
+               tuple(options.flexgroup))
         if key != self._visibility_key:
             self.dev.set_visibility(options)
             self._visibility_key = key
         params = self._params(pose, options)
         self.params.from_numpy(params)
         rk.geom_vertices(self.dev, d, self.params, segmentation, self.vbo.data)
+        if self.dev.nflexrow:
+            rk.flex_vertices(self.dev, d, self.params, segmentation, self.vbo.data)
         self._set_camera(pose)
         self.canvas.set_background_color((0.0, 0.0, 0.0))
         self.scene.ambient_light((1.0, 1.0, 1.0))
@@ -663,8 +679,8 @@ class Renderer:
                 options: Optional[RenderOptions] = None,
                 worlds: Optional[Sequence[int]] = None) -> np.ndarray:
         """Per-pixel (object id, object type, world) like MuJoCo's segmentation
-        rendering: (H, W, 3) int32 of geom/site id, mjtObj type (5 geom, 6 site) and
-        the world drawn there; -1 on the background."""
+        rendering: (H, W, 3) int32 of geom/site/flex id, mjtObj type (5 geom, 6 site,
+        9 flex) and the world drawn there; -1 on the background."""
         img = self.render(d, camera, world, options=options, segmentation=True,
                           worlds=worlds)
         return self.decode_segmentation(img)
@@ -678,7 +694,9 @@ class Renderer:
         out = np.full(img.shape[:2] + (3,), -1, dtype=np.int32)
         valid = (code >= 0) & (tile < len(self.worlds))
         out[valid, 0] = t.obj_id[obj[valid]]
-        out[valid, 1] = np.where(t.obj_kind[obj[valid]] == rk.KIND_GEOM, OBJ_GEOM, OBJ_SITE)
+        kind = t.obj_kind[obj[valid]]
+        out[valid, 1] = np.where(kind == rk.KIND_GEOM, OBJ_GEOM,
+                                 np.where(kind == rk.KIND_FLEX, OBJ_FLEX, OBJ_SITE))
         out[valid, 2] = np.asarray(self.worlds)[tile[valid]]
         return out
 
