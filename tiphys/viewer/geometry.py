@@ -27,7 +27,8 @@ from ..kernels.render import (FLAG_PLANE, FLAG_STATIC, FLEX_EDGE, FLEX_SIDE, FLE
 
 PASS_OPAQUE, PASS_PLANE, PASS_TRANSPARENT = range(3)
 NPASS = 3
-MAX_PLANE_CELLS = 128  # per side
+SKY_SAMPLES = 9  # per side of the patch averaged for a sky sphere vertex (sky_dome)
+MAX_PLANE_CELLS = 128  # per side of a square plane; MAX_PLANE_CELLS**2 cells in all
 VISUAL_SCALE = {  # mjVisual.scale defaults (MuJoCo 3.4.0)
     "forcewidth": 0.1, "contactwidth": 0.3, "contactheight": 0.1, "connect": 0.2,
     "com": 0.4, "camera": 0.3, "light": 0.3, "selectpoint": 0.2, "jointlength": 1.0,
@@ -355,23 +356,47 @@ def _material(a, matid, rgba):
 # --------------------------------------------------------------------------- planes
 
 
-def _plane_axis(half, scl, ncell_tex, limit):
-    """Cell edges along one plane axis: texture pixel borders (s = k / ncell_tex) when
-    they fit in ``limit`` cells, then subdivided to at least limit / 2 cells."""
+def _plane_borders(half, scl, k):
+    """Cell edges along one plane axis at the texture's pixel borders s = i / k (k
+    cells per texture period; k = 0: the plane's two ends only)."""
+    if k <= 0 or scl <= 0:
+        return np.array([-half, half])
     s0, s1 = -0.5 * scl * half - 0.5, 0.5 * scl * half - 0.5
-    edges = np.array([-half, half])
-    if scl > 0 and ncell_tex > 0:
-        k = int(ncell_tex)
-        while k > 1 and (s1 - s0) * k > limit:
-            k //= 2
-        if (s1 - s0) * k <= limit:
-            ks = np.arange(np.floor(s0 * k) + 1, np.ceil(s1 * k))
-            inner = (ks / k + 0.5) / (0.5 * scl)
-            edges = np.concatenate([[-half], inner[(inner > -half) & (inner < half)], [half]])
-    ncell = len(edges) - 1
-    sub = max(1, int(np.ceil(limit / 2 / ncell)))
-    fine = [np.linspace(edges[i], edges[i + 1], sub + 1)[:-1] for i in range(ncell)]
-    return np.concatenate(fine + [[half]])
+    ks = np.arange(np.floor(s0 * k) + 1, np.ceil(s1 * k))
+    inner = (ks / k + 0.5) / (0.5 * scl)
+    return np.concatenate([[-half], inner[(inner > -half) & (inner < half)], [half]])
+
+
+def _plane_grid(halves, scl, ncell_tex):
+    """Both axes' cell edges: the finest texture pixel borders (up to ncell_tex cells
+    per period, halved on the axis with more cells) that keep the plane within
+    MAX_PLANE_CELLS**2 cells in all (so a long, thin plane keeps its checker along its
+    length), then each cell subdivided for per-vertex lighting towards
+    MAX_PLANE_CELLS / 2 cells per side, within the same budget."""
+    budget = MAX_PLANE_CELLS * MAX_PLANE_CELLS
+    span = [scl[k] * halves[k] if scl[k] > 0 and ncell_tex[k] > 0 else 0.0 for k in range(2)]
+    ks = [int(ncell_tex[k]) if span[k] > 0 else 0 for k in range(2)]
+
+    def cells(k):
+        return max(1.0, span[k] * ks[k]) if ks[k] else 1.0
+
+    while cells(0) * cells(1) > budget and (ks[0] or ks[1]):
+        axis = 0 if cells(0) >= cells(1) and ks[0] else 1
+        if not ks[axis]:
+            axis = 1 - axis
+        ks[axis] //= 2  # 1 -> 0: no texture borders along that axis
+    edges = [_plane_borders(halves[k], scl[k], ks[k]) for k in range(2)]
+    n = [len(e) - 1 for e in edges]
+    sub = [max(1, int(np.ceil(MAX_PLANE_CELLS / 2 / n[k]))) for k in range(2)]
+    while n[0] * sub[0] * n[1] * sub[1] > budget and (sub[0] > 1 or sub[1] > 1):
+        axis = 0 if sub[0] >= sub[1] else 1
+        sub[axis] -= 1
+    out = []
+    for k in range(2):
+        fine = [np.linspace(edges[k][i], edges[k][i + 1], sub[k] + 1)[:-1]
+                for i in range(n[k])]
+        out.append(np.concatenate(fine + [[halves[k]]]))
+    return out
 
 
 def plane(a, geomid, size, texs: Textures, texid, matid, extent, zfar):
@@ -391,8 +416,7 @@ def plane(a, geomid, size, texs: Textures, texid, matid, extent, zfar):
             scl.append(rep)
     textured = texs.available(texid) and int(a.tex_type[texid]) == TEXTURE_2D
     ntex = [int(a.tex_width[texid]), int(a.tex_height[texid])] if textured else [0, 0]
-    gx = _plane_axis(halves[0], scl[0], min(ntex[0], 4), MAX_PLANE_CELLS)
-    gy = _plane_axis(halves[1], scl[1], min(ntex[1], 4), MAX_PLANE_CELLS)
+    gx, gy = _plane_grid(halves, scl, [min(ntex[0], 4), min(ntex[1], 4)])
     x0, x1 = np.meshgrid(gx[:-1], gy[:-1], indexing="ij")
     x1_, y1_ = np.meshgrid(gx[1:], gy[1:], indexing="ij")
     x0, y0, x1, y1 = x0.ravel(), x1.ravel(), x1_.ravel(), y1_.ravel()
@@ -695,10 +719,25 @@ def _flex_template(m, flex_rows, obj_start):
 
 def sky_dome(texs: Textures, texid, nslice=48, nstack=24):
     """Unit directions and colours of a sky sphere (MuJoCo maps world z to the cube's
-    +y face: the lookup direction is (x, z, -y)); black when there is no skybox."""
+    +y face: the lookup direction is (x, z, -y)); black when there is no skybox.
+
+    A vertex's colour is the texture's mean over the patch of sky around it (SKY_SAMPLES
+    x SKY_SAMPLES directions across one sphere cell), as a texture filtered down to the
+    sphere's resolution would show: a nearest texel would turn one random mark (a
+    star) into a white fan of triangles."""
     unit, tri = _grid_sphere(nslice, nstack)
     unit = unit.reshape(-1, 3)
     if texid is None:
         return unit, tri, None
     lookup = np.stack([unit[:, 0], unit[:, 2], -unit[:, 1]], -1)
-    return unit, tri, texs.sample_cube(texid, lookup)
+    helper = np.where(np.abs(lookup[:, :1]) < 0.9, [[1.0, 0.0, 0.0]], [[0.0, 1.0, 0.0]])
+    t1 = np.cross(lookup, helper)
+    t1 /= np.linalg.norm(t1, axis=1, keepdims=True)
+    t2 = np.cross(lookup, t1)
+    half = np.tan(np.pi / max(nstack, 1) / 2)
+    steps = np.linspace(-half, half, SKY_SAMPLES)
+    total = np.zeros((len(unit), 4))
+    for a in steps:
+        for b in steps:
+            total += texs.sample_cube(texid, lookup + a * t1 + b * t2)
+    return unit, tri, total / SKY_SAMPLES ** 2
