@@ -30,6 +30,7 @@ import numpy as np
 import taichi as ti
 
 from . import config
+from .math import quat2mat
 from .consts import (EPS, GEOM_BOX, GEOM_CAPSULE, GEOM_CYLINDER, GEOM_ELLIPSOID, GEOM_HFIELD,
                      GEOM_MESH, GEOM_PLANE, GEOM_SDF, GEOM_SPHERE, MINVAL, NGROUP, PI)
 
@@ -581,6 +582,134 @@ def _ray_geom(pos: ND, mat: ND, size: ND, pnt: ND, vec: ND, geomtype: ND, dist: 
         q = ti.Vector([pnt[i, k] for k in ti.static(range(3))])
         v = ti.Vector([vec[i, k] for k in ti.static(range(3))])
         dist[i] = ray_primitive(geomtype[i], p, r, s, q, v)
+
+
+@ti.func
+def _quat_z2vec(vec):
+    """mju_quatZ2Vec: the rotation taking the z axis to vec."""
+    quat = ti.Vector([1.0, 0.0, 0.0, 0.0])
+    vn = vec
+    nv = ti.sqrt(vn[0] * vn[0] + vn[1] * vn[1] + vn[2] * vn[2])
+    if not nv < MINVAL:
+        vn = vn * (1.0 / nv)
+        axis = ti.Vector([-vn[1], vn[0], 0.0])  # z x vn
+        a = ti.sqrt(axis[0] * axis[0] + axis[1] * axis[1] + axis[2] * axis[2])
+        if a < MINVAL:
+            if vn[2] < 0.0:
+                quat = ti.Vector([0.0, 1.0, 0.0, 0.0])
+        else:
+            axis = axis * (1.0 / a)
+            angle = ti.atan2(a, vn[2])
+            if angle != 0.0:
+                sn = ti.sin(angle * 0.5)
+                quat = ti.Vector([ti.cos(angle * 0.5), axis[0] * sn, axis[1] * sn,
+                                  axis[2] * sn])
+    return quat
+
+
+@ti.func
+def _flex_vertex(flexvert_xpos: ti.template(), worldid, v):
+    return ti.Vector([flexvert_xpos[worldid, v][k] for k in ti.static(range(3))])
+
+
+@ti.kernel
+def _ray_flex(flexvert_xpos: ND, flex_dim: ND, flex_vertadr: ND, flex_vertnum: ND,
+              flex_radius: ND, flex_edgeadr: ND, flex_edgenum: ND, flex_edge: ND,
+              flex_elemadr: ND, flex_elemnum: ND, flex_elemdataadr: ND, flex_elem: ND,
+              flex_elemlayer: ND, flexid: ti.i32, flex_layer: ti.i32, flg_vert: ti.i32,
+              flg_edge: ti.i32, flg_face: ti.i32, flg_skin: ti.i32, pnts: ND, vecs: ND,
+              dist: ND, vertid: ND):
+    """mju_rayFlex of flex ``flexid`` in every world: the distance to the nearest hit
+    of its edges' capsules (drawn edges, or a 2D/3D skin), else its vertices' spheres
+    (drawn vertices), and of its faces (drawn faces or skin; of a 3D flex the surface
+    layer with the skin, else layer ``flex_layer``), with the flex vertex nearest
+    that hit (-1 and -1: missed, or outside the flex's bounding box)."""
+    for worldid in range(dist.shape[0]):
+        pnt = ti.Vector([pnts[worldid, k] for k in ti.static(range(3))])
+        vec = ti.Vector([vecs[worldid, k] for k in ti.static(range(3))])
+        dim = flex_dim[flexid]
+        vadr = flex_vertadr[flexid]
+        radius = flex_radius[flexid]
+        lo = _flex_vertex(flexvert_xpos, worldid, vadr)
+        hi = lo
+        for i in range(1, flex_vertnum[flexid]):
+            p = _flex_vertex(flexvert_xpos, worldid, vadr + i)
+            for j in ti.static(range(3)):
+                if lo[j] > p[j]:
+                    lo[j] = p[j]
+                if hi[j] < p[j]:
+                    hi[j] = p[j]
+        lo -= radius
+        hi += radius
+        eye = ti.Matrix.identity(float, 3)
+        x = -1.0
+        vid = -1
+        if ray_box(0.5 * (lo + hi), eye, 0.5 * (hi - lo), pnt, vec) >= 0.0:
+            b0, b1 = _normal_basis(vec)
+            skin = dim > 1 and flg_skin != 0
+            if flg_edge != 0 or skin:
+                for e in range(flex_edgeadr[flexid], flex_edgeadr[flexid] + flex_edgenum[flexid]):
+                    i1 = flex_edge[e][0]
+                    i2 = flex_edge[e][1]
+                    v1 = _flex_vertex(flexvert_xpos, worldid, vadr + i1)
+                    v2 = _flex_vertex(flexvert_xpos, worldid, vadr + i2)
+                    dif = v2 - v1
+                    length = ti.sqrt(dif[0] * dif[0] + dif[1] * dif[1] + dif[2] * dif[2])
+                    if not length < MINVAL:
+                        dif = dif * (1.0 / length)
+                    else:
+                        dif = ti.Vector([1.0, 0.0, 0.0])
+                    mat = quat2mat(_quat_z2vec(dif))
+                    size = ti.Vector([radius, 0.5 * length, 0.0])
+                    sol = ray_capsule(0.5 * (v1 + v2), mat, size, pnt, vec)
+                    if sol >= 0.0 and (x < 0.0 or sol < x):
+                        x = sol
+                        hit = pnt + vec * sol
+                        if (v1 - hit).norm() < (v2 - hit).norm():
+                            vid = i1
+                        else:
+                            vid = i2
+            elif flg_vert != 0:
+                for v in range(flex_vertnum[flexid]):
+                    sol = ray_sphere(_flex_vertex(flexvert_xpos, worldid, vadr + v),
+                                     radius * radius, pnt, vec)
+                    if sol >= 0.0 and (x < 0.0 or sol < x):
+                        x = sol
+                        vid = v
+            if dim > 1 and (flg_face != 0 or flg_skin != 0):
+                for e in range(flex_elemnum[flexid]):
+                    layer = flex_elemlayer[flex_elemadr[flexid] + e]
+                    hidden = dim == 3 and ((flg_skin != 0 and layer > 0) or
+                                           (flg_skin == 0 and layer != flex_layer))
+                    if not hidden:
+                        data = flex_elemdataadr[flexid] + e * (dim + 1)
+                        ntri = 1 if dim == 2 else 4
+                        for t in range(ntri):
+                            # corners (0 1 2), (0 1 3), (0 2 3), (1 2 3) of the element
+                            c0 = 0 if t < 3 else 1
+                            c1 = 1 if t < 2 else 2
+                            c2 = 2 if t == 0 else 3
+                            e0 = flex_elem[data + c0]
+                            e1 = flex_elem[data + c1]
+                            e2 = flex_elem[data + c2]
+                            p0 = _flex_vertex(flexvert_xpos, worldid, vadr + e0)
+                            p1 = _flex_vertex(flexvert_xpos, worldid, vadr + e1)
+                            p2 = _flex_vertex(flexvert_xpos, worldid, vadr + e2)
+                            sol = ray_triangle(p0, p1, p2, pnt, vec, b0, b1)
+                            if sol >= 0.0 and (x < 0.0 or sol < x):
+                                x = sol
+                                hit = pnt + vec * sol
+                                d0 = (p0 - hit).norm()
+                                d1 = (p1 - hit).norm()
+                                d2 = (p2 - hit).norm()
+                                if d0 <= d1 and d0 <= d2:
+                                    vid = e0
+                                elif d1 <= d2:
+                                    vid = e1
+                                else:
+                                    vid = e2
+        dist[worldid] = x
+        vertid[worldid] = vid
 
 
 @ti.func

@@ -1,5 +1,5 @@
 """Ray casting for every world at once: mj_ray, mj_multiRay, mj_rayMesh, mj_rayHfield,
-mju_rayGeom, and ``ray_batch`` (many rays per world in one launch, for lidars).
+mju_rayGeom, mju_rayFlex, and ``ray_batch`` (many rays per world in one launch, for lidars).
 
 Rays are ``pnt + x vec``, ``x >= 0``; results are the distance ``x`` (in units of
 ``|vec|``) to the nearest surface, -1 when nothing is hit, and the geom hit (-1).
@@ -205,6 +205,37 @@ def ray_hfield(m, d, geomid: int, pnt, vec) -> np.ndarray:
     vecs = _vectors("vec", vec, d.nworld, None)
     _check_vecs("vec", vecs)
     return _cast(m, d, pnts, vecs, _k.GROUP_ALL, 1, -1, g)[0][:, 0]
+
+
+def ray_flex(m, d, flex_layer: int, flg_vert, flg_edge, flg_face, flg_skin, flexid: int,
+             pnt, vec) -> tuple:
+    """Distance along the ray to flex ``flexid`` and the flex vertex nearest the hit,
+    per world, as mju_rayFlex (the same arguments, MuJoCo's order): edges as capsules
+    of the flex radius when ``flg_edge`` (or a 2D/3D flex with ``flg_skin``), else
+    vertices as spheres when ``flg_vert``; faces of a 2D/3D flex when ``flg_face`` or
+    ``flg_skin`` (a 3D flex: its surface layer with the skin, else layer
+    ``flex_layer``). Reads flexvert_xpos (run forward first). ``pnt``, ``vec``: (3,) or
+    (nworld, 3). Returns numpy (dist (nworld,), vertid (nworld,)): -1 and -1 where
+    missed. (MuJoCo's mj_ray, and so the rangefinder, tests geoms only; so does
+    tiphys's ray.)"""
+    nflex = int(getattr(m, "nflex", 0) or 0)
+    if not isinstance(flexid, (int, np.integer)) or not 0 <= int(flexid) < nflex:
+        raise ValueError(f"ray_flex: flexid {flexid!r} out of range (the model has {nflex} "
+                         f"flex(es))")
+    pnts = _vectors("pnt", pnt, d.nworld, None).reshape(-1, 3)
+    vecs = _vectors("vec", vec, d.nworld, None).reshape(-1, 3)
+    _check_vecs("vec", vecs[:, None])
+    dtype = _fdtype(m)
+    dist = ti.ndarray(dtype, (d.nworld,))
+    vertid = ti.ndarray(ti.i32, (d.nworld,))
+    from .kernels.bind import launch
+    launch(_k._ray_flex, m, d, flexid=int(flexid), flex_layer=int(flex_layer),
+           flg_vert=int(bool(flg_vert)), flg_edge=int(bool(flg_edge)),
+           flg_face=int(bool(flg_face)), flg_skin=int(bool(flg_skin)),
+           pnts=_device(np.broadcast_to(pnts, (d.nworld, 3)), dtype),
+           vecs=_device(np.broadcast_to(vecs, (d.nworld, 3)), dtype), dist=dist,
+           vertid=vertid)
+    return dist.to_numpy().astype(np.float64), vertid.to_numpy()
 
 
 def ray_geom(pos, mat, size, pnt, vec, geomtype) -> np.ndarray:
