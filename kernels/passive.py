@@ -5,6 +5,7 @@ Fluid forces (density or viscosity > 0) come from kernels/fluid.py.
 """
 import taichi as ti
 
+from . import callbacks
 from .bind import launch
 from .consts import JNT_BALL, JNT_FREE
 from .flex_passive import flex_passive
@@ -117,6 +118,7 @@ def passive(m, d):
     flex_passive(m, d)
     if has_spring or has_damper:
         fluid(m, d)
+        callbacks.run("passive", m, d)  # mjcb_passive (not with both disabled)
 
 
 @ti.kernel

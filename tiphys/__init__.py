@@ -47,6 +47,7 @@ from .components import (constraint_update, fwd_kinematics, fwd_position, fwd_ve
 from .kernels.sensor import (apply_cutoff, sensor_pos, sensor_vel, set_sensor_callback,
                              subtree_vel)
 from .kernels.sensor_acc import sensor_acc
+from .kernels.callbacks import reset_callbacks, set_control_callback, set_passive_callback
 from .kernels.energy import energy_pos, energy_vel
 from .report import check_warnings
 from .rollout import rollout
@@ -84,7 +85,8 @@ __all__ = [
     "fwd_velocity", "runge_kutta", "implicit", "inv_position", "inv_velocity",
     "inv_constraint", "constraint_update", "project_constraint",
     "sensor_pos", "sensor_vel", "sensor_acc", "energy_pos", "energy_vel",
-    "set_sensor_callback", "apply_cutoff", "subtree_vel", "check_warnings",
+    "set_sensor_callback", "set_control_callback", "set_passive_callback",
+    "reset_callbacks", "apply_cutoff", "subtree_vel", "check_warnings",
     "set_param", "get_param", "param_shape", "PARAM_FIELDS", "rollout",
     "save_model",
 ]

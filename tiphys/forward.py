@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .kernels import callbacks
 from .kernels.collision_driver import collision
 from .kernels.actuation import actuation, transmission, velocity
 from .kernels.check import check
@@ -190,6 +191,8 @@ def _forward(m: Model, d: Data, skipstage: int = 0, skipsensor: bool = False) ->
     if skipstage < STAGE_VEL:
         fwd_velocity(m, d)
         _velocity_sensors(m, d, skipsensor)
+    if not m.opt.disabled("actuation"):
+        callbacks.run("control", m, d)  # mjcb_control
     _acceleration(m, d)
     if not skipsensor:
         _acc_sensors(m, d)
@@ -253,6 +256,7 @@ def step1(m: Model, d: Data) -> None:
     _position_sensors(m, d, False)
     fwd_velocity(m, d)
     _velocity_sensors(m, d, False)
+    callbacks.run("control", m, d)  # mjcb_control, as mj_step1 (whatever the flags)
 
 
 @checks_model_data

@@ -20,7 +20,7 @@ Protocol, per Data and public function (``step``, ``forward``):
 The key holds everything the stages' host code decides on: the model, its options
 object (replaced whenever an option changes), its plans (replaced by set_param),
 field assignment counts of the model and the data (arrays or sizes replaced), the
-data's host flags (constraint rows, energy, islands), the user-sensor callback, and
+data's host flags (constraint rows, energy, islands), the user callbacks, and
 the launch settings. A recording also watches every array it
 launches with: when one is freed, it is dropped. Replays are off while launches are
 counted (``count_launches``), when prepared launches are off, on backends whose
@@ -39,6 +39,7 @@ import weakref
 from taichi.lang import impl
 
 from .kernels.config import RECORDING, options_of
+from .kernels import callbacks
 from .kernels.sensor import sensor_callback
 from . import launch as _launch
 
@@ -91,7 +92,8 @@ def _plugins_replayable(m) -> bool:
 
 def _key(m, d, name: str):
     return (name, m, options_of(m), m.plans, m.fields_set, d.fields_set, d._constrained,
-            d._energy_set, d._islands_set, sensor_callback(), _launch.SERIAL["worlds"])
+            d._energy_set, d._islands_set, sensor_callback(), callbacks.installed(),
+            _launch.SERIAL["worlds"])
 
 
 def _usable() -> bool:
