@@ -351,6 +351,9 @@ def default_actuators(spec) -> dict:
         walk(section, "main", None)
     if "main" not in out:
         out["main"] = ActState()
+    # classes of <attach>ed models (attach.py), prefixed names
+    for name, st in getattr(spec, "attached_actuator_defaults", {}).items():
+        out[name] = st.copy()
     return out
 
 

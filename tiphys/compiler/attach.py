@@ -1,0 +1,553 @@
+"""``<asset><model>`` and ``<attach>``: model composition as MuJoCo 3.4.0 does it.
+
+MuJoCo's reader (src/xml/xml_native_reader.cc) parses each ``<model file>`` into a
+child spec (named by the element's ``name``, else the child's model name), and on
+``<attach model body prefix>`` (parsed with the rest of ``<worldbody>``, after every
+other section) calls ``mjs_attach`` (src/user/user_api.cc, ``mjCFrame::operator+=``
+and ``mjCBody::operator+=`` in src/user/user_objects.cc, ``mjCModel::operator+=`` in
+src/user/user_model.cc). Without ``body`` the child's whole world is attached, as a
+frame holding its bodies, geoms, sites, cameras and lights. The copy:
+
+- puts ``prefix`` in front of every name and of the references the copied elements
+  hold (geom/site material, geom mesh/hfield, camera/light target, light texture,
+  material textures); element values were resolved from the child's default classes
+  when the child was parsed, and the child's whole default tree is added to the
+  parent with prefixed class names (``main`` becoming ``prefix + "main"``);
+- appends every mesh, skin, height field, texture, material, numeric and text of the
+  child (assets named after their file when unnamed, then prefixed), compiled with
+  the child's own directories;
+- appends the child's pairs, excludes, tendons, equalities, actuators, sensors and
+  tuples whose prefixed references resolve in the parent at that moment (each kind's
+  ResolveReferences, as for ``<replicate>``): done with the replicate bookkeeping of
+  ``replicate.py``, which meets the attached subtree where the reader meets it;
+- makes the child's keyframes pending keyframes of the parent, named with the prefix,
+  whose values are those the attached joints, mocap bodies and actuators carried
+  (every other entry takes its default), created after the parent's own keyframes.
+
+``expand_attachments(spec)`` rewrites a Spec into one without ``<model>``/``<attach>``:
+the attached elements sit in the body tree where the ``<attach>`` was, renamed and
+each given its (prefixed) default class explicitly. Elements keep the child's
+compiler settings in MuJoCo; here a child whose settings for angles, Euler sequence,
+limits or inertia differ from the parent's is refused (NotImplementedError), and its
+asset files are resolved with the child's directories at expansion time.
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+from ..errors import ModelError, error_at
+from ..io.resources import dir_part, is_abs, join_path
+from ..spec.element import EXTRA_CHILDREN, element_class, new_element
+
+# references (besides the name) that the copy prefixes, per body-tree element
+_TREE_REFS = {"body": ("childclass",), "frame": ("childclass",), "joint": (),
+              "freejoint": (), "geom": ("material", "mesh", "hfield"), "site": ("material",),
+              "camera": ("target",), "light": ("target", "texture"), "inertial": ()}
+# the same references inside default classes
+_DEFAULT_REFS = {"geom": ("material", "mesh", "hfield"), "site": ("material",),
+                 "camera": ("target",), "light": ("target", "texture"),
+                 "material": ("texture",)}
+_ASSET_FILES = {"mesh": ("file",), "hfield": ("file",),
+                "texture": ("file", "fileright", "fileleft", "fileup", "filedown",
+                            "filefront", "fileback")}
+_CHILD_SECTIONS_REFUSED = ("deformable", "extension")
+# compiler settings MuJoCo applies per element from the child's own <compiler>
+_PER_ELEMENT_COMPILER = (("degree", "angle"), ("eulerseq", "eulerseq"),
+                         ("autolimits", "autolimits"), ("inertiafromgeom", "inertiafromgeom"),
+                         ("inertiagrouprange", "inertiagrouprange"),
+                         ("boundmass", "boundmass"), ("boundinertia", "boundinertia"),
+                         ("balanceinertia", "balanceinertia"), ("alignfree", "alignfree"))
+_NQ = {"free": 7, "ball": 4, "slide": 1, "hinge": 1}
+_NV = {"free": 6, "ball": 3, "slide": 1, "hinge": 1}
+
+
+def _where(el) -> str:
+    return f"{el.xml_file or '<string>'}:{el.xml_line}"
+
+
+@dataclass
+class AttachedKey:
+    """A keyframe of an attached child: made after the parent's own keyframes."""
+    name: str
+    time: float
+    given: dict  # "qpos", "qvel", "ctrl", "mpos", "mquat" -> whether the child gave it
+
+
+@dataclass
+class _KeyState:
+    """Values one attached joint, mocap body or actuator carries for pending keyframes
+    (key name -> values). Copies of the element share it; the first one compiled takes
+    it, as MuJoCo moves the values to the first copy made."""
+    values: dict = field(default_factory=dict)
+
+
+class _Child:
+    """A parsed ``<model>`` asset and what its elements were parsed with."""
+
+    def __init__(self, spec, el):
+        from .compile import _compiler_options
+        from .defaults import DefaultTree
+        self.spec, self.el = spec, el
+        for tag in _CHILD_SECTIONS_REFUSED:
+            for section in spec.sections(tag):
+                if section.children:
+                    raise NotImplementedError(
+                        f"{_where(section.children[0])}: <{tag}> in a model used by "
+                        f"<attach> ({_where(el)}) is not supported yet")
+        for section in spec.sections("asset"):
+            for c in section.children:
+                if c.tag in ("model", "skin"):
+                    raise NotImplementedError(
+                        f"{_where(c)}: <asset><{c.tag}> in a model used by <attach> "
+                        f"({_where(el)}) is not supported yet")
+        self.ctx = _compiler_options(spec)
+        self.defaults = DefaultTree(spec)
+        self.cls = {}  # id(element) -> its default class in the child
+        for wb in spec.sections("worldbody"):
+            self._classes(wb, None)
+        from .assets import AssetFiles
+        self.files = AssetFiles(spec, self.ctx)
+
+    def _classes(self, el, childclass):
+        for c in el.children:
+            if c.tag in ("replicate", "attach", "composite", "flexcomp", "plugin"):
+                raise NotImplementedError(
+                    f"{_where(c)}: <{c.tag}> in a model used by <attach> ({_where(self.el)})"
+                    f" is not supported yet")
+            own = c.get_attr("class")
+            self.cls[id(c)] = own if own is not None else (childclass or "main")
+            if c.tag in ("body", "frame"):
+                self._classes(c, c.get_attr("childclass") or childclass)
+
+    def check_compiler(self, parent_ctx, attach_el):
+        for key, attr in _PER_ELEMENT_COMPILER:
+            if getattr(self.ctx, key) != getattr(parent_ctx, key):
+                raise NotImplementedError(
+                    f"{_where(attach_el)}: <attach> of a model whose <compiler {attr}> "
+                    f"differs from the parent's is not supported yet")
+
+
+def _has_attach(elements) -> bool:
+    stack = list(elements)
+    while stack:
+        el = stack.pop()
+        if el.tag == "attach":
+            return True
+        stack.extend(el.children)
+    return False
+
+
+def expand_attachments(spec):
+    """``spec`` itself when it has no ``<model>`` asset or ``<attach>``; otherwise a
+    copy with the attachments made (see the module docstring). ``spec`` is not
+    changed; the copy has ``attached_defaults`` (class -> tag -> attributes) and
+    ``attached_keys`` (AttachedKey list)."""
+    models = [c for s in spec.sections("asset") for c in s.children if c.tag == "model"]
+    worlds = spec.sections("worldbody")
+    if not models and not _has_attach(worlds):
+        return spec
+    return _Expansion(spec, models).run()
+
+
+class _Expansion:
+    def __init__(self, spec, models):
+        from .compile import _compiler_options
+        self.spec = spec
+        self.ctx = _compiler_options(spec)
+        self.children = {}
+        for el in models:
+            child = _load_child(spec, el)
+            self.children[el.attr("name") or child.spec.model_name] = child
+        self.defaults = {}
+        self.actuator_defaults = {}
+        self.keys = []
+        self.assets = []
+        self.custom = []
+        self.attached_names = set()
+
+    def run(self):
+        spec = self.spec
+        root = copy.copy(spec.root)
+        children = []
+        for section in spec.root.children:
+            if section.tag == "worldbody":
+                section = self._rewrite(section)
+            elif section.tag == "asset":
+                section = copy.copy(section)
+                section.children = [c for c in section.children if c.tag != "model"]
+            children.append(section)
+        root.children = children
+        if self.assets:
+            _last_section(root, "asset").children.extend(self.assets)
+        if self.custom:
+            _last_section(root, "custom").children.extend(self.custom)
+        out = copy.copy(spec)
+        out.root = root
+        out.attached_defaults = self.defaults
+        out.attached_actuator_defaults = self.actuator_defaults
+        out.attached_keys = self.keys
+        out.has_attach = True
+        return out
+
+    # -- the body tree ---------------------------------------------------------------
+    def _rewrite(self, el):
+        """``el`` with its <attach>es made (a copy when anything inside changes)."""
+        if not _has_attach([el]):
+            return el
+        new = copy.copy(el)
+        new.children = []
+        for c in el.children:
+            if c.tag == "attach":
+                new.children.append(self._attach(c))
+            else:
+                new.children.append(self._rewrite(c))
+        return new
+
+    def _attach(self, el):
+        model = el.get_attr("model")
+        prefix = el.get_attr("prefix")
+        if model is None:
+            raise error_at(el, "missing required attribute", "model")
+        if prefix is None:
+            raise error_at(el, "missing required attribute", "prefix")
+        bodyname = el.get_attr("body") or ""
+        child = self.children.get(model)
+        if child is None:
+            raise error_at(el, f"could not find model '{model}'", "model")
+        child.check_compiler(self.ctx, el)
+        if prefix + bodyname in self.attached_names and bodyname:
+            # MuJoCo then moves the body attached before into this frame
+            raise NotImplementedError(f"{_where(el)}: <attach> of a body attached before "
+                                      f"('{prefix + bodyname}') is not supported yet")
+        if bodyname:
+            src = child.spec.find("body", bodyname)
+            if src is None:
+                raise error_at(el, f"could not find body '{bodyname}'", "body")
+            roots = [src]
+        else:
+            roots = [c for w in child.spec.sections("worldbody") for c in w.children]
+        copier = _Copier(child, prefix, el)
+        copies = [copier.tree(r) for r in roots]
+        if bodyname:
+            top = copies[0]
+        else:  # the child's world frame
+            cls = element_class(("mujoco", "worldbody", "frame"),
+                                EXTRA_CHILDREN["frame"]["attrs"])
+            top = new_element(cls, el.xml_file, el.xml_line)
+            top.__dict__["xml_incdir"] = getattr(el, "xml_incdir", "")
+            top.children = copies
+        self.attached_names |= copier.body_names
+        # the section elements: defaults, assets, custom now; the rest resolved where
+        # the reader meets the subtree (replicate.expand_replicated_references)
+        for name, table in copier.default_tables().items():
+            self.defaults[name] = table
+        from .actuator import default_actuators
+        for name, st in default_actuators(child.spec).items():
+            self.actuator_defaults[prefix + name] = st
+        self.assets += copier.assets()
+        self.custom += copier.custom()
+        top.__dict__["attach_items"] = ((prefix, ""), copier.items())
+        self.keys += copier.keys()
+        return top
+
+
+def _last_section(root, tag):
+    """The last <tag> section of ``root`` (a copy, placed where it was), made when
+    there is none."""
+    for i in range(len(root.children) - 1, -1, -1):
+        if root.children[i].tag == tag:
+            sec = copy.copy(root.children[i])
+            sec.children = list(sec.children)
+            root.children[i] = sec
+            return sec
+    children = root.children
+    root.children = list(children)
+    sec = root.add(tag)
+    return sec
+
+
+def _load_child(spec, el):
+    from ..spec.parse import parse_xml
+    file = el.get_attr("file")
+    if not file:
+        raise error_at(el, "missing required attribute", "file")
+    content_type = el.get_attr("content_type")
+    if content_type and content_type not in ("text/xml", "application/xml"):
+        raise NotImplementedError(f"{_where(el)}: <model content_type=\"{content_type}\"> "
+                                  f"is not supported yet")
+    reader = spec.reader()
+    res, tried = reader.open(file)
+    if res is None:
+        raise ModelError(f"could not parse model file with error: resource '{file}' not "
+                         f"found; tried: {'; '.join(tried)}", file=el.xml_file,
+                         line=el.xml_line, element="model", attribute="file")
+    name = res.name if is_abs(res.name) else join_path(reader.modeldir, res.name)
+    basedir = dir_part(name) if is_abs(name) else (reader.modeldir or None)
+    try:
+        child = parse_xml(res.data, filename=name, assets=spec.assets, basedir=basedir)
+    except ModelError as exc:
+        raise ModelError(f"could not parse model file with error: {exc}",
+                         file=el.xml_file, line=el.xml_line, element="model",
+                         attribute="file") from None
+    return _Child(child, el)
+
+
+class _Copier:
+    """Copies of one child's elements for one <attach>, names prefixed."""
+
+    def __init__(self, child: _Child, prefix: str, attach_el):
+        self.child, self.p, self.attach_el = child, prefix, attach_el
+        self.body_names = set()
+        self.key_state = {}  # id(child element) -> _KeyState of its copy
+
+    def _pre(self, value):
+        return self.p + value if value else value
+
+    def cls(self, el, own_default="main"):
+        """The prefixed default class an element was parsed with."""
+        c = self.child.cls.get(id(el))
+        if c is None:
+            c = el.get_attr("class") or own_default
+        return self.p + c
+
+    def tree(self, el):
+        new = copy.copy(el)
+        refs = _TREE_REFS.get(el.tag)
+        if refs is None:
+            raise NotImplementedError(f"{_where(el)}: <{el.tag}> in a model used by "
+                                      f"<attach> ({_where(self.attach_el)}) is not "
+                                      f"supported yet")
+        for attr in ("name",) + refs:
+            if el.get_attr(attr):
+                new.set(attr, self.p + el.get_attr(attr))
+        if "class" in el._fields_of:
+            new.set("class", self.cls(el))
+        if el.tag == "body" and el.get_attr("name"):
+            self.body_names.add(self.p + el.get_attr("name"))
+        if el.tag in ("joint", "freejoint") or (el.tag == "body"
+                                                and el.get_attr("mocap") is not None):
+            state = _KeyState()
+            self.key_state[id(el)] = state
+            new.__dict__["attach_key_state"] = state
+        new.children = [self.tree(c) for c in el.children]
+        return new
+
+    def default_tables(self) -> dict:
+        out = {}
+        for name, tables in self.child.defaults.classes.items():
+            new = {}
+            for tag, attrs in tables.items():
+                attrs = dict(attrs)
+                for ref in _DEFAULT_REFS.get(tag, ()):
+                    if attrs.get(ref):
+                        attrs[ref] = self.p + attrs[ref]
+                new[tag] = attrs
+            out[self.p + name] = new
+        return out
+
+    def assets(self) -> list:
+        from .assets import AssetCompiler
+        out = []
+        for section in self.child.spec.sections("asset"):
+            for el in section.children:
+                new = copy.copy(el)
+                name = AssetCompiler._name(el, el.tag) if el.tag != "material" else \
+                    (el.get_attr("name") or "")
+                if name:
+                    new.set("name", self.p + name)
+                if "class" in el._fields_of:
+                    new.set("class", self.cls(el))
+                for attr in _ASSET_FILES.get(el.tag, ()):
+                    value = el.get_attr(attr)
+                    if value:
+                        new.set(attr, self._file(el, value))
+                if el.tag == "material":
+                    if el.get_attr("texture"):
+                        new.set("texture", self.p + el.get_attr("texture"))
+                    layers = []
+                    for layer in el.children:
+                        lc = copy.copy(layer)
+                        if layer.get_attr("texture"):
+                            lc.set("texture", self.p + layer.get_attr("texture"))
+                        layers.append(lc)
+                    new.children = layers
+                out.append(new)
+        return out
+
+    def _file(self, el, value):
+        name, _ = self.child.files.name(el, value, el.tag)
+        if not is_abs(name):
+            name = join_path(self.child.files.reader.modeldir, name)
+        return name
+
+    def custom(self) -> list:
+        out = []
+        for section in self.child.spec.sections("custom"):
+            for el in section.children:
+                if el.tag in ("numeric", "text"):
+                    new = copy.copy(el)
+                    if el.get_attr("name"):
+                        new.set("name", self.p + el.get_attr("name"))
+                    out.append(new)
+        return out
+
+    def items(self) -> dict:
+        """The child's pairs ... tuples as replicate bookkeeping items, not yet
+        resolved (their references still the child's)."""
+        from .replicate import _items
+        out = _items(self.child.spec)
+        for kind, items in out.items():
+            for item in items:
+                el = item.el
+                new = copy.copy(el)
+                if "class" in el._fields_of:
+                    new.set("class", self.p + (el.get_attr("class") or "main"))
+                if el.children:
+                    new.children = [copy.copy(c) for c in el.children]
+                if kind == "actuator":
+                    state = _KeyState()
+                    self.key_state[id(el)] = state
+                    new.__dict__["attach_key_state"] = state
+                item.el = new
+        return out
+
+    # -- keyframes -----------------------------------------------------------------------
+    def keys(self) -> list:
+        spec = self.child.spec
+        keys = [k for s in spec.sections("keyframe") for k in s.children]
+        if not keys:
+            return []
+        joints, mocaps = [], []
+        for wb in spec.sections("worldbody"):
+            self._key_walk(wb, joints, mocaps)
+        nq = sum(n for _, n, _ in joints)
+        nv = sum(n for _, _, n in joints)
+        actuators = [el for s in spec.sections("actuator") for el in s.children]
+        sizes = {"qpos": nq, "qvel": nv, "ctrl": len(actuators), "mpos": 3 * len(mocaps),
+                 "mquat": 4 * len(mocaps)}
+        out = []
+        for k in keys:
+            from .attrs import Attrs
+            a = Attrs(k)
+            name = k.get_attr("name") or ""
+            if a.floats("act") is not None:
+                raise NotImplementedError(f"{_where(k)}: <key act> in a model used by "
+                                          f"<attach> is not supported yet")
+            vals = {}
+            for attr, n in sizes.items():
+                v = a.floats(attr)
+                if v is None:
+                    continue
+                if len(v) != n:
+                    raise error_at(k, f"Keyframe '{name}' has invalid {attr} size, got "
+                                      f"{len(v)}, should be {n}", attr)
+                vals[attr] = np.asarray(v, dtype=np.float64)
+            full = self.p + name
+            qa = va = 0
+            for el, nqj, nvj in joints:
+                state = self.key_state.get(id(el))
+                if state is not None:
+                    entry = state.values.setdefault(full, {})
+                    if "qpos" in vals:
+                        entry["qpos"] = vals["qpos"][qa:qa + nqj]
+                    if "qvel" in vals:
+                        entry["qvel"] = vals["qvel"][va:va + nvj]
+                qa, va = qa + nqj, va + nvj
+            for i, el in enumerate(mocaps):
+                state = self.key_state.get(id(el))
+                if state is not None:
+                    entry = state.values.setdefault(full, {})
+                    if "mpos" in vals:
+                        entry["mpos"] = vals["mpos"][3 * i:3 * i + 3]
+                    if "mquat" in vals:
+                        entry["mquat"] = vals["mquat"][4 * i:4 * i + 4]
+            for i, el in enumerate(actuators):
+                state = self.key_state.get(id(el))
+                if state is not None and "ctrl" in vals:
+                    state.values.setdefault(full, {})["ctrl"] = vals["ctrl"][i]
+            out.append(AttachedKey(full, a.float("time", 0.0),
+                                   {attr: attr in vals for attr in sizes}))
+        return out
+
+    def _key_walk(self, el, joints, mocaps):
+        """The child's joints (element, nq, nv) and mocap bodies in MuJoCo's order: a
+        body's joints (frames are transparent), then its child bodies', depth first."""
+        from .attrs import Attrs
+        if el.tag == "body" and Attrs(el).bool("mocap", 0):
+            mocaps.append(el)
+        bodies = []
+
+        def collect(node):
+            for c in node.children:
+                if c.tag == "freejoint":
+                    joints.append((c, 7, 6))
+                elif c.tag == "joint":
+                    jtype = c.get_attr("type") or self.child.defaults.get(
+                        self.child.cls.get(id(c), "main"), "joint", c).get("type", "hinge")
+                    if jtype not in _NQ:
+                        raise error_at(c, f"unknown joint type '{jtype}'", "type")
+                    joints.append((c, _NQ[jtype], _NV[jtype]))
+                elif c.tag == "frame":
+                    collect(c)
+                elif c.tag == "body":
+                    bodies.append(c)
+
+        collect(el)
+        for b in bodies:
+            self._key_walk(b, joints, mocaps)
+
+
+def fill_attached_keys(keys, builder, out, row0: int) -> None:
+    """Rows ``row0 ...`` of the key arrays from attached keyframes (MuJoCo's
+    ResolveKeyframes): entries the attached elements carry, defaults elsewhere."""
+    if not keys:
+        return
+    claimed = set()
+
+    def take(el):
+        state = el.__dict__.get("attach_key_state") if el is not None else None
+        if state is None or id(state) in claimed:
+            return None
+        claimed.add(id(state))
+        return state.values
+
+    joint_vals = []
+    for b in builder.bodies:
+        for j in b.joints:
+            joint_vals.append(take(j.el))
+    body_vals = [take(b.el) if b.mocap else None for b in builder.bodies]
+    act_vals = [take(el) for el in out.actuator_els]
+    qposadr, dofadr = out.jnt_qposadr, out.jnt_dofadr
+    mocapid = out.body_mocapid
+    for r, key in enumerate(keys):
+        i = row0 + r
+        out.key_time[i] = key.time
+        for jid, vals in enumerate(joint_vals):
+            entry = (vals or {}).get(key.name)
+            if not entry:
+                continue
+            if key.given["qpos"] and "qpos" in entry:
+                q = entry["qpos"]
+                out.key_qpos[i, qposadr[jid]:qposadr[jid] + len(q)] = q
+            if key.given["qvel"] and "qvel" in entry:
+                v = entry["qvel"]
+                out.key_qvel[i, dofadr[jid]:dofadr[jid] + len(v)] = v
+        for bid, vals in enumerate(body_vals):
+            entry = (vals or {}).get(key.name)
+            if not entry or mocapid[bid] < 0:
+                continue
+            if key.given["mpos"] and "mpos" in entry:
+                out.key_mpos[i, mocapid[bid]] = entry["mpos"]
+            if key.given["mquat"] and "mquat" in entry:
+                out.key_mquat[i, mocapid[bid]] = entry["mquat"]
+        for aid, vals in enumerate(act_vals):
+            entry = (vals or {}).get(key.name)
+            if entry and key.given["ctrl"] and "ctrl" in entry:
+                out.key_ctrl[i, aid] = entry["ctrl"]
+
+
+__all__ = ["expand_attachments", "fill_attached_keys", "AttachedKey"]
