@@ -80,8 +80,8 @@ class AttachedKey:
 @dataclass
 class _KeyState:
     """Values one attached joint, mocap body or actuator carries for pending keyframes
-    (key name -> values). Copies of the element share it; the first one compiled takes
-    it, as MuJoCo moves the values to the first copy made."""
+    (key name -> values). Copies of the element (<replicate>) share it; the first one
+    compiled takes it, as MuJoCo moves the values to the first copy made."""
     values: dict = field(default_factory=dict)
 
 
@@ -111,6 +111,45 @@ class _Child:
             self._classes(wb, None)
         from .assets import AssetFiles
         self.files = AssetFiles(spec, self.ctx)
+        self.state = {}  # id(element) -> key name -> values it carries (attach.py keys)
+        self._key_elements = None
+
+    def key_elements(self):
+        """(joints as (element, nq, nv), mocap bodies, actuators) in MuJoCo's order."""
+        if self._key_elements is None:
+            joints, mocaps = [], []
+            for wb in self.spec.sections("worldbody"):
+                self._key_walk(wb, joints, mocaps)
+            actuators = [el for s in self.spec.sections("actuator") for el in s.children]
+            self._key_elements = joints, mocaps, actuators
+        return self._key_elements
+
+    def _key_walk(self, el, joints, mocaps):
+        """The child's joints (element, nq, nv) and mocap bodies in MuJoCo's order: a
+        body's joints (frames are transparent), then its child bodies', depth first."""
+        from .attrs import Attrs
+        if el.tag == "body" and Attrs(el).bool("mocap", 0):
+            mocaps.append(el)
+        bodies = []
+
+        def collect(node):
+            for c in node.children:
+                if c.tag == "freejoint":
+                    joints.append((c, 7, 6))
+                elif c.tag == "joint":
+                    jtype = c.get_attr("type") or self.defaults.get(
+                        self.cls.get(id(c), "main"), "joint", c).get("type", "hinge")
+                    if jtype not in _NQ:
+                        raise error_at(c, f"unknown joint type '{jtype}'", "type")
+                    joints.append((c, _NQ[jtype], _NV[jtype]))
+                elif c.tag == "frame":
+                    collect(c)
+                elif c.tag == "body":
+                    bodies.append(c)
+
+        collect(el)
+        for b in bodies:
+            self._key_walk(b, joints, mocaps)
 
     def _classes(self, el, childclass):
         for c in el.children:
@@ -250,7 +289,7 @@ class _Expansion:
             self.actuator_defaults[prefix + name] = st
         self.assets += copier.assets()
         self.custom += copier.custom()
-        top.__dict__["attach_items"] = ((prefix, ""), copier.items())
+        top.__dict__["attach_items"] = ((prefix, ""), copier.items(), copier.attached)
         self.keys += copier.keys()
         return top
 
@@ -302,7 +341,8 @@ class _Copier:
     def __init__(self, child: _Child, prefix: str, attach_el):
         self.child, self.p, self.attach_el = child, prefix, attach_el
         self.body_names = set()
-        self.key_state = {}  # id(child element) -> _KeyState of its copy
+        self.tree_copies = []  # (copy, id of the child's element): joints and bodies
+        self.key_names = []  # the child's keyframes, (prefixed name, values)
 
     def _pre(self, value):
         return self.p + value if value else value
@@ -328,11 +368,8 @@ class _Copier:
             new.set("class", self.cls(el))
         if el.tag == "body" and el.get_attr("name"):
             self.body_names.add(self.p + el.get_attr("name"))
-        if el.tag in ("joint", "freejoint") or (el.tag == "body"
-                                                and el.get_attr("mocap") is not None):
-            state = _KeyState()
-            self.key_state[id(el)] = state
-            new.__dict__["attach_key_state"] = state
+        if el.tag in ("joint", "freejoint", "body"):
+            self.tree_copies.append((new, id(el)))
         new.children = [self.tree(c) for c in el.children]
         return new
 
@@ -409,29 +446,24 @@ class _Copier:
                 if el.children:
                     new.children = [copy.copy(c) for c in el.children]
                 if kind == "actuator":
-                    state = _KeyState()
-                    self.key_state[id(el)] = state
-                    new.__dict__["attach_key_state"] = state
+                    new.__dict__["attach_source"] = id(el)
                 item.el = new
         return out
 
     # -- keyframes -----------------------------------------------------------------------
     def keys(self) -> list:
-        spec = self.child.spec
-        keys = [k for s in spec.sections("keyframe") for k in s.children]
+        """The child's keyframes as pending keyframes of the parent (StoreKeyframes:
+        checked against the child's sizes, named with the prefix)."""
+        from .attrs import Attrs
+        child = self.child
+        keys = [k for s in child.spec.sections("keyframe") for k in s.children]
         if not keys:
             return []
-        joints, mocaps = [], []
-        for wb in spec.sections("worldbody"):
-            self._key_walk(wb, joints, mocaps)
-        nq = sum(n for _, n, _ in joints)
-        nv = sum(n for _, _, n in joints)
-        actuators = [el for s in spec.sections("actuator") for el in s.children]
-        sizes = {"qpos": nq, "qvel": nv, "ctrl": len(actuators), "mpos": 3 * len(mocaps),
-                 "mquat": 4 * len(mocaps)}
+        joints, mocaps, actuators = child.key_elements()
+        sizes = {"qpos": sum(n for _, n, _ in joints), "qvel": sum(n for _, _, n in joints),
+                 "ctrl": len(actuators), "mpos": 3 * len(mocaps), "mquat": 4 * len(mocaps)}
         out = []
         for k in keys:
-            from .attrs import Attrs
             a = Attrs(k)
             name = k.get_attr("name") or ""
             if a.floats("act") is not None:
@@ -446,60 +478,45 @@ class _Copier:
                     raise error_at(k, f"Keyframe '{name}' has invalid {attr} size, got "
                                       f"{len(v)}, should be {n}", attr)
                 vals[attr] = np.asarray(v, dtype=np.float64)
-            full = self.p + name
-            qa = va = 0
-            for el, nqj, nvj in joints:
-                state = self.key_state.get(id(el))
-                if state is not None:
-                    entry = state.values.setdefault(full, {})
+            self.key_names.append((self.p + name, vals))
+            out.append(AttachedKey(self.p + name, a.float("time", 0.0),
+                                   {attr: attr in vals for attr in sizes}))
+        return out
+
+    def attached(self, actuator_copies) -> None:
+        """When the subtree is in and the actuators copied (replicate.py calls it, in
+        the reader's order): the child's elements take this attach's keyframe values
+        (SaveState, into every element of the child), then the copies take what their
+        sources carry and the sources forget it (ForgetKeyframes). Elements left out
+        keep theirs, for a later attach of the same child."""
+        child = self.child
+        if self.key_names:
+            joints, mocaps, actuators = child.key_elements()
+            for full, vals in self.key_names:
+                qa = va = 0
+                for el, nqj, nvj in joints:
+                    entry = child.state.setdefault(id(el), {}).setdefault(full, {})
                     if "qpos" in vals:
                         entry["qpos"] = vals["qpos"][qa:qa + nqj]
                     if "qvel" in vals:
                         entry["qvel"] = vals["qvel"][va:va + nvj]
-                qa, va = qa + nqj, va + nvj
-            for i, el in enumerate(mocaps):
-                state = self.key_state.get(id(el))
-                if state is not None:
-                    entry = state.values.setdefault(full, {})
+                    qa, va = qa + nqj, va + nvj
+                for i, el in enumerate(mocaps):
+                    entry = child.state.setdefault(id(el), {}).setdefault(full, {})
                     if "mpos" in vals:
                         entry["mpos"] = vals["mpos"][3 * i:3 * i + 3]
                     if "mquat" in vals:
                         entry["mquat"] = vals["mquat"][4 * i:4 * i + 4]
-            for i, el in enumerate(actuators):
-                state = self.key_state.get(id(el))
-                if state is not None and "ctrl" in vals:
-                    state.values.setdefault(full, {})["ctrl"] = vals["ctrl"][i]
-            out.append(AttachedKey(full, a.float("time", 0.0),
-                                   {attr: attr in vals for attr in sizes}))
-        return out
-
-    def _key_walk(self, el, joints, mocaps):
-        """The child's joints (element, nq, nv) and mocap bodies in MuJoCo's order: a
-        body's joints (frames are transparent), then its child bodies', depth first."""
-        from .attrs import Attrs
-        if el.tag == "body" and Attrs(el).bool("mocap", 0):
-            mocaps.append(el)
-        bodies = []
-
-        def collect(node):
-            for c in node.children:
-                if c.tag == "freejoint":
-                    joints.append((c, 7, 6))
-                elif c.tag == "joint":
-                    jtype = c.get_attr("type") or self.child.defaults.get(
-                        self.child.cls.get(id(c), "main"), "joint", c).get("type", "hinge")
-                    if jtype not in _NQ:
-                        raise error_at(c, f"unknown joint type '{jtype}'", "type")
-                    joints.append((c, _NQ[jtype], _NV[jtype]))
-                elif c.tag == "frame":
-                    collect(c)
-                elif c.tag == "body":
-                    bodies.append(c)
-
-        collect(el)
-        for b in bodies:
-            self._key_walk(b, joints, mocaps)
-
+                for i, el in enumerate(actuators):
+                    if "ctrl" in vals:
+                        entry = child.state.setdefault(id(el), {}).setdefault(full, {})
+                        entry["ctrl"] = vals["ctrl"][i]
+        copies = list(self.tree_copies) + [(el, el.__dict__["attach_source"])
+                                           for el in actuator_copies]
+        for new, source in copies:
+            values = child.state.pop(source, None)
+            if values:
+                new.__dict__["attach_key_state"] = _KeyState(values)
 
 def fill_attached_keys(keys, builder, out, row0: int) -> None:
     """Rows ``row0 ...`` of the key arrays from attached keyframes (MuJoCo's

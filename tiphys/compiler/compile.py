@@ -737,11 +737,11 @@ def _lights(out, lights, builder, poses):
 
 def _keyframes(spec, out, nkey_size=0, builder=None):
     keys = [k for section in spec.sections("keyframe") for k in section.children]
-    attached = getattr(spec, "attached_keys", ())
+    attached = getattr(spec, "attached_keys", None)
     nq, nv, nmocap = len(out.qpos0), int(out._size_nv), int(out._size_nmocap)
     nu, na = int(out._size_nu), int(out._size_na)
     nkey_own = max(len(keys), nkey_size)
-    nkey = nkey_own + len(attached)  # attached keyframes come last, as MuJoCo makes them
+    nkey = nkey_own + len(attached or ())  # attached keyframes come last, as MuJoCo makes them
     if nkey * (nq + nv + 7 * nmocap + nu + na + 1) * 8 > _MAX_ALLOC:
         raise MemoryError
     if not nkey:  # (most models: empty arrays of the right shapes)
@@ -772,6 +772,12 @@ def _keyframes(spec, out, nkey_size=0, builder=None):
                 continue
             if len(v) > n:
                 raise a.error(f"invalid {attr} size, expected length {n}", attr)
+            if len(v) < n and attr in ("qpos", "mpos", "mquat") and attached is not None:
+                # MuJoCo pads it when each <attach> is made, from values that are not
+                # the compiled qpos0 / body poses
+                raise NotImplementedError(
+                    f"{k.xml_file or '<string>'}:{k.xml_line}: <key {attr}> shorter than "
+                    f"the model's in a model with <attach> is not supported yet")
             # MuJoCo 3.4 pads a short vector: qpos from qpos0, mocap poses from the
             # bodies (whole bodies only), the rest with zeros
             width = {"mpos": 3, "mquat": 4}.get(attr, 1)
@@ -779,7 +785,7 @@ def _keyframes(spec, out, nkey_size=0, builder=None):
             k = len(v) - len(v) % width
             flat[:k] = v[:k]
             arr[i] = flat.reshape(arr[i].shape)
-    fill_attached_keys(attached, builder, out, nkey_own)
+    fill_attached_keys(attached or (), builder, out, nkey_own)
     for i in range(nkey):
         for j in range(nmocap):
             out.key_mquat[i, j] = rot.normalize(out.key_mquat[i, j])[0]

@@ -365,17 +365,22 @@ class _Expander:
                 self.attach(*attached)
         return made
 
-    def attach(self, ns, items) -> None:
+    def attach(self, ns, items, attached) -> None:
         """An <attach>ed child's items (attach.py), copied where their references
-        resolve once the subtree is in (mjCModel::operator+=)."""
+        resolve once the subtree is in (mjCModel::operator+=); ``attached(actuator
+        elements copied)`` then moves the keyframe values."""
         self.changed = True
         model, res = self.model, self.resolver
+        actuators = []
         for kind in _COPY_ORDER:
             tables = model.tables()
             kept = [res.resolve(item, ns, tables) for item in items[kind]]
             for cand in kept:
                 if cand is not None:
                     model.append(cand)
+                    if kind == "actuator":
+                        actuators.append(cand.el)
+        attached(actuators)
 
     def replicate(self, el) -> list:
         template = self.walk(el)
