@@ -207,6 +207,7 @@ class _Expansion:
         self.assets = []
         self.custom = []
         self.attached_names = set()
+        self.own_keys = any(s.children for s in spec.sections("keyframe"))
 
     def run(self):
         spec = self.spec
@@ -244,6 +245,12 @@ class _Expansion:
                 new.children.append(self._attach(c))
             else:
                 new.children.append(self._rewrite(c))
+        if el.tag == "replicate" and self.keys and self.own_keys:
+            # the template's deletion makes the model's own keyframes pending too,
+            # after the attached ones
+            raise NotImplementedError(
+                f"{_where(el)}: <replicate> ending after an <attach> of a model with "
+                f"keyframes, in a model with its own <keyframe>s, is not supported yet")
         return new
 
     def _attach(self, el):

@@ -406,6 +406,12 @@ class _Expander:
                     cand = res.resolve(items[j], s, model.tables())
                     if cand is not None:
                         model.append(cand)
+        # deleting the template copies the model first, which makes every actuator
+        # forget the keyframe values it carried (attach.py)
+        for item in model.lists["actuator"]:
+            state = item.el.__dict__.get("attach_key_state")
+            if state is not None:
+                state.values.clear()
         old = model.snapshot()
         for kind, name in template:
             model.tree[kind][name] -= 1
