@@ -47,7 +47,9 @@ ROBOT = """\
   <worldbody>
     <geom name="floor" type="plane" size="1 1 .1"/>
     <light name="sun" pos="0 0 3"/>
-    <body name="mocap" mocap="true" pos="0.3 0 0.2"><geom type="box" size=".01 .01 .01" contype="0" conaffinity="0"/></body>
+    <body name="mocap" mocap="true" pos="0.3 0 0.2">
+      <geom type="box" size=".01 .01 .01" contype="0" conaffinity="0"/>
+    </body>
     <body name="base" pos="0 0 0.1" childclass="arm">
       <freejoint name="root"/>
       <geom name="base" type="box" size="0.05 0.05 0.02" class="main"/>
@@ -86,7 +88,9 @@ ROBOT = """\
     <exclude body1="base" body2="upper"/>
   </contact>
   <tendon>
-    <fixed name="couple"><joint joint="shoulder" coef="1"/><joint joint="elbow" coef="-0.5"/></fixed>
+    <fixed name="couple">
+      <joint joint="shoulder" coef="1"/><joint joint="elbow" coef="-0.5"/>
+    </fixed>
     <spatial name="rope" width="0.005"><site site="base_site"/><site site="tip"/></spatial>
     <fixed name="far"><joint joint="other_j" coef="1"/></fixed>
   </tendon>
@@ -114,11 +118,16 @@ ROBOT = """\
   <custom>
     <numeric name="num" data="1 2 3"/>
     <text name="txt" data="hello"/>
-    <tuple name="tup"><element objtype="body" objname="hand" prm="1"/><element objtype="joint" objname="elbow" prm="2"/></tuple>
+    <tuple name="tup">
+      <element objtype="body" objname="hand" prm="1"/>
+      <element objtype="joint" objname="elbow" prm="2"/>
+    </tuple>
     <tuple name="tup_far"><element objtype="body" objname="other"/></tuple>
   </custom>
   <keyframe>
-    <key name="home" time="0.5" qpos="0 0 0.3 1 0 0 0 0.1 0.2 1 0 0 0 0.01 0.3" qvel="1 2 3 4 5 6 7 8 9 10 11 12 13" ctrl="0.1 0.2 0.3 0.4 0.5" mpos="0.1 0.2 0.3" mquat="0 1 0 0"/>
+    <key name="home" time="0.5" qpos="0 0 0.3 1 0 0 0 0.1 0.2 1 0 0 0 0.01 0.3"
+         qvel="1 2 3 4 5 6 7 8 9 10 11 12 13" ctrl="0.1 0.2 0.3 0.4 0.5" mpos="0.1 0.2 0.3"
+         mquat="0 1 0 0"/>
     <key name="bent" qpos="0 0 0.3 1 0 0 0 0.5 -0.5 0.7071 0.7071 0 0 0.02 -0.3"/>
   </keyframe>
 </mujoco>
@@ -252,7 +261,9 @@ SCENES = {
 """,
     "body": """\
 <mujoco>
-  <default><default class="blue"><geom rgba="0 0 1 1" size=".2"/><joint damping="3"/></default></default>
+  <default>
+    <default class="blue"><geom rgba="0 0 1 1" size=".2"/><joint damping="3"/></default>
+  </default>
   <asset><model name="arm" file="child/arm.xml"/><material name="m" rgba="1 0 1 1"/></asset>
   <worldbody>
     <body name="cart" pos="0 0 .5" childclass="blue">

@@ -13,29 +13,39 @@ frame holding its bodies, geoms, sites, cameras and lights. The copy:
   material textures); element values were resolved from the child's default classes
   when the child was parsed, and the child's whole default tree is added to the
   parent with prefixed class names (``main`` becoming ``prefix + "main"``);
-- appends every mesh, skin, height field, texture, material, numeric and text of the
-  child (assets named after their file when unnamed, then prefixed), compiled with
-  the child's own directories;
+- appends every mesh, height field, texture, material, numeric and text of the child
+  (assets named after their file when unnamed, then prefixed), compiled with the
+  child's own directories;
 - appends the child's pairs, excludes, tendons, equalities, actuators, sensors and
   tuples whose prefixed references resolve in the parent at that moment (each kind's
   ResolveReferences, as for ``<replicate>``): done with the replicate bookkeeping of
   ``replicate.py``, which meets the attached subtree where the reader meets it;
 - makes the child's keyframes pending keyframes of the parent, named with the prefix,
-  whose values are those the attached joints, mocap bodies and actuators carried
-  (every other entry takes its default), created after the parent's own keyframes.
+  created after the parent's own. Their values live on the elements (SaveState writes
+  them into every joint, mocap body and actuator of the child; a copy takes what its
+  source carries and the source forgets it): an element left out by one attach keeps
+  that attach's values and hands them to the next attach of the same child, only the
+  first <replicate> copy of an element gets them, and a <replicate>'s deletion of its
+  template makes every actuator forget its values. Entries no element carries take
+  qpos0, the body pose or zero.
 
 ``expand_attachments(spec)`` rewrites a Spec into one without ``<model>``/``<attach>``:
 the attached elements sit in the body tree where the ``<attach>`` was, renamed and
-each given its (prefixed) default class explicitly. Elements keep the child's
-compiler settings in MuJoCo; here a child whose settings for angles, Euler sequence,
-limits or inertia differ from the parent's is refused (NotImplementedError), and its
-asset files are resolved with the child's directories at expansion time.
+each given its (prefixed) default class explicitly; asset files are resolved with the
+child's directories here. Refused with NotImplementedError: a child whose
+``<compiler>`` settings for angles, Euler sequence, limits or inertia differ from the
+parent's (MuJoCo compiles its elements with them); a child holding <replicate>,
+<attach>, <composite>, <flexcomp>, a body <plugin>, <deformable>, <extension>, <skin>
+or <model>, or a keyframe with ``act``; a second attach of a body attached before
+(MuJoCo moves the first copy); parent keyframes shorter than the model (MuJoCo pads
+them at each attach with values that are not qpos0); a <replicate> ending after an
+attach of a model with keyframes in a model with keyframes of its own (their order
+changes); child asset files with the parent's ``strippath``.
 """
 from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import Optional
 
 import numpy as np
 
@@ -277,6 +287,7 @@ class _Expansion:
         else:
             roots = [c for w in child.spec.sections("worldbody") for c in w.children]
         copier = _Copier(child, prefix, el)
+        copier.parent_strippath = self.ctx.strippath
         copies = [copier.tree(r) for r in roots]
         if bodyname:
             top = copies[0]
@@ -347,6 +358,7 @@ class _Copier:
 
     def __init__(self, child: _Child, prefix: str, attach_el):
         self.child, self.p, self.attach_el = child, prefix, attach_el
+        self.parent_strippath = False
         self.body_names = set()
         self.tree_copies = []  # (copy, id of the child's element): joints and bodies
         self.key_names = []  # the child's keyframes, (prefixed name, values)
@@ -423,6 +435,11 @@ class _Copier:
         return out
 
     def _file(self, el, value):
+        if self.parent_strippath:
+            # the parent's compile would strip the directories found here
+            raise NotImplementedError(
+                f"{_where(self.attach_el)}: <attach> of a model with asset files into a "
+                f"model with <compiler strippath=\"true\"> is not supported yet")
         name, _ = self.child.files.name(el, value, el.tag)
         if not is_abs(name):
             name = join_path(self.child.files.reader.modeldir, name)

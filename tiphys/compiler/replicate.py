@@ -27,6 +27,11 @@ do not after it (``mjCModel::RemoveFromList``: pairs, excludes, tendons, equalit
 actuators, sensors in that order; tuples stay). So the original elements that named
 template objects disappear, and the copies stay.
 
+An ``<attach>`` (attach.py) runs the same bookkeeping: where the walk meets the
+attached subtree, the child model's pairs ... tuples are copied in the namespace
+(prefix, suffix) of the attach when their references resolve (``_ns``), and a later
+replicate treats them as the model's own.
+
 ``expand_replicated_references(spec)`` does all this by name bookkeeping and returns a
 Spec whose sections list the resulting elements, names and references rewritten; the
 body tree itself is replicated by the tree builder.
