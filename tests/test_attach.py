@@ -175,6 +175,39 @@ ARM = """\
 </mujoco>
 """
 
+# a child with a <compiler> of its own: its elements compile with it
+RADARM = """\
+<mujoco model="radarm">
+  <compiler angle="radian" eulerseq="zyx" autolimits="false" boundmass="0.5"
+            boundinertia="0.0001" inertiafromgeom="true"/>
+  <default>
+    <joint damping="0.1" range="-0.5 0.5" limited="true"/>
+    <geom type="capsule" size="0.02"/>
+  </default>
+  <worldbody>
+    <body name="link1" pos="0 0 .2" euler="0.1 0.2 0.3">
+      <joint name="j1" axis="0 0 1" ref="0.2" springref="0.1"/>
+      <geom name="link1" fromto="0 0 0 .2 0 0"/>
+      <frame euler="0.3 0 0.1">
+        <body name="link2" pos=".2 0 0" axisangle="0 0 1 0.5">
+          <joint name="j2" axis="0 1 0" range="-1 1"/>
+          <geom name="link2" fromto="0 0 0 .2 0 0"/>
+          <site name="tip" pos=".2 0 0" euler="0.5 0.5 0"/>
+          <body name="link3" pos=".2 0 0">
+            <joint name="b3" type="ball" range="0 1"/><geom size=".03" type="sphere"/>
+          </body>
+        </body>
+      </frame>
+    </body>
+  </worldbody>
+  <tendon><fixed name="t" range="-1 1" limited="true"><joint joint="j1" coef="1"/></fixed></tendon>
+  <actuator>
+    <motor name="m1" joint="j1" ctrlrange="-1 1" ctrllimited="true"/>
+    <position name="p2" joint="j2" kp="3" ctrlrange="-0.5 0.5" ctrllimited="true"/>
+  </actuator>
+</mujoco>
+"""
+
 TET = """\
 v 0 0 0
 v 0.1 0 0
@@ -294,6 +327,32 @@ SCENES = {
   </worldbody>
 </mujoco>
 """,
+    "radian": """\
+<mujoco>
+  <asset><model name="rad" file="child/radarm.xml"/></asset>
+  <worldbody>
+    <body name="base" euler="0 0 30">
+      <joint name="bj" range="-30 30"/>
+      <geom size=".1"/>
+      <attach model="rad" body="link1" prefix="r/"/>
+    </body>
+    <frame euler="10 0 0"><attach model="rad" prefix="w/"/></frame>
+  </worldbody>
+  <tendon><fixed name="pt" range="-1 1"><joint joint="bj" coef="1"/></fixed></tendon>
+  <actuator><motor name="pm" joint="bj" ctrlrange="-1 1"/></actuator>
+</mujoco>
+""",
+    "autolimits": """\
+<mujoco>
+  <compiler autolimits="false" angle="radian"/>
+  <asset><model name="arm" file="child/arm.xml"/></asset>
+  <worldbody>
+    <body name="b" euler="0 0 0.5"><joint name="bj" range="-1 1" limited="true"/><geom size=".1"/>
+      <attach model="arm" body="link1" prefix="a/"/>
+    </body>
+  </worldbody>
+</mujoco>
+""",
 }
 
 
@@ -307,6 +366,7 @@ def models_dir(tmp_path_factory):
     (child / "tex").mkdir()
     (child / "robot.xml").write_text(ROBOT)
     (child / "arm.xml").write_text(ARM)
+    (child / "radarm.xml").write_text(RADARM)
     (child / "meshes" / "tet.obj").write_text(TET)
     (child / "meshes" / "prism.obj").write_text(PRISM)
     Image.new("RGB", (8, 8), (200, 50, 20)).save(child / "tex" / "wood.png")
@@ -414,13 +474,7 @@ def test_attach_errors_match_mujoco(models_dir):
 
 
 def test_unsupported_attachments_raise(models_dir):
-    (models_dir / "child" / "radian.xml").write_text(
-        ARM.replace('<mujoco model="arm">', '<mujoco model="arm">\n<compiler angle="radian"/>'))
     cases = {
-        # MuJoCo compiles the attached elements with the child's own <compiler>
-        '<asset><model name="r" file="child/radian.xml"/></asset>'
-        '<worldbody><attach model="r" body="link1" prefix="a"/></worldbody>':
-            "compiler angle",
         # a parent keyframe padded at each attach from values that are not qpos0
         '<asset><model name="r" file="child/arm.xml"/></asset>'
         '<worldbody><attach model="r" body="link1" prefix="a"/></worldbody>'
@@ -435,6 +489,19 @@ def test_unsupported_attachments_raise(models_dir):
         mujoco.MjModel.from_xml_path(str(path))  # (MuJoCo takes them)
         with pytest.raises(NotImplementedError, match=message):
             tiphys.load_model(str(path))
+
+
+def test_attach_from_assets_dict():
+    """The child model and its mesh from the in-memory VFS, as MuJoCo reads them."""
+    assets = {"arm.xml": ARM.replace("meshes/tet.obj", "tet.obj").encode(),
+              "tet.obj": TET.encode()}
+    xml = """<mujoco><asset><model name="arm" file="arm.xml"/></asset>
+<worldbody><attach model="arm" body="link1" prefix="v/"/></worldbody></mujoco>"""
+    mjm = mujoco.MjModel.from_xml_string(xml, assets)
+    arrays = compile_spec(parse_xml(xml, assets=assets))
+    errors = compare_model(arrays, mjm) + _name_errors(arrays, mjm)
+    assert not errors, "\n".join(errors)
+    assert "v/tet" in arrays.names["mesh"]
 
 
 def test_spec_with_attach_round_trips(models_dir):

@@ -32,20 +32,22 @@ frame holding its bodies, geoms, sites, cameras and lights. The copy:
 ``expand_attachments(spec)`` rewrites a Spec into one without ``<model>``/``<attach>``:
 the attached elements sit in the body tree where the ``<attach>`` was, renamed and
 each given its (prefixed) default class explicitly; asset files are resolved with the
-child's directories here. Refused with NotImplementedError: a child whose
-``<compiler>`` settings for angles, Euler sequence, limits or inertia differ from the
-parent's (MuJoCo compiles its elements with them); a child holding <replicate>,
-<attach>, <composite>, <flexcomp>, a body <plugin>, <deformable>, <extension>, <skin>
-or <model>, or a keyframe with ``act``; a second attach of a body attached before
-(MuJoCo moves the first copy); parent keyframes shorter than the model (MuJoCo pads
-them at each attach with values that are not qpos0); a <replicate> ending after an
-attach of a model with keyframes in a model with keyframes of its own (their order
-changes); child asset files with the parent's ``strippath``.
+child's directories here. Where the child's ``<compiler>`` settings for angles, Euler
+sequence, limits or inertia differ from the parent's (MuJoCo compiles each element
+with its own model's), the subtree sits in an identity ``<frame>`` carrying them
+(``attach_compiler``, read by the tree builder) and the copied tendons and actuators
+carry them too (``element_ctx``). Refused with NotImplementedError: a child holding
+<replicate>, <attach>, <composite>, <flexcomp>, a body <plugin>, <deformable>,
+<extension>, <skin> or <model>, or a keyframe with ``act``; a second attach of a body
+attached before (MuJoCo moves the first copy); parent keyframes shorter than the model
+(MuJoCo pads them at each attach with values that are not qpos0); a <replicate>
+ending after an attach of a model with keyframes in a model with keyframes of its own
+(their order changes); child asset files with the parent's ``strippath``.
 """
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -66,11 +68,9 @@ _ASSET_FILES = {"mesh": ("file",), "hfield": ("file",),
                             "filefront", "fileback")}
 _CHILD_SECTIONS_REFUSED = ("deformable", "extension")
 # compiler settings MuJoCo applies per element from the child's own <compiler>
-_PER_ELEMENT_COMPILER = (("degree", "angle"), ("eulerseq", "eulerseq"),
-                         ("autolimits", "autolimits"), ("inertiafromgeom", "inertiafromgeom"),
-                         ("inertiagrouprange", "inertiagrouprange"),
-                         ("boundmass", "boundmass"), ("boundinertia", "boundinertia"),
-                         ("balanceinertia", "balanceinertia"), ("alignfree", "alignfree"))
+_PER_ELEMENT_COMPILER = ("degree", "eulerseq", "autolimits", "inertiafromgeom",
+                         "inertiagrouprange", "boundmass", "boundinertia", "balanceinertia",
+                         "alignfree")
 _NQ = {"free": 7, "ball": 4, "slide": 1, "hinge": 1}
 _NV = {"free": 6, "ball": 3, "slide": 1, "hinge": 1}
 
@@ -172,12 +172,17 @@ class _Child:
             if c.tag in ("body", "frame"):
                 self._classes(c, c.get_attr("childclass") or childclass)
 
-    def check_compiler(self, parent_ctx, attach_el):
-        for key, attr in _PER_ELEMENT_COMPILER:
-            if getattr(self.ctx, key) != getattr(parent_ctx, key):
-                raise NotImplementedError(
-                    f"{_where(attach_el)}: <attach> of a model whose <compiler {attr}> "
-                    f"differs from the parent's is not supported yet")
+    def compiler_overrides(self, parent_ctx) -> dict:
+        """The child's per-element compiler settings that differ from the parent's."""
+        return {key: getattr(self.ctx, key) for key in _PER_ELEMENT_COMPILER
+                if getattr(self.ctx, key) != getattr(parent_ctx, key)}
+
+
+def element_ctx(el, ctx):
+    """The compiler settings ``el`` compiles with: an attached element keeps its
+    model's (MuJoCo: each element's own ``compiler``)."""
+    own = el.__dict__.get("attach_compiler") if el is not None else None
+    return replace(ctx, **own) if own else ctx
 
 
 def _has_attach(elements) -> bool:
@@ -274,7 +279,7 @@ class _Expansion:
         child = self.children.get(model)
         if child is None:
             raise error_at(el, f"could not find model '{model}'", "model")
-        child.check_compiler(self.ctx, el)
+        own = child.compiler_overrides(self.ctx)
         if prefix + bodyname in self.attached_names and bodyname:
             # MuJoCo then moves the body attached before into this frame
             raise NotImplementedError(f"{_where(el)}: <attach> of a body attached before "
@@ -286,16 +291,17 @@ class _Expansion:
             roots = [src]
         else:
             roots = [c for w in child.spec.sections("worldbody") for c in w.children]
-        copier = _Copier(child, prefix, el)
+        copier = _Copier(child, prefix, el, own)
         copier.parent_strippath = self.ctx.strippath
         copies = [copier.tree(r) for r in roots]
-        if bodyname:
+        if bodyname and not own:
             top = copies[0]
-        else:  # the child's world frame
+        else:  # the child's world frame, or a frame that gives the child's <compiler>
             cls = element_class(("mujoco", "worldbody", "frame"),
                                 EXTRA_CHILDREN["frame"]["attrs"])
             top = new_element(cls, el.xml_file, el.xml_line)
             top.__dict__["xml_incdir"] = getattr(el, "xml_incdir", "")
+            top.__dict__["attach_compiler"] = own
             top.children = copies
         self.attached_names |= copier.body_names
         # the section elements: defaults, assets, custom now; the rest resolved where
@@ -356,8 +362,9 @@ def _load_child(spec, el):
 class _Copier:
     """Copies of one child's elements for one <attach>, names prefixed."""
 
-    def __init__(self, child: _Child, prefix: str, attach_el):
+    def __init__(self, child: _Child, prefix: str, attach_el, compiler: dict):
         self.child, self.p, self.attach_el = child, prefix, attach_el
+        self.compiler = compiler  # the child's own compiler settings, where they differ
         self.parent_strippath = False
         self.body_names = set()
         self.tree_copies = []  # (copy, id of the child's element): joints and bodies
@@ -471,6 +478,8 @@ class _Copier:
                     new.children = [copy.copy(c) for c in el.children]
                 if kind == "actuator":
                     new.__dict__["attach_source"] = id(el)
+                if self.compiler:
+                    new.__dict__["attach_compiler"] = self.compiler
                 item.el = new
         return out
 
