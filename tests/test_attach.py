@@ -342,6 +342,21 @@ SCENES = {
   <actuator><motor name="pm" joint="bj" ctrlrange="-1 1"/></actuator>
 </mujoco>
 """,
+    "empty_prefix": """\
+<mujoco>
+  <default>
+    <geom rgba="1 0 0 1" size=".3" friction=".1"/><joint damping="7" range="-1 1"/>
+    <motor ctrlrange="-5 5"/>
+    <default class="tip"><geom type="box" size=".1 .1 .1"/></default></default>
+  <asset><model name="arm" file="child/arm.xml"/></asset>
+  <worldbody>
+    <body name="mine" pos="0 2 0"><joint name="mj"/><geom/><geom name="mytip" class="tip"/></body>
+    <attach model="arm" body="link1" prefix=""/>
+    
+  </worldbody>
+  <actuator><motor joint="mj"/></actuator>
+</mujoco>
+""",
     "autolimits": """\
 <mujoco>
   <compiler autolimits="false" angle="radian"/>
@@ -483,10 +498,15 @@ def test_unsupported_attachments_raise(models_dir):
         '<asset><model name="r" file="child/arm.xml"/></asset>'
         '<worldbody><attach model="r" body="link1" prefix="a"/>'
         '<attach model="r" body="link1" prefix="a"/></worldbody>': "attached before",
+        # the child's main class takes the name of the parent's: MuJoCo then compiles
+        # the parent's later elements with it
+        '<default><geom size=".3"/></default>'
+        '<asset><model name="r" file="child/arm.xml"/></asset>'
+        '<worldbody><attach model="r" body="link1" prefix=""/>'
+        '<body name="after"><geom/></body></worldbody>': "element after <attach>",
     }
     for body, message in cases.items():
         path = _write(models_dir, "unsupported.xml", f"<mujoco>{body}</mujoco>")
-        mujoco.MjModel.from_xml_path(str(path))  # (MuJoCo takes them)
         with pytest.raises(NotImplementedError, match=message):
             tiphys.load_model(str(path))
 

@@ -354,7 +354,8 @@ def default_actuators(spec) -> dict:
         out["main"] = ActState()
     # classes of <attach>ed models (attach.py), prefixed names
     for name, st in getattr(spec, "attached_actuator_defaults", {}).items():
-        out[name] = st.copy()
+        if name not in out:
+            out[name] = st.copy()
     return out
 
 

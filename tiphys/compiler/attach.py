@@ -56,7 +56,7 @@ from ..io.resources import dir_part, is_abs, join_path
 from ..spec.element import EXTRA_CHILDREN, element_class, new_element
 
 # references (besides the name) that the copy prefixes, per body-tree element
-_TREE_REFS = {"body": ("childclass",), "frame": ("childclass",), "joint": (),
+_TREE_REFS = {"body": (), "frame": (), "joint": (),
               "freejoint": (), "geom": ("material", "mesh", "hfield"), "site": ("material",),
               "camera": ("target",), "light": ("target", "texture"), "inertial": ()}
 # the same references inside default classes
@@ -223,6 +223,9 @@ class _Expansion:
         self.custom = []
         self.attached_names = set()
         self.own_keys = any(s.children for s in spec.sections("keyframe"))
+        from .defaults import DefaultTree
+        self.own_classes = DefaultTree(spec).classes
+        self.shadowed = None  # an <attach> whose classes took names the model had
 
     def run(self):
         spec = self.spec
@@ -258,8 +261,14 @@ class _Expansion:
         for c in el.children:
             if c.tag == "attach":
                 new.children.append(self._attach(c))
-            else:
-                new.children.append(self._rewrite(c))
+                continue
+            if self.shadowed is not None:
+                raise NotImplementedError(
+                    f"{_where(c)}: an element after <attach> ({_where(self.shadowed)}) whose "
+                    f"prefixed default classes take the names of classes the model has is "
+                    f"not supported yet (MuJoCo gives the later elements the attached "
+                    f"classes)")
+            new.children.append(self._rewrite(c))
         if el.tag == "replicate" and self.keys and self.own_keys:
             # the template's deletion makes the model's own keyframes pending too,
             # after the attached ones
@@ -307,10 +316,14 @@ class _Expansion:
         # the section elements: defaults, assets, custom now; the rest resolved where
         # the reader meets the subtree (replicate.expand_replicated_references)
         for name, table in copier.default_tables().items():
-            self.defaults[name] = table
+            had = self.defaults.get(name, self.own_classes.get(name))
+            if had is not None and had != table:
+                self.shadowed = el
+            self.defaults.setdefault(name, table)
         from .actuator import default_actuators
         for name, st in default_actuators(child.spec).items():
-            self.actuator_defaults[prefix + name] = st
+            self.actuator_defaults[copier.cname(name)] = st
+            self.actuator_defaults.setdefault(prefix + name, st)
         self.assets += copier.assets()
         self.custom += copier.custom()
         top.__dict__["attach_items"] = ((prefix, ""), copier.items(), copier.attached)
@@ -366,6 +379,7 @@ class _Copier:
         self.child, self.p, self.attach_el = child, prefix, attach_el
         self.compiler = compiler  # the child's own compiler settings, where they differ
         self.parent_strippath = False
+        self.tag = f" (attached at {_where(attach_el)})"
         self.body_names = set()
         self.tree_copies = []  # (copy, id of the child's element): joints and bodies
         self.key_names = []  # the child's keyframes, (prefixed name, values)
@@ -378,7 +392,13 @@ class _Copier:
         c = self.child.cls.get(id(el))
         if c is None:
             c = el.get_attr("class") or own_default
-        return self.p + c
+        return self.cname(c)
+
+    def cname(self, c: str) -> str:
+        """The name a child's default class has here: the prefixed name made unique to
+        this attach (values were resolved in the child, whatever the parent's classes
+        are; ``prefix + "main"`` with an empty prefix is the parent's own main)."""
+        return f"{self.p}{c}{self.tag}"
 
     def tree(self, el):
         new = copy.copy(el)
@@ -392,6 +412,8 @@ class _Copier:
                 new.set(attr, self.p + el.get_attr(attr))
         if "class" in el._fields_of:
             new.set("class", self.cls(el))
+        if el.get_attr("childclass"):
+            new.set("childclass", self.cname(el.get_attr("childclass")))
         if el.tag == "body" and el.get_attr("name"):
             self.body_names.add(self.p + el.get_attr("name"))
         if el.tag in ("joint", "freejoint", "body"):
@@ -409,7 +431,8 @@ class _Copier:
                     if attrs.get(ref):
                         attrs[ref] = self.p + attrs[ref]
                 new[tag] = attrs
-            out[self.p + name] = new
+            out[self.cname(name)] = new
+            out.setdefault(self.p + name, new)  # (what later elements may name)
         return out
 
     def assets(self) -> list:
@@ -473,7 +496,7 @@ class _Copier:
                 el = item.el
                 new = copy.copy(el)
                 if "class" in el._fields_of:
-                    new.set("class", self.p + (el.get_attr("class") or "main"))
+                    new.set("class", self.cname(el.get_attr("class") or "main"))
                 if el.children:
                     new.children = [copy.copy(c) for c in el.children]
                 if kind == "actuator":

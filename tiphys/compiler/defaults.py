@@ -18,8 +18,9 @@ class DefaultTree:
             self._add(section, "main", None)
         # classes of <attach>ed models (attach.py): resolved already, prefixed names
         for name, tables in getattr(spec, "attached_defaults", {}).items():
-            self.classes[name] = {tag: dict(v) for tag, v in tables.items()}
-            self.parent[name] = "main"
+            if name not in self.classes:
+                self.classes[name] = {tag: dict(v) for tag, v in tables.items()}
+                self.parent[name] = "main"
 
     def _add(self, section, name: str, parent):
         if parent is not None:
