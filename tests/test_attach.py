@@ -511,6 +511,23 @@ def test_unsupported_attachments_raise(models_dir):
             tiphys.load_model(str(path))
 
 
+def test_model_asset_refused_only_when_attached(models_dir):
+    """A <model> asset holding what an attach does not support yet compiles as long as
+    nothing is attached from it."""
+    (models_dir / "child" / "withrep.xml").write_text(
+        '<mujoco><worldbody><body name="a"><joint/><geom size=".1"/></body>'
+        '<replicate count="2"><body name="r"><geom size=".1"/></body></replicate>'
+        '</worldbody></mujoco>')
+    xml = """<mujoco><asset><model name="w" file="child/withrep.xml"/>
+<model name="arm" file="child/arm.xml"/></asset>
+<worldbody><attach model="{}" body="{}" prefix="x"/></worldbody></mujoco>"""
+    _check(_write(models_dir, "unused.xml", xml.format("arm", "link1")))
+    path = _write(models_dir, "unused.xml", xml.format("w", "a"))
+    mujoco.MjModel.from_xml_path(str(path))
+    with pytest.raises(NotImplementedError, match="<replicate> in a model used by <attach>"):
+        tiphys.load_model(str(path))
+
+
 def test_attach_from_assets_dict():
     """The child model and its mesh from the in-memory VFS, as MuJoCo reads them."""
     assets = {"arm.xml": ARM.replace("meshes/tet.obj", "tet.obj").encode(),

@@ -12,7 +12,9 @@ frame holding its bodies, geoms, sites, cameras and lights. The copy:
   hold (geom/site material, geom mesh/hfield, camera/light target, light texture,
   material textures); element values were resolved from the child's default classes
   when the child was parsed, and the child's whole default tree is added to the
-  parent with prefixed class names (``main`` becoming ``prefix + "main"``);
+  parent with prefixed class names (``main`` becoming ``prefix + "main"``; here the
+  copies name classes unique to their attach, so that a class of the parent with the
+  same name cannot change them);
 - appends every mesh, height field, texture, material, numeric and text of the child
   (assets named after their file when unnamed, then prefixed), compiled with the
   child's own directories;
@@ -56,9 +58,9 @@ from ..io.resources import dir_part, is_abs, join_path
 from ..spec.element import EXTRA_CHILDREN, element_class, new_element
 
 # references (besides the name) that the copy prefixes, per body-tree element
-_TREE_REFS = {"body": (), "frame": (), "joint": (),
-              "freejoint": (), "geom": ("material", "mesh", "hfield"), "site": ("material",),
-              "camera": ("target",), "light": ("target", "texture"), "inertial": ()}
+_TREE_REFS = {"body": (), "frame": (), "joint": (), "freejoint": (), "inertial": (),
+              "geom": ("material", "mesh", "hfield"), "site": ("material",),
+              "camera": ("target",), "light": ("target", "texture")}
 # the same references inside default classes
 _DEFAULT_REFS = {"geom": ("material", "mesh", "hfield"), "site": ("material",),
                  "camera": ("target",), "light": ("target", "texture"),
@@ -102,18 +104,15 @@ class _Child:
         from .compile import _compiler_options
         from .defaults import DefaultTree
         self.spec, self.el = spec, el
+        self.refused = None  # (element, what) that an <attach> of this model refuses
         for tag in _CHILD_SECTIONS_REFUSED:
             for section in spec.sections(tag):
-                if section.children:
-                    raise NotImplementedError(
-                        f"{_where(section.children[0])}: <{tag}> in a model used by "
-                        f"<attach> ({_where(el)}) is not supported yet")
+                if section.children and self.refused is None:
+                    self.refused = (section.children[0], f"<{tag}>")
         for section in spec.sections("asset"):
             for c in section.children:
-                if c.tag in ("model", "skin"):
-                    raise NotImplementedError(
-                        f"{_where(c)}: <asset><{c.tag}> in a model used by <attach> "
-                        f"({_where(el)}) is not supported yet")
+                if c.tag in ("model", "skin") and self.refused is None:
+                    self.refused = (c, f"<asset><{c.tag}>")
         self.ctx = _compiler_options(spec)
         self.defaults = DefaultTree(spec)
         self.cls = {}  # id(element) -> its default class in the child
@@ -161,12 +160,17 @@ class _Child:
         for b in bodies:
             self._key_walk(b, joints, mocaps)
 
+    def check_attachable(self, attach_el):
+        if self.refused is not None:
+            el, what = self.refused
+            raise NotImplementedError(f"{_where(el)}: {what} in a model used by <attach> "
+                                      f"({_where(attach_el)}) is not supported yet")
+
     def _classes(self, el, childclass):
         for c in el.children:
-            if c.tag in ("replicate", "attach", "composite", "flexcomp", "plugin"):
-                raise NotImplementedError(
-                    f"{_where(c)}: <{c.tag}> in a model used by <attach> ({_where(self.el)})"
-                    f" is not supported yet")
+            if c.tag in ("replicate", "attach", "composite", "flexcomp", "plugin") \
+                    and self.refused is None:
+                self.refused = (c, f"<{c.tag}>")
             own = c.get_attr("class")
             self.cls[id(c)] = own if own is not None else (childclass or "main")
             if c.tag in ("body", "frame"):
@@ -288,6 +292,7 @@ class _Expansion:
         child = self.children.get(model)
         if child is None:
             raise error_at(el, f"could not find model '{model}'", "model")
+        child.check_attachable(el)
         own = child.compiler_overrides(self.ctx)
         if prefix + bodyname in self.attached_names and bodyname:
             # MuJoCo then moves the body attached before into this frame
