@@ -42,10 +42,13 @@ ROBOT = """\
     <material name="mat" rgba="0 1 0 1"/>
     <material name="wood" texture="wood"/>
     <mesh name="tet" file="tet.obj"/>
+    <hfield name="terrain" file="height.png" size="1 1 .1 .1"/>
+    <hfield file="height.png" size="2 2 .2 .1"/>
     <mesh file="prism.obj" scale="2 2 2"/>
   </asset>
   <worldbody>
     <geom name="floor" type="plane" size="1 1 .1"/>
+    <geom name="terrain" type="hfield" hfield="terrain" pos="3 0 0"/>
     <light name="sun" pos="0 0 3"/>
     <body name="mocap" mocap="true" pos="0.3 0 0.2">
       <geom type="box" size=".01 .01 .01" contype="0" conaffinity="0"/>
@@ -357,6 +360,12 @@ SCENES = {
   <actuator><motor joint="mj"/></actuator>
 </mujoco>
 """,
+    "whole_robot": """\
+<mujoco>
+  <asset><model name="robot" file="child/robot.xml"/></asset>
+  <worldbody><attach model="robot" prefix="w/"/></worldbody>
+</mujoco>
+""",
     "autolimits": """\
 <mujoco>
   <compiler autolimits="false" angle="radian"/>
@@ -373,7 +382,8 @@ SCENES = {
 
 @pytest.fixture(scope="module")
 def models_dir(tmp_path_factory):
-    """The child models (in child/, with meshdir/texturedir of their own) and a PNG."""
+    """The child models (in child/, with meshdir/texturedir of their own), meshes and
+    PNGs."""
     from PIL import Image
     root = tmp_path_factory.mktemp("attach")
     child = root / "child"
@@ -385,10 +395,12 @@ def models_dir(tmp_path_factory):
     (child / "meshes" / "tet.obj").write_text(TET)
     (child / "meshes" / "prism.obj").write_text(PRISM)
     Image.new("RGB", (8, 8), (200, 50, 20)).save(child / "tex" / "wood.png")
+    heights = (np.arange(64).reshape(8, 8) * 3).astype(np.uint8)
+    Image.fromarray(heights, "L").save(child / "meshes" / "height.png")
     return root
 
 
-_OBJ = {"body": ("mjOBJ_BODY", "nbody"), "joint": ("mjOBJ_JOINT", "njnt"),
+_OBJ = {"body": ("mjOBJ_BODY", "nbody"), "hfield": ("mjOBJ_HFIELD", "nhfield"), "joint": ("mjOBJ_JOINT", "njnt"),
         "geom": ("mjOBJ_GEOM", "ngeom"), "site": ("mjOBJ_SITE", "nsite"),
         "camera": ("mjOBJ_CAMERA", "ncam"), "light": ("mjOBJ_LIGHT", "nlight"),
         "mesh": ("mjOBJ_MESH", "nmesh"), "texture": ("mjOBJ_TEXTURE", "ntex"),
@@ -444,6 +456,8 @@ def test_attached_elements_follow_what_was_attached(models_dir):
     assert "r1/s_clock" in names["sensor"] and "r1/s_other" not in names["sensor"]
     assert names["key"][:1] == ["parent_key"] and "r3_home" in names["key"]
     assert "r1/prism" in names["mesh"] and "r1/wood" in names["texture"]
+    assert names["hfield"] == ["r1/terrain", "r1/height", "r2/terrain", "r2/height",
+                               "r3_terrain", "r3_height"]
 
 
 def test_keyframe_values_move_with_the_attached_elements(models_dir):

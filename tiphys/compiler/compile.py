@@ -15,10 +15,10 @@ from ..kernels.consts import (JNT_BALL, JNT_FREE, JNT_HINGE, JNT_SLIDE, MINVAL, 
 from ..model import ModelArrays
 from ..types import MODEL_SIZES
 from . import rotation as rot
+from .attach import expand_attachments, fill_attached_keys
 from .attrs import BOOL, Attrs
 from .defaults import DefaultTree
 from .empty import replay_empty
-from .attach import expand_attachments, fill_attached_keys
 from .replicate import expand_replicated_references
 from .options import read_option, read_size, read_statistic, read_visual
 from .progress import CompileProgress
