@@ -400,7 +400,8 @@ def models_dir(tmp_path_factory):
     return root
 
 
-_OBJ = {"body": ("mjOBJ_BODY", "nbody"), "hfield": ("mjOBJ_HFIELD", "nhfield"), "joint": ("mjOBJ_JOINT", "njnt"),
+_OBJ = {"body": ("mjOBJ_BODY", "nbody"), "hfield": ("mjOBJ_HFIELD", "nhfield"),
+        "joint": ("mjOBJ_JOINT", "njnt"),
         "geom": ("mjOBJ_GEOM", "ngeom"), "site": ("mjOBJ_SITE", "nsite"),
         "camera": ("mjOBJ_CAMERA", "ncam"), "light": ("mjOBJ_LIGHT", "nlight"),
         "mesh": ("mjOBJ_MESH", "nmesh"), "texture": ("mjOBJ_TEXTURE", "ntex"),
