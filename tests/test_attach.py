@@ -526,6 +526,19 @@ def test_unsupported_attachments_raise(models_dir):
             tiphys.load_model(str(path))
 
 
+def test_model_file_in_an_included_file(models_dir):
+    """<model file> in an included file is found from the including file's directory,
+    as MuJoCo's reader finds it."""
+    (models_dir / "sub").mkdir(exist_ok=True)
+    (models_dir / "sub" / "part.xml").write_text("""<mujoco>
+  <asset><model name="arm" file="../child/arm.xml"/></asset>
+  <worldbody><attach model="arm" body="link1" prefix="inc/"/></worldbody>
+</mujoco>""")
+    arrays, _ = _check(_write(models_dir, "inc.xml",
+                              '<mujoco><include file="sub/part.xml"/></mujoco>'))
+    assert "inc/link2" in arrays.names["body"]
+
+
 def test_model_asset_refused_only_when_attached(models_dir):
     """A <model> asset holding what an attach does not support yet compiles as long as
     nothing is attached from it."""

@@ -361,6 +361,11 @@ def _load_child(spec, el):
         raise NotImplementedError(f"{_where(el)}: <model content_type=\"{content_type}\"> "
                                   f"is not supported yet")
     reader = spec.reader()
+    incdir = getattr(el, "xml_incdir", "") or ""
+    if incdir and not is_abs(file) and not reader.exists(file):
+        # MuJoCo's ReadAttrFile: a name that does not open as written (from the working
+        # directory) is taken relative to the including file's directory
+        file = join_path(incdir, file)
     res, tried = reader.open(file)
     if res is None:
         raise ModelError(f"could not parse model file with error: resource '{file}' not "
