@@ -211,6 +211,37 @@ RADARM = """\
 </mujoco>
 """
 
+# a child with <replicate>s of its own
+LEGS = """\
+<mujoco model="legs">
+  <compiler angle="radian"/>
+  <default>
+    <joint damping=".2" range="-1 1"/><geom size=".03"/>
+    <default class="foot"><geom type="sphere" size=".04" rgba="1 0 0 1"/></default>
+  </default>
+  <worldbody>
+    <body name="hub" pos="0 0 .5">
+      <freejoint name="hub"/>
+      <geom type="cylinder" size=".1 .02"/>
+      <replicate count="3" euler="0 0 2.0943951" sep="_">
+        <body name="leg" pos=".1 0 0" childclass="foot">
+          <joint name="hip" axis="0 1 0"/>
+          <geom name="leg" type="capsule" fromto="0 0 0 .2 0 -.2" class="main"/>
+          <geom name="foot" pos=".2 0 -.2"/>
+          <site name="toe" pos=".2 0 -.24"/>
+        </body>
+      </replicate>
+    </body>
+    <replicate count="2" offset="1 0 0">
+      <geom name="post" type="box" size=".05 .05 .05"/>
+    </replicate>
+  </worldbody>
+  <actuator><motor name="hip" joint="hip" gear="2"/></actuator>
+  <sensor><touch name="toe" site="toe"/><jointpos name="hip" joint="hip"/></sensor>
+  <contact><exclude body1="hub" body2="leg"/></contact>
+</mujoco>
+"""
+
 TET = """\
 v 0 0 0
 v 0.1 0 0
@@ -366,6 +397,18 @@ SCENES = {
   <worldbody><attach model="robot" prefix="w/"/></worldbody>
 </mujoco>
 """,
+    "child_replicates": """\
+<mujoco>
+  <asset><model name="legs" file="child/legs.xml"/></asset>
+  <worldbody>
+    <attach model="legs" body="hub" prefix="a/"/>
+    <frame pos="2 0 0" euler="0 0 90"><attach model="legs" prefix="b/"/></frame>
+    <replicate count="2" offset="0 3 0" sep="-">
+      <attach model="legs" body="hub" prefix="c/"/>
+    </replicate>
+  </worldbody>
+</mujoco>
+""",
     "autolimits": """\
 <mujoco>
   <compiler autolimits="false" angle="radian"/>
@@ -392,6 +435,7 @@ def models_dir(tmp_path_factory):
     (child / "robot.xml").write_text(ROBOT)
     (child / "arm.xml").write_text(ARM)
     (child / "radarm.xml").write_text(RADARM)
+    (child / "legs.xml").write_text(LEGS)
     (child / "meshes" / "tet.obj").write_text(TET)
     (child / "meshes" / "prism.obj").write_text(PRISM)
     Image.new("RGB", (8, 8), (200, 50, 20)).save(child / "tex" / "wood.png")
@@ -504,6 +548,9 @@ def test_attach_errors_match_mujoco(models_dir):
 
 
 def test_unsupported_attachments_raise(models_dir):
+    (models_dir / "child" / "withkeys.xml").write_text(
+        LEGS.replace("</mujoco>", '<keyframe><key qpos="0 0 1 1 0 0 0 0 0 0"/></keyframe>'
+                                  "</mujoco>"))
     cases = {
         # a parent keyframe padded at each attach from values that are not qpos0
         '<asset><model name="r" file="child/arm.xml"/></asset>'
@@ -513,6 +560,10 @@ def test_unsupported_attachments_raise(models_dir):
         '<asset><model name="r" file="child/arm.xml"/></asset>'
         '<worldbody><attach model="r" body="link1" prefix="a"/>'
         '<attach model="r" body="link1" prefix="a"/></worldbody>': "attached before",
+        # a child's own <replicate> makes its keyframes pending in the child
+        '<asset><model name="r" file="child/withkeys.xml"/></asset>'
+        '<worldbody><attach model="r" body="hub" prefix="a"/></worldbody>':
+            "<keyframe> with <replicate>",
         # the child's main class takes the name of the parent's: MuJoCo then compiles
         # the parent's later elements with it
         '<default><geom size=".3"/></default>'
@@ -542,17 +593,17 @@ def test_model_file_in_an_included_file(models_dir):
 def test_model_asset_refused_only_when_attached(models_dir):
     """A <model> asset holding what an attach does not support yet compiles as long as
     nothing is attached from it."""
-    (models_dir / "child" / "withrep.xml").write_text(
-        '<mujoco><worldbody><body name="a"><joint/><geom size=".1"/></body>'
-        '<replicate count="2"><body name="r"><geom size=".1"/></body></replicate>'
-        '</worldbody></mujoco>')
-    xml = """<mujoco><asset><model name="w" file="child/withrep.xml"/>
+    (models_dir / "child" / "withflex.xml").write_text(
+        '<mujoco><worldbody><body name="a"><joint/><geom size=".1"/></body><body name="f">'
+        '<flexcomp name="f" type="grid" count="2 2 1" spacing=".1 .1 .1" dim="2"/>'
+        '</body></worldbody></mujoco>')
+    xml = """<mujoco><asset><model name="w" file="child/withflex.xml"/>
 <model name="arm" file="child/arm.xml"/></asset>
 <worldbody><attach model="{}" body="{}" prefix="x"/></worldbody></mujoco>"""
     _check(_write(models_dir, "unused.xml", xml.format("arm", "link1")))
-    path = _write(models_dir, "unused.xml", xml.format("w", "a"))
+    path = _write(models_dir, "unused.xml", xml.format("w", "f"))
     mujoco.MjModel.from_xml_path(str(path))
-    with pytest.raises(NotImplementedError, match="<replicate> in a model used by <attach>"):
+    with pytest.raises(NotImplementedError, match="<flexcomp> in a model used by <attach>"):
         tiphys.load_model(str(path))
 
 

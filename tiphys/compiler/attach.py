@@ -38,13 +38,19 @@ child's directories here. Where the child's ``<compiler>`` settings for angles, 
 sequence, limits or inertia differ from the parent's (MuJoCo compiles each element
 with its own model's), the subtree sits in an identity ``<frame>`` carrying them
 (``attach_compiler``, read by the tree builder) and the copied tendons and actuators
-carry them too (``element_ctx``). Refused with NotImplementedError: a child holding
-<replicate>, <attach>, <composite>, <flexcomp>, a body <plugin>, <deformable>,
-<extension>, <skin> or <model>, or a keyframe with ``act``; a second attach of a body
-attached before (MuJoCo moves the first copy); parent keyframes shorter than the model
-(MuJoCo pads them at each attach with values that are not qpos0); a <replicate>
-ending after an attach of a model with keyframes in a model with keyframes of its own
-(their order changes); child asset files with the parent's ``strippath``.
+carry them too (``element_ctx``). A child's own ``<replicate>``s stay in the copied
+tree (the tree builder makes the copies, names prefixed then suffixed, as the child's
+replication then the attach name them; replicate.py only counts their names), and
+its section elements are taken as its replication leaves them. Refused with
+NotImplementedError: a child holding <attach>, <composite>, <flexcomp>, a body
+<plugin>, <deformable>, <extension>, <skin> or <model>, keyframes together with a
+<replicate>, or a keyframe with ``act``; a second attach of a body attached before
+(MuJoCo moves the first copy); parent keyframes shorter than the model (MuJoCo pads
+them at each attach with values that are not qpos0); a <replicate> ending after an
+attach of a model with keyframes in a model with keyframes of its own (their order
+changes); child asset files with the parent's ``strippath``; parent elements after an
+attach whose prefixed class names take different classes' names (MuJoCo gives them
+the attached classes).
 """
 from __future__ import annotations
 
@@ -58,7 +64,8 @@ from ..io.resources import dir_part, is_abs, join_path
 from ..spec.element import EXTRA_CHILDREN, element_class, new_element
 
 # references (besides the name) that the copy prefixes, per body-tree element
-_TREE_REFS = {"body": (), "frame": (), "joint": (), "freejoint": (), "inertial": (),
+_TREE_REFS = {"body": (), "frame": (), "replicate": (), "joint": (), "freejoint": (),
+              "inertial": (),
               "geom": ("material", "mesh", "hfield"), "site": ("material",),
               "camera": ("target",), "light": ("target", "texture")}
 # the same references inside default classes
@@ -116,6 +123,7 @@ class _Child:
         self.ctx = _compiler_options(spec)
         self.defaults = DefaultTree(spec)
         self.cls = {}  # id(element) -> its default class in the child
+        self.has_replicate = False
         for wb in spec.sections("worldbody"):
             self._classes(wb, None)
         from .assets import AssetFiles
@@ -161,6 +169,11 @@ class _Child:
             self._key_walk(b, joints, mocaps)
 
     def check_attachable(self, attach_el):
+        if self.has_replicate and self.refused is None:
+            keys = [k for s in self.spec.sections("keyframe") for k in s.children]
+            if keys:
+                # its own <replicate> makes the child's keyframes pending in the child
+                self.refused = (keys[0], "<keyframe> with <replicate>")
         if self.refused is not None:
             el, what = self.refused
             raise NotImplementedError(f"{_where(el)}: {what} in a model used by <attach> "
@@ -168,12 +181,13 @@ class _Child:
 
     def _classes(self, el, childclass):
         for c in el.children:
-            if c.tag in ("replicate", "attach", "composite", "flexcomp", "plugin") \
-                    and self.refused is None:
+            if c.tag in ("attach", "composite", "flexcomp", "plugin") and self.refused is None:
                 self.refused = (c, f"<{c.tag}>")
+            if c.tag == "replicate":
+                self.has_replicate = True
             own = c.get_attr("class")
             self.cls[id(c)] = own if own is not None else (childclass or "main")
-            if c.tag in ("body", "frame"):
+            if c.tag in ("body", "frame", "replicate"):
                 self._classes(c, c.get_attr("childclass") or childclass)
 
     def compiler_overrides(self, parent_ctx) -> dict:
@@ -424,6 +438,8 @@ class _Copier:
             new.set("class", self.cls(el))
         if el.get_attr("childclass"):
             new.set("childclass", self.cname(el.get_attr("childclass")))
+        if el.tag == "replicate":  # replicated in the child: its copies' names only
+            new.__dict__["attached_replicate"] = True
         if el.tag == "body" and el.get_attr("name"):
             self.body_names.add(self.p + el.get_attr("name"))
         if el.tag in ("joint", "freejoint", "body"):
@@ -499,8 +515,8 @@ class _Copier:
     def items(self) -> dict:
         """The child's pairs ... tuples as replicate bookkeeping items, not yet
         resolved (their references still the child's)."""
-        from .replicate import _items
-        out = _items(self.child.spec)
+        from .replicate import _items, expand_replicated_references
+        out = _items(expand_replicated_references(self.child.spec))
         for kind, items in out.items():
             for item in items:
                 el = item.el

@@ -400,6 +400,17 @@ class _Expander:
         sep = el.attr("sep") or ""
         digits = len(str(count))
         made = []
+        if el.__dict__.get("attached_replicate"):
+            # a replicate of an <attach>ed model, made in that model (attach.py takes
+            # its elements as they came out): here only the copies' names
+            for i in range(count):
+                s = sep + str(i).zfill(digits)
+                for kind, name in template:
+                    model.tree[kind][name + s] += 1
+                    made.append((kind, name + s))
+            for kind, name in template:
+                model.tree[kind][name] -= 1
+            return made
         for i in range(count):
             s = sep + str(i).zfill(digits)
             for kind, name in template:
