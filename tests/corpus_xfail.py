@@ -28,7 +28,6 @@ from oracle import LATER_SECTIONS, StrippedModel, corpus_dir, corpus_models, muj
 
 _LOCATION = re.compile(r"^[^\s:]+:\d+: ")  # "file:line: " (temporary copies' names)
 _PLUGIN = "(SDF plugin) is not supported yet"
-_ASSET_MODEL = "<asset><model> is not supported yet"
 
 # the compiler corpus, as written and with <deformable>/<extension> stripped (models
 # whose geoms need their plugins are compiled as written): the same models
@@ -38,19 +37,15 @@ _COMPILER = {
     "mjwarp/collision_sdf/mesh.xml": _PLUGIN,
     "mjwarp/collision_sdf/nutbolt.xml": _PLUGIN,
     "mjwarp/collision_sdf/tactile.xml": _PLUGIN,
-    "mjwarp/humanoid/n_humanoid.xml": _ASSET_MODEL,
 }
 
 NOT_YET: dict[str, dict[str, str]] = {
     # stage tests on the corpus with oracle.LATER_SECTIONS stripped
     "test_kinematics": {
-        "mjwarp/humanoid/n_humanoid.xml": _ASSET_MODEL,
     },
     "test_smooth": {
-        "mjwarp/humanoid/n_humanoid.xml": _ASSET_MODEL,
     },
     "test_collision_corpus": {
-        "mjwarp/humanoid/n_humanoid.xml": _ASSET_MODEL,
     },
     "test_collide_convex": {},
     # as written (sensors need the whole model), dm_control suite included
@@ -59,7 +54,6 @@ NOT_YET: dict[str, dict[str, str]] = {
         "mjwarp/collision_sdf/tactile.xml": _PLUGIN,
     },
     "test_constraint": {
-        "mjwarp/humanoid/n_humanoid.xml": _ASSET_MODEL,
     },
     # models with tendons or actuators (test_actuation.CANDIDATES), those sections kept
     "test_actuation": {
@@ -73,12 +67,9 @@ NOT_YET: dict[str, dict[str, str]] = {
     "test_compiler_corpus_stripped": _COMPILER,
     # keyed "model option" (fusestatic, discardvisual), oracle.LATER_SECTIONS stripped
     "test_compiler_options": {
-        "mjwarp/humanoid/n_humanoid.xml fusestatic": _ASSET_MODEL,
-        "mjwarp/humanoid/n_humanoid.xml discardvisual": _ASSET_MODEL,
     },
     # sensor, deformable and extension stripped
     "test_trajectory_corpus": {
-        "mjwarp/humanoid/n_humanoid.xml": _ASSET_MODEL,
     },
 }
 

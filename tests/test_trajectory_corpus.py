@@ -78,6 +78,7 @@ CHAOTIC = {
     "mjwarp/collision.xml": "1.7, step 1",
     "mjwarp/constraints.xml": "6.9e-3, step 40 (MuJoCo finds it unstable at step 43)",
     "mjwarp/humanoid/humanoid.xml": "1.5, step 1",
+    "mjwarp/humanoid/n_humanoid.xml": "2.8, step 1",
     "mjwarp/mug/mug.xml": "1.0e-1, step 1",
     "mjwarp/primitives.xml": "5.0e-1, step 1",
     "mjwarp/tendon/pulley_wrap.xml": "2.0, step 1",

@@ -22,6 +22,7 @@ from ..kernels.consts import (BIAS_AFFINE, BIAS_MUSCLE, BIAS_NONE, BIAS_USER, DY
                               LRMODE_MUSCLEUSER, LRMODE_NONE, MINVAL, NBIAS, NDYN, NGAIN, TRN_BODY,
                               TRN_JOINT, TRN_JOINTINPARENT, TRN_SITE, TRN_SLIDERCRANK, TRN_TENDON,
                               TRN_UNDEFINED)
+from .attach import element_ctx
 from .attrs import BOOL, LIMITED, Attrs, parse_floats
 from .empty import replay_empty
 
@@ -351,6 +352,10 @@ def default_actuators(spec) -> dict:
         walk(section, "main", None)
     if "main" not in out:
         out["main"] = ActState()
+    # classes of <attach>ed models (attach.py), prefixed names
+    for name, st in getattr(spec, "attached_actuator_defaults", {}).items():
+        if name not in out:
+            out[name] = st.copy()
     return out
 
 
@@ -386,6 +391,7 @@ def _target_attr(st):
 
 def _compile_one(st, i, ctx, joints, sites, bodies, tendons, nuser):
     el = st.el
+    ctx = element_ctx(el, ctx)
     a = Attrs(el)
     if nuser >= 0 and len(st.user) > nuser:
         raise a.error(f"user has more values than nuser_actuator in actuator '{st.name}' "

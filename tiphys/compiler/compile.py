@@ -15,6 +15,7 @@ from ..kernels.consts import (JNT_BALL, JNT_FREE, JNT_HINGE, JNT_SLIDE, MINVAL, 
 from ..model import ModelArrays
 from ..types import MODEL_SIZES
 from . import rotation as rot
+from .attach import expand_attachments, fill_attached_keys
 from .attrs import BOOL, Attrs
 from .defaults import DefaultTree
 from .empty import replay_empty
@@ -112,7 +113,7 @@ def _check_later_sections(spec):
                     f"(skins) is not supported yet")
     for section in spec.sections("asset"):
         for child in section.children:
-            if child.tag in ("skin", "model"):
+            if child.tag == "skin":
                 raise NotImplementedError(
                     f"{child.xml_file or '<string>'}:{child.xml_line}: <asset><{child.tag}> "
                     f"is not supported yet")
@@ -137,6 +138,8 @@ def _compile_spec(spec) -> ModelArrays:
 
     _check_later_sections(spec)
     check_extensions(spec)  # (the XML reader's errors; plugins not simulated yet)
+    # <asset><model> + <attach>: the attached elements written into the tree
+    spec = expand_attachments(spec)
     # tendons, actuators, sensors, ... that name replicated elements are replicated too
     spec = expand_replicated_references(spec)
     ctx = _compiler_options(spec)
@@ -175,7 +178,7 @@ def _compile_spec(spec) -> ModelArrays:
     del out._kinematics0
     compile_sensors(spec, defaults, builder, out, size)
     try:
-        _keyframes(spec, out, size.get("nkey", 0))
+        _keyframes(spec, out, size.get("nkey", 0), builder)
     except MemoryError:
         raise _size_error(spec, ("nkey",)) from None
     _custom(spec, out)
@@ -732,11 +735,13 @@ def _lights(out, lights, builder, poses):
     out.light_dir0 = np.array(dir0, dtype=f).reshape(n, 3)
 
 
-def _keyframes(spec, out, nkey_size=0):
+def _keyframes(spec, out, nkey_size=0, builder=None):
     keys = [k for section in spec.sections("keyframe") for k in section.children]
+    attached = getattr(spec, "attached_keys", None)
     nq, nv, nmocap = len(out.qpos0), int(out._size_nv), int(out._size_nmocap)
     nu, na = int(out._size_nu), int(out._size_na)
-    nkey = max(len(keys), nkey_size)
+    nkey_own = max(len(keys), nkey_size)
+    nkey = nkey_own + len(attached or ())  # attached keyframes come last, as MuJoCo makes them
     if nkey * (nq + nv + 7 * nmocap + nu + na + 1) * 8 > _MAX_ALLOC:
         raise MemoryError
     if not nkey:  # (most models: empty arrays of the right shapes)
@@ -767,6 +772,12 @@ def _keyframes(spec, out, nkey_size=0):
                 continue
             if len(v) > n:
                 raise a.error(f"invalid {attr} size, expected length {n}", attr)
+            if len(v) < n and attr in ("qpos", "mpos", "mquat") and attached is not None:
+                # MuJoCo pads it when each <attach> is made, from values that are not
+                # the compiled qpos0 / body poses
+                raise NotImplementedError(
+                    f"{k.xml_file or '<string>'}:{k.xml_line}: <key {attr}> shorter than "
+                    f"the model's in a model with <attach> is not supported yet")
             # MuJoCo 3.4 pads a short vector: qpos from qpos0, mocap poses from the
             # bodies (whole bodies only), the rest with zeros
             width = {"mpos": 3, "mquat": 4}.get(attr, 1)
@@ -774,6 +785,7 @@ def _keyframes(spec, out, nkey_size=0):
             k = len(v) - len(v) % width
             flat[:k] = v[:k]
             arr[i] = flat.reshape(arr[i].shape)
+    fill_attached_keys(attached or (), builder, out, nkey_own)
     for i in range(nkey):
         for j in range(nmocap):
             out.key_mquat[i, j] = rot.normalize(out.key_mquat[i, j])[0]
@@ -783,6 +795,15 @@ def _keyframes(spec, out, nkey_size=0):
                 out.key_qpos[i, q:q + 4] = rot.normalize(out.key_qpos[i, q:q + 4])[0] \
                     if np.linalg.norm(out.key_qpos[i, q:q + 4]) >= rot.EPS else (1, 0, 0, 0)
     _setsize(out, nkey=nkey)
+
+
+def _key_names(spec, out) -> list:
+    names = [k.attr("name") or "" for s in spec.sections("keyframe") for k in s.children]
+    attached = getattr(spec, "attached_keys", ())
+    if attached:
+        nown = len(out.key_time) - len(attached)
+        names += [""] * (nown - len(names)) + [k.name for k in attached]
+    return names
 
 
 def _custom(spec, out):
@@ -908,7 +929,7 @@ def _names(spec, builder, assets, out):
         "camera": [c.name for b in bodies for c in b.cameras],
         "light": [li.name for b in bodies for li in b.lights],
         "numeric": out.numeric_names, "text": out.text_names, "tuple": out.tuple_names,
-        "key": [k.attr("name") or "" for s in spec.sections("keyframe") for k in s.children],
+        "key": _key_names(spec, out),
         "tendon": out.tendon_names, "actuator": out.actuator_names,
         "pair": out.pair_names, "exclude": out.exclude_names,
         "equality": out.eq_names, "sensor": out.sensor_names, "flex": out.flex_names,

@@ -16,6 +16,11 @@ class DefaultTree:
                 raise error_at(section, "top-level default class must be 'main' or unnamed",
                                "class")
             self._add(section, "main", None)
+        # classes of <attach>ed models (attach.py): resolved already, prefixed names
+        for name, tables in getattr(spec, "attached_defaults", {}).items():
+            if name not in self.classes:
+                self.classes[name] = {tag: dict(v) for tag, v in tables.items()}
+                self.parent[name] = "main"
 
     def _add(self, section, name: str, parent):
         if parent is not None:

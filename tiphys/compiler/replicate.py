@@ -27,6 +27,11 @@ do not after it (``mjCModel::RemoveFromList``: pairs, excludes, tendons, equalit
 actuators, sensors in that order; tuples stay). So the original elements that named
 template objects disappear, and the copies stay.
 
+An ``<attach>`` (attach.py) runs the same bookkeeping: where the walk meets the
+attached subtree, the child model's pairs ... tuples are copied in the namespace
+(prefix, suffix) of the attach when their references resolve (``_ns``), and a later
+replicate treats them as the model's own.
+
 ``expand_replicated_references(spec)`` does all this by name bookkeeping and returns a
 Spec whose sections list the resulting elements, names and references rewritten; the
 body tree itself is replicated by the tree builder.
@@ -114,8 +119,15 @@ def _found(tables, kind, name) -> bool:
     return False
 
 
+def _ns(name: str, s) -> str:
+    """``name`` in a namespace: a replicate suffix, or (prefix, suffix) of an attach."""
+    if isinstance(s, tuple):
+        return s[0] + name + s[1]
+    return name + s
+
+
 class _Resolver:
-    """``resolve(item, suffix, tables)``: the copy of ``item`` with ``suffix`` applied as
+    """``resolve(item, s, tables)``: the copy of ``item`` in namespace ``s`` (see _ns) as
     the kind's ResolveReferences leaves it, or None when MuJoCo would throw."""
 
     def __init__(self, assets):
@@ -133,7 +145,7 @@ class _Resolver:
 
     @staticmethod
     def _named(item, s, attrs, children=None):
-        return _Item(item.kind, item.el, item.name + s if item.name else "", attrs,
+        return _Item(item.kind, item.el, _ns(item.name, s) if item.name else "", attrs,
                      children, item.info, copied=True)
 
     def _two(self, item, s, tables, kind1, kind2, a1, a2, fallback=True):
@@ -142,10 +154,10 @@ class _Resolver:
         n1, n2 = item.attrs.get(a1), item.attrs.get(a2)
         f1 = f2 = True
         if kind1 is not None:
-            n1 = (n1 or "") + s
+            n1 = _ns(n1 or "", s)
             f1 = self.found(tables, kind1, n1)
         if kind2 is not None:
-            n2 = (n2 or "") + s
+            n2 = _ns(n2 or "", s)
             f2 = self.found(tables, kind2, n2)
         if fallback and kind1 is not None and kind2 is not None:
             if not f1 and f2:
@@ -183,8 +195,8 @@ class _Resolver:
     def _equality(self, item, s, tables):
         kind, (a1, a2) = item.info
         n1, n2 = item.attrs.get(a1) or "", item.attrs.get(a2) or ""
-        n1 = n1 + s if n1 else n1
-        n2 = n2 + s if n2 else n2
+        n1 = _ns(n1, s) if n1 else n1
+        n2 = _ns(n2, s) if n2 else n2
         if not self.found(tables, kind, n1):
             return None
         if n2 and not self.found(tables, kind, n2):
@@ -199,7 +211,7 @@ class _Resolver:
     def _actuator(self, item, s, tables):
         attrs = dict(item.attrs)
         for attr, kind in item.info:
-            name = (attrs.get(attr) or "") + s if attrs.get(attr) else ""
+            name = _ns(attrs.get(attr), s) if attrs.get(attr) else ""
             if not self.found(tables, kind, name):
                 return None
             attrs[attr] = name
@@ -216,13 +228,13 @@ class _Resolver:
             attr, kind = {"site": ("site", "site"), "geom": ("geom", "geom"),
                           "joint": ("joint", "joint")}[tag]
             name, side = wrap.get(attr) or "", wrap.get("sidesite") or ""
-            ok = self.found(tables, kind, name + s)
-            if ok and tag == "geom" and side + s:
-                ok = self.found(tables, "site", side + s)
+            ok = self.found(tables, kind, _ns(name, s))
+            if ok and tag == "geom" and _ns(side, s):
+                ok = self.found(tables, "site", _ns(side, s))
             if ok:
-                wrap[attr] = name + s
+                wrap[attr] = _ns(name, s)
                 if tag == "geom" and side:
-                    wrap["sidesite"] = side + s
+                    wrap["sidesite"] = _ns(side, s)
             else:  # the namespace removed: must resolve now
                 if not self.found(tables, kind, name):
                     return None
@@ -238,7 +250,7 @@ class _Resolver:
         children = []
         for kind, child in zip(item.info, item.children):
             child = dict(child)
-            name = (child.get("objname") or "") + s
+            name = _ns(child.get("objname") or "", s)
             if kind is None or not self.found(tables, kind, name):
                 return None
             child["objname"] = name
@@ -353,7 +365,27 @@ class _Expander:
                 made.append((kind, name))
             if tag in ("body", "frame"):
                 made += self.walk(child)
+            attached = child.__dict__.get("attach_items")
+            if attached is not None:
+                self.attach(*attached)
         return made
+
+    def attach(self, ns, items, attached) -> None:
+        """An <attach>ed child's items (attach.py), copied where their references
+        resolve once the subtree is in (mjCModel::operator+=); ``attached(actuator
+        elements copied)`` then moves the keyframe values."""
+        self.changed = True
+        model, res = self.model, self.resolver
+        actuators = []
+        for kind in _COPY_ORDER:
+            tables = model.tables()
+            kept = [res.resolve(item, ns, tables) for item in items[kind]]
+            for cand in kept:
+                if cand is not None:
+                    model.append(cand)
+                    if kind == "actuator":
+                        actuators.append(cand.el)
+        attached(actuators)
 
     def replicate(self, el) -> list:
         template = self.walk(el)
@@ -368,6 +400,17 @@ class _Expander:
         sep = el.attr("sep") or ""
         digits = len(str(count))
         made = []
+        if el.__dict__.get("attached_replicate"):
+            # a replicate of an <attach>ed model, made in that model (attach.py takes
+            # its elements as they came out): here only the copies' names
+            for i in range(count):
+                s = sep + str(i).zfill(digits)
+                for kind, name in template:
+                    model.tree[kind][name + s] += 1
+                    made.append((kind, name + s))
+            for kind, name in template:
+                model.tree[kind][name] -= 1
+            return made
         for i in range(count):
             s = sep + str(i).zfill(digits)
             for kind, name in template:
@@ -379,6 +422,12 @@ class _Expander:
                     cand = res.resolve(items[j], s, model.tables())
                     if cand is not None:
                         model.append(cand)
+        # deleting the template copies the model first, which makes every actuator
+        # forget the keyframe values it carried (attach.py)
+        for item in model.lists["actuator"]:
+            state = item.el.__dict__.get("attach_key_state")
+            if state is not None:
+                state.values.clear()
         old = model.snapshot()
         for kind, name in template:
             model.tree[kind][name] -= 1
@@ -432,7 +481,7 @@ def expand_replicated_references(spec):
     tendon, equality, actuator, sensor and custom sections hold the elements MuJoCo's
     replication leaves (see the module docstring). ``spec`` is not changed."""
     worlds = spec.sections("worldbody")
-    if not _has_replicate(worlds):
+    if not _has_replicate(worlds) and not getattr(spec, "has_attach", False):
         return spec
     ex = _Expander(spec)
     for w in worlds:
@@ -464,6 +513,9 @@ def expand_replicated_references(spec):
         sec.children = new_children[tag]
         children.append(sec)
     root.children = children
+    for tag, elements in new_children.items():
+        if tag not in placed and elements:  # (attached elements, the model has none)
+            root.add(tag).children = elements
     out = copy.copy(spec)
     out.root = root
     return out

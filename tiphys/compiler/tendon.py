@@ -21,6 +21,7 @@ from ..kernels.consts import (GEOM_CYLINDER, GEOM_SPHERE, JNT_FREE, LIMITED_AUTO
                               LIMITED_TRUE, MINVAL, WRAP_CYLINDER, WRAP_JOINT, WRAP_NONE,
                               WRAP_PULLEY, WRAP_SITE, WRAP_SPHERE)
 from . import rotation as rot
+from .attach import element_ctx
 from .attrs import LIMITED, Attrs
 from .empty import replay_empty
 
@@ -737,7 +738,7 @@ def compile_tendons(spec, defaults, builder, ctx, assets, nuser_tendon):
             if len(t.user) > nuser_tendon >= 0:
                 raise a.error("user has more values than nuser_tendon in tendon", "user")
             _tendon_path(t, el, joints, sites, geoms, ctx)
-            _check_tendon(t, a, ctx)
+            _check_tendon(t, a, element_ctx(el, ctx))
             t.matid = assets.material_id(t.material, el) if t.material else -1
             tendons.append(t)
     return tendons

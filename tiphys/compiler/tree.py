@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Optional
 
 import numpy as np
@@ -309,8 +309,16 @@ class TreeBuilder:
         quat = self.orientation(a)
         if frame is not None:
             pos, quat = rot.frame_accum(frame.pos, frame.quat, pos, quat)
-        self._children(el, body, Frame(pos, quat, cc or (frame.childclass if frame else None)),
-                       cc or childclass)
+        inner = Frame(pos, quat, cc or (frame.childclass if frame else None))
+        own = el.__dict__.get("attach_compiler")  # an <attach>ed model's <compiler> (attach.py)
+        if not own:
+            self._children(el, body, inner, cc or childclass)
+            return
+        ctx, self.ctx = self.ctx, replace(self.ctx, **own)
+        try:
+            self._children(el, body, inner, cc or childclass)
+        finally:
+            self.ctx = ctx
 
     def _body(self, el, parent: Body, frame, childclass):
         cc = el.attr("childclass")

@@ -1,0 +1,646 @@
+"""<asset><model> + <attach> compiled against MuJoCo 3.4.0: models attached under the
+world, a body, a frame with a pose and a childclass, inside <replicate>s, whole child
+worlds, the same child attached several times; every model field and every name list
+compared (default classes, meshes and textures from the child's own directories,
+actuators, sensors, tendons, equalities, pairs, excludes, custom data and keyframes
+that follow the attached elements, in MuJoCo's order); MuJoCo's errors; the Spec
+editing API round trip; mjwarp/humanoid/n_humanoid.xml from the corpus."""
+import os
+
+import mujoco
+import numpy as np
+import pytest
+
+import tiphys
+from oracle import compare_model, corpus_dir
+from tiphys.compiler.compile import compile_spec
+from tiphys.spec import parse_xml
+
+ROBOT = """\
+<mujoco model="robot">
+  <compiler meshdir="meshes" texturedir="tex"/>
+  <option timestep="0.001"/>
+  <default>
+    <geom rgba=".5 .5 .5 1" material="mat"/>
+    <motor ctrlrange="-2 2"/>
+    <default class="arm">
+      <joint damping="0.3" range="-90 90" armature="0.01"/>
+      <geom type="capsule" size="0.02" friction="0.5"/>
+      <position kp="20"/>
+      <default class="hand">
+        <geom type="sphere" size="0.03" material="wood"/>
+        <site size="0.01" rgba="1 0 0 1"/>
+      </default>
+    </default>
+    <default class="ball">
+      <joint type="ball"/>
+    </default>
+  </default>
+  <asset>
+    <texture name="wood" type="2d" file="wood.png"/>
+    <texture type="skybox" builtin="gradient" rgb1="1 1 1" rgb2="0 0 0" width="8" height="8"/>
+    <material name="mat" rgba="0 1 0 1"/>
+    <material name="wood" texture="wood"/>
+    <mesh name="tet" file="tet.obj"/>
+    <hfield name="terrain" file="height.png" size="1 1 .1 .1"/>
+    <hfield file="height.png" size="2 2 .2 .1"/>
+    <mesh file="prism.obj" scale="2 2 2"/>
+  </asset>
+  <worldbody>
+    <geom name="floor" type="plane" size="1 1 .1"/>
+    <geom name="terrain" type="hfield" hfield="terrain" pos="3 0 0"/>
+    <light name="sun" pos="0 0 3"/>
+    <body name="mocap" mocap="true" pos="0.3 0 0.2">
+      <geom type="box" size=".01 .01 .01" contype="0" conaffinity="0"/>
+    </body>
+    <body name="base" pos="0 0 0.1" childclass="arm">
+      <freejoint name="root"/>
+      <geom name="base" type="box" size="0.05 0.05 0.02" class="main"/>
+      <geom name="tet" type="mesh" mesh="tet"/>
+      <site name="base_site" pos="0 0 0.02"/>
+      <camera name="cam" pos="0 -0.5 0.2" mode="targetbody" target="hand"/>
+      <body name="upper" pos="0 0 0.02" euler="0 10 0">
+        <joint name="shoulder" axis="0 1 0"/>
+        <geom name="upper" fromto="0 0 0 0 0 0.2"/>
+        <geom name="tet2" type="mesh" mesh="tet" pos="0 0 .1" class="main"/>
+        <frame pos="0 0 0.1" euler="0 0 30">
+          <site name="mid_site"/>
+        </frame>
+        <body name="lower" pos="0 0 0.2">
+          <joint name="elbow" axis="0 1 0" range="-120 10"/>
+          <joint name="wrist" class="ball"/>
+          <geom name="lower" fromto="0 0 0 0 0 0.15"/>
+          <geom name="prism" type="mesh" mesh="prism" class="main"/>
+          <body name="hand" pos="0 0 0.15" childclass="hand">
+            <joint name="finger" type="slide" axis="1 0 0" range="0 0.02"/>
+            <geom name="hand"/>
+            <site name="tip"/>
+            <light name="handlight" mode="targetbody" target="upper"/>
+          </body>
+        </body>
+      </body>
+    </body>
+    <body name="other" pos="1 0 0">
+      <joint name="other_j"/>
+      <geom size=".05"/>
+    </body>
+  </worldbody>
+  <contact>
+    <pair name="p1" geom1="upper" geom2="hand" condim="1"/>
+    <pair geom1="floor" geom2="hand"/>
+    <exclude body1="base" body2="upper"/>
+  </contact>
+  <tendon>
+    <fixed name="couple">
+      <joint joint="shoulder" coef="1"/><joint joint="elbow" coef="-0.5"/>
+    </fixed>
+    <spatial name="rope" width="0.005"><site site="base_site"/><site site="tip"/></spatial>
+    <fixed name="far"><joint joint="other_j" coef="1"/></fixed>
+  </tendon>
+  <equality>
+    <joint name="eqj" joint1="finger" joint2="elbow" polycoef="0 0.1 0 0 0"/>
+    <connect name="eqc" body1="hand" body2="other" anchor="0 0 0"/>
+    <weld body1="mocap" body2="base"/>
+  </equality>
+  <actuator>
+    <motor name="m_shoulder" joint="shoulder" gear="10"/>
+    <position name="p_elbow" joint="elbow" class="arm"/>
+    <motor name="m_other" joint="other_j"/>
+    <motor name="m_rope" tendon="rope"/>
+    <general name="g_site" site="tip" refsite="base_site" gear="0 0 1 0 0 0"/>
+  </actuator>
+  <sensor>
+    <jointpos name="s_shoulder" joint="shoulder"/>
+    <framepos name="s_tip" objtype="site" objname="tip"/>
+    <framepos name="s_rel" objtype="site" objname="tip" reftype="body" refname="base"/>
+    <clock name="s_clock"/>
+    <actuatorfrc name="s_act" actuator="m_shoulder"/>
+    <tendonpos name="s_ten" tendon="couple"/>
+    <jointpos name="s_other" joint="other_j"/>
+  </sensor>
+  <custom>
+    <numeric name="num" data="1 2 3"/>
+    <text name="txt" data="hello"/>
+    <tuple name="tup">
+      <element objtype="body" objname="hand" prm="1"/>
+      <element objtype="joint" objname="elbow" prm="2"/>
+    </tuple>
+    <tuple name="tup_far"><element objtype="body" objname="other"/></tuple>
+  </custom>
+  <keyframe>
+    <key name="home" time="0.5" qpos="0 0 0.3 1 0 0 0 0.1 0.2 1 0 0 0 0.01 0.3"
+         qvel="1 2 3 4 5 6 7 8 9 10 11 12 13" ctrl="0.1 0.2 0.3 0.4 0.5" mpos="0.1 0.2 0.3"
+         mquat="0 1 0 0"/>
+    <key name="bent" qpos="0 0 0.3 1 0 0 0 0.5 -0.5 0.7071 0.7071 0 0 0.02 -0.3"/>
+  </keyframe>
+</mujoco>
+"""
+
+ARM = """\
+<mujoco model="arm">
+  <default>
+    <joint damping="0.1" range="-45 45"/>
+    <geom type="capsule" size="0.02" rgba="0 .5 .5 1"/>
+    <default class="tip"><geom type="sphere" size="0.03"/></default>
+  </default>
+  <asset>
+    <material name="m" rgba="1 1 0 1"/>
+    <mesh name="tet" file="meshes/tet.obj"/>
+  </asset>
+  <worldbody>
+    <geom name="post" type="box" size=".02 .02 .1" pos="0 0 .1" material="m"/>
+    <site name="anchor" pos="0 0 .2"/>
+    <camera name="overview" pos="1 1 1" xyaxes="-1 1 0 0 0 1"/>
+    <body name="link1" pos="0 0 .2">
+      <joint name="j1" axis="0 0 1"/>
+      <geom name="link1" fromto="0 0 0 .2 0 0"/>
+      <body name="link2" pos=".2 0 0">
+        <joint name="j2" axis="0 1 0"/>
+        <geom name="link2" fromto="0 0 0 .2 0 0"/>
+        <geom name="tip" class="tip" pos=".2 0 0"/>
+        <geom name="tet" type="mesh" mesh="tet" pos=".1 0 0"/>
+        <site name="tip" pos=".2 0 0"/>
+      </body>
+    </body>
+  </worldbody>
+  <tendon><spatial name="t"><site site="anchor"/><site site="tip"/></spatial></tendon>
+  <actuator>
+    <position name="p1" joint="j1" kp="10"/>
+    <motor name="m2" joint="j2" ctrlrange="-1 1"/>
+    <motor name="mt" tendon="t"/>
+  </actuator>
+  <sensor>
+    <jointpos name="j1" joint="j1"/>
+    <framepos name="tip" objtype="site" objname="tip"/>
+    <tendonpos name="t" tendon="t"/>
+  </sensor>
+  <keyframe><key name="k" qpos="0.3 -0.2" ctrl="0.5 0.1 0"/></keyframe>
+</mujoco>
+"""
+
+# a child with a <compiler> of its own: its elements compile with it
+RADARM = """\
+<mujoco model="radarm">
+  <compiler angle="radian" eulerseq="zyx" autolimits="false" boundmass="0.5"
+            boundinertia="0.0001" inertiafromgeom="true"/>
+  <default>
+    <joint damping="0.1" range="-0.5 0.5" limited="true"/>
+    <geom type="capsule" size="0.02"/>
+  </default>
+  <worldbody>
+    <body name="link1" pos="0 0 .2" euler="0.1 0.2 0.3">
+      <joint name="j1" axis="0 0 1" ref="0.2" springref="0.1"/>
+      <geom name="link1" fromto="0 0 0 .2 0 0"/>
+      <frame euler="0.3 0 0.1">
+        <body name="link2" pos=".2 0 0" axisangle="0 0 1 0.5">
+          <joint name="j2" axis="0 1 0" range="-1 1"/>
+          <geom name="link2" fromto="0 0 0 .2 0 0"/>
+          <site name="tip" pos=".2 0 0" euler="0.5 0.5 0"/>
+          <body name="link3" pos=".2 0 0">
+            <joint name="b3" type="ball" range="0 1"/><geom size=".03" type="sphere"/>
+          </body>
+        </body>
+      </frame>
+    </body>
+  </worldbody>
+  <tendon><fixed name="t" range="-1 1" limited="true"><joint joint="j1" coef="1"/></fixed></tendon>
+  <actuator>
+    <motor name="m1" joint="j1" ctrlrange="-1 1" ctrllimited="true"/>
+    <position name="p2" joint="j2" kp="3" ctrlrange="-0.5 0.5" ctrllimited="true"/>
+  </actuator>
+</mujoco>
+"""
+
+# a child with <replicate>s of its own
+LEGS = """\
+<mujoco model="legs">
+  <compiler angle="radian"/>
+  <default>
+    <joint damping=".2" range="-1 1"/><geom size=".03"/>
+    <default class="foot"><geom type="sphere" size=".04" rgba="1 0 0 1"/></default>
+  </default>
+  <worldbody>
+    <body name="hub" pos="0 0 .5">
+      <freejoint name="hub"/>
+      <geom type="cylinder" size=".1 .02"/>
+      <replicate count="3" euler="0 0 2.0943951" sep="_">
+        <body name="leg" pos=".1 0 0" childclass="foot">
+          <joint name="hip" axis="0 1 0"/>
+          <geom name="leg" type="capsule" fromto="0 0 0 .2 0 -.2" class="main"/>
+          <geom name="foot" pos=".2 0 -.2"/>
+          <site name="toe" pos=".2 0 -.24"/>
+        </body>
+      </replicate>
+    </body>
+    <replicate count="2" offset="1 0 0">
+      <geom name="post" type="box" size=".05 .05 .05"/>
+    </replicate>
+  </worldbody>
+  <actuator><motor name="hip" joint="hip" gear="2"/></actuator>
+  <sensor><touch name="toe" site="toe"/><jointpos name="hip" joint="hip"/></sensor>
+  <contact><exclude body1="hub" body2="leg"/></contact>
+</mujoco>
+"""
+
+TET = """\
+v 0 0 0
+v 0.1 0 0
+v 0 0.1 0
+v 0 0 0.1
+f 1 3 2
+f 1 2 4
+f 1 4 3
+f 2 3 4
+"""
+
+PRISM = """\
+v 0 0 0
+v 0.1 0 0
+v 0 0.1 0
+v 0 0 0.1
+f 1 3 2
+f 1 2 4
+f 1 4 3
+f 2 3 4
+v 0.05 0.05 0.2
+f 2 3 5
+"""
+
+
+# parent models, written next to child/ (keys: the scenes compared)
+SCENES = {
+    "world": """\
+<mujoco model="s1">
+  <compiler meshdir="pm" texturedir="pt"/>
+  <default><geom rgba="1 0 0 1"/><joint damping="9"/></default>
+  <asset>
+    <model name="robot" file="child/robot.xml"/>
+    <material name="red" rgba="1 0 0 1"/>
+  </asset>
+  <worldbody>
+    <geom name="ground" type="plane" size="3 3 .1"/>
+    <attach model="robot" body="base" prefix="r1/"/>
+    <body name="pole" pos="0 1 0.5"><joint name="pj"/><geom size=".05" material="red"/>
+      <attach model="robot" body="upper" prefix="r2/"/>
+    </body>
+    <frame pos="1 2 0.3" euler="10 20 30" childclass="blue">
+      <attach model="robot" body="base" prefix="r3_"/>
+    </frame>
+  </worldbody>
+  <default>
+    <default class="blue"><geom rgba="0 0 1 1"/></default>
+  </default>
+  <actuator><motor name="pm" joint="pj"/></actuator>
+  <keyframe><key name="parent_key" time="2" ctrl="1 2 3"/></keyframe>
+</mujoco>
+""",
+    "whole": """\
+<mujoco>
+  <asset><model name="arm" file="child/arm.xml"/></asset>
+  <worldbody>
+    <light pos="0 0 4"/>
+    <body name="holder" pos="0 0 1" euler="0 0 45">
+      <geom size=".1"/>
+      <attach model="arm" prefix="w-"/>
+      <geom name="after" size=".05" pos="0 0 .2"/>
+    </body>
+    <frame pos="1 0 0"><attach model="arm" prefix="f-"/></frame>
+  </worldbody>
+</mujoco>
+""",
+    "replicate": """\
+<mujoco>
+  <asset><model file="child/arm.xml"/></asset>
+  <worldbody>
+    <replicate count="2" offset="0.5 0 0" sep="#">
+      <body name="b" pos="0 1 0"><joint name="j"/><geom size=".1"/></body>
+    </replicate>
+    <attach model="arm" body="link1" prefix="a/"/>
+    <replicate count="3" euler="0 0 30">
+      <frame pos="1 0 0" quat="0.9 0 0.1 0.3">
+        <attach model="arm" body="link2" prefix="u_"/>
+      </frame>
+    </replicate>
+  </worldbody>
+  <actuator><motor name="mj" joint="j"/></actuator>
+  <sensor><jointpos name="sj" joint="j"/></sensor>
+</mujoco>
+""",
+    "body": """\
+<mujoco>
+  <default>
+    <default class="blue"><geom rgba="0 0 1 1" size=".2"/><joint damping="3"/></default>
+  </default>
+  <asset><model name="arm" file="child/arm.xml"/><material name="m" rgba="1 0 1 1"/></asset>
+  <worldbody>
+    <body name="cart" pos="0 0 .5" childclass="blue">
+      <joint name="slide" type="slide" axis="1 0 0"/>
+      <geom name="cart" type="box" size=".2 .1 .05" material="m"/>
+      <attach model="arm" body="link1" prefix="left/"/>
+      <frame pos="0 .3 0" zaxis="0 1 1">
+        <attach model="arm" body="link2" prefix="right/"/>
+      </frame>
+      <body name="after" pos="0 0 .3"><joint name="after"/><geom size=".05"/></body>
+    </body>
+  </worldbody>
+  <tendon><fixed name="own"><joint joint="slide" coef="1"/></fixed></tendon>
+  <actuator><motor name="own" joint="slide"/></actuator>
+  <sensor><jointpos name="own" joint="slide"/></sensor>
+  <custom><numeric name="own" data="1"/></custom>
+</mujoco>
+""",
+    "nested_replicate": """\
+<mujoco>
+  <asset><model name="arm" file="child/arm.xml"/></asset>
+  <worldbody>
+    <replicate count="2" offset="1 0 0" sep="x">
+      <replicate count="2" offset="0 1 0" sep="y">
+        <attach model="arm" body="link1" prefix="a-"/>
+      </replicate>
+    </replicate>
+  </worldbody>
+</mujoco>
+""",
+    "radian": """\
+<mujoco>
+  <asset><model name="rad" file="child/radarm.xml"/></asset>
+  <worldbody>
+    <body name="base" euler="0 0 30">
+      <joint name="bj" range="-30 30"/>
+      <geom size=".1"/>
+      <attach model="rad" body="link1" prefix="r/"/>
+    </body>
+    <frame euler="10 0 0"><attach model="rad" prefix="w/"/></frame>
+  </worldbody>
+  <tendon><fixed name="pt" range="-1 1"><joint joint="bj" coef="1"/></fixed></tendon>
+  <actuator><motor name="pm" joint="bj" ctrlrange="-1 1"/></actuator>
+</mujoco>
+""",
+    "empty_prefix": """\
+<mujoco>
+  <default>
+    <geom rgba="1 0 0 1" size=".3" friction=".1"/><joint damping="7" range="-1 1"/>
+    <motor ctrlrange="-5 5"/>
+    <default class="tip"><geom type="box" size=".1 .1 .1"/></default></default>
+  <asset><model name="arm" file="child/arm.xml"/></asset>
+  <worldbody>
+    <body name="mine" pos="0 2 0"><joint name="mj"/><geom/><geom name="mytip" class="tip"/></body>
+    <attach model="arm" body="link1" prefix=""/>
+    
+  </worldbody>
+  <actuator><motor joint="mj"/></actuator>
+</mujoco>
+""",
+    "whole_robot": """\
+<mujoco>
+  <asset><model name="robot" file="child/robot.xml"/></asset>
+  <worldbody><attach model="robot" prefix="w/"/></worldbody>
+</mujoco>
+""",
+    "child_replicates": """\
+<mujoco>
+  <asset><model name="legs" file="child/legs.xml"/></asset>
+  <worldbody>
+    <attach model="legs" body="hub" prefix="a/"/>
+    <frame pos="2 0 0" euler="0 0 90"><attach model="legs" prefix="b/"/></frame>
+    <replicate count="2" offset="0 3 0" sep="-">
+      <attach model="legs" body="hub" prefix="c/"/>
+    </replicate>
+  </worldbody>
+</mujoco>
+""",
+    "autolimits": """\
+<mujoco>
+  <compiler autolimits="false" angle="radian"/>
+  <asset><model name="arm" file="child/arm.xml"/></asset>
+  <worldbody>
+    <body name="b" euler="0 0 0.5"><joint name="bj" range="-1 1" limited="true"/><geom size=".1"/>
+      <attach model="arm" body="link1" prefix="a/"/>
+    </body>
+  </worldbody>
+</mujoco>
+""",
+}
+
+
+@pytest.fixture(scope="module")
+def models_dir(tmp_path_factory):
+    """The child models (in child/, with meshdir/texturedir of their own), meshes and
+    PNGs."""
+    from PIL import Image
+    root = tmp_path_factory.mktemp("attach")
+    child = root / "child"
+    (child / "meshes").mkdir(parents=True)
+    (child / "tex").mkdir()
+    (child / "robot.xml").write_text(ROBOT)
+    (child / "arm.xml").write_text(ARM)
+    (child / "radarm.xml").write_text(RADARM)
+    (child / "legs.xml").write_text(LEGS)
+    (child / "meshes" / "tet.obj").write_text(TET)
+    (child / "meshes" / "prism.obj").write_text(PRISM)
+    Image.new("RGB", (8, 8), (200, 50, 20)).save(child / "tex" / "wood.png")
+    heights = (np.arange(64).reshape(8, 8) * 3).astype(np.uint8)
+    Image.fromarray(heights, "L").save(child / "meshes" / "height.png")
+    return root
+
+
+_OBJ = {"body": ("mjOBJ_BODY", "nbody"), "hfield": ("mjOBJ_HFIELD", "nhfield"),
+        "joint": ("mjOBJ_JOINT", "njnt"),
+        "geom": ("mjOBJ_GEOM", "ngeom"), "site": ("mjOBJ_SITE", "nsite"),
+        "camera": ("mjOBJ_CAMERA", "ncam"), "light": ("mjOBJ_LIGHT", "nlight"),
+        "mesh": ("mjOBJ_MESH", "nmesh"), "texture": ("mjOBJ_TEXTURE", "ntex"),
+        "material": ("mjOBJ_MATERIAL", "nmat"), "pair": ("mjOBJ_PAIR", "npair"),
+        "exclude": ("mjOBJ_EXCLUDE", "nexclude"), "equality": ("mjOBJ_EQUALITY", "neq"),
+        "tendon": ("mjOBJ_TENDON", "ntendon"), "actuator": ("mjOBJ_ACTUATOR", "nu"),
+        "sensor": ("mjOBJ_SENSOR", "nsensor"), "numeric": ("mjOBJ_NUMERIC", "nnumeric"),
+        "text": ("mjOBJ_TEXT", "ntext"), "tuple": ("mjOBJ_TUPLE", "ntuple"),
+        "key": ("mjOBJ_KEY", "nkey")}
+
+
+def _name_errors(arrays, mjm) -> list:
+    errors = []
+    for kind, (obj, size) in _OBJ.items():
+        objtype = getattr(mujoco.mjtObj, obj)
+        theirs = [mujoco.mj_id2name(mjm, objtype, i) or ""
+                  for i in range(getattr(mjm, size))]
+        ours = list(arrays.names.get(kind, []))
+        if ours != theirs:
+            errors.append(f"{kind} names: {ours} != {theirs}")
+    return errors
+
+
+def _check(path):
+    """Compile ``path`` with both engines; every field and name list must agree."""
+    mjm = mujoco.MjModel.from_xml_path(str(path))
+    arrays = compile_spec(tiphys.load_spec(str(path)))
+    errors = compare_model(arrays, mjm) + _name_errors(arrays, mjm)
+    assert not errors, "\n".join(errors)
+    return arrays, mjm
+
+
+def _write(models_dir, name, xml):
+    path = models_dir / name
+    path.write_text(xml)
+    return path
+
+
+@pytest.mark.parametrize("scene", sorted(SCENES))
+def test_attach_matches_mujoco(models_dir, scene):
+    arrays, mjm = _check(_write(models_dir, scene + ".xml", SCENES[scene]))
+    assert mjm.nbody > 1  # (something was attached)
+
+
+def test_attached_elements_follow_what_was_attached(models_dir):
+    """The child's elements that name objects left out are not copied; those inside
+    are, prefixed (checked on MuJoCo's model too, so the scene tests see them)."""
+    arrays, mjm = _check(_write(models_dir, "world.xml", SCENES["world"]))
+    names = arrays.names
+    assert "r1/m_shoulder" in names["actuator"] and "r1/m_other" not in names["actuator"]
+    assert "r2/m_shoulder" in names["actuator"] and "r2/m_rope" not in names["actuator"]
+    assert "r1/eqc" not in names["equality"] and "r1/eqj" in names["equality"]
+    assert "r1/s_clock" in names["sensor"] and "r1/s_other" not in names["sensor"]
+    assert names["key"][:1] == ["parent_key"] and "r3_home" in names["key"]
+    assert "r1/prism" in names["mesh"] and "r1/wood" in names["texture"]
+    assert names["hfield"] == ["r1/terrain", "r1/height", "r2/terrain", "r2/height",
+                               "r3_terrain", "r3_height"]
+
+
+def test_keyframe_values_move_with_the_attached_elements(models_dir):
+    """A joint left out by one attach keeps that attach's keyframe values and hands
+    them to the next attach of the same child (MuJoCo's SaveState/ForgetKeyframes):
+    r3_'s root carries r2/home's values."""
+    arrays, mjm = _check(_write(models_dir, "world.xml", SCENES["world"]))
+    k = list(arrays.names["key"]).index("r2/home")
+    root = mujoco.mj_name2id(mjm, mujoco.mjtObj.mjOBJ_JOINT, "r3_root")
+    adr = mjm.jnt_qposadr[root]
+    np.testing.assert_array_equal(arrays.key_qpos[k, adr:adr + 3], [0, 0, 0.3])
+    assert not np.allclose(arrays.key_qpos[k, adr:adr + 3], mjm.qpos0[adr:adr + 3])
+
+
+def test_attach_errors_match_mujoco(models_dir):
+    cases = {
+        '<attach model="nope" body="link1" prefix="a"/>': "could not find model 'nope'",
+        '<attach model="arm" body="nobody" prefix="a"/>': "could not find body 'nobody'",
+        '<attach model="arm" body="link1"/>': "prefix: missing required attribute",
+        '<attach body="link1" prefix="a"/>': "model: missing required attribute",
+        '<attach model="arm" body="link1" prefix="a"/><body name="alink2"/>':
+            "repeated name 'alink2' in body",
+    }
+    for body, message in cases.items():
+        path = _write(models_dir, "bad.xml", f"""
+<mujoco>
+  <asset><model name="arm" file="child/arm.xml"/></asset>
+  <worldbody>{body}</worldbody>
+</mujoco>""")
+        with pytest.raises(ValueError):
+            mujoco.MjModel.from_xml_path(str(path))
+        with pytest.raises(tiphys.ModelError, match=message) as exc:
+            tiphys.load_model(str(path))
+        assert "bad.xml:4" in str(exc.value)
+    path = _write(models_dir, "bad.xml", """
+<mujoco>
+  <asset><model name="arm" file="child/missing.xml"/></asset>
+</mujoco>""")
+    with pytest.raises(ValueError):
+        mujoco.MjModel.from_xml_path(str(path))
+    with pytest.raises(tiphys.ModelError, match="could not parse model file.*missing.xml"):
+        tiphys.load_model(str(path))
+
+
+def test_unsupported_attachments_raise(models_dir):
+    (models_dir / "child" / "withkeys.xml").write_text(
+        LEGS.replace("</mujoco>", '<keyframe><key qpos="0 0 1 1 0 0 0 0 0 0"/></keyframe>'
+                                  "</mujoco>"))
+    cases = {
+        # a parent keyframe padded at each attach from values that are not qpos0
+        '<asset><model name="r" file="child/arm.xml"/></asset>'
+        '<worldbody><attach model="r" body="link1" prefix="a"/></worldbody>'
+        '<keyframe><key qpos="1"/></keyframe>': "<key qpos> shorter",
+        # the second attach of a body moves the first copy in MuJoCo
+        '<asset><model name="r" file="child/arm.xml"/></asset>'
+        '<worldbody><attach model="r" body="link1" prefix="a"/>'
+        '<attach model="r" body="link1" prefix="a"/></worldbody>': "attached before",
+        # a child's own <replicate> makes its keyframes pending in the child
+        '<asset><model name="r" file="child/withkeys.xml"/></asset>'
+        '<worldbody><attach model="r" body="hub" prefix="a"/></worldbody>':
+            "<keyframe> with <replicate>",
+        # the child's main class takes the name of the parent's: MuJoCo then compiles
+        # the parent's later elements with it
+        '<default><geom size=".3"/></default>'
+        '<asset><model name="r" file="child/arm.xml"/></asset>'
+        '<worldbody><attach model="r" body="link1" prefix=""/>'
+        '<body name="after"><geom/></body></worldbody>': "element after <attach>",
+    }
+    for body, message in cases.items():
+        path = _write(models_dir, "unsupported.xml", f"<mujoco>{body}</mujoco>")
+        with pytest.raises(NotImplementedError, match=message):
+            tiphys.load_model(str(path))
+
+
+def test_model_file_in_an_included_file(models_dir):
+    """<model file> in an included file is found from the including file's directory,
+    as MuJoCo's reader finds it."""
+    (models_dir / "sub").mkdir(exist_ok=True)
+    (models_dir / "sub" / "part.xml").write_text("""<mujoco>
+  <asset><model name="arm" file="../child/arm.xml"/></asset>
+  <worldbody><attach model="arm" body="link1" prefix="inc/"/></worldbody>
+</mujoco>""")
+    arrays, _ = _check(_write(models_dir, "inc.xml",
+                              '<mujoco><include file="sub/part.xml"/></mujoco>'))
+    assert "inc/link2" in arrays.names["body"]
+
+
+def test_model_asset_refused_only_when_attached(models_dir):
+    """A <model> asset holding what an attach does not support yet compiles as long as
+    nothing is attached from it."""
+    (models_dir / "child" / "withflex.xml").write_text(
+        '<mujoco><worldbody><body name="a"><joint/><geom size=".1"/></body><body name="f">'
+        '<flexcomp name="f" type="grid" count="2 2 1" spacing=".1 .1 .1" dim="2"/>'
+        '</body></worldbody></mujoco>')
+    xml = """<mujoco><asset><model name="w" file="child/withflex.xml"/>
+<model name="arm" file="child/arm.xml"/></asset>
+<worldbody><attach model="{}" body="{}" prefix="x"/></worldbody></mujoco>"""
+    _check(_write(models_dir, "unused.xml", xml.format("arm", "link1")))
+    path = _write(models_dir, "unused.xml", xml.format("w", "f"))
+    mujoco.MjModel.from_xml_path(str(path))
+    with pytest.raises(NotImplementedError, match="<flexcomp> in a model used by <attach>"):
+        tiphys.load_model(str(path))
+
+
+def test_attach_from_assets_dict():
+    """The child model and its mesh from the in-memory VFS, as MuJoCo reads them."""
+    assets = {"arm.xml": ARM.replace("meshes/tet.obj", "tet.obj").encode(),
+              "tet.obj": TET.encode()}
+    xml = """<mujoco><asset><model name="arm" file="arm.xml"/></asset>
+<worldbody><attach model="arm" body="link1" prefix="v/"/></worldbody></mujoco>"""
+    mjm = mujoco.MjModel.from_xml_string(xml, assets)
+    arrays = compile_spec(parse_xml(xml, assets=assets))
+    errors = compare_model(arrays, mjm) + _name_errors(arrays, mjm)
+    assert not errors, "\n".join(errors)
+    assert "v/tet" in arrays.names["mesh"]
+
+
+def test_spec_with_attach_round_trips(models_dir):
+    """The Spec keeps <model> and <attach> as written (compiling does not change it):
+    its XML recompiles to the same model; <attach> added with the editing API
+    compiles as MuJoCo compiles the same text."""
+    path = _write(models_dir, "rep.xml", SCENES["replicate"])
+    spec = tiphys.load_spec(str(path))
+    before = spec.to_xml()
+    compile_spec(spec)
+    assert spec.to_xml() == before
+    again = parse_xml(before, basedir=str(models_dir))
+    mjm = mujoco.MjModel.from_xml_path(str(path))
+    assert not compare_model(compile_spec(again), mjm)
+    spec.worldbody.add("attach", model="arm", body="link2", prefix="new/")
+    edited = _write(models_dir, "edited.xml", spec.to_xml())
+    arrays, mjm = _check(edited)
+    assert "new/link2" in arrays.names["body"]
+
+
+def test_n_humanoid_matches_mujoco():
+    path = os.path.join(corpus_dir(), "mjwarp", "humanoid", "n_humanoid.xml")
+    if not os.path.exists(path):
+        pytest.skip("corpus not present")
+    arrays, mjm = _check(path)
+    assert mjm.nu == 63 and mjm.nkey == 3

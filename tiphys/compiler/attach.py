@@ -1,0 +1,652 @@
+"""``<asset><model>`` and ``<attach>``: model composition as MuJoCo 3.4.0 does it.
+
+MuJoCo's reader (src/xml/xml_native_reader.cc) parses each ``<model file>`` into a
+child spec (named by the element's ``name``, else the child's model name), and on
+``<attach model body prefix>`` (parsed with the rest of ``<worldbody>``, after every
+other section) calls ``mjs_attach`` (src/user/user_api.cc, ``mjCFrame::operator+=``
+and ``mjCBody::operator+=`` in src/user/user_objects.cc, ``mjCModel::operator+=`` in
+src/user/user_model.cc). Without ``body`` the child's whole world is attached, as a
+frame holding its bodies, geoms, sites, cameras and lights. The copy:
+
+- puts ``prefix`` in front of every name and of the references the copied elements
+  hold (geom/site material, geom mesh/hfield, camera/light target, light texture,
+  material textures); element values were resolved from the child's default classes
+  when the child was parsed, and the child's whole default tree is added to the
+  parent with prefixed class names (``main`` becoming ``prefix + "main"``; here the
+  copies name classes unique to their attach, so that a class of the parent with the
+  same name cannot change them);
+- appends every mesh, height field, texture, material, numeric and text of the child
+  (assets named after their file when unnamed, then prefixed), compiled with the
+  child's own directories;
+- appends the child's pairs, excludes, tendons, equalities, actuators, sensors and
+  tuples whose prefixed references resolve in the parent at that moment (each kind's
+  ResolveReferences, as for ``<replicate>``): done with the replicate bookkeeping of
+  ``replicate.py``, which meets the attached subtree where the reader meets it;
+- makes the child's keyframes pending keyframes of the parent, named with the prefix,
+  created after the parent's own. Their values live on the elements (SaveState writes
+  them into every joint, mocap body and actuator of the child; a copy takes what its
+  source carries and the source forgets it): an element left out by one attach keeps
+  that attach's values and hands them to the next attach of the same child, only the
+  first <replicate> copy of an element gets them, and a <replicate>'s deletion of its
+  template makes every actuator forget its values. Entries no element carries take
+  qpos0, the body pose or zero.
+
+``expand_attachments(spec)`` rewrites a Spec into one without ``<model>``/``<attach>``:
+the attached elements sit in the body tree where the ``<attach>`` was, renamed and
+each given its (prefixed) default class explicitly; asset files are resolved with the
+child's directories here. Where the child's ``<compiler>`` settings for angles, Euler
+sequence, limits or inertia differ from the parent's (MuJoCo compiles each element
+with its own model's), the subtree sits in an identity ``<frame>`` carrying them
+(``attach_compiler``, read by the tree builder) and the copied tendons and actuators
+carry them too (``element_ctx``). A child's own ``<replicate>``s stay in the copied
+tree (the tree builder makes the copies, names prefixed then suffixed, as the child's
+replication then the attach name them; replicate.py only counts their names), and
+its section elements are taken as its replication leaves them. Refused with
+NotImplementedError: a child holding <attach>, <composite>, <flexcomp>, a body
+<plugin>, <deformable>, <extension>, <skin> or <model>, keyframes together with a
+<replicate>, or a keyframe with ``act``; a second attach of a body attached before
+(MuJoCo moves the first copy); parent keyframes shorter than the model (MuJoCo pads
+them at each attach with values that are not qpos0); a <replicate> ending after an
+attach of a model with keyframes in a model with keyframes of its own (their order
+changes); child asset files with the parent's ``strippath``; parent elements after an
+attach whose prefixed class names take different classes' names (MuJoCo gives them
+the attached classes).
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from ..errors import ModelError, error_at
+from ..io.resources import dir_part, is_abs, join_path
+from ..spec.element import EXTRA_CHILDREN, element_class, new_element
+
+# references (besides the name) that the copy prefixes, per body-tree element
+_TREE_REFS = {"body": (), "frame": (), "replicate": (), "joint": (), "freejoint": (),
+              "inertial": (),
+              "geom": ("material", "mesh", "hfield"), "site": ("material",),
+              "camera": ("target",), "light": ("target", "texture")}
+# the same references inside default classes
+_DEFAULT_REFS = {"geom": ("material", "mesh", "hfield"), "site": ("material",),
+                 "camera": ("target",), "light": ("target", "texture"),
+                 "material": ("texture",)}
+_ASSET_FILES = {"mesh": ("file",), "hfield": ("file",),
+                "texture": ("file", "fileright", "fileleft", "fileup", "filedown",
+                            "filefront", "fileback")}
+_CHILD_SECTIONS_REFUSED = ("deformable", "extension")
+# compiler settings MuJoCo applies per element from the child's own <compiler>
+_PER_ELEMENT_COMPILER = ("degree", "eulerseq", "autolimits", "inertiafromgeom",
+                         "inertiagrouprange", "boundmass", "boundinertia", "balanceinertia",
+                         "alignfree")
+_NQ = {"free": 7, "ball": 4, "slide": 1, "hinge": 1}
+_NV = {"free": 6, "ball": 3, "slide": 1, "hinge": 1}
+
+
+def _where(el) -> str:
+    return f"{el.xml_file or '<string>'}:{el.xml_line}"
+
+
+@dataclass
+class AttachedKey:
+    """A keyframe of an attached child: made after the parent's own keyframes."""
+    name: str
+    time: float
+    given: dict  # "qpos", "qvel", "ctrl", "mpos", "mquat" -> whether the child gave it
+
+
+@dataclass
+class _KeyState:
+    """Values one attached joint, mocap body or actuator carries for pending keyframes
+    (key name -> values). Copies of the element (<replicate>) share it; the first one
+    compiled takes it, as MuJoCo moves the values to the first copy made."""
+    values: dict = field(default_factory=dict)
+
+
+class _Child:
+    """A parsed ``<model>`` asset and what its elements were parsed with."""
+
+    def __init__(self, spec, el):
+        from .compile import _compiler_options
+        from .defaults import DefaultTree
+        self.spec, self.el = spec, el
+        self.refused = None  # (element, what) that an <attach> of this model refuses
+        for tag in _CHILD_SECTIONS_REFUSED:
+            for section in spec.sections(tag):
+                if section.children and self.refused is None:
+                    self.refused = (section.children[0], f"<{tag}>")
+        for section in spec.sections("asset"):
+            for c in section.children:
+                if c.tag in ("model", "skin") and self.refused is None:
+                    self.refused = (c, f"<asset><{c.tag}>")
+        self.ctx = _compiler_options(spec)
+        self.defaults = DefaultTree(spec)
+        self.cls = {}  # id(element) -> its default class in the child
+        self.has_replicate = False
+        for wb in spec.sections("worldbody"):
+            self._classes(wb, None)
+        from .assets import AssetFiles
+        self.files = AssetFiles(spec, self.ctx)
+        self.state = {}  # id(element) -> key name -> values it carries (attach.py keys)
+        self._key_elements = None
+
+    def key_elements(self):
+        """(joints as (element, nq, nv), mocap bodies, actuators) in MuJoCo's order."""
+        if self._key_elements is None:
+            joints, mocaps = [], []
+            for wb in self.spec.sections("worldbody"):
+                self._key_walk(wb, joints, mocaps)
+            actuators = [el for s in self.spec.sections("actuator") for el in s.children]
+            self._key_elements = joints, mocaps, actuators
+        return self._key_elements
+
+    def _key_walk(self, el, joints, mocaps):
+        """The child's joints (element, nq, nv) and mocap bodies in MuJoCo's order: a
+        body's joints (frames are transparent), then its child bodies', depth first."""
+        from .attrs import Attrs
+        if el.tag == "body" and Attrs(el).bool("mocap", 0):
+            mocaps.append(el)
+        bodies = []
+
+        def collect(node):
+            for c in node.children:
+                if c.tag == "freejoint":
+                    joints.append((c, 7, 6))
+                elif c.tag == "joint":
+                    jtype = c.get_attr("type") or self.defaults.get(
+                        self.cls.get(id(c), "main"), "joint", c).get("type", "hinge")
+                    if jtype not in _NQ:
+                        raise error_at(c, f"unknown joint type '{jtype}'", "type")
+                    joints.append((c, _NQ[jtype], _NV[jtype]))
+                elif c.tag == "frame":
+                    collect(c)
+                elif c.tag == "body":
+                    bodies.append(c)
+
+        collect(el)
+        for b in bodies:
+            self._key_walk(b, joints, mocaps)
+
+    def check_attachable(self, attach_el):
+        if self.has_replicate and self.refused is None:
+            keys = [k for s in self.spec.sections("keyframe") for k in s.children]
+            if keys:
+                # its own <replicate> makes the child's keyframes pending in the child
+                self.refused = (keys[0], "<keyframe> with <replicate>")
+        if self.refused is not None:
+            el, what = self.refused
+            raise NotImplementedError(f"{_where(el)}: {what} in a model used by <attach> "
+                                      f"({_where(attach_el)}) is not supported yet")
+
+    def _classes(self, el, childclass):
+        for c in el.children:
+            if c.tag in ("attach", "composite", "flexcomp", "plugin") and self.refused is None:
+                self.refused = (c, f"<{c.tag}>")
+            if c.tag == "replicate":
+                self.has_replicate = True
+            own = c.get_attr("class")
+            self.cls[id(c)] = own if own is not None else (childclass or "main")
+            if c.tag in ("body", "frame", "replicate"):
+                self._classes(c, c.get_attr("childclass") or childclass)
+
+    def compiler_overrides(self, parent_ctx) -> dict:
+        """The child's per-element compiler settings that differ from the parent's."""
+        return {key: getattr(self.ctx, key) for key in _PER_ELEMENT_COMPILER
+                if getattr(self.ctx, key) != getattr(parent_ctx, key)}
+
+
+def element_ctx(el, ctx):
+    """The compiler settings ``el`` compiles with: an attached element keeps its
+    model's (MuJoCo: each element's own ``compiler``)."""
+    own = el.__dict__.get("attach_compiler") if el is not None else None
+    return replace(ctx, **own) if own else ctx
+
+
+def _has_attach(elements) -> bool:
+    stack = list(elements)
+    while stack:
+        el = stack.pop()
+        if el.tag == "attach":
+            return True
+        stack.extend(el.children)
+    return False
+
+
+def expand_attachments(spec):
+    """``spec`` itself when it has no ``<model>`` asset or ``<attach>``; otherwise a
+    copy with the attachments made (see the module docstring). ``spec`` is not
+    changed; the copy has ``attached_defaults`` (class -> tag -> attributes) and
+    ``attached_keys`` (AttachedKey list)."""
+    models = [c for s in spec.sections("asset") for c in s.children if c.tag == "model"]
+    worlds = spec.sections("worldbody")
+    if not models and not _has_attach(worlds):
+        return spec
+    return _Expansion(spec, models).run()
+
+
+class _Expansion:
+    def __init__(self, spec, models):
+        from .compile import _compiler_options
+        self.spec = spec
+        self.ctx = _compiler_options(spec)
+        self.children = {}
+        for el in models:
+            child = _load_child(spec, el)
+            self.children[el.attr("name") or child.spec.model_name] = child
+        self.defaults = {}
+        self.actuator_defaults = {}
+        self.keys = []
+        self.assets = []
+        self.custom = []
+        self.attached_names = set()
+        self.own_keys = any(s.children for s in spec.sections("keyframe"))
+        from .defaults import DefaultTree
+        self.own_classes = DefaultTree(spec).classes
+        self.shadowed = None  # an <attach> whose classes took names the model had
+
+    def run(self):
+        spec = self.spec
+        root = copy.copy(spec.root)
+        children = []
+        for section in spec.root.children:
+            if section.tag == "worldbody":
+                section = self._rewrite(section)
+            elif section.tag == "asset":
+                section = copy.copy(section)
+                section.children = [c for c in section.children if c.tag != "model"]
+            children.append(section)
+        root.children = children
+        if self.assets:
+            _last_section(root, "asset").children.extend(self.assets)
+        if self.custom:
+            _last_section(root, "custom").children.extend(self.custom)
+        out = copy.copy(spec)
+        out.root = root
+        out.attached_defaults = self.defaults
+        out.attached_actuator_defaults = self.actuator_defaults
+        out.attached_keys = self.keys
+        out.has_attach = True
+        return out
+
+    # -- the body tree ---------------------------------------------------------------
+    def _rewrite(self, el):
+        """``el`` with its <attach>es made (a copy when anything inside changes)."""
+        if not _has_attach([el]):
+            return el
+        new = copy.copy(el)
+        new.children = []
+        for c in el.children:
+            if c.tag == "attach":
+                new.children.append(self._attach(c))
+                continue
+            if self.shadowed is not None:
+                raise NotImplementedError(
+                    f"{_where(c)}: an element after <attach> ({_where(self.shadowed)}) whose "
+                    f"prefixed default classes take the names of classes the model has is "
+                    f"not supported yet (MuJoCo gives the later elements the attached "
+                    f"classes)")
+            new.children.append(self._rewrite(c))
+        if el.tag == "replicate" and self.keys and self.own_keys:
+            # the template's deletion makes the model's own keyframes pending too,
+            # after the attached ones
+            raise NotImplementedError(
+                f"{_where(el)}: <replicate> ending after an <attach> of a model with "
+                f"keyframes, in a model with its own <keyframe>s, is not supported yet")
+        return new
+
+    def _attach(self, el):
+        model = el.get_attr("model")
+        prefix = el.get_attr("prefix")
+        if model is None:
+            raise error_at(el, "missing required attribute", "model")
+        if prefix is None:
+            raise error_at(el, "missing required attribute", "prefix")
+        bodyname = el.get_attr("body") or ""
+        child = self.children.get(model)
+        if child is None:
+            raise error_at(el, f"could not find model '{model}'", "model")
+        child.check_attachable(el)
+        own = child.compiler_overrides(self.ctx)
+        if prefix + bodyname in self.attached_names and bodyname:
+            # MuJoCo then moves the body attached before into this frame
+            raise NotImplementedError(f"{_where(el)}: <attach> of a body attached before "
+                                      f"('{prefix + bodyname}') is not supported yet")
+        if bodyname:
+            src = child.spec.find("body", bodyname)
+            if src is None:
+                raise error_at(el, f"could not find body '{bodyname}'", "body")
+            roots = [src]
+        else:
+            roots = [c for w in child.spec.sections("worldbody") for c in w.children]
+        copier = _Copier(child, prefix, el, own)
+        copier.parent_strippath = self.ctx.strippath
+        copies = [copier.tree(r) for r in roots]
+        if bodyname and not own:
+            top = copies[0]
+        else:  # the child's world frame, or a frame that gives the child's <compiler>
+            cls = element_class(("mujoco", "worldbody", "frame"),
+                                EXTRA_CHILDREN["frame"]["attrs"])
+            top = new_element(cls, el.xml_file, el.xml_line)
+            top.__dict__["xml_incdir"] = getattr(el, "xml_incdir", "")
+            top.__dict__["attach_compiler"] = own
+            top.children = copies
+        self.attached_names |= copier.body_names
+        # the section elements: defaults, assets, custom now; the rest resolved where
+        # the reader meets the subtree (replicate.expand_replicated_references)
+        for name, table in copier.default_tables().items():
+            had = self.defaults.get(name, self.own_classes.get(name))
+            if had is not None and had != table:
+                self.shadowed = el
+            self.defaults.setdefault(name, table)
+        from .actuator import default_actuators
+        for name, st in default_actuators(child.spec).items():
+            self.actuator_defaults[copier.cname(name)] = st
+            self.actuator_defaults.setdefault(prefix + name, st)
+        self.assets += copier.assets()
+        self.custom += copier.custom()
+        top.__dict__["attach_items"] = ((prefix, ""), copier.items(), copier.attached)
+        self.keys += copier.keys()
+        return top
+
+
+def _last_section(root, tag):
+    """The last <tag> section of ``root`` (a copy, placed where it was), made when
+    there is none."""
+    for i in range(len(root.children) - 1, -1, -1):
+        if root.children[i].tag == tag:
+            sec = copy.copy(root.children[i])
+            sec.children = list(sec.children)
+            root.children[i] = sec
+            return sec
+    children = root.children
+    root.children = list(children)
+    sec = root.add(tag)
+    return sec
+
+
+def _load_child(spec, el):
+    from ..spec.parse import parse_xml
+    file = el.get_attr("file")
+    if not file:
+        raise error_at(el, "missing required attribute", "file")
+    content_type = el.get_attr("content_type")
+    if content_type and content_type not in ("text/xml", "application/xml"):
+        raise NotImplementedError(f"{_where(el)}: <model content_type=\"{content_type}\"> "
+                                  f"is not supported yet")
+    reader = spec.reader()
+    incdir = getattr(el, "xml_incdir", "") or ""
+    if incdir and not is_abs(file) and not reader.exists(file):
+        # MuJoCo's ReadAttrFile: a name that does not open as written (from the working
+        # directory) is taken relative to the including file's directory
+        file = join_path(incdir, file)
+    res, tried = reader.open(file)
+    if res is None:
+        raise ModelError(f"could not parse model file with error: resource '{file}' not "
+                         f"found; tried: {'; '.join(tried)}", file=el.xml_file,
+                         line=el.xml_line, element="model", attribute="file")
+    name = res.name if is_abs(res.name) else join_path(reader.modeldir, res.name)
+    basedir = dir_part(name) if is_abs(name) else (reader.modeldir or None)
+    try:
+        child = parse_xml(res.data, filename=name, assets=spec.assets, basedir=basedir)
+    except ModelError as exc:
+        raise ModelError(f"could not parse model file with error: {exc}",
+                         file=el.xml_file, line=el.xml_line, element="model",
+                         attribute="file") from None
+    return _Child(child, el)
+
+
+class _Copier:
+    """Copies of one child's elements for one <attach>, names prefixed."""
+
+    def __init__(self, child: _Child, prefix: str, attach_el, compiler: dict):
+        self.child, self.p, self.attach_el = child, prefix, attach_el
+        self.compiler = compiler  # the child's own compiler settings, where they differ
+        self.parent_strippath = False
+        self.tag = f" (attached at {_where(attach_el)})"
+        self.body_names = set()
+        self.tree_copies = []  # (copy, id of the child's element): joints and bodies
+        self.key_names = []  # the child's keyframes, (prefixed name, values)
+
+    def _pre(self, value):
+        return self.p + value if value else value
+
+    def cls(self, el, own_default="main"):
+        """The prefixed default class an element was parsed with."""
+        c = self.child.cls.get(id(el))
+        if c is None:
+            c = el.get_attr("class") or own_default
+        return self.cname(c)
+
+    def cname(self, c: str) -> str:
+        """The name a child's default class has here: the prefixed name made unique to
+        this attach (values were resolved in the child, whatever the parent's classes
+        are; ``prefix + "main"`` with an empty prefix is the parent's own main)."""
+        return f"{self.p}{c}{self.tag}"
+
+    def tree(self, el):
+        new = copy.copy(el)
+        refs = _TREE_REFS.get(el.tag)
+        if refs is None:
+            raise NotImplementedError(f"{_where(el)}: <{el.tag}> in a model used by "
+                                      f"<attach> ({_where(self.attach_el)}) is not "
+                                      f"supported yet")
+        for attr in ("name",) + refs:
+            if el.get_attr(attr):
+                new.set(attr, self.p + el.get_attr(attr))
+        if "class" in el._fields_of:
+            new.set("class", self.cls(el))
+        if el.get_attr("childclass"):
+            new.set("childclass", self.cname(el.get_attr("childclass")))
+        if el.tag == "replicate":  # replicated in the child: its copies' names only
+            new.__dict__["attached_replicate"] = True
+        if el.tag == "body" and el.get_attr("name"):
+            self.body_names.add(self.p + el.get_attr("name"))
+        if el.tag in ("joint", "freejoint", "body"):
+            self.tree_copies.append((new, id(el)))
+        new.children = [self.tree(c) for c in el.children]
+        return new
+
+    def default_tables(self) -> dict:
+        out = {}
+        for name, tables in self.child.defaults.classes.items():
+            new = {}
+            for tag, attrs in tables.items():
+                attrs = dict(attrs)
+                for ref in _DEFAULT_REFS.get(tag, ()):
+                    if attrs.get(ref):
+                        attrs[ref] = self.p + attrs[ref]
+                new[tag] = attrs
+            out[self.cname(name)] = new
+            out.setdefault(self.p + name, new)  # (what later elements may name)
+        return out
+
+    def assets(self) -> list:
+        from .assets import AssetCompiler
+        out = []
+        for section in self.child.spec.sections("asset"):
+            for el in section.children:
+                new = copy.copy(el)
+                name = AssetCompiler._name(el, el.tag) if el.tag != "material" else \
+                    (el.get_attr("name") or "")
+                if name:
+                    new.set("name", self.p + name)
+                if "class" in el._fields_of:
+                    new.set("class", self.cls(el))
+                for attr in _ASSET_FILES.get(el.tag, ()):
+                    value = el.get_attr(attr)
+                    if value:
+                        new.set(attr, self._file(el, value))
+                if el.tag == "material":
+                    if el.get_attr("texture"):
+                        new.set("texture", self.p + el.get_attr("texture"))
+                    layers = []
+                    for layer in el.children:
+                        lc = copy.copy(layer)
+                        if layer.get_attr("texture"):
+                            lc.set("texture", self.p + layer.get_attr("texture"))
+                        layers.append(lc)
+                    new.children = layers
+                out.append(new)
+        return out
+
+    def _file(self, el, value):
+        if self.parent_strippath:
+            # the parent's compile would strip the directories found here
+            raise NotImplementedError(
+                f"{_where(self.attach_el)}: <attach> of a model with asset files into a "
+                f"model with <compiler strippath=\"true\"> is not supported yet")
+        name, _ = self.child.files.name(el, value, el.tag)
+        if not is_abs(name):
+            name = join_path(self.child.files.reader.modeldir, name)
+        return name
+
+    def custom(self) -> list:
+        out = []
+        for section in self.child.spec.sections("custom"):
+            for el in section.children:
+                if el.tag in ("numeric", "text"):
+                    new = copy.copy(el)
+                    if el.get_attr("name"):
+                        new.set("name", self.p + el.get_attr("name"))
+                    out.append(new)
+        return out
+
+    def items(self) -> dict:
+        """The child's pairs ... tuples as replicate bookkeeping items, not yet
+        resolved (their references still the child's)."""
+        from .replicate import _items, expand_replicated_references
+        out = _items(expand_replicated_references(self.child.spec))
+        for kind, items in out.items():
+            for item in items:
+                el = item.el
+                new = copy.copy(el)
+                if "class" in el._fields_of:
+                    new.set("class", self.cname(el.get_attr("class") or "main"))
+                if el.children:
+                    new.children = [copy.copy(c) for c in el.children]
+                if kind == "actuator":
+                    new.__dict__["attach_source"] = id(el)
+                if self.compiler:
+                    new.__dict__["attach_compiler"] = self.compiler
+                item.el = new
+        return out
+
+    # -- keyframes -----------------------------------------------------------------------
+    def keys(self) -> list:
+        """The child's keyframes as pending keyframes of the parent (StoreKeyframes:
+        checked against the child's sizes, named with the prefix)."""
+        from .attrs import Attrs
+        child = self.child
+        keys = [k for s in child.spec.sections("keyframe") for k in s.children]
+        if not keys:
+            return []
+        joints, mocaps, actuators = child.key_elements()
+        sizes = {"qpos": sum(n for _, n, _ in joints), "qvel": sum(n for _, _, n in joints),
+                 "ctrl": len(actuators), "mpos": 3 * len(mocaps), "mquat": 4 * len(mocaps)}
+        out = []
+        for k in keys:
+            a = Attrs(k)
+            name = k.get_attr("name") or ""
+            if a.floats("act") is not None:
+                raise NotImplementedError(f"{_where(k)}: <key act> in a model used by "
+                                          f"<attach> is not supported yet")
+            vals = {}
+            for attr, n in sizes.items():
+                v = a.floats(attr)
+                if v is None:
+                    continue
+                if len(v) != n:
+                    raise error_at(k, f"Keyframe '{name}' has invalid {attr} size, got "
+                                      f"{len(v)}, should be {n}", attr)
+                vals[attr] = np.asarray(v, dtype=np.float64)
+            self.key_names.append((self.p + name, vals))
+            out.append(AttachedKey(self.p + name, a.float("time", 0.0),
+                                   {attr: attr in vals for attr in sizes}))
+        return out
+
+    def attached(self, actuator_copies) -> None:
+        """When the subtree is in and the actuators copied (replicate.py calls it, in
+        the reader's order): the child's elements take this attach's keyframe values
+        (SaveState, into every element of the child), then the copies take what their
+        sources carry and the sources forget it (ForgetKeyframes). Elements left out
+        keep theirs, for a later attach of the same child."""
+        child = self.child
+        if self.key_names:
+            joints, mocaps, actuators = child.key_elements()
+            for full, vals in self.key_names:
+                qa = va = 0
+                for el, nqj, nvj in joints:
+                    entry = child.state.setdefault(id(el), {}).setdefault(full, {})
+                    if "qpos" in vals:
+                        entry["qpos"] = vals["qpos"][qa:qa + nqj]
+                    if "qvel" in vals:
+                        entry["qvel"] = vals["qvel"][va:va + nvj]
+                    qa, va = qa + nqj, va + nvj
+                for i, el in enumerate(mocaps):
+                    entry = child.state.setdefault(id(el), {}).setdefault(full, {})
+                    if "mpos" in vals:
+                        entry["mpos"] = vals["mpos"][3 * i:3 * i + 3]
+                    if "mquat" in vals:
+                        entry["mquat"] = vals["mquat"][4 * i:4 * i + 4]
+                for i, el in enumerate(actuators):
+                    if "ctrl" in vals:
+                        entry = child.state.setdefault(id(el), {}).setdefault(full, {})
+                        entry["ctrl"] = vals["ctrl"][i]
+        copies = list(self.tree_copies) + [(el, el.__dict__["attach_source"])
+                                           for el in actuator_copies]
+        for new, source in copies:
+            values = child.state.pop(source, None)
+            if values:
+                new.__dict__["attach_key_state"] = _KeyState(values)
+
+def fill_attached_keys(keys, builder, out, row0: int) -> None:
+    """Rows ``row0 ...`` of the key arrays from attached keyframes (MuJoCo's
+    ResolveKeyframes): entries the attached elements carry, defaults elsewhere."""
+    if not keys:
+        return
+    claimed = set()
+
+    def take(el):
+        state = el.__dict__.get("attach_key_state") if el is not None else None
+        if state is None or id(state) in claimed:
+            return None
+        claimed.add(id(state))
+        return state.values
+
+    joint_vals = []
+    for b in builder.bodies:
+        for j in b.joints:
+            joint_vals.append(take(j.el))
+    body_vals = [take(b.el) if b.mocap else None for b in builder.bodies]
+    act_vals = [take(el) for el in out.actuator_els]
+    qposadr, dofadr = out.jnt_qposadr, out.jnt_dofadr
+    mocapid = out.body_mocapid
+    for r, key in enumerate(keys):
+        i = row0 + r
+        out.key_time[i] = key.time
+        for jid, vals in enumerate(joint_vals):
+            entry = (vals or {}).get(key.name)
+            if not entry:
+                continue
+            if key.given["qpos"] and "qpos" in entry:
+                q = entry["qpos"]
+                out.key_qpos[i, qposadr[jid]:qposadr[jid] + len(q)] = q
+            if key.given["qvel"] and "qvel" in entry:
+                v = entry["qvel"]
+                out.key_qvel[i, dofadr[jid]:dofadr[jid] + len(v)] = v
+        for bid, vals in enumerate(body_vals):
+            entry = (vals or {}).get(key.name)
+            if not entry or mocapid[bid] < 0:
+                continue
+            if key.given["mpos"] and "mpos" in entry:
+                out.key_mpos[i, mocapid[bid]] = entry["mpos"]
+            if key.given["mquat"] and "mquat" in entry:
+                out.key_mquat[i, mocapid[bid]] = entry["mquat"]
+        for aid, vals in enumerate(act_vals):
+            entry = (vals or {}).get(key.name)
+            if entry and key.given["ctrl"] and "ctrl" in entry:
+                out.key_ctrl[i, aid] = entry["ctrl"]
+
+
+__all__ = ["expand_attachments", "fill_attached_keys", "AttachedKey"]
