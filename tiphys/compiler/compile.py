@@ -735,6 +735,37 @@ def _lights(out, lights, builder, poses):
     out.light_dir0 = np.array(dir0, dtype=f).reshape(n, 3)
 
 
+def _qpos_spec(out, nq):
+    """The joints' reference positions as the spec writes them (MuJoCo's
+    ComputeReference), which pad a short keyframe qpos."""
+    ref = np.zeros(nq)
+    for b in out.bodies:
+        for j in b.joints:
+            if j.type == JNT_FREE:
+                ref[j.qposadr + 3] = 1.0
+            elif j.type == JNT_BALL:
+                ref[j.qposadr] = 1.0
+            else:
+                ref[j.qposadr] = j.ref_spec
+    return ref
+
+
+def _mocap_spec(out, what):
+    """The mocap bodies' ``pos`` / ``quat`` attributes as written (zeros / 1 0 0 0 when
+    not written, or written in another form), which pad a short keyframe mpos/mquat."""
+    width, default = (3, (0.0, 0.0, 0.0)) if what == "pos" else (4, (1.0, 0.0, 0.0, 0.0))
+    rows = []
+    for b in out.bodies:
+        if b.mocap:
+            v = Attrs(b.el).floats(what, width) if b.el is not None else None
+            rows.append(default if v is None else v)
+    return np.asarray(rows, dtype=np.float64).reshape(-1)
+
+
+_SPEC_PAD = {"qpos": _qpos_spec, "mpos": lambda out, nq: _mocap_spec(out, "pos"),
+             "mquat": lambda out, nq: _mocap_spec(out, "quat")}
+
+
 def _keyframes(spec, out, nkey_size=0, builder=None):
     keys = [k for section in spec.sections("keyframe") for k in section.children]
     attached = getattr(spec, "attached_keys", None)
@@ -778,9 +809,15 @@ def _keyframes(spec, out, nkey_size=0, builder=None):
                 raise NotImplementedError(
                     f"{k.xml_file or '<string>'}:{k.xml_line}: <key {attr}> shorter than "
                     f"the model's in a model with <attach> is not supported yet")
-            # MuJoCo 3.4 pads a short vector: qpos from qpos0, mocap poses from the
-            # bodies (whole bodies only), the rest with zeros
+            # MuJoCo 3.4 pads a short vector (mjCModel::ExpandKeyframe) from the spec as
+            # written, not from the compiled model: qpos from its reference (free
+            # joints 0 0 0 1 0 0 0, ball joints 1 0 0 0, hinges and slides their `ref`
+            # as written, degrees unconverted), mocap poses (whole bodies only) from
+            # the bodies' `pos` and `quat` attributes as written (not their frames'
+            # or other orientation forms), the rest with zeros
             width = {"mpos": 3, "mquat": 4}.get(attr, 1)
+            if len(v) < n and attr in _SPEC_PAD:
+                arr[i] = _SPEC_PAD[attr](out, nq).reshape(arr[i].shape)
             flat = arr[i].reshape(-1)
             k = len(v) - len(v) % width
             flat[:k] = v[:k]

@@ -403,6 +403,7 @@ class TreeBuilder:
             j.actgravcomp = a.bool("actuatorgravcomp", 0)
             j.margin = a.float("margin", 0.0)
             j.ref = a.float("ref", 0.0)
+            j.ref_spec = j.ref  # as written (keyframe padding), before unit conversion
             j.springref = a.float("springref", 0.0)
             j.armature = a.float("armature", 0.0)
             j.damping = a.float("damping", 0.0)
