@@ -127,6 +127,10 @@ MODELS["pid_then_cable"] = MODELS["no_plugin_with_pid"].replace(
     '<plugin plugin="mujoco.elasticity.cable"/></extension>').replace(
     '<geom type="capsule" size=".02"/>', CABLE_PLUGIN + '<geom type="capsule" size=".02"/>')
 
+# fusestatic keeps B_first (initial="none": no joint), which the exclusions name
+MODELS["fusestatic"] = MODELS["mujoco_cable_xml"].replace(
+    '<compiler autolimits="true"/>', '<compiler autolimits="true" fusestatic="true"/>')
+
 PLUGIN_FIELDS = ("plugin_stateadr", "plugin_statenum", "plugin_attr", "plugin_attradr",
                  "actuator_plugin", "body_plugin", "geom_plugin")
 

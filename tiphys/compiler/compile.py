@@ -22,7 +22,7 @@ from .replicate import expand_replicated_references
 from .options import read_option, read_size, read_statistic, read_visual
 from .progress import CompileProgress
 from .actuator import compile_tendons_and_actuators
-from .composite import add_composite_texts
+from .composite import add_composite_texts, composite_excludes
 from .contact import compile_contact, referenced_geom_names
 from .equality import compile_equality
 from .flex import compile_flexes
@@ -148,7 +148,8 @@ def _compile_spec(spec) -> ModelArrays:
     builder = TreeBuilder(spec, defaults, ctx)
     bodies = builder.build()
     if ctx.fusestatic:
-        builder.fuse_static(_referenced_body_names(spec) | fuse_blocking_bodies(spec))
+        builder.fuse_static(_referenced_body_names(spec) | fuse_blocking_bodies(spec) |
+                            {n for n1, n2, _ in composite_excludes(builder) for n in (n1, n2)})
         bodies = builder.bodies
     if ctx.discardvisual:
         builder.discard_visual(referenced_geom_names(spec) | sensor_geom_names(spec))
