@@ -131,6 +131,11 @@ MODELS["pid_then_cable"] = MODELS["no_plugin_with_pid"].replace(
 MODELS["fusestatic"] = MODELS["mujoco_cable_xml"].replace(
     '<compiler autolimits="true"/>', '<compiler autolimits="true" fusestatic="true"/>')
 
+# copies of a cable: the exclusions per copy (its names), one text
+MODELS["replicated"] = """<mujoco><worldbody><replicate count="2" offset="0 1 0">
+  <composite type="cable" curve="s" count="4" size="1"><geom type="capsule" size=".01"/>
+  </composite></replicate></worldbody></mujoco>"""
+
 PLUGIN_FIELDS = ("plugin_stateadr", "plugin_statenum", "plugin_attr", "plugin_attradr",
                  "actuator_plugin", "body_plugin", "geom_plugin")
 

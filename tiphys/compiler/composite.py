@@ -412,6 +412,9 @@ def expand_composite(builder, el, body, frame, childclass) -> None:
     builder.defaults.classes.setdefault(NO_CLASS, {})
     comp = Composite(el=el, text=("composite_" + r.prefix, "rope_" + r.prefix))
     if r.plugin_el is not None:
+        if builder._suffix:
+            raise NotImplementedError(
+                f"{_where(el)}: <composite><plugin> inside <replicate> is not supported yet")
         instance = r.instance_name or "composite" + r.prefix
         comp.plugin = (r.plugin_name, instance, not r.instance_name, r.plugin_el, r.config)
     gsrc = _copied(r.geom, _GEOM_ATTRS)
@@ -440,8 +443,8 @@ def expand_composite(builder, el, body, frame, childclass) -> None:
             b.children.append(_element("site", r.site if r.site is not None else el,
                                        name=sname, pos=_fmt([sx, 0, 0]), quat="1 0 0 0",
                                        **ssrc))
-        if nxt is not None:
-            comp.excludes.append((name, nxt))
+        if nxt is not None:  # (in a <replicate>, the copy's names)
+            comp.excludes.append((builder._suffixed(name), builder._suffixed(nxt)))
         if parent is None:
             top = b
         else:
@@ -463,8 +466,13 @@ def composite_excludes(builder) -> list:
 
 def add_composite_texts(builder, out) -> None:
     """The cables' custom texts after the <custom> ones (MuJoCo reads <worldbody>
-    last): names, ntext and ntextdata."""
-    comps = getattr(builder, "composites", ())
+    last): names, ntext and ntextdata; one per <composite> element, also when a
+    <replicate> copies it (MuJoCo adds it when it reads the element)."""
+    comps, seen = [], set()
+    for c in getattr(builder, "composites", ()):
+        if id(c.el) not in seen:  # (a <replicate>d composite adds its text once)
+            seen.add(id(c.el))
+            comps.append(c)
     if not comps:
         return
     out.text_names = list(out.text_names) + [c.text[0] for c in comps]
