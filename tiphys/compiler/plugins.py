@@ -1,16 +1,18 @@
 """Plugin instances: <extension><plugin><instance><config> and in-place instances on
-actuators, compiled as MuJoCo's xml_native_reader (Extension, OnePlugin,
-ReadPluginConfigs), mjCModel::ResolvePlugin, mjCPlugin::Compile and
-mjCModel::CopyPlugins do.
+actuators and on the bodies of a <composite type="cable">, compiled as MuJoCo's
+xml_native_reader (Extension, OnePlugin, ReadPluginConfigs), mjCModel::ResolvePlugin,
+mjCPlugin::Compile and mjCModel::CopyPlugins do.
 
 Instances are numbered as MuJoCo numbers them: those of the <extension> sections
-(which its reader takes first, wherever they are), then each in-place plugin (an
-<actuator><plugin> without ``instance=``) in order. ``plugin`` holds tiphys's registry
-slot (tiphys.plugin), not MuJoCo's global one. A plugin MuJoCo has and tiphys does
-not implement yet (tiphys.plugin.NOT_YET), or one whose capabilities need hooks tiphys
-does not call yet (sensor, passive, SDF), raises NotImplementedError naming it and the
-element; so do in-place plugins on bodies, geoms, meshes, sensors and flexcomps (the
-compiler passes of those elements call :func:`refuse`).
+(which its reader takes first, wherever they are), then each in-place plugin of an
+<actuator><plugin> without ``instance=`` in order, then those of the composites (in
+<worldbody>, which MuJoCo reads last; one per composite, named ``composite<prefix>``).
+``plugin`` holds tiphys's registry slot (tiphys.plugin), not MuJoCo's global one. A
+plugin MuJoCo has and tiphys does not implement yet (tiphys.plugin.NOT_YET), or one
+whose capabilities need hooks tiphys does not call yet (sensor, SDF), raises
+NotImplementedError naming it and the element; so do in-place plugins written on
+bodies, geoms, meshes, sensors and flexcomps (the compiler passes of those elements
+call :func:`refuse`).
 """
 from __future__ import annotations
 
