@@ -227,3 +227,76 @@ def test_cable_runs_in_f32(arch):
     assert res.returncode == 0, res.stderr[-3000:]
     worst = json.loads(res.stdout.strip().splitlines()[-1])
     assert worst < 1e-3, worst
+
+
+# ---------------------------------------------------------------- a user passive plugin
+
+import taichi as ti  # noqa: E402
+
+from tiphys import plugin as registry  # noqa: E402
+
+
+@ti.kernel
+def _drag(drag_c: ti.types.ndarray(), nv: ti.i32, qvel: ti.types.ndarray(),
+          qfrc_passive: ti.types.ndarray()):
+    for worldid, dofid in ti.ndrange(qvel.shape[0], nv):
+        qfrc_passive[worldid, dofid] -= drag_c[0] * qvel[worldid, dofid]
+
+
+@registry.register_plugin
+class Drag(registry.Plugin):
+    """-c qvel on every dof (an <extension> instance: MuJoCo calls every passive
+    plugin's compute in mj_passive, whatever it is attached to)."""
+    name = "tests.drag"
+    capabilities = registry.PASSIVE
+    attributes = ("c",)
+
+    def __init__(self, m, instances):
+        super().__init__(m, instances)
+        self.host_arrays = {"drag_c": np.array([sum(i.value("c") for i in instances)])}
+
+    def passive(self, m, d):
+        registry.launch(_drag, m, d, **self.device(d))
+
+
+def test_user_passive_plugin_adds_to_qfrc_passive_after_the_cable():
+    """A user passive plugin's forces land in qfrc_passive with the cable's: the same
+    as MuJoCo's with the drag as an mjcb_passive callback (which mj_passive runs just
+    before the plugins)."""
+    c = 0.07
+    xml = MODELS["curved_free"].replace(
+        "</extension>", '</extension><extension><plugin plugin="tests.drag">'
+                        f'<instance name="drag"><config key="c" value="{c}"/></instance>'
+                        '</plugin></extension>')
+    m = tiphys.load_model_from_string(xml)
+    assert [p.name for p in m.plugins] == ["tests.drag", "mujoco.elasticity.cable"]
+    mjm = mujoco.MjModel.from_xml_string(MODELS["curved_free"])
+    state = _random_state(mjm, np.random.default_rng(2))
+    d = tiphys.make_data(m, NWORLD)
+    _set(d, state)
+    _poison(d, OUTPUTS)
+    tiphys.forward(m, d)
+    mujoco.set_mjcb_passive(lambda _m, _d: _d.qfrc_passive.__isub__(c * _d.qvel))
+    try:
+        md = mujoco.MjData(mjm)
+        for w in range(NWORLD):
+            md.qpos[:], md.qvel[:] = state["qpos"][w], state["qvel"][w]
+            mujoco.mj_forward(mjm, md)
+            for out in OUTPUTS:
+                theirs = np.asarray(getattr(md, out))
+                err = np.abs(d.numpy(out)[w] - theirs).max() / max(1, np.abs(theirs).max())
+                assert err < 1e-12, (out, w, err)
+    finally:
+        mujoco.set_mjcb_passive(None)
+
+
+def test_passive_plugin_without_its_hook_is_refused():
+    class Hookless(registry.Plugin):
+        name = "tests.hookless_passive"
+        capabilities = registry.PASSIVE
+    registry.register_plugin(Hookless)
+    xml = """<mujoco><extension><plugin plugin="tests.hookless_passive">
+  <instance name="h"/></plugin></extension>
+  <worldbody><body><joint/><geom size=".1"/></body></worldbody></mujoco>"""
+    with pytest.raises(TypeError, match="a passive plugin needs a passive hook"):
+        tiphys.load_model_from_string(xml)
