@@ -127,6 +127,101 @@ MODELS["pid_then_cable"] = MODELS["no_plugin_with_pid"].replace(
     '<plugin plugin="mujoco.elasticity.cable"/></extension>').replace(
     '<geom type="capsule" size=".02"/>', CABLE_PLUGIN + '<geom type="capsule" size=".02"/>')
 
+# MuJoCo's model/plugin/elasticity/coil.xml (Apache-2.0), its scene include replaced by
+# a floor: a free coil from a vertex list, an actuated helix with initial="fixed" (a
+# ball joint: only "free" and "none" mean something else)
+MODELS["mujoco_coil_xml"] = """<mujoco model="Coil">
+  <worldbody><geom name="floor" size="0 0 .05" type="plane"/></worldbody>
+
+  <extension>
+    <plugin plugin="mujoco.elasticity.cable"/>
+  </extension>
+
+  <statistic center="0 0 .2" extent="1"/>
+
+  <compiler autolimits="true"/>
+
+  <visual>
+    <global elevation="-30"/>
+  </visual>
+
+  <default>
+    <geom solref="0.01 1" solimp=".95 .99 .0001"/>
+  </default>
+
+  <worldbody>
+    <composite prefix="free" type="cable" offset="-.25 0 .3" initial="free"
+      vertex="
+        0.1         0.          0.
+        0.0809017   0.05877853  0.001256637
+        0.0309017   0.09510565  0.002513274
+       -0.0309017   0.09510565  0.003769911
+       -0.0809017   0.05877853  0.005026548
+       -0.1         0.          0.006283185
+       -0.0809017  -0.05877853  0.007539822
+       -0.0309017  -0.09510565  0.008796459
+        0.0309017  -0.09510565  0.010053096
+        0.0809017  -0.05877853  0.011309734
+        0.1        -0.          0.012566371
+        0.0809017   0.05877853  0.01256637
+        0.0309017   0.09510565  0.02513274
+       -0.0309017   0.09510565  0.03769911
+       -0.0809017   0.05877853  0.05026548
+       -0.1         0.          0.06283185
+       -0.0809017  -0.05877853  0.07539822
+       -0.0309017  -0.09510565  0.08796459
+        0.0309017  -0.09510565  0.10053096
+        0.0809017  -0.05877853  0.11309734
+        0.1        -0.          0.12566371
+        0.0809017   0.05877853  0.13823008
+        0.0309017   0.09510565  0.15079645
+       -0.0309017   0.09510565  0.16336282
+       -0.0809017   0.05877853  0.17592919
+       -0.1         0.          0.18849556
+       -0.0809017  -0.05877853  0.20106193
+       -0.0309017  -0.09510565  0.2136283
+        0.0309017  -0.09510565  0.22619467
+        0.0809017  -0.05877853  0.23876104
+        0.1        -0.          0.25132741">
+      <plugin plugin="mujoco.elasticity.cable">
+        <!--Units are in Pa (SI)-->
+        <config key="twist" value="5e8"/>
+        <config key="bend" value="15e8"/>
+        <config key="vmax" value="2"/>
+      </plugin>
+      <joint kind="main" damping="0.12" armature="0.01"/>
+      <geom type="capsule" size=".005" rgba=".8 .2 .1 1"/>
+    </composite>
+    <composite prefix="actuated" type="cable" curve="cos(s) sin(s) s" count="41 1 1"
+      size="0.251327412 .1 4" offset="0.25 0 .05" initial="fixed">
+      <plugin plugin="mujoco.elasticity.cable">
+        <!--Units are in Pa (SI)-->
+        <config key="twist" value="5e8"/>
+        <config key="bend" value="15e8"/>
+        <config key="vmax" value="2"/>
+      </plugin>
+      <joint kind="main" damping="0.1" armature="0.01"/>
+      <geom type="capsule" size=".005" rgba=".8 .2 .1 1"/>
+    </composite>
+    <body name="slider" pos="0.35 0 0.301327412">
+      <joint name="slide" type="slide" axis="0 0 1" damping="5"/>
+      <geom size=".01"/>
+    </body>
+  </worldbody>
+
+  <equality>
+    <connect name="right_boundary" body1="actuatedB_last" body2="slider" anchor="0.03 0 0" solref="0.0002 1"/>
+  </equality>
+
+  <contact>
+    <exclude body1="actuatedB_last" body2="slider"/>
+  </contact>
+
+  <actuator>
+    <position joint="slide" name="extend" gear="1 0 0 0 0 0" ctrlrange="-.25 1" kp="100"/>
+  </actuator>
+</mujoco>"""
+
 # fusestatic keeps B_first (initial="none": no joint), which the exclusions name
 MODELS["fusestatic"] = MODELS["mujoco_cable_xml"].replace(
     '<compiler autolimits="true"/>', '<compiler autolimits="true" fusestatic="true"/>')

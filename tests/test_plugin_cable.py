@@ -23,6 +23,7 @@ TOL = 1e-12
 
 MODELS = {
     "mujoco_cable_xml": COMPOSITES["mujoco_cable_xml"],
+    "mujoco_coil_xml": COMPOSITES["mujoco_coil_xml"],
     "curved_free": COMPOSITES["curved_free"],
     "vertex_frame_instance": COMPOSITES["vertex_frame_instance"],
     "pid_then_cable": COMPOSITES["pid_then_cable"],
@@ -176,7 +177,7 @@ def _trajectories(xml, integrator, nworld=2, nstep=NSTEP):
 
 @pytest.mark.parametrize("integrator", [mujoco.mjtIntegrator.mjINT_EULER,
                                         mujoco.mjtIntegrator.mjINT_IMPLICIT])
-@pytest.mark.parametrize("name", ["mujoco_cable_xml", "hanging", "curved_free"])
+@pytest.mark.parametrize("name", ["mujoco_cable_xml", "mujoco_coil_xml", "hanging", "curved_free"])
 def test_trajectory_matches_mujoco(name, integrator):
     ours, theirs = _trajectories(MODELS[name], int(integrator))
     scale = max(1.0, float(np.abs(theirs).max()))
