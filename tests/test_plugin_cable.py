@@ -301,3 +301,42 @@ def test_passive_plugin_without_its_hook_is_refused():
   <worldbody><body><joint/><geom size=".1"/></body></worldbody></mujoco>"""
     with pytest.raises(TypeError, match="a passive plugin needs a passive hook"):
         tiphys.load_model_from_string(xml)
+
+
+def test_saved_cable_model_steps_as_the_original(tmp_path):
+    """The plugin's bodies come back from body_plugin when a saved model is loaded."""
+    m = tiphys.load_model_from_string(MODELS["curved_free"])
+    path = str(tmp_path / "cable.npz")
+    tiphys.save_model(m, path)
+    m2 = tiphys.load_model(path)
+    assert m2.plugins[0].instances[0].bodies == list(range(1, m.nbody))
+    mjm = mujoco.MjModel.from_xml_string(MODELS["curved_free"])
+    state = _random_state(mjm, np.random.default_rng(4), 2)
+    outs = []
+    for model in (m, m2):
+        d = tiphys.make_data(model, 2)
+        _set(d, state)
+        for _ in range(20):
+            tiphys.step(model, d)
+        outs.append(d.numpy("qpos"))
+    np.testing.assert_array_equal(outs[0], outs[1])
+
+
+def test_transition_fd_matches_mujoco_with_cable():
+    """Finite-difference transition Jacobians (every forward inside runs the plugin;
+    the differences are round-off of the states over eps = 1e-6)."""
+    from tiphys import derivative
+    xml = MODELS["curved_free"]
+    m, mjm = tiphys.load_model_from_string(xml), mujoco.MjModel.from_xml_string(xml)
+    state = _random_state(mjm, np.random.default_rng(3), 2)
+    d = tiphys.make_data(m, 2)
+    _set(d, state)
+    out = derivative.transition_fd(m, d, 1e-6, False)
+    ndx = 2 * mjm.nv + mjm.na
+    for w in range(2):
+        md = mujoco.MjData(mjm)
+        md.qpos[:], md.qvel[:] = state["qpos"][w], state["qvel"][w]
+        A = np.zeros((ndx, ndx))
+        mujoco.mjd_transitionFD(mjm, md, 1e-6, False, A, None, None, None)
+        assert np.abs(A).max() > 0
+        assert np.abs(out.A[w] - A).max() <= 1e-6 * max(1.0, np.abs(A).max())
