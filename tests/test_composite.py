@@ -222,6 +222,25 @@ MODELS["mujoco_coil_xml"] = """<mujoco model="Coil">
   </actuator>
 </mujoco>"""
 
+# a vertical cable (degenerate moving frames) in a body whose childclass must not
+# apply, with a composite <site> and the joint's range with autolimits
+MODELS["vertical_childclass"] = f"""<mujoco>{EXT}
+  <compiler autolimits="true"/>
+  <default><default class="x"><geom rgba="1 0 0 1" size=".3"/><joint damping="9"/>
+    <site rgba="0 0 1 1"/></default></default>
+  <worldbody>
+    <body name="top" pos="0 0 2" childclass="x">
+      <geom size=".05"/>
+      <composite prefix="z" type="cable" curve="0 0 s" count="6" size="-.8" initial="none">
+        {CABLE_PLUGIN}
+        <joint kind="main" range="0 45" stiffness=".1"/>
+        <geom type="cylinder" size=".01"/>
+        <site size=".03"/>
+      </composite>
+    </body>
+  </worldbody>
+</mujoco>"""
+
 # fusestatic keeps B_first (initial="none": no joint), which the exclusions name
 MODELS["fusestatic"] = MODELS["mujoco_cable_xml"].replace(
     '<compiler autolimits="true"/>', '<compiler autolimits="true" fusestatic="true"/>')

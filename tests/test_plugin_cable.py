@@ -27,6 +27,7 @@ MODELS = {
     "curved_free": COMPOSITES["curved_free"],
     "vertex_frame_instance": COMPOSITES["vertex_frame_instance"],
     "pid_then_cable": COMPOSITES["pid_then_cable"],
+    "vertical_childclass": COMPOSITES["vertical_childclass"],
     # two cables sharing one instance is refused by MuJoCo's plugin only when their
     # bodies are not consecutive: here one composite, a ball root under a moving body
     "hanging": f"""<mujoco>{EXT}
