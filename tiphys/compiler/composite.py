@@ -149,11 +149,10 @@ class _Reader:
                 raise error_at(self.skin, "skin group must be between 0 and 5", "group")
         self.geom = _first(el, "geom")
         self.geom_type = GEOM_TYPES["sphere"]
-        self.geom_size = [0.0, 0.0, 0.0]
         if self.geom is not None:
             g = Attrs(self.geom, {})
             self.geom_type = _keyword(g, "type", GEOM_TYPES, self.geom_type)
-            self.geom_size = [float(x) for x in g.floats("size", 3, (0, 0, 0), exact=False)]
+            g.floats("size", 3, (0, 0, 0), exact=False)
             for key in ("contype", "conaffinity", "condim", "group", "priority"):
                 g.int(key)
             g.floats("friction", 3, (0, 0, 0), exact=False)
