@@ -48,6 +48,24 @@ MODELS = {
 }
 
 
+# two composites on one <extension> instance: MuJoCo's plugin takes its consecutive
+# bodies as one chain (the second cable's first body bends against the first's last)
+MODELS["shared_instance"] = """<mujoco>
+  <extension><plugin plugin="mujoco.elasticity.cable">
+    <instance name="c"><config key="twist" value="2e6"/><config key="bend" value="1e6"/>
+    </instance></plugin></extension>
+  <worldbody>
+    <composite prefix="a" type="cable" curve="s" count="5" size=".5" offset="0 0 1">
+      <plugin plugin="mujoco.elasticity.cable" instance="c"/>
+      <geom type="capsule" size=".01"/></composite>
+    <composite prefix="b" type="cable" curve="s sin(s)" count="5" size=".5 .1 1"
+               offset="0 .3 1" initial="free">
+      <plugin plugin="mujoco.elasticity.cable" instance="c"/>
+      <geom type="capsule" size=".01"/></composite>
+  </worldbody>
+</mujoco>"""
+
+
 def _random_state(mjm, rng, nworld=NWORLD):
     """qpos0 moved: random unit quaternions near the reference for ball and free
     joints, random offsets elsewhere; random velocities."""
@@ -341,3 +359,11 @@ def test_transition_fd_matches_mujoco_with_cable():
         mujoco.mjd_transitionFD(mjm, md, 1e-6, False, A, None, None, None)
         assert np.abs(A).max() > 0
         assert np.abs(out.A[w] - A).max() <= 1e-6 * max(1.0, np.abs(A).max())
+
+
+def test_a_jointless_body_in_the_chain_is_refused():
+    """A second cable with initial="none" on the same instance puts a body without a
+    joint inside the chain (MuJoCo reads an undefined joint there): an error."""
+    xml = MODELS["shared_instance"].replace('initial="free"', 'initial="none"')
+    with pytest.raises(tiphys.ModelError, match="cable body 5 has no joint to bend with"):
+        tiphys.load_model_from_string(xml)

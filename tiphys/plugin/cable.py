@@ -59,6 +59,10 @@ def _bodies(arrays, instance: Instance):
     i0, n = bodies[0], len(bodies)
     if bodies != list(range(i0, i0 + n)):
         return i0, n, "This body does not have the requested plugin instance"
+    for i in bodies[1:]:
+        # (MuJoCo reads the quaternion of a joint the body does not have)
+        if int(np.asarray(arrays.body_jntnum)[i]) == 0:
+            return i0, n, f"cable body {i} has no joint to bend with"
     return i0, n, None
 
 
