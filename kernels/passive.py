@@ -103,7 +103,8 @@ def passive(m, d):
     ten_J must be current), the flexes' bending, elasticity and edge spring-dampers by
     ``flex_passive`` (kernels/flex_passive.py; flex and flex_velocity must be current).
     Reads qpos, qvel, xipos, subtree_com, cdof; writes qfrc_spring, qfrc_damper,
-    qfrc_gravcomp, qfrc_passive; fluid forces (kernels/fluid.py) write qfrc_fluid.
+    qfrc_gravcomp, qfrc_passive; fluid forces (kernels/fluid.py) write qfrc_fluid;
+    passive plugins (``plugin_passive``) add to qfrc_passive last.
     """
     opt = m.opt
     has_spring = not opt.disabled("spring")
@@ -119,6 +120,20 @@ def passive(m, d):
     if has_spring or has_damper:
         fluid(m, d)
         callbacks.run("passive", m, d)  # mjcb_passive (not with both disabled)
+        plugin_passive(m, d)
+
+
+PLUGIN_PASSIVE = 4  # mjPLUGIN_PASSIVE (tiphys.plugin.PASSIVE)
+
+
+def plugin_passive(m, d):
+    """The passive plugins' hooks, in instance order, after every built-in passive force
+    and the passive callback (mj_passive calls their compute last); each adds to
+    qfrc_passive. The hooks are those of ``m.plugins`` (duck-typed: kernels/ does not
+    import tiphys)."""
+    for plugin in getattr(m, "plugins", ()):
+        if plugin.capabilities & PLUGIN_PASSIVE:
+            plugin.passive(m, d)
 
 
 @ti.kernel

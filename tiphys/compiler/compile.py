@@ -23,6 +23,7 @@ from .replicate import expand_replicated_references
 from .options import read_option, read_size, read_statistic, read_visual
 from .progress import CompileProgress
 from .actuator import compile_tendons_and_actuators
+from .composite import add_composite_texts, composite_excludes
 from .contact import compile_contact, referenced_geom_names
 from .equality import compile_equality
 from .flex import compile_flexes
@@ -150,7 +151,8 @@ def _compile_spec(spec) -> ModelArrays:
     builder = TreeBuilder(spec, defaults, ctx)
     bodies = builder.build()
     if ctx.fusestatic:
-        builder.fuse_static(_referenced_body_names(spec) | fuse_blocking_bodies(spec))
+        builder.fuse_static(_referenced_body_names(spec) | fuse_blocking_bodies(spec) |
+                            {n for n1, n2, _ in composite_excludes(builder) for n in (n1, n2)})
         bodies = builder.bodies
     if ctx.discardvisual:
         builder.discard_visual(referenced_geom_names(spec) | sensor_geom_names(spec))
@@ -171,7 +173,7 @@ def _compile_spec(spec) -> ModelArrays:
     _assemble(out, builder, ctx, size)
     ctx.assets.fill(out)
     compile_tendons_and_actuators(spec, defaults, builder, ctx, out, size)
-    compile_plugins(spec, out)
+    compile_plugins(spec, out, builder)
     _flexes(spec, builder, out)
     compile_contact(spec, defaults, builder, out)
     compile_equality(spec, defaults, builder, out)
@@ -182,6 +184,7 @@ def _compile_spec(spec) -> ModelArrays:
     except MemoryError:
         raise _size_error(spec, ("nkey",)) from None
     _custom(spec, out)
+    add_composite_texts(builder, out)
     _resolve_materials(builder, ctx.assets, out)
     try:
         _user_fields(builder, size, out)

@@ -29,7 +29,9 @@ def referenced_geom_names(spec) -> set:
 
 def compile_contact(spec, defaults, builder, out) -> None:
     """Fill pair_* and exclude_signature (and their sizes and names) into ``out``."""
-    if not any(section.children for section in spec.sections("contact")):
+    from .composite import composite_excludes
+    extra = composite_excludes(builder)
+    if not extra and not any(section.children for section in spec.sections("contact")):
         replay_empty(out, "contact", lambda ns: _fill(ns, [], []))
         return
     bodies = builder.bodies
@@ -50,6 +52,7 @@ def compile_contact(spec, defaults, builder, out) -> None:
                 pairs.append(_pair(el, defaults, geom_id, geom_body))
             elif el.tag == "exclude":
                 excludes.append(_exclude(el, body_id))
+    excludes += [_body_pair(n1, n2, el, body_id) for n1, n2, el in extra]
     # MuJoCo's compiler sorts both by signature (stable: ties keep the written order)
     pairs.sort(key=lambda p: p["sig"])
     excludes.sort(key=lambda e: e["sig"])
@@ -100,6 +103,12 @@ def _pair(el, defaults, geom_id, geom_body) -> dict:
         solimp=a.floats("solimp", 5, SOLIMP0, exact=False),
         friction=a.floats("friction", 5, FRICTION0, exact=False),
         margin=a.float("margin", 0.0), gap=a.float("gap", 0.0))
+
+
+def _body_pair(name1, name2, el, body_id) -> dict:
+    """An exclusion a <composite> adds (by body names: the first body of that name)."""
+    b1, b2 = sorted((body_id[name1], body_id[name2]))
+    return dict(el=el, name="", sig=(b1 << 16) + b2)
 
 
 def _exclude(el, body_id) -> dict:

@@ -1,16 +1,18 @@
 """Plugin instances: <extension><plugin><instance><config> and in-place instances on
-actuators, compiled as MuJoCo's xml_native_reader (Extension, OnePlugin,
-ReadPluginConfigs), mjCModel::ResolvePlugin, mjCPlugin::Compile and
-mjCModel::CopyPlugins do.
+actuators and on the bodies of a <composite type="cable">, compiled as MuJoCo's
+xml_native_reader (Extension, OnePlugin, ReadPluginConfigs), mjCModel::ResolvePlugin,
+mjCPlugin::Compile and mjCModel::CopyPlugins do.
 
 Instances are numbered as MuJoCo numbers them: those of the <extension> sections
-(which its reader takes first, wherever they are), then each in-place plugin (an
-<actuator><plugin> without ``instance=``) in order. ``plugin`` holds tiphys's registry
-slot (tiphys.plugin), not MuJoCo's global one. A plugin MuJoCo has and tiphys does
-not implement yet (tiphys.plugin.NOT_YET), or one whose capabilities need hooks tiphys
-does not call yet (sensor, passive, SDF), raises NotImplementedError naming it and the
-element; so do in-place plugins on bodies, geoms, meshes, sensors and flexcomps (the
-compiler passes of those elements call :func:`refuse`).
+(which its reader takes first, wherever they are), then each in-place plugin of an
+<actuator><plugin> without ``instance=`` in order, then those of the composites (in
+<worldbody>, which MuJoCo reads last; one per composite, named ``composite<prefix>``).
+``plugin`` holds tiphys's registry slot (tiphys.plugin), not MuJoCo's global one. A
+plugin MuJoCo has and tiphys does not implement yet (tiphys.plugin.NOT_YET), or one
+whose capabilities need hooks tiphys does not call yet (sensor, SDF), raises
+NotImplementedError naming it and the element; so do in-place plugins written on
+bodies, geoms, meshes, sensors and flexcomps (the compiler passes of those elements
+call :func:`refuse`).
 """
 from __future__ import annotations
 
@@ -114,10 +116,45 @@ def check_extensions(spec) -> None:
     _read_extensions(spec)
 
 
-def compile_plugins(spec, out) -> None:
+def _body_plugins(builder, active: set, by_name: dict) -> tuple[list, list]:
+    """(in-place declarations, [(body id, declaration)]) of the bodies' plugins, which
+    <composite type="cable"> gives its bodies (in tree order: MuJoCo reads <worldbody>
+    after the sections that hold the other in-place plugins). mjCBody::Compile's
+    ResolvePlugin and capability check, with its messages."""
+    inplace, refs = [], []
+    comps = getattr(builder, "composites", ())
+    body_id = {id(b.el): b.id for b in builder.bodies} if comps else {}
+    for comp in comps:
+        if comp.plugin is None:
+            continue
+        pname, iname, in_place, el, config = comp.plugin
+        if in_place:
+            if pname not in active:
+                raise error_at(el, f"unrecognized plugin '{pname}'", "plugin")
+            decl = _Declared(pname, iname, config, el)
+            inplace.append(decl)
+        else:
+            decl = by_name.get(iname)
+            if decl is None:
+                raise error_at(el, f"unrecognized name '{iname}' for plugin instance",
+                               "instance")
+            if pname and pname not in active:
+                raise error_at(el, f"unrecognized plugin '{pname}'", "plugin")
+            if pname and pname != decl.plugin_name:
+                raise error_at(el, "'plugin' attribute does not match that of the "
+                                   "instance", "plugin")
+        _, cls = registry.find_plugin(decl.plugin_name)
+        if cls is None or not cls.capabilities & registry.PASSIVE:
+            raise error_at(el, f"plugin '{decl.plugin_name}' does not support passive "
+                               f"forces")
+        refs += [(body_id[id(b)], decl) for b in comp.plugin_bodies if id(b) in body_id]
+    return inplace, refs
+
+
+def compile_plugins(spec, out, builder=None) -> None:
     """Instances and every plugin field: nplugin, npluginattr, npluginstate, plugin,
     plugin_stateadr, plugin_statenum, plugin_attr, plugin_attradr, actuator_plugin,
-    body_plugin (all -1: body plugins are refused); out.plugin_instances keeps the
+    body_plugin (a composite cable's bodies); out.plugin_instances keeps the
     instances (tiphys.plugin.Instance) for the Model's plugin objects.
     Needs the actuator arrays (fill_actuators)."""
     active, explicit = _read_extensions(spec)
@@ -128,8 +165,9 @@ def compile_plugins(spec, out) -> None:
     # MuJoCo's reader takes the <extension> sections before the model's elements,
     # wherever they are in the document: explicit instances first, then the in-place
     # ones in order
-    decls = explicit + [d for _, d in inplace]
     by_name = {d.name: d for d in explicit}
+    body_inplace, body_refs = _body_plugins(builder, active, by_name)
+    decls = explicit + [d for _, d in inplace] + body_inplace
     ids = {id(d): k for k, d in enumerate(decls)}
     inplace_of = {i: d for i, d in inplace}
 
@@ -186,7 +224,8 @@ def compile_plugins(spec, out) -> None:
             raise error_at(decl.el, f"unrecognized attribute 'plugin:{key}' for plugin "
                                     f"{cls.name}'")
         inst = registry.Instance(k, slot, cls, config, name=decl.name,
-                                 actuators=[int(j) for j in np.flatnonzero(act_plugin == k)])
+                                 actuators=[int(j) for j in np.flatnonzero(act_plugin == k)],
+                                 bodies=[b for b, d in body_refs if d is decl])
         instances.append(inst)
 
     # CopyPlugins: plugin_state addresses
@@ -198,6 +237,8 @@ def compile_plugins(spec, out) -> None:
 
     out.actuator_plugin = act_plugin
     out.body_plugin = np.full(len(out.body_parentid), -1, dtype=np.int32)
+    for bodyid, decl in body_refs:
+        out.body_plugin[bodyid] = ids[id(decl)]
     out.plugin = np.array([inst.slot for inst in instances], dtype=np.int32)
     out.plugin_stateadr = np.array([inst.stateadr for inst in instances], dtype=np.int32)
     out.plugin_statenum = np.array([inst.statenum for inst in instances], dtype=np.int32)

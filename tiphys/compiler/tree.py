@@ -247,6 +247,9 @@ class TreeBuilder:
             elif tag == "flexcomp":
                 from .flex import expand_flexcomp
                 expand_flexcomp(self, child, body, childclass)
+            elif tag == "composite":
+                from .composite import expand_composite
+                expand_composite(self, child, body, frame, childclass)
             elif tag == "plugin":  # passive-force plugins (mujoco.elasticity.cable)
                 from .plugins import refuse
                 raise refuse(self.spec, child, "<body><plugin>")

@@ -11,16 +11,18 @@ at compile time with MuJoCo's errors), and
   ``check`` (MuJoCo's ``init`` validation: an error message, or None);
 - batched device hooks on an object made once per Model (``Plugin(m, instances)``, for
   all of the model's instances of the class): ``reset``, ``act_dot``, ``compute``,
-  ``advance``. Each launches Taichi kernels over every world and instance at once: no
+  ``advance``, ``passive``. Each launches Taichi kernels over every world and instance at once: no
   Python per world, no host round trip, no numpy inside ``step``. A hook left None is
-  not called; a capability whose hook tiphys does not call yet (sensor, passive, SDF)
-  makes the compiler refuse the plugin with NotImplementedError.
+  not called; a capability whose hook tiphys does not call yet (sensor, SDF) makes the
+  compiler refuse the plugin with NotImplementedError.
 
 The engine calls the hooks where MuJoCo calls them (engine_forward.c): ``act_dot``
 after the built-in activation dynamics, ``compute`` after the built-in actuator forces
 and before the tendon and actuator force limits (mj_fwdActuation); ``advance`` at the
-end of every integrator step, after time advanced (mj_advance); ``reset`` in
-reset_data after plugin_state was zeroed.
+end of every integrator step, after time advanced (mj_advance); ``passive`` (MuJoCo's
+``compute`` with mjPLUGIN_PASSIVE) at the end of mj_passive, adding to qfrc_passive,
+skipped with both the spring and the damper disable flags; ``reset`` in reset_data
+after plugin_state was zeroed.
 
 Registration: ``register_plugin(cls)``, and classes (or lists of them) that installed
 packages declare under the entry-point group ``tiphys.plugins``, loaded the first time
@@ -48,13 +50,15 @@ ENTRY_POINT_GROUP = "tiphys.plugins"
 class Instance:
     """One compiled plugin instance (mjCPlugin): its id, its plugin's registry slot and
     class, its config (key -> text, in the plugin's declared order), its name ("" when
-    in place), the actuators it drives, and its plugin_state address and size."""
+    in place), the actuators it drives, the bodies it is on (body_plugin), and its
+    plugin_state address and size."""
     id: int
     slot: int
     cls: type
     config: dict
     name: str = ""
     actuators: list = field(default_factory=list)
+    bodies: list = field(default_factory=list)  # passive plugins: the bodies it acts on
     stateadr: int = 0
     statenum: int = 0
 
@@ -143,6 +147,7 @@ class Plugin:
     act_dot = None  # act_dot(m, d): after the built-in activation dynamics
     compute = None  # compute(m, d): actuator forces (after the built-in ones)
     advance = None  # advance(m, d): after an integrator step advanced time
+    passive = None  # passive(m, d): adds to qfrc_passive, at the end of mj_passive
 
 
 _REGISTRY: list = []  # slot -> class
@@ -151,7 +156,6 @@ _DISCOVERED = [False]
 
 # MuJoCo 3.4.0's first-party plugins tiphys does not implement yet: name -> capability
 NOT_YET = {
-    "mujoco.elasticity.cable": PASSIVE,
     "mujoco.sensor.touch_grid": SENSOR,
     "mujoco.sdf.torus": SDF, "mujoco.sdf.bowl": SDF, "mujoco.sdf.gear": SDF,
     "mujoco.sdf.nut": SDF, "mujoco.sdf.bolt": SDF,
@@ -246,7 +250,7 @@ def registered() -> list:
 
 def unimplemented_capabilities(cls) -> int:
     """Capabilities of ``cls`` whose hooks tiphys does not call yet."""
-    return cls.capabilities & ~ACTUATOR
+    return cls.capabilities & ~(ACTUATOR | PASSIVE)
 
 
 def make_plugins(m) -> tuple:
@@ -267,7 +271,17 @@ def make_plugins(m) -> tuple:
             # (MuJoCo: "`compute` is a null function pointer", when it is called)
             raise TypeError(f"plugin '{cls.name}': an actuator plugin needs a compute hook "
                             f"(its actuators' forces)")
+    _check_passive_hooks(by_cls)
     return tuple(cls(m, lst) for cls, lst in by_cls.items())
+
+
+def _check_passive_hooks(classes) -> None:
+    """A passive plugin needs its ``passive`` hook (MuJoCo: "`compute` is a null
+    function pointer", when mj_passive calls it)."""
+    for cls in classes:
+        if cls.capabilities & PASSIVE and cls.passive is None:
+            raise TypeError(f"plugin '{cls.name}': a passive plugin needs a passive hook "
+                            f"(its forces)")
 
 
 def init_check(m, func: str = "make_data") -> None:
@@ -292,6 +306,7 @@ def instances_from_arrays(a) -> list:
     adr = np.asarray(a.plugin_attradr).reshape(-1)[:n]
     out = []
     act_plugin = np.asarray(a.actuator_plugin).reshape(-1)[:int(sizes.get("nu", 0))]
+    body_plugin = np.asarray(a.body_plugin).reshape(-1)[:int(sizes.get("nbody", 0))]
     for i in range(n):
         cls = plugin_at(int(np.asarray(a.plugin).reshape(-1)[i]))
         values = attr[int(adr[i]):].split(b"\0")
@@ -302,6 +317,7 @@ def instances_from_arrays(a) -> list:
                 config[key] = text
         out.append(Instance(i, int(np.asarray(a.plugin).reshape(-1)[i]), cls, config,
                             actuators=[int(j) for j in np.flatnonzero(act_plugin == i)],
+                            bodies=[int(j) for j in np.flatnonzero(body_plugin == i)],
                             stateadr=int(np.asarray(a.plugin_stateadr).reshape(-1)[i]),
                             statenum=int(np.asarray(a.plugin_statenum).reshape(-1)[i])))
     return out
@@ -315,8 +331,10 @@ def launch(kernel, m, d, **given):
     return bound_launch(kernel, m, d, **given)
 
 from .pid import Pid  # noqa: E402  (registered first: slot 0, as MuJoCo's first plugin)
+from .cable import Cable  # noqa: E402
 
 register_plugin(Pid)
+register_plugin(Cable)
 
 __all__ = ["ACTUATOR", "SENSOR", "PASSIVE", "SDF", "Plugin", "Instance", "register_plugin",
            "find_plugin", "plugin_at", "registered", "launch", "get_config",
