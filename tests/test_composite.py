@@ -263,6 +263,32 @@ def _mujoco_plugin_names(mjm) -> list:
     return [slots[int(s)] for s in mjm.plugin]
 
 
+# body plugins written by hand (no composite): the chain of test_plugin_cable, and
+# one with an in-place instance per body
+MODELS["hand_written"] = """<mujoco>
+  <extension><plugin plugin="mujoco.elasticity.cable">
+    <instance name="c"><config key="twist" value="1e6"/><config key="bend" value="4e5"/>
+    </instance></plugin></extension>
+  <worldbody>
+    <body name="b0" pos="0 0 1"><joint type="ball"/>
+      <geom type="capsule" fromto="0 0 0 .1 0 0" size=".01"/><plugin instance="c"/>
+      <body name="b1" pos=".1 0 0" euler="0 15 0"><joint type="ball"/>
+        <geom type="capsule" fromto="0 0 0 .1 0 0" size=".01"/><plugin instance="c"/>
+        <body name="b2" pos=".1 0 0"><joint type="ball"/>
+          <geom type="capsule" fromto="0 0 0 .1 0 0" size=".01"/>
+          <plugin plugin="mujoco.elasticity.cable" instance="c"/>
+          <body name="b3" pos=".1 0 0"><joint type="ball"/>
+            <geom type="capsule" fromto="0 0 0 .1 0 0" size=".01"/>
+            <plugin plugin="mujoco.elasticity.cable">
+              <config key="twist" value="3e5"/><config key="bend" value="2e5"/></plugin>
+          </body>
+        </body>
+      </body>
+    </body>
+  </worldbody>
+</mujoco>"""
+
+
 @pytest.fixture(scope="module", params=sorted(MODELS))
 def pair(request):
     xml = MODELS[request.param]
@@ -275,6 +301,8 @@ def test_cable_compiles_as_mujoco(pair):
     a = m.arrays
     assert not compare_model(a, mjm, skip=("plugin",)), name
     assert mjm.nbody > 4 and m.nbody == mjm.nbody
+    if name == "hand_written":
+        assert np.all(np.asarray(a.body_plugin)[1:] >= 0)
     for field in PLUGIN_FIELDS:
         ours = np.asarray(getattr(a, field)).reshape(-1)
         theirs = np.asarray(getattr(mjm, field)).reshape(-1)

@@ -553,10 +553,6 @@ NOT_YET = {
     <config key="gamma" value="0"/><config key="nchannel" value="3"/></plugin></sensor>
 </mujoco>""", r"<string>:3: <sensor><plugin>: plugin 'mujoco.sensor.touch_grid' "
               r"\(sensor plugin\) is not supported yet"),
-    "cable": ("""<mujoco><extension><plugin plugin="mujoco.elasticity.cable"/></extension>
-  <worldbody><body><joint/><geom size=".1"/>
-    <plugin plugin="mujoco.elasticity.cable"/></body></worldbody>
-</mujoco>""", r"<body><plugin>: plugin 'mujoco.elasticity.cable' \(passive plugin\)"),
     "sdf instance": ("""<mujoco><extension><plugin plugin="mujoco.sdf.torus">
   <instance name="torus"><config key="radius1" value="0.35"/></instance>
   </plugin></extension></mujoco>""",

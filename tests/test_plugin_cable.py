@@ -66,6 +66,30 @@ MODELS["shared_instance"] = """<mujoco>
 </mujoco>"""
 
 
+# a chain written by hand, each body naming the instance with its own <plugin>
+MODELS["hand_written"] = """<mujoco>
+  <extension><plugin plugin="mujoco.elasticity.cable">
+    <instance name="c"><config key="twist" value="1e6"/><config key="bend" value="4e5"/>
+    </instance></plugin></extension>
+  <option gravity="0 0 -9.81" timestep="0.002"/>
+  <worldbody>
+    <body name="b0" pos="0 0 1"><joint type="ball" damping=".001"/>
+      <geom type="capsule" fromto="0 0 0 .1 0 0" size=".01"/><plugin instance="c"/>
+      <body name="b1" pos=".1 0 0" euler="0 15 0"><joint type="ball" damping=".001"/>
+        <geom type="capsule" fromto="0 0 0 .1 0 0" size=".01"/><plugin instance="c"/>
+        <body name="b2" pos=".1 0 0" euler="10 0 20"><joint type="ball" damping=".001"/>
+          <geom type="capsule" fromto="0 0 0 .1 0 0" size=".01"/><plugin instance="c"/>
+          <body name="b3" pos=".1 0 0"><joint type="ball" damping=".001"/>
+            <geom type="capsule" fromto="0 0 0 .1 0 0" size=".01"/>
+            <plugin plugin="mujoco.elasticity.cable" instance="c"/>
+          </body>
+        </body>
+      </body>
+    </body>
+  </worldbody>
+</mujoco>"""
+
+
 def _random_state(mjm, rng, nworld=NWORLD):
     """qpos0 moved: random unit quaternions near the reference for ball and free
     joints, random offsets elsewhere; random velocities."""
@@ -196,7 +220,8 @@ def _trajectories(xml, integrator, nworld=2, nstep=NSTEP):
 
 @pytest.mark.parametrize("integrator", [mujoco.mjtIntegrator.mjINT_EULER,
                                         mujoco.mjtIntegrator.mjINT_IMPLICIT])
-@pytest.mark.parametrize("name", ["mujoco_cable_xml", "mujoco_coil_xml", "hanging", "curved_free"])
+@pytest.mark.parametrize("name", ["mujoco_cable_xml", "mujoco_coil_xml", "hanging", "curved_free",
+                                  "hand_written"])
 def test_trajectory_matches_mujoco(name, integrator):
     ours, theirs = _trajectories(MODELS[name], int(integrator))
     scale = max(1.0, float(np.abs(theirs).max()))

@@ -456,6 +456,22 @@ def expand_composite(builder, el, body, frame, childclass) -> None:
     builder.__dict__.setdefault("composites", []).append(comp)
 
 
+def body_plugin(builder, el, body) -> None:
+    """A ``<body><plugin>`` written by hand: the body takes the (passive) plugin, an
+    instance of ``<extension>`` (``instance=``) or one in place with its ``<config>``s,
+    in tree order with the cables' (what plugins.py's _body_plugins resolves)."""
+    from .plugins import _read_config as read_config
+    if builder._suffix:
+        raise NotImplementedError(
+            f"{_where(el)}: <body><plugin> inside <replicate> is not supported yet")
+    pname = el.attr("plugin") or ""
+    iname = el.attr("instance") or ""
+    config = read_config(el) if not iname else {}
+    comp = Composite(el=el, text=None, plugin=(pname, iname, not iname, el, config),
+                     plugin_bodies=[body.el])
+    builder.__dict__.setdefault("composites", []).append(comp)
+
+
 def composite_excludes(builder) -> list:
     """(body name 1, body name 2, element) of every cable's exclusions, in tree order
     (MuJoCo adds them after the <contact> section's)."""
@@ -469,6 +485,8 @@ def add_composite_texts(builder, out) -> None:
     <replicate> copies it (MuJoCo adds it when it reads the element)."""
     comps, seen = [], set()
     for c in getattr(builder, "composites", ()):
+        if c.text is None:  # a body's own <plugin>
+            continue
         if id(c.el) not in seen:  # (a <replicate>d composite adds its text once)
             seen.add(id(c.el))
             comps.append(c)

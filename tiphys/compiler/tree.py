@@ -251,8 +251,8 @@ class TreeBuilder:
                 from .composite import expand_composite
                 expand_composite(self, child, body, frame, childclass)
             elif tag == "plugin":  # passive-force plugins (mujoco.elasticity.cable)
-                from .plugins import refuse
-                raise refuse(self.spec, child, "<body><plugin>")
+                from .composite import body_plugin
+                body_plugin(self, child, body)
             else:  # attach, composite
                 raise NotImplementedError(
                     f"{child.xml_file or '<string>'}:{child.xml_line}: <{tag}> is not "
