@@ -399,7 +399,7 @@ def test_plugin_sensor_needs_its_plugin_declared():
     """(plugin sensors themselves: tests/test_plugin_touch.py)"""
     xml = ("<mujoco>\n  <sensor>\n    <plugin plugin=\"mujoco.sensor.touch_grid\"/>\n"
            "  </sensor>\n</mujoco>")
-    with pytest.raises(tiphys.ModelError, match=r"<string>:3: <plugin>: unrecognized plugin "
+    with pytest.raises(tiphys.ModelError, match=r"<string>:3: <plugin>: plugin: unrecognized plugin "
                                                 r"'mujoco.sensor.touch_grid'"):
         compile_spec(parse_xml(xml))
 
