@@ -23,8 +23,9 @@ User sensors (mjSENS_USER) of the stage are zeroed by the stage's launch; then t
 callback set with ``set_sensor_callback`` runs, as mjcb_sensor, and one more launch
 applies the cutoff to them. Sensor plugins (mjSENS_PLUGIN, tiphys.plugin) come last,
 as in MuJoCo: the compute_sensor hook of each plugin whose needstage is the stage
-(none: the position stage), then one launch for the cutoff of their sensors. Rangefinder code (mj_ray against the scene) and
-geom-distance reads are compiled in only when the model has such sensors. Nothing runs
+(none: the position stage), then one launch for the cutoff of their sensors.
+Rangefinder code (mj_ray against the scene) and geom-distance reads are compiled in
+only when the model has such sensors. Nothing runs
 for a stage without sensors, nor with <flag sensor="disable"/>.
 
 Integer topology of each sensor is packed on the host into ``sint`` (type, datatype,

@@ -67,7 +67,8 @@ PAD = """<mujoco>
       <config key="nchannel" value="3"/>
     </plugin>
     <plugin name="grid_shared" instance="shared" objtype="site" objname="side"/>
-    <plugin name="grid_fine" plugin="mujoco.sensor.touch_grid" objtype="site" objname="up">
+    <plugin name="grid_fine" plugin="mujoco.sensor.touch_grid" objtype="site" objname="up"
+            reftype="xbody" refname="box" user="1 2 3">
       <config key="size" value="24 16"/><config key="fov" value="150 75"/>
       <config key="gamma" value="1"/>
     </plugin>
@@ -510,6 +511,23 @@ def test_state_reset_and_transition_fd_with_a_sensor_plugin():
         for ours, theirs in ((out.A[w], A), (out.B[w], B), (out.C[w], C), (out.D[w], D)):
             assert np.abs(theirs).max() > 0
             assert np.abs(ours - theirs).max() <= 1e-5 * max(1.0, np.abs(theirs).max())
+
+
+def test_saved_touch_grid_model_computes_as_the_original(tmp_path):
+    m, mjm = _models("pad_pyramidal")
+    path = str(tmp_path / "pad.npz")
+    tiphys.save_model(m, path)
+    m2 = tiphys.load_model(path)
+    assert [inst.sensors for inst in m2.plugins[0].instances] == [[0, 3], [2], [4]]
+    state = _contact_states(mjm, 2, 9)
+    outs = []
+    for model in (m, m2):
+        d = tiphys.make_data(model, 2)
+        _set(d, state)
+        tiphys.forward(model, d)
+        outs.append(d.numpy("sensordata"))
+    np.testing.assert_array_equal(outs[0], outs[1])
+    assert np.count_nonzero(outs[0]) > 0
 
 
 # ------------------------------------------------------------------ user sensor plugins

@@ -297,12 +297,6 @@ def _check_sensor_hooks(cls) -> None:
                         f"pos, 2 vel, 3 acc), got {cls.needstage!r}")
 
 
-def sensor_stage(cls) -> int:
-    """The sensor stage (1 pos, 2 vel, 3 acc) whose end computes a sensor plugin's
-    sensors: its needstage, NONE computed with the position sensors (mj_sensorPos)."""
-    return cls.needstage or 1
-
-
 def init_check(m, func: str = "make_data") -> None:
     """Every instance's ``check`` on the model (MuJoCo runs plugin->init when it makes
     an mjData, and fails with "mj_initPlugin: plugin->init failed for plugin id i");
