@@ -48,7 +48,7 @@ def _instance_plugin_name(spec, instance: str) -> str:
 
 def refuse(spec, el, what: str) -> NotImplementedError:
     """The NotImplementedError for an in-place ``<plugin>`` element ``el`` (of a body,
-    geom, mesh, sensor, flexcomp, ...) that tiphys does not simulate yet, naming the
+    geom, mesh, flexcomp, ...) that tiphys does not simulate yet, naming the
     plugin (given, or that of the referenced instance) and the element."""
     name = el.attr("plugin") or _instance_plugin_name(spec, el.attr("instance") or "") or "?"
     flags = registry.NOT_YET.get(name, 0)
