@@ -312,6 +312,32 @@ def test_forward_writes_the_grids_as_mujoco_in_detail():
     assert normal.sum() < -0.5 * 9.81 * (0.3 + 0.2 + 0.2 + 0.1)
 
 
+def test_inverse_computes_the_grids_as_mj_inverse():
+    """mj_inverse runs the sensors too: the grids from the inverse constraint forces."""
+    m, mjm = _models("pad_elliptic")
+    state = _contact_states(mjm, 2, 21)
+    md = mujoco.MjData(mjm)
+    qacc = []
+    for w in range(2):
+        md.qpos[:], md.qvel[:], md.ctrl[:] = state["qpos"][w], state["qvel"][w], \
+            state["ctrl"][w]
+        mujoco.mj_forward(mjm, md)
+        qacc.append(md.qacc + 0.1 * np.sin(np.arange(mjm.nv) + w))
+    state["qacc"] = np.array(qacc)
+    d = tiphys.make_data(m, 2)
+    _set(d, state)
+    tiphys.inverse(m, d)
+    for w in range(2):
+        md.qpos[:], md.qvel[:], md.ctrl[:] = state["qpos"][w], state["qvel"][w], \
+            state["ctrl"][w]
+        md.qacc[:] = state["qacc"][w]
+        mujoco.mj_inverse(mjm, md)
+        theirs = md.sensordata[~_unwritten(m)]
+        ours = d.numpy("sensordata")[w][~_unwritten(m)]
+        assert np.count_nonzero(theirs) >= 3
+        assert np.abs(ours - theirs).max() <= TOL * max(1.0, np.abs(theirs).max()), w
+
+
 # -------------------------------------------------------------------------- trajectory
 
 NSTEP = 100
