@@ -21,8 +21,11 @@ crash Taichi's Vulkan backend on lavapipe.
 
 User sensors (mjSENS_USER) of the stage are zeroed by the stage's launch; then the
 callback set with ``set_sensor_callback`` runs, as mjcb_sensor, and one more launch
-applies the cutoff to them. Rangefinder code (mj_ray against the scene) and
-geom-distance reads are compiled in only when the model has such sensors. Nothing runs
+applies the cutoff to them. Sensor plugins (mjSENS_PLUGIN, tiphys.plugin) come last,
+as in MuJoCo: the compute_sensor hook of each plugin whose needstage is the stage
+(none: the position stage), then one launch for the cutoff of their sensors.
+Rangefinder code (mj_ray against the scene) and geom-distance reads are compiled in
+only when the model has such sensors. Nothing runs
 for a stage without sensors, nor with <flag sensor="disable"/>.
 
 Integer topology of each sensor is packed on the host into ``sint`` (type, datatype,
@@ -65,6 +68,7 @@ from .math import inside_geom, mul_mat_t, normalize3, quat_mul, transform_motion
 from .ray import GROUP_ALL, ray_scene, ray_tables
 
 ND = ti.types.ndarray()
+PLUGIN_SENSOR = 2  # mjPLUGIN_SENSOR (tiphys.plugin.SENSOR)
 
 POS_TYPES = (SENS_MAGNETOMETER, SENS_RANGEFINDER, SENS_CAMPROJECTION, SENS_JOINTPOS, SENS_TENDONPOS,
              SENS_ACTUATORPOS, SENS_BALLQUAT, SENS_JOINTLIMITPOS, SENS_TENDONLIMITPOS,
@@ -536,7 +540,6 @@ def _apply_cutoff(ids: ND, sint: ND, sensor_cutoff: ND, sensordata: ND):
                 sensordata[worldid, adr] = clip_sensor(sensordata[worldid, adr], cutoff,
                                                        si[S_DATATYPE])
 
-
 # ---------------------------------------------------------------- host plan
 
 def _ints(a, name: str, n: int) -> np.ndarray:
@@ -595,10 +598,6 @@ def sensor_plan(m) -> SimpleNamespace:
     datatype = _ints(a, "sensor_datatype", n)
     adr = _ints(a, "sensor_adr", n)
     dim = _ints(a, "sensor_dim", n)
-    plugins = np.flatnonzero(stype == SENS_PLUGIN)
-    if plugins.size:
-        raise NotImplementedError(
-            f"sensors: plugin sensors (sensor {int(plugins[0])}) are not supported yet")
     sint = np.zeros((max(n, 1), S_WIDTH), dtype=np.int32)
     sfloat = np.zeros((max(n, 1), 4), dtype=np.float64)
     pairs = []
@@ -648,18 +647,21 @@ def sensor_plan(m) -> SimpleNamespace:
     def stage(number, types=None):
         sel = np.flatnonzero(needstage == number)
         user = [int(s) for s in sel if stype[s] == SENS_USER]
+        plugin = [int(s) for s in sel if stype[s] == SENS_PLUGIN]
         if types is not None:
-            bad = [int(s) for s in sel if stype[s] not in types]
+            bad = [int(s) for s in sel if stype[s] not in types and stype[s] != SENS_PLUGIN]
             if bad:
                 raise NotImplementedError(
                     f"sensors: sensor {bad[0]} of type {int(stype[bad[0]])} needs stage "
                     f"{number}, which tiphys does not compute it in")
         extra = [int(s) for s in sel if stype[s] in EXTRA_TYPES]
-        core = [int(s) for s in sel if stype[s] not in EXTRA_TYPES]
+        core = [int(s) for s in sel if stype[s] not in EXTRA_TYPES and stype[s] != SENS_PLUGIN]
         return SimpleNamespace(n=len(sel), sids=[int(s) for s in sel],
                                ids=device_ints(sel), user_ids=device_ints(user),
                                nuser=len(user), core_ids=device_ints(core), ncore=len(core),
-                               extra_ids=device_ints(extra), nextra=len(extra))
+                               extra_ids=device_ints(extra), nextra=len(extra),
+                               plugin_ids=device_ints(plugin), nplugin=len(plugin),
+                               plugin_hooks=_plugin_hooks(m, number))
 
     fdtype = config.float_dtype()
     sint_dev = ti.Vector.ndarray(S_WIDTH, ti.i32, shape=(sint.shape[0],))
@@ -684,6 +686,31 @@ def sensor_plan(m) -> SimpleNamespace:
                            dummy_i=ti.ndarray(ti.i32, shape=(1,)), geom_cache=None)
     m.plans.sensor = (config.options_of(m), plan)
     return plan
+
+
+def _plugin_hooks(m, stage: int) -> tuple:
+    """The compute_sensor hooks of the model's sensor plugins whose sensors the end of
+    ``stage`` computes (needstage; NONE with the position stage, as mj_sensorPos).
+    m.plugins are tiphys.plugin's per-model objects (duck-typed: kernels/ does not
+    import tiphys)."""
+    hooks = []
+    for plugin in getattr(m, "plugins", ()):
+        if plugin.capabilities & PLUGIN_SENSOR and plugin.compute_sensor is not None and \
+                (plugin.needstage or STAGE_POS) == stage:
+            hooks.append(plugin.compute_sensor)
+    return tuple(hooks)
+
+
+def plugin_sensors(m, d, stage: int) -> None:
+    """The end of a sensor stage for its sensor plugins, as mj_sensorPos/Vel/Acc: each
+    plugin's compute_sensor, then the cutoff of the stage's plugin sensors (one launch;
+    the built-in ones were clipped when written). Reads what the plugins read; writes
+    their sensors' sensordata."""
+    st = sensor_plan(m).stages[stage]
+    for hook in st.plugin_hooks:
+        hook(m, d)
+    if st.nplugin:
+        launch(_apply_cutoff, m, d, ids=st.plugin_ids, sint=sensor_plan(m).sint)
 
 
 def energy_sensor(m, stage: int) -> bool:
@@ -772,13 +799,14 @@ def sensor_pos(m, d) -> None:
         return
     plan = sensor_plan(m)
     st = plan.pos
-    if st.n == 0:
+    if st.n == 0 and not st.plugin_hooks:
         return
     _energies(m, d, st)
     if st.ncore:
         launch(_sensor_pos, m, d, ids=st.core_ids, sint=plan.sint, sfloat=plan.sfloat)
     _extra(m, d, plan, st)
     _user_sensors(m, d, plan, st, STAGE_POS)
+    plugin_sensors(m, d, STAGE_POS)
 
 
 def sensor_vel(m, d) -> None:
@@ -797,15 +825,16 @@ def sensor_vel(m, d) -> None:
         return
     plan = sensor_plan(m)
     st = plan.vel
-    if st.n == 0:
+    if st.n == 0 and not st.plugin_hooks:
         return
     _energies(m, d, st)
-    if _has_subtree_vel_sensors(m):
-        subtree_vel(m, d)  # as mj_sensorVel: the Data fields, for the user too
+    if _has_subtree_vel_sensors(m) or st.plugin_hooks:
+        subtree_vel(m, d)  # as mj_sensorVel: the Data fields, for the user and plugins
     if st.ncore:
         launch(_sensor_vel, m, d, ids=st.core_ids, sint=plan.sint)
     _extra(m, d, plan, st)
     _user_sensors(m, d, plan, st, STAGE_VEL)
+    plugin_sensors(m, d, STAGE_VEL)
 
 
 @ti.kernel

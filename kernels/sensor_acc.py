@@ -16,7 +16,10 @@ parallel over (world, sensor), or (world, taxel) for tactile sensors:
   contact order; mindist / maxforce: the smallest (criterion, contact id) pairs in
   ascending order, MuJoCo's partial sort; netforce: the total wrench about the
   force-weighted centroid), matching by geom, body, subtree (xbody) or site volume;
-- tactile sensors (``_tactile``, see there).
+- tactile sensors (``_tactile``, see there);
+- sensor plugins whose needstage is acc: their compute_sensor hooks last, then the
+  cutoff of their sensors (kernels/sensor.py's plugin_sensors); rne_post_constraint
+  runs for them too, as in MuJoCo.
 
 One launch per group present (``_motion_force``, ``_contacts``, ``_tactile``), plus
 rne_post_constraint's two and the user callback's cutoff launch. The integers each
@@ -46,7 +49,7 @@ from .consts import (CNSTR_LIMIT_JOINT, CNSTR_LIMIT_TENDON, CONE_PYRAMIDAL, GEOM
 from .math import inside_geom, mul_mat_t, normalize3, rot_vec_quat, transform_motion
 from .ray import ray_primitive
 from .rne_post import contact_force_local, rne_post_constraint
-from .sensor import clip_sensor, sensor_user
+from .sensor import clip_sensor, plugin_sensors, sensor_plan, sensor_user
 
 ND = ti.types.ndarray()
 
@@ -620,10 +623,9 @@ def _plan(m):
     n = m.nsensor
     stype = np.asarray(a.sensor_type).reshape(-1)[:n]
     stage = np.asarray(a.sensor_needstage).reshape(-1)[:n]
-    acc = [i for i in range(n) if stage[i] == STAGE_ACC]
+    # (plugin sensors: their plugins' hooks, kernels/sensor.py's plugin_sensors)
+    acc = [i for i in range(n) if stage[i] == STAGE_ACC and stype[i] != SENS_PLUGIN]
     unknown = sorted({int(stype[i]) for i in acc} - set(MOTION_FORCE + CONTACTS + TACTILES))
-    if SENS_PLUGIN in unknown:
-        raise NotImplementedError("sensor_acc: plugin sensors")
     if unknown:
         raise NotImplementedError(f"sensor_acc: sensor types {unknown} (mjtSensor)")
 
@@ -659,7 +661,9 @@ def _plan(m):
         motion=ids(MOTION_FORCE), contacts=ids(CONTACTS), tactile=ids(TACTILES),
         ntactile=len(tactile), taxel_sensor=device(taxel_sensor) if taxel_sensor else None,
         taxel_vert=device(taxel_vert) if taxel_vert else None,
-        rne=any(stype[i] in NEEDS_RNE_POST for i in acc),
+        # (MuJoCo runs mj_rnePostConstraint for an acc-stage sensor plugin too)
+        rne=any(stype[i] in NEEDS_RNE_POST for i in acc) or
+        bool(sensor_plan(m).acc.plugin_hooks),
         user=any(stype[i] == SENS_USER for i in acc))
     m.plans.sensor_acc = plan
     return plan
@@ -735,6 +739,7 @@ def sensor_acc(m, d, qacc=None) -> None:
                tac_ngeom=tac_ngeom)
     if plan.user:
         sensor_user(m, d, STAGE_ACC)
+    plugin_sensors(m, d, STAGE_ACC)
 
 
 def _tactile_scratch(m, d, ntactile):

@@ -395,11 +395,12 @@ def test_error_names_file_line_element_and_attribute():
     assert "unrecognized name 'nope'" in str(info.value)
 
 
-def test_plugin_sensor_is_not_supported_yet():
+def test_plugin_sensor_needs_its_plugin_declared():
+    """(plugin sensors themselves: tests/test_plugin_touch.py)"""
     xml = ("<mujoco>\n  <sensor>\n    <plugin plugin=\"mujoco.sensor.touch_grid\"/>\n"
            "  </sensor>\n</mujoco>")
-    with pytest.raises(NotImplementedError, match=r"<string>:3: <sensor><plugin>: plugin "
-                       r"'mujoco.sensor.touch_grid' \(sensor plugin\) is not supported yet"):
+    with pytest.raises(tiphys.ModelError, match=r"<string>:3: <plugin>: plugin: unrecognized plugin "
+                                                r"'mujoco.sensor.touch_grid'"):
         compile_spec(parse_xml(xml))
 
 

@@ -467,13 +467,13 @@ def test_register_plugin_checks_the_class():
 
 def test_user_plugin_with_unimplemented_capability_is_refused():
     class Probe(registry.Plugin):
-        name = "tests.probe_sensor"
-        capabilities = registry.SENSOR | registry.ACTUATOR
+        name = "tests.probe_sdf"
+        capabilities = registry.SDF | registry.ACTUATOR
     registry.register_plugin(Probe)
-    xml = MOTOR.replace("demo.dcmotor", "tests.probe_sensor").replace(
+    xml = MOTOR.replace("demo.dcmotor", "tests.probe_sdf").replace(
         '<config key="kt" value=".3"/>', "")
     with pytest.raises(NotImplementedError,
-                       match=r"plugin 'tests.probe_sensor' \(sensor plugin\) is not "
+                       match=r"plugin 'tests.probe_sdf' \(SDF plugin\) is not "
                              r"supported yet"):
         compile_spec(tiphys.parse_xml(xml))
 
@@ -546,13 +546,6 @@ def test_bad_plugin_input_gives_mujocos_error(case):
 
 
 NOT_YET = {
-    "sensor plugin": ("""<mujoco><extension><plugin plugin="mujoco.sensor.touch_grid"/>
-  </extension><worldbody><body><joint/><geom size=".1"/><site name="s"/></body></worldbody>
-  <sensor><plugin plugin="mujoco.sensor.touch_grid" objtype="site" objname="s">
-    <config key="size" value="7 7"/><config key="fov" value="45 45"/>
-    <config key="gamma" value="0"/><config key="nchannel" value="3"/></plugin></sensor>
-</mujoco>""", r"<string>:3: <sensor><plugin>: plugin 'mujoco.sensor.touch_grid' "
-              r"\(sensor plugin\) is not supported yet"),
     "sdf instance": ("""<mujoco><extension><plugin plugin="mujoco.sdf.torus">
   <instance name="torus"><config key="radius1" value="0.35"/></instance>
   </plugin></extension></mujoco>""",

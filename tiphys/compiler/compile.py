@@ -173,12 +173,13 @@ def _compile_spec(spec) -> ModelArrays:
     _assemble(out, builder, ctx, size)
     ctx.assets.fill(out)
     compile_tendons_and_actuators(spec, defaults, builder, ctx, out, size)
-    compile_plugins(spec, out, builder)
     _flexes(spec, builder, out)
     compile_contact(spec, defaults, builder, out)
     compile_equality(spec, defaults, builder, out)
     del out._kinematics0
     compile_sensors(spec, defaults, builder, out, size)
+    compile_plugins(spec, out, builder)  # (after the sensors: plugin sensors' dims, as
+    # CopyPlugins)
     try:
         _keyframes(spec, out, size.get("nkey", 0), builder)
     except MemoryError:

@@ -1,18 +1,18 @@
 """Plugin instances: <extension><plugin><instance><config> and in-place instances on
-actuators and on the bodies of a <composite type="cable">, compiled as MuJoCo's
-xml_native_reader (Extension, OnePlugin, ReadPluginConfigs), mjCModel::ResolvePlugin,
-mjCPlugin::Compile and mjCModel::CopyPlugins do.
+actuators, sensors and bodies (a <composite type="cable">'s, or a <body><plugin>),
+compiled as MuJoCo's xml_native_reader (Extension, OnePlugin, ReadPluginConfigs),
+mjCModel::ResolvePlugin, mjCPlugin::Compile and mjCModel::CopyPlugins do.
 
 Instances are numbered as MuJoCo numbers them: those of the <extension> sections
-(which its reader takes first, wherever they are), then each in-place plugin of an
-<actuator><plugin> without ``instance=`` in order, then those of the composites (in
-<worldbody>, which MuJoCo reads last; one per composite, named ``composite<prefix>``).
-``plugin`` holds tiphys's registry slot (tiphys.plugin), not MuJoCo's global one. A
-plugin MuJoCo has and tiphys does not implement yet (tiphys.plugin.NOT_YET), or one
-whose capabilities need hooks tiphys does not call yet (sensor, SDF), raises
-NotImplementedError naming it and the element; so do in-place plugins written on
-bodies, geoms, meshes, sensors and flexcomps (the compiler passes of those elements
-call :func:`refuse`).
+(which its reader takes first, wherever they are), then each in-place plugin (an
+<actuator><plugin> or <sensor><plugin> without ``instance=``) in reading order: the
+actuators', then the sensors', then those of the bodies (in <worldbody>, which MuJoCo
+reads last; one per composite, named ``composite<prefix>``). ``plugin`` holds tiphys's
+registry slot (tiphys.plugin), not MuJoCo's global one. A plugin MuJoCo has and tiphys
+does not implement yet (tiphys.plugin.NOT_YET), or one whose capabilities need hooks
+tiphys does not call yet (SDF), raises NotImplementedError naming it and the element;
+so do in-place plugins on geoms, meshes and flexcomps (the compiler passes of those
+elements call :func:`refuse`).
 """
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def _instance_plugin_name(spec, instance: str) -> str:
 
 def refuse(spec, el, what: str) -> NotImplementedError:
     """The NotImplementedError for an in-place ``<plugin>`` element ``el`` (of a body,
-    geom, mesh, sensor, flexcomp, ...) that tiphys does not simulate yet, naming the
+    geom, mesh, flexcomp, ...) that tiphys does not simulate yet, naming the
     plugin (given, or that of the referenced instance) and the element."""
     name = el.attr("plugin") or _instance_plugin_name(spec, el.attr("instance") or "") or "?"
     flags = registry.NOT_YET.get(name, 0)
@@ -154,52 +154,34 @@ def _body_plugins(builder, active: set, by_name: dict) -> tuple[list, list]:
 def compile_plugins(spec, out, builder=None) -> None:
     """Instances and every plugin field: nplugin, npluginattr, npluginstate, plugin,
     plugin_stateadr, plugin_statenum, plugin_attr, plugin_attradr, actuator_plugin,
-    body_plugin (a composite cable's bodies); out.plugin_instances keeps the
+    sensor_plugin, body_plugin (the bodies of cables and of <body><plugin>s), and for
+    plugin sensors sensor_dim (the plugin's nsensordata), sensor_needstage (its
+    needstage), then sensor_adr and nsensordata again; out.plugin_instances keeps the
     instances (tiphys.plugin.Instance) for the Model's plugin objects.
-    Needs the actuator arrays (fill_actuators)."""
+    Needs the actuator and sensor arrays (fill_actuators, compile_sensors)."""
     active, explicit = _read_extensions(spec)
     refs = getattr(out, "actuator_plugin_refs", [])
+    sensor_refs = getattr(out, "sensor_plugin_refs", [])
+    # MuJoCo's reader takes the <extension> sections before the model's elements,
+    # wherever they are in the document: explicit instances first, then the in-place
+    # ones in reading order (the actuator section before the sensor section)
     inplace = [(i, _Declared(pname, "", _read_config(el), el))
                for i, ref in enumerate(refs) if ref is not None
                for pname, iname, el in (ref,) if not iname]
-    # MuJoCo's reader takes the <extension> sections before the model's elements,
-    # wherever they are in the document: explicit instances first, then the in-place
-    # ones in order
+    inplace_sensors = [(i, _Declared(pname, "", _read_config(el), el))
+                       for i, ref in enumerate(sensor_refs) if ref is not None
+                       for pname, iname, el in (ref,) if not iname]
     by_name = {d.name: d for d in explicit}
     body_inplace, body_refs = _body_plugins(builder, active, by_name)
-    decls = explicit + [d for _, d in inplace] + body_inplace
+    decls = explicit + [d for _, d in inplace] + [d for _, d in inplace_sensors] + \
+        body_inplace
     ids = {id(d): k for k, d in enumerate(decls)}
-    inplace_of = {i: d for i, d in inplace}
 
-    # actuators: ResolvePlugin and the capability check of mjCActuator::Compile
-    nu = len(refs)
-    act_plugin = np.full(nu, -1, dtype=np.int32)
-    for i, ref in enumerate(refs):
-        if ref is None:
-            continue
-        pname, iname, el = ref
-        if not pname and not iname:
-            name = out.actuator_names[i] if i < len(out.actuator_names) else ""
-            raise error_at(el, f"neither 'plugin' nor 'instance' is specified for actuator "
-                               f"'{name}', (id = {i})")
-        if iname:
-            decl = by_name.get(iname)
-            if decl is None:
-                raise error_at(el, f"unrecognized name '{iname}' for plugin instance",
-                               "instance")
-            if pname and pname != decl.plugin_name:
-                raise error_at(el, f"plugin '{pname}' does not match the plugin "
-                                   f"'{decl.plugin_name}' of instance '{iname}'", "plugin")
-        else:
-            decl = inplace_of[i]
-            if pname not in active:
-                raise error_at(el, f"unrecognized plugin '{pname}'", "plugin")
-            if pname in registry.NOT_YET:
-                raise _not_yet(el, "<actuator><plugin>", pname, registry.NOT_YET[pname])
-        _, cls = registry.find_plugin(decl.plugin_name)
-        if not cls.capabilities & registry.ACTUATOR:
-            raise error_at(el, f"plugin '{cls.name}' does not support actuators")
-        act_plugin[i] = ids[id(decl)]
+    # actuators and sensors: ResolvePlugin and the capability check of their Compile
+    act_plugin = _resolve_users(refs, dict(inplace), by_name, active, ids, "actuator",
+                                registry.ACTUATOR, getattr(out, "actuator_names", []))
+    sensor_plugin = _resolve_users(sensor_refs, dict(inplace_sensors), by_name, active,
+                                   ids, "sensor", registry.SENSOR, [])
 
     # mjCPlugin::Compile: the config flattened in the plugin's declared order
     instances, attr, attradr = [], bytearray(), []
@@ -225,6 +207,7 @@ def compile_plugins(spec, out, builder=None) -> None:
                                     f"{cls.name}'")
         inst = registry.Instance(k, slot, cls, config, name=decl.name,
                                  actuators=[int(j) for j in np.flatnonzero(act_plugin == k)],
+                                 sensors=[int(j) for j in np.flatnonzero(sensor_plugin == k)],
                                  bodies=[b for b, d in body_refs if d is decl])
         instances.append(inst)
 
@@ -235,6 +218,7 @@ def compile_plugins(spec, out, builder=None) -> None:
         inst.statenum = int(inst.cls.nstate(inst))
         stateadr += inst.statenum
 
+    _plugin_sensors(out, instances, sensor_plugin)
     out.actuator_plugin = act_plugin
     out.body_plugin = np.full(len(out.body_parentid), -1, dtype=np.int32)
     for bodyid, decl in body_refs:
@@ -252,6 +236,73 @@ def compile_plugins(spec, out, builder=None) -> None:
     values["_size_npluginattr"] = len(attr)
     values["_size_npluginstate"] = stateadr
     del out.actuator_plugin_refs
+    if hasattr(out, "sensor_plugin_refs"):
+        del out.sensor_plugin_refs
+
+
+def _resolve_users(refs, inplace_of, by_name, active, ids, kind, capability, names):
+    """Instance id of each element (actuator or sensor) that has a <plugin> (-1 for the
+    others), as mjCModel::ResolvePlugin and the element's capability check."""
+    n = len(refs)
+    users = np.full(n, -1, dtype=np.int32)
+    for i, ref in enumerate(refs):
+        if ref is None:
+            continue
+        pname, iname, el = ref
+        if not pname and not iname:
+            if kind == "actuator":
+                name = names[i] if i < len(names) else ""
+                raise error_at(el, f"neither 'plugin' nor 'instance' is specified for "
+                                   f"actuator '{name}', (id = {i})")
+            raise error_at(el, f"neither 'plugin' nor 'instance' is specified for {kind}")
+        if iname:
+            decl = by_name.get(iname)
+            if decl is None:
+                raise error_at(el, f"unrecognized name '{iname}' for plugin instance",
+                               "instance")
+            if pname and pname != decl.plugin_name:
+                raise error_at(el, f"plugin '{pname}' does not match the plugin "
+                                   f"'{decl.plugin_name}' of instance '{iname}'", "plugin")
+        else:
+            decl = inplace_of[i]
+            if pname not in active:
+                raise error_at(el, f"unrecognized plugin '{pname}'", "plugin")
+            if pname in registry.NOT_YET:
+                raise _not_yet(el, f"<{kind}><plugin>", pname, registry.NOT_YET[pname])
+        _, cls = registry.find_plugin(decl.plugin_name)
+        if not cls.capabilities & capability:
+            what = "actuators" if kind == "actuator" else "sensors"
+            raise error_at(el, f"plugin '{cls.name}' does not support {what}")
+        users[i] = ids[id(decl)]
+    return users
+
+
+def _plugin_sensors(out, instances, sensor_plugin) -> None:
+    """CopyPlugins for plugin sensors: sensor_plugin, each plugin sensor's dim (the
+    plugin's nsensordata) and needstage (the plugin's), then sensor_adr and nsensordata
+    over every sensor again."""
+    out.sensor_plugin = sensor_plugin
+    if not len(sensor_plugin) or not np.any(sensor_plugin >= 0):
+        return
+    dim = np.array(out.sensor_dim, dtype=np.int32)
+    needstage = np.array(out.sensor_needstage, dtype=np.int32)
+    for inst in instances:
+        cls = inst.cls
+        for sid in inst.sensors:
+            if cls.nsensordata is None:
+                raise TypeError(f"plugin '{cls.name}': a sensor plugin needs the class "
+                                f"method nsensordata (MuJoCo: `nsensordata` is null)")
+            dim[sid] = int(cls.nsensordata(inst, sid))
+            needstage[sid] = int(cls.needstage)
+    out.sensor_dim = dim
+    out.sensor_needstage = needstage
+    out.sensor_adr = np.concatenate([[0], np.cumsum(dim)[:-1]]).astype(np.int32)
+    total = int(dim.sum())
+    if total < 0:  # (a plugin gave a negative dim: MuJoCo then fails to make mjData)
+        el = out.sensor_els[int(np.flatnonzero(dim < 0)[0])]
+        raise error_at(el, "could not create mjData: Invalid data: sensordata too large")
+    from .compile import _setsize
+    _setsize(out, nsensordata=total)
 
 
 def check_plugins(out) -> None:

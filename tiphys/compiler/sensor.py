@@ -138,6 +138,7 @@ class _Sensor:
     user: np.ndarray = field(default_factory=lambda: np.zeros(0))
     objid: int = -1
     refid: int = -1
+    plugin: Optional[tuple] = None  # <plugin>: (plugin name, instance name, element)
 
 
 # ------------------------------------------------------------------------------------
@@ -294,11 +295,29 @@ def _read_user(s: _Sensor, el):
         s.datatype = datatype
 
 
+def _read_plugin(s: _Sensor, el):
+    """mjXReader's plugin sensor: the plugin and instance names (OnePlugin; the
+    instance is resolved by compile_plugins) and an optional object and reference,
+    each a type and a name given together."""
+    s.plugin = (el.attr("plugin") or "", el.attr("instance") or "", el)
+    s.objtype = _objtype(_text(el, "objtype") or "")
+    objname = _text(el, "objname") or ""
+    if s.objtype != OBJ_UNKNOWN and not objname:
+        raise error_at(el, "objtype is specified but objname is not", "objname")
+    if s.objtype == OBJ_UNKNOWN and objname:
+        raise error_at(el, "objname is specified but objtype is not", "objtype")
+    s.objname, s.objattr = objname, "objname"
+    s.reftype = _objtype(_text(el, "reftype") or "")
+    refname = _text(el, "refname") or ""
+    if s.reftype != OBJ_UNKNOWN and not refname:
+        raise error_at(el, "reftype is specified but refname is not", "refname")
+    if s.reftype == OBJ_UNKNOWN and refname:
+        raise error_at(el, "refname is specified but reftype is not", "reftype")
+    s.refname, s.refattr = refname, "refname"
+
+
 def _read(el, spec=None) -> _Sensor:
     tag = el.tag
-    if tag == "plugin":
-        from .plugins import refuse
-        raise refuse(spec, el, "<sensor><plugin>")
     s = _Sensor(el, -1, name=el.attr("name") or "")
     cutoff, noise = _scalar(el, "cutoff"), _scalar(el, "noise")
     s.cutoff = 0.0 if cutoff is None else cutoff
@@ -337,6 +356,9 @@ def _read(el, spec=None) -> _Sensor:
         s.refname = _required(el, "geom")
         s.objtype, s.objattr = OBJ_MESH, "mesh"
         s.objname = _required(el, "mesh")
+    elif tag == "plugin":
+        s.type = SENS_PLUGIN
+        _read_plugin(s, el)
     else:
         raise error_at(el, "unrecognized sensor type")
     return s
@@ -476,6 +498,10 @@ def _check(s: _Sensor, out):
             if objtype == OBJ_GEOM and int(out.geom_type[objid]) == GEOM_HFIELD:
                 raise error_at(el, "height fields are not supported in geom distance "
                                    "sensors", attr)
+    elif t == SENS_PLUGIN:
+        name, instance, _ = s.plugin
+        if not name and not instance:
+            raise error_at(el, "neither 'plugin' nor 'instance' is specified for sensor")
     elif t == SENS_USER:
         if s.dim < 0:
             raise error_at(el, "sensor dim must be non-negative in sensor", "dim")
@@ -493,6 +519,8 @@ def _dim(s: _Sensor, out) -> int:
         return 3 * int(out.mesh_vertnum[s.objid])
     if s.type == SENS_USER:
         return s.dim
+    if s.type == SENS_PLUGIN:
+        return 0  # the plugin's nsensordata, set by compile_plugins
     return _DIM.get(s.type, 1)
 
 
@@ -580,7 +608,8 @@ def _fill_sensors(out, sensors, nuser):
     for i, s in enumerate(sensors):
         user[i, :len(s.user)] = s.user
     out.sensor_user = user
-    out.sensor_plugin = np.full(n, -1, dtype=np.int32)
+    out.sensor_plugin = np.full(n, -1, dtype=np.int32)  # (compile_plugins sets them)
+    out.sensor_plugin_refs = [s.plugin for s in sensors]
     out.sensor_names = [s.name for s in sensors]
     out.sensor_els = [s.el for s in sensors]
     from .compile import _setsize

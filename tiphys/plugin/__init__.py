@@ -11,10 +11,14 @@ at compile time with MuJoCo's errors), and
   ``check`` (MuJoCo's ``init`` validation: an error message, or None);
 - batched device hooks on an object made once per Model (``Plugin(m, instances)``, for
   all of the model's instances of the class): ``reset``, ``act_dot``, ``compute``,
-  ``advance``, ``passive``. Each launches Taichi kernels over every world and instance at once: no
-  Python per world, no host round trip, no numpy inside ``step``. A hook left None is
-  not called; a capability whose hook tiphys does not call yet (sensor, SDF) makes the
-  compiler refuse the plugin with NotImplementedError.
+  ``advance``, ``passive``, ``compute_sensor``. Each launches Taichi kernels over every
+  world and instance at once: no Python per world, no host round trip, no numpy inside
+  ``step``. A hook left None is not called; a capability whose hook tiphys does not
+  call yet (SDF) makes the compiler refuse the plugin with NotImplementedError.
+
+A sensor plugin (SENSOR) also gives ``needstage`` (mjtStage: the sensor stage whose end
+computes its sensors; NONE counts as POS, as in MuJoCo) and the class method
+``nsensordata`` (the values of one of its sensors: the sensor's ``sensor_dim``).
 
 The engine calls the hooks where MuJoCo calls them (engine_forward.c): ``act_dot``
 after the built-in activation dynamics, ``compute`` after the built-in actuator forces
@@ -22,7 +26,10 @@ and before the tendon and actuator force limits (mj_fwdActuation); ``advance`` a
 end of every integrator step, after time advanced (mj_advance); ``passive`` (MuJoCo's
 ``compute`` with mjPLUGIN_PASSIVE) at the end of mj_passive, adding to qfrc_passive,
 skipped with both the spring and the damper disable flags; ``reset`` in reset_data
-after plugin_state was zeroed.
+after plugin_state was zeroed; ``compute_sensor`` at the end of sensor_pos, sensor_vel
+or sensor_acc (mj_sensorPos/Vel/Acc, its ``needstage``), after the built-in and user
+sensors of that stage and before that stage's cutoff, which then clips the plugin's
+sensors too.
 
 Registration: ``register_plugin(cls)``, and classes (or lists of them) that installed
 packages declare under the entry-point group ``tiphys.plugins``, loaded the first time
@@ -50,7 +57,8 @@ ENTRY_POINT_GROUP = "tiphys.plugins"
 class Instance:
     """One compiled plugin instance (mjCPlugin): its id, its plugin's registry slot and
     class, its config (key -> text, in the plugin's declared order), its name ("" when
-    in place), the actuators it drives, the bodies it is on (body_plugin), and its
+    in place), the actuators it drives, the sensors it computes, the bodies it is on
+    (body_plugin), and its
     plugin_state address and size."""
     id: int
     slot: int
@@ -59,6 +67,7 @@ class Instance:
     name: str = ""
     actuators: list = field(default_factory=list)
     bodies: list = field(default_factory=list)  # passive plugins: the bodies it acts on
+    sensors: list = field(default_factory=list)  # its sensors' ids (sensor_plugin)
     stateadr: int = 0
     statenum: int = 0
 
@@ -148,6 +157,11 @@ class Plugin:
     compute = None  # compute(m, d): actuator forces (after the built-in ones)
     advance = None  # advance(m, d): after an integrator step advanced time
     passive = None  # passive(m, d): adds to qfrc_passive, at the end of mj_passive
+    compute_sensor = None  # compute_sensor(m, d): its sensors' values, at needstage
+
+    # --- sensor plugins ----------------------------------------------------------------
+    needstage: int = 0  # mjtStage of its sensors (MuJoCo's default: mjSTAGE_NONE)
+    nsensordata = None  # classmethod nsensordata(instance, sensor) -> sensor_dim
 
 
 _REGISTRY: list = []  # slot -> class
@@ -156,7 +170,6 @@ _DISCOVERED = [False]
 
 # MuJoCo 3.4.0's first-party plugins tiphys does not implement yet: name -> capability
 NOT_YET = {
-    "mujoco.sensor.touch_grid": SENSOR,
     "mujoco.sdf.torus": SDF, "mujoco.sdf.bowl": SDF, "mujoco.sdf.gear": SDF,
     "mujoco.sdf.nut": SDF, "mujoco.sdf.bolt": SDF,
 }
@@ -250,7 +263,7 @@ def registered() -> list:
 
 def unimplemented_capabilities(cls) -> int:
     """Capabilities of ``cls`` whose hooks tiphys does not call yet."""
-    return cls.capabilities & ~(ACTUATOR | PASSIVE)
+    return cls.capabilities & ~(ACTUATOR | SENSOR | PASSIVE)
 
 
 def make_plugins(m) -> tuple:
@@ -271,6 +284,7 @@ def make_plugins(m) -> tuple:
             # (MuJoCo: "`compute` is a null function pointer", when it is called)
             raise TypeError(f"plugin '{cls.name}': an actuator plugin needs a compute hook "
                             f"(its actuators' forces)")
+        _check_sensor_hooks(cls)
     _check_passive_hooks(by_cls)
     return tuple(cls(m, lst) for cls, lst in by_cls.items())
 
@@ -282,6 +296,19 @@ def _check_passive_hooks(classes) -> None:
         if cls.capabilities & PASSIVE and cls.passive is None:
             raise TypeError(f"plugin '{cls.name}': a passive plugin needs a passive hook "
                             f"(its forces)")
+
+
+def _check_sensor_hooks(cls) -> None:
+    """A sensor plugin needs compute_sensor (MuJoCo: "`compute` is null for plugin",
+    when it is called) and a needstage of mjtStage."""
+    if not cls.capabilities & SENSOR:
+        return
+    if cls.compute_sensor is None:
+        raise TypeError(f"plugin '{cls.name}': a sensor plugin needs a compute_sensor hook "
+                        f"(its sensors' values)")
+    if cls.needstage not in (0, 1, 2, 3):
+        raise TypeError(f"plugin '{cls.name}': needstage must be an mjtStage (0 none, 1 "
+                        f"pos, 2 vel, 3 acc), got {cls.needstage!r}")
 
 
 def init_check(m, func: str = "make_data") -> None:
@@ -307,6 +334,7 @@ def instances_from_arrays(a) -> list:
     out = []
     act_plugin = np.asarray(a.actuator_plugin).reshape(-1)[:int(sizes.get("nu", 0))]
     body_plugin = np.asarray(a.body_plugin).reshape(-1)[:int(sizes.get("nbody", 0))]
+    sensor_plugin = np.asarray(a.sensor_plugin).reshape(-1)[:int(sizes.get("nsensor", 0))]
     for i in range(n):
         cls = plugin_at(int(np.asarray(a.plugin).reshape(-1)[i]))
         values = attr[int(adr[i]):].split(b"\0")
@@ -318,6 +346,7 @@ def instances_from_arrays(a) -> list:
         out.append(Instance(i, int(np.asarray(a.plugin).reshape(-1)[i]), cls, config,
                             actuators=[int(j) for j in np.flatnonzero(act_plugin == i)],
                             bodies=[int(j) for j in np.flatnonzero(body_plugin == i)],
+                            sensors=[int(j) for j in np.flatnonzero(sensor_plugin == i)],
                             stateadr=int(np.asarray(a.plugin_stateadr).reshape(-1)[i]),
                             statenum=int(np.asarray(a.plugin_statenum).reshape(-1)[i])))
     return out
@@ -332,9 +361,11 @@ def launch(kernel, m, d, **given):
 
 from .pid import Pid  # noqa: E402  (registered first: slot 0, as MuJoCo's first plugin)
 from .cable import Cable  # noqa: E402
+from .touch_grid import TouchGrid  # noqa: E402
 
 register_plugin(Pid)
 register_plugin(Cable)
+register_plugin(TouchGrid)
 
 __all__ = ["ACTUATOR", "SENSOR", "PASSIVE", "SDF", "Plugin", "Instance", "register_plugin",
            "find_plugin", "plugin_at", "registered", "launch", "get_config",
