@@ -148,6 +148,7 @@ def bin_edges(size, fov, gamma) -> tuple:
 class TouchGrid(Plugin):
     """Touch-grid sensor (mujoco.sensor.touch_grid)."""
 
+    replayable = True  # its hook only launches a kernel (tiphys/replay.py)
     name = "mujoco.sensor.touch_grid"
     capabilities = SENSOR
     attributes = ("nchannel", "size", "fov", "gamma")
