@@ -49,8 +49,15 @@ def _pair_ok_bitmask(ct1, ca1, ct2, ca2) -> bool:
 def candidate_pairs(a, opt):
     """Geom-pair candidates in MuJoCo's order: list of (g1, g2, pairid), with g1 the
     geom of lower type (as mj_collideGeoms orders them) and pairid -1 unless explicit."""
+    return [e[:3] for e in candidate_entries(a, opt) if e[3] is None]
+
+
+def candidate_entries(a, opt):
+    """Every candidate in MuJoCo's order: geom pairs as (g1, g2, pairid, None) and the
+    geom-flex candidates of collide_flex.flex_entries as (g, -1, -1, (f, kind, sub,
+    maxcon)), merged by bodyflex signature as mj_collision merges them."""
     nbody = len(a.body_parentid)
-    if opt.disabled("constraint") or opt.disabled("contact") or nbody < 2:
+    if opt.disabled("constraint") or opt.disabled("contact") or nbody + _nflex(a) < 2:
         return []
     geom_type = np.asarray(a.geom_type)
     contype = np.asarray(a.geom_contype)
@@ -78,6 +85,10 @@ def candidate_pairs(a, opt):
         explicit.setdefault(sig, set()).update({(g1, g2), (g2, g1)})
         entries.append((sig, 0, p, _ordered(geom_type, g1, g2, p)))
     order = 0
+    from .collide_flex import flex_entries
+    for sig, item in flex_entries(a, opt, bct, bca, excl):
+        entries.append((sig, 1, order, item))
+        order += 1
     for b1 in range(nbody):
         if not (bct[b1] or bca[b1]) or gnum[b1] == 0:
             continue
@@ -118,18 +129,21 @@ def candidate_pairs(a, opt):
     entries.sort(key=lambda e: e[:3])
     out = []
     for e in entries:
-        g1, g2, p = e[3]
-        t1, t2 = geom_type[g1], geom_type[g2]
-        if detector_kind(t1, t2) is None:
+        g1, g2, p, flexinfo = e[3]
+        if flexinfo is None and detector_kind(geom_type[g1], geom_type[g2]) is None:
             continue  # explicit pair of a type pair without a detector
         out.append(e[3])
     return out
 
 
+def _nflex(a) -> int:
+    return len(np.asarray(a.flex_dim))
+
+
 def _ordered(geom_type, g1, g2, p):
     if geom_type[g1] > geom_type[g2]:
         g1, g2 = g2, g1
-    return (int(g1), int(g2), int(p))
+    return (int(g1), int(g2), int(p), None)
 
 
 def _maxcon(kind, t1, t2):
@@ -270,12 +284,23 @@ def plan(m) -> CollisionPlan:
     a = m.arrays
     if _dynamic(a, m.opt):
         p = _dynamic_plan(a, m.opt, key)
+        p.nflexcand = 0
+        p.flex_entries = []
+        p.dynamic_flex = [f for f in range(_nflex(a)) if
+                          int(np.asarray(a.flex_contype)[f]) or
+                          int(np.asarray(a.flex_conaffinity)[f])]
         m.plans.collision = p
         return p
-    cands = candidate_pairs(a, m.opt)
+    entries = candidate_entries(a, m.opt)
+    cands = [e[:3] for e in entries]
     geom_type = np.asarray(a.geom_type)
     kinds, codes, maxcons = [], [], []
-    for g1, g2, _ in cands:
+    for g1, g2, _, flexinfo in entries:
+        if flexinfo is not None:  # geom-flex: collide_flex, not a detector kind
+            kinds.append("flex")
+            codes.append(-1)
+            maxcons.append(flexinfo[3])
+            continue
         t1, t2 = int(geom_type[g1]), int(geom_type[g2])
         kind = detector_kind(t1, t2)
         kinds.append(kind)
@@ -283,6 +308,15 @@ def plan(m) -> CollisionPlan:
         maxcons.append(_maxcon(kind, t1, t2))
     p = CollisionPlan(key=key, ncand=len(cands), kinds=kinds, dynamic=False,
                        _sweeps=weakref.WeakKeyDictionary())
+    flex_list = [i for i, e in enumerate(entries) if e[3] is not None]
+    p.flex_entries = entries if flex_list else []
+    p.nflexcand = len(flex_list)
+    p.flex_list = _int_array(flex_list, (len(flex_list),))
+    cand_flex = np.full((max(1, len(cands)), 4), -1, dtype=np.int32)
+    for i in flex_list:
+        cand_flex[i] = entries[i][3]
+    p.cand_flex = ti.Vector.ndarray(4, ti.i32, shape=(cand_flex.shape[0],))
+    p.cand_flex.from_numpy(cand_flex)
     # (1, ncand, ...): one list for every world (the dynamic broadphase has one each)
     p.cand_geom = _int_array([c[:2] for c in cands], (1, len(cands), 2))
     p.cand_pair = _int_array([c[2] for c in cands], (1, len(cands)))
@@ -504,7 +538,8 @@ def check_detectors(m) -> None:
     if p.dynamic:
         missing = set(p.type_pairs) & NOT_YET_PAIRS
     else:
-        missing = {(int(t[g1]), int(t[g2])) for g1, g2, _ in p.cand_host} & NOT_YET_PAIRS
+        missing = {(int(t[g1]), int(t[g2])) for g1, g2, _ in p.cand_host
+                   if g2 >= 0} & NOT_YET_PAIRS
     if missing:
         raise NotImplementedError("collision: no detector yet for geom pairs " + ", ".join(
             sorted(f"{GEOM_TYPE_NAMES[a]}-{GEOM_TYPE_NAMES[b]}" for a, b in missing)))
@@ -520,7 +555,8 @@ def default_nconmax(m) -> int:
                         != 0))
     if p.dynamic:
         return int(max(64, DYNAMIC_CONTACTS_PER_GEOM * moving + p.nxpair))
-    return int(min(p.total_maxcon, max(64, 8 * moving)))
+    flex = sum(e[3][3] for e in p.flex_entries if e[3] is not None)
+    return int(min(p.total_maxcon, max(64, 8 * moving) + flex))
 
 
 def default_nbroadmax(m) -> int:
@@ -563,9 +599,15 @@ def collision(m, d) -> None:
         kc.flag_overflow(d, first.emit, redo.mask)
         _narrow(m, d, p, redo)
     kc.finalize(m, d, first.cand, first.emit, first.order)
+    if p.nflexcand:
+        from .collide_flex import finalize_flex
+        finalize_flex(m, d, p, first.cand)
 
 
 def _narrow(m, d, p, sweep):
+    if p.nflexcand:
+        from .collide_flex import narrow_flex
+        narrow_flex(m, d, p, sweep)
     narrowphase("primitive")(m, d, p, sweep)
     if p.convex_count:
         narrowphase("convex")(m, d, p, sweep)

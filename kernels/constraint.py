@@ -996,6 +996,24 @@ def _fill_limit(
 # fill: contacts
 # ------------------------------------------------------------------------------------
 
+@ti.func
+def contact_bodies(worldid, conid, contact_geom: ti.template(), contact_flex: ti.template(),
+                   contact_vert: ti.template(), geom_bodyid: ti.template(),
+                   flex_vertadr: ti.template(), flex_vertbodyid: ti.template()):
+    """The two bodies of a contact (mj_contactJacobian's single-body case): a geom's
+    body, or a flex vertex's (element contacts are refused on the host)."""
+    geoms = contact_geom[worldid, conid]
+    flexes = contact_flex[worldid, conid]
+    verts = contact_vert[worldid, conid]
+    b = ti.Vector([0, 0])
+    for side in ti.static(range(2)):
+        if geoms[side] >= 0:
+            b[side] = geom_bodyid[geoms[side]]
+        else:
+            b[side] = flex_vertbodyid[flex_vertadr[flexes[side]] + verts[side]]
+    return b[0], b[1]
+
+
 @ti.kernel
 def _fill_contact_jac(
     elliptic: ti.template(), nv: ti.i32, base: ti.i32,
@@ -1004,7 +1022,8 @@ def _fill_contact_jac(
     dof_parentid: ND,
     # data in
     subtree_com: ND, cdof: ND, ncon: ND, contact_pos: ND, contact_frame: ND,
-    contact_friction: ND, contact_dim: ND, contact_geom: ND, efc_adr: ND, efc_J_rowadr: ND,
+    contact_friction: ND, contact_dim: ND, contact_geom: ND, contact_flex: ND,
+    contact_vert: ND, flex_vertadr: ND, flex_vertbodyid: ND, efc_adr: ND, efc_J_rowadr: ND,
     # out (efc_J: efc_J_sparse for sparse models)
     efc_J: ND, efc_J_colind: ND,
     sparse: ti.template(),
@@ -1021,9 +1040,9 @@ def _fill_contact_jac(
             if row >= 0:
                 dim = contact_dim[worldid, conid]
                 nrow = _contact_rows(dim, elliptic)
-                geoms = contact_geom[worldid, conid]
-                b1 = geom_bodyid[geoms[0]]
-                b2 = geom_bodyid[geoms[1]]
+                b1, b2 = contact_bodies(worldid, conid, contact_geom, contact_flex,
+                                        contact_vert, geom_bodyid, flex_vertadr,
+                                        flex_vertbodyid)
                 frame = contact_frame[worldid, conid]
                 friction = contact_friction[worldid, conid]
                 point = contact_pos[worldid, conid]
@@ -1077,7 +1096,8 @@ def _fill_contact(
     # data in
     ncon: ND, contact_dist: ND, contact_includemargin: ND, contact_friction: ND,
     contact_solref: ND, contact_solreffriction: ND, contact_solimp: ND, contact_dim: ND,
-    contact_geom: ND, efc_adr: ND,
+    contact_geom: ND, contact_flex: ND, contact_vert: ND, flex_vertadr: ND,
+    flex_vertbodyid: ND, efc_adr: ND,
     # out
     contact_mu: ND, contact_efc_address: ND, efc_type: ND, efc_id: ND, efc_pos: ND,
     efc_margin: ND, efc_frictionloss: ND, efc_KBIP: ND, efc_R: ND,
@@ -1097,9 +1117,9 @@ def _fill_contact(
                 if dim > 1:
                     ctype = CNSTR_CONTACT_ELLIPTIC if ti.static(elliptic) else \
                         CNSTR_CONTACT_PYRAMIDAL
-                geoms = contact_geom[worldid, conid]
-                b1 = geom_bodyid[geoms[0]]
-                b2 = geom_bodyid[geoms[1]]
+                b1, b2 = contact_bodies(worldid, conid, contact_geom, contact_flex,
+                                        contact_vert, geom_bodyid, flex_vertadr,
+                                        flex_vertbodyid)
                 friction = contact_friction[worldid, conid]
                 # parameters
                 dist = contact_dist[worldid, conid]
@@ -1318,7 +1338,9 @@ def _sparse_widths(
     body_dofadr: ND, dof_parentid: ND, flex_edgeadr: ND, flex_edgenum: ND,
     flexedge_rigid: ND,
     # data in
-    eq_active: ND, ncon: ND, contact_geom: ND, ten_J_rownnz: ND, ten_J_rowadr: ND,
+    flex_vertadr: ND, flex_vertbodyid: ND,
+    eq_active: ND, ncon: ND, contact_geom: ND, contact_flex: ND, contact_vert: ND,
+    ten_J_rownnz: ND, ten_J_rowadr: ND,
     ten_J_colind: ND, flexedge_J_rownnz: ND, flexedge_J_rowadr: ND, flexedge_J: ND,
     # out: per element, the columns of each of its rows; per equality, its rows
     efc_wid: ND, efc_adr: ND,
@@ -1372,9 +1394,11 @@ def _sparse_widths(
         else:
             conid = elem - neq - nv - 2 * ntendon - njnt
             if conid < ncon[worldid]:
-                geoms = contact_geom[worldid, conid]
-                width = _chain_cols(geom_bodyid[geoms[0]], geom_bodyid[geoms[1]],
-                                    body_parentid, body_dofnum, body_dofadr, dof_parentid)
+                b1, b2 = contact_bodies(worldid, conid, contact_geom, contact_flex,
+                                        contact_vert, geom_bodyid, flex_vertadr,
+                                        flex_vertbodyid)
+                width = _chain_cols(b1, b2, body_parentid, body_dofnum, body_dofadr,
+                                    dof_parentid)
         efc_wid[worldid, elem] = width
 
 

@@ -45,6 +45,8 @@ def default_njmax(m, nconmax: int) -> int:
         condim = max(condim, int(np.max(np.asarray(a.geom_condim)[:m.ngeom])))
     if m.npair:
         condim = max(condim, int(np.max(np.asarray(a.pair_dim)[:m.npair])))
+    if m.nflex:  # flex contacts (kernels/collide_flex.py)
+        condim = max(condim, int(np.max(np.asarray(a.flex_condim)[:m.nflex])))
     return int(rows + int(nconmax) * _rows_per_contact(condim))
 
 

@@ -1,0 +1,311 @@
+"""Geom-flex collisions, following MuJoCo 3.4.0's engine_collision_driver.c
+(mj_collision's body:flex branch, mj_collidePlaneFlex, mj_contactParam and
+mj_setContact with a flex side).
+
+The host driver (collision_driver.py) merges geom-flex candidates into the geom-pair
+candidates by bodyflex signature ((body << 16) + nbody + flex), as mj_collision walks
+the broadphase's bodyflex pairs, so that the contacts come out in MuJoCo's order
+through the same keys (candidate * KEY_STRIDE + index) and the same finalize. A
+candidate is (geom, flex, kind, sub):
+
+- kind PLANE_VERTS: a plane against the vertices sub .. sub + KEY_STRIDE - 1 of the
+  flex (mj_collidePlaneFlex, split in chunks of KEY_STRIDE vertices: one contact per
+  vertex at most, the key's index is the vertex within the chunk);
+- kind GEOM_ELEM: a non-plane geom against element sub (mj_collideGeomElem); tiphys
+  refuses these for now (``unsupported``), as it refuses flex-flex pairs and flex
+  self-collisions.
+
+Contacts of a flex vertex have geom = (plane, -1), flex = (-1, f), vert = (-1, i),
+elem = (-1, -1) (i, f local to the flex, as MuJoCo); their constraint rows use the
+vertex's body (kernels/constraint.py ``contact_bodies``).
+"""
+import numpy as np
+import taichi as ti
+
+from .collision import KEY_STRIDE, emit_one
+from .consts import GEOM_PLANE, GEOM_TYPE_NAMES, MINMU, MINVAL
+
+ND = ti.types.ndarray()
+
+PLANE_VERTS = 0
+GEOM_ELEM = 1
+
+
+# ------------------------------------------------------------------------------------
+# host: candidates and what tiphys refuses
+# ------------------------------------------------------------------------------------
+
+def _bitmask_ok(ct1, ca1, ct2, ca2) -> bool:
+    return bool((int(ct1) & int(ca2)) or (int(ct2) & int(ca1)))
+
+
+def flex_entries(a, opt, bct, bca, excl):
+    """The geom-flex candidates of mj_collision's body:flex pairs, as (signature,
+    (g, -1, -1, (f, kind, sub, maxcon))), in the order mj_collision collides them
+    within a pair (geoms ascending; a plane's vertices, a geom's elements ascending).
+    ``bct``/``bca``: per body, the OR of its geoms' contype/conaffinity; ``excl``: the
+    exclude signatures."""
+    nflex = len(np.asarray(a.flex_dim))
+    if nflex == 0:
+        return []
+    nbody = len(a.body_parentid)
+    fct = np.asarray(a.flex_contype)
+    fca = np.asarray(a.flex_conaffinity)
+    gadr = np.asarray(a.body_geomadr)
+    gnum = np.asarray(a.body_geomnum)
+    geom_type = np.asarray(a.geom_type)
+    contype = np.asarray(a.geom_contype)
+    conaff = np.asarray(a.geom_conaffinity)
+    vertnum = np.asarray(a.flex_vertnum)
+    elemnum = np.asarray(a.flex_elemnum)
+    out = []
+    for b in range(nbody):
+        if not (bct[b] or bca[b]) or gnum[b] == 0:
+            continue
+        for f in range(nflex):
+            if not (fct[f] or fca[f]) or not _bitmask_ok(bct[b], bca[b], fct[f], fca[f]):
+                continue
+            sig = (b << 16) + nbody + f
+            if sig in excl:
+                continue
+            for g in range(gadr[b], gadr[b] + gnum[b]):
+                if not _bitmask_ok(contype[g], conaff[g], fct[f], fca[f]):
+                    continue
+                if geom_type[g] == GEOM_PLANE:
+                    for sub in range(0, int(vertnum[f]), KEY_STRIDE):
+                        n = min(KEY_STRIDE, int(vertnum[f]) - sub)
+                        out.append((sig, (int(g), -1, -1, (f, PLANE_VERTS, sub, n))))
+                else:
+                    for e in range(int(elemnum[f])):
+                        out.append((sig, (int(g), -1, -1, (f, GEOM_ELEM, e, 1))))
+    return out
+
+
+def unsupported(m, entries, names) -> list:
+    """Phrases naming what of the model's flex collisions tiphys does not simulate yet
+    (geom-element pairs, flex-flex pairs, self-collisions, passive contacts) under
+    the model's options; ``entries``: the candidates of collision_driver, ``names``:
+    the flexes' names."""
+    a = m.arrays
+    opt = m.opt
+    if opt.disabled("contact") or opt.disabled("constraint"):
+        return []
+    nflex = len(np.asarray(a.flex_dim))
+    out = []
+    gnames = list(getattr(m, "names", {}).get("geom", []))
+    geom_type = np.asarray(a.geom_type)
+    seen = set()
+    for g, _, _, info in entries:
+        if info is None or info[1] != GEOM_ELEM or (g, info[0]) in seen:
+            continue
+        seen.add((g, info[0]))
+        gname = gnames[g] if g < len(gnames) and gnames[g] else f"#{g}"
+        out.append(f"flex {names[info[0]]!r} collisions with geom {gname!r} "
+                   f"({GEOM_TYPE_NAMES[int(geom_type[g])]})")
+    fct = np.asarray(a.flex_contype)
+    fca = np.asarray(a.flex_conaffinity)
+    for f1 in range(nflex):
+        for f2 in range(f1 + 1, nflex):
+            if _bitmask_ok(fct[f1], fca[f1], fct[f2], fca[f2]):
+                out.append(f"flex-flex collisions (flex {names[f1]!r} with flex "
+                           f"{names[f2]!r})")
+    modes = ("none", "narrow", "bvh", "sap", "auto")
+    for f in range(nflex):
+        if not (fct[f] or fca[f]):
+            continue
+        if int(np.asarray(a.flex_passive)[f]):
+            out.append(f"flex {names[f]!r} passive contacts (passive=\"true\")")
+        if int(np.asarray(a.flex_rigid)[f]) or not (int(fct[f]) & int(fca[f])):
+            continue
+        if int(np.asarray(a.flex_internal)[f]):
+            out.append(f"flex {names[f]!r} internal=\"true\" collisions")
+        mode = int(np.asarray(a.flex_selfcollide)[f])
+        if mode != 0:
+            out.append(f"flex {names[f]!r} selfcollide={modes[mode]!r}")
+    return out
+
+
+# ------------------------------------------------------------------------------------
+# device: plane against flex vertices
+# ------------------------------------------------------------------------------------
+
+@ti.kernel
+def _narrow_plane_flex(
+    override: ti.template(), o_margin: float,
+    # candidates: flex_list[k] for k < nflexcand, each (g, -1) and (f, kind, sub, n)
+    flex_list: ND, nflexcand: ti.i32, lanes: ti.i32, cand_geom: ND, cand_flex: ND,
+    # model
+    geom_margin: ND, flex_margin: ND, flex_radius: ND, flex_vertadr: ND,
+    # data
+    geom_xpos: ND, geom_xmat: ND, flexvert_xpos: ND, world_mask: ND,
+    ncon: ND, contact_dist: ND, contact_pos: ND, contact_frame: ND, contact_key: ND,
+):
+    """mj_collidePlaneFlex over each candidate's chunk of vertices."""
+    nworld = geom_xpos.shape[0]
+    for worldid, lane in ti.ndrange(nworld, lanes):
+        k = lane
+        while k < nflexcand and world_mask[worldid] != 0:
+            cand = flex_list[k]
+            k += lanes
+            info = cand_flex[cand]
+            if info[1] == PLANE_VERTS:
+                g = cand_geom[0, cand, 0]
+                f = info[0]
+                margin = 0.0
+                if ti.static(override):
+                    margin = o_margin
+                else:
+                    margin = ti.max(geom_margin[worldid % geom_margin.shape[0], g],
+                                    flex_margin[f])
+                radius = flex_radius[f]
+                pos = geom_xpos[worldid, g]
+                mat = geom_xmat[worldid, g]
+                nrm = ti.Vector([mat[0, 2], mat[1, 2], mat[2, 2]])
+                zero = ti.Vector([0.0, 0.0, 0.0])
+                for i in range(info[3]):
+                    v = flexvert_xpos[worldid, flex_vertadr[f] + info[2] + i]
+                    dist = (v - pos).dot(nrm)
+                    if dist <= margin + radius:
+                        cdist = dist - radius
+                        cpos = v + nrm * (-cdist * 0.5 - radius)
+                        emit_one(worldid, cand * KEY_STRIDE + i, cdist, cpos, nrm, zero, ncon,
+                                 contact_dist, contact_pos, contact_frame, contact_key)
+
+
+# ------------------------------------------------------------------------------------
+# device: parameters and ids of flex contacts (mj_contactParam, mj_setContact)
+# ------------------------------------------------------------------------------------
+
+@ti.func
+def contact_param(p1, c1, mix1, ref1, imp1, fri1, p2, c2, mix2, ref2, imp2, fri2):
+    """mj_contactParam's mixing of two sides' parameters: (condim, solref, solimp,
+    5D friction)."""
+    condim = 3
+    solref = ti.Vector([0.0, 0.0])
+    solimp = ti.Vector([0.0, 0.0, 0.0, 0.0, 0.0])
+    fri = ti.Vector([0.0, 0.0, 0.0])
+    if p1 > p2:
+        condim = c1
+        solref = ref1
+        solimp = imp1
+        fri = fri1
+    elif p1 < p2:
+        condim = c2
+        solref = ref2
+        solimp = imp2
+        fri = fri2
+    else:
+        condim = ti.max(c1, c2)
+        mix = 0.5
+        if mix1 >= MINVAL and mix2 >= MINVAL:
+            mix = mix1 / (mix1 + mix2)
+        elif mix1 < MINVAL and mix2 < MINVAL:
+            mix = 0.5
+        elif mix1 < MINVAL:
+            mix = 0.0
+        else:
+            mix = 1.0
+        if ref1[0] > 0 and ref2[0] > 0:
+            solref = mix * ref1 + (1.0 - mix) * ref2
+        else:
+            solref = ti.min(ref1, ref2)
+        solimp = mix * imp1 + (1.0 - mix) * imp2
+        fri = ti.max(fri1, fri2)
+    return condim, solref, solimp, ti.Vector([fri[0], fri[0], fri[1], fri[2], fri[2]])
+
+
+@ti.kernel
+def _finalize_flex(
+    override: ti.template(), o_margin: float, osr0: float, osr1: float, osi0: float,
+    osi1: float, osi2: float, osi3: float, osi4: float, of0: float, of1: float, of2: float,
+    of3: float, of4: float,
+    # candidates
+    cand_geom: ND, cand_flex: ND,
+    # model
+    geom_priority: ND, geom_condim: ND, geom_solmix: ND, geom_solref: ND, geom_solimp: ND,
+    geom_friction: ND, geom_margin: ND, geom_gap: ND, flex_priority: ND, flex_condim: ND,
+    flex_solmix: ND, flex_solref: ND, flex_solimp: ND, flex_friction: ND, flex_margin: ND,
+    flex_gap: ND,
+    # data
+    ncon: ND, contact_key: ND, contact_dist: ND, contact_includemargin: ND,
+    contact_friction: ND, contact_solref: ND, contact_solreffriction: ND,
+    contact_solimp: ND, contact_dim: ND, contact_exclude: ND, contact_flex: ND,
+    contact_elem: ND, contact_vert: ND,
+):
+    """Parameters and flex/elem/vert ids of the geom-flex contacts (after the geom
+    pairs' finalize, which leaves them alone)."""
+    nworld = ncon.shape[0]
+    nconmax = contact_dist.shape[1]
+    for worldid, conid in ti.ndrange(nworld, nconmax):
+        if conid < ncon[worldid]:
+            key = contact_key[worldid, conid]
+            cand = key // KEY_STRIDE
+            info = cand_flex[cand]
+            f = info[0]
+            if f >= 0:
+                g = cand_geom[0, cand, 0]
+                condim, solref, solimp, friction = contact_param(
+                    geom_priority[g], geom_condim[g],
+                    geom_solmix[worldid % geom_solmix.shape[0], g],
+                    geom_solref[worldid % geom_solref.shape[0], g],
+                    geom_solimp[worldid % geom_solimp.shape[0], g],
+                    geom_friction[worldid % geom_friction.shape[0], g],
+                    flex_priority[f], flex_condim[f], flex_solmix[f], flex_solref[f],
+                    flex_solimp[f], flex_friction[f])
+                margin = ti.max(geom_margin[worldid % geom_margin.shape[0], g], flex_margin[f])
+                gap = ti.max(geom_gap[worldid % geom_gap.shape[0], g], flex_gap[f])
+                solreffriction = ti.Vector([0.0, 0.0])
+                if ti.static(override):
+                    margin = o_margin
+                    solref = ti.Vector([osr0, osr1])
+                    solreffriction = solref
+                    solimp = ti.Vector([osi0, osi1, osi2, osi3, osi4])
+                    friction = ti.Vector([of0, of1, of2, of3, of4])
+                for j in ti.static(range(5)):
+                    friction[j] = ti.max(MINMU, friction[j])
+                includemargin = margin - gap
+                contact_dim[worldid, conid] = condim
+                contact_includemargin[worldid, conid] = includemargin
+                contact_solref[worldid, conid] = solref
+                contact_solreffriction[worldid, conid] = solreffriction
+                contact_solimp[worldid, conid] = solimp
+                contact_friction[worldid, conid] = friction
+                contact_exclude[worldid, conid] = \
+                    1 if contact_dist[worldid, conid] >= includemargin else 0
+                contact_flex[worldid, conid] = ti.Vector([-1, f])
+                if info[1] == PLANE_VERTS:
+                    contact_vert[worldid, conid] = ti.Vector([-1, info[2] + key % KEY_STRIDE])
+                    contact_elem[worldid, conid] = ti.Vector([-1, -1])
+                else:
+                    contact_vert[worldid, conid] = ti.Vector([-1, -1])
+                    contact_elem[worldid, conid] = ti.Vector([-1, info[2]])
+
+
+# ------------------------------------------------------------------------------------
+# host
+# ------------------------------------------------------------------------------------
+
+def narrow_flex(m, d, plan, sweep) -> None:
+    """The geom-flex candidates of the worlds in ``sweep.mask`` (one launch)."""
+    from .bind import launch
+    opt = m.opt
+    dist, pos, frame, key = sweep.emit
+    launch(_narrow_plane_flex, m, d, override=bool(opt.enabled("override")),
+           o_margin=float(opt.o_margin), flex_list=plan.flex_list,
+           nflexcand=plan.nflexcand, lanes=sweep.lists[2], cand_geom=sweep.cand[0],
+           cand_flex=plan.cand_flex,
+           world_mask=sweep.mask, contact_dist=dist, contact_pos=pos, contact_frame=frame,
+           contact_key=key)
+
+
+def finalize_flex(m, d, plan, cand) -> None:
+    """Parameters and ids of the geom-flex contacts (after collision.finalize)."""
+    from .bind import launch
+    opt = m.opt
+    osr0, osr1 = (float(x) for x in opt.o_solref)
+    osi0, osi1, osi2, osi3, osi4 = (float(x) for x in opt.o_solimp)
+    of0, of1, of2, of3, of4 = (float(x) for x in opt.o_friction)
+    launch(_finalize_flex, m, d, override=bool(opt.enabled("override")),
+           o_margin=float(opt.o_margin), osr0=osr0, osr1=osr1, osi0=osi0, osi1=osi1,
+           osi2=osi2, osi3=osi3, osi4=osi4, of0=of0, of1=of1, of2=of2, of3=of3, of4=of4,
+           cand_geom=cand[0], cand_flex=plan.cand_flex)

@@ -1,0 +1,241 @@
+"""Flex collisions (kernels/collide_flex.py) against MuJoCo 3.4.0.
+
+Planes against flex vertices (mj_collidePlaneFlex) for lines, triangles and
+tetrahedra: the contacts after forward (every field, in MuJoCo's order, merged with
+the geom pairs' contacts by bodyflex signature), the constraint rows (dense and
+sparse Jacobians, pyramidal and elliptic cones, pinned vertices), qacc, and 100-step
+trajectories of flexes dropped on planes. Several worlds in random states, f64 on the
+CPU, outputs poisoned with NaN first. What tiphys does not collide yet is refused by
+name: geom-element pairs, flex-flex pairs, self-collisions.
+"""
+import mujoco
+import numpy as np
+import pytest
+
+import tiphys
+from oracle import compare_contacts, contact_arrays, mujoco_contacts, tiphys_contacts
+from test_constraint import _poison, compare_world, fetch, run_mujoco
+
+NWORLD = 3
+RTOL = 1e-9
+SELF = 'selfcollide="none"'
+
+
+def _fc(name, attrs, contact="", inner=""):
+    return (f'<flexcomp name="{name}" {attrs}><contact {SELF} {contact}/>{inner}'
+            f'</flexcomp>')
+
+
+ROPE = _fc("rope", 'type="grid" count="6 1 1" spacing=".1 .1 .1" dim="1" radius=".02" '
+           'mass="1" pos="0 0 .01"', 'margin=".01"',
+           '<edge stiffness="30" damping=".3"/>')
+CLOTH = _fc("cloth", 'type="grid" count="4 3 1" spacing=".1 .1 .1" dim="2" radius=".01" '
+            'mass="1" pos="0 0 0"', 'solref=".01 1" friction=".7"',
+            '<edge damping=".5"/>')
+# 72 dofs: sparse Jacobians; a pinned vertex (on the world body) on the floor makes a
+# contact without dofs (exclude 3; with dense Jacobians MuJoCo's mj_island fails on its
+# all-zero rows)
+BIGCLOTH = _fc("big", 'type="grid" count="5 5 1" spacing=".1 .1 .1" dim="2" radius=".01" '
+               'mass="1" pos="0 0 0"', 'condim="4" priority="1" solimp=".8 .9 .01 .4 3" '
+               'friction=".5 .01 .001"', '<edge damping=".2"/><pin id="0"/>')
+BOX = _fc("box", 'type="grid" count="3 3 3" spacing=".1 .1 .1" dim="3" radius=".01" '
+          'mass="2" pos="0 0 .125"', 'internal="false" condim="6" gap=".005" margin=".02"',
+          '<elasticity young="5e3" poisson=".2" damping=".003"/>')
+# a free sphere on the floor that the flexes do not touch (bitmasks), a second plane on
+# a body, and two flexes that do not collide with each other
+MIXED = ('<body name="ball" pos=".1 .1 .05"><freejoint/><geom name="ball" size=".05" '
+         'contype="2" conaffinity="2"/></body>'
+         '<body name="wall" pos="0 0 .1"><geom name="wall" type="plane" size=".5 .5 .1" '
+         'euler="0 .3 0" contype="1" conaffinity="1" solmix="2" priority="0"/></body>'
+         + _fc("cloth", 'type="grid" count="3 3 1" spacing=".1 .1 .1" dim="2" '
+               'radius=".01" mass="1" pos="0 0 .02"', 'contype="1" conaffinity="1"')
+         + _fc("rope", 'type="grid" count="4 1 1" spacing=".1 .1 .1" dim="1" '
+               'radius=".01" mass="1" pos="0 .3 .01"', 'contype="4" conaffinity="4"'))
+
+CASES = {"rope": ROPE, "cloth": CLOTH, "bigcloth": BIGCLOTH, "box": BOX, "mixed": MIXED}
+
+
+def xml(case, cone="pyramidal", extra=""):
+    return (f'<mujoco><option cone="{cone}" timestep="0.002">{extra}</option>'
+            f'<worldbody><geom name="floor" type="plane" size="1 1 .1" euler=".1 -.05 0" '
+            f'contype="7" conaffinity="7"/>{CASES[case]}</worldbody></mujoco>')
+
+
+_CACHE = {}
+
+
+def pair(text):
+    if text not in _CACHE:
+        _CACHE[text] = (tiphys.load_model_from_string(text),
+                        mujoco.MjModel.from_xml_string(text))
+    return _CACHE[text]
+
+
+def random_state(mjm, seed, nworld=NWORLD, scale=0.02):
+    rng = np.random.default_rng(seed)
+    qpos = np.tile(mjm.qpos0, (nworld, 1)) + rng.uniform(-scale, scale, (nworld, mjm.nq))
+    for w in range(nworld):
+        for j in range(mjm.njnt):
+            if mjm.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE:
+                adr = mjm.jnt_qposadr[j] + 3
+                qpos[w, adr:adr + 4] /= np.linalg.norm(qpos[w, adr:adr + 4])
+    return qpos, rng.normal(size=(nworld, mjm.nv)) * 0.3
+
+
+def _set(arr, values):
+    full = arr.to_numpy()
+    full[:, :values.shape[1]] = values
+    arr.from_numpy(full)
+
+
+def forward_both(m, mjm, qpos, qvel):
+    """tiphys.forward on every world (outputs poisoned first) and MuJoCo's mj_forward
+    per world: (Data, per-world MjData copies)."""
+    d = tiphys.make_data(m, len(qpos))
+    _set(d.qpos, qpos)
+    _set(d.qvel, qvel)
+    _poison(d)
+    for name in ("contact_dist", "contact_pos", "contact_frame", "qacc"):
+        arr = getattr(d, name)
+        arr.from_numpy(np.full(arr.to_numpy().shape, np.nan))
+    tiphys.forward(m, d)
+    theirs = []
+    for w in range(len(qpos)):
+        md = mujoco.MjData(mjm)
+        md.qpos[:] = qpos[w]
+        md.qvel[:] = qvel[w]
+        mujoco.mj_forward(mjm, md)
+        theirs.append(md)
+    return d, theirs
+
+
+def check_forward(text, seed, nworld=NWORLD):
+    m, mjm = pair(text)
+    qpos, qvel = random_state(mjm, seed, nworld)
+    d, theirs = forward_both(m, mjm, qpos, qvel)
+    arrays = contact_arrays(d)
+    qacc = d.numpy("qacc")
+    errors = []
+    nflexcon = 0
+    for w, md in enumerate(theirs):
+        want = mujoco_contacts(md)
+        nflexcon += sum(1 for c in want if c["flex"][1] >= 0)
+        errors += [f"world {w}: {e}" for e in
+                   compare_contacts(tiphys_contacts(d, w, arrays), want)]
+        scale = max(1.0, float(np.abs(md.qacc).max()))
+        err = float(np.abs(qacc[w, :mjm.nv] - md.qacc).max()) / scale
+        if not err < RTOL:
+            errors.append(f"world {w} qacc: relative error {err:.2e}")
+    # the rows after fwdPosition / fwdVelocity (forward's own rows: same state)
+    rows = run_mujoco(mjm, qpos, qvel)
+    ours = fetch(d)
+    for w in range(nworld):
+        errors += compare_world(ours, rows[w], w)
+    return errors, nflexcon
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_plane_flex_contacts_rows_and_qacc_match_mujoco(case):
+    total = 0
+    for seed in range(2):
+        errors, n = check_forward(xml(case), seed)
+        assert errors == [], errors[:10]
+        total += n
+    assert total > 0  # the states touch the planes
+
+
+@pytest.mark.parametrize("case", ["cloth", "bigcloth", "box"])
+def test_elliptic_cones_match_mujoco(case):
+    errors, n = check_forward(xml(case, cone="elliptic"), 3)
+    assert errors == [] and n > 0, errors[:10]
+
+
+def test_override_flag_matches_mujoco():
+    text = xml("cloth", extra='<flag override="enable"/>').replace(
+        '<option ', '<option o_margin=".03" o_solref=".03 1.1" o_solimp=".7 .9 .01 .5 2" '
+        'o_friction=".4 .4 .01 .001 .001" ', 1)
+    errors, n = check_forward(text, 4)
+    assert errors == [] and n > 0, errors[:10]
+
+
+@pytest.mark.parametrize("case", ["cloth", "box", "mixed"])
+def test_flex_dropped_on_plane_trajectory_matches_mujoco(case):
+    """100 steps of a flex falling on the floor from random states in several worlds."""
+    m, mjm = pair(xml(case))
+    qpos, qvel = random_state(mjm, 7)
+    d = tiphys.make_data(m, NWORLD)
+    _set(d.qpos, qpos)
+    _set(d.qvel, qvel)
+    mds = []
+    for w in range(NWORLD):
+        md = mujoco.MjData(mjm)
+        md.qpos[:] = qpos[w]
+        md.qvel[:] = qvel[w]
+        mds.append(md)
+    ncon = 0
+    for step in range(100):
+        tiphys.step(m, d)
+        for md in mds:
+            mujoco.mj_step(mjm, md)
+            ncon += md.ncon
+        if step % 25 == 24 or step == 0:
+            got = d.numpy("qpos")[:, :mjm.nq]
+            for w, md in enumerate(mds):
+                err = np.abs(got[w] - md.qpos).max()
+                assert err < 1e-7, f"step {step} world {w}: qpos error {err:.2e}"
+    assert ncon > 0
+
+
+def test_contacts_keep_mujoco_order_with_geom_pairs():
+    """Geom-pair and geom-flex contacts interleave by bodyflex signature."""
+    m, mjm = pair(xml("mixed"))
+    qpos, qvel = random_state(mjm, 1)
+    d, theirs = forward_both(m, mjm, qpos, qvel)
+    kinds = [tuple("g" if c.geom[1] >= 0 else "f" for c in md.contact[:md.ncon])
+             for md in theirs]
+    assert any("g" in k and "f" in k for k in kinds)
+    arrays = contact_arrays(d)
+    for w, md in enumerate(theirs):
+        assert compare_contacts(tiphys_contacts(d, w, arrays), mujoco_contacts(md)) == []
+
+
+# ------------------------------------------------------------------ refusals
+
+def _refused(text, match):
+    m = tiphys.load_model_from_string(text)
+    with pytest.raises(NotImplementedError, match=match):
+        tiphys.make_data(m, 1)
+    with pytest.raises(NotImplementedError, match=match):
+        tiphys.put_model(mujoco.MjModel.from_xml_string(text))
+
+
+@pytest.mark.parametrize("mode", ["auto", "narrow", "bvh", "sap"])
+def test_self_collision_modes_are_refused_by_name(mode):
+    text = xml("cloth").replace(SELF, f'selfcollide="{mode}"')
+    _refused(text, f"flex collisions: flex 'cloth' selfcollide='{mode}'.*not supported yet")
+
+
+def test_internal_collisions_are_refused():
+    text = xml("box").replace('internal="false"', 'internal="true"')
+    _refused(text, "flex 'box' internal=\"true\" collisions.*not supported yet")
+
+
+def test_geom_element_pairs_are_refused_naming_geom_and_flex():
+    text = xml("mixed").replace('name="ball" size=".05" contype="2"',
+                                'name="ball" size=".05" contype="1"')
+    _refused(text, "flex 'cloth' collisions with geom 'ball' \\(sphere\\)")
+
+
+def test_flex_flex_pairs_are_refused():
+    text = xml("mixed").replace('contype="4" conaffinity="4"', 'contype="1" conaffinity="1"')
+    _refused(text, "flex-flex collisions \\(flex 'cloth' with flex 'rope'\\)")
+
+
+def test_enabling_self_collision_contacts_after_make_data_is_refused():
+    text = xml("cloth", extra='<flag contact="disable"/>').replace(SELF, 'selfcollide="auto"')
+    m = tiphys.load_model_from_string(text)
+    d = tiphys.make_data(m, 1)
+    tiphys.step(m, d)
+    m.opt.disableflags &= ~int(mujoco.mjtDisableBit.mjDSBL_CONTACT)
+    with pytest.raises(NotImplementedError, match="flex 'cloth' selfcollide='auto'"):
+        tiphys.step(m, d)
