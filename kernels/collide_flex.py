@@ -11,24 +11,27 @@ candidate is (geom, flex, kind, sub):
 - kind PLANE_VERTS: a plane against the vertices sub .. sub + KEY_STRIDE - 1 of the
   flex (mj_collidePlaneFlex, split in chunks of KEY_STRIDE vertices: one contact per
   vertex at most, the key's index is the vertex within the chunk);
-- kind GEOM_ELEM: a non-plane geom against element sub (mj_collideGeomElem); tiphys
-  refuses these for now (``unsupported``), as it refuses flex-flex pairs and flex
-  self-collisions.
+- kind GEOM_ELEM: a non-plane geom against element sub (mj_collideGeomElem, in
+  kernels/collide_flex_elem.py; heightfields are refused, ``unsupported``, as are
+  flex-flex pairs and flex self-collisions).
 
 Contacts of a flex vertex have geom = (plane, -1), flex = (-1, f), vert = (-1, i),
-elem = (-1, -1) (i, f local to the flex, as MuJoCo); their constraint rows use the
-vertex's body (kernels/constraint.py ``contact_bodies``).
+elem = (-1, -1); those of an element elem = (-1, e), vert = (-1, -1) (i, e local to
+the flex, as MuJoCo). Their constraint rows go through the vertex's body, or the
+element's vertex bodies weighted by inverse distance (kernels/constraint.py
+``_contact_bodies``, MuJoCo's mj_elemBodyWeight).
 """
 import numpy as np
 import taichi as ti
 
+from .collide_flex_elem import GEOM_ELEM, narrow_elem
+from .collide_flex_elem import maxcon as elem_maxcon
 from .collision import KEY_STRIDE, emit_one
-from .consts import GEOM_PLANE, GEOM_TYPE_NAMES, MINMU, MINVAL
+from .consts import GEOM_HFIELD, GEOM_PLANE, GEOM_SDF, GEOM_TYPE_NAMES, MINMU, MINVAL
 
 ND = ti.types.ndarray()
 
-PLANE_VERTS = 0
-GEOM_ELEM = 1
+PLANE_VERTS = 0  # GEOM_ELEM = 1: collide_flex_elem
 
 
 # ------------------------------------------------------------------------------------
@@ -42,7 +45,8 @@ def _bitmask_ok(ct1, ca1, ct2, ca2) -> bool:
 def flex_entries(a, opt, bct, bca, excl):
     """The geom-flex candidates of mj_collision's body:flex pairs, as (signature,
     (g, -1, -1, (f, kind, sub, maxcon))), in the order mj_collision collides them
-    within a pair (geoms ascending; a plane's vertices, a geom's elements ascending).
+    within a pair (geoms ascending; a plane's vertices, a geom's elements ascending:
+    the midphase's contacts sorted by (geom, element or vertex) come in that order).
     ``bct``/``bca``: per body, the OR of its geoms' contype/conaffinity; ``excl``: the
     exclude signatures."""
     nflex = len(np.asarray(a.flex_dim))
@@ -58,6 +62,23 @@ def flex_entries(a, opt, bct, bca, excl):
     conaff = np.asarray(a.geom_conaffinity)
     vertnum = np.asarray(a.flex_vertnum)
     elemnum = np.asarray(a.flex_elemnum)
+    dims = np.asarray(a.flex_dim)
+    weld = np.asarray(a.body_weldid)
+    bvhadr = np.asarray(a.flex_bvhadr)
+    elemadr = np.asarray(a.flex_elemadr)
+    layer = np.asarray(a.flex_elemlayer)
+    active = np.asarray(a.flex_activelayers)
+    midphase = not opt.disabled("midphase")
+    vertadr = np.asarray(a.flex_vertadr)
+    vertbody = np.asarray(a.flex_vertbodyid)
+    elem = np.asarray(a.flex_elem)
+    dataadr = np.asarray(a.flex_elemdataadr)
+
+    def elem_bodies(f, e):
+        dim = int(dims[f])
+        data = int(dataadr[f]) + e * (dim + 1)
+        return {int(vertbody[int(vertadr[f]) + int(v)]) for v in elem[data:data + dim + 1]}
+
     out = []
     for b in range(nbody):
         if not (bct[b] or bca[b]) or gnum[b] == 0:
@@ -68,16 +89,29 @@ def flex_entries(a, opt, bct, bca, excl):
             sig = (b << 16) + nbody + f
             if sig in excl:
                 continue
+            # mj_collideTree (midphase: the body has colliding geoms, so a hierarchy)
+            # collides planes of world-welded bodies only, and a 3D flex's active
+            # elements only (its hierarchy holds no others)
+            tree = midphase and int(bvhadr[f]) >= 0
+            elems = range(int(elemnum[f]))
+            if tree and int(dims[f]) == 3:
+                e0 = int(elemadr[f])
+                elems = [e for e in elems if int(layer[e0 + e]) < int(active[f])]
             for g in range(gadr[b], gadr[b] + gnum[b]):
                 if not _bitmask_ok(contype[g], conaff[g], fct[f], fca[f]):
                     continue
                 if geom_type[g] == GEOM_PLANE:
+                    if tree and int(weld[b]) != 0:
+                        continue
                     for sub in range(0, int(vertnum[f]), KEY_STRIDE):
                         n = min(KEY_STRIDE, int(vertnum[f]) - sub)
                         out.append((sig, (int(g), -1, -1, (f, PLANE_VERTS, sub, n))))
                 else:
-                    for e in range(int(elemnum[f])):
-                        out.append((sig, (int(g), -1, -1, (f, GEOM_ELEM, e, 1))))
+                    n = elem_maxcon(int(geom_type[g]), int(dims[f]))
+                    for e in elems:
+                        if b in elem_bodies(f, e):  # mj_collideGeomElem's same-body skip
+                            continue
+                        out.append((sig, (int(g), -1, -1, (f, GEOM_ELEM, e, n))))
     return out
 
 
@@ -96,7 +130,8 @@ def unsupported(m, entries, names) -> list:
     geom_type = np.asarray(a.geom_type)
     seen = set()
     for g, _, _, info in entries:
-        if info is None or info[1] != GEOM_ELEM or (g, info[0]) in seen:
+        if info is None or info[1] != GEOM_ELEM or (g, info[0]) in seen or \
+                int(geom_type[g]) not in (GEOM_HFIELD, GEOM_SDF):
             continue
         seen.add((g, info[0]))
         gname = gnames[g] if g < len(gnames) and gnames[g] else f"#{g}"
@@ -286,10 +321,15 @@ def _finalize_flex(
 # ------------------------------------------------------------------------------------
 
 def narrow_flex(m, d, plan, sweep) -> None:
-    """The geom-flex candidates of the worlds in ``sweep.mask`` (one launch)."""
+    """The geom-flex candidates of the worlds in ``sweep.mask``: planes against
+    vertices (one launch) and geoms against elements (collide_flex_elem)."""
     from .bind import launch
     opt = m.opt
     dist, pos, frame, key = sweep.emit
+    if plan.elem_analytic or plan.elem_convex:
+        narrow_elem(m, d, plan, sweep)
+    if not plan.plane_flex:
+        return
     launch(_narrow_plane_flex, m, d, override=bool(opt.enabled("override")),
            o_margin=float(opt.o_margin), flex_list=plan.flex_list,
            nflexcand=plan.nflexcand, lanes=sweep.lists[2], cand_geom=sweep.cand[0],

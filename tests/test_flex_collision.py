@@ -1,12 +1,16 @@
 """Flex collisions (kernels/collide_flex.py) against MuJoCo 3.4.0.
 
 Planes against flex vertices (mj_collidePlaneFlex) for lines, triangles and
-tetrahedra: the contacts after forward (every field, in MuJoCo's order, merged with
-the geom pairs' contacts by bodyflex signature), the constraint rows (dense and
-sparse Jacobians, pyramidal and elliptic cones, pinned vertices), qacc, and 100-step
-trajectories of flexes dropped on planes. Several worlds in random states, f64 on the
-CPU, outputs poisoned with NaN first. What tiphys does not collide yet is refused by
-name: geom-element pairs, flex-flex pairs, self-collisions.
+tetrahedra, and geoms (sphere, capsule, box, ellipsoid, cylinder, mesh) against flex
+elements (mj_collideGeomElem: analytic detectors for lines and sphere-triangle, the
+native ccd otherwise): the contacts after forward (every field, in MuJoCo's order,
+merged with the geom pairs' contacts by bodyflex signature), the constraint rows
+(dense and sparse Jacobians, pyramidal and elliptic cones, pinned vertices, element
+contacts spread over the element's vertex bodies), qacc, and 100-step trajectories of
+flexes dropped on planes and of a ball and a box dropped on a pinned cloth. Several
+worlds in random states, f64 on the CPU, outputs poisoned with NaN first. What tiphys
+does not collide yet is refused by name: heightfield-element pairs, flex-flex pairs,
+self-collisions.
 """
 import mujoco
 import numpy as np
@@ -109,7 +113,7 @@ def forward_both(m, mjm, qpos, qvel):
     return d, theirs
 
 
-def check_forward(text, seed, nworld=NWORLD):
+def check_forward(text, seed, nworld=NWORLD, rtol=RTOL):
     m, mjm = pair(text)
     qpos, qvel = random_state(mjm, seed, nworld)
     d, theirs = forward_both(m, mjm, qpos, qvel)
@@ -124,13 +128,13 @@ def check_forward(text, seed, nworld=NWORLD):
                    compare_contacts(tiphys_contacts(d, w, arrays), want)]
         scale = max(1.0, float(np.abs(md.qacc).max()))
         err = float(np.abs(qacc[w, :mjm.nv] - md.qacc).max()) / scale
-        if not err < RTOL:
+        if not err < rtol:
             errors.append(f"world {w} qacc: relative error {err:.2e}")
     # the rows after fwdPosition / fwdVelocity (forward's own rows: same state)
     rows = run_mujoco(mjm, qpos, qvel)
     ours = fetch(d)
     for w in range(nworld):
-        errors += compare_world(ours, rows[w], w)
+        errors += compare_world(ours, rows[w], w, rtol=rtol)
     return errors, nflexcon
 
 
@@ -220,10 +224,11 @@ def test_internal_collisions_are_refused():
     _refused(text, "flex 'box' internal=\"true\" collisions.*not supported yet")
 
 
-def test_geom_element_pairs_are_refused_naming_geom_and_flex():
-    text = xml("mixed").replace('name="ball" size=".05" contype="2"',
-                                'name="ball" size=".05" contype="1"')
-    _refused(text, "flex 'cloth' collisions with geom 'ball' \\(sphere\\)")
+def test_heightfield_element_pairs_are_refused_naming_geom_and_flex():
+    text = ('<mujoco><asset><hfield name="h" nrow="3" ncol="3" size="1 1 .1 .1"/></asset>'
+            '<worldbody><geom name="terrain" type="hfield" hfield="h"/>' + CLOTH +
+            '</worldbody></mujoco>')
+    _refused(text, "flex 'cloth' collisions with geom 'terrain' \\(hfield\\)")
 
 
 def test_flex_flex_pairs_are_refused():
@@ -239,3 +244,129 @@ def test_enabling_self_collision_contacts_after_make_data_is_refused():
     m.opt.disableflags &= ~int(mujoco.mjtDisableBit.mjDSBL_CONTACT)
     with pytest.raises(NotImplementedError, match="flex 'cloth' selfcollide='auto'"):
         tiphys.step(m, d)
+
+
+# ------------------------------------------------------------------ geoms against elements
+
+GEOMS = {
+    "sphere": ('type="sphere" size=".05"', .05),
+    "capsule": ('type="capsule" size=".03 .06" euler="0 1.1 .3"', .03),
+    "box": ('type="box" size=".06 .05 .03" euler=".1 .05 .4"', .03),
+    "ellipsoid": ('type="ellipsoid" size=".06 .05 .04"', .04),
+    "cylinder": ('type="cylinder" size=".05 .03"', .03),
+    "mesh": ('type="mesh" mesh="tet"', .02),
+}
+MESH = ('<asset><mesh name="tet" vertex="-.06 -.05 -.02  .06 -.05 -.02  0 .07 -.02  '
+        '0 0 .05"/></asset>')
+# a pinned cloth (36 + 6 dofs: dense), a pinned rope, a soft box on the floor
+FLEXES = {
+    "cloth": _fc("cloth", 'type="grid" count="4 4 1" spacing=".1 .1 .1" dim="2" '
+                 'radius=".01" mass="1"', 'condim="4" solref=".005 1"',
+                 '<edge damping=".5"/><pin id="0 3 12 15"/>'),
+    "rope": _fc("rope", 'type="grid" count="5 1 1" spacing=".05 .1 .1" dim="1" '
+                'radius=".02" mass="1"', 'margin=".005"',
+                '<edge stiffness="20" damping=".5"/><pin id="0 4"/>'),
+    "soft": _fc("soft", 'type="grid" count="3 3 3" spacing=".1 .1 .1" dim="3" '
+                'radius=".01" mass="2" pos="0 0 -.1"', 'internal="false"',
+                '<elasticity young="5e3" poisson=".2" damping=".003"/><pin id="0 2 6 8"/>'),
+}
+
+
+def elem_xml(flex, geom, cone="pyramidal", z=0.0, free=True):
+    attrs, half = GEOMS[geom]
+    joint = "<freejoint/>" if free else ""
+    return (f'<mujoco><option cone="{cone}" timestep="0.002"/>{MESH}<worldbody>'
+            f'<geom name="floor" type="plane" size="1 1 .1" pos="0 0 -.4"/>'
+            f'<body name="obj" pos=".02 .01 {half + z}">{joint}<geom name="obj" {attrs} '
+            f'friction=".8 .02 .002" solimp=".85 .95 .002 .5 2"/></body>'
+            f'{FLEXES[flex]}</worldbody></mujoco>')
+
+
+ELEM_CASES = [(f, g) for f in FLEXES for g in GEOMS]
+# the pairs that take the native ccd: its witness points stop within ccd_tolerance of
+# the optimum, so an input one ulp apart (geom_xmat) can move a contact frame by ~1e-9
+CCD_RTOL = 1e-8
+
+
+def _ccd(flex, geom):
+    dim = {"rope": 1, "cloth": 2, "soft": 3}[flex]
+    return not ((dim == 1 and geom in ("sphere", "capsule", "box")) or
+                (dim == 2 and geom == "sphere"))
+
+
+@pytest.mark.parametrize("flex,geom", ELEM_CASES, ids=[f"{f}-{g}" for f, g in ELEM_CASES])
+def test_geom_element_contacts_rows_and_qacc_match_mujoco(flex, geom):
+    text = elem_xml(flex, geom)
+    total = 0
+    for seed in range(2):
+        errors, n = check_forward(text, seed, rtol=CCD_RTOL if _ccd(flex, geom) else RTOL)
+        assert errors == [], errors[:10]
+        total += n
+    assert total > 0  # the states touch the flex
+
+
+@pytest.mark.parametrize("geom", ["sphere", "box", "mesh"])
+def test_geom_element_elliptic_cones_match_mujoco(geom):
+    errors, n = check_forward(elem_xml("cloth", geom, cone="elliptic"), 5,
+                              rtol=CCD_RTOL if _ccd("cloth", geom) else RTOL)
+    assert errors == [] and n > 0, errors[:10]
+
+
+@pytest.mark.parametrize("geom", ["sphere", "box"])
+def test_ball_dropped_on_pinned_cloth_trajectory_matches_mujoco(geom):
+    """100 steps of a geom falling onto a cloth pinned at its corners."""
+    m, mjm = pair(elem_xml("cloth", geom, z=0.02))
+    qpos, qvel = random_state(mjm, 11)
+    d = tiphys.make_data(m, NWORLD)
+    _set(d.qpos, qpos)
+    _set(d.qvel, qvel)
+    mds = []
+    for w in range(NWORLD):
+        md = mujoco.MjData(mjm)
+        md.qpos[:] = qpos[w]
+        md.qvel[:] = qvel[w]
+        mds.append(md)
+    nelem = 0
+    for step in range(100):
+        tiphys.step(m, d)
+        for md in mds:
+            mujoco.mj_step(mjm, md)
+            nelem += sum(1 for c in md.contact[:md.ncon] if c.elem[1] >= 0)
+        if step % 25 == 24:
+            got = d.numpy("qpos")[:, :mjm.nq]
+            for w, md in enumerate(mds):
+                err = np.abs(got[w] - md.qpos).max()
+                assert err < 1e-7, f"step {step} world {w}: qpos error {err:.2e}"
+    assert nelem > 0
+
+
+def _big_cloth(condim):
+    return elem_xml("cloth", "sphere").replace('count="4 4 1"', 'count="5 5 1"').replace(
+        'pin id="0 3 12 15"', 'pin id="0 4 20 24"').replace('condim="4"',
+                                                            f'condim="{condim}"')
+
+
+def test_sparse_element_contacts_match_mujoco():
+    """A bigger cloth (sparse Jacobians) under a ball: element contacts whose vertex
+    bodies' chains merge into one sparse row."""
+    text = _big_cloth(3)
+    m, mjm = pair(text)
+    assert mujoco.mj_isSparse(mjm)
+    errors, n = check_forward(text, 2)
+    assert errors == [] and n > 0, errors[:10]
+
+
+def test_sparse_element_contacts_with_torsion_match_mujoco_dense_rows():
+    """condim 4 element contacts with sparse Jacobians: MuJoCo 3.4.0's sparse mj_jacSum
+    lays the rotational rows out as if contiguous with the translational ones (they
+    start at 3 nv), so its sparse rows carry stale rotational values there; tiphys
+    gives the rows of MuJoCo's dense path, compared here against the same model with
+    jacobian="dense" (same contacts, rows and qacc)."""
+    text = _big_cloth(4)
+    m, _ = pair(text)
+    dense = text.replace('<option ', '<option jacobian="dense" ', 1)
+    mjm = mujoco.MjModel.from_xml_string(dense)
+    assert m.is_sparse and not mujoco.mj_isSparse(mjm)
+    _CACHE[text + "#dense"] = (m, mjm)
+    errors, n = check_forward(text + "#dense", 2)
+    assert errors == [] and n > 0, errors[:10]

@@ -1,0 +1,352 @@
+"""Geoms against flex elements: MuJoCo 3.4.0's mj_collideGeomElem
+(engine_collision_driver.c) and mjc_ConvexElem (engine_collision_convex.c).
+
+Each GEOM_ELEM candidate of kernels/collide_flex.py is one (geom, flex, element):
+
+- the geom's bounding sphere (rbound + margin) against the element's box (elements
+  with a vertex on the geom's body make no candidate: collide_flex.flex_entries);
+- a line element against a sphere, capsule or box: the capsule between its two
+  vertices with the flex radius (mj_makeCapsule) and the analytic detectors of
+  kernels/collide_primitive.py / collide_box.py (capsule-box with the normals turned
+  to point from the geom to the element);
+- a sphere against a triangle: mjraw_SphereTriangle;
+- everything else: the native ccd (kernels/collide_convex.py's _convex, one contact)
+  with the element as a convex object, its vertices inflated by the flex radius
+  (convex_support._elem_support). Heightfields are refused on the host.
+
+Two launches: the analytic pairs (small, exact math) and the ccd pairs (GJK + EPA,
+compiled light, as collide_convex's kernels).
+"""
+import numpy as np
+import taichi as ti
+
+from .bind import launch
+from .collide_box import capsule_box
+from .collide_convex import _check_options, _convex, _light_compile, _object
+from .collide_primitive import capsule_capsule, sphere_capsule
+from .collision import ND, emit, exact_math, new_list
+from .consts import GEOM_BOX, GEOM_CAPSULE, GEOM_FLEX, GEOM_SPHERE, MINVAL
+from .epa import Polytope, polytope_capacity, polytope_scratch
+from .math import normalize3
+
+GEOM_ELEM = 1  # collide_flex.GEOM_ELEM (that module imports this one)
+ANALYTIC_MAXCON = 2
+
+
+def analytic(gtype: int, dim: int) -> bool:
+    """Whether mj_collideGeomElem takes an analytic detector for this pair."""
+    return (dim == 1 and gtype in (GEOM_SPHERE, GEOM_CAPSULE, GEOM_BOX)) or \
+        (dim == 2 and gtype == GEOM_SPHERE)
+
+
+def maxcon(gtype: int, dim: int) -> int:
+    return 2 if dim == 1 and gtype in (GEOM_CAPSULE, GEOM_BOX) else 1
+
+
+@ti.func
+def _quat_z2vec(vec):
+    """mju_quatZ2Vec: the rotation taking the z axis to ``vec``."""
+    quat = ti.Vector([1.0, 0.0, 0.0, 0.0])
+    n = vec.norm()
+    if n >= MINVAL:
+        vn = vec * (1.0 / n)
+        axis = ti.Vector([-vn[1], vn[0], 0.0])  # z x vn
+        a = axis.norm()
+        if a < MINVAL:
+            if vn[2] < 0:
+                quat = ti.Vector([0.0, 1.0, 0.0, 0.0])
+        else:
+            axis = axis * (1.0 / a)
+            angle = ti.atan2(a, vn[2])
+            if angle != 0:
+                s = ti.sin(angle * 0.5)
+                quat = ti.Vector([ti.cos(angle * 0.5), axis[0] * s, axis[1] * s, axis[2] * s])
+    return quat
+
+
+@ti.func
+def _quat2mat(q):
+    """mju_quat2Mat (the identity for the null quaternion)."""
+    mat = ti.Matrix.identity(float, 3)
+    if not (q[0] == 1 and q[1] == 0 and q[2] == 0 and q[3] == 0):
+        q00 = q[0] * q[0]
+        q01 = q[0] * q[1]
+        q02 = q[0] * q[2]
+        q03 = q[0] * q[3]
+        q11 = q[1] * q[1]
+        q12 = q[1] * q[2]
+        q13 = q[1] * q[3]
+        q22 = q[2] * q[2]
+        q23 = q[2] * q[3]
+        q33 = q[3] * q[3]
+        mat = ti.Matrix([[q00 + q11 - q22 - q33, 2 * (q12 - q03), 2 * (q13 + q02)],
+                         [2 * (q12 + q03), q00 - q11 + q22 - q33, 2 * (q23 - q01)],
+                         [2 * (q13 - q02), 2 * (q23 + q01), q00 - q11 - q22 + q33]])
+    return mat
+
+
+@ti.func
+def _make_capsule(v1, v2, radius):
+    """mj_makeCapsule: (pos, mat, size) of the capsule between two vertices."""
+    dif = v1 - v2
+    length = dif.norm()
+    pos = (v1 + v2) * 0.5
+    mat = _quat2mat(_quat_z2vec(normalize3(dif)))
+    return pos, mat, ti.Vector([radius, 0.5 * length, 0.0])
+
+
+@ti.func
+def _area_sign(p1, p2, p3):
+    v = (p1[0] - p3[0]) * (p2[1] - p3[1]) - (p2[0] - p3[0]) * (p1[1] - p3[1])
+    return 1.0 if v > 0 else (-1.0 if v < 0 else 0.0)
+
+
+@ti.func
+def _point_segment(p, u, v):
+    """Nearest point to p on segment (u, v) in 2D and its distance."""
+    uv = v - u
+    up = p - u
+    a = uv.dot(up) / ti.max(MINVAL, uv.dot(uv))
+    res = u + uv * a
+    if a <= 0:
+        res = u
+    elif a >= 1:
+        res = v
+    return res, ti.sqrt((res[0] - p[0]) * (res[0] - p[0]) + (res[1] - p[1]) * (res[1] - p[1]))
+
+
+@ti.func
+def _sphere_triangle(out: ti.template(), margin, s, rs, t1, t2, t3, rt):
+    """mjraw_SphereTriangle: a sphere against a triangle of radius rt."""
+    rbound = margin + rs + rt
+    S = s - t1
+    A = t2 - t1
+    B = t3 - t1
+    N = normalize3(A.cross(B))
+    dst_s = N.dot(S)
+    if ti.abs(dst_s) <= rbound:
+        P = S - N * dst_s
+        len_a = A.norm()
+        V1 = normalize3(A)
+        V2 = normalize3(N.cross(A))
+        o = ti.Vector([0.0, 0.0])
+        a = ti.Vector([len_a, 0.0])
+        b = ti.Vector([V1.dot(B), V2.dot(B)])
+        p = ti.Vector([V1.dot(P), V2.dot(P)])
+        sign1 = _area_sign(p, o, a)
+        sign2 = _area_sign(p, a, b)
+        sign3 = _area_sign(p, b, o)
+        X = P
+        if not (sign1 == sign2 and sign2 == sign3):
+            x0, d0 = _point_segment(p, o, a)
+            x1, d1 = _point_segment(p, a, b)
+            x2, d2 = _point_segment(p, b, o)
+            best = x2
+            if d0 < d1 and d0 < d2:
+                best = x0
+            elif d1 < d2:
+                best = x1
+            X = V1 * best[0] + V2 * best[1]
+        nrm = X - S
+        dst = nrm.norm()
+        nrm = normalize3(nrm)
+        if dst <= rbound:
+            dist = dst - rs - rt
+            out.n = 0
+            out.dist[0] = dist
+            for k in ti.static(range(3)):
+                out.pos[0, k] = s[k] + nrm[k] * (rs + dist / 2)
+                out.normal[0, k] = nrm[k]
+                out.tangent[0, k] = 0.0
+            out.n = 1
+
+
+@ti.func
+def elem_candidate(worldid, cand, override: ti.template(), o_margin, cand_geom: ti.template(),
+                   cand_flex: ti.template(), geom_rbound: ti.template(),
+                   geom_margin: ti.template(), flex_margin: ti.template(),
+                   flex_dim: ti.template(), flex_elemdataadr: ti.template(),
+                   flex_elemadr: ti.template(), geom_xpos: ti.template(),
+                   flexelem_aabb: ti.template()):
+    """(g, f, e, margin, data, near) of a geom-element candidate: mj_collideGeomElem's
+    margin and its bounding test (``data``: the element's first vertex id address; its
+    same-body test is static: collide_flex.flex_entries makes no such candidate)."""
+    g = cand_geom[0, cand, 0]
+    info = cand_flex[cand]
+    f = info[0]
+    e = info[2]
+    margin = 0.0
+    if ti.static(override):
+        margin = o_margin
+    else:
+        margin = ti.max(geom_margin[worldid % geom_margin.shape[0], g], flex_margin[f])
+    dim = flex_dim[f]
+    data = flex_elemdataadr[f] + e * (dim + 1)
+    near = info[1] == GEOM_ELEM
+    if near:
+        box = flexelem_aabb[worldid, flex_elemadr[f] + e]
+        bound = geom_rbound[worldid % geom_rbound.shape[0], g] + margin
+        s = geom_xpos[worldid, g]
+        for k in ti.static(range(3)):
+            if s[k] + bound < box[k] - box[3 + k] or s[k] - bound > box[k] + box[3 + k]:
+                near = False
+    return g, f, e, margin, data, near
+
+
+@ti.kernel
+def _narrow_elem_analytic(
+    override: ti.template(), o_margin: float,
+    # candidates
+    flex_list: ND, nflexcand: ti.i32, lanes: ti.i32, cand_geom: ND, cand_flex: ND,
+    # model
+    geom_type: ND, geom_size: ND, geom_rbound: ND, geom_margin: ND,
+    flex_margin: ND, flex_radius: ND, flex_dim: ND, flex_elem: ND, flex_elemdataadr: ND,
+    flex_elemadr: ND, flex_vertadr: ND,
+    # data
+    geom_xpos: ND, geom_xmat: ND, flexvert_xpos: ND, flexelem_aabb: ND, world_mask: ND,
+    ncon: ND, contact_dist: ND, contact_pos: ND, contact_frame: ND, contact_key: ND,
+):
+    """The analytic geom-element pairs."""
+    nworld = geom_xpos.shape[0]
+    for worldid, lane in ti.ndrange(nworld, lanes):
+        k = lane
+        while k < nflexcand and world_mask[worldid] != 0:
+            cand = flex_list[k]
+            k += lanes
+            g, f, e, margin, data, near = elem_candidate(
+                worldid, cand, override, o_margin, cand_geom, cand_flex, geom_rbound,
+                geom_margin, flex_margin, flex_dim, flex_elemdataadr, flex_elemadr,
+                geom_xpos, flexelem_aabb)
+            gtype = geom_type[g]
+            dim = flex_dim[f]
+            line = dim == 1 and (gtype == GEOM_SPHERE or gtype == GEOM_CAPSULE or
+                                 gtype == GEOM_BOX)
+            if near and (line or (dim == 2 and gtype == GEOM_SPHERE)):
+                out = new_list(ANALYTIC_MAXCON)
+                vbase = flex_vertadr[f]
+                radius = flex_radius[f]
+                pos = geom_xpos[worldid, g]
+                mat = geom_xmat[worldid, g]
+                size = geom_size[worldid % geom_size.shape[0], g]
+                v0 = flexvert_xpos[worldid, vbase + flex_elem[data]]
+                v1 = flexvert_xpos[worldid, vbase + flex_elem[data + 1]]
+                if line:
+                    cpos, cmat, csize = _make_capsule(v0, v1, radius)
+                    if gtype == GEOM_SPHERE:
+                        sphere_capsule(out, margin, pos, mat, size, cpos, cmat, csize)
+                    elif gtype == GEOM_CAPSULE:
+                        capsule_capsule(out, margin, pos, mat, size, cpos, cmat, csize)
+                    else:
+                        capsule_box(out, margin, cpos, cmat, csize, pos, mat, size)
+                        for i in ti.static(range(ANALYTIC_MAXCON)):
+                            for j in ti.static(range(3)):
+                                out.normal[i, j] = -out.normal[i, j]
+                else:
+                    v2 = flexvert_xpos[worldid, vbase + flex_elem[data + 2]]
+                    _sphere_triangle(out, margin, pos, size[0], v0, v1, v2, radius)
+                emit(worldid, cand, out, ncon, contact_dist, contact_pos, contact_frame,
+                     contact_key)
+
+
+@ti.func
+def _new_elem(worldid, f, e, data, margin, flex_dim: ti.template(), flex_elem: ti.template(),
+              flex_elemadr: ti.template(), flex_vertadr: ti.template(),
+              flex_radius: ti.template(), flexvert_xpos: ti.template(),
+              flexelem_aabb: ti.template()):
+    """A flex element as a ccd object (mjCCDObj of type mjGEOM_FLEX): collide_convex's
+    object fields plus its vertices, their count and the flex radius; its center is the
+    element box's."""
+    box = flexelem_aabb[worldid, flex_elemadr[f] + e]
+    o = ti.types.struct(
+        type=ti.i32, pos=ti.types.vector(3, float), mat=ti.types.matrix(3, 3, float),
+        size=ti.types.vector(3, float), margin=float, shrink=ti.i32, vadr=ti.i32,
+        vnum=ti.i32, gadr=ti.i32, vidx=ti.i32, midx=ti.i32,
+        elem=ti.types.matrix(4, 3, float), nvert=ti.i32, radius=float)(
+        type=GEOM_FLEX, pos=ti.Vector([box[0], box[1], box[2]]),
+        mat=ti.Matrix.identity(float, 3), size=ti.Vector.zero(float, 3), margin=margin,
+        shrink=0, vadr=0, vnum=0, gadr=-1, vidx=-1, midx=-1,
+        elem=ti.Matrix.zero(float, 4, 3), nvert=flex_dim[f] + 1, radius=flex_radius[f])
+    for i in range(flex_dim[f] + 1):
+        v = flexvert_xpos[worldid, flex_vertadr[f] + flex_elem[data + i]]
+        for k in ti.static(range(3)):
+            o.elem[i, k] = v[k]
+    return o
+
+
+@ti.kernel
+def _narrow_elem_convex(
+    cap: ti.template(), override: ti.template(), o_margin: float, tol: float, kmax: ti.i32,
+    # candidates
+    flex_list: ND, nflexcand: ti.i32, lanes: ti.i32, cand_geom: ND, cand_flex: ND,
+    # model
+    geom_type: ND, geom_dataid: ND, geom_size: ND, geom_rbound: ND, geom_margin: ND,
+    mesh_vertadr: ND, mesh_vertnum: ND, mesh_graphadr: ND, mesh_vert: ND,
+    mesh_graph: ND, flex_margin: ND, flex_radius: ND, flex_dim: ND, flex_elem: ND,
+    flex_elemdataadr: ND, flex_elemadr: ND, flex_vertadr: ND,
+    # scratch: one EPA polytope per thread
+    epa_floats: ND, epa_ints: ND,
+    # data
+    geom_xpos: ND, geom_xmat: ND, flexvert_xpos: ND, flexelem_aabb: ND, world_mask: ND,
+    ncon: ND, contact_dist: ND, contact_pos: ND, contact_frame: ND, contact_key: ND,
+):
+    """mjc_ConvexElem: the geom-element pairs without an analytic detector."""
+    nworld = geom_xpos.shape[0]
+    for worldid, lane in ti.ndrange(nworld, lanes):
+        pt = Polytope((epa_floats, epa_ints), worldid * lanes + lane, cap)
+        k = lane
+        while k < nflexcand and world_mask[worldid] != 0:
+            cand = flex_list[k]
+            k += lanes
+            g, f, e, margin, data, near = elem_candidate(
+                worldid, cand, override, o_margin, cand_geom, cand_flex, geom_rbound,
+                geom_margin, flex_margin, flex_dim, flex_elemdataadr, flex_elemadr,
+                geom_xpos, flexelem_aabb)
+            gtype = geom_type[g]
+            dim = flex_dim[f]
+            line = dim == 1 and (gtype == GEOM_SPHERE or gtype == GEOM_CAPSULE or
+                                 gtype == GEOM_BOX)
+            if near and not line and not (dim == 2 and gtype == GEOM_SPHERE):
+                out = new_list(1)
+                o1 = _object(worldid, g, margin, geom_type, geom_dataid, geom_size,
+                             geom_xpos, geom_xmat, mesh_vertadr, mesh_vertnum,
+                             mesh_graphadr)
+                o2 = _new_elem(worldid, f, e, data, margin, flex_dim, flex_elem,
+                               flex_elemadr, flex_vertadr, flex_radius, flexvert_xpos,
+                               flexelem_aabb)
+                rw = worldid % geom_rbound.shape[0]
+                _convex(out, o1, o2, margin, geom_rbound[rw, g], 0.0, pt, False, mesh_vert,
+                        mesh_graph, tol, kmax, 0, 0, 0, ())
+                emit(worldid, cand, out, ncon, contact_dist, contact_pos, contact_frame,
+                     contact_key)
+
+
+def narrow_elem(m, d, plan, sweep) -> None:
+    """The geom-element candidates of the worlds in ``sweep.mask``: one launch for the
+    analytic pairs, one for the ccd pairs (each only when the plan has such pairs)."""
+    opt = m.opt
+    lists = sweep.lists
+    dist, pos, frame, key = sweep.emit
+    common = dict(override=bool(opt.enabled("override")), o_margin=float(opt.o_margin),
+                  flex_list=plan.flex_list, nflexcand=plan.nflexcand, lanes=lists[2],
+                  cand_geom=sweep.cand[0], cand_flex=plan.cand_flex, world_mask=sweep.mask,
+                  contact_dist=dist, contact_pos=pos, contact_frame=frame, contact_key=key)
+    if plan.elem_analytic:
+        with exact_math():
+            launch(_narrow_elem_analytic, m, d, **common)
+    if plan.elem_convex:
+        _check_options(opt)
+        cap = polytope_capacity(opt.ccd_iterations)
+        epa_floats, epa_ints = polytope_scratch(d, cap, d.nworld * lists[2])
+        with _light_compile():
+            launch(_narrow_elem_convex, m, d, cap=cap, tol=float(opt.ccd_tolerance),
+                   kmax=int(opt.ccd_iterations), epa_floats=epa_floats, epa_ints=epa_ints,
+                   **common)
+
+
+def elem_kinds(a, entries) -> tuple:
+    """(analytic, convex): whether the candidates hold geom-element pairs of each kind."""
+    geom_type = np.asarray(a.geom_type)
+    dims = np.asarray(a.flex_dim)
+    kinds = {analytic(int(geom_type[g]), int(dims[info[0]]))
+             for g, _, _, info in entries if info is not None and info[1] == GEOM_ELEM}
+    return True in kinds, False in kinds
