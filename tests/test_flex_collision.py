@@ -12,10 +12,13 @@ worlds in random states, f64 on the CPU, outputs poisoned with NaN first. What t
 does not collide yet is refused by name: heightfield-element pairs, flex-flex pairs,
 self-collisions.
 """
+import os
+
 import mujoco
 import numpy as np
 import pytest
 
+import subproc
 import tiphys
 from oracle import compare_contacts, contact_arrays, mujoco_contacts, tiphys_contacts
 from test_constraint import _poison, compare_world, fetch, run_mujoco
@@ -135,6 +138,12 @@ def check_forward(text, seed, nworld=NWORLD, rtol=RTOL):
     ours = fetch(d)
     for w in range(nworld):
         errors += compare_world(ours, rows[w], w, rtol=rtol)
+    # islands: flex contacts find their trees from their Jacobian rows
+    nisland, island = d.numpy("nisland"), d.numpy("efc_island")
+    for w, md in enumerate(theirs):
+        if nisland[w] != md.nisland or not np.array_equal(island[w][:md.nefc],
+                                                           md.efc_island):
+            errors.append(f"world {w} islands: {nisland[w]} != {md.nisland}")
     return errors, nflexcon
 
 
@@ -201,6 +210,42 @@ def test_contacts_keep_mujoco_order_with_geom_pairs():
     arrays = contact_arrays(d)
     for w, md in enumerate(theirs):
         assert compare_contacts(tiphys_contacts(d, w, arrays), mujoco_contacts(md)) == []
+
+
+def test_flex_collisions_f32_close_to_mujoco():
+    """f32 on the CPU (a subprocess: the precision is per process): plane-vertex and
+    geom-element contacts (analytic and ccd) and their forward accelerations."""
+    script = f"""
+import sys
+sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
+import numpy as np, tiphys
+tiphys.init(arch="cpu", precision="f32")
+import test_flex_collision as t
+from oracle import contact_arrays, tiphys_contacts, mujoco_contacts
+out = {{}}
+for text in (t.xml("box"), t.elem_xml("cloth", "sphere"), t.elem_xml("soft", "box")):
+    m, mjm = t.pair(text)
+    qpos, qvel = t.random_state(mjm, 0)
+    d, theirs = t.forward_both(m, mjm, qpos, qvel)
+    arrays = contact_arrays(d)
+    qacc = d.numpy("qacc")
+    worst = 0.0
+    total = 0
+    for w, md in enumerate(theirs):
+        ours, want = tiphys_contacts(d, w, arrays), mujoco_contacts(md)
+        assert len(ours) == len(want), (len(ours), len(want))
+        total += len(want)
+        for a, b in zip(ours, want):
+            assert np.array_equal(a["vert"], b["vert"]) and np.array_equal(a["elem"], b["elem"])
+            worst = max(worst, np.abs(a["pos"] - b["pos"]).max(), np.abs(a["dist"] - b["dist"]).max())
+        scale = max(1.0, np.abs(md.qacc).max())
+        assert np.abs(qacc[w, :mjm.nv] - md.qacc).max() / scale < 1e-2
+    assert worst < 1e-5 and total > 0, (worst, total)
+    out[len(out)] = worst
+print("OK", out)
+"""
+    res = subproc.run(["-c", script], key="cpu-f32")
+    assert res.returncode == 0 and "OK" in res.stdout, (res.stdout + res.stderr)[-3000:]
 
 
 # ------------------------------------------------------------------ refusals
@@ -369,4 +414,15 @@ def test_sparse_element_contacts_with_torsion_match_mujoco_dense_rows():
     assert m.is_sparse and not mujoco.mj_isSparse(mjm)
     _CACHE[text + "#dense"] = (m, mjm)
     errors, n = check_forward(text + "#dense", 2)
+    assert errors == [] and n > 0, errors[:10]
+
+
+@pytest.mark.parametrize("text", [xml("mixed"), elem_xml("soft", "mesh")],
+                         ids=["planes", "elements"])
+def test_put_model_flex_collisions_match_mujoco(text):
+    """A model compiled by MuJoCo (put_model) collides its flexes the same way."""
+    mjm = mujoco.MjModel.from_xml_string(text)
+    m = tiphys.put_model(mjm)
+    _CACHE[text + "#put"] = (m, mjm)
+    errors, n = check_forward(text + "#put", 6, rtol=CCD_RTOL)
     assert errors == [] and n > 0, errors[:10]
