@@ -24,7 +24,7 @@ element's vertex bodies weighted by inverse distance (kernels/constraint.py
 import numpy as np
 import taichi as ti
 
-from .collide_flex_elem import GEOM_ELEM, narrow_elem
+from .collide_flex_elem import ELEM_ELEM, GEOM_ELEM, narrow_elem
 from .collide_flex_elem import maxcon as elem_maxcon
 from .collision import KEY_STRIDE, emit_one
 from .consts import GEOM_HFIELD, GEOM_PLANE, GEOM_SDF, GEOM_TYPE_NAMES, MINMU, MINVAL
@@ -105,19 +105,77 @@ def flex_entries(a, opt, bct, bca, excl):
                         continue
                     for sub in range(0, int(vertnum[f]), KEY_STRIDE):
                         n = min(KEY_STRIDE, int(vertnum[f]) - sub)
-                        out.append((sig, (int(g), -1, -1, (f, PLANE_VERTS, sub, n))))
+                        out.append((sig, (int(g), -1, -1,
+                                          (f, PLANE_VERTS, sub, n, -1, -1))))
                 else:
                     n = elem_maxcon(int(geom_type[g]), int(dims[f]))
                     for e in elems:
                         if b in elem_bodies(f, e):  # mj_collideGeomElem's same-body skip
                             continue
-                        out.append((sig, (int(g), -1, -1, (f, GEOM_ELEM, e, n))))
+                        out.append((sig, (int(g), -1, -1, (f, GEOM_ELEM, e, n, -1, -1))))
+
+    def pair_elems(f):
+        """The elements a flex's midphase hierarchy holds (3D: the active ones)."""
+        elems = range(int(elemnum[f]))
+        if int(dims[f]) == 3:
+            e0 = int(elemadr[f])
+            elems = [e for e in elems if int(layer[e0 + e]) < int(active[f])]
+        return elems
+
+    def elem_pairs(sig, f1, elems1, f2, elems2, self_pairs):
+        n = 2 if int(dims[f1]) == 1 and int(dims[f2]) == 1 else 1
+        for e1 in elems1:
+            bodies1 = elem_bodies(f1, e1)
+            for e2 in elems2:
+                if self_pairs and e2 <= e1:
+                    continue
+                if bodies1 & elem_bodies(f2, e2):  # mj_collideElems' same-body skip
+                    continue
+                out.append((sig, (-1, -1, -1, (f2, ELEM_ELEM, e2, n, f1, e1))))
+
+    # flex:flex pairs (their contacts sorted by element pair, as the loops give them)
+    for f1 in range(nflex):
+        for f2 in range(f1 + 1, nflex):
+            if not (fct[f1] or fca[f1]) or not (fct[f2] or fca[f2]) or \
+                    not _bitmask_ok(fct[f1], fca[f1], fct[f2], fca[f2]):
+                continue
+            sig = ((nbody + f1) << 16) + nbody + f2
+            if sig in excl:
+                continue
+            tree = midphase and int(bvhadr[f1]) >= 0 and int(bvhadr[f2]) >= 0
+            elems1 = pair_elems(f1) if tree else range(int(elemnum[f1]))
+            elems2 = pair_elems(f2) if tree else range(int(elemnum[f2]))
+            elem_pairs(sig, f1, elems1, f2, elems2, False)
+
+    # self-collisions, after every pair: element pairs of active elements in loop
+    # order (mj_collision's direct path; its midphases are refused, ``unsupported``)
+    selfcollide = np.asarray(a.flex_selfcollide)
+    for f in range(nflex):
+        if int(np.asarray(a.flex_rigid)[f]) or not (int(fct[f]) & int(fca[f])) or \
+                int(selfcollide[f]) == FLEXSELF_NONE or self_midphase(a, opt, f):
+            continue
+        elems = pair_elems(f)  # mj_isElemActive
+        elem_pairs(SELF_SIGNATURE + f, f, elems, f, elems, True)
     return out
+
+
+FLEXSELF_NONE = 0  # mjtFlexSelf
+FLEXSELF_NARROW = 1
+SELF_SIGNATURE = 1 << 40  # sorts self-collisions after every bodyflex pair
+
+
+def self_midphase(a, opt, f) -> bool:
+    """Whether mj_collision self-collides flex f through a midphase (its BVH or SAP:
+    orders tiphys does not reproduce yet)."""
+    return not opt.disabled("midphase") and \
+        int(np.asarray(a.flex_selfcollide)[f]) != FLEXSELF_NARROW and \
+        int(np.asarray(a.flex_bvhadr)[f]) >= 0
 
 
 def unsupported(m, entries, names) -> list:
     """Phrases naming what of the model's flex collisions tiphys does not simulate yet
-    (geom-element pairs, flex-flex pairs, self-collisions, passive contacts) under
+    (heightfield-element pairs, internal collisions, self-collisions through a
+    midphase, passive contacts) under
     the model's options; ``entries``: the candidates of collision_driver, ``names``:
     the flexes' names."""
     a = m.arrays
@@ -139,11 +197,6 @@ def unsupported(m, entries, names) -> list:
                    f"({GEOM_TYPE_NAMES[int(geom_type[g])]})")
     fct = np.asarray(a.flex_contype)
     fca = np.asarray(a.flex_conaffinity)
-    for f1 in range(nflex):
-        for f2 in range(f1 + 1, nflex):
-            if _bitmask_ok(fct[f1], fca[f1], fct[f2], fca[f2]):
-                out.append(f"flex-flex collisions (flex {names[f1]!r} with flex "
-                           f"{names[f2]!r})")
     modes = ("none", "narrow", "bvh", "sap", "auto")
     for f in range(nflex):
         if not (fct[f] or fca[f]):
@@ -155,8 +208,9 @@ def unsupported(m, entries, names) -> list:
         if int(np.asarray(a.flex_internal)[f]):
             out.append(f"flex {names[f]!r} internal=\"true\" collisions")
         mode = int(np.asarray(a.flex_selfcollide)[f])
-        if mode != 0:
-            out.append(f"flex {names[f]!r} selfcollide={modes[mode]!r}")
+        if mode != FLEXSELF_NONE and self_midphase(a, opt, f):
+            out.append(f"flex {names[f]!r} selfcollide={modes[mode]!r} (its midphase; "
+                       f"selfcollide=\"narrow\" is supported)")
     return out
 
 
@@ -278,17 +332,40 @@ def _finalize_flex(
             info = cand_flex[cand]
             f = info[0]
             if f >= 0:
+                # side 1: geom g (geom-flex) or flex f1 (element pairs)
                 g = cand_geom[0, cand, 0]
+                f1 = info[4]
+                p1 = 0
+                c1 = 0
+                mix1 = 0.0
+                ref1 = ti.Vector([0.0, 0.0])
+                imp1 = ti.Vector([0.0, 0.0, 0.0, 0.0, 0.0])
+                fri1 = ti.Vector([0.0, 0.0, 0.0])
+                margin1 = 0.0
+                gap1 = 0.0
+                if g >= 0:
+                    p1 = geom_priority[g]
+                    c1 = geom_condim[g]
+                    mix1 = geom_solmix[worldid % geom_solmix.shape[0], g]
+                    ref1 = geom_solref[worldid % geom_solref.shape[0], g]
+                    imp1 = geom_solimp[worldid % geom_solimp.shape[0], g]
+                    fri1 = geom_friction[worldid % geom_friction.shape[0], g]
+                    margin1 = geom_margin[worldid % geom_margin.shape[0], g]
+                    gap1 = geom_gap[worldid % geom_gap.shape[0], g]
+                else:
+                    p1 = flex_priority[f1]
+                    c1 = flex_condim[f1]
+                    mix1 = flex_solmix[f1]
+                    ref1 = flex_solref[f1]
+                    imp1 = flex_solimp[f1]
+                    fri1 = flex_friction[f1]
+                    margin1 = flex_margin[f1]
+                    gap1 = flex_gap[f1]
                 condim, solref, solimp, friction = contact_param(
-                    geom_priority[g], geom_condim[g],
-                    geom_solmix[worldid % geom_solmix.shape[0], g],
-                    geom_solref[worldid % geom_solref.shape[0], g],
-                    geom_solimp[worldid % geom_solimp.shape[0], g],
-                    geom_friction[worldid % geom_friction.shape[0], g],
-                    flex_priority[f], flex_condim[f], flex_solmix[f], flex_solref[f],
-                    flex_solimp[f], flex_friction[f])
-                margin = ti.max(geom_margin[worldid % geom_margin.shape[0], g], flex_margin[f])
-                gap = ti.max(geom_gap[worldid % geom_gap.shape[0], g], flex_gap[f])
+                    p1, c1, mix1, ref1, imp1, fri1, flex_priority[f], flex_condim[f],
+                    flex_solmix[f], flex_solref[f], flex_solimp[f], flex_friction[f])
+                margin = ti.max(margin1, flex_margin[f])
+                gap = ti.max(gap1, flex_gap[f])
                 solreffriction = ti.Vector([0.0, 0.0])
                 if ti.static(override):
                     margin = o_margin
@@ -296,6 +373,9 @@ def _finalize_flex(
                     solreffriction = solref
                     solimp = ti.Vector([osi0, osi1, osi2, osi3, osi4])
                     friction = ti.Vector([of0, of1, of2, of3, of4])
+                if f1 == f:  # self-collisions ignore margin and gap
+                    margin = 0.0
+                    gap = 0.0
                 for j in ti.static(range(5)):
                     friction[j] = ti.max(MINMU, friction[j])
                 includemargin = margin - gap
@@ -307,13 +387,13 @@ def _finalize_flex(
                 contact_friction[worldid, conid] = friction
                 contact_exclude[worldid, conid] = \
                     1 if contact_dist[worldid, conid] >= includemargin else 0
-                contact_flex[worldid, conid] = ti.Vector([-1, f])
+                contact_flex[worldid, conid] = ti.Vector([f1, f])
                 if info[1] == PLANE_VERTS:
                     contact_vert[worldid, conid] = ti.Vector([-1, info[2] + key % KEY_STRIDE])
                     contact_elem[worldid, conid] = ti.Vector([-1, -1])
                 else:
                     contact_vert[worldid, conid] = ti.Vector([-1, -1])
-                    contact_elem[worldid, conid] = ti.Vector([-1, info[2]])
+                    contact_elem[worldid, conid] = ti.Vector([info[5], info[2]])
 
 
 # ------------------------------------------------------------------------------------
@@ -326,7 +406,7 @@ def narrow_flex(m, d, plan, sweep) -> None:
     from .bind import launch
     opt = m.opt
     dist, pos, frame, key = sweep.emit
-    if plan.elem_analytic or plan.elem_convex:
+    if plan.elem_analytic or plan.elem_convex or plan.elem_elem:
         narrow_elem(m, d, plan, sweep)
     if not plan.plane_flex:
         return

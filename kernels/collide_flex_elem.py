@@ -29,7 +29,8 @@ from .consts import GEOM_BOX, GEOM_CAPSULE, GEOM_FLEX, GEOM_SPHERE, MINVAL
 from .epa import Polytope, polytope_capacity, polytope_scratch
 from .math import normalize3
 
-GEOM_ELEM = 1  # collide_flex.GEOM_ELEM (that module imports this one)
+GEOM_ELEM = 1  # collide_flex.GEOM_ELEM, ELEM_ELEM (that module imports this one)
+ELEM_ELEM = 2
 ANALYTIC_MAXCON = 2
 
 
@@ -320,6 +321,78 @@ def _narrow_elem_convex(
                      contact_key)
 
 
+@ti.kernel
+def _narrow_elem_pairs(
+    cap: ti.template(), override: ti.template(), o_margin: float, tol: float, kmax: ti.i32,
+    # candidates
+    flex_list: ND, nflexcand: ti.i32, lanes: ti.i32, cand_flex: ND,
+    # model
+    flex_margin: ND, flex_radius: ND, flex_dim: ND, flex_elem: ND, flex_elemdataadr: ND,
+    flex_elemadr: ND, flex_vertadr: ND, mesh_vert: ND, mesh_graph: ND,
+    # scratch: one EPA polytope per thread
+    epa_floats: ND, epa_ints: ND,
+    # data
+    flexvert_xpos: ND, flexelem_aabb: ND, world_mask: ND,
+    ncon: ND, contact_dist: ND, contact_pos: ND, contact_frame: ND, contact_key: ND,
+):
+    """mj_collideElems: two lines as capsules (capsule-capsule), any other two elements
+    by the native ccd (mjc_ConvexElem); elements of one flex without margin."""
+    nworld = flexvert_xpos.shape[0]
+    for worldid, lane in ti.ndrange(nworld, lanes):
+        pt = Polytope((epa_floats, epa_ints), worldid * lanes + lane, cap)
+        k = lane
+        while k < nflexcand and world_mask[worldid] != 0:
+            cand = flex_list[k]
+            k += lanes
+            info = cand_flex[cand]
+            if info[1] == ELEM_ELEM:
+                f2 = info[0]
+                e2 = info[2]
+                f1 = info[4]
+                e1 = info[5]
+                margin = 0.0
+                if ti.static(override):
+                    margin = o_margin
+                else:
+                    margin = ti.max(flex_margin[f1], flex_margin[f2])
+                if f1 == f2:
+                    margin = 0.0
+                box1 = flexelem_aabb[worldid, flex_elemadr[f1] + e1]
+                box2 = flexelem_aabb[worldid, flex_elemadr[f2] + e2]
+                near = True
+                for j in ti.static(range(3)):
+                    if box1[j] + box1[3 + j] + margin < box2[j] - box2[3 + j] or \
+                            box2[j] + box2[3 + j] + margin < box1[j] - box1[3 + j]:
+                        near = False
+                if near:
+                    dim1 = flex_dim[f1]
+                    dim2 = flex_dim[f2]
+                    data1 = flex_elemdataadr[f1] + e1 * (dim1 + 1)
+                    data2 = flex_elemdataadr[f2] + e2 * (dim2 + 1)
+                    out = new_list(ANALYTIC_MAXCON)
+                    if dim1 == 1 and dim2 == 1:
+                        b1 = flex_vertadr[f1]
+                        b2 = flex_vertadr[f2]
+                        pos1, mat1, size1 = _make_capsule(
+                            flexvert_xpos[worldid, b1 + flex_elem[data1]],
+                            flexvert_xpos[worldid, b1 + flex_elem[data1 + 1]], flex_radius[f1])
+                        pos2, mat2, size2 = _make_capsule(
+                            flexvert_xpos[worldid, b2 + flex_elem[data2]],
+                            flexvert_xpos[worldid, b2 + flex_elem[data2 + 1]], flex_radius[f2])
+                        capsule_capsule(out, margin, pos1, mat1, size1, pos2, mat2, size2)
+                    else:
+                        o1 = _new_elem(worldid, f1, e1, data1, margin, flex_dim, flex_elem,
+                                       flex_elemadr, flex_vertadr, flex_radius, flexvert_xpos,
+                                       flexelem_aabb)
+                        o2 = _new_elem(worldid, f2, e2, data2, margin, flex_dim, flex_elem,
+                                       flex_elemadr, flex_vertadr, flex_radius, flexvert_xpos,
+                                       flexelem_aabb)
+                        _convex(out, o1, o2, margin, 0.0, 0.0, pt, False, mesh_vert,
+                                mesh_graph, tol, kmax, 0, 0, 0, ())
+                    emit(worldid, cand, out, ncon, contact_dist, contact_pos, contact_frame,
+                         contact_key)
+
+
 def narrow_elem(m, d, plan, sweep) -> None:
     """The geom-element candidates of the worlds in ``sweep.mask``: one launch for the
     analytic pairs, one for the ccd pairs (each only when the plan has such pairs)."""
@@ -333,14 +406,18 @@ def narrow_elem(m, d, plan, sweep) -> None:
     if plan.elem_analytic:
         with exact_math():
             launch(_narrow_elem_analytic, m, d, **common)
-    if plan.elem_convex:
+    if plan.elem_convex or plan.elem_elem:
         _check_options(opt)
         cap = polytope_capacity(opt.ccd_iterations)
         epa_floats, epa_ints = polytope_scratch(d, cap, d.nworld * lists[2])
+        ccd = dict(cap=cap, tol=float(opt.ccd_tolerance), kmax=int(opt.ccd_iterations),
+                   epa_floats=epa_floats, epa_ints=epa_ints)
         with _light_compile():
-            launch(_narrow_elem_convex, m, d, cap=cap, tol=float(opt.ccd_tolerance),
-                   kmax=int(opt.ccd_iterations), epa_floats=epa_floats, epa_ints=epa_ints,
-                   **common)
+            if plan.elem_convex:
+                launch(_narrow_elem_convex, m, d, **ccd, **common)
+            if plan.elem_elem:
+                pairs = {k: v for k, v in common.items() if k != "cand_geom"}
+                launch(_narrow_elem_pairs, m, d, **ccd, **pairs)
 
 
 def elem_kinds(a, entries) -> tuple:

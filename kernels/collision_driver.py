@@ -54,8 +54,8 @@ def candidate_pairs(a, opt):
 
 def candidate_entries(a, opt):
     """Every candidate in MuJoCo's order: geom pairs as (g1, g2, pairid, None) and the
-    geom-flex candidates of collide_flex.flex_entries as (g, -1, -1, (f, kind, sub,
-    maxcon)), merged by bodyflex signature as mj_collision merges them."""
+    flex candidates of collide_flex.flex_entries as (g or -1, -1, -1, (f, kind, sub,
+    maxcon, f1, e1)), merged by bodyflex signature as mj_collision merges them."""
     nbody = len(a.body_parentid)
     if opt.disabled("constraint") or opt.disabled("contact") or nbody + _nflex(a) < 2:
         return []
@@ -312,14 +312,15 @@ def plan(m) -> CollisionPlan:
     p.flex_entries = entries if flex_list else []
     p.nflexcand = len(flex_list)
     p.flex_list = _int_array(flex_list, (len(flex_list),))
-    cand_flex = np.full((max(1, len(cands)), 4), -1, dtype=np.int32)
+    cand_flex = np.full((max(1, len(cands)), 6), -1, dtype=np.int32)
     for i in flex_list:
         cand_flex[i] = entries[i][3]
-    p.cand_flex = ti.Vector.ndarray(4, ti.i32, shape=(cand_flex.shape[0],))
+    p.cand_flex = ti.Vector.ndarray(6, ti.i32, shape=(cand_flex.shape[0],))
     p.cand_flex.from_numpy(cand_flex)
-    from .collide_flex import PLANE_VERTS
+    from .collide_flex import ELEM_ELEM, PLANE_VERTS
     from .collide_flex_elem import elem_kinds
     p.plane_flex = any(entries[i][3][1] == PLANE_VERTS for i in flex_list)
+    p.elem_elem = any(entries[i][3][1] == ELEM_ELEM for i in flex_list)
     p.elem_analytic, p.elem_convex = elem_kinds(a, p.flex_entries)
     # (1, ncand, ...): one list for every world (the dynamic broadphase has one each)
     p.cand_geom = _int_array([c[:2] for c in cands], (1, len(cands), 2))
@@ -559,7 +560,12 @@ def default_nconmax(m) -> int:
                         != 0))
     if p.dynamic:
         return int(max(64, DYNAMIC_CONTACTS_PER_GEOM * moving + p.nxpair))
-    flex = sum(e[3][3] for e in p.flex_entries if e[3] is not None)
+    # flex: every plane-vertex contact, and for element candidates (there may be as
+    # many as element pairs) a few contacts per element
+    from .collide_flex import PLANE_VERTS
+    flex = sum(e[3][3] for e in p.flex_entries if e[3] is not None and e[3][1] == PLANE_VERTS)
+    if any(e[3] is not None and e[3][1] != PLANE_VERTS for e in p.flex_entries):
+        flex += 4 * len(np.asarray(m.arrays.flex_elemlayer))
     return int(min(p.total_maxcon, max(64, 8 * moving) + flex))
 
 

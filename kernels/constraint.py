@@ -996,7 +996,7 @@ def _fill_limit(
 # fill: contacts
 # ------------------------------------------------------------------------------------
 
-NSIDE = 5  # bodies of a contact's Jacobian: a geom or vertex and an element's <= 4
+NSIDE = 8  # bodies of a contact's Jacobian: <= 4 per side (a flex element's vertices)
 
 
 @ti.kernel

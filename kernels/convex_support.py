@@ -231,6 +231,9 @@ def _support_pair(o1: ti.template(), o2: ti.template(), direction,
         p2 = res
         o2.vidx = vidx
         o2.midx = midx
+    elif ti.static(_is_elem(o1)):  # two flex elements
+        p1 = _elem_support(o1, direction)
+        p2 = _elem_support(o2, -direction)
     elif ti.static(_is_elem(o2)):  # a geom against a flex element (object 2)
         res, vidx, midx = _support_one(
             o1.type, o1.pos, o1.mat, o1.size, o1.margin, o1.shrink, o1.vadr, o1.vnum,

@@ -116,9 +116,9 @@ def forward_both(m, mjm, qpos, qvel):
     return d, theirs
 
 
-def check_forward(text, seed, nworld=NWORLD, rtol=RTOL):
+def check_forward(text, seed, nworld=NWORLD, rtol=RTOL, scale=0.02):
     m, mjm = pair(text)
-    qpos, qvel = random_state(mjm, seed, nworld)
+    qpos, qvel = random_state(mjm, seed, nworld, scale)
     d, theirs = forward_both(m, mjm, qpos, qvel)
     arrays = contact_arrays(d)
     qacc = d.numpy("qacc")
@@ -258,8 +258,8 @@ def _refused(text, match):
         tiphys.put_model(mujoco.MjModel.from_xml_string(text))
 
 
-@pytest.mark.parametrize("mode", ["auto", "narrow", "bvh", "sap"])
-def test_self_collision_modes_are_refused_by_name(mode):
+@pytest.mark.parametrize("mode", ["auto", "bvh", "sap"])
+def test_self_collision_midphases_are_refused_by_name(mode):
     text = xml("cloth").replace(SELF, f'selfcollide="{mode}"')
     _refused(text, f"flex collisions: flex 'cloth' selfcollide='{mode}'.*not supported yet")
 
@@ -274,11 +274,6 @@ def test_heightfield_element_pairs_are_refused_naming_geom_and_flex():
             '<worldbody><geom name="terrain" type="hfield" hfield="h"/>' + CLOTH +
             '</worldbody></mujoco>')
     _refused(text, "flex 'cloth' collisions with geom 'terrain' \\(hfield\\)")
-
-
-def test_flex_flex_pairs_are_refused():
-    text = xml("mixed").replace('contype="4" conaffinity="4"', 'contype="1" conaffinity="1"')
-    _refused(text, "flex-flex collisions \\(flex 'cloth' with flex 'rope'\\)")
 
 
 def test_enabling_self_collision_contacts_after_make_data_is_refused():
@@ -425,4 +420,70 @@ def test_put_model_flex_collisions_match_mujoco(text):
     m = tiphys.put_model(mjm)
     _CACHE[text + "#put"] = (m, mjm)
     errors, n = check_forward(text + "#put", 6, rtol=CCD_RTOL)
+    assert errors == [] and n > 0, errors[:10]
+
+
+# ------------------------------------------------------------------ element pairs
+
+ROPE_X = _fc("ropex", 'type="grid" count="5 1 1" spacing=".05 .1 .1" dim="1" radius=".02" '
+             'mass="1" pos="0 0 0"', 'margin=".004"', '<edge damping=".5"/><pin id="0 4"/>')
+ROPE_Y = _fc("ropey", 'type="grid" count="5 1 1" spacing=".05 .1 .1" dim="1" radius=".015" '
+             'mass="1" pos=".01 0 .03" euler="0 0 90"', 'priority="1" friction=".3"',
+             '<edge damping=".5"/><pin id="0 4"/>')
+SHEET = _fc("sheet", 'type="grid" count="4 4 1" spacing=".05 .05 .1" dim="2" radius=".01" '
+            'mass="1" pos="0 0 -.025"', 'solmix="3"', '<edge damping=".5"/><pin id="0 3 12 15"/>')
+CUBE = _fc("cube", 'type="grid" count="3 3 3" spacing=".05 .05 .05" dim="3" radius=".005" '
+           'mass="1" pos="0 0 -.075"', 'internal="false"', '<pin id="0 2 6 8"/>')
+PAIRS = {"rope-rope": ROPE_X + ROPE_Y, "rope-sheet": ROPE_X + SHEET,
+         "rope-cube": ROPE_X + CUBE, "sheet-cube": SHEET.replace('pos="0 0 -.025"',
+                                                                'pos="0 0 -.01"') + CUBE}
+
+
+def pair_xml(case, cone="pyramidal"):
+    return (f'<mujoco><option cone="{cone}" timestep="0.002"/><worldbody>'
+            f'<geom name="floor" type="plane" size="1 1 .1" pos="0 0 -.3"/>'
+            f'{PAIRS[case]}</worldbody></mujoco>')
+
+
+@pytest.mark.parametrize("case", sorted(PAIRS))
+def test_flex_flex_contacts_rows_and_qacc_match_mujoco(case):
+    text = pair_xml(case)
+    total = 0
+    for seed in range(2):
+        errors, n = check_forward(text, seed, rtol=RTOL if case == "rope-rope" else CCD_RTOL)
+        assert errors == [], errors[:10]
+        total += n
+    m, mjm = pair(text)
+    assert total > 0
+
+
+def _self_xml(dim, mode="narrow", extra=""):
+    if dim == 1:
+        body = _fc("coil", 'type="grid" count="8 1 1" spacing=".03 .1 .1" dim="1" '
+                   'radius=".014" mass="1"', "", '<edge damping=".5"/><pin id="0 7"/>')
+    elif dim == 2:
+        body = _fc("sheet", 'type="grid" count="4 4 1" spacing=".05 .05 .1" dim="2" '
+                   'radius=".024" mass="1"', "", '<edge damping=".5"/><pin id="0 3 12 15"/>')
+    else:
+        body = _fc("cube", 'type="grid" count="3 3 3" spacing=".05 .05 .05" dim="3" '
+                   'radius=".012" mass="1"', 'internal="false"',
+                   '<pin id="0 2 6 8"/>')
+    body = body.replace(SELF, f'selfcollide="{mode}"')
+    return (f'<mujoco><option timestep="0.002">{extra}</option><worldbody>'
+            f'<geom name="floor" type="plane" size="1 1 .1" pos="0 0 -.3"/>{body}'
+            f'</worldbody></mujoco>')
+
+
+@pytest.mark.parametrize("dim", [1, 2, 3])
+def test_narrow_self_collisions_match_mujoco(dim):
+    text = _self_xml(dim)
+    errors, n = check_forward(text, 3, rtol=RTOL if dim == 1 else CCD_RTOL, scale=0.03)
+    assert errors == [] and n > 0, errors[:10]
+
+
+@pytest.mark.parametrize("mode", ["auto", "bvh", "sap"])
+def test_self_collision_modes_without_midphase_match_mujoco(mode):
+    """With the midphase disabled every mode collides the element pairs directly."""
+    text = _self_xml(2, mode, '<flag midphase="disable"/>')
+    errors, n = check_forward(text, 4, rtol=CCD_RTOL, scale=0.03)
     assert errors == [] and n > 0, errors[:10]
