@@ -996,11 +996,14 @@ def _fill_limit(
 # fill: contacts
 # ------------------------------------------------------------------------------------
 
-NSIDE = 8  # bodies of a contact's Jacobian: <= 4 per side (a flex element's vertices)
+# bodies of a contact's Jacobian: one per side (geoms, flex vertices), up to 4 per side
+# with flex element contacts (a compile-time width: 2 unless the model has them)
+NSIDE_ELEM = 8
 
 
 @ti.kernel
 def _contact_bodies(
+    nside: ti.template(),
     # model
     geom_bodyid: ND, flex_vertadr: ND, flex_vertbodyid: ND, flex_dim: ND, flex_elem: ND,
     flex_elemdataadr: ND,
@@ -1010,7 +1013,8 @@ def _contact_bodies(
     # out: per contact, its bodies (-1: none) and their signed weights
     con_body: ND, con_weight: ND,
 ):
-    """The bodies and weights of each contact's Jacobian (mj_contactJacobian): a geom's
+    """The bodies and weights of each contact's Jacobian (mj_contactJacobian), ``nside``
+    slots per contact: a geom's
     body or a flex vertex's with weight -1 (side 0) / +1 (side 1); an element's vertex
     bodies with weights inversely proportional to their distance from the contact point
     and summing to 1 (mj_elemBodyWeight; a vertex the other side names is left out),
@@ -1056,18 +1060,18 @@ def _contact_bodies(
                     for i in range(first, n):
                         con_weight[worldid, conid, i] = sign * (con_weight[worldid, conid, i]
                                                                 * scale)
-            for i in range(n, NSIDE):
+            for i in range(n, nside):
                 con_body[worldid, conid, i] = -1
                 con_weight[worldid, conid, i] = 0.0
 
 
 @ti.func
-def _contact_chain_count(worldid, conid, con_body: ti.template(), body_parentid: ti.template(),
-                         body_dofnum: ti.template(), body_dofadr: ti.template(),
-                         dof_parentid: ti.template()):
+def _contact_chain_count(worldid, conid, nside: ti.template(), con_body: ti.template(),
+                         body_parentid: ti.template(), body_dofnum: ti.template(),
+                         body_dofadr: ti.template(), dof_parentid: ti.template()):
     """How many dofs move any of a contact's bodies (the merged chains' length)."""
-    d = ti.Vector([-1] * NSIDE)
-    for i in ti.static(range(NSIDE)):
+    d = ti.Vector([-1] * nside)
+    for i in ti.static(range(nside)):
         b = con_body[worldid, conid, i]
         if b >= 0:
             d[i] = last_dof(body_parentid, body_dofnum, body_dofadr, b)
@@ -1075,7 +1079,7 @@ def _contact_chain_count(worldid, conid, con_body: ti.template(), body_parentid:
     while d.max() >= 0:
         dofid = d.max()
         k += 1
-        for i in ti.static(range(NSIDE)):
+        for i in ti.static(range(nside)):
             if d[i] == dofid:
                 d[i] = dof_parentid[d[i]]
     return k
@@ -1083,7 +1087,7 @@ def _contact_chain_count(worldid, conid, con_body: ti.template(), body_parentid:
 
 @ti.kernel
 def _fill_contact_jac(
-    elliptic: ti.template(), nv: ti.i32, base: ti.i32,
+    elliptic: ti.template(), nside: ti.template(), nv: ti.i32, base: ti.i32,
     # model
     body_rootid: ND, body_parentid: ND, body_dofnum: ND, body_dofadr: ND,
     dof_parentid: ND,
@@ -1114,13 +1118,14 @@ def _fill_contact_jac(
                     _zero_row(worldid, row + r, nv, efc_J, sparse)
                 nnz = 0
                 if ti.static(sparse):
-                    nnz = _contact_chain_count(worldid, conid, con_body, body_parentid,
-                                               body_dofnum, body_dofadr, dof_parentid)
+                    nnz = _contact_chain_count(worldid, conid, nside, con_body,
+                                               body_parentid, body_dofnum, body_dofadr,
+                                               dof_parentid)
                 walked = 0
-                d = ti.Vector([-1] * NSIDE)
-                off = ti.Matrix.zero(float, NSIDE, 3)
-                w = ti.Vector.zero(float, NSIDE)
-                for i in ti.static(range(NSIDE)):
+                d = ti.Vector([-1] * nside)
+                off = ti.Matrix.zero(float, nside, 3)
+                w = ti.Vector.zero(float, nside)
+                for i in ti.static(range(nside)):
                     b = con_body[worldid, conid, i]
                     if b >= 0:
                         d[i] = last_dof(body_parentid, body_dofnum, body_dofadr, b)
@@ -1137,7 +1142,7 @@ def _fill_contact_jac(
                     lin = ti.Vector([cd[3], cd[4], cd[5]])
                     jp = ti.Vector([0.0, 0.0, 0.0])
                     jr = ti.Vector([0.0, 0.0, 0.0])
-                    for i in ti.static(range(NSIDE)):
+                    for i in ti.static(range(nside)):
                         if d[i] == dofid:
                             o = ti.Vector([off[i, 0], off[i, 1], off[i, 2]])
                             jp += w[i] * (lin + ang.cross(o))
@@ -1165,7 +1170,8 @@ def _fill_contact_jac(
 
 @ti.kernel
 def _fill_contact(
-    refsafe: ti.template(), elliptic: ti.template(), timestep: float, impratio: float,
+    refsafe: ti.template(), elliptic: ti.template(), nside: ti.template(), timestep: float,
+    impratio: float,
     base: ti.i32,
     # model
     body_invweight0: ND,
@@ -1205,7 +1211,7 @@ def _fill_contact(
                 bw = worldid % body_invweight0.shape[0]
                 tran = 0.0
                 rot = 0.0
-                for i in ti.static(range(NSIDE)):
+                for i in ti.static(range(nside)):
                     b = con_body[worldid, conid, i]
                     if b >= 0:  # mj_diagApprox: the weighted average over each side
                         iw = body_invweight0[bw, b]
@@ -1408,7 +1414,7 @@ def _small_cols(first, second):
 
 @ti.kernel
 def _sparse_widths(
-    nv: ti.i32, neq: ti.i32, ntendon: ti.i32, njnt: ti.i32,
+    nside: ti.template(), nv: ti.i32, neq: ti.i32, ntendon: ti.i32, njnt: ti.i32,
     # model
     eq_type: ND, eq_obj1id: ND, eq_obj2id: ND, eq_objtype: ND, site_bodyid: ND,
     jnt_type: ND, jnt_dofadr: ND, body_parentid: ND, body_dofnum: ND,
@@ -1469,8 +1475,9 @@ def _sparse_widths(
         else:
             conid = elem - neq - nv - 2 * ntendon - njnt
             if conid < ncon[worldid]:
-                width = _contact_chain_count(worldid, conid, con_body, body_parentid,
-                                             body_dofnum, body_dofadr, dof_parentid)
+                width = _contact_chain_count(worldid, conid, nside, con_body,
+                                             body_parentid, body_dofnum, body_dofadr,
+                                             dof_parentid)
         efc_wid[worldid, elem] = width
 
 
@@ -1490,10 +1497,20 @@ def _scratch(m, d):
     return tables
 
 
-def _con_bodies(m, d):
+def _nside(m) -> int:
+    """Bodies per contact of the model's Jacobians: NSIDE_ELEM when it collides flex
+    elements, else 2."""
+    from .collision_driver import plan
+    p = plan(m)
+    elem = getattr(p, "elem_analytic", False) or getattr(p, "elem_convex", False) or \
+        getattr(p, "elem_elem", False)
+    return NSIDE_ELEM if elem else 2
+
+
+def _con_bodies(m, d, nside):
     """Per-Data (bodies, weights) of every contact slot (_contact_bodies)."""
     have = d.scratch.con_bodies
-    shape = (d.nworld, max(1, d.nconmax), NSIDE)
+    shape = (d.nworld, max(1, d.nconmax), nside)
     if have is None or have[0].shape != shape:
         from .config import float_dtype
         tag = d.scratch.tag
@@ -1554,11 +1571,13 @@ def make_constraint(m, d) -> None:
     refsafe = not opt.disabled("refsafe")
     elliptic = opt.cone == CONE_ELLIPTIC
     timestep = float(opt.timestep)
-    con_body, con_weight = _con_bodies(m, d)
+    nside = _nside(m) if flags["con"] else 2
+    con_body, con_weight = _con_bodies(m, d, nside)
     if flags["con"] and d.nconmax > 0:
-        launch(_contact_bodies, m, d, con_body=con_body, con_weight=con_weight)
+        launch(_contact_bodies, m, d, nside=nside, con_body=con_body, con_weight=con_weight)
     if sparse:
-        launch(_sparse_widths, m, d, efc_wid=wid, efc_adr=adr, con_body=con_body)
+        launch(_sparse_widths, m, d, nside=nside, efc_wid=wid, efc_adr=adr,
+               con_body=con_body)
     elif flags["eq"]:
         launch(_count_equality, m, d, efc_adr=adr)
     launch(_scan, m, d, eq_on=flags["eq"], fric_on=flags["fric"], lim_on=flags["lim"],
@@ -1585,11 +1604,12 @@ def make_constraint(m, d) -> None:
                base=m.neq + m.nv + m.ntendon, efc_adr=adr, efc_J=jac, sparse=sparse)
     if flags["con"] and d.nconmax > 0:
         base = m.neq + m.nv + 2 * m.ntendon + m.njnt
-        launch(_fill_contact_jac, m, d, elliptic=elliptic, base=base, efc_adr=adr,
-               efc_J=jac, sparse=sparse, con_body=con_body, con_weight=con_weight)
-        launch(_fill_contact, m, d, refsafe=refsafe, elliptic=elliptic, timestep=timestep,
-               impratio=float(opt.impratio), base=base, efc_adr=adr, con_body=con_body,
+        launch(_fill_contact_jac, m, d, elliptic=elliptic, nside=nside, base=base,
+               efc_adr=adr, efc_J=jac, sparse=sparse, con_body=con_body,
                con_weight=con_weight)
+        launch(_fill_contact, m, d, refsafe=refsafe, elliptic=elliptic, nside=nside,
+               timestep=timestep, impratio=float(opt.impratio), base=base, efc_adr=adr,
+               con_body=con_body, con_weight=con_weight)
     launch(_finish, m, d)
 
 
