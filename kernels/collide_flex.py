@@ -1,25 +1,34 @@
-"""Geom-flex collisions, following MuJoCo 3.4.0's engine_collision_driver.c
-(mj_collision's body:flex branch, mj_collidePlaneFlex, mj_contactParam and
-mj_setContact with a flex side).
+"""Flex collisions, following MuJoCo 3.4.0's engine_collision_driver.c (mj_collision's
+body:flex and flex:flex branches and flex self-collisions, mj_collidePlaneFlex,
+mj_contactParam and mj_setContact with flex sides).
 
-The host driver (collision_driver.py) merges geom-flex candidates into the geom-pair
-candidates by bodyflex signature ((body << 16) + nbody + flex), as mj_collision walks
-the broadphase's bodyflex pairs, so that the contacts come out in MuJoCo's order
-through the same keys (candidate * KEY_STRIDE + index) and the same finalize. A
-candidate is (geom, flex, kind, sub):
+The host driver (collision_driver.py) merges the flex candidates into the geom-pair
+candidates by bodyflex signature ((body << 16) + nbody + flex, ((nbody + f1) << 16) +
+nbody + f2; self-collisions after every pair), as mj_collision walks the broadphase's
+bodyflex pairs, so that the contacts come out in MuJoCo's order through the same keys
+(candidate * KEY_STRIDE + index) and the same finalize. A candidate is (geom or -1,
+(f, kind, sub, maxcon, f1, e1)):
 
-- kind PLANE_VERTS: a plane against the vertices sub .. sub + KEY_STRIDE - 1 of the
-  flex (mj_collidePlaneFlex, split in chunks of KEY_STRIDE vertices: one contact per
+- kind PLANE_VERTS: a plane against the vertices sub .. sub + KEY_STRIDE - 1 of flex f
+  (mj_collidePlaneFlex, split in chunks of KEY_STRIDE vertices: one contact per
   vertex at most, the key's index is the vertex within the chunk);
-- kind GEOM_ELEM: a non-plane geom against element sub (mj_collideGeomElem, in
-  kernels/collide_flex_elem.py; heightfields are refused, ``unsupported``, as are
-  flex-flex pairs and flex self-collisions).
+- kind GEOM_ELEM: a non-plane geom against element sub of flex f (mj_collideGeomElem,
+  kernels/collide_flex_elem.py);
+- kind ELEM_ELEM: element e1 of flex f1 against element sub of flex f (mj_collideElems:
+  flex-flex pairs, and self-collisions of selfcollide="narrow" or without midphase).
+
+MuJoCo's midphase sorts a pair's contacts by (geom or element, element or vertex),
+the order the candidates are listed in; it holds only the active elements of a 3D
+flex and collides only planes of world-welded bodies, and so do the candidates.
+Refused (``unsupported``): heightfield-element pairs, internal collisions, self-
+collisions through MuJoCo's BVH or SAP midphase (pair orders tiphys does not
+reproduce), passive flex contacts.
 
 Contacts of a flex vertex have geom = (plane, -1), flex = (-1, f), vert = (-1, i),
-elem = (-1, -1); those of an element elem = (-1, e), vert = (-1, -1) (i, e local to
-the flex, as MuJoCo). Their constraint rows go through the vertex's body, or the
-element's vertex bodies weighted by inverse distance (kernels/constraint.py
-``_contact_bodies``, MuJoCo's mj_elemBodyWeight).
+elem = (-1, -1); those of an element elem = (-1, e) or (e1, e), flex = (-1, f) or (f1,
+f), vert = (-1, -1) (i, e local to the flex, as MuJoCo). Their constraint rows go
+through the vertex's body, or the element's vertex bodies weighted by inverse
+distance (kernels/constraint.py ``_contact_bodies``, MuJoCo's mj_elemBodyWeight).
 """
 import numpy as np
 import taichi as ti
@@ -123,6 +132,14 @@ def flex_entries(a, opt, bct, bca, excl):
         return elems
 
     def elem_pairs(sig, f1, elems1, f2, elems2, self_pairs):
+        count = len(elems1) * (len(elems1) - 1) // 2 if self_pairs else \
+            len(elems1) * len(elems2)
+        if count > MAX_ELEM_PAIRS:
+            what = f"flex #{f1} with itself" if self_pairs else f"flex #{f1} with flex #{f2}"
+            raise NotImplementedError(
+                f"flex collisions: {what}: {count} element pairs (tiphys lists element "
+                f"pairs once, without MuJoCo's midphase, up to {MAX_ELEM_PAIRS}); give "
+                f"the flexes fewer elements or contype/conaffinity that keep them apart")
         n = 2 if int(dims[f1]) == 1 and int(dims[f2]) == 1 else 1
         for e1 in elems1:
             bodies1 = elem_bodies(f1, e1)
@@ -159,6 +176,7 @@ def flex_entries(a, opt, bct, bca, excl):
     return out
 
 
+MAX_ELEM_PAIRS = 1_000_000  # element-pair candidates per flex pair (host-enumerated)
 FLEXSELF_NONE = 0  # mjtFlexSelf
 FLEXSELF_NARROW = 1
 SELF_SIGNATURE = 1 << 40  # sorts self-collisions after every bodyflex pair

@@ -1,5 +1,6 @@
-"""Geoms against flex elements: MuJoCo 3.4.0's mj_collideGeomElem
-(engine_collision_driver.c) and mjc_ConvexElem (engine_collision_convex.c).
+"""Flex elements against geoms and against each other: MuJoCo 3.4.0's
+mj_collideGeomElem and mj_collideElems (engine_collision_driver.c) and mjc_ConvexElem
+(engine_collision_convex.c).
 
 Each GEOM_ELEM candidate of kernels/collide_flex.py is one (geom, flex, element):
 
@@ -14,8 +15,13 @@ Each GEOM_ELEM candidate of kernels/collide_flex.py is one (geom, flex, element)
   with the element as a convex object, its vertices inflated by the flex radius
   (convex_support._elem_support). Heightfields are refused on the host.
 
-Two launches: the analytic pairs (small, exact math) and the ccd pairs (GJK + EPA,
-compiled light, as collide_convex's kernels).
+An ELEM_ELEM candidate (two elements: of two flexes, or of one flex colliding with
+itself, then without margin) is tested box against box, then two line elements as
+capsules (capsule-capsule), any other two by the native ccd with two element objects.
+
+Three launches: the analytic geom-element pairs (small, exact math), the ccd
+geom-element pairs and the element pairs (GJK + EPA, compiled light, as
+collide_convex's kernels); each only when the model has such candidates.
 """
 import numpy as np
 import taichi as ti

@@ -4,9 +4,10 @@ The static part of MuJoCo's broadphase is decided once per model here: which geo
 pairs may ever collide (body-level contype/conaffinity, weld and parent filters,
 <exclude>, geom-level bitmasks, a detector for the type pair) and the explicit
 <pair>s, merged by body signature exactly as mj_collision does, so that the
-candidate order is MuJoCo's contact order. The device then tests bounding volumes
-and runs the detectors for every (world, candidate) (collision.py and the detector
-modules beside it).
+candidate order is MuJoCo's contact order. Flex candidates (geom-vertex,
+geom-element, element-element: kernels/collide_flex.py) are merged in by bodyflex
+signature. The device then tests bounding volumes and runs the detectors for every
+(world, candidate) (collision.py and the detector modules beside it).
 """
 from __future__ import annotations
 

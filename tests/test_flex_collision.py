@@ -487,3 +487,12 @@ def test_self_collision_modes_without_midphase_match_mujoco(mode):
     text = _self_xml(2, mode, '<flag midphase="disable"/>')
     errors, n = check_forward(text, 4, rtol=CCD_RTOL, scale=0.03)
     assert errors == [] and n > 0, errors[:10]
+
+
+def test_too_many_element_pairs_are_refused(monkeypatch):
+    """Element pairs are listed on the host: past MAX_ELEM_PAIRS a clear refusal."""
+    from tiphys.kernels import collide_flex
+    monkeypatch.setattr(collide_flex, "MAX_ELEM_PAIRS", 10)
+    m = tiphys.load_model_from_string(_self_xml(2))
+    with pytest.raises(NotImplementedError, match="flex #0 with itself: 153 element pairs"):
+        tiphys.make_data(m, 1)
