@@ -237,7 +237,8 @@ for text in (t.xml("box"), t.elem_xml("cloth", "sphere"), t.elem_xml("soft", "bo
         total += len(want)
         for a, b in zip(ours, want):
             assert np.array_equal(a["vert"], b["vert"]) and np.array_equal(a["elem"], b["elem"])
-            worst = max(worst, np.abs(a["pos"] - b["pos"]).max(), np.abs(a["dist"] - b["dist"]).max())
+            worst = max(worst, np.abs(a["pos"] - b["pos"]).max(),
+                        np.abs(a["dist"] - b["dist"]).max())
         scale = max(1.0, np.abs(md.qacc).max())
         assert np.abs(qacc[w, :mjm.nv] - md.qacc).max() / scale < 1e-2
     assert worst < 1e-5 and total > 0, (worst, total)
