@@ -15,25 +15,29 @@ bodyflex pairs, so that the contacts come out in MuJoCo's order through the same
 - kind GEOM_ELEM: a non-plane geom against element sub of flex f (mj_collideGeomElem,
   kernels/collide_flex_elem.py);
 - kind ELEM_ELEM: element e1 of flex f1 against element sub of flex f (mj_collideElems:
-  flex-flex pairs, and self-collisions of selfcollide="narrow" or without midphase).
+  flex-flex pairs, and self-collisions of selfcollide="narrow" or without midphase);
+- kinds ELEM_VERT (element sub, vertex f1's slot) and TET_FACE (element sub, face e1's
+  slot, its opposite vertex in f1's): internal collisions (mj_collideFlexInternal).
 
 MuJoCo's midphase sorts a pair's contacts by (geom or element, element or vertex),
 the order the candidates are listed in; it holds only the active elements of a 3D
 flex and collides only planes of world-welded bodies, and so do the candidates.
-Refused (``unsupported``): heightfield-element pairs, internal collisions, self-
-collisions through MuJoCo's BVH or SAP midphase (pair orders tiphys does not
-reproduce), passive flex contacts.
+Refused (``unsupported``): heightfield-element pairs, self-collisions through
+MuJoCo's BVH or SAP midphase (pair orders tiphys does not reproduce), passive flex
+contacts.
 
 Contacts of a flex vertex have geom = (plane, -1), flex = (-1, f), vert = (-1, i),
 elem = (-1, -1); those of an element elem = (-1, e) or (e1, e), flex = (-1, f) or (f1,
-f), vert = (-1, -1) (i, e local to the flex, as MuJoCo). Their constraint rows go
+f), vert = (-1, -1); internal ones vert = (v, -1), elem = (-1, e) (element-vertex) or
+vert = (-1, v), elem = (e, -1) (a face) (i, e, v local to the flex, as MuJoCo). Their constraint rows go
 through the vertex's body, or the element's vertex bodies weighted by inverse
 distance (kernels/constraint.py ``_contact_bodies``, MuJoCo's mj_elemBodyWeight).
 """
 import numpy as np
 import taichi as ti
 
-from .collide_flex_elem import ELEM_ELEM, GEOM_ELEM, narrow_elem
+from .collide_flex_elem import (ELEM_ELEM, ELEM_VERT, GEOM_ELEM, TET_FACE, TET_FACE_VERT,
+                                narrow_elem)
 from .collide_flex_elem import maxcon as elem_maxcon
 from .collision import KEY_STRIDE, emit_one
 from .consts import GEOM_HFIELD, GEOM_PLANE, GEOM_SDF, GEOM_TYPE_NAMES, MINMU, MINVAL
@@ -167,12 +171,25 @@ def flex_entries(a, opt, bct, bca, excl):
     # self-collisions, after every pair: element pairs of active elements in loop
     # order (mj_collision's direct path; its midphases are refused, ``unsupported``)
     selfcollide = np.asarray(a.flex_selfcollide)
+    evpair = np.asarray(a.flex_evpair).reshape(-1, 2)
     for f in range(nflex):
-        if int(np.asarray(a.flex_rigid)[f]) or not (int(fct[f]) & int(fca[f])) or \
-                int(selfcollide[f]) == FLEXSELF_NONE or self_midphase(a, opt, f):
+        if int(np.asarray(a.flex_rigid)[f]) or not (int(fct[f]) & int(fca[f])):
+            continue
+        sig = SELF_SIGNATURE + f
+        if int(np.asarray(a.flex_internal)[f]):  # mj_collideFlexInternal
+            adr = int(np.asarray(a.flex_evpairadr)[f])
+            for e, v in evpair[adr:adr + int(np.asarray(a.flex_evpairnum)[f])]:
+                out.append((sig, (-1, -1, -1, (f, ELEM_VERT, int(e), 1, int(v), -1))))
+            if int(dims[f]) == 3:
+                for e in range(int(elemnum[f])):
+                    data = int(dataadr[f]) + 4 * e
+                    for face, k in enumerate(TET_FACE_VERT):
+                        v = int(elem[data + k])
+                        out.append((sig, (-1, -1, -1, (f, TET_FACE, e, 1, v, face))))
+        if int(selfcollide[f]) == FLEXSELF_NONE or self_midphase(a, opt, f):
             continue
         elems = pair_elems(f)  # mj_isElemActive
-        elem_pairs(SELF_SIGNATURE + f, f, elems, f, elems, True)
+        elem_pairs(sig, f, elems, f, elems, True)
     return out
 
 
@@ -192,8 +209,8 @@ def self_midphase(a, opt, f) -> bool:
 
 def unsupported(m, entries, names) -> list:
     """Phrases naming what of the model's flex collisions tiphys does not simulate yet
-    (heightfield-element pairs, internal collisions, self-collisions through a
-    midphase, passive contacts) under
+    (heightfield-element pairs, self-collisions through a midphase, passive contacts)
+    under
     the model's options; ``entries``: the candidates of collision_driver, ``names``:
     the flexes' names."""
     a = m.arrays
@@ -223,8 +240,6 @@ def unsupported(m, entries, names) -> list:
             out.append(f"flex {names[f]!r} passive contacts (passive=\"true\")")
         if int(np.asarray(a.flex_rigid)[f]) or not (int(fct[f]) & int(fca[f])):
             continue
-        if int(np.asarray(a.flex_internal)[f]):
-            out.append(f"flex {names[f]!r} internal=\"true\" collisions")
         mode = int(np.asarray(a.flex_selfcollide)[f])
         if mode != FLEXSELF_NONE and self_midphase(a, opt, f):
             out.append(f"flex {names[f]!r} selfcollide={modes[mode]!r} (its midphase; "
@@ -352,7 +367,12 @@ def _finalize_flex(
             if f >= 0:
                 # side 1: geom g (geom-flex) or flex f1 (element pairs)
                 g = cand_geom[0, cand, 0]
-                f1 = info[4]
+                kind = info[1]
+                f1 = -1  # side 0's flex: none (a geom), f1 (element pairs), f (internal)
+                if kind == ELEM_ELEM:
+                    f1 = info[4]
+                elif kind == ELEM_VERT or kind == TET_FACE:
+                    f1 = f
                 p1 = 0
                 c1 = 0
                 mix1 = 0.0
@@ -391,9 +411,11 @@ def _finalize_flex(
                     solreffriction = solref
                     solimp = ti.Vector([osi0, osi1, osi2, osi3, osi4])
                     friction = ti.Vector([of0, of1, of2, of3, of4])
-                if f1 == f:  # self-collisions ignore margin and gap
+                if f1 == f:  # self and internal collisions ignore margin and gap
                     margin = 0.0
                     gap = 0.0
+                if kind == TET_FACE:
+                    condim = 1
                 for j in ti.static(range(5)):
                     friction[j] = ti.max(MINMU, friction[j])
                 includemargin = margin - gap
@@ -406,12 +428,21 @@ def _finalize_flex(
                 contact_exclude[worldid, conid] = \
                     1 if contact_dist[worldid, conid] >= includemargin else 0
                 contact_flex[worldid, conid] = ti.Vector([f1, f])
-                if info[1] == PLANE_VERTS:
+                if kind == PLANE_VERTS:
                     contact_vert[worldid, conid] = ti.Vector([-1, info[2] + key % KEY_STRIDE])
                     contact_elem[worldid, conid] = ti.Vector([-1, -1])
+                elif kind == ELEM_VERT:  # vertex v (side 0) in element e (side 1)
+                    contact_vert[worldid, conid] = ti.Vector([info[4], -1])
+                    contact_elem[worldid, conid] = ti.Vector([-1, info[2]])
+                elif kind == TET_FACE:  # element e's face (side 0), its opposite vertex
+                    contact_vert[worldid, conid] = ti.Vector([-1, info[4]])
+                    contact_elem[worldid, conid] = ti.Vector([info[2], -1])
                 else:
                     contact_vert[worldid, conid] = ti.Vector([-1, -1])
-                    contact_elem[worldid, conid] = ti.Vector([info[5], info[2]])
+                    f0 = -1
+                    if kind == ELEM_ELEM:
+                        f0 = info[5]
+                    contact_elem[worldid, conid] = ti.Vector([f0, info[2]])
 
 
 # ------------------------------------------------------------------------------------

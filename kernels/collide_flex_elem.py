@@ -35,8 +35,11 @@ from .consts import GEOM_BOX, GEOM_CAPSULE, GEOM_FLEX, GEOM_SPHERE, MINVAL
 from .epa import Polytope, polytope_capacity, polytope_scratch
 from .math import normalize3
 
-GEOM_ELEM = 1  # collide_flex.GEOM_ELEM, ELEM_ELEM (that module imports this one)
+GEOM_ELEM = 1  # collide_flex's candidate kinds (that module imports this one)
 ELEM_ELEM = 2
+ELEM_VERT = 3  # internal: a predefined (element, vertex) pair (mj_collideElemVert)
+TET_FACE = 4  # internal: a tetrahedron's face against its opposite vertex (planeVertex)
+TET_FACE_VERT = (3, 1, 2, 0)  # per face (0,1,2), (0,2,3), (0,3,1), (1,3,2): the vertex
 ANALYTIC_MAXCON = 2
 
 
@@ -327,6 +330,84 @@ def _narrow_elem_convex(
                      contact_key)
 
 
+@ti.func
+def _face_corner(face, i):
+    """Vertex i (0..2) of tetrahedron face ``face``: (0,1,2), (0,2,3), (0,3,1), (1,3,2)."""
+    c = 0
+    if face == 0:
+        c = i
+    elif face == 1:
+        c = 0 if i == 0 else i + 1
+    elif face == 2:
+        c = 0 if i == 0 else (3 if i == 1 else 1)
+    else:
+        c = 1 if i == 0 else (3 if i == 1 else 2)
+    return c
+
+
+@ti.func
+def _plane_vertex(out: ti.template(), t0, t1, t2, v, rad):
+    """planeVertex: vertex v against the plane of triangle (t0, t1, t2), both of radius
+    rad; the normal points from the face to the vertex side."""
+    nrm = normalize3((t1 - t0).cross(t2 - t0))
+    dst = (v - t0).dot(nrm)
+    if dst > -2 * rad:
+        out.dist[0] = -dst - 2 * rad
+        for k in ti.static(range(3)):
+            out.pos[0, k] = v[k] - 0.5 * dst * nrm[k]
+            out.normal[0, k] = -nrm[k]
+            out.tangent[0, k] = 0.0
+        out.n = 1
+
+
+@ti.func
+def _internal(out: ti.template(), worldid, info, override: ti.template(), o_margin,
+              flex_margin: ti.template(), flex_radius: ti.template(),
+              flex_dim: ti.template(), flex_elem: ti.template(),
+              flex_elemdataadr: ti.template(), flex_elemadr: ti.template(),
+              flex_vertadr: ti.template(), flexvert_xpos: ti.template(),
+              flexelem_aabb: ti.template()):
+    """mj_collideFlexInternal's two parts: a predefined element-vertex pair
+    (mj_collideElemVert, detectors without margin; MuJoCo makes such pairs for lines and
+    triangles only, so its ccd branch for tetrahedra never runs) and a tetrahedron face
+    against its opposite vertex."""
+    f = info[0]
+    e = info[2]
+    vbase = flex_vertadr[f]
+    radius = flex_radius[f]
+    vert = flexvert_xpos[worldid, vbase + info[4]]
+    dim = flex_dim[f]
+    data = flex_elemdataadr[f] + e * (dim + 1)
+    if info[1] == TET_FACE:
+        face = info[5]
+        _plane_vertex(out, flexvert_xpos[worldid, vbase + flex_elem[data + _face_corner(face, 0)]],
+                      flexvert_xpos[worldid, vbase + flex_elem[data + _face_corner(face, 1)]],
+                      flexvert_xpos[worldid, vbase + flex_elem[data + _face_corner(face, 2)]],
+                      vert, radius)
+    else:
+        margin = 0.0
+        if ti.static(override):
+            margin = o_margin
+        else:
+            margin = flex_margin[f]
+        box = flexelem_aabb[worldid, flex_elemadr[f] + e]
+        rbound = margin + radius
+        near = True
+        for k in ti.static(range(3)):
+            if box[k] - box[3 + k] > vert[k] + rbound or box[k] + box[3 + k] < vert[k] - rbound:
+                near = False
+        if near:
+            v0 = flexvert_xpos[worldid, vbase + flex_elem[data]]
+            v1 = flexvert_xpos[worldid, vbase + flex_elem[data + 1]]
+            if dim == 1:
+                cpos, cmat, csize = _make_capsule(v0, v1, radius)
+                sphere_capsule(out, 0.0, vert, ti.Matrix.identity(float, 3),
+                               ti.Vector([radius, 0.0, 0.0]), cpos, cmat, csize)
+            elif dim == 2:
+                _sphere_triangle(out, 0.0, vert, radius, v0, v1,
+                                 flexvert_xpos[worldid, vbase + flex_elem[data + 2]], radius)
+
+
 @ti.kernel
 def _narrow_elem_pairs(
     cap: ti.template(), override: ti.template(), o_margin: float, tol: float, kmax: ti.i32,
@@ -397,6 +478,13 @@ def _narrow_elem_pairs(
                                 mesh_graph, tol, kmax, 0, 0, 0, ())
                     emit(worldid, cand, out, ncon, contact_dist, contact_pos, contact_frame,
                          contact_key)
+            elif info[1] == ELEM_VERT or info[1] == TET_FACE:
+                out = new_list(1)
+                _internal(out, worldid, info, override, o_margin, flex_margin, flex_radius,
+                          flex_dim, flex_elem, flex_elemdataadr, flex_elemadr, flex_vertadr,
+                          flexvert_xpos, flexelem_aabb)
+                emit(worldid, cand, out, ncon, contact_dist, contact_pos, contact_frame,
+                     contact_key)
 
 
 def narrow_elem(m, d, plan, sweep) -> None:

@@ -318,10 +318,11 @@ def plan(m) -> CollisionPlan:
         cand_flex[i] = entries[i][3]
     p.cand_flex = ti.Vector.ndarray(6, ti.i32, shape=(cand_flex.shape[0],))
     p.cand_flex.from_numpy(cand_flex)
-    from .collide_flex import ELEM_ELEM, PLANE_VERTS
-    from .collide_flex_elem import elem_kinds
+    from .collide_flex import PLANE_VERTS
+    from .collide_flex_elem import ELEM_ELEM, ELEM_VERT, TET_FACE, elem_kinds
     p.plane_flex = any(entries[i][3][1] == PLANE_VERTS for i in flex_list)
-    p.elem_elem = any(entries[i][3][1] == ELEM_ELEM for i in flex_list)
+    p.elem_elem = any(entries[i][3][1] in (ELEM_ELEM, ELEM_VERT, TET_FACE)
+                      for i in flex_list)
     p.elem_analytic, p.elem_convex = elem_kinds(a, p.flex_entries)
     # (1, ncand, ...): one list for every world (the dynamic broadphase has one each)
     p.cand_geom = _int_array([c[:2] for c in cands], (1, len(cands), 2))

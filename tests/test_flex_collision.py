@@ -1,16 +1,18 @@
-"""Flex collisions (kernels/collide_flex.py) against MuJoCo 3.4.0.
+"""Flex collisions (kernels/collide_flex.py, collide_flex_elem.py) against MuJoCo 3.4.0.
 
 Planes against flex vertices (mj_collidePlaneFlex) for lines, triangles and
-tetrahedra, and geoms (sphere, capsule, box, ellipsoid, cylinder, mesh) against flex
+tetrahedra; geoms (sphere, capsule, box, ellipsoid, cylinder, mesh) against flex
 elements (mj_collideGeomElem: analytic detectors for lines and sphere-triangle, the
-native ccd otherwise): the contacts after forward (every field, in MuJoCo's order,
-merged with the geom pairs' contacts by bodyflex signature), the constraint rows
-(dense and sparse Jacobians, pyramidal and elliptic cones, pinned vertices, element
-contacts spread over the element's vertex bodies), qacc, and 100-step trajectories of
-flexes dropped on planes and of a ball and a box dropped on a pinned cloth. Several
-worlds in random states, f64 on the CPU, outputs poisoned with NaN first. What tiphys
-does not collide yet is refused by name: heightfield-element pairs, flex-flex pairs,
-self-collisions.
+native ccd otherwise); flex-flex element pairs, selfcollide="narrow" self-collisions
+(and every mode without midphase) and internal collisions. Compared: the contacts
+after forward (every field, in MuJoCo's order, merged with the geom pairs' contacts
+by bodyflex signature), the constraint rows (dense and sparse Jacobians, pyramidal and
+elliptic cones, pinned vertices, element contacts spread over the element's vertex
+bodies), islands, qacc, and 100-step trajectories of flexes dropped on planes and of
+a ball and a box dropped on a pinned cloth. Several worlds in random states, f64 on
+the CPU, outputs poisoned with NaN first; one f32 run. What tiphys does not collide
+yet is refused by name: heightfield-element pairs, self-collisions through MuJoCo's
+BVH/SAP midphases.
 """
 import os
 
@@ -265,11 +267,6 @@ def test_self_collision_midphases_are_refused_by_name(mode):
     _refused(text, f"flex collisions: flex 'cloth' selfcollide='{mode}'.*not supported yet")
 
 
-def test_internal_collisions_are_refused():
-    text = xml("box").replace('internal="false"', 'internal="true"')
-    _refused(text, "flex 'box' internal=\"true\" collisions.*not supported yet")
-
-
 def test_heightfield_element_pairs_are_refused_naming_geom_and_flex():
     text = ('<mujoco><asset><hfield name="h" nrow="3" ncol="3" size="1 1 .1 .1"/></asset>'
             '<worldbody><geom name="terrain" type="hfield" hfield="h"/>' + CLOTH +
@@ -497,3 +494,21 @@ def test_too_many_element_pairs_are_refused(monkeypatch):
     m = tiphys.load_model_from_string(_self_xml(2))
     with pytest.raises(NotImplementedError, match="flex #0 with itself: 153 element pairs"):
         tiphys.make_data(m, 1)
+
+
+@pytest.mark.parametrize("dim", [1, 2, 3])
+def test_internal_collisions_match_mujoco(dim):
+    """internal="true": predefined element-vertex pairs (lines, triangles) and each
+    tetrahedron's faces against their opposite vertices, before the element pairs."""
+    text = _self_xml(dim, "narrow").replace('internal="false"', "").replace(
+        'selfcollide="narrow"', 'selfcollide="narrow" internal="true"')
+    m, mjm = pair(text)
+    assert mjm.flex_internal[0] == 1
+    errors, n = check_forward(text, 5, rtol=RTOL if dim == 1 else CCD_RTOL, scale=0.03)
+    assert errors == [] and n > 0, errors[:10]
+    md = mujoco.MjData(mjm)
+    qpos, qvel = random_state(mjm, 5, 1, 0.03)
+    md.qpos[:] = qpos[0]
+    mujoco.mj_forward(mjm, md)
+    internal = [c for c in md.contact[:md.ncon] if c.vert[0] >= 0 or c.vert[1] >= 0]
+    assert internal  # the internal part itself makes contacts
