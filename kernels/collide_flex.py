@@ -29,9 +29,10 @@ contacts.
 Contacts of a flex vertex have geom = (plane, -1), flex = (-1, f), vert = (-1, i),
 elem = (-1, -1); those of an element elem = (-1, e) or (e1, e), flex = (-1, f) or (f1,
 f), vert = (-1, -1); internal ones vert = (v, -1), elem = (-1, e) (element-vertex) or
-vert = (-1, v), elem = (e, -1) (a face) (i, e, v local to the flex, as MuJoCo). Their constraint rows go
-through the vertex's body, or the element's vertex bodies weighted by inverse
-distance (kernels/constraint.py ``_contact_bodies``, MuJoCo's mj_elemBodyWeight).
+vert = (-1, v), elem = (e, -1) (a face) (i, e, v local to the flex, as MuJoCo).
+Their constraint rows go through the vertex's body, or the element's vertex bodies
+weighted by inverse distance (kernels/constraint.py ``_contact_bodies``, MuJoCo's
+mj_elemBodyWeight).
 """
 import numpy as np
 import taichi as ti
