@@ -16,6 +16,9 @@ bodyflex pairs, so that the contacts come out in MuJoCo's order through the same
   kernels/collide_flex_elem.py);
 - kind ELEM_ELEM: element e1 of flex f1 against element sub of flex f (mj_collideElems:
   flex-flex pairs, and self-collisions of selfcollide="narrow" or without midphase);
+- kind SELF_SAP: slot sub of a flex's self-collision sweep (mj_collideFlexSAP): each
+  world's sweep (collide_flex_elem.flex_sap) fills the slots with element pairs in the
+  order MuJoCo finds them, one slot per possible pair;
 - kinds ELEM_VERT (element sub, vertex f1's slot) and TET_FACE (element sub, face e1's
   slot, its opposite vertex in f1's): internal collisions (mj_collideFlexInternal).
 
@@ -23,8 +26,7 @@ MuJoCo's midphase sorts a pair's contacts by (geom or element, element or vertex
 the order the candidates are listed in; it holds only the active elements of a 3D
 flex and collides only planes of world-welded bodies, and so do the candidates.
 Refused (``unsupported``): heightfield-element pairs, self-collisions through
-MuJoCo's BVH or SAP midphase (pair orders tiphys does not reproduce), passive flex
-contacts.
+MuJoCo's BVH midphase (a pair order tiphys does not reproduce), passive flex contacts.
 
 Contacts of a flex vertex have geom = (plane, -1), flex = (-1, f), vert = (-1, i),
 elem = (-1, -1); those of an element elem = (-1, e) or (e1, e), flex = (-1, f) or (f1,
@@ -37,8 +39,8 @@ mj_elemBodyWeight).
 import numpy as np
 import taichi as ti
 
-from .collide_flex_elem import (ELEM_ELEM, ELEM_VERT, GEOM_ELEM, TET_FACE, TET_FACE_VERT,
-                                narrow_elem)
+from .collide_flex_elem import (ELEM_ELEM, ELEM_VERT, GEOM_ELEM, SELF_SAP, TET_FACE,
+                                TET_FACE_VERT, narrow_elem, sap_pairs)
 from .collide_flex_elem import maxcon as elem_maxcon
 from .collision import KEY_STRIDE, emit_one
 from .consts import GEOM_HFIELD, GEOM_PLANE, GEOM_SDF, GEOM_TYPE_NAMES, MINMU, MINVAL
@@ -173,6 +175,7 @@ def flex_entries(a, opt, bct, bca, excl):
     # order (mj_collision's direct path; its midphases are refused, ``unsupported``)
     selfcollide = np.asarray(a.flex_selfcollide)
     evpair = np.asarray(a.flex_evpair).reshape(-1, 2)
+    sap_base = [0]
     for f in range(nflex):
         if int(np.asarray(a.flex_rigid)[f]) or not (int(fct[f]) & int(fca[f])):
             continue
@@ -187,9 +190,25 @@ def flex_entries(a, opt, bct, bca, excl):
                     for face, k in enumerate(TET_FACE_VERT):
                         v = int(elem[data + k])
                         out.append((sig, (-1, -1, -1, (f, TET_FACE, e, 1, v, face))))
-        if int(selfcollide[f]) == FLEXSELF_NONE or self_midphase(a, opt, f):
+        mode = int(selfcollide[f])
+        if mode == FLEXSELF_NONE:
             continue
         elems = pair_elems(f)  # mj_isElemActive
+        if self_sap(a, opt, f):
+            # mj_collideFlexSAP: one slot per possible pair, filled per world in the
+            # sweep's order (collide_flex_elem.flex_sap)
+            count = len(elems) * (len(elems) - 1) // 2
+            if count > MAX_ELEM_PAIRS:
+                raise NotImplementedError(
+                    f"flex collisions: flex #{f} with itself: {count} element pairs "
+                    f"(tiphys keeps a slot per pair for its sweep, up to "
+                    f"{MAX_ELEM_PAIRS})")
+            for k in range(count):
+                out.append((sig, (-1, -1, -1, (f, SELF_SAP, sap_base[0] + k, 1, f, -1))))
+            sap_base[0] += count
+            continue
+        if self_midphase(a, opt, f):
+            continue
         elem_pairs(sig, f, elems, f, elems, True)
     return out
 
@@ -197,20 +216,29 @@ def flex_entries(a, opt, bct, bca, excl):
 MAX_ELEM_PAIRS = 1_000_000  # element-pair candidates per flex pair (host-enumerated)
 FLEXSELF_NONE = 0  # mjtFlexSelf
 FLEXSELF_NARROW = 1
+FLEXSELF_SAP = 3
+FLEXSELF_AUTO = 4
 SELF_SIGNATURE = 1 << 40  # sorts self-collisions after every bodyflex pair
 
 
 def self_midphase(a, opt, f) -> bool:
-    """Whether mj_collision self-collides flex f through a midphase (its BVH or SAP:
-    orders tiphys does not reproduce yet)."""
+    """Whether mj_collision self-collides flex f through a midphase (its BVH or SAP)."""
     return not opt.disabled("midphase") and \
         int(np.asarray(a.flex_selfcollide)[f]) != FLEXSELF_NARROW and \
         int(np.asarray(a.flex_bvhadr)[f]) >= 0
 
 
+def self_sap(a, opt, f) -> bool:
+    """Whether that midphase is mj_collideFlexSAP (selfcollide "sap", or "auto" below
+    3D); "bvh" and 3D "auto" take the flex's BVH (mj_collideTree)."""
+    mode = int(np.asarray(a.flex_selfcollide)[f])
+    return self_midphase(a, opt, f) and (
+        mode == FLEXSELF_SAP or (mode == FLEXSELF_AUTO and int(np.asarray(a.flex_dim)[f]) < 3))
+
+
 def unsupported(m, entries, names) -> list:
     """Phrases naming what of the model's flex collisions tiphys does not simulate yet
-    (heightfield-element pairs, self-collisions through a midphase, passive contacts)
+    (heightfield-element pairs, self-collisions through the BVH, passive contacts)
     under
     the model's options; ``entries``: the candidates of collision_driver, ``names``:
     the flexes' names."""
@@ -242,9 +270,9 @@ def unsupported(m, entries, names) -> list:
         if int(np.asarray(a.flex_rigid)[f]) or not (int(fct[f]) & int(fca[f])):
             continue
         mode = int(np.asarray(a.flex_selfcollide)[f])
-        if mode != FLEXSELF_NONE and self_midphase(a, opt, f):
-            out.append(f"flex {names[f]!r} selfcollide={modes[mode]!r} (its midphase; "
-                       f"selfcollide=\"narrow\" is supported)")
+        if mode != FLEXSELF_NONE and self_midphase(a, opt, f) and not self_sap(a, opt, f):
+            out.append(f"flex {names[f]!r} selfcollide={modes[mode]!r} (its BVH midphase; "
+                       f"\"narrow\" and \"sap\" are supported)")
     return out
 
 
@@ -342,8 +370,8 @@ def _finalize_flex(
     override: ti.template(), o_margin: float, osr0: float, osr1: float, osi0: float,
     osi1: float, osi2: float, osi3: float, osi4: float, of0: float, of1: float, of2: float,
     of3: float, of4: float,
-    # candidates
-    cand_geom: ND, cand_flex: ND,
+    # candidates (sap_pairs: the element pairs of the self-collision sweeps' slots)
+    cand_geom: ND, cand_flex: ND, sap_pairs: ND,
     # model
     geom_priority: ND, geom_condim: ND, geom_solmix: ND, geom_solref: ND, geom_solimp: ND,
     geom_friction: ND, geom_margin: ND, geom_gap: ND, flex_priority: ND, flex_condim: ND,
@@ -372,7 +400,7 @@ def _finalize_flex(
                 f1 = -1  # side 0's flex: none (a geom), f1 (element pairs), f (internal)
                 if kind == ELEM_ELEM:
                     f1 = info[4]
-                elif kind == ELEM_VERT or kind == TET_FACE:
+                elif kind == ELEM_VERT or kind == TET_FACE or kind == SELF_SAP:
                     f1 = f
                 p1 = 0
                 c1 = 0
@@ -438,6 +466,9 @@ def _finalize_flex(
                 elif kind == TET_FACE:  # element e's face (side 0), its opposite vertex
                     contact_vert[worldid, conid] = ti.Vector([-1, info[4]])
                     contact_elem[worldid, conid] = ti.Vector([info[2], -1])
+                elif kind == SELF_SAP:  # the sweep's pair of this slot
+                    contact_vert[worldid, conid] = ti.Vector([-1, -1])
+                    contact_elem[worldid, conid] = sap_pairs[worldid, info[2]]
                 else:
                     contact_vert[worldid, conid] = ti.Vector([-1, -1])
                     f0 = -1
@@ -478,4 +509,4 @@ def finalize_flex(m, d, plan, cand) -> None:
     launch(_finalize_flex, m, d, override=bool(opt.enabled("override")),
            o_margin=float(opt.o_margin), osr0=osr0, osr1=osr1, osi0=osi0, osi1=osi1,
            osi2=osi2, osi3=osi3, osi4=osi4, of0=of0, of1=of1, of2=of2, of3=of3, of4=of4,
-           cand_geom=cand[0], cand_flex=plan.cand_flex)
+           cand_geom=cand[0], cand_flex=plan.cand_flex, sap_pairs=sap_pairs(m, d, plan))

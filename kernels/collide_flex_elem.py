@@ -40,6 +40,8 @@ ELEM_ELEM = 2
 ELEM_VERT = 3  # internal: a predefined (element, vertex) pair (mj_collideElemVert)
 TET_FACE = 4  # internal: a tetrahedron's face against its opposite vertex (planeVertex)
 TET_FACE_VERT = (3, 1, 2, 0)  # per face (0,1,2), (0,2,3), (0,3,1), (1,3,2): the vertex
+SELF_SAP = 5  # a slot of a flex's self-collision sweep (mj_collideFlexSAP), per world
+SAP_MAX = 0x10000  # mj_SAP's marker of an interval's end
 ANALYTIC_MAXCON = 2
 
 
@@ -408,14 +410,123 @@ def _internal(out: ti.template(), worldid, info, override: ti.template(), o_marg
                                  flexvert_xpos[worldid, vbase + flex_elem[data + 2]], radius)
 
 
+@ti.func
+def _apart(f1, e1, f2, e2, flex_dim: ti.template(), flex_elem: ti.template(),
+           flex_elemdataadr: ti.template(), flex_vertadr: ti.template(),
+           flex_vertbodyid: ti.template()):
+    """No vertex of one element on a body of the other (mj_collideElems' skip)."""
+    d1 = flex_dim[f1]
+    d2 = flex_dim[f2]
+    data1 = flex_elemdataadr[f1] + e1 * (d1 + 1)
+    data2 = flex_elemdataadr[f2] + e2 * (d2 + 1)
+    ok = True
+    for i1 in range(d1 + 1):
+        b1 = flex_vertbodyid[flex_vertadr[f1] + flex_elem[data1 + i1]]
+        for i2 in range(d2 + 1):
+            if b1 >= 0 and b1 == flex_vertbodyid[flex_vertadr[f2] + flex_elem[data2 + i2]]:
+                ok = False
+    return ok
+
+
+@ti.kernel
+def _flex_sap(
+    nsap: ti.i32, sap_flex: ND, sap_base: ND, sap_slots: ND,
+    # model
+    flex_dim: ND, flex_elemnum: ND, flex_elemadr: ND, flex_elemlayer: ND,
+    flex_activelayers: ND,
+    # data
+    flexelem_aabb: ND, world_mask: ND,
+    # scratch (per world) and out
+    sap_value: ND, sap_id: ND, sap_order: ND, sap_active: ND, sap_elid: ND, sap_pairs: ND,
+):
+    """mj_collideFlexSAP's sweep per world and flex: the active elements' intervals
+    along the flex box's longest axis (as floats, sorted stably), each new interval
+    paired with the open ones that overlap it on the other two axes; the pairs fill the
+    flex's slots in that order (the rest: -1)."""
+    for worldid in range(flexelem_aabb.shape[0]):
+        if world_mask[worldid] != 0:
+            for s in range(nsap):
+                f = sap_flex[s]
+                base = sap_base[s]
+                e0 = flex_elemadr[f]
+                n = 0
+                for e in range(flex_elemnum[f]):
+                    if flex_dim[f] < 3 or flex_elemlayer[e0 + e] < flex_activelayers[f]:
+                        sap_elid[worldid, n] = e
+                        n += 1
+                lo = ti.Vector([0.0, 0.0, 0.0])
+                hi = ti.Vector([0.0, 0.0, 0.0])
+                for i in range(n):
+                    box = flexelem_aabb[worldid, e0 + sap_elid[worldid, i]]
+                    for k in ti.static(range(3)):
+                        bl = box[k] - box[3 + k]
+                        bh = box[k] + box[3 + k]
+                        if i == 0 or bl < lo[k]:
+                            lo[k] = bl
+                        if i == 0 or bh > hi[k]:
+                            hi[k] = bh
+                size = 0.5 * (hi - lo)
+                axis = 2
+                if size[0] > size[1] and size[0] > size[2]:
+                    axis = 0
+                elif size[1] > size[2]:
+                    axis = 1
+                ay = 1 if axis == 0 else 0
+                az = 1 if axis == 2 else 2
+                for i in range(n):
+                    box = flexelem_aabb[worldid, e0 + sap_elid[worldid, i]]
+                    sap_value[worldid, 2 * i] = ti.cast(box[axis] - box[3 + axis], ti.f32)
+                    sap_id[worldid, 2 * i] = i
+                    sap_value[worldid, 2 * i + 1] = ti.cast(box[axis] + box[3 + axis], ti.f32)
+                    sap_id[worldid, 2 * i + 1] = i + SAP_MAX
+                for i in range(2 * n):  # a stable sort: rank by (value, position)
+                    vi = sap_value[worldid, i]
+                    r = 0
+                    for j in range(2 * n):
+                        vj = sap_value[worldid, j]
+                        if vj < vi or (vj == vi and j < i):
+                            r += 1
+                    sap_order[worldid, r] = i
+                cnt = 0
+                npair = 0
+                for t in range(2 * n):
+                    idm = sap_id[worldid, sap_order[worldid, t]]
+                    if idm < SAP_MAX:
+                        b2 = flexelem_aabb[worldid, e0 + sap_elid[worldid, idm]]
+                        for j in range(cnt):
+                            id1 = sap_active[worldid, j]
+                            b1 = flexelem_aabb[worldid, e0 + sap_elid[worldid, id1]]
+                            if not (b1[ay] - b1[3 + ay] > b2[ay] + b2[3 + ay] or
+                                    b2[ay] - b2[3 + ay] > b1[ay] + b1[3 + ay] or
+                                    b1[az] - b1[3 + az] > b2[az] + b2[3 + az] or
+                                    b2[az] - b2[3 + az] > b1[az] + b1[3 + az]):
+                                sap_pairs[worldid, base + npair] = ti.Vector(
+                                    [sap_elid[worldid, id1], sap_elid[worldid, idm]])
+                                npair += 1
+                        sap_active[worldid, cnt] = idm
+                        cnt += 1
+                    else:
+                        rm = idm - SAP_MAX
+                        found = -1
+                        for j in range(cnt):
+                            if found < 0 and sap_active[worldid, j] == rm:
+                                found = j
+                        if found >= 0:
+                            for j in range(found, cnt - 1):
+                                sap_active[worldid, j] = sap_active[worldid, j + 1]
+                            cnt -= 1
+                for k in range(npair, sap_slots[s]):
+                    sap_pairs[worldid, base + k] = ti.Vector([-1, -1])
+
+
 @ti.kernel
 def _narrow_elem_pairs(
     cap: ti.template(), override: ti.template(), o_margin: float, tol: float, kmax: ti.i32,
-    # candidates
-    flex_list: ND, nflexcand: ti.i32, lanes: ti.i32, cand_flex: ND,
+    # candidates (sap_pairs: per world, the element pair of each sweep slot)
+    flex_list: ND, nflexcand: ti.i32, lanes: ti.i32, cand_flex: ND, sap_pairs: ND,
     # model
     flex_margin: ND, flex_radius: ND, flex_dim: ND, flex_elem: ND, flex_elemdataadr: ND,
-    flex_elemadr: ND, flex_vertadr: ND, mesh_vert: ND, mesh_graph: ND,
+    flex_elemadr: ND, flex_vertadr: ND, flex_vertbodyid: ND, mesh_vert: ND, mesh_graph: ND,
     # scratch: one EPA polytope per thread
     epa_floats: ND, epa_ints: ND,
     # data
@@ -432,11 +543,19 @@ def _narrow_elem_pairs(
             cand = flex_list[k]
             k += lanes
             info = cand_flex[cand]
-            if info[1] == ELEM_ELEM:
+            if info[1] == ELEM_ELEM or info[1] == SELF_SAP:
                 f2 = info[0]
                 e2 = info[2]
                 f1 = info[4]
                 e1 = info[5]
+                valid = True
+                if info[1] == SELF_SAP:  # the sweep's pair in this slot, if any
+                    pr = sap_pairs[worldid, info[2]]
+                    e1 = pr[0]
+                    e2 = pr[1]
+                    valid = e1 >= 0 and _apart(f1, e1, f2, e2, flex_dim, flex_elem,
+                                               flex_elemdataadr, flex_vertadr,
+                                               flex_vertbodyid)
                 margin = 0.0
                 if ti.static(override):
                     margin = o_margin
@@ -444,9 +563,9 @@ def _narrow_elem_pairs(
                     margin = ti.max(flex_margin[f1], flex_margin[f2])
                 if f1 == f2:
                     margin = 0.0
-                box1 = flexelem_aabb[worldid, flex_elemadr[f1] + e1]
-                box2 = flexelem_aabb[worldid, flex_elemadr[f2] + e2]
-                near = True
+                box1 = flexelem_aabb[worldid, flex_elemadr[f1] + ti.max(e1, 0)]
+                box2 = flexelem_aabb[worldid, flex_elemadr[f2] + ti.max(e2, 0)]
+                near = valid
                 for j in ti.static(range(3)):
                     if box1[j] + box1[3 + j] + margin < box2[j] - box2[3 + j] or \
                             box2[j] + box2[3 + j] + margin < box1[j] - box1[3 + j]:
@@ -487,12 +606,42 @@ def _narrow_elem_pairs(
                      contact_key)
 
 
+def sap_pairs(m, d, plan):
+    """The Data's per-world sweep slots of the plan's SAP self-collisions (a 1 x 1
+    placeholder without them): (nworld, slots) element pairs."""
+    have = d.scratch.flex_sap
+    if have is None or have[0] is not plan:
+        nw = d.nworld
+        tag = d.scratch.tag
+        nslot = max(1, plan.sap_nslot)
+        maxn = max(1, plan.sap_maxn)
+        arrays = dict(
+            sap_pairs=tag(ti.Vector.ndarray(2, ti.i32, shape=(nw, nslot))),
+            sap_value=tag(ti.ndarray(ti.f32, shape=(nw, 2 * maxn))),
+            sap_id=tag(ti.ndarray(ti.i32, shape=(nw, 2 * maxn))),
+            sap_order=tag(ti.ndarray(ti.i32, shape=(nw, 2 * maxn))),
+            sap_active=tag(ti.ndarray(ti.i32, shape=(nw, maxn))),
+            sap_elid=tag(ti.ndarray(ti.i32, shape=(nw, maxn))))
+        have = d.scratch.flex_sap = (plan, arrays)
+    return have[1]["sap_pairs"]
+
+
+def flex_sap(m, d, plan, sweep) -> None:
+    """The SAP self-collision sweeps of the worlds in ``sweep.mask`` (one launch)."""
+    if not plan.sap_nslot:
+        return
+    sap_pairs(m, d, plan)
+    launch(_flex_sap, m, d, nsap=plan.sap_n, sap_flex=plan.sap_flex, sap_base=plan.sap_base,
+           sap_slots=plan.sap_slots, world_mask=sweep.mask, **d.scratch.flex_sap[1])
+
+
 def narrow_elem(m, d, plan, sweep) -> None:
     """The geom-element candidates of the worlds in ``sweep.mask``: one launch for the
     analytic pairs, one for the ccd pairs (each only when the plan has such pairs)."""
     opt = m.opt
     lists = sweep.lists
     dist, pos, frame, key = sweep.emit
+    flex_sap(m, d, plan, sweep)
     common = dict(override=bool(opt.enabled("override")), o_margin=float(opt.o_margin),
                   flex_list=plan.flex_list, nflexcand=plan.nflexcand, lanes=lists[2],
                   cand_geom=sweep.cand[0], cand_flex=plan.cand_flex, world_mask=sweep.mask,
@@ -511,7 +660,8 @@ def narrow_elem(m, d, plan, sweep) -> None:
                 launch(_narrow_elem_convex, m, d, **ccd, **common)
             if plan.elem_elem:
                 pairs = {k: v for k, v in common.items() if k != "cand_geom"}
-                launch(_narrow_elem_pairs, m, d, **ccd, **pairs)
+                launch(_narrow_elem_pairs, m, d, sap_pairs=sap_pairs(m, d, plan), **ccd,
+                       **pairs)
 
 
 def elem_kinds(a, entries) -> tuple:

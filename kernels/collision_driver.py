@@ -319,10 +319,11 @@ def plan(m) -> CollisionPlan:
     p.cand_flex = ti.Vector.ndarray(6, ti.i32, shape=(cand_flex.shape[0],))
     p.cand_flex.from_numpy(cand_flex)
     from .collide_flex import PLANE_VERTS
-    from .collide_flex_elem import ELEM_ELEM, ELEM_VERT, TET_FACE, elem_kinds
+    from .collide_flex_elem import ELEM_ELEM, ELEM_VERT, SELF_SAP, TET_FACE, elem_kinds
     p.plane_flex = any(entries[i][3][1] == PLANE_VERTS for i in flex_list)
-    p.elem_elem = any(entries[i][3][1] in (ELEM_ELEM, ELEM_VERT, TET_FACE)
+    p.elem_elem = any(entries[i][3][1] in (ELEM_ELEM, ELEM_VERT, TET_FACE, SELF_SAP)
                       for i in flex_list)
+    _plan_flex_sap(p, a, [entries[i][3] for i in flex_list if entries[i][3][1] == SELF_SAP])
     p.elem_analytic, p.elem_convex = elem_kinds(a, p.flex_entries)
     # (1, ncand, ...): one list for every world (the dynamic broadphase has one each)
     p.cand_geom = _int_array([c[:2] for c in cands], (1, len(cands), 2))
@@ -347,6 +348,20 @@ def plan(m) -> CollisionPlan:
     _plan_sap(p, a, cands, kind_id)
     m.plans.collision = p
     return p
+
+
+def _plan_flex_sap(p, a, infos):
+    """The SAP self-collision sweeps: per flex its first slot and slot count, the most
+    active elements one has (collide_flex_elem.flex_sap)."""
+    flexes = sorted({info[0] for info in infos})
+    base = [min(info[2] for info in infos if info[0] == f) for f in flexes]
+    slots = [sum(1 for info in infos if info[0] == f) for f in flexes]
+    p.sap_n = len(flexes)
+    p.sap_nslot = len(infos)
+    p.sap_flex = _int_array(flexes, (len(flexes),))
+    p.sap_base = _int_array(base, (len(flexes),))
+    p.sap_slots = _int_array(slots, (len(flexes),))
+    p.sap_maxn = max([int(np.asarray(a.flex_elemnum)[f]) for f in flexes] + [1])
 
 
 def _plan_sap(p, a, cands, kind_id):

@@ -3,8 +3,9 @@
 Planes against flex vertices (mj_collidePlaneFlex) for lines, triangles and
 tetrahedra; geoms (sphere, capsule, box, ellipsoid, cylinder, mesh) against flex
 elements (mj_collideGeomElem: analytic detectors for lines and sphere-triangle, the
-native ccd otherwise); flex-flex element pairs, selfcollide="narrow" self-collisions
-(and every mode without midphase) and internal collisions. Compared: the contacts
+native ccd otherwise); flex-flex element pairs, self-collisions (selfcollide "narrow",
+"sap" and 2D "auto" with MuJoCo's sweep order, every mode without midphase) and
+internal collisions. Compared: the contacts
 after forward (every field, in MuJoCo's order, merged with the geom pairs' contacts
 by bodyflex signature), the constraint rows (dense and sparse Jacobians, pyramidal and
 elliptic cones, pinned vertices, element contacts spread over the element's vertex
@@ -12,7 +13,7 @@ bodies), islands, qacc, and 100-step trajectories of flexes dropped on planes an
 a ball and a box dropped on a pinned cloth. Several worlds in random states, f64 on
 the CPU, outputs poisoned with NaN first; one f32 run. What tiphys does not collide
 yet is refused by name: heightfield-element pairs, self-collisions through MuJoCo's
-BVH/SAP midphases.
+BVH midphase.
 """
 import os
 
@@ -261,10 +262,23 @@ def _refused(text, match):
         tiphys.put_model(mujoco.MjModel.from_xml_string(text))
 
 
-@pytest.mark.parametrize("mode", ["auto", "bvh", "sap"])
-def test_self_collision_midphases_are_refused_by_name(mode):
+@pytest.mark.parametrize("mode", ["bvh"])
+def test_self_collision_bvh_midphase_is_refused_by_name(mode):
     text = xml("cloth").replace(SELF, f'selfcollide="{mode}"')
     _refused(text, f"flex collisions: flex 'cloth' selfcollide='{mode}'.*not supported yet")
+    text = xml("box").replace(SELF, 'selfcollide="auto"')  # 3D "auto": the BVH
+    _refused(text, "flex collisions: flex 'box' selfcollide='auto'.*not supported yet")
+
+
+@pytest.mark.parametrize("dim,mode", [(1, "auto"), (2, "auto"), (2, "sap"), (3, "sap")])
+def test_sap_self_collisions_match_mujoco(dim, mode):
+    """mj_collideFlexSAP (selfcollide "sap", and "auto" below 3D): the sweep's pair
+    order, element pairs in the order each pair was found."""
+    text = _self_xml(dim, mode)
+    for seed in (3, 8):
+        errors, n = check_forward(text, seed, rtol=RTOL if dim == 1 else CCD_RTOL,
+                                  scale=0.03)
+        assert errors == [] and n > 0, errors[:10]
 
 
 def test_heightfield_element_pairs_are_refused_naming_geom_and_flex():
@@ -275,12 +289,12 @@ def test_heightfield_element_pairs_are_refused_naming_geom_and_flex():
 
 
 def test_enabling_self_collision_contacts_after_make_data_is_refused():
-    text = xml("cloth", extra='<flag contact="disable"/>').replace(SELF, 'selfcollide="auto"')
+    text = xml("cloth", extra='<flag contact="disable"/>').replace(SELF, 'selfcollide="bvh"')
     m = tiphys.load_model_from_string(text)
     d = tiphys.make_data(m, 1)
     tiphys.step(m, d)
     m.opt.disableflags &= ~int(mujoco.mjtDisableBit.mjDSBL_CONTACT)
-    with pytest.raises(NotImplementedError, match="flex 'cloth' selfcollide='auto'"):
+    with pytest.raises(NotImplementedError, match="flex 'cloth' selfcollide='bvh'"):
         tiphys.step(m, d)
 
 
