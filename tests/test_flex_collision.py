@@ -216,8 +216,10 @@ def test_contacts_keep_mujoco_order_with_geom_pairs():
 
 
 def test_flex_collisions_f32_close_to_mujoco():
-    """f32 on the CPU (a subprocess: the precision is per process): plane-vertex and
-    geom-element contacts (analytic and ccd) and their forward accelerations."""
+    """f32 on the CPU (a subprocess: the precision is per process): plane-vertex,
+    geom-element (analytic and ccd), rope-rope and a rope's SAP self-collision contacts
+    and their forward accelerations. (Triangle-triangle ccd pairs are left out: in f32
+    the ccd may miss a pair MuJoCo's f64 finds.)"""
     script = f"""
 import sys
 sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
@@ -226,9 +228,10 @@ tiphys.init(arch="cpu", precision="f32")
 import test_flex_collision as t
 from oracle import contact_arrays, tiphys_contacts, mujoco_contacts
 out = {{}}
-for text in (t.xml("box"), t.elem_xml("cloth", "sphere"), t.elem_xml("soft", "box")):
+for text in (t.xml("box"), t.elem_xml("cloth", "sphere"), t.elem_xml("soft", "box"),
+             t._self_xml(1, "auto"), t.pair_xml("rope-rope")):
     m, mjm = t.pair(text)
-    qpos, qvel = t.random_state(mjm, 0)
+    qpos, qvel = t.random_state(mjm, 3, 3, 0.03)
     d, theirs = t.forward_both(m, mjm, qpos, qvel)
     arrays = contact_arrays(d)
     qacc = d.numpy("qacc")
@@ -236,10 +239,20 @@ for text in (t.xml("box"), t.elem_xml("cloth", "sphere"), t.elem_xml("soft", "bo
     total = 0
     for w, md in enumerate(theirs):
         ours, want = tiphys_contacts(d, w, arrays), mujoco_contacts(md)
-        assert len(ours) == len(want), (len(ours), len(want))
+        # matched by ids (in f32 a sweep's near-ties may order pairs differently)
+        def ids(c):  # a sweep's pair may come the other way round in f32: unordered
+            e = sorted(int(x) for x in c["elem"]) if c["flex"][0] == c["flex"][1] else \
+                [int(x) for x in c["elem"]]
+            return tuple([int(x) for k in ("geom", "flex", "vert") for x in c[k]] + e)
+        mine = dict((ids(c), c) for c in ours)
+        theirs = dict((ids(c), c) for c in want)
+        # a contact only one side finds sits on the threshold (f32 vs f64 distances)
+        for k in set(mine) ^ set(theirs):
+            c = mine.get(k, theirs.get(k))
+            assert abs(float(c["dist"][0]) - float(c["includemargin"][0])) < 1e-4, k
         total += len(want)
-        for a, b in zip(ours, want):
-            assert np.array_equal(a["vert"], b["vert"]) and np.array_equal(a["elem"], b["elem"])
+        for k in set(mine) & set(theirs):
+            a, b = mine[k], theirs[k]
             worst = max(worst, np.abs(a["pos"] - b["pos"]).max(),
                         np.abs(a["dist"] - b["dist"]).max())
         scale = max(1.0, np.abs(md.qacc).max())
@@ -526,3 +539,39 @@ def test_internal_collisions_match_mujoco(dim):
     mujoco.mj_forward(mjm, md)
     internal = [c for c in md.contact[:md.ncon] if c.vert[0] >= 0 or c.vert[1] >= 0]
     assert internal  # the internal part itself makes contacts
+
+
+def test_default_cloth_dropped_on_floor_trajectory_matches_mujoco():
+    """A flexcomp cloth with every contact default (contype = conaffinity = 1,
+    selfcollide="auto": the SAP sweep) dropped on the floor and folding onto itself:
+    100 steps in several worlds."""
+    text = ('<mujoco><option timestep="0.002"/><worldbody>'
+            '<geom name="floor" type="plane" size="1 1 .1"/>'
+            '<flexcomp name="cloth" type="grid" count="5 5 1" spacing=".05 .05 .1" dim="2" '
+            'radius=".01" mass=".5" pos="0 0 .03" euler=".4 .2 0"><edge damping=".2"/>'
+            '</flexcomp></worldbody></mujoco>')
+    m, mjm = pair(text)
+    assert mjm.flex_selfcollide[0] == mujoco.mjtFlexSelf.mjFLEXSELF_AUTO
+    qpos, qvel = random_state(mjm, 13, scale=0.01)
+    d = tiphys.make_data(m, NWORLD)
+    _set(d.qpos, qpos)
+    _set(d.qvel, qvel)
+    mds = []
+    for w in range(NWORLD):
+        md = mujoco.MjData(mjm)
+        md.qpos[:] = qpos[w]
+        md.qvel[:] = qvel[w]
+        mds.append(md)
+    nself = nfloor = 0
+    for step in range(100):
+        tiphys.step(m, d)
+        for md in mds:
+            mujoco.mj_step(mjm, md)
+            nself += sum(1 for c in md.contact[:md.ncon] if c.flex[0] >= 0)
+            nfloor += sum(1 for c in md.contact[:md.ncon] if c.geom[0] >= 0)
+        if step % 25 == 24:
+            got = d.numpy("qpos")[:, :mjm.nq]
+            for w, md in enumerate(mds):
+                err = np.abs(got[w] - md.qpos).max()
+                assert err < 1e-7, f"step {step} world {w}: qpos error {err:.2e}"
+    assert nfloor > 0 and nself > 0
