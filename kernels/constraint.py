@@ -1014,11 +1014,10 @@ def _contact_bodies(
     con_body: ND, con_weight: ND,
 ):
     """The bodies and weights of each contact's Jacobian (mj_contactJacobian), ``nside``
-    slots per contact: a geom's
-    body or a flex vertex's with weight -1 (side 0) / +1 (side 1); an element's vertex
-    bodies with weights inversely proportional to their distance from the contact point
-    and summing to 1 (mj_elemBodyWeight; a vertex the other side names is left out),
-    negative on side 0."""
+    slots per contact: a geom's body or a flex vertex's with weight -1 (side 0) / +1
+    (side 1); an element's vertex bodies with weights inversely proportional to their
+    distance from the contact point and summing to 1 (mj_elemBodyWeight; a vertex the
+    other side names is left out), negative on side 0."""
     nworld = con_body.shape[0]
     nconmax = con_body.shape[1]
     for worldid, conid in ti.ndrange(nworld, nconmax):
