@@ -21,7 +21,14 @@ capsules (capsule-capsule), any other two by the native ccd with two element obj
 
 Three launches: the analytic geom-element pairs (small, exact math), the ccd
 geom-element pairs and the element pairs (GJK + EPA, compiled light, as
-collide_convex's kernels); each only when the model has such candidates.
+collide_convex's kernels); each only when the model has such candidates. A fourth,
+``flex_sap``, sweeps each SAP self-colliding flex per world (serial, O(n^2) in its
+active elements) to fill its pair slots.
+
+Deviation: the sweep's axis is the longest of the flex box computed as one min/max over
+the element boxes; MuJoCo takes it from its flex BVH's root, combined bottom-up with a
+rounding at each node. Where two extents tie exactly (a square cloth pinned at its
+four corners), the two may pick different axes: the same pairs, in another order.
 """
 import numpy as np
 import taichi as ti
