@@ -25,14 +25,15 @@ collide_convex's kernels); each only when the model has such candidates. A fourt
 ``flex_sap``, sweeps each SAP self-colliding flex per world (serial, O(n^2) in its
 active elements) to fill its pair slots.
 
-Deviation: the sweep's axis is the longest of the flex box computed as one min/max over
-the element boxes; MuJoCo takes it from its flex BVH's root, combined bottom-up with a
-rounding at each node. Where two extents tie exactly (a square cloth pinned at its
-four corners), the two may pick different axes: the same pairs, in another order.
+The sweep's axis is the longest side of the flex BVH's root box, combined node by
+node from the element boxes as mj_updateDynamicBVH does (with its rounding: exact ties,
+a square cloth pinned at its corners, break as in MuJoCo); the hierarchy is MuJoCo's
+(``flex_bvh``: mjCBoundingVolumeHierarchy::MakeBVH over the reference pose).
 """
 import numpy as np
 import taichi as ti
 
+from . import config
 from .bind import launch
 from .collide_box import capsule_box
 from .collide_convex import _check_options, _convex, _light_compile, _object
@@ -438,13 +439,16 @@ def _apart(f1, e1, f2, e2, flex_dim: ti.template(), flex_elem: ti.template(),
 @ti.kernel
 def _flex_sap(
     nsap: ti.i32, sap_flex: ND, sap_base: ND, sap_slots: ND,
+    # the flexes' BVHs (MuJoCo's, pre-order): per flex its first node and node count
+    sap_nodeadr: ND, sap_nodenum: ND, sap_child: ND, sap_nodeid: ND,
     # model
     flex_dim: ND, flex_elemnum: ND, flex_elemadr: ND, flex_elemlayer: ND,
     flex_activelayers: ND,
     # data
     flexelem_aabb: ND, world_mask: ND,
     # scratch (per world) and out
-    sap_value: ND, sap_id: ND, sap_order: ND, sap_active: ND, sap_elid: ND, sap_pairs: ND,
+    sap_value: ND, sap_id: ND, sap_order: ND, sap_active: ND, sap_elid: ND, sap_node: ND,
+    sap_pairs: ND,
 ):
     """mj_collideFlexSAP's sweep per world and flex: the active elements' intervals
     along the flex box's longest axis (as floats, sorted stably), each new interval
@@ -461,18 +465,25 @@ def _flex_sap(
                     if flex_dim[f] < 3 or flex_elemlayer[e0 + e] < flex_activelayers[f]:
                         sap_elid[worldid, n] = e
                         n += 1
-                lo = ti.Vector([0.0, 0.0, 0.0])
-                hi = ti.Vector([0.0, 0.0, 0.0])
-                for i in range(n):
-                    box = flexelem_aabb[worldid, e0 + sap_elid[worldid, i]]
-                    for k in ti.static(range(3)):
-                        bl = box[k] - box[3 + k]
-                        bh = box[k] + box[3 + k]
-                        if i == 0 or bl < lo[k]:
-                            lo[k] = bl
-                        if i == 0 or bh > hi[k]:
-                            hi[k] = bh
-                size = 0.5 * (hi - lo)
+                # the flex BVH's boxes, leaves up (mj_updateDynamicBVH): its root's sizes
+                nadr = sap_nodeadr[s]
+                for r in range(sap_nodenum[s]):
+                    i = sap_nodenum[s] - 1 - r
+                    leaf = sap_nodeid[nadr + i]
+                    if leaf >= 0:
+                        sap_node[worldid, i] = flexelem_aabb[worldid, e0 + leaf]
+                    else:
+                        c1 = sap_node[worldid, sap_child[nadr + i][0]]
+                        c2 = sap_node[worldid, sap_child[nadr + i][1]]
+                        box = ti.Vector.zero(float, 6)
+                        for k in ti.static(range(3)):
+                            lo = ti.min(c1[k] - c1[3 + k], c2[k] - c2[3 + k])
+                            hi = ti.max(c1[k] + c1[3 + k], c2[k] + c2[3 + k])
+                            box[k] = 0.5 * (hi + lo)
+                            box[3 + k] = 0.5 * (hi - lo)
+                        sap_node[worldid, i] = box
+                root = sap_node[worldid, 0]
+                size = ti.Vector([root[3], root[4], root[5]])
                 axis = 2
                 if size[0] > size[1] and size[0] > size[2]:
                     axis = 0
@@ -628,7 +639,9 @@ def sap_pairs(m, d, plan):
             sap_id=tag(ti.ndarray(ti.i32, shape=(nw, 2 * maxn))),
             sap_order=tag(ti.ndarray(ti.i32, shape=(nw, 2 * maxn))),
             sap_active=tag(ti.ndarray(ti.i32, shape=(nw, maxn))),
-            sap_elid=tag(ti.ndarray(ti.i32, shape=(nw, maxn))))
+            sap_elid=tag(ti.ndarray(ti.i32, shape=(nw, maxn))),
+            sap_node=tag(ti.Vector.ndarray(6, config.float_dtype(),
+                                           shape=(nw, max(1, plan.sap_maxnode)))))
         have = d.scratch.flex_sap = (plan, arrays)
     return have[1]["sap_pairs"]
 
@@ -639,7 +652,9 @@ def flex_sap(m, d, plan, sweep) -> None:
         return
     sap_pairs(m, d, plan)
     launch(_flex_sap, m, d, nsap=plan.sap_n, sap_flex=plan.sap_flex, sap_base=plan.sap_base,
-           sap_slots=plan.sap_slots, world_mask=sweep.mask, **d.scratch.flex_sap[1])
+           sap_slots=plan.sap_slots, sap_nodeadr=plan.sap_nodeadr,
+           sap_nodenum=plan.sap_nodenum, sap_child=plan.sap_child,
+           sap_nodeid=plan.sap_nodeid, world_mask=sweep.mask, **d.scratch.flex_sap[1])
 
 
 def narrow_elem(m, d, plan, sweep) -> None:
@@ -678,3 +693,88 @@ def elem_kinds(a, entries) -> tuple:
     kinds = {analytic(int(geom_type[g]), int(dims[info[0]]))
              for g, _, _, info in entries if info is not None and info[1] == GEOM_ELEM}
     return True in kinds, False in kinds
+
+
+# ------------------------------------------------------------------------------------
+# host: MuJoCo's flex BVH (mjCBoundingVolumeHierarchy::MakeBVH), for the SAP axis
+# ------------------------------------------------------------------------------------
+
+EPS = 1e-14  # mjEPS of the compiler
+
+
+def _qpos0_vertices(a, f):
+    """Flex f's vertex positions in the model's reference pose (the compiler's vertxpos):
+    the bodies' frames chained from body_pos / body_quat."""
+    parent = np.asarray(a.body_parentid)
+    nbody = len(parent)
+    pos = np.asarray(a.body_pos, dtype=np.float64).reshape(-1, nbody, 3)[0]
+    quat = np.asarray(a.body_quat, dtype=np.float64).reshape(-1, nbody, 4)[0]
+    xpos = np.zeros((nbody, 3))
+    xmat = np.zeros((nbody, 3, 3))
+    xmat[0] = np.eye(3)
+    for b in range(1, nbody):
+        w, x, y, z = quat[b] / np.linalg.norm(quat[b])
+        rot = np.array([[w*w + x*x - y*y - z*z, 2*(x*y - w*z), 2*(x*z + w*y)],
+                        [2*(x*y + w*z), w*w - x*x + y*y - z*z, 2*(y*z - w*x)],
+                        [2*(x*z - w*y), 2*(y*z + w*x), w*w - x*x - y*y + z*z]])
+        xpos[b] = xpos[parent[b]] + xmat[parent[b]] @ pos[b]
+        xmat[b] = xmat[parent[b]] @ rot
+    adr, num = int(a.flex_vertadr[f]), int(a.flex_vertnum[f])
+    body = np.asarray(a.flex_vertbodyid)[adr:adr + num]
+    local = np.asarray(a.flex_vert, dtype=np.float64).reshape(-1, 3)[adr:adr + num]
+    return xpos[body] + np.einsum("nij,nj->ni", xmat[body], local)
+
+
+def flex_bvh(a, f, elems):
+    """(child (n, 2), nodeid (n,)) of flex f's BVH over ``elems`` (its active elements),
+    nodes in MuJoCo's pre-order: each node halves its elements at the median of their
+    reference-pose box centers along its longest side (ties by element order)."""
+    import functools
+    dim = int(a.flex_dim[f])
+    radius = float(a.flex_radius[f])
+    vert = _qpos0_vertices(a, f)
+    data = int(a.flex_elemdataadr[f])
+    elem = np.asarray(a.flex_elem)
+    lo, hi, center = {}, {}, {}
+    for e in elems:
+        v = vert[elem[data + e * (dim + 1): data + (e + 1) * (dim + 1)]]
+        vmin, vmax = v.min(axis=0), v.max(axis=0)
+        center[e] = 0.5 * (vmax + vmin)
+        half = 0.5 * (vmax - vmin) + radius
+        lo[e], hi[e] = center[e] - half, center[e] + half
+    child, nodeid = [], []
+
+    def make(group):
+        aamm_lo = np.min([lo[e] for e in group], axis=0)
+        aamm_hi = np.max([hi[e] for e in group], axis=0)
+        flat = np.abs(aamm_lo - aamm_hi) < EPS
+        aamm_lo = np.where(flat, aamm_lo - EPS, aamm_lo)
+        aamm_hi = np.where(flat, aamm_hi + EPS, aamm_hi)
+        index = len(child)
+        child.append([-1, -1])
+        nodeid.append(-1)
+        if len(group) == 1:
+            nodeid[index] = group[0]
+            return index
+        edges = aamm_hi - aamm_lo
+        axis = 0
+        if edges[1] >= edges[0] + EPS:
+            axis = 1
+        if edges[2] >= edges[axis] + EPS:
+            axis = 2
+
+        def cmp(e1, e2):
+            d = center[e1][axis] - center[e2][axis]
+            if abs(d) > EPS:
+                return -1 if d < 0 else 1
+            return (e1 > e2) - (e1 < e2)
+
+        ordered = sorted(group, key=functools.cmp_to_key(cmp))
+        m = len(group) // 2
+        child[index][0] = make(ordered[:m])
+        child[index][1] = make(ordered[m:])
+        return index
+
+    if elems:
+        make(list(elems))
+    return np.array(child, dtype=np.int32).reshape(-1, 2), np.array(nodeid, dtype=np.int32)

@@ -362,6 +362,28 @@ def _plan_flex_sap(p, a, infos):
     p.sap_base = _int_array(base, (len(flexes),))
     p.sap_slots = _int_array(slots, (len(flexes),))
     p.sap_maxn = max([int(np.asarray(a.flex_elemnum)[f]) for f in flexes] + [1])
+    from .collide_flex_elem import flex_bvh
+    children, nodeids, nodeadr, nodenum = [], [], [], []
+    for f in flexes:
+        e0 = int(np.asarray(a.flex_elemadr)[f])
+        layer = np.asarray(a.flex_elemlayer)
+        elems = [e for e in range(int(np.asarray(a.flex_elemnum)[f]))
+                 if int(np.asarray(a.flex_dim)[f]) < 3 or
+                 int(layer[e0 + e]) < int(np.asarray(a.flex_activelayers)[f])]
+        child, nodeid = flex_bvh(a, f, elems)
+        nodeadr.append(sum(nodenum))
+        nodenum.append(len(nodeid))
+        children.append(child)
+        nodeids.append(nodeid)
+    child = np.concatenate(children) if children else np.zeros((0, 2), np.int32)
+    p.sap_nodeadr = _int_array(nodeadr, (len(flexes),))
+    p.sap_nodenum = _int_array(nodenum, (len(flexes),))
+    p.sap_child = ti.Vector.ndarray(2, ti.i32, shape=(max(1, len(child)),))
+    if len(child):
+        p.sap_child.from_numpy(child.astype(np.int32))
+    p.sap_nodeid = _int_array(np.concatenate(nodeids) if nodeids else [],
+                              (int(sum(nodenum)),))
+    p.sap_maxnode = max(nodenum + [1])
 
 
 def _plan_sap(p, a, cands, kind_id):

@@ -575,3 +575,46 @@ def test_default_cloth_dropped_on_floor_trajectory_matches_mujoco():
                 err = np.abs(got[w] - md.qpos).max()
                 assert err < 1e-7, f"step {step} world {w}: qpos error {err:.2e}"
     assert nfloor > 0 and nself > 0
+
+
+
+@pytest.mark.parametrize("text", [_self_xml(1, "auto"), _self_xml(2, "auto"),
+                                  _self_xml(3, "sap"), elem_xml("soft", "sphere")],
+                         ids=["rope", "cloth", "cube", "soft-active"])
+def test_flex_bvh_matches_mujoco(text):
+    """The flex hierarchy the SAP axis comes from is MuJoCo's (bvh_child, bvh_nodeid of
+    the flex's tree, over its active elements)."""
+    from tiphys.kernels.collide_flex_elem import flex_bvh
+    m, mjm = pair(text)
+    for f in range(mjm.nflex):
+        adr, num = mjm.flex_bvhadr[f], mjm.flex_bvhnum[f]
+        e0 = mjm.flex_elemadr[f]
+        elems = [e for e in range(mjm.flex_elemnum[f]) if mjm.flex_dim[f] < 3 or
+                 mjm.flex_elemlayer[e0 + e] < mjm.flex_activelayers[f]]
+        child, nodeid = flex_bvh(m.arrays, f, elems)
+        np.testing.assert_array_equal(child, mjm.bvh_child[adr:adr + num])
+        np.testing.assert_array_equal(nodeid, mjm.bvh_nodeid[adr:adr + num])
+
+
+def test_square_cloth_pinned_at_corners_trajectory_matches_mujoco():
+    """A square cloth pinned at its four corners under a ball: the flex box's x and y
+    sides tie, and MuJoCo's BVH root (combined node by node) picks the SAP axis; 200
+    steps with self, floor and ball contacts."""
+    text = ('<mujoco><option timestep="0.002"/><worldbody>'
+            '<geom name="floor" type="plane" size="1 1 .1"/>'
+            '<body pos=".05 .05 .25"><freejoint/><geom size=".06"/></body>'
+            '<flexcomp name="cloth" type="grid" count="10 10 1" spacing=".04 .04 .1" '
+            'dim="2" radius=".005" mass=".5" pos="0 0 .2"><edge damping=".2"/>'
+            '<pin id="0 9 90 99"/></flexcomp></worldbody></mujoco>')
+    m, mjm = pair(text)
+    d = tiphys.make_data(m, 1)
+    md = mujoco.MjData(mjm)
+    nself = 0
+    for step in range(200):
+        tiphys.step(m, d)
+        mujoco.mj_step(mjm, md)
+        nself += sum(1 for c in md.contact[:md.ncon] if c.flex[0] >= 0)
+        if step % 50 == 49:
+            err = np.abs(d.numpy("qpos")[0, :mjm.nq] - md.qpos).max()
+            assert err < 1e-8, f"step {step}: qpos error {err:.2e}"
+    assert nself > 0
