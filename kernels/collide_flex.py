@@ -16,8 +16,9 @@ bodyflex pairs, so that the contacts come out in MuJoCo's order through the same
   kernels/collide_flex_elem.py);
 - kind ELEM_ELEM: element e1 of flex f1 against element sub of flex f (mj_collideElems:
   flex-flex pairs, and self-collisions of selfcollide="narrow" or without midphase);
-- kind SELF_SAP: slot sub of a flex's self-collision sweep (mj_collideFlexSAP): each
-  world's sweep (collide_flex_elem.flex_sap) fills the slots with element pairs in the
+- kind SELF_SAP: slot sub of a flex's self-collision midphase (mj_collideFlexSAP's
+  sweep, or mj_collideTree's traversal of the flex BVH): each world's sweep or
+  traversal (collide_flex_elem.flex_sap) fills the slots with element pairs in the
   order MuJoCo finds them, one slot per possible pair;
 - kinds ELEM_VERT (element sub, vertex f1's slot) and TET_FACE (element sub, face e1's
   slot, its opposite vertex in f1's): internal collisions (mj_collideFlexInternal).
@@ -25,8 +26,7 @@ bodyflex pairs, so that the contacts come out in MuJoCo's order through the same
 MuJoCo's midphase sorts a pair's contacts by (geom or element, element or vertex),
 the order the candidates are listed in; it holds only the active elements of a 3D
 flex and collides only planes of world-welded bodies, and so do the candidates.
-Refused (``unsupported``): heightfield-element pairs, self-collisions through
-MuJoCo's BVH midphase (a pair order tiphys does not reproduce), passive flex contacts.
+Refused (``unsupported``): heightfield-element pairs, passive flex contacts.
 
 Contacts of a flex vertex have geom = (plane, -1), flex = (-1, f), vert = (-1, i),
 elem = (-1, -1); those of an element elem = (-1, e) or (e1, e), flex = (-1, f) or (f1,
@@ -194,10 +194,12 @@ def flex_entries(a, opt, bct, bca, excl):
         if mode == FLEXSELF_NONE:
             continue
         elems = pair_elems(f)  # mj_isElemActive
-        if self_sap(a, opt, f):
-            # mj_collideFlexSAP: one slot per possible pair, filled per world in the
-            # sweep's order (collide_flex_elem.flex_sap)
-            count = len(elems) * (len(elems) - 1) // 2
+        if self_midphase(a, opt, f):
+            # mj_collideFlexSAP or mj_collideTree: one slot per possible pair, filled
+            # per world in the order the sweep or the traversal finds them
+            # (collide_flex_elem.flex_sap); the traversal also meets each leaf itself
+            n = len(elems)
+            count = n * (n - 1) // 2 if self_sap(a, opt, f) else n * (n + 1) // 2
             if count > MAX_ELEM_PAIRS:
                 raise NotImplementedError(
                     f"flex collisions: flex #{f} with itself: {count} element pairs "
@@ -206,8 +208,6 @@ def flex_entries(a, opt, bct, bca, excl):
             for k in range(count):
                 out.append((sig, (-1, -1, -1, (f, SELF_SAP, sap_base[0] + k, 1, f, -1))))
             sap_base[0] += count
-            continue
-        if self_midphase(a, opt, f):
             continue
         elem_pairs(sig, f, elems, f, elems, True)
     return out
@@ -222,7 +222,7 @@ SELF_SIGNATURE = 1 << 40  # sorts self-collisions after every bodyflex pair
 
 
 def self_midphase(a, opt, f) -> bool:
-    """Whether mj_collision self-collides flex f through a midphase (its BVH or SAP)."""
+    """Whether mj_collision self-collides flex f through a midphase (SAP or its BVH)."""
     return not opt.disabled("midphase") and \
         int(np.asarray(a.flex_selfcollide)[f]) != FLEXSELF_NARROW and \
         int(np.asarray(a.flex_bvhadr)[f]) >= 0
@@ -238,8 +238,7 @@ def self_sap(a, opt, f) -> bool:
 
 def unsupported(m, entries, names) -> list:
     """Phrases naming what of the model's flex collisions tiphys does not simulate yet
-    (heightfield-element pairs, self-collisions through the BVH, passive contacts)
-    under
+    (heightfield-element pairs, passive contacts) under
     the model's options; ``entries``: the candidates of collision_driver, ``names``:
     the flexes' names."""
     a = m.arrays
@@ -261,7 +260,6 @@ def unsupported(m, entries, names) -> list:
                    f"({GEOM_TYPE_NAMES[int(geom_type[g])]})")
     fct = np.asarray(a.flex_contype)
     fca = np.asarray(a.flex_conaffinity)
-    modes = ("none", "narrow", "bvh", "sap", "auto")
     for f in range(nflex):
         if not (fct[f] or fca[f]):
             continue
@@ -269,10 +267,6 @@ def unsupported(m, entries, names) -> list:
             out.append(f"flex {names[f]!r} passive contacts (passive=\"true\")")
         if int(np.asarray(a.flex_rigid)[f]) or not (int(fct[f]) & int(fca[f])):
             continue
-        mode = int(np.asarray(a.flex_selfcollide)[f])
-        if mode != FLEXSELF_NONE and self_midphase(a, opt, f) and not self_sap(a, opt, f):
-            out.append(f"flex {names[f]!r} selfcollide={modes[mode]!r} (its BVH midphase; "
-                       f"\"narrow\" and \"sap\" are supported)")
     return out
 
 

@@ -22,8 +22,9 @@ capsules (capsule-capsule), any other two by the native ccd with two element obj
 Three launches: the analytic geom-element pairs (small, exact math), the ccd
 geom-element pairs and the element pairs (GJK + EPA, compiled light, as
 collide_convex's kernels); each only when the model has such candidates. A fourth,
-``flex_sap``, sweeps each SAP self-colliding flex per world (serial, O(n^2) in its
-active elements) to fill its pair slots.
+``flex_sap``, runs each self-colliding flex's midphase per world (serial): the SAP
+sweep (O(n^2) in its active elements) or the traversal of the flex BVH against itself,
+filling the flex's pair slots in the order MuJoCo meets the pairs.
 
 The sweep's axis is the longest side of the flex BVH's root box, combined node by
 node from the element boxes as mj_updateDynamicBVH does (with its rounding: exact ties,
@@ -438,22 +439,23 @@ def _apart(f1, e1, f2, e2, flex_dim: ti.template(), flex_elem: ti.template(),
 
 @ti.kernel
 def _flex_sap(
-    nsap: ti.i32, sap_flex: ND, sap_base: ND, sap_slots: ND,
+    override: ti.template(), o_margin: float,
+    nsap: ti.i32, sap_flex: ND, sap_base: ND, sap_slots: ND, sap_tree: ND,
     # the flexes' BVHs (MuJoCo's, pre-order): per flex its first node and node count
     sap_nodeadr: ND, sap_nodenum: ND, sap_child: ND, sap_nodeid: ND,
     # model
     flex_dim: ND, flex_elemnum: ND, flex_elemadr: ND, flex_elemlayer: ND,
-    flex_activelayers: ND,
+    flex_activelayers: ND, flex_margin: ND,
     # data
     flexelem_aabb: ND, world_mask: ND,
     # scratch (per world) and out
     sap_value: ND, sap_id: ND, sap_order: ND, sap_active: ND, sap_elid: ND, sap_node: ND,
-    sap_pairs: ND,
+    sap_stack: ND, sap_pairs: ND,
 ):
-    """mj_collideFlexSAP's sweep per world and flex: the active elements' intervals
-    along the flex box's longest axis (as floats, sorted stably), each new interval
-    paired with the open ones that overlap it on the other two axes; the pairs fill the
-    flex's slots in that order (the rest: -1)."""
+    """Per world and self-colliding flex: its BVH boxes (mj_updateDynamicBVH), then
+    mj_collideTree's traversal (``_traverse``) or mj_collideFlexSAP's sweep
+    (``_sweep``); the element pairs fill the flex's slots in that order (the rest:
+    -1)."""
     for worldid in range(flexelem_aabb.shape[0]):
         if world_mask[worldid] != 0:
             for s in range(nsap):
@@ -482,59 +484,137 @@ def _flex_sap(
                             box[k] = 0.5 * (hi + lo)
                             box[3 + k] = 0.5 * (hi - lo)
                         sap_node[worldid, i] = box
-                root = sap_node[worldid, 0]
-                size = ti.Vector([root[3], root[4], root[5]])
-                axis = 2
-                if size[0] > size[1] and size[0] > size[2]:
-                    axis = 0
-                elif size[1] > size[2]:
-                    axis = 1
-                ay = 1 if axis == 0 else 0
-                az = 1 if axis == 2 else 2
-                for i in range(n):
-                    box = flexelem_aabb[worldid, e0 + sap_elid[worldid, i]]
-                    sap_value[worldid, 2 * i] = ti.cast(box[axis] - box[3 + axis], ti.f32)
-                    sap_id[worldid, 2 * i] = i
-                    sap_value[worldid, 2 * i + 1] = ti.cast(box[axis] + box[3 + axis], ti.f32)
-                    sap_id[worldid, 2 * i + 1] = i + SAP_MAX
-                for i in range(2 * n):  # a stable sort: rank by (value, position)
-                    vi = sap_value[worldid, i]
-                    r = 0
-                    for j in range(2 * n):
-                        vj = sap_value[worldid, j]
-                        if vj < vi or (vj == vi and j < i):
-                            r += 1
-                    sap_order[worldid, r] = i
-                cnt = 0
                 npair = 0
-                for t in range(2 * n):
-                    idm = sap_id[worldid, sap_order[worldid, t]]
-                    if idm < SAP_MAX:
-                        b2 = flexelem_aabb[worldid, e0 + sap_elid[worldid, idm]]
-                        for j in range(cnt):
-                            id1 = sap_active[worldid, j]
-                            b1 = flexelem_aabb[worldid, e0 + sap_elid[worldid, id1]]
-                            if not (b1[ay] - b1[3 + ay] > b2[ay] + b2[3 + ay] or
-                                    b2[ay] - b2[3 + ay] > b1[ay] + b1[3 + ay] or
-                                    b1[az] - b1[3 + az] > b2[az] + b2[3 + az] or
-                                    b2[az] - b2[3 + az] > b1[az] + b1[3 + az]):
-                                sap_pairs[worldid, base + npair] = ti.Vector(
-                                    [sap_elid[worldid, id1], sap_elid[worldid, idm]])
-                                npair += 1
-                        sap_active[worldid, cnt] = idm
-                        cnt += 1
-                    else:
-                        rm = idm - SAP_MAX
-                        found = -1
-                        for j in range(cnt):
-                            if found < 0 and sap_active[worldid, j] == rm:
-                                found = j
-                        if found >= 0:
-                            for j in range(found, cnt - 1):
-                                sap_active[worldid, j] = sap_active[worldid, j + 1]
-                            cnt -= 1
+                if sap_tree[s] != 0:
+                    npair = _traverse(worldid, f, base, nadr, override, o_margin, flex_margin,
+                                      sap_child, sap_nodeid, sap_node, sap_stack, sap_pairs)
+                else:
+                    npair = _sweep(worldid, base, n, e0, flexelem_aabb, sap_node, sap_value,
+                                   sap_id, sap_order, sap_active, sap_elid, sap_pairs)
                 for k in range(npair, sap_slots[s]):
                     sap_pairs[worldid, base + k] = ti.Vector([-1, -1])
+
+
+@ti.func
+def _traverse(worldid, f, base, nadr, override: ti.template(), o_margin,
+              flex_margin: ti.template(), sap_child: ti.template(), sap_nodeid: ti.template(),
+              sap_node: ti.template(), sap_stack: ti.template(), sap_pairs: ti.template()):
+    """mj_collideTree of a flex with itself: a stack of node pairs from the root pair,
+    leaf pairs (node1 <= node2) to the slots in the order they are popped, internal
+    pairs pruned by their boxes (with the flex margin) and split on the side of larger
+    (MuJoCo's) surface measure."""
+    margin = 0.0
+    if ti.static(override):
+        margin = o_margin
+    else:
+        margin = flex_margin[f]
+    sap_stack[worldid, 0] = ti.Vector([0, 0])
+    nstack = 1
+    npair = 0
+    while nstack > 0:
+        nstack -= 1
+        top = sap_stack[worldid, nstack]
+        n1 = top[0]
+        n2 = top[1]
+        if n1 <= n2:
+            c1 = sap_child[nadr + n1]
+            c2 = sap_child[nadr + n2]
+            leaf1 = c1[0] < 0 and c1[1] < 0
+            leaf2 = c2[0] < 0 and c2[1] < 0
+            if leaf1 and leaf2:
+                sap_pairs[worldid, base + npair] = ti.Vector([sap_nodeid[nadr + n1],
+                                                              sap_nodeid[nadr + n2]])
+                npair += 1
+            else:
+                b1 = sap_node[worldid, n1]
+                b2 = sap_node[worldid, n2]
+                apart = False
+                for k in ti.static(range(3)):
+                    if b1[k] + b1[3 + k] + margin < b2[k] - b2[3 + k] or \
+                            b2[k] + b2[3 + k] + margin < b1[k] - b1[3 + k]:
+                        apart = True
+                if not apart:
+                    first = True  # split node 1
+                    if leaf1:
+                        first = False
+                    elif not leaf2:
+                        x1 = b1[3] - b1[0]
+                        y1 = b1[4] - b1[1]
+                        z1 = b1[5] - b1[2]
+                        x2 = b2[3] - b2[0]
+                        y2 = b2[4] - b2[1]
+                        z2 = b2[5] - b2[2]
+                        first = x1 * y1 + y1 * z1 + z1 * x1 > x2 * y2 + y2 * z2 + z2 * x2
+                    for i in ti.static(range(2)):
+                        if first:
+                            if c1[i] != -1:
+                                sap_stack[worldid, nstack] = ti.Vector([c1[i], n2])
+                                nstack += 1
+                        else:
+                            if c2[i] != -1:
+                                sap_stack[worldid, nstack] = ti.Vector([n1, c2[i]])
+                                nstack += 1
+    return npair
+
+
+@ti.func
+def _sweep(worldid, base, n, e0, flexelem_aabb: ti.template(), sap_node: ti.template(),
+           sap_value: ti.template(), sap_id: ti.template(), sap_order: ti.template(),
+           sap_active: ti.template(), sap_elid: ti.template(), sap_pairs: ti.template()):
+    """mj_SAP over the n active elements along the longest side of the flex BVH's root
+    box; returns the number of pairs written from slot ``base``."""
+    root = sap_node[worldid, 0]
+    size = ti.Vector([root[3], root[4], root[5]])
+    axis = 2
+    if size[0] > size[1] and size[0] > size[2]:
+        axis = 0
+    elif size[1] > size[2]:
+        axis = 1
+    ay = 1 if axis == 0 else 0
+    az = 1 if axis == 2 else 2
+    for i in range(n):
+        box = flexelem_aabb[worldid, e0 + sap_elid[worldid, i]]
+        sap_value[worldid, 2 * i] = ti.cast(box[axis] - box[3 + axis], ti.f32)
+        sap_id[worldid, 2 * i] = i
+        sap_value[worldid, 2 * i + 1] = ti.cast(box[axis] + box[3 + axis], ti.f32)
+        sap_id[worldid, 2 * i + 1] = i + SAP_MAX
+    for i in range(2 * n):  # a stable sort: rank by (value, position)
+        vi = sap_value[worldid, i]
+        r = 0
+        for j in range(2 * n):
+            vj = sap_value[worldid, j]
+            if vj < vi or (vj == vi and j < i):
+                r += 1
+        sap_order[worldid, r] = i
+    cnt = 0
+    npair = 0
+    for t in range(2 * n):
+        idm = sap_id[worldid, sap_order[worldid, t]]
+        if idm < SAP_MAX:
+            b2 = flexelem_aabb[worldid, e0 + sap_elid[worldid, idm]]
+            for j in range(cnt):
+                id1 = sap_active[worldid, j]
+                b1 = flexelem_aabb[worldid, e0 + sap_elid[worldid, id1]]
+                if not (b1[ay] - b1[3 + ay] > b2[ay] + b2[3 + ay] or
+                        b2[ay] - b2[3 + ay] > b1[ay] + b1[3 + ay] or
+                        b1[az] - b1[3 + az] > b2[az] + b2[3 + az] or
+                        b2[az] - b2[3 + az] > b1[az] + b1[3 + az]):
+                    sap_pairs[worldid, base + npair] = ti.Vector(
+                        [sap_elid[worldid, id1], sap_elid[worldid, idm]])
+                    npair += 1
+            sap_active[worldid, cnt] = idm
+            cnt += 1
+        else:
+            rm = idm - SAP_MAX
+            found = -1
+            for j in range(cnt):
+                if found < 0 and sap_active[worldid, j] == rm:
+                    found = j
+            if found >= 0:
+                for j in range(found, cnt - 1):
+                    sap_active[worldid, j] = sap_active[worldid, j + 1]
+                cnt -= 1
+    return npair
 
 
 @ti.kernel
@@ -641,7 +721,8 @@ def sap_pairs(m, d, plan):
             sap_active=tag(ti.ndarray(ti.i32, shape=(nw, maxn))),
             sap_elid=tag(ti.ndarray(ti.i32, shape=(nw, maxn))),
             sap_node=tag(ti.Vector.ndarray(6, config.float_dtype(),
-                                           shape=(nw, max(1, plan.sap_maxnode)))))
+                                           shape=(nw, max(1, plan.sap_maxnode)))),
+            sap_stack=tag(ti.Vector.ndarray(2, ti.i32, shape=(nw, 2 * max(1, plan.sap_maxnode)))))
         have = d.scratch.flex_sap = (plan, arrays)
     return have[1]["sap_pairs"]
 
@@ -651,8 +732,10 @@ def flex_sap(m, d, plan, sweep) -> None:
     if not plan.sap_nslot:
         return
     sap_pairs(m, d, plan)
-    launch(_flex_sap, m, d, nsap=plan.sap_n, sap_flex=plan.sap_flex, sap_base=plan.sap_base,
-           sap_slots=plan.sap_slots, sap_nodeadr=plan.sap_nodeadr,
+    launch(_flex_sap, m, d, override=bool(m.opt.enabled("override")),
+           o_margin=float(m.opt.o_margin), nsap=plan.sap_n, sap_flex=plan.sap_flex,
+           sap_base=plan.sap_base, sap_slots=plan.sap_slots, sap_tree=plan.sap_tree,
+           sap_nodeadr=plan.sap_nodeadr,
            sap_nodenum=plan.sap_nodenum, sap_child=plan.sap_child,
            sap_nodeid=plan.sap_nodeid, world_mask=sweep.mask, **d.scratch.flex_sap[1])
 

@@ -323,7 +323,8 @@ def plan(m) -> CollisionPlan:
     p.plane_flex = any(entries[i][3][1] == PLANE_VERTS for i in flex_list)
     p.elem_elem = any(entries[i][3][1] in (ELEM_ELEM, ELEM_VERT, TET_FACE, SELF_SAP)
                       for i in flex_list)
-    _plan_flex_sap(p, a, [entries[i][3] for i in flex_list if entries[i][3][1] == SELF_SAP])
+    _plan_flex_sap(p, a, m.opt,
+                   [entries[i][3] for i in flex_list if entries[i][3][1] == SELF_SAP])
     p.elem_analytic, p.elem_convex = elem_kinds(a, p.flex_entries)
     # (1, ncand, ...): one list for every world (the dynamic broadphase has one each)
     p.cand_geom = _int_array([c[:2] for c in cands], (1, len(cands), 2))
@@ -350,10 +351,14 @@ def plan(m) -> CollisionPlan:
     return p
 
 
-def _plan_flex_sap(p, a, infos):
-    """The SAP self-collision sweeps: per flex its first slot and slot count, the most
-    active elements one has (collide_flex_elem.flex_sap)."""
+def _plan_flex_sap(p, a, opt, infos):
+    """The self-collision midphases (SAP sweeps, BVH traversals): per flex its first slot,
+    slot count and kind, its BVH, the most active elements one has
+    (collide_flex_elem.flex_sap)."""
+    from .collide_flex import self_sap
     flexes = sorted({info[0] for info in infos})
+    p.sap_tree = _int_array([0 if self_sap(a, opt, f) else 1 for f in flexes],
+                            (len(flexes),))
     base = [min(info[2] for info in infos if info[0] == f) for f in flexes]
     slots = [sum(1 for info in infos if info[0] == f) for f in flexes]
     p.sap_n = len(flexes)

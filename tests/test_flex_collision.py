@@ -3,17 +3,16 @@
 Planes against flex vertices (mj_collidePlaneFlex) for lines, triangles and
 tetrahedra; geoms (sphere, capsule, box, ellipsoid, cylinder, mesh) against flex
 elements (mj_collideGeomElem: analytic detectors for lines and sphere-triangle, the
-native ccd otherwise); flex-flex element pairs, self-collisions (selfcollide "narrow",
-"sap" and 2D "auto" with MuJoCo's sweep order, every mode without midphase) and
-internal collisions. Compared: the contacts
-after forward (every field, in MuJoCo's order, merged with the geom pairs' contacts
-by bodyflex signature), the constraint rows (dense and sparse Jacobians, pyramidal and
+native ccd otherwise); flex-flex element pairs, self-collisions (every selfcollide
+mode: the SAP sweep's and the BVH traversal's pair orders) and internal collisions.
+Compared: the contacts after forward (every field, in MuJoCo's order, merged with the
+geom pairs' contacts by bodyflex signature), the constraint rows (dense and sparse Jacobians, pyramidal and
 elliptic cones, pinned vertices, element contacts spread over the element's vertex
 bodies), islands, qacc, and 100-step trajectories of flexes dropped on planes and of
-a ball and a box dropped on a pinned cloth. Several worlds in random states, f64 on
-the CPU, outputs poisoned with NaN first; one f32 run. What tiphys does not collide
-yet is refused by name: heightfield-element pairs, self-collisions through MuJoCo's
-BVH midphase.
+a ball and a box dropped on a pinned cloth, of a default cloth and a default soft
+body dropped on the floor. Several worlds in random states, f64 on the CPU, outputs
+poisoned with NaN first; one f32 run. What tiphys does not collide yet is refused by
+name: heightfield-element pairs, passive flex contacts.
 """
 import os
 
@@ -275,18 +274,17 @@ def _refused(text, match):
         tiphys.put_model(mujoco.MjModel.from_xml_string(text))
 
 
-@pytest.mark.parametrize("mode", ["bvh"])
-def test_self_collision_bvh_midphase_is_refused_by_name(mode):
-    text = xml("cloth").replace(SELF, f'selfcollide="{mode}"')
-    _refused(text, f"flex collisions: flex 'cloth' selfcollide='{mode}'.*not supported yet")
-    text = xml("box").replace(SELF, 'selfcollide="auto"')  # 3D "auto": the BVH
-    _refused(text, "flex collisions: flex 'box' selfcollide='auto'.*not supported yet")
+def test_passive_flex_contacts_are_refused_by_name():
+    text = xml("cloth").replace('<contact ', '<contact passive="true" ')
+    _refused(text, "flex collisions: flex 'cloth' passive contacts.*not supported yet")
 
 
-@pytest.mark.parametrize("dim,mode", [(1, "auto"), (2, "auto"), (2, "sap"), (3, "sap")])
-def test_sap_self_collisions_match_mujoco(dim, mode):
-    """mj_collideFlexSAP (selfcollide "sap", and "auto" below 3D): the sweep's pair
-    order, element pairs in the order each pair was found."""
+@pytest.mark.parametrize("dim,mode", [(1, "auto"), (2, "auto"), (2, "sap"), (3, "sap"),
+                                      (1, "bvh"), (2, "bvh"), (3, "auto"), (3, "bvh")])
+def test_midphase_self_collisions_match_mujoco(dim, mode):
+    """mj_collideFlexSAP (selfcollide "sap", and "auto" below 3D) and mj_collideTree
+    (selfcollide "bvh", and "auto" in 3D): element pairs in the order the sweep or the
+    traversal finds them."""
     text = _self_xml(dim, mode)
     for seed in (3, 8):
         errors, n = check_forward(text, seed, rtol=RTOL if dim == 1 else CCD_RTOL,
@@ -301,13 +299,14 @@ def test_heightfield_element_pairs_are_refused_naming_geom_and_flex():
     _refused(text, "flex 'cloth' collisions with geom 'terrain' \\(hfield\\)")
 
 
-def test_enabling_self_collision_contacts_after_make_data_is_refused():
-    text = xml("cloth", extra='<flag contact="disable"/>').replace(SELF, 'selfcollide="bvh"')
+def test_enabling_refused_flex_contacts_after_make_data_is_refused():
+    text = xml("cloth", extra='<flag contact="disable"/>').replace('<contact ',
+                                                                  '<contact passive="true" ')
     m = tiphys.load_model_from_string(text)
     d = tiphys.make_data(m, 1)
     tiphys.step(m, d)
     m.opt.disableflags &= ~int(mujoco.mjtDisableBit.mjDSBL_CONTACT)
-    with pytest.raises(NotImplementedError, match="flex 'cloth' selfcollide='bvh'"):
+    with pytest.raises(NotImplementedError, match="flex 'cloth' passive contacts"):
         tiphys.step(m, d)
 
 
@@ -618,3 +617,39 @@ def test_square_cloth_pinned_at_corners_trajectory_matches_mujoco():
             err = np.abs(d.numpy("qpos")[0, :mjm.nq] - md.qpos).max()
             assert err < 1e-8, f"step {step}: qpos error {err:.2e}"
     assert nself > 0
+
+
+def test_default_soft_body_dropped_on_floor_trajectory_matches_mujoco():
+    """A 3D flexcomp with every contact default (selfcollide="auto": its BVH) dropped
+    on the floor: 100 steps in several worlds."""
+    text = ('<mujoco><option timestep="0.002"/><worldbody>'
+            '<geom name="floor" type="plane" size="1 1 .1"/>'
+            '<flexcomp name="soft" type="grid" count="3 3 3" spacing=".04 .04 .04" dim="3" '
+            'radius=".012" mass=".5" pos="0 0 .05" euler=".3 .2 0">'
+            '<elasticity young="2e3" poisson=".2" damping=".002"/></flexcomp>'
+            '</worldbody></mujoco>')
+    m, mjm = pair(text)
+    assert mjm.flex_selfcollide[0] == mujoco.mjtFlexSelf.mjFLEXSELF_AUTO
+    qpos, qvel = random_state(mjm, 17, scale=0.01)
+    d = tiphys.make_data(m, NWORLD)
+    _set(d.qpos, qpos)
+    _set(d.qvel, qvel)
+    mds = []
+    for w in range(NWORLD):
+        md = mujoco.MjData(mjm)
+        md.qpos[:] = qpos[w]
+        md.qvel[:] = qvel[w]
+        mds.append(md)
+    nself = nfloor = 0
+    for step in range(100):
+        tiphys.step(m, d)
+        for md in mds:
+            mujoco.mj_step(mjm, md)
+            nself += sum(1 for c in md.contact[:md.ncon] if c.flex[0] >= 0)
+            nfloor += sum(1 for c in md.contact[:md.ncon] if c.geom[0] >= 0)
+        if step % 25 == 24:
+            got = d.numpy("qpos")[:, :mjm.nq]
+            for w, md in enumerate(mds):
+                err = np.abs(got[w] - md.qpos).max()
+                assert err < 1e-7, f"step {step} world {w}: qpos error {err:.2e}"
+    assert nfloor > 0 and nself > 0

@@ -391,10 +391,11 @@ print("OK", out)
 # ------------------------------------------------------------------ refusals
 
 def test_colliding_flex_is_refused_naming_it(tmp_path):
-    """A flex whose collisions tiphys does not have yet (a 3D flex's default
-    selfcollide="auto" takes MuJoCo's BVH; tests/test_flex_collision.py has the rest)."""
+    """A flex whose collisions tiphys does not have yet (passive contacts;
+    tests/test_flex_collision.py has the rest)."""
     xml = ('<mujoco><worldbody><flexcomp name="soft" type="grid" count="3 3 3" '
-           'spacing=".1 .1 .1" dim="3" radius=".01"/></worldbody></mujoco>')
+           'spacing=".1 .1 .1" dim="3" radius=".01"><contact passive="true"/></flexcomp>'
+           '</worldbody></mujoco>')
     m = tiphys.load_model_from_string(xml)
     with pytest.raises(NotImplementedError, match="flex collisions.*'soft'.*not supported yet"):
         tiphys.make_data(m, 1)
@@ -405,7 +406,10 @@ def test_colliding_flex_is_refused_naming_it(tmp_path):
 def test_enabling_contacts_after_make_data_is_refused(tmp_path):
     """A flex that collides once contacts are enabled again cannot step without its
     contacts: the flex stage checks the options it runs under."""
-    m, _ = load_pair("box", "flag", tmp_path)
+    xml = ('<mujoco><option><flag contact="disable"/></option><worldbody>'
+           '<flexcomp name="box" type="grid" count="3 3 3" spacing=".1 .1 .1" dim="3" '
+           'radius=".01" mass="1"><contact passive="true"/></flexcomp></worldbody></mujoco>')
+    m = tiphys.load_model_from_string(xml)
     d = tiphys.make_data(m, 1)
     tiphys.step(m, d)
     m.opt.disableflags &= ~int(mujoco.mjtDisableBit.mjDSBL_CONTACT)

@@ -160,7 +160,7 @@ def put_model(mjm) -> Model:
     """A tiphys Model from a model compiled by MuJoCo (``mujoco.MjModel``).
 
     Raises NotImplementedError, naming each element, when the model has something
-    tiphys does not simulate yet (some flex self-collisions, interpolated
+    tiphys does not simulate yet (flex-heightfield collisions, interpolated
     flexes, skins, plugins, mesh SDFs): building the
     Model without it would silently simulate a different model.
     """
