@@ -545,15 +545,17 @@ def _traverse(worldid, f, base, nadr, override: ti.template(), o_margin,
                         y2 = b2[4] - b2[1]
                         z2 = b2[5] - b2[2]
                         first = x1 * y1 + y1 * z1 + z1 * x1 > x2 * y2 + y2 * z2 + z2 * x2
+                    # (MuJoCo's stack holds both trees' node counts; so does this one)
                     for i in ti.static(range(2)):
-                        if first:
-                            if c1[i] != -1:
-                                sap_stack[worldid, nstack] = ti.Vector([c1[i], n2])
-                                nstack += 1
-                        else:
-                            if c2[i] != -1:
-                                sap_stack[worldid, nstack] = ti.Vector([n1, c2[i]])
-                                nstack += 1
+                        if nstack < sap_stack.shape[1]:
+                            if first:
+                                if c1[i] != -1:
+                                    sap_stack[worldid, nstack] = ti.Vector([c1[i], n2])
+                                    nstack += 1
+                            else:
+                                if c2[i] != -1:
+                                    sap_stack[worldid, nstack] = ti.Vector([n1, c2[i]])
+                                    nstack += 1
     return npair
 
 
