@@ -534,6 +534,8 @@ def _finalize(
             cw = worldid % cand_geom.shape[0]
             g1 = cand_geom[cw, cand, 0]
             g2 = cand_geom[cw, cand, 1]
+            if g2 < 0:  # a geom-flex contact: collide_flex.finalize_flex
+                continue
             pairid = cand_pair[cw, cand]
             condim = 3
             margin = 0.0

@@ -4,9 +4,10 @@ The static part of MuJoCo's broadphase is decided once per model here: which geo
 pairs may ever collide (body-level contype/conaffinity, weld and parent filters,
 <exclude>, geom-level bitmasks, a detector for the type pair) and the explicit
 <pair>s, merged by body signature exactly as mj_collision does, so that the
-candidate order is MuJoCo's contact order. The device then tests bounding volumes
-and runs the detectors for every (world, candidate) (collision.py and the detector
-modules beside it).
+candidate order is MuJoCo's contact order. Flex candidates (geom-vertex,
+geom-element, element-element: kernels/collide_flex.py) are merged in by bodyflex
+signature. The device then tests bounding volumes and runs the detectors for every
+(world, candidate) (collision.py and the detector modules beside it).
 """
 from __future__ import annotations
 
@@ -49,8 +50,15 @@ def _pair_ok_bitmask(ct1, ca1, ct2, ca2) -> bool:
 def candidate_pairs(a, opt):
     """Geom-pair candidates in MuJoCo's order: list of (g1, g2, pairid), with g1 the
     geom of lower type (as mj_collideGeoms orders them) and pairid -1 unless explicit."""
+    return [e[:3] for e in candidate_entries(a, opt) if e[3] is None]
+
+
+def candidate_entries(a, opt):
+    """Every candidate in MuJoCo's order: geom pairs as (g1, g2, pairid, None) and the
+    flex candidates of collide_flex.flex_entries as (g or -1, -1, -1, (f, kind, sub,
+    maxcon, f1, e1)), merged by bodyflex signature as mj_collision merges them."""
     nbody = len(a.body_parentid)
-    if opt.disabled("constraint") or opt.disabled("contact") or nbody < 2:
+    if opt.disabled("constraint") or opt.disabled("contact") or nbody + _nflex(a) < 2:
         return []
     geom_type = np.asarray(a.geom_type)
     contype = np.asarray(a.geom_contype)
@@ -78,6 +86,10 @@ def candidate_pairs(a, opt):
         explicit.setdefault(sig, set()).update({(g1, g2), (g2, g1)})
         entries.append((sig, 0, p, _ordered(geom_type, g1, g2, p)))
     order = 0
+    from .collide_flex import flex_entries
+    for sig, item in flex_entries(a, opt, bct, bca, excl):
+        entries.append((sig, 1, order, item))
+        order += 1
     for b1 in range(nbody):
         if not (bct[b1] or bca[b1]) or gnum[b1] == 0:
             continue
@@ -118,18 +130,21 @@ def candidate_pairs(a, opt):
     entries.sort(key=lambda e: e[:3])
     out = []
     for e in entries:
-        g1, g2, p = e[3]
-        t1, t2 = geom_type[g1], geom_type[g2]
-        if detector_kind(t1, t2) is None:
+        g1, g2, p, flexinfo = e[3]
+        if flexinfo is None and detector_kind(geom_type[g1], geom_type[g2]) is None:
             continue  # explicit pair of a type pair without a detector
         out.append(e[3])
     return out
 
 
+def _nflex(a) -> int:
+    return len(np.asarray(a.flex_dim))
+
+
 def _ordered(geom_type, g1, g2, p):
     if geom_type[g1] > geom_type[g2]:
         g1, g2 = g2, g1
-    return (int(g1), int(g2), int(p))
+    return (int(g1), int(g2), int(p), None)
 
 
 def _maxcon(kind, t1, t2):
@@ -270,12 +285,23 @@ def plan(m) -> CollisionPlan:
     a = m.arrays
     if _dynamic(a, m.opt):
         p = _dynamic_plan(a, m.opt, key)
+        p.nflexcand = 0
+        p.flex_entries = []
+        p.dynamic_flex = [f for f in range(_nflex(a)) if
+                          int(np.asarray(a.flex_contype)[f]) or
+                          int(np.asarray(a.flex_conaffinity)[f])]
         m.plans.collision = p
         return p
-    cands = candidate_pairs(a, m.opt)
+    entries = candidate_entries(a, m.opt)
+    cands = [e[:3] for e in entries]
     geom_type = np.asarray(a.geom_type)
     kinds, codes, maxcons = [], [], []
-    for g1, g2, _ in cands:
+    for g1, g2, _, flexinfo in entries:
+        if flexinfo is not None:  # geom-flex: collide_flex, not a detector kind
+            kinds.append("flex")
+            codes.append(-1)
+            maxcons.append(flexinfo[3])
+            continue
         t1, t2 = int(geom_type[g1]), int(geom_type[g2])
         kind = detector_kind(t1, t2)
         kinds.append(kind)
@@ -283,6 +309,23 @@ def plan(m) -> CollisionPlan:
         maxcons.append(_maxcon(kind, t1, t2))
     p = CollisionPlan(key=key, ncand=len(cands), kinds=kinds, dynamic=False,
                        _sweeps=weakref.WeakKeyDictionary())
+    flex_list = [i for i, e in enumerate(entries) if e[3] is not None]
+    p.flex_entries = entries if flex_list else []
+    p.nflexcand = len(flex_list)
+    p.flex_list = _int_array(flex_list, (len(flex_list),))
+    cand_flex = np.full((max(1, len(cands)), 6), -1, dtype=np.int32)
+    for i in flex_list:
+        cand_flex[i] = entries[i][3]
+    p.cand_flex = ti.Vector.ndarray(6, ti.i32, shape=(cand_flex.shape[0],))
+    p.cand_flex.from_numpy(cand_flex)
+    from .collide_flex import PLANE_VERTS
+    from .collide_flex_elem import ELEM_ELEM, ELEM_VERT, SELF_SAP, TET_FACE, elem_kinds
+    p.plane_flex = any(entries[i][3][1] == PLANE_VERTS for i in flex_list)
+    p.elem_elem = any(entries[i][3][1] in (ELEM_ELEM, ELEM_VERT, TET_FACE, SELF_SAP)
+                      for i in flex_list)
+    _plan_flex_sap(p, a, m.opt,
+                   [entries[i][3] for i in flex_list if entries[i][3][1] == SELF_SAP])
+    p.elem_analytic, p.elem_convex = elem_kinds(a, p.flex_entries)
     # (1, ncand, ...): one list for every world (the dynamic broadphase has one each)
     p.cand_geom = _int_array([c[:2] for c in cands], (1, len(cands), 2))
     p.cand_pair = _int_array([c[2] for c in cands], (1, len(cands)))
@@ -306,6 +349,46 @@ def plan(m) -> CollisionPlan:
     _plan_sap(p, a, cands, kind_id)
     m.plans.collision = p
     return p
+
+
+def _plan_flex_sap(p, a, opt, infos):
+    """The self-collision midphases (SAP sweeps, BVH traversals): per flex its first slot,
+    slot count and kind, its BVH, the most active elements one has
+    (collide_flex_elem.flex_sap)."""
+    from .collide_flex import self_sap
+    flexes = sorted({info[0] for info in infos})
+    p.sap_tree = _int_array([0 if self_sap(a, opt, f) else 1 for f in flexes],
+                            (len(flexes),))
+    base = [min(info[2] for info in infos if info[0] == f) for f in flexes]
+    slots = [sum(1 for info in infos if info[0] == f) for f in flexes]
+    p.sap_n = len(flexes)
+    p.sap_nslot = len(infos)
+    p.sap_flex = _int_array(flexes, (len(flexes),))
+    p.sap_base = _int_array(base, (len(flexes),))
+    p.sap_slots = _int_array(slots, (len(flexes),))
+    p.sap_maxn = max([int(np.asarray(a.flex_elemnum)[f]) for f in flexes] + [1])
+    from .collide_flex_elem import flex_bvh
+    children, nodeids, nodeadr, nodenum = [], [], [], []
+    for f in flexes:
+        e0 = int(np.asarray(a.flex_elemadr)[f])
+        layer = np.asarray(a.flex_elemlayer)
+        elems = [e for e in range(int(np.asarray(a.flex_elemnum)[f]))
+                 if int(np.asarray(a.flex_dim)[f]) < 3 or
+                 int(layer[e0 + e]) < int(np.asarray(a.flex_activelayers)[f])]
+        child, nodeid = flex_bvh(a, f, elems)
+        nodeadr.append(sum(nodenum))
+        nodenum.append(len(nodeid))
+        children.append(child)
+        nodeids.append(nodeid)
+    child = np.concatenate(children) if children else np.zeros((0, 2), np.int32)
+    p.sap_nodeadr = _int_array(nodeadr, (len(flexes),))
+    p.sap_nodenum = _int_array(nodenum, (len(flexes),))
+    p.sap_child = ti.Vector.ndarray(2, ti.i32, shape=(max(1, len(child)),))
+    if len(child):
+        p.sap_child.from_numpy(child.astype(np.int32))
+    p.sap_nodeid = _int_array(np.concatenate(nodeids) if nodeids else [],
+                              (int(sum(nodenum)),))
+    p.sap_maxnode = max(nodenum + [1])
 
 
 def _plan_sap(p, a, cands, kind_id):
@@ -504,7 +587,8 @@ def check_detectors(m) -> None:
     if p.dynamic:
         missing = set(p.type_pairs) & NOT_YET_PAIRS
     else:
-        missing = {(int(t[g1]), int(t[g2])) for g1, g2, _ in p.cand_host} & NOT_YET_PAIRS
+        missing = {(int(t[g1]), int(t[g2])) for g1, g2, _ in p.cand_host
+                   if g2 >= 0} & NOT_YET_PAIRS
     if missing:
         raise NotImplementedError("collision: no detector yet for geom pairs " + ", ".join(
             sorted(f"{GEOM_TYPE_NAMES[a]}-{GEOM_TYPE_NAMES[b]}" for a, b in missing)))
@@ -520,7 +604,13 @@ def default_nconmax(m) -> int:
                         != 0))
     if p.dynamic:
         return int(max(64, DYNAMIC_CONTACTS_PER_GEOM * moving + p.nxpair))
-    return int(min(p.total_maxcon, max(64, 8 * moving)))
+    # flex: every plane-vertex contact, and for element candidates (there may be as
+    # many as element pairs) a few contacts per element
+    from .collide_flex import PLANE_VERTS
+    flex = sum(e[3][3] for e in p.flex_entries if e[3] is not None and e[3][1] == PLANE_VERTS)
+    if any(e[3] is not None and e[3][1] != PLANE_VERTS for e in p.flex_entries):
+        flex += 4 * len(np.asarray(m.arrays.flex_elemlayer))
+    return int(min(p.total_maxcon, max(64, 8 * moving) + flex))
 
 
 def default_nbroadmax(m) -> int:
@@ -563,9 +653,15 @@ def collision(m, d) -> None:
         kc.flag_overflow(d, first.emit, redo.mask)
         _narrow(m, d, p, redo)
     kc.finalize(m, d, first.cand, first.emit, first.order)
+    if p.nflexcand:
+        from .collide_flex import finalize_flex
+        finalize_flex(m, d, p, first.cand)
 
 
 def _narrow(m, d, p, sweep):
+    if p.nflexcand:
+        from .collide_flex import narrow_flex
+        narrow_flex(m, d, p, sweep)
     narrowphase("primitive")(m, d, p, sweep)
     if p.convex_count:
         narrowphase("convex")(m, d, p, sweep)

@@ -996,15 +996,104 @@ def _fill_limit(
 # fill: contacts
 # ------------------------------------------------------------------------------------
 
+# bodies of a contact's Jacobian: one per side (geoms, flex vertices), up to 4 per side
+# with flex element contacts (a compile-time width: 2 unless the model has them)
+NSIDE_ELEM = 8
+
+
+@ti.kernel
+def _contact_bodies(
+    nside: ti.template(),
+    # model
+    geom_bodyid: ND, flex_vertadr: ND, flex_vertbodyid: ND, flex_dim: ND, flex_elem: ND,
+    flex_elemdataadr: ND,
+    # data in
+    ncon: ND, contact_pos: ND, contact_geom: ND, contact_flex: ND, contact_elem: ND,
+    contact_vert: ND, flexvert_xpos: ND,
+    # out: per contact, its bodies (-1: none) and their signed weights
+    con_body: ND, con_weight: ND,
+):
+    """The bodies and weights of each contact's Jacobian (mj_contactJacobian), ``nside``
+    slots per contact: a geom's body or a flex vertex's with weight -1 (side 0) / +1
+    (side 1); an element's vertex bodies with weights inversely proportional to their
+    distance from the contact point and summing to 1 (mj_elemBodyWeight; a vertex the
+    other side names is left out), negative on side 0."""
+    nworld = con_body.shape[0]
+    nconmax = con_body.shape[1]
+    for worldid, conid in ti.ndrange(nworld, nconmax):
+        if conid < ncon[worldid]:
+            geoms = contact_geom[worldid, conid]
+            flexes = contact_flex[worldid, conid]
+            elems = contact_elem[worldid, conid]
+            verts = contact_vert[worldid, conid]
+            point = contact_pos[worldid, conid]
+            n = 0
+            for side in ti.static(range(2)):
+                sign = 1.0 if side == 1 else -1.0
+                if geoms[side] >= 0:
+                    con_body[worldid, conid, n] = geom_bodyid[geoms[side]]
+                    con_weight[worldid, conid, n] = sign
+                    n += 1
+                elif verts[side] >= 0:
+                    f = flexes[side]
+                    con_body[worldid, conid, n] = flex_vertbodyid[flex_vertadr[f] + verts[side]]
+                    con_weight[worldid, conid, n] = sign
+                    n += 1
+                else:
+                    f = flexes[side]
+                    dim = flex_dim[f]
+                    data = flex_elemdataadr[f] + elems[side] * (dim + 1)
+                    other = verts[1 - side]
+                    first = n
+                    total = 0.0
+                    for i in range(dim + 1):
+                        v = flex_elem[data + i]
+                        if v != other:
+                            dist = (point - flexvert_xpos[worldid, flex_vertadr[f] + v]).norm()
+                            w = 1.0 / ti.max(MINVAL, dist)
+                            con_body[worldid, conid, n] = flex_vertbodyid[flex_vertadr[f] + v]
+                            con_weight[worldid, conid, n] = w
+                            total += w
+                            n += 1
+                    scale = 1.0 / total
+                    for i in range(first, n):
+                        con_weight[worldid, conid, i] = sign * (con_weight[worldid, conid, i]
+                                                                * scale)
+            for i in range(n, nside):
+                con_body[worldid, conid, i] = -1
+                con_weight[worldid, conid, i] = 0.0
+
+
+@ti.func
+def _contact_chain_count(worldid, conid, nside: ti.template(), con_body: ti.template(),
+                         body_parentid: ti.template(), body_dofnum: ti.template(),
+                         body_dofadr: ti.template(), dof_parentid: ti.template()):
+    """How many dofs move any of a contact's bodies (the merged chains' length)."""
+    d = ti.Vector([-1] * nside)
+    for i in ti.static(range(nside)):
+        b = con_body[worldid, conid, i]
+        if b >= 0:
+            d[i] = last_dof(body_parentid, body_dofnum, body_dofadr, b)
+    k = 0
+    while d.max() >= 0:
+        dofid = d.max()
+        k += 1
+        for i in ti.static(range(nside)):
+            if d[i] == dofid:
+                d[i] = dof_parentid[d[i]]
+    return k
+
+
 @ti.kernel
 def _fill_contact_jac(
-    elliptic: ti.template(), nv: ti.i32, base: ti.i32,
+    elliptic: ti.template(), nside: ti.template(), nv: ti.i32, base: ti.i32,
     # model
-    geom_bodyid: ND, body_rootid: ND, body_parentid: ND, body_dofnum: ND, body_dofadr: ND,
+    body_rootid: ND, body_parentid: ND, body_dofnum: ND, body_dofadr: ND,
     dof_parentid: ND,
-    # data in
+    # data in (con_body, con_weight: _contact_bodies)
     subtree_com: ND, cdof: ND, ncon: ND, contact_pos: ND, contact_frame: ND,
-    contact_friction: ND, contact_dim: ND, contact_geom: ND, efc_adr: ND, efc_J_rowadr: ND,
+    contact_friction: ND, contact_dim: ND, con_body: ND, con_weight: ND, efc_adr: ND,
+    efc_J_rowadr: ND,
     # out (efc_J: efc_J_sparse for sparse models)
     efc_J: ND, efc_J_colind: ND,
     sparse: ti.template(),
@@ -1021,29 +1110,43 @@ def _fill_contact_jac(
             if row >= 0:
                 dim = contact_dim[worldid, conid]
                 nrow = _contact_rows(dim, elliptic)
-                geoms = contact_geom[worldid, conid]
-                b1 = geom_bodyid[geoms[0]]
-                b2 = geom_bodyid[geoms[1]]
                 frame = contact_frame[worldid, conid]
                 friction = contact_friction[worldid, conid]
                 point = contact_pos[worldid, conid]
-                off1 = point - subtree_com[worldid, body_rootid[b1]]
-                off2 = point - subtree_com[worldid, body_rootid[b2]]
                 for r in range(nrow):
                     _zero_row(worldid, row + r, nv, efc_J, sparse)
                 nnz = 0
                 if ti.static(sparse):
-                    nnz = _chain_cols(b1, b2, body_parentid, body_dofnum, body_dofadr,
-                                      dof_parentid)
+                    nnz = _contact_chain_count(worldid, conid, nside, con_body,
+                                               body_parentid, body_dofnum, body_dofadr,
+                                               dof_parentid)
                 walked = 0
-                d1 = last_dof(body_parentid, body_dofnum, body_dofadr, b1)
-                d2 = last_dof(body_parentid, body_dofnum, body_dofadr, b2)
-                while d1 >= 0 or d2 >= 0:
-                    dofid = ti.max(d1, d2)
+                d = ti.Vector([-1] * nside)
+                off = ti.Matrix.zero(float, nside, 3)
+                w = ti.Vector.zero(float, nside)
+                for i in ti.static(range(nside)):
+                    b = con_body[worldid, conid, i]
+                    if b >= 0:
+                        d[i] = last_dof(body_parentid, body_dofnum, body_dofadr, b)
+                        o = point - subtree_com[worldid, body_rootid[b]]
+                        for k in ti.static(range(3)):
+                            off[i, k] = o[k]
+                        w[i] = con_weight[worldid, conid, i]
+                while d.max() >= 0:
+                    dofid = d.max()
                     kcol = nnz - 1 - walked  # the chain is walked descending
                     walked += 1
-                    jp, jr = _dif_column(worldid, dofid, dofid == d2, dofid == d1, off2, off1,
-                                         cdof)
+                    cd = cdof[worldid, dofid]
+                    ang = ti.Vector([cd[0], cd[1], cd[2]])
+                    lin = ti.Vector([cd[3], cd[4], cd[5]])
+                    jp = ti.Vector([0.0, 0.0, 0.0])
+                    jr = ti.Vector([0.0, 0.0, 0.0])
+                    for i in ti.static(range(nside)):
+                        if d[i] == dofid:
+                            o = ti.Vector([off[i, 0], off[i, 1], off[i, 2]])
+                            jp += w[i] * (lin + ang.cross(o))
+                            jr += w[i] * ang
+                            d[i] = dof_parentid[d[i]]
                     col = ti.Vector.zero(float, 6)
                     for r in ti.static(range(3)):
                         col[r] = frame[r, 0] * jp[0] + frame[r, 1] * jp[1] + frame[r, 2] * jp[2]
@@ -1062,22 +1165,19 @@ def _fill_contact_jac(
                                      col[0] + col[k] * mu, J, sparse)
                                 _put(worldid, row + 2 * (k - 1) + 1, dofid, kcol,
                                      col[0] + col[k] * (-mu), J, sparse)
-                    if dofid == d1:
-                        d1 = dof_parentid[d1]
-                    if dofid == d2:
-                        d2 = dof_parentid[d2]
 
 
 @ti.kernel
 def _fill_contact(
-    refsafe: ti.template(), elliptic: ti.template(), timestep: float, impratio: float,
+    refsafe: ti.template(), elliptic: ti.template(), nside: ti.template(), timestep: float,
+    impratio: float,
     base: ti.i32,
     # model
-    geom_bodyid: ND, body_invweight0: ND,
+    body_invweight0: ND,
     # data in
     ncon: ND, contact_dist: ND, contact_includemargin: ND, contact_friction: ND,
     contact_solref: ND, contact_solreffriction: ND, contact_solimp: ND, contact_dim: ND,
-    contact_geom: ND, efc_adr: ND,
+    con_body: ND, con_weight: ND, efc_adr: ND,
     # out
     contact_mu: ND, contact_efc_address: ND, efc_type: ND, efc_id: ND, efc_pos: ND,
     efc_margin: ND, efc_frictionloss: ND, efc_KBIP: ND, efc_R: ND,
@@ -1097,9 +1197,6 @@ def _fill_contact(
                 if dim > 1:
                     ctype = CNSTR_CONTACT_ELLIPTIC if ti.static(elliptic) else \
                         CNSTR_CONTACT_PYRAMIDAL
-                geoms = contact_geom[worldid, conid]
-                b1 = geom_bodyid[geoms[0]]
-                b2 = geom_bodyid[geoms[1]]
                 friction = contact_friction[worldid, conid]
                 # parameters
                 dist = contact_dist[worldid, conid]
@@ -1111,10 +1208,15 @@ def _fill_contact(
                 solimp = _solimp_checked(contact_solimp[worldid, conid])
                 imp, impp = _impedance(solimp, dist, margin)
                 bw = worldid % body_invweight0.shape[0]
-                iw1 = body_invweight0[bw, b1]
-                iw2 = body_invweight0[bw, b2]
-                tran = iw1[0] + iw2[0]
-                rot = iw1[1] + iw2[1]
+                tran = 0.0
+                rot = 0.0
+                for i in ti.static(range(nside)):
+                    b = con_body[worldid, conid, i]
+                    if b >= 0:  # mj_diagApprox: the weighted average over each side
+                        iw = body_invweight0[bw, b]
+                        wgt = ti.abs(con_weight[worldid, conid, i])
+                        tran += iw[0] * wgt
+                        rot += iw[1] * wgt
                 r0 = 0.0
                 for r in range(nrow):
                     pos = dist
@@ -1311,14 +1413,14 @@ def _small_cols(first, second):
 
 @ti.kernel
 def _sparse_widths(
-    nv: ti.i32, neq: ti.i32, ntendon: ti.i32, njnt: ti.i32,
+    nside: ti.template(), nv: ti.i32, neq: ti.i32, ntendon: ti.i32, njnt: ti.i32,
     # model
     eq_type: ND, eq_obj1id: ND, eq_obj2id: ND, eq_objtype: ND, site_bodyid: ND,
-    jnt_type: ND, jnt_dofadr: ND, geom_bodyid: ND, body_parentid: ND, body_dofnum: ND,
+    jnt_type: ND, jnt_dofadr: ND, body_parentid: ND, body_dofnum: ND,
     body_dofadr: ND, dof_parentid: ND, flex_edgeadr: ND, flex_edgenum: ND,
     flexedge_rigid: ND,
     # data in
-    eq_active: ND, ncon: ND, contact_geom: ND, ten_J_rownnz: ND, ten_J_rowadr: ND,
+    eq_active: ND, ncon: ND, con_body: ND, ten_J_rownnz: ND, ten_J_rowadr: ND,
     ten_J_colind: ND, flexedge_J_rownnz: ND, flexedge_J_rowadr: ND, flexedge_J: ND,
     # out: per element, the columns of each of its rows; per equality, its rows
     efc_wid: ND, efc_adr: ND,
@@ -1328,7 +1430,7 @@ def _sparse_widths(
     active equality makes its rows when its column list is not empty, whatever the
     values."""
     nworld = efc_wid.shape[0]
-    nconmax = contact_geom.shape[1]
+    nconmax = con_body.shape[1]
     nelem = neq + nv + 2 * ntendon + njnt + nconmax
     for worldid, elem in ti.ndrange(nworld, nelem):
         width = 0
@@ -1372,9 +1474,9 @@ def _sparse_widths(
         else:
             conid = elem - neq - nv - 2 * ntendon - njnt
             if conid < ncon[worldid]:
-                geoms = contact_geom[worldid, conid]
-                width = _chain_cols(geom_bodyid[geoms[0]], geom_bodyid[geoms[1]],
-                                    body_parentid, body_dofnum, body_dofadr, dof_parentid)
+                width = _contact_chain_count(worldid, conid, nside, con_body,
+                                             body_parentid, body_dofnum, body_dofadr,
+                                             dof_parentid)
         efc_wid[worldid, elem] = width
 
 
@@ -1392,6 +1494,28 @@ def _scratch(m, d):
         tables = d.scratch.efc_adr = (tag(ti.ndarray(ti.i32, shape=(d.nworld, nelem))),
                                       tag(ti.ndarray(ti.i32, shape=(d.nworld, nelem))))
     return tables
+
+
+def _nside(m) -> int:
+    """Bodies per contact of the model's Jacobians: NSIDE_ELEM when it collides flex
+    elements, else 2."""
+    from .collision_driver import plan
+    p = plan(m)
+    elem = getattr(p, "elem_analytic", False) or getattr(p, "elem_convex", False) or \
+        getattr(p, "elem_elem", False)
+    return NSIDE_ELEM if elem else 2
+
+
+def _con_bodies(m, d, nside):
+    """Per-Data (bodies, weights) of every contact slot (_contact_bodies)."""
+    have = d.scratch.con_bodies
+    shape = (d.nworld, max(1, d.nconmax), nside)
+    if have is None or have[0].shape != shape:
+        from .config import float_dtype
+        tag = d.scratch.tag
+        have = d.scratch.con_bodies = (tag(ti.ndarray(ti.i32, shape=shape)),
+                                       tag(ti.ndarray(float_dtype(), shape=shape)))
+    return have
 
 
 def _host_flags(m):
@@ -1446,8 +1570,13 @@ def make_constraint(m, d) -> None:
     refsafe = not opt.disabled("refsafe")
     elliptic = opt.cone == CONE_ELLIPTIC
     timestep = float(opt.timestep)
+    nside = _nside(m) if flags["con"] else 2
+    con_body, con_weight = _con_bodies(m, d, nside)
+    if flags["con"] and d.nconmax > 0:
+        launch(_contact_bodies, m, d, nside=nside, con_body=con_body, con_weight=con_weight)
     if sparse:
-        launch(_sparse_widths, m, d, efc_wid=wid, efc_adr=adr)
+        launch(_sparse_widths, m, d, nside=nside, efc_wid=wid, efc_adr=adr,
+               con_body=con_body)
     elif flags["eq"]:
         launch(_count_equality, m, d, efc_adr=adr)
     launch(_scan, m, d, eq_on=flags["eq"], fric_on=flags["fric"], lim_on=flags["lim"],
@@ -1474,10 +1603,12 @@ def make_constraint(m, d) -> None:
                base=m.neq + m.nv + m.ntendon, efc_adr=adr, efc_J=jac, sparse=sparse)
     if flags["con"] and d.nconmax > 0:
         base = m.neq + m.nv + 2 * m.ntendon + m.njnt
-        launch(_fill_contact_jac, m, d, elliptic=elliptic, base=base, efc_adr=adr,
-               efc_J=jac, sparse=sparse)
-        launch(_fill_contact, m, d, refsafe=refsafe, elliptic=elliptic, timestep=timestep,
-               impratio=float(opt.impratio), base=base, efc_adr=adr)
+        launch(_fill_contact_jac, m, d, elliptic=elliptic, nside=nside, base=base,
+               efc_adr=adr, efc_J=jac, sparse=sparse, con_body=con_body,
+               con_weight=con_weight)
+        launch(_fill_contact, m, d, refsafe=refsafe, elliptic=elliptic, nside=nside,
+               timestep=timestep, impratio=float(opt.impratio), base=base, efc_adr=adr,
+               con_body=con_body, con_weight=con_weight)
     launch(_finish, m, d)
 
 

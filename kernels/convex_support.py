@@ -6,7 +6,8 @@ An object is one geom as GJK and EPA see it: type, pose, size and margin, and fo
 mesh its vertex and hull-graph addresses plus the last support vertex (a warm start).
 Each shape is inflated by margin/2; spheres and capsules may be shrunk to their point
 / segment (``shrink``). A heightfield prism (kernels/collide_hfield.py) is an object
-with six vertices of its own and its own support function.
+with six vertices of its own and its own support function, and so is a flex element
+(kernels/collide_flex_convex.py: up to four vertices and the flex radius).
 
 Support points of meshes follow MuJoCo: all vertices are searched when the mesh has no
 hull graph or fewer than 10 vertices, otherwise hill climbing runs on the hull graph.
@@ -193,6 +194,26 @@ def _prism_support(prism, direction):
     return _row(prism, ibest)
 
 
+def _is_elem(obj) -> bool:
+    """Compile-time test: a flex element object (collide_flex_convex's _new_elem)."""
+    return "elem" in obj.keys
+
+
+@ti.func
+def _elem_support(o, direction):
+    """mjc_flexSupport of an element: its vertex farthest along ``direction`` (the
+    first of equals), pushed out by the flex radius plus margin/2."""
+    best = _row(o.elem, 0)
+    bdot = best.dot(direction)
+    for k in range(1, o.nvert):
+        v = _row(o.elem, k)
+        vdot = v.dot(direction)
+        if vdot > bdot:
+            bdot = vdot
+            best = v
+    return best + direction * (o.radius + 0.5 * o.margin)
+
+
 @ti.func
 def _support_pair(o1: ti.template(), o2: ti.template(), direction,
                   mesh_vert: ti.template(), mesh_graph: ti.template()):
@@ -210,6 +231,17 @@ def _support_pair(o1: ti.template(), o2: ti.template(), direction,
         p2 = res
         o2.vidx = vidx
         o2.midx = midx
+    elif ti.static(_is_elem(o1)):  # two flex elements
+        p1 = _elem_support(o1, direction)
+        p2 = _elem_support(o2, -direction)
+    elif ti.static(_is_elem(o2)):  # a geom against a flex element (object 2)
+        res, vidx, midx = _support_one(
+            o1.type, o1.pos, o1.mat, o1.size, o1.margin, o1.shrink, o1.vadr, o1.vnum,
+            o1.gadr, o1.vidx, o1.midx, direction, mesh_vert, mesh_graph)
+        p1 = res
+        o1.vidx = vidx
+        o1.midx = midx
+        p2 = _elem_support(o2, -direction)
     else:
         for j in range(2):
             first = j == 0

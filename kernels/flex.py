@@ -22,7 +22,7 @@ Flex equalities (mjEQ_FLEX) become constraint rows in kernels/constraint.py, one
 non-rigid edge with a Jacobian row (``flex_eq_rows``, ``edge_row_nonempty`` here).
 
 Interpolated flexes (flex_interp > 0) are refused by ``check_flex``, with the flex
-feature tiphys does not simulate yet: collisions.
+collisions tiphys does not simulate yet (kernels/collide_flex.py ``unsupported``).
 """
 import weakref
 
@@ -357,12 +357,16 @@ def unsupported_flex(m) -> list:
     a = m.arrays
     names = _flex_names(m)
     out = []
+    if any(flex_can_collide(m, f) for f in range(m.nflex)):
+        from .collide_flex import unsupported
+        from .collision_driver import plan
+        p = plan(m)
+        for f in getattr(p, "dynamic_flex", ()):
+            out.append(f"flex collisions with the dynamic broadphase (flex {names[f]!r} "
+                       f"in a model of many geoms)")
+        out.extend(f"flex collisions: {phrase}"
+                   for phrase in unsupported(m, p.flex_entries, names))
     for f in range(m.nflex):
-        if flex_can_collide(m, f):
-            out.append(f"flex collisions (flex {names[f]!r} has contype="
-                       f"{int(np.asarray(a.flex_contype)[f])} conaffinity="
-                       f"{int(np.asarray(a.flex_conaffinity)[f])}; set both to 0 or "
-                       f"disable contacts with <flag contact=\"disable\"/>)")
         if int(np.asarray(a.flex_interp)[f]):
             out.append(f"interpolated flexes (flex {names[f]!r}: flexcomp dof="
                        f"\"trilinear\"/\"quadratic\", flex_interp="
@@ -375,4 +379,9 @@ def check_flex(m, func: str) -> None:
     simulate yet (see ``unsupported_flex``)."""
     missing = unsupported_flex(m)
     if missing:
-        raise NotImplementedError(f"{func}: " + "; ".join(missing) + " not supported yet")
+        hint = ""
+        if any(x.startswith("flex collisions") for x in missing):
+            hint = (" (to simulate the flex without them: set its contype and conaffinity "
+                    "to 0, or disable contacts with <flag contact=\"disable\"/>)")
+        raise NotImplementedError(f"{func}: " + "; ".join(missing) + " not supported yet"
+                                  + hint)

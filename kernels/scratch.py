@@ -32,6 +32,10 @@ SCRATCH = {
                  "one device array: multiccd.py's pack_poly_ints) (collide_convex.py)",
     "efc_adr": "(rows then first row, sparse row width) of every constraint element "
                "(constraint.py)",
+    "flex_sap": "(collision plan, {name: array}): flex self-collision sweeps' per-world "
+                "element pair slots and work arrays (collide_flex_elem.py)",
+    "con_bodies": "(bodies, weights) of every contact slot's Jacobian: a geom's or flex "
+                  "vertex's body, a flex element's vertex bodies (constraint.py)",
     "fd_data": "(model, expanded Data) of finite-difference derivatives "
                "(tiphys/derivative.py)",
     "bound": "(model, field assignment counts, {(kernel, given names): arguments}) "

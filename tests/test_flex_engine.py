@@ -6,8 +6,9 @@ Each model runs twice: contacts disabled by <flag contact="disable"/> (the flexe
 their default contype/conaffinity), and the flexes given contype = conaffinity = 0.
 Several worlds in different random states, outputs poisoned with NaN first, f64 on
 the CPU; one f32 run in a subprocess. Flex equalities (a constraint row per edge) are
-compared row by row; Euler, RK4, implicit and implicitfast trajectories. A flex that
-can collide and an interpolated flex are refused by name.
+compared row by row; Euler, RK4, implicit and implicitfast trajectories. A flex whose
+collisions tiphys does not have yet and an interpolated flex are refused by name
+(flex collisions: tests/test_flex_collision.py).
 """
 import os
 import shutil
@@ -390,23 +391,29 @@ print("OK", out)
 # ------------------------------------------------------------------ refusals
 
 def test_colliding_flex_is_refused_naming_it(tmp_path):
-    xml = ('<mujoco><worldbody><flexcomp name="sheet" type="grid" count="3 3 1" '
-           'spacing=".1 .1 .1" dim="2" radius=".01"/></worldbody></mujoco>')
+    """A flex whose collisions tiphys does not have yet (passive contacts;
+    tests/test_flex_collision.py has the rest)."""
+    xml = ('<mujoco><worldbody><flexcomp name="soft" type="grid" count="3 3 3" '
+           'spacing=".1 .1 .1" dim="3" radius=".01"><contact passive="true"/></flexcomp>'
+           '</worldbody></mujoco>')
     m = tiphys.load_model_from_string(xml)
-    with pytest.raises(NotImplementedError, match="flex collisions.*'sheet'.*not supported yet"):
+    with pytest.raises(NotImplementedError, match="flex collisions.*'soft'.*not supported yet"):
         tiphys.make_data(m, 1)
-    with pytest.raises(NotImplementedError, match="flex collisions.*'sheet'"):
+    with pytest.raises(NotImplementedError, match="flex collisions.*'soft'"):
         tiphys.put_model(mujoco.MjModel.from_xml_string(xml))
 
 
 def test_enabling_contacts_after_make_data_is_refused(tmp_path):
     """A flex that collides once contacts are enabled again cannot step without its
     contacts: the flex stage checks the options it runs under."""
-    m, _ = load_pair("cloth", "flag", tmp_path)
+    xml = ('<mujoco><option><flag contact="disable"/></option><worldbody>'
+           '<flexcomp name="box" type="grid" count="3 3 3" spacing=".1 .1 .1" dim="3" '
+           'radius=".01" mass="1"><contact passive="true"/></flexcomp></worldbody></mujoco>')
+    m = tiphys.load_model_from_string(xml)
     d = tiphys.make_data(m, 1)
     tiphys.step(m, d)
     m.opt.disableflags &= ~int(mujoco.mjtDisableBit.mjDSBL_CONTACT)
-    with pytest.raises(NotImplementedError, match="flex collisions.*'cloth'"):
+    with pytest.raises(NotImplementedError, match="flex collisions.*'box'"):
         tiphys.step(m, d)
 
 

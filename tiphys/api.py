@@ -119,8 +119,8 @@ UNSUPPORTED_SIZES = {
 }
 # Model sizes tiphys compiles and carries but does not simulate yet: put_model and
 # make_data refuse a model that has them.
-# (flexes: tiphys simulates those that cannot collide; kernels/flex.py's check_flex
-# names what it refuses)
+# (flexes: kernels/flex.py's check_flex names the flex features it refuses: the flex
+# collisions tiphys does not have yet, interpolated flexes)
 NOT_SIMULATED_SIZES: dict = {}
 # Model sizes tiphys compiles and simulates but put_model cannot take from MuJoCo:
 # mjModel.plugin holds MuJoCo's global plugin slots, which its Python bindings do not
@@ -160,7 +160,7 @@ def put_model(mjm) -> Model:
     """A tiphys Model from a model compiled by MuJoCo (``mujoco.MjModel``).
 
     Raises NotImplementedError, naming each element, when the model has something
-    tiphys does not simulate yet (flex collisions, flex equalities, interpolated
+    tiphys does not simulate yet (flex-heightfield collisions, interpolated
     flexes, skins, plugins, mesh SDFs): building the
     Model without it would silently simulate a different model.
     """

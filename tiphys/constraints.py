@@ -45,6 +45,8 @@ def default_njmax(m, nconmax: int) -> int:
         condim = max(condim, int(np.max(np.asarray(a.geom_condim)[:m.ngeom])))
     if m.npair:
         condim = max(condim, int(np.max(np.asarray(a.pair_dim)[:m.npair])))
+    if m.nflex:  # flex contacts (kernels/collide_flex.py)
+        condim = max(condim, int(np.max(np.asarray(a.flex_condim)[:m.nflex])))
     return int(rows + int(nconmax) * _rows_per_contact(condim))
 
 
@@ -88,6 +90,17 @@ def default_njnnz(m, njmax: int) -> int:
     chain = _chain_lengths(m)
     top = np.sort(chain)[-2:] if m.nbody else np.zeros(1)
     width = max(3, int(top.sum()))
+    if m.nflex:  # flex element contacts: the chains of an element's vertex bodies
+        a = m.arrays
+        per_flex = [0]
+        vertbody = np.asarray(a.flex_vertbodyid)
+        for f in range(m.nflex):
+            if int(np.asarray(a.flex_contype)[f]) or int(np.asarray(a.flex_conaffinity)[f]):
+                adr, num = int(a.flex_vertadr[f]), int(a.flex_vertnum[f])
+                longest = int(chain[vertbody[adr:adr + num]].max()) if num else 0
+                per_flex.append((int(a.flex_dim[f]) + 1) * longest)
+        elem = max(per_flex)
+        width = max(width, int(top.max(initial=0)) + elem, 2 * elem)
     if m.ntendon:
         ten = np.sort(_tendon_widths(m, chain))[-2:]
         width = max(width, int(ten.sum()))
