@@ -229,10 +229,10 @@ def test_flex_compiles_as_mujoco(case):
                                     for i in range(mjm.nbody)]
 
 
-def test_colliding_flex_model_loads_but_is_not_simulated():
-    """The Model carries the flex fields; make_data (hence step) refuses a model whose
-    flex can collide rather than simulating it without its contacts, and so does
-    put_model of MuJoCo's model."""
+def test_colliding_flex_model_loads_and_steps():
+    """The Model carries the flex fields and steps with its flex contacts; make_data
+    (hence step) and put_model refuse a flex collision tiphys does not simulate yet
+    (passive contacts) rather than simulating it without its contacts."""
     xml = CASES["grid2"]
     m = tiphys.load_model_from_string(xml)
     assert m.arrays.sizes["nflex"] == 1
@@ -241,12 +241,16 @@ def test_colliding_flex_model_loads_but_is_not_simulated():
                                   mjm.flex_vertbodyid)
     from tiphys.model import id2name, name2id
     assert name2id(m, "flex", "f") == 0 and id2name(m, "flex", 0) == "f"
-    # the grid collides (default contype/conaffinity): refused by name until flex
-    # collisions are simulated (tests/test_flex_engine.py steps non-colliding ones)
+    # the grid collides (default contype/conaffinity): simulated with its contacts
+    # (tests/test_flex_collision.py); passive contacts are refused by name
+    tiphys.step(m, tiphys.make_data(m, 1))
+    passive = xml.replace("</flexcomp>", '<contact passive="true"/></flexcomp>')
+    assert passive != xml
+    m = tiphys.load_model_from_string(passive)
     with pytest.raises(NotImplementedError, match="flex collisions.*'f'.*not supported yet"):
         tiphys.make_data(m, 1)
     with pytest.raises(NotImplementedError, match="flex collisions.*'f'"):
-        tiphys.put_model(mjm)
+        tiphys.put_model(mujoco.MjModel.from_xml_string(passive))
 
 
 _GRID2 = 'type="grid" count="3 3 1" spacing=".1 .1 .1" dim="2" radius=".01"'
