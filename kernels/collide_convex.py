@@ -49,6 +49,7 @@ from .convex_support import MAX_LIMIT, _hillclimb, _mesh_vertex, _new_obj, _norm
 from .epa import (EPA_OK, Polytope, _clear_polytope, _epa, _polytope, polytope_capacity,
                   polytope_scratch)
 from .gjk import _gjk, _new_status
+from .math import quat2mat
 from .multiccd import PolyInts, _multicontact, clip_rows, pack_poly_ints, polygon_capacity
 
 MAX_PLANE_MESH = 3
@@ -122,20 +123,7 @@ def _ccd(st: ti.template(), o1: ti.template(), o2: ti.template(),
 @ti.func
 def _axis_rotation(axis, sn):
     """mju_quat2Mat(mju_axisAngle2Quat(axis, angle)) with sin(angle/2) = sn."""
-    q = ti.Vector([MULTICCD_COS, axis[0] * sn, axis[1] * sn, axis[2] * sn])
-    q00 = q[0] * q[0]
-    q01 = q[0] * q[1]
-    q02 = q[0] * q[2]
-    q03 = q[0] * q[3]
-    q11 = q[1] * q[1]
-    q12 = q[1] * q[2]
-    q13 = q[1] * q[3]
-    q22 = q[2] * q[2]
-    q23 = q[2] * q[3]
-    q33 = q[3] * q[3]
-    return ti.Matrix([[q00 + q11 - q22 - q33, 2 * (q12 - q03), 2 * (q13 + q02)],
-                      [2 * (q12 + q03), q00 - q11 + q22 - q33, 2 * (q23 - q01)],
-                      [2 * (q13 - q02), 2 * (q23 + q01), q00 - q11 - q22 + q33]])
+    return quat2mat(ti.Vector([MULTICCD_COS, axis[0] * sn, axis[1] * sn, axis[2] * sn]))
 
 
 @ti.func

@@ -42,7 +42,7 @@ from .collide_primitive import capsule_capsule, sphere_capsule
 from .collision import ND, emit, exact_math, new_list
 from .consts import GEOM_BOX, GEOM_CAPSULE, GEOM_FLEX, GEOM_SPHERE, MINVAL
 from .epa import Polytope, polytope_capacity, polytope_scratch
-from .math import normalize3
+from .math import normalize3, quat2mat, quat_z2vec
 
 GEOM_ELEM = 1  # collide_flex's candidate kinds (that module imports this one)
 ELEM_ELEM = 2
@@ -65,54 +65,12 @@ def maxcon(gtype: int, dim: int) -> int:
 
 
 @ti.func
-def _quat_z2vec(vec):
-    """mju_quatZ2Vec: the rotation taking the z axis to ``vec``."""
-    quat = ti.Vector([1.0, 0.0, 0.0, 0.0])
-    n = vec.norm()
-    if n >= MINVAL:
-        vn = vec * (1.0 / n)
-        axis = ti.Vector([-vn[1], vn[0], 0.0])  # z x vn
-        a = axis.norm()
-        if a < MINVAL:
-            if vn[2] < 0:
-                quat = ti.Vector([0.0, 1.0, 0.0, 0.0])
-        else:
-            axis = axis * (1.0 / a)
-            angle = ti.atan2(a, vn[2])
-            if angle != 0:
-                s = ti.sin(angle * 0.5)
-                quat = ti.Vector([ti.cos(angle * 0.5), axis[0] * s, axis[1] * s, axis[2] * s])
-    return quat
-
-
-@ti.func
-def _quat2mat(q):
-    """mju_quat2Mat (the identity for the null quaternion)."""
-    mat = ti.Matrix.identity(float, 3)
-    if not (q[0] == 1 and q[1] == 0 and q[2] == 0 and q[3] == 0):
-        q00 = q[0] * q[0]
-        q01 = q[0] * q[1]
-        q02 = q[0] * q[2]
-        q03 = q[0] * q[3]
-        q11 = q[1] * q[1]
-        q12 = q[1] * q[2]
-        q13 = q[1] * q[3]
-        q22 = q[2] * q[2]
-        q23 = q[2] * q[3]
-        q33 = q[3] * q[3]
-        mat = ti.Matrix([[q00 + q11 - q22 - q33, 2 * (q12 - q03), 2 * (q13 + q02)],
-                         [2 * (q12 + q03), q00 - q11 + q22 - q33, 2 * (q23 - q01)],
-                         [2 * (q13 - q02), 2 * (q23 + q01), q00 - q11 - q22 + q33]])
-    return mat
-
-
-@ti.func
 def _make_capsule(v1, v2, radius):
     """mj_makeCapsule: (pos, mat, size) of the capsule between two vertices."""
     dif = v1 - v2
     length = dif.norm()
     pos = (v1 + v2) * 0.5
-    mat = _quat2mat(_quat_z2vec(normalize3(dif)))
+    mat = quat2mat(quat_z2vec(normalize3(dif)))
     return pos, mat, ti.Vector([radius, 0.5 * length, 0.0])
 
 

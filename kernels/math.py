@@ -36,6 +36,28 @@ def quat2mat(q):
 
 
 @ti.func
+def quat_z2vec(vec):
+    """mju_quatZ2Vec: the rotation taking the z axis to ``vec`` (identity for a vector
+    shorter than MINVAL; a NaN vector gives NaN, as MuJoCo's)."""
+    quat = ti.Vector([1.0, 0.0, 0.0, 0.0])
+    n = vec.norm()
+    if not n < MINVAL:
+        vn = vec * (1.0 / n)
+        axis = ti.Vector([-vn[1], vn[0], 0.0])  # z x vn
+        a = axis.norm()
+        if a < MINVAL:
+            if vn[2] < 0:
+                quat = ti.Vector([0.0, 1.0, 0.0, 0.0])
+        else:
+            axis = axis * (1.0 / a)
+            angle = ti.atan2(a, vn[2])
+            if angle != 0:
+                s = ti.sin(angle * 0.5)
+                quat = ti.Vector([ti.cos(angle * 0.5), axis[0] * s, axis[1] * s, axis[2] * s])
+    return quat
+
+
+@ti.func
 def rot_vec_quat(v, q):
     """Rotate v by unit quaternion q (v + 2w(u x v) + 2u x (u x v))."""
     u = ti.Vector([q[1], q[2], q[3]])

@@ -30,7 +30,7 @@ import numpy as np
 import taichi as ti
 
 from . import config
-from .math import quat2mat
+from .math import quat2mat, quat_z2vec
 from .consts import (EPS, GEOM_BOX, GEOM_CAPSULE, GEOM_CYLINDER, GEOM_ELLIPSOID, GEOM_HFIELD,
                      GEOM_MESH, GEOM_PLANE, GEOM_SDF, GEOM_SPHERE, MINVAL, NGROUP, PI)
 
@@ -585,29 +585,6 @@ def _ray_geom(pos: ND, mat: ND, size: ND, pnt: ND, vec: ND, geomtype: ND, dist: 
 
 
 @ti.func
-def _quat_z2vec(vec):
-    """mju_quatZ2Vec: the rotation taking the z axis to vec."""
-    quat = ti.Vector([1.0, 0.0, 0.0, 0.0])
-    vn = vec
-    nv = ti.sqrt(vn[0] * vn[0] + vn[1] * vn[1] + vn[2] * vn[2])
-    if not nv < MINVAL:
-        vn = vn * (1.0 / nv)
-        axis = ti.Vector([-vn[1], vn[0], 0.0])  # z x vn
-        a = ti.sqrt(axis[0] * axis[0] + axis[1] * axis[1] + axis[2] * axis[2])
-        if a < MINVAL:
-            if vn[2] < 0.0:
-                quat = ti.Vector([0.0, 1.0, 0.0, 0.0])
-        else:
-            axis = axis * (1.0 / a)
-            angle = ti.atan2(a, vn[2])
-            if angle != 0.0:
-                sn = ti.sin(angle * 0.5)
-                quat = ti.Vector([ti.cos(angle * 0.5), axis[0] * sn, axis[1] * sn,
-                                  axis[2] * sn])
-    return quat
-
-
-@ti.func
 def _flex_vertex(flexvert_xpos: ti.template(), worldid, v):
     return ti.Vector([flexvert_xpos[worldid, v][k] for k in ti.static(range(3))])
 
@@ -659,7 +636,7 @@ def _ray_flex(flexvert_xpos: ND, flex_dim: ND, flex_vertadr: ND, flex_vertnum: N
                         dif = dif * (1.0 / length)
                     else:
                         dif = ti.Vector([1.0, 0.0, 0.0])
-                    mat = quat2mat(_quat_z2vec(dif))
+                    mat = quat2mat(quat_z2vec(dif))
                     size = ti.Vector([radius, 0.5 * length, 0.0])
                     sol = ray_capsule(0.5 * (v1 + v2), mat, size, pnt, vec)
                     if sol >= 0.0 and (x < 0.0 or sol < x):
