@@ -42,7 +42,7 @@ import taichi as ti
 from .collide_flex_elem import (ELEM_ELEM, ELEM_VERT, GEOM_ELEM, SELF_SAP, TET_FACE,
                                 TET_FACE_VERT, narrow_elem, sap_pairs)
 from .collide_flex_elem import maxcon as elem_maxcon
-from .collision import KEY_STRIDE, emit_one
+from .collision import KEY_STRIDE, contact_param, emit_one
 from .consts import GEOM_HFIELD, GEOM_PLANE, GEOM_SDF, GEOM_TYPE_NAMES, MINMU, MINVAL
 
 ND = ti.types.ndarray()
@@ -320,44 +320,6 @@ def _narrow_plane_flex(
 # ------------------------------------------------------------------------------------
 # device: parameters and ids of flex contacts (mj_contactParam, mj_setContact)
 # ------------------------------------------------------------------------------------
-
-@ti.func
-def contact_param(p1, c1, mix1, ref1, imp1, fri1, p2, c2, mix2, ref2, imp2, fri2):
-    """mj_contactParam's mixing of two sides' parameters: (condim, solref, solimp,
-    5D friction)."""
-    condim = 3
-    solref = ti.Vector([0.0, 0.0])
-    solimp = ti.Vector([0.0, 0.0, 0.0, 0.0, 0.0])
-    fri = ti.Vector([0.0, 0.0, 0.0])
-    if p1 > p2:
-        condim = c1
-        solref = ref1
-        solimp = imp1
-        fri = fri1
-    elif p1 < p2:
-        condim = c2
-        solref = ref2
-        solimp = imp2
-        fri = fri2
-    else:
-        condim = ti.max(c1, c2)
-        mix = 0.5
-        if mix1 >= MINVAL and mix2 >= MINVAL:
-            mix = mix1 / (mix1 + mix2)
-        elif mix1 < MINVAL and mix2 < MINVAL:
-            mix = 0.5
-        elif mix1 < MINVAL:
-            mix = 0.0
-        else:
-            mix = 1.0
-        if ref1[0] > 0 and ref2[0] > 0:
-            solref = mix * ref1 + (1.0 - mix) * ref2
-        else:
-            solref = ti.min(ref1, ref2)
-        solimp = mix * imp1 + (1.0 - mix) * imp2
-        fri = ti.max(fri1, fri2)
-    return condim, solref, solimp, ti.Vector([fri[0], fri[0], fri[1], fri[2], fri[2]])
-
 
 @ti.kernel
 def _finalize_flex(

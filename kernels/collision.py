@@ -509,6 +509,44 @@ def emit_buffers(d, cap: int):
     return out
 
 
+@ti.func
+def contact_param(p1, c1, mix1, ref1, imp1, fri1, p2, c2, mix2, ref2, imp2, fri2):
+    """mj_contactParam's mixing of two sides' parameters: (condim, solref, solimp,
+    5D friction)."""
+    condim = 3
+    solref = ti.Vector([0.0, 0.0])
+    solimp = ti.Vector([0.0, 0.0, 0.0, 0.0, 0.0])
+    fri = ti.Vector([0.0, 0.0, 0.0])
+    if p1 > p2:
+        condim = c1
+        solref = ref1
+        solimp = imp1
+        fri = fri1
+    elif p1 < p2:
+        condim = c2
+        solref = ref2
+        solimp = imp2
+        fri = fri2
+    else:
+        condim = ti.max(c1, c2)
+        mix = 0.5
+        if mix1 >= MINVAL and mix2 >= MINVAL:
+            mix = mix1 / (mix1 + mix2)
+        elif mix1 < MINVAL and mix2 < MINVAL:
+            mix = 0.5
+        elif mix1 < MINVAL:
+            mix = 0.0
+        else:
+            mix = 1.0
+        if ref1[0] > 0 and ref2[0] > 0:
+            solref = mix * ref1 + (1.0 - mix) * ref2
+        else:
+            solref = ti.min(ref1, ref2)
+        solimp = mix * imp1 + (1.0 - mix) * imp2
+        fri = ti.max(fri1, fri2)
+    return condim, solref, solimp, ti.Vector([fri[0], fri[0], fri[1], fri[2], fri[2]])
+
+
 @ti.kernel
 def _finalize(
     override: ti.template(), osr0: float, osr1: float, osi0: float, osi1: float,
@@ -560,41 +598,15 @@ def _finalize(
                 margin = ti.max(geom_margin[gw, g1], geom_margin[gw, g2])
                 ggw = worldid % geom_gap.shape[0]
                 gap = ti.max(geom_gap[ggw, g1], geom_gap[ggw, g2])
-                p1 = geom_priority[g1]
-                p2 = geom_priority[g2]
                 fw = worldid % geom_friction.shape[0]
                 rw = worldid % geom_solref.shape[0]
                 iw = worldid % geom_solimp.shape[0]
-                fri = ti.Vector([0.0, 0.0, 0.0])
-                if p1 != p2:
-                    g = g1 if p1 > p2 else g2
-                    condim = geom_condim[g]
-                    solref = geom_solref[rw, g]
-                    solimp = geom_solimp[iw, g]
-                    fri = geom_friction[fw, g]
-                else:
-                    condim = ti.max(geom_condim[g1], geom_condim[g2])
-                    mw = worldid % geom_solmix.shape[0]
-                    s1 = geom_solmix[mw, g1]
-                    s2 = geom_solmix[mw, g2]
-                    mix = 0.5
-                    if s1 >= MINVAL and s2 >= MINVAL:
-                        mix = s1 / (s1 + s2)
-                    elif s1 < MINVAL and s2 < MINVAL:
-                        mix = 0.5
-                    elif s1 < MINVAL:
-                        mix = 0.0
-                    else:
-                        mix = 1.0
-                    r1 = geom_solref[rw, g1]
-                    r2 = geom_solref[rw, g2]
-                    if r1[0] > 0 and r2[0] > 0:
-                        solref = mix * r1 + (1.0 - mix) * r2
-                    else:
-                        solref = ti.min(r1, r2)
-                    solimp = mix * geom_solimp[iw, g1] + (1.0 - mix) * geom_solimp[iw, g2]
-                    fri = ti.max(geom_friction[fw, g1], geom_friction[fw, g2])
-                friction = ti.Vector([fri[0], fri[0], fri[1], fri[2], fri[2]])
+                mw = worldid % geom_solmix.shape[0]
+                condim, solref, solimp, friction = contact_param(
+                    geom_priority[g1], geom_condim[g1], geom_solmix[mw, g1],
+                    geom_solref[rw, g1], geom_solimp[iw, g1], geom_friction[fw, g1],
+                    geom_priority[g2], geom_condim[g2], geom_solmix[mw, g2],
+                    geom_solref[rw, g2], geom_solimp[iw, g2], geom_friction[fw, g2])
             if ti.static(override):
                 margin = cand_margin_override
                 # (scalars: vector kernel arguments take Taichi's pre-init float type)
