@@ -141,7 +141,3 @@ def run(name: str, body, m, d) -> None:
     else:
         table[name] = Recording(key, rec, prog)
 
-
-def forget(d) -> None:
-    """Drop a Data's recordings (its state was changed behind the stages' back)."""
-    d.scratch.replay = None
