@@ -18,7 +18,7 @@ import taichi as ti
 
 from .bind import launch
 from .consts import CONE_PYRAMIDAL, JNT_SLIDE, LIGHT_DIRECTIONAL, LIGHT_SPOT, MINVAL
-from .math import quat_mul
+from .math import normalize3, quat_mul
 from .rne_post import contact_force_local
 
 ND = ti.types.ndarray()
@@ -224,19 +224,8 @@ def _flex_normal(flexvert_xpos: ti.template(), worldid, v, norm_adr: ti.template
     for k in range(norm_num[v]):
         pa = _v3(flexvert_xpos, worldid, norm_pair[norm_adr[v] + k, 0])
         pb = _v3(flexvert_xpos, worldid, norm_pair[norm_adr[v] + k, 1])
-        n += _unit((pa - p).cross(pb - p))
-    return _unit(n)
-
-
-@ti.func
-def _unit(x):
-    """x / |x|, or (1, 0, 0) for a vector too short to have a direction (as
-    mju_normalize3)."""
-    out = ti.Vector([1.0, 0.0, 0.0])
-    norm = x.norm()
-    if norm >= MINVAL:
-        out = x / norm
-    return out
+        n += normalize3((pa - p).cross(pb - p))
+    return normalize3(n)
 
 
 @ti.kernel
@@ -271,16 +260,16 @@ def _flex_vertices(fv_vert: ND, fv_int: ND, fv_float: ND, norm_adr: ND, norm_num
             if mode == FLEX_EDGE:
                 pa = _v3(flexvert_xpos, worldid, va)
                 axis = _v3(flexvert_xpos, worldid, vb) - pa
-                e = _unit(axis)
+                e = normalize3(axis)
                 # a fixed helper axis least aligned with the edge
                 helper = ti.Vector([1.0, 0.0, 0.0])
                 if ti.abs(e[0]) > 0.6:
                     helper = ti.Vector([0.0, 1.0, 0.0])
-                u = _unit(e.cross(helper))
+                u = normalize3(e.cross(helper))
                 w = e.cross(u)
                 radial = y * u + z * w
                 p = pa + x * axis + radial
-                n = _unit(radial)
+                n = normalize3(radial)
             else:
                 nv = _flex_normal(flexvert_xpos, worldid, v, norm_adr, norm_num, norm_pair)
                 p = _v3(flexvert_xpos, worldid, v) + x * nv
@@ -288,12 +277,12 @@ def _flex_vertices(fv_vert: ND, fv_int: ND, fv_float: ND, norm_adr: ND, norm_num
                     n = y * nv
                     if va >= 0:
                         pv = _v3(flexvert_xpos, worldid, v)
-                        n = y * _unit((_v3(flexvert_xpos, worldid, va) - pv).cross(
+                        n = y * normalize3((_v3(flexvert_xpos, worldid, va) - pv).cross(
                             _v3(flexvert_xpos, worldid, vb) - pv))
                 else:
                     nb = _flex_normal(flexvert_xpos, worldid, vb, norm_adr, norm_num,
                                       norm_pair)
-                    n = y * _unit((_v3(flexvert_xpos, worldid, vb) -
+                    n = y * normalize3((_v3(flexvert_xpos, worldid, vb) -
                                    _v3(flexvert_xpos, worldid, va)).cross(nb))
             p += offset
             rgba = ti.Vector([vert_rgba[vertid, j] for j in ti.static(range(4))])
