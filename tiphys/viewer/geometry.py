@@ -598,6 +598,19 @@ def build_scene(m, geomgroup=None, sitegroup=None) -> SceneTemplate:
         flex=_flex_template(m, flex_rows, obj_start))
 
 
+def _flex_faces(a, f):
+    """The skin triangles of flex ``f`` as global flex vertex ids: its elements (2D) or
+    its shell (3D); None for a 1D flex."""
+    dim, vadr = int(a.flex_dim[f]), int(a.flex_vertadr[f])
+    if dim == 2:
+        adr, num, data = int(a.flex_elemdataadr[f]), int(a.flex_elemnum[f]), a.flex_elem
+    elif dim == 3:
+        adr, num, data = int(a.flex_shelldataadr[f]), int(a.flex_shellnum[f]), a.flex_shell
+    else:
+        return None
+    return np.asarray(data, dtype=np.int64).ravel()[adr:adr + 3 * num].reshape(-1, 3) + vadr
+
+
 def _flex_objects(m, a, nslice, objs, parts) -> list:
     """Append every flex's drawn parts to ``objs``/``parts`` (as build_scene's other
     objects); returns, per part, (object index, rows) with rows = [(local vertex,
@@ -608,7 +621,6 @@ def _flex_objects(m, a, nslice, objs, parts) -> list:
         return out
     rgba_all = np.asarray(a.flex_rgba, dtype=np.float64).reshape(-1, 4)
     edge_all = np.asarray(a.flex_edge, dtype=np.int64).reshape(-1, 2)
-    elem_all = np.asarray(a.flex_elem, dtype=np.int64).ravel()
     shell_all = np.asarray(a.flex_shell, dtype=np.int64).ravel()
     flat = np.asarray(getattr(a, "flex_flatskin", np.zeros(nflex)), dtype=bool).ravel()
     for f in range(nflex):
@@ -632,12 +644,7 @@ def _flex_objects(m, a, nslice, objs, parts) -> list:
                                      (t, r * np.cos(p), r * np.sin(p))))
                 tris.append(ring_tri + base)
         else:
-            if dim == 2:
-                nelem, eadr = int(a.flex_elemnum[f]), int(a.flex_elemdataadr[f])
-                faces = elem_all[eadr:eadr + 3 * nelem].reshape(-1, 3) + vadr
-            else:
-                nshell, sadr = int(a.flex_shellnum[f]), int(a.flex_shelldataadr[f])
-                faces = shell_all[sadr:sadr + 3 * nshell].reshape(-1, 3) + vadr
+            faces = _flex_faces(a, f)
             sides = [(1.0, faces)] if dim == 3 else [(1.0, faces), (-1.0, faces[:, [0, 2, 1]])]
             for sign, tri in sides:
                 if flat[f]:  # a vertex per face corner: the face's own normal
@@ -689,19 +696,9 @@ def _flex_template(m, flex_rows, obj_start):
     # flexes, shell triangles of 3D flexes, each listed as (v, a, b) in cyclic order
     nflexvert = int(m.nflexvert)
     pairs = [[] for _ in range(nflexvert)]
-    elem_all = np.asarray(a.flex_elem, dtype=np.int64).ravel()
-    shell_all = np.asarray(a.flex_shell, dtype=np.int64).ravel()
     for f in range(int(m.nflex)):
-        dim, vadr = int(a.flex_dim[f]), int(a.flex_vertadr[f])
-        if dim == 2:
-            adr, num = int(a.flex_elemdataadr[f]), int(a.flex_elemnum[f])
-            faces = elem_all[adr:adr + 3 * num].reshape(-1, 3) + vadr
-        elif dim == 3:
-            adr, num = int(a.flex_shelldataadr[f]), int(a.flex_shellnum[f])
-            faces = shell_all[adr:adr + 3 * num].reshape(-1, 3) + vadr
-        else:
-            continue
-        for i0, i1, i2 in faces:
+        faces = _flex_faces(a, f)
+        for i0, i1, i2 in () if faces is None else faces:
             pairs[i0].append((i1, i2))
             pairs[i1].append((i2, i0))
             pairs[i2].append((i0, i1))
