@@ -30,10 +30,9 @@ import numpy as np
 
 from ..errors import error_at
 from ..kernels.consts import GEOM_BOX, GEOM_CAPSULE, GEOM_CYLINDER, MINVAL
-from ..spec.element import element_class, new_element
-from ..spec.schema import SCHEMA
 from . import rotation as rot
 from .attrs import BOOL, Attrs
+from .flex import _fmt, _synthetic as synthetic
 from .tree import GEOM_TYPES, JOINT_TYPES
 
 # mjtCompType, with the keywords the reader maps
@@ -370,28 +369,14 @@ def cable_bodies(r: _Reader, u: list) -> list:
 
 # ------------------------------------------------------------------ elements
 
-def _schema_attrs():
-    body = SCHEMA["children"]["body"]
-    return {"body": body["attrs"], "joint": body["children"]["joint"]["attrs"],
-            "geom": body["children"]["geom"]["attrs"],
-            "site": body["children"]["site"]["attrs"]}
-
-
-_ATTRS = _schema_attrs()
 _PATH = ("mujoco", "worldbody", "body")
 
 
 def _element(tag, where, **attrs):
+    """A synthetic body, joint, geom or site (flex.py's, as flexcomp makes them); the
+    attributes given as None are left unwritten."""
     path = _PATH if tag == "body" else _PATH + (tag,)
-    el = new_element(element_class(path, _ATTRS[tag]), where.xml_file, where.xml_line)
-    for key, value in attrs.items():
-        if value is not None:
-            el.set(key, value)
-    return el
-
-
-def _fmt(values) -> str:
-    return " ".join(repr(float(x)) for x in values)
+    return synthetic(tag, path, where, **{k: v for k, v in attrs.items() if v is not None})
 
 
 def _copied(src, names) -> dict:

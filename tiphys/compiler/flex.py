@@ -719,7 +719,8 @@ def _body_schema():
     body = SCHEMA["children"]["body"]
     return {"body": body["attrs"], "inertial": body["children"]["inertial"]["attrs"],
             "joint": body["children"]["joint"]["attrs"],
-            "geom": body["children"]["geom"]["attrs"]}
+            "geom": body["children"]["geom"]["attrs"],
+            "site": body["children"]["site"]["attrs"]}
 
 
 _SCHEMA_ATTRS = _body_schema()
