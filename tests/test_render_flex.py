@@ -8,9 +8,9 @@ import pytest
 
 import mujoco
 import tiphys
-from tiphys.viewer.renderer import RenderOptions, Renderer
+from tiphys.viewer.renderer import RenderOptions
 
-from test_render import H, W, _mujoco_renderer
+from test_render import H, W, SteadyRenderer, _mujoco_renderer
 
 
 NWORLD = 2
@@ -71,7 +71,7 @@ def scene():
     tiphys.forward(m, d)
     assert np.allclose(d.numpy("flexvert_xpos").reshape(NWORLD, -1, 3),
                        np.stack([x.flexvert_xpos for x in mjds]), atol=1e-9)
-    r = Renderer(m, W, H)
+    r = SteadyRenderer(m, W, H)
     yield mjm, mjds, m, d, r
     r.close()
 

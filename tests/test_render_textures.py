@@ -6,9 +6,8 @@ import numpy as np
 
 import mujoco
 import tiphys
-from tiphys.viewer.renderer import Renderer
 
-from test_render import H, W, _mujoco_renderer
+from test_render import H, W, SteadyRenderer, _mujoco_renderer
 
 XML = """<mujoco>
   <visual><global offwidth="320" offheight="240"/></visual>
@@ -44,7 +43,7 @@ def _scene():
 def test_long_plane_keeps_its_checker(monkeypatch):
     mjm, mjd, m, d = _scene()
     mjr = _mujoco_renderer(mjm, monkeypatch)
-    r = Renderer(m, W, H)
+    r = SteadyRenderer(m, W, H)
     try:
         mjr.update_scene(mjd, camera="down")
         theirs = mjr.render().astype(float).sum(-1)
@@ -67,7 +66,7 @@ def test_long_plane_keeps_its_checker(monkeypatch):
 def test_starry_skybox_is_its_filtered_gradient(monkeypatch):
     mjm, mjd, m, d = _scene()
     mjr = _mujoco_renderer(mjm, monkeypatch)
-    r = Renderer(m, W, H)
+    r = SteadyRenderer(m, W, H)
     try:
         mjr.update_scene(mjd, camera="up")
         theirs = mjr.render().astype(float)
