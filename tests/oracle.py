@@ -152,7 +152,10 @@ def compare_model(arrays, mjm, rtol=1e-6, atol=1e-9, skip=()) -> list[str]:
         want = numpy_shape(shape, arrays.sizes)
         if shape.startswith("*"):
             want = want[1:]
-        theirs = np.asarray(getattr(mjm, name)).reshape(want)
+        theirs = getattr(mjm, name)
+        if isinstance(theirs, bytes):  # text_data
+            theirs = np.frombuffer(theirs, dtype=np.uint8)
+        theirs = np.asarray(theirs).reshape(want)
         err = compare_arrays(name, getattr(arrays, name), theirs, rtol, atol)
         if err:
             errors.append(err)

@@ -112,3 +112,22 @@ def test_switching_jacobian_applies_to_new_data_and_old_data_says_so():
     d2 = tiphys.make_data(m, 1)
     tiphys.step(m, d2)
     assert d2.is_sparse
+
+
+@pytest.mark.parametrize("how", ["xml", "runtime"])
+def test_sleep_is_refused_not_ignored(how):
+    """MuJoCo 3.4.0 puts resting trees to sleep with <flag sleep="enable"/> (their qvel
+    zeroed, their stages skipped); tiphys does not implement it, so forward and every
+    step entry refuse the flag instead of stepping every tree awake."""
+    if how == "xml":
+        m = tiphys.load_model_from_string(
+            XML.replace("<worldbody>", '<option><flag sleep="enable"/></option><worldbody>', 1))
+    else:
+        m = tiphys.load_model_from_string(XML)
+        m.opt.enableflags = int(m.opt.enableflags) | int(mujoco.mjtEnableBit.mjENBL_SLEEP)
+    d = tiphys.make_data(m, 2)
+    for fn in (tiphys.forward, tiphys.step, tiphys.step1, tiphys.step2):
+        with pytest.raises(NotImplementedError, match="sleep"):
+            fn(m, d)
+    m.opt.enableflags = int(m.opt.enableflags) & ~int(mujoco.mjtEnableBit.mjENBL_SLEEP)
+    tiphys.step(m, d)

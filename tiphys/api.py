@@ -70,7 +70,9 @@ def model_arrays_from_mujoco(mjm) -> ModelArrays:
         sizes.setdefault(k, 0)
     out.sizes = sizes
     for name, shape, dtype, _ in MODEL_FIELDS:
-        arr = np.asarray(getattr(mjm, name))
+        arr = getattr(mjm, name)
+        arr = np.frombuffer(arr, dtype=np.uint8) if isinstance(arr, bytes) else \
+            np.asarray(arr)  # (text_data comes as bytes)
         setattr(out, name, arr.reshape(numpy_shape(shape, sizes)[:] if "*" not in shape
                                        else numpy_shape(shape, sizes)[1:]))
     out.opt = _option_from_mujoco(mjm.opt)

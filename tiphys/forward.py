@@ -87,6 +87,7 @@ def forward(m: Model, d: Data) -> None:
     where a world has no constraint rows); sensor_pos, sensor_vel and sensor_acc (and
     the energies with <flag energy="enable"/>) after their stages, as mj_forward.
     """
+    _check_sleep(m)
     replay.run("forward", _forward, m, d)
 
 
@@ -225,7 +226,19 @@ def _step(m: Model, d: Data) -> None:
         _integrate(m, d)
 
 
+def _check_sleep(m: Model) -> None:
+    """MuJoCo 3.4.0's sleeping trees (<flag sleep="enable"/>: mj_updateSleep, mj_sleep
+    and the awake-index filters of every stage) are not implemented: refused, never
+    silently stepped awake."""
+    if m.opt.enabled("sleep"):
+        raise NotImplementedError(
+            "<option><flag sleep=\"enable\"/> (sleeping trees, mj_sleep) is not "
+            "supported yet: disable the flag (m.opt.enableflags) to simulate every tree "
+            "awake")
+
+
 def _check_integrator(m: Model) -> None:
+    _check_sleep(m)
     integrator = m.opt.integrator
     if integrator not in _INTEGRATOR_NAMES:
         name = _INTEGRATOR_NAMES.get(integrator, integrator)
@@ -250,6 +263,7 @@ def step1(m: Model, d: Data) -> None:
 
     Set ctrl, qfrc_applied or xfrc_applied afterwards, then call step2.
     """
+    _check_sleep(m)
     check(m, d, "pos")
     check(m, d, "vel")
     fwd_position(m, d)

@@ -155,7 +155,8 @@ def _compile_spec(spec) -> ModelArrays:
                             {n for n1, n2, _ in composite_excludes(builder) for n in (n1, n2)})
         bodies = builder.bodies
     if ctx.discardvisual:
-        builder.discard_visual(referenced_geom_names(spec) | sensor_geom_names(spec))
+        builder.discard_visual(referenced_geom_names(spec) | sensor_geom_names(spec) |
+                               tuple_geom_names(spec))
         ctx.assets.discard_unused_meshes(bodies, keep=sensor_mesh_names(spec))
     _check_moving_mass(bodies)
     if ctx.settotalmass > 0:
@@ -192,6 +193,7 @@ def _compile_spec(spec) -> ModelArrays:
     except MemoryError:
         raise _size_error(spec, [k for _, k, _ in _USER]) from None
     out.names = _names(spec, builder, ctx.assets, out)
+    _texts_and_tuples(out)
     out.model_name = spec.model_name
     set_const(out, out.stat)
     check_plugins(out)
@@ -883,11 +885,89 @@ def _custom(spec, out):
     out.numeric_data = np.concatenate([v for _, v in numeric]) if numeric else np.zeros(0)
     out.numeric_names = [n for n, _ in numeric]
     out.text_names = [el.attr("name") or "" for el in texts]
+    out.text_values = [el.attr("data") or "" for el in texts]
     textdata = sum(len(el.attr("data") or "") + 1 for el in texts)
     tupledata = sum(len(el.find("element")) for el in tuples)
     out.tuple_names = [el.attr("name") or "" for el in tuples]
+    out.tuple_els = tuples
     _setsize(out, nnumeric=len(numeric), nnumericdata=len(out.numeric_data),
              ntext=len(texts), ntuple=len(tuples), ntextdata=textdata, ntupledata=tupledata)
+
+
+def _tuple_objects(el) -> tuple[list, list, list]:
+    """A <tuple>'s element types (mjtObj), names and parameters, read as MuJoCo's
+    reader reads them: all names go into one list split at white space."""
+    from .sensor import OBJ_TYPES
+    types, names, prms = [], [], []
+    for item in el.find("element"):
+        a = Attrs(item)
+        kind = a.text("objtype")
+        if kind is None:
+            raise a.error("required attribute missing", "objtype")
+        if kind not in OBJ_TYPES:
+            raise a.error("unknown object type", "objtype")
+        types.append(OBJ_TYPES[kind])
+        name = a.text("objname")
+        if name is None:
+            raise a.error("required attribute missing", "objname")
+        names.extend(name.split())
+        prms.append(a.float("prm", 0.0))
+    return types, names, prms
+
+
+def _texts_and_tuples(out) -> None:
+    """text_* and tuple_* (mjCModel's CopyObjects and mjCTuple::ResolveReferences):
+    each tuple object found by type and name among the compiled objects."""
+    from .sensor import OBJ_TYPES
+    values = out.text_values
+    out.text_size = np.array([len(v) + 1 for v in values], dtype=np.int32)
+    out.text_adr = (np.cumsum(out.text_size) - out.text_size).astype(np.int32)
+    out.text_data = np.frombuffer(b"".join(v.encode() + b"\0" for v in values),
+                                  dtype=np.uint8).astype(np.int32)
+    kind_of = {code: kind for kind, code in OBJ_TYPES.items()}
+    lookup: dict = {}
+    objtype, objid, objprm, sizes = [], [], [], []
+    for t, el in enumerate(out.tuple_els):
+        types, names, prms = _tuple_objects(el)
+        label = el.attr("name") or ""
+        if not types:
+            raise error_at(el, f"tuple '{label}' (id = {t}) is empty")
+        if len(names) != len(types):
+            raise error_at(el, f"tuple '{label}' (id = {t}) has object arrays with "
+                               f"different sizes", "objname")
+        for code, name in zip(types, names):
+            kind = kind_of[code]
+            kind = "body" if kind == "xbody" else kind
+            table = lookup.get(kind)
+            if table is None:
+                table = lookup[kind] = {}
+                for i, n in enumerate(out.names.get(kind, ())):
+                    if n:
+                        table.setdefault(n, i)
+            if name not in table:
+                raise error_at(el, f"unrecognized object '{name}' in tuple {t}")
+            objid.append(table[name])
+        objtype.extend(types)
+        objprm.extend(prms)
+        sizes.append(len(types))
+    out.tuple_size = np.array(sizes, dtype=np.int32)
+    out.tuple_adr = (np.cumsum(out.tuple_size) - out.tuple_size).astype(np.int32)
+    out.tuple_objtype = np.array(objtype, dtype=np.int32)
+    out.tuple_objid = np.array(objid, dtype=np.int32)
+    out.tuple_objprm = np.array(objprm, dtype=np.float64)
+
+
+def tuple_geom_names(spec) -> set:
+    """Names of geoms in <tuple>s: MuJoCo marks them not visual (discardvisual keeps
+    them)."""
+    names = set()
+    for section in spec.sections("custom"):
+        for el in section.children:
+            if el.tag == "tuple":
+                for item in el.find("element"):
+                    if item.attr("objtype") == "geom" and item.attr("objname"):
+                        names.update(item.attr("objname").split())
+    return names
 
 
 _USER = (("body", "nuser_body", lambda bs: bs[1:]), ("jnt", "nuser_jnt", "joints"),

@@ -478,6 +478,7 @@ def add_composite_texts(builder, out) -> None:
     if not comps:
         return
     out.text_names = list(out.text_names) + [c.text[0] for c in comps]
+    out.text_values = list(out.text_values) + [c.text[1] for c in comps]
     values = out.__dict__
     values["_size_ntext"] = values.get("_size_ntext", 0) + len(comps)
     values["_size_ntextdata"] = values.get("_size_ntextdata", 0) + \
