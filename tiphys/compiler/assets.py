@@ -10,6 +10,7 @@ from ..io.resources import base_part, is_abs, join_path, missing, reduce_path
 from ..kernels.consts import (GEOM_HFIELD, GEOM_MESH, TEXROLE_EMISSIVE, TEXROLE_METALLIC,
                               TEXROLE_NORMAL, TEXROLE_OCCLUSION, TEXROLE_OPACITY, TEXROLE_ORM,
                               TEXROLE_RGB, TEXROLE_RGBA, TEXROLE_ROUGHNESS, TEXROLE_USER)
+from . import mesh_builtin
 from . import rotation as rot
 from .attrs import BOOL, Attrs
 from .hfield import compile_hfield
@@ -179,23 +180,43 @@ class AssetCompiler:
         el = self.mesh_els[mid]
         cls = _class_of(el, self.defaults)
         a = Attrs(el, self.defaults.get(cls, "mesh", el))
-        if a.has("builtin") or a.has("params"):
-            raise NotImplementedError(f"{el.xml_file or '<string>'}:{el.xml_line}: <mesh "
-                                      f"builtin> is not supported yet")
         if el.find("plugin"):
             from .plugins import refuse
             raise refuse(self.spec, el.find("plugin")[0], "<mesh><plugin>")
         data = fname = None
+        # the builtin's attribute checks come before the file is read, as in MuJoCo's
+        # reader (which only names the file)
+        builtin = a.keyword("builtin", {k: k for k in mesh_builtin.BUILTINS})
+        params = a.floats("params") if builtin is not None else None
+        if builtin is not None and params is None:
+            raise a.error("required attribute missing", "params")
         if a.str("file"):  # MuJoCo: file="" is no file
             fname = a.str("file")
+            if builtin is not None:
+                raise a.error("builtin cannot be used with a mesh file", "builtin")
             data = self.files.read(el, "file", fname, "mesh")
         inertia = a.keyword("inertia", {k: k for k in MESH_INERTIA}, "legacy")
         maxhull = a.int("maxhullvert", -1)
+        vertex, face, normal = a.floats("vertex"), a.ints("face"), a.floats("normal")
+        if builtin is not None:  # (MuJoCo reads it after the rest: its errors come last)
+            if vertex is not None:
+                raise a.error("builtin mesh cannot be used with user vertex data", "builtin")
+            try:
+                made = mesh_builtin.make(builtin, [float(x) for x in params])
+            except mesh_builtin.BuiltinError as exc:
+                raise a.error(str(exc), "params") from None
+            vertex = made[0].astype(np.float64)
+            if made[1] is not None:
+                face = made[1]
+            if made[2] is not None:
+                normal = made[2].astype(np.float64)
+            if made[3] is not None:
+                inertia = made[3]
         try:
             cm = compile_mesh(
                 name=self.mesh_names[mid], file_bytes=data, file_name=fname,
                 content_type=a.str("content_type") or _data_uri_type(fname),
-                vertex=a.floats("vertex"), face=a.ints("face"), normal=a.floats("normal"),
+                vertex=vertex, face=face, normal=normal,
                 texcoord=a.floats("texcoord"),
                 scale=a.floats("scale", 3, (1, 1, 1)), refpos=a.floats("refpos", 3, (0, 0, 0)),
                 refquat=a.floats("refquat", 4, (1, 0, 0, 0)), inertia=inertia,
