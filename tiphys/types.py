@@ -13,7 +13,7 @@ test pins them. The tables generate the Taichi fields, numpy export and docs.
 from __future__ import annotations
 
 MODEL_SIZES = (
-    "nq", "nv", "nu", "na", "nbody", "njnt", "ntree", "nM", "ngeom", "nsite", "ncam",
+    "nq", "nv", "nu", "na", "nbody", "njnt", "ntree", "nM", "nB", "nC", "nD", "ngeom", "nsite", "ncam",
     "nlight", "nflex", "nflexnode", "nflexvert", "nflexedge", "nflexelem", "nflexelemdata",
     "nflexelemedge", "nflexshelldata", "nflexevpair", "nflextexcoord", "nmesh", "nmeshvert", "nmeshnormal", "nmeshtexcoord", "nmeshface",
     "nmeshgraph", "nmeshpoly", "nmeshpolyvert", "nmeshpolymap", "nhfield", "nhfielddata",
@@ -385,6 +385,19 @@ MODEL_FIELDS = (
     ("key_mpos", "nkey nmocap 3", "f", "key mocap position"),
     ("key_mquat", "nkey nmocap 4", "f", "key mocap quaternion"),
     ("key_ctrl", "nkey nu", "f", "key control"),
+    ("B_rownnz", "nbody", "i", "body-dof: non-zeros in each row"),
+    ("B_rowadr", "nbody", "i", "body-dof: row addresses"),
+    ("B_colind", "nB", "i", "body-dof: column indices"),
+    ("M_rownnz", "nv", "i", "reduced inertia: non-zeros in each row"),
+    ("M_rowadr", "nv", "i", "reduced inertia: row addresses"),
+    ("M_colind", "nC", "i", "reduced inertia: column indices"),
+    ("mapM2M", "nC", "i", "index mapping from qM to M"),
+    ("D_rownnz", "nv", "i", "full inertia: non-zeros in each row"),
+    ("D_rowadr", "nv", "i", "full inertia: row addresses"),
+    ("D_diag", "nv", "i", "full inertia: index of diagonal element"),
+    ("D_colind", "nD", "i", "full inertia: column indices"),
+    ("mapM2D", "nD", "i", "index mapping from M to D"),
+    ("mapD2M", "nC", "i", "index mapping from D to M"),
 )
 
 # tiphys-only model fields (kept last): tree structure for single-launch tree passes.

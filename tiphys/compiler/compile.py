@@ -29,6 +29,7 @@ from .equality import compile_equality
 from .flex import compile_flexes
 from .plugins import check_extensions, check_plugins, compile_plugins
 from .sensor import compile_sensors, fuse_blocking_bodies, sensor_geom_names, sensor_mesh_names
+from .sparse import fill_sparse
 from .setconst import set_const
 from .tree import TreeBuilder
 
@@ -193,6 +194,7 @@ def _compile_spec(spec) -> ModelArrays:
     except MemoryError:
         raise _size_error(spec, [k for _, k, _ in _USER]) from None
     out.names = _names(spec, builder, ctx.assets, out)
+    fill_sparse(out)
     _texts_and_tuples(out)
     out.model_name = spec.model_name
     set_const(out, out.stat)
