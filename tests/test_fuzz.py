@@ -434,7 +434,6 @@ NOT_YET = (
     r"<(attach|composite)> is not",  # children of <body>/<worldbody>
     # plugins tiphys does not simulate yet (tiphys/compiler/plugins.py), named
     r": plugin '[^']+' (\([\w/]+ plugin\) )?is not supported yet",
-    r"<body sleep>",
     r'<geom type="sdf">',
     r"<spatial><geom> wrapping a geom removed by discardvisual",
 )

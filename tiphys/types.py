@@ -91,6 +91,7 @@ MODEL_FIELDS = (
     ("tree_bodynum", "ntree", "i", "number of bodies in tree"),
     ("tree_dofadr", "ntree", "i", "start addr of dofs"),
     ("tree_dofnum", "ntree", "i", "number of dofs in tree"),
+    ("tree_sleep_policy", "ntree", "i", "sleep policy (mjtSleepPolicy)"),
     ("geom_type", "ngeom", "i", "geometric type (mjtGeom)"),
     ("geom_contype", "ngeom", "i", "geom contact type"),
     ("geom_conaffinity", "ngeom", "i", "geom contact affinity"),

@@ -29,6 +29,7 @@ from .equality import compile_equality
 from .flex import compile_flexes
 from .plugins import check_extensions, check_plugins, compile_plugins
 from .sensor import compile_sensors, fuse_blocking_bodies, sensor_geom_names, sensor_mesh_names
+from .sleep import fill_sleep_policy
 from .sparse import fill_sparse
 from .setconst import set_const
 from .tree import TreeBuilder
@@ -198,6 +199,7 @@ def _compile_spec(spec) -> ModelArrays:
     _texts_and_tuples(out)
     out.model_name = spec.model_name
     set_const(out, out.stat)
+    fill_sleep_policy(builder, out)
     check_plugins(out)
     _levels(out)
     values = out.__dict__

@@ -51,6 +51,12 @@ class Frame:
     childclass: Optional[str]
 
 
+# <body sleep> -> mjtSleepPolicy (the compiler's own choices, AUTO_NEVER = 1 and
+# AUTO_ALLOWED = 2, replace AUTO in sleep.py)
+SLEEP_AUTO = 0
+SLEEP_POLICY = {"auto": SLEEP_AUTO, "never": 3, "allowed": 4, "init": 5}
+
+
 @dataclass
 class Body:
     el: object
@@ -67,6 +73,7 @@ class Body:
     explicit_inertial: bool = False
     mocap: bool = False
     gravcomp: float = 0.0
+    sleep: int = 0  # <body sleep> (mjtSleepPolicy: auto, never, allowed, init)
     joints: list = field(default_factory=list)
     geoms: list = field(default_factory=list)
     sites: list = field(default_factory=list)
@@ -336,9 +343,7 @@ class TreeBuilder:
         b.quat = self.orientation(a)
         b.mocap = bool(a.bool("mocap", 0))
         b.gravcomp = a.float("gravcomp", 0.0)
-        if a.has("sleep"):
-            raise NotImplementedError(f"{el.xml_file or '<string>'}:{el.xml_line}: <body "
-                                      f"sleep> is not supported yet")
+        b.sleep = a.keyword("sleep", SLEEP_POLICY, SLEEP_AUTO)
         self._children(el, b, None, b.childclass)
         self._finish_body(b, frame)
 
