@@ -90,16 +90,16 @@ class AssetFiles:
         self.compile_dir = {"mesh": ctx.meshdir, "hfield": ctx.meshdir, "skin": ctx.meshdir,
                             "texture": ctx.texturedir}
 
-    def name(self, el, file: str, kind: str):
-        """(the name MuJoCo opens, a note on how it was found) for ``file`` of ``el``."""
+    def stored(self, el, file: str, kind: str, notes=None) -> str:
+        """The name MuJoCo keeps for ``file`` of ``el`` (step 1 and strippath: its
+        ``paths`` entry), before the compiler's directory is put in front."""
         name = reduce_path(file)
-        notes = []
         if not is_abs(name):
             attr, pdir = self.parse_dir[kind]
             first = join_path(join_path(self.reader.modeldir, pdir), name)
             if not self.reader.exists(first):
                 incdir = getattr(el, "xml_incdir", "") or ""
-                if incdir:
+                if incdir and notes is not None:
                     where = f"model directory + {attr}='{pdir}'" if pdir else \
                         "model directory"
                     notes.append(f"not found as '{first}' ({where}), so taken relative to "
@@ -107,6 +107,12 @@ class AssetFiles:
                 name = join_path(incdir, name)
         if self.strippath:
             name = base_part(name)
+        return name
+
+    def name(self, el, file: str, kind: str):
+        """(the name MuJoCo opens, a note on how it was found) for ``file`` of ``el``."""
+        notes = []
+        name = self.stored(el, file, kind, notes)
         cdir = self.compile_dir[kind]
         if cdir and not is_abs(name):
             notes.append(f"{self.COMPILE_DIR[kind]}='{cdir}'")
@@ -429,6 +435,21 @@ class AssetCompiler:
     def names(self) -> dict:
         return {"mesh": self.mesh_names, "hfield": self.hfield_names,
                 "texture": self.tex_names, "material": self.mat_names}
+
+    def paths(self) -> list:
+        """(field, stored file or None per asset) for height fields, meshes and
+        textures, in the model's order (names.fill_paths)."""
+        def files(els, kind, attr="file"):
+            out = []
+            for el in els:
+                file = el.attr(attr)
+                kept = getattr(el, "xml_stored_file", None)  # an attached child's asset
+                out.append(None if not file else kept if kept is not None else
+                           self.files.stored(el, file, kind))
+            return out
+        return [("hfield_pathadr", files(self.hfield_els, "hfield")),
+                ("mesh_pathadr", files(self.mesh_els, "mesh")),
+                ("tex_pathadr", files(self.tex_els, "texture"))]
 
 
 def _adr(counts):

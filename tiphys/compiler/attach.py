@@ -477,6 +477,9 @@ class _Copier:
                     value = el.get_attr(attr)
                     if value:
                         new.set(attr, self._file(el, value))
+                        if attr == "file":  # the name the child's reader kept (paths)
+                            new.__dict__["xml_stored_file"] = self.child.files.stored(
+                                el, value, el.tag)
                 if el.tag == "material":
                     if el.get_attr("texture"):
                         new.set("texture", self.p + el.get_attr("texture"))

@@ -13,7 +13,7 @@ from ..kernels.consts import (JNT_BALL, JNT_FREE, JNT_HINGE, JNT_SLIDE, MINVAL, 
                               SAMEFRAME_BODYROT, SAMEFRAME_INERTIA, SAMEFRAME_INERTIAROT,
                               SAMEFRAME_NONE)
 from ..model import ModelArrays
-from ..types import MODEL_SIZES
+from ..types import MODEL_FIELDS, MODEL_SIZES
 from . import rotation as rot
 from .attach import expand_attachments, fill_attached_keys
 from .attrs import BOOL, Attrs
@@ -29,6 +29,7 @@ from .equality import compile_equality
 from .flex import compile_flexes
 from .plugins import check_extensions, check_plugins, compile_plugins
 from .sensor import compile_sensors, fuse_blocking_bodies, sensor_geom_names, sensor_mesh_names
+from .names import fill_names, fill_paths
 from .sleep import fill_sleep_policy
 from .sparse import fill_sparse
 from .setconst import set_const
@@ -195,6 +196,8 @@ def _compile_spec(spec) -> ModelArrays:
     except MemoryError:
         raise _size_error(spec, [k for _, k, _ in _USER]) from None
     out.names = _names(spec, builder, ctx.assets, out)
+    fill_names(out, spec.model_name, _NAME_FIELDS)
+    fill_paths(out, ctx.assets.paths())
     fill_sparse(out)
     _texts_and_tuples(out)
     out.model_name = spec.model_name
@@ -227,6 +230,7 @@ def _flexes(spec, builder, out) -> None:
     replay_empty(out, "flex", make)
 
 
+_NAME_FIELDS = {name for name, *_ in MODEL_FIELDS if name.startswith("name_")}
 _SIZE_KEYS = tuple((k, "_size_" + k) for k in MODEL_SIZES)  # (size, its field while compiling)
 _MAX_ALLOC = 1 << 32  # bytes: a larger keyframe/user array is a bad <size>, not a hang
 
