@@ -42,8 +42,6 @@ SCRATCH = {
              "of name-bound launches (bind.py)",
     "callbacks": "{(callback, rows, columns, dtype): device array} of the values the "
                  "actuator and contact-filter callbacks return (callbacks.py)",
-    "contact_filter": "(collision plan, per-world candidate lists and counts) of the "
-                      "contact-filter callback (collision_driver.py)",
     "replay": "{function name: Recording} of step and forward replays (tiphys/replay.py)",
     "reset_world": "{(keyframe, set_param count, row): one world's reset state} of "
                    "reset_data(world=k) (tiphys/model.py)",
