@@ -488,3 +488,149 @@ def test_user_actuator_callbacks_run_after_recorded_steps_and_bad_results():
     assert np.allclose(force[:, 1], act[:, 2] + 0.25)
     with pytest.raises(TypeError, match="callable"):
         tiphys.set_act_dyn_callback(1)
+
+
+# ------------------------------------------------------------------ contact filter
+
+FILTER_XML = """<mujoco>
+  <option timestep="0.004"/>
+  <worldbody>
+    <geom name="floor" type="plane" size="3 3 .1"/>
+    <body name="a" pos="0 0 .15"><freejoint/>
+      <geom name="ball_a" type="sphere" size=".1" contype="2" conaffinity="2"/>
+    </body>
+    <body name="b" pos=".05 0 .35"><freejoint/>
+      <geom name="box_b" type="box" size=".1 .1 .1"/>
+      <geom name="visual_b" type="sphere" size=".05" pos=".1 0 .1" contype="0"
+            conaffinity="0"/>
+      <geom name="cap_b" type="capsule" size=".05 .1" pos="-.1 0 0" contype="2"
+            conaffinity="2"/>
+    </body>
+    <body name="c" pos="0 .05 .6"><freejoint/>
+      <geom name="ball_c" type="sphere" size=".12"/>
+    </body>
+    <body name="e" pos=".2 0 .2"><freejoint/>
+      <geom name="cap_e" type="capsule" size=".05 .2" euler="0 90 0" contype="4"
+            conaffinity="1"/>
+    </body>
+  </worldbody>
+  <contact>
+    <pair geom1="ball_c" geom2="floor"/>
+  </contact>
+</mujoco>"""
+
+BOX_B, CAP_B = 2, 4
+
+
+def filter_law(world, g1, g2):
+    """World 0 keeps every pair (also cap_b with the floor, which the geom bitmask
+    drops; ball_a and the floor never meet: their bodies' bitmasks do not match),
+    world 1 drops box_b's pairs, world 2 drops everything (the explicit pair stays)."""
+    g1, g2 = np.asarray(g1), np.asarray(g2)
+    if world == 0:
+        return np.zeros(np.broadcast(g1, g2).shape, dtype=bool)
+    if world == 1:
+        return (g1 == BOX_B) | (g2 == BOX_B)
+    return np.ones(np.broadcast(g1, g2).shape, dtype=bool)
+
+
+def _tiphys_filter(calls, as_ndarray=False):
+    def contactfilter(m, d, geom):
+        calls.append(geom.copy())
+        out = np.stack([filter_law(w, geom[:, 0], geom[:, 1]) for w in range(d.nworld)])
+        if as_ndarray:
+            arr = ti.ndarray(ti.i32, shape=out.shape)
+            arr.from_numpy(out.astype(np.int32))
+            return arr
+        return out
+    return contactfilter
+
+
+def _set_mujoco_filter(world, calls):
+    def contactfilter(m, d, g1, g2):
+        calls.add((g1, g2))
+        return int(filter_law(world, g1, g2))
+    mujoco.set_mjcb_contactfilter(contactfilter)
+
+
+@pytest.mark.parametrize("as_ndarray", [False, True])
+def test_contact_filter_contacts_match_mujoco(as_ndarray):
+    mjm = mujoco.MjModel.from_xml_string(FILTER_XML)
+    m = tiphys.load_model_from_string(FILTER_XML)
+    calls, mj_calls = [], set()
+    tiphys.set_contactfilter_callback(_tiphys_filter(calls, as_ndarray))
+    d = tiphys.make_data(m, NWORLD)
+    rng = np.random.default_rng(3)
+    seen = set()
+    for trial in range(4):
+        qpos = random_free_qpos(mjm, rng, NWORLD, spread=0.12, center=(0, 0, 0))
+        qpos[:, 2::7] = np.clip(qpos[:, 2::7], 0.02, None)  # near or on the floor
+        qpos[:, 9] = rng.uniform(0.05, 0.15, NWORLD)  # body b's capsule in the floor
+        ours = []
+        # MuJoCo's filter differs per world: run each world with its own
+        for w in range(NWORLD):
+            _set_mujoco_filter(w, mj_calls)
+            o, theirs = collide_both(m, d, mjm, qpos)
+            ours.append(o[w])
+            errors = compare_contacts(o[w], theirs[w], atol=1e-9)
+            assert not errors, (trial, w, errors)
+            seen |= {tuple(c["geom"].astype(int)) for c in theirs[w]}
+    assert (0, CAP_B) in seen  # a pair the geom bitmask drops, let through
+    assert any(BOX_B in g for g in seen)
+    # tiphys asks about a superset of MuJoCo's pairs (MuJoCo: those whose bounding
+    # volumes overlap), never about the explicit pair or the visual geom
+    pairs = {tuple(int(x) for x in p) for p in calls[0]}
+    assert all(np.array_equal(c, calls[0]) for c in calls)
+    assert mj_calls and mj_calls <= pairs
+    assert (0, 5) not in pairs and (5, 0) not in pairs and not any(3 in p for p in pairs)
+
+
+def test_contact_filter_trajectory_and_removal():
+    mjm = mujoco.MjModel.from_xml_string(FILTER_XML)
+    m = tiphys.load_model_from_string(FILTER_XML)
+    calls = []
+    tiphys.set_contactfilter_callback(_tiphys_filter(calls))
+    d = tiphys.make_data(m, NWORLD)
+    for _ in range(NSTEP):
+        tiphys.step(m, d)
+    assert len(calls) == NSTEP
+    assert np.ptp(d.numpy("qpos")[:, 2::7], axis=0).max() > 0.1  # the filters matter
+    for w in range(NWORLD):
+        _set_mujoco_filter(w, set())
+        mjd = mujoco.MjData(mjm)
+        for _ in range(NSTEP):
+            mujoco.mj_step(mjm, mjd)
+        assert np.abs(d.numpy("qpos")[w] - mjd.qpos).max() < 1e-9, w
+        assert np.abs(d.numpy("qvel")[w] - mjd.qvel).max() < 1e-9, w
+    # without a filter the geom bitmask is back: cap_b goes through the floor
+    tiphys.set_contactfilter_callback(None)
+    mujoco.set_mjcb_contactfilter(None)
+    rng = np.random.default_rng(4)
+    qpos = random_free_qpos(mjm, rng, NWORLD, spread=0.12)
+    qpos[:, 2::7] = np.clip(qpos[:, 2::7], 0.02, None)
+    qpos[:, 9] = 0.08
+    ours, theirs = collide_both(m, d, mjm, qpos)
+    for w in range(NWORLD):
+        assert not compare_contacts(ours[w], theirs[w], atol=1e-9)
+        assert not any(tuple(c["geom"].astype(int)) == (0, CAP_B) for c in ours[w])
+        assert any(tuple(c["geom"].astype(int)) == (0, BOX_B) for c in ours[w])
+    assert len(calls) == NSTEP
+
+
+def test_contact_filter_bad_results_and_dynamic_broadphase(monkeypatch):
+    m = tiphys.load_model_from_string(FILTER_XML)
+    d = tiphys.make_data(m, NWORLD)
+    tiphys.set_contactfilter_callback(lambda m, d, geom: np.zeros((len(geom), 2)))
+    with pytest.raises(ValueError, match="contactfilter callback returned an array"):
+        tiphys.forward(m, d)
+    # one row: the same for every world
+    tiphys.set_contactfilter_callback(lambda m, d, geom: np.ones(len(geom), dtype=bool))
+    tiphys.forward(m, d)
+    geom = d.numpy("contact_geom")
+    for w in range(NWORLD):  # only the explicit pair is left
+        assert {tuple(g) for g in geom[w, :d.numpy("ncon")[w]]} <= {(0, 5), (5, 0)}
+    monkeypatch.setattr(collision_driver, "DYNAMIC_MIN_PAIRS", 1)
+    m2 = tiphys.load_model_from_string(FILTER_XML)
+    d2 = tiphys.make_data(m2, 1)
+    with pytest.raises(NotImplementedError, match="contact-filter callback.*dynamic"):
+        tiphys.forward(m2, d2)
