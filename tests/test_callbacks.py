@@ -19,11 +19,16 @@ several worlds with a different filter per world (one that lets through a pair t
 geom bitmask would drop: the filter replaces it, explicit pairs never filtered), the
 pairs MuJoCo asks about among those tiphys gives, a short trajectory, and removing
 the filter restores the bitmask. f64 CPU throughout."""
+import json
+import os
+import sys
+
 import mujoco
 import numpy as np
 import pytest
 import taichi as ti
 
+import subproc
 import tiphys
 from tiphys import replay
 from tiphys.kernels import collision_driver
@@ -75,7 +80,8 @@ def passive_law(qpos, qvel):
 
 @pytest.fixture(autouse=True)
 def _clean():
-    tiphys.init(arch="cpu", precision="f64")
+    if __name__ != "__main__":
+        tiphys.init(arch="cpu", precision="f64")
     yield
     tiphys.reset_callbacks()
     mujoco.set_mjcb_control(None)
@@ -634,3 +640,62 @@ def test_contact_filter_bad_results_and_dynamic_broadphase(monkeypatch):
     d2 = tiphys.make_data(m2, 1)
     with pytest.raises(NotImplementedError, match="contact-filter callback.*dynamic"):
         tiphys.forward(m2, d2)
+
+
+# ------------------------------------------------------------------ f32
+
+def _f32_errors():
+    """User-actuator forward outputs (scaled by their size) and filtered contacts'
+    largest differences from MuJoCo, in f32 (run in a helper process: Taichi's
+    precision is per process)."""
+    tiphys.init(arch="cpu", precision="f32")
+    out = {}
+    try:
+        xml = ACT_XML.format(integrator="Euler")
+        mjm = mujoco.MjModel.from_xml_string(xml)
+        m = tiphys.load_model_from_string(xml)
+        setters = (mujoco.set_mjcb_act_dyn, mujoco.set_mjcb_act_gain,
+                   mujoco.set_mjcb_act_bias)
+        for setter, fn in zip(setters, _mujoco_act_callbacks([])):
+            setter(fn)
+        tiphys.set_act_dyn_callback(_tiphys_act_callbacks([])[0])
+        tiphys.set_act_gain_callback(_tiphys_act_callbacks([])[1])
+        tiphys.set_act_bias_callback(_tiphys_act_callbacks([])[2])
+        state = _act_state(mjm, 2)
+        theirs = _mujoco_forward(mjm, state)
+        ours = _tiphys_forward(m, state)
+        for k in ACT_OUTPUTS:
+            out[k] = float(np.abs(ours[k] - theirs[k]).max() / (1 + np.abs(theirs[k]).max()))
+        mjm = mujoco.MjModel.from_xml_string(FILTER_XML)
+        m = tiphys.load_model_from_string(FILTER_XML)
+        tiphys.set_contactfilter_callback(_tiphys_filter([]))
+        d = tiphys.make_data(m, NWORLD)
+        qpos = random_free_qpos(mjm, np.random.default_rng(3), NWORLD, spread=0.12)
+        qpos[:, 2::7] = np.clip(qpos[:, 2::7], 0.02, None)
+        qpos[:, 9] = 0.08
+        errors = []
+        for w in range(NWORLD):
+            _set_mujoco_filter(w, set())
+            o, t = collide_both(m, d, mjm, qpos)
+            errors += compare_contacts(o[w], t[w], atol=1e-4)  # f32 detectors
+        out["contacts"] = errors
+    finally:
+        for setter in (mujoco.set_mjcb_act_dyn, mujoco.set_mjcb_act_gain,
+                       mujoco.set_mjcb_act_bias, mujoco.set_mjcb_contactfilter):
+            setter(None)
+        tiphys.reset_callbacks()
+    return out
+
+
+def test_user_actuators_and_contact_filter_in_f32():
+    here = os.path.dirname(os.path.abspath(__file__))
+    res = subproc.run([os.path.abspath(__file__), "f32"], key="cpu-f32", cwd=here)
+    assert res.returncode == 0, res.stderr[-3000:]
+    errors = json.loads(res.stdout.strip().splitlines()[-1])
+    assert errors.pop("contacts") == []
+    for k, err in errors.items():
+        assert err < 1e-5, (k, err)
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["f32"]:
+    print(json.dumps(_f32_errors()))
