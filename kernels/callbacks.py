@@ -62,6 +62,7 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 import numpy as np
+import taichi as ti
 from taichi.lang._ndarray import Ndarray
 
 from . import config
@@ -178,7 +179,6 @@ def _expected(kind, nw, n) -> str:
 
 
 def _host(arr, dtype) -> np.ndarray:
-    import taichi as ti
     if dtype == ti.i32:
         return np.ascontiguousarray(arr != 0, dtype=np.int32)
     return np.ascontiguousarray(arr, dtype=np.float64 if dtype == ti.f64 else np.float32)
@@ -187,7 +187,6 @@ def _host(arr, dtype) -> np.ndarray:
 def _buffer(d, kind, rows, n, dtype):
     """The Data's device array for ``kind``'s values (scratch "callbacks"), made once
     per shape."""
-    import taichi as ti
     table = d.scratch.callbacks
     if table is None:
         table = d.scratch.callbacks = {}
