@@ -473,10 +473,13 @@ def test_user_actuator_callbacks_run_after_recorded_steps_and_bad_results():
     mujoco.set_mjcb_act_gain(_mujoco_act_callbacks(mj_calls)[1])
     both(4)
     assert len(calls) == 4 and len(mj_calls) == 4 * NWORLD * len(ACT_IDS["gain"])
+    assert d.scratch.replay is None or "step" not in d.scratch.replay or \
+        not d.scratch.replay["step"].ready
     tiphys.set_act_gain_callback(None)
     mujoco.set_mjcb_act_gain(None)
-    both(4)
+    both(4)  # recorded again, then replayed
     assert len(calls) == 4
+    assert replay.ENABLED is False or d.scratch.replay["step"].ready
     tiphys.set_act_bias_callback(lambda m, d, ids: np.zeros((d.nworld, len(ids) + 1)))
     with pytest.raises(ValueError, match=r"act_bias callback returned an array of shape "
                                          r"\(3, 4\); expected .*\(3, 3\)"):
@@ -621,6 +624,14 @@ def test_contact_filter_trajectory_and_removal():
         assert not any(tuple(c["geom"].astype(int)) == (0, CAP_B) for c in ours[w])
         assert any(tuple(c["geom"].astype(int)) == (0, BOX_B) for c in ours[w])
     assert len(calls) == NSTEP
+    # steps recorded without the filter do not skip it once it is installed again
+    for _ in range(4):
+        tiphys.step(m, d)
+    assert replay.ENABLED is False or d.scratch.replay["step"].ready
+    tiphys.set_contactfilter_callback(_tiphys_filter(calls))
+    for _ in range(3):
+        tiphys.step(m, d)
+    assert len(calls) == NSTEP + 3
 
 
 def test_contact_filter_bad_results_and_dynamic_broadphase(monkeypatch):
