@@ -13,8 +13,8 @@ With a contact-filter callback installed (kernels/callbacks.py, MuJoCo's
 mjcb_contactfilter), the candidates are the geom pairs MuJoCo hands its filter (no
 geom-level bitmask test), the callback marks the pairs to drop in each world, and
 each world's detector lists are rebuilt without them before the narrowphase
-(_filter_lists); sweep-and-prune is then not used, and the dynamic broadphase refuses
-the filter.
+(kernels/contact_filter.py); sweep-and-prune is then not used, and the dynamic
+broadphase refuses the filter.
 """
 from __future__ import annotations
 
