@@ -42,8 +42,10 @@ pair of the stage):
   would hand its filter (every pair of geoms of two bodies that pass the body-level
   filters: contype/conaffinity of the bodies, weld, parent, <exclude>; with a
   detector for the two types; geom1 the geom of lower type, as mj_collideGeoms orders
-  them; explicit <pair>s are never filtered, as in MuJoCo); the same pairs for every
-  world, in MuJoCo's contact order. ``discard`` is true where a pair is dropped:
+  them; explicit <pair>s are never filtered, as in MuJoCo; with the midphase on, a
+  body pair with several geoms leaves out the geoms with neither contype nor
+  conaffinity, which MuJoCo's BVHs leave out); the same pairs for every world, in
+  MuJoCo's contact order. ``discard`` is true where a pair is dropped:
   shape (nworld, npair) or (npair,), numpy or (nworld, npair) Taichi ndarray.
   Installing a filter replaces the geom-level contype/conaffinity test, as in MuJoCo
   (mj_collideGeoms applies the bitmask only when no filter is set). MuJoCo calls its
