@@ -1,11 +1,14 @@
 """Actuators: transmission (mj_transmission), actuator/tendon velocities, actuation
 (mj_fwdActuation) and activation integration (as mj_advance)."""
+from types import SimpleNamespace
+
 import numpy as np
 import taichi as ti
 
+from . import callbacks
 from .bind import launch
 from .check import is_bad, is_nan
-from .config import per_options
+from .config import float_dtype, per_options
 from .consts import (BIAS_AFFINE, BIAS_MUSCLE, BIAS_USER, CONE_ELLIPTIC, DYN_FILTER,
                      DYN_FILTEREXACT, DYN_INTEGRATOR, DYN_MUSCLE, DYN_USER, GAIN_AFFINE,
                      GAIN_FIXED, GAIN_MUSCLE, GAIN_USER, JNT_BALL, JNT_FREE, JNT_HINGE, JNT_SLIDE,
@@ -16,6 +19,7 @@ from .tendon import add_jac_dot
 
 ND = ti.types.ndarray()
 PLUGIN_ACTUATOR = 1  # mjPLUGIN_ACTUATOR (tiphys.plugin.ACTUATOR)
+ACT_ALL, ACT_DOT, ACT_FORCE = 0, 1, 2  # what _actuation computes (its ``part``)
 
 
 @ti.func
@@ -459,14 +463,21 @@ def _actuation(
     actuator_ctrlrange: ND, actuator_actrange: ND, actuator_acc0: ND,
     actuator_lengthrange: ND, actuator_plugin: ND, nu: ti.i32, clampctrl: ti.i32,
     disableactuator: ti.i32, timestep: float,
+    # user gains and biases: user_col[actid] = (column in user_gain, in user_bias) or -1
+    user_col: ND, user_gain: ND, user_bias: ND,
     # data in
     ctrl: ND, act: ND, actuator_length: ND, actuator_velocity: ND,
     # data out
     act_dot: ND, actuator_force: ND, warning_number: ND, warning_lastinfo: ND,
+    part: ti.template(),
 ):
     """Activation derivatives and unclamped actuator forces (gain * ctrl/act + bias);
     plugin actuators get act_dot of their built-in dynamics only (on their last
-    activation; the others zeroed) and zero force."""
+    activation; the others zeroed) and zero force. User dynamics leave act_dot zero; a
+    user gain or bias is user_gain / user_bias at the actuator's column, or 1 / 0 where
+    it has none (MuJoCo without its callback). ``part``: ACT_ALL both, ACT_DOT the
+    activation derivatives only, ACT_FORCE the forces only (reading act_dot, which the
+    user-dynamics callback completed in between)."""
     nworld = ctrl.shape[0]
     for worldid, actid in ti.ndrange(nworld, nu):
         # controls, clamped; any bad one zeroes all of this world's controls (not ctrl
@@ -482,7 +493,7 @@ def _actuation(
                 bad = k
         if bad >= 0:
             u = 0.0
-            if actid == 0:
+            if actid == 0 and ti.static(part != ACT_FORCE):
                 warning_number[worldid][WARN_BADCTRL] += 1
                 warning_lastinfo[worldid][WARN_BADCTRL] = bad
         dynprm = actuator_dynprm[worldid % actuator_dynprm.shape[0], actid]
@@ -490,7 +501,10 @@ def _actuation(
         actadr = actuator_actadr[actid]
         actlast = actadr + actuator_actnum[actid] - 1
         adot = 0.0
-        if actadr >= 0:
+        if ti.static(part == ACT_FORCE):
+            if actadr >= 0:
+                adot = act_dot[worldid, actlast]
+        elif actadr >= 0:
             for k in range(actuator_actnum[actid]):
                 act_dot[worldid, actadr + k] = 0.0
             a = act[worldid, actlast]
@@ -502,7 +516,8 @@ def _actuation(
                 adot = muscle_dynamics(u, a, dynprm)
             act_dot[worldid, actlast] = adot
         force = 0.0
-        # a plugin's actuators get their forces from its compute hook
+        # a plugin's actuators get their forces from its compute hook (ACT_DOT: the
+        # force is not stored, and the compiler drops its computation)
         if actuator_disabled(actuator_group[actid], disableactuator) == 0 and \
                 actuator_plugin[actid] < 0:
             length = actuator_length[worldid, actid]
@@ -518,6 +533,8 @@ def _actuation(
                 gain = prm[0] + prm[1] * length + prm[2] * vel
             elif gaintype == GAIN_MUSCLE:
                 gain = muscle_gain(length, vel, lrange, acc0, prm)
+            elif gaintype == GAIN_USER and user_col[actid][0] >= 0:
+                gain = user_gain[worldid % user_gain.shape[0], user_col[actid][0]]
             if actadr == -1:
                 force = gain * u
             else:
@@ -534,7 +551,22 @@ def _actuation(
                 force += bprm[0] + bprm[1] * length + bprm[2] * vel
             elif biastype == BIAS_MUSCLE:
                 force += muscle_bias(length, lrange, acc0, bprm)
-        actuator_force[worldid, actid] = force
+            elif biastype == BIAS_USER and user_col[actid][1] >= 0:
+                force += user_bias[worldid % user_bias.shape[0], user_col[actid][1]]
+        if ti.static(part != ACT_DOT):
+            actuator_force[worldid, actid] = force
+
+
+@ti.kernel
+def _set_user_act_dot(actuator_actadr: ND, actuator_actnum: ND, ids: ND, nids: ti.i32,
+                      values: ND, act_dot: ND):
+    """act_dot of the last activation of each listed actuator with one activation:
+    the user-dynamics callback's value (mjcb_act_dyn's return)."""
+    nworld = act_dot.shape[0]
+    for worldid, k in ti.ndrange(nworld, nids):
+        actid = ids[k]
+        if actuator_actnum[actid] == 1:
+            act_dot[worldid, actuator_actadr[actid]] = values[worldid % values.shape[0], k]
 
 
 @ti.kernel
@@ -605,41 +637,97 @@ def _zero2(a: ND, n: ti.i32):
         a[worldid, i] = 0.0
 
 
-def _plan(m):
-    """(unsupported-feature message or None, actuator gravcomp on, the plugins' act_dot
-    hooks, their compute hooks): host facts of the model and its options (cached per
-    option set by ``actuation``, so that the per-step path does no numpy work).
+class ActuationPlan(SimpleNamespace):
+    """Host facts of a model and its options that ``actuation`` reads every call:
+    ``has_gravcomp`` (actuator gravity compensation on), the actuator plugins' act_dot
+    and compute hooks (``plugin_act_dot``, ``plugin_compute``), and the ids of the
+    actuators the user callbacks serve (``dyn_ids``, ``gain_ids``, ``bias_ids``: host
+    int32, read-only) with ``user_col`` (nu, 2): each actuator's column in the gain and
+    bias values, or -1."""
+
+
+def _ids(mask) -> np.ndarray:
+    ids = np.flatnonzero(mask).astype(np.int32)
+    ids.flags.writeable = False
+    return ids
+
+
+def _plan(m) -> ActuationPlan:
+    """The model's ActuationPlan (cached per option set by ``actuation``, so that the
+    per-step path does no numpy work).
 
     The hooks are those of ``m.plugins`` (the per-model plugin objects tiphys.plugin
     makes; duck-typed here: kernels/ does not import tiphys) with the actuator
-    capability, in instance order."""
+    capability, in instance order. The callbacks' actuators are those MuJoCo calls
+    them for (mj_fwdActuation): user dynamics with activations; user gain or bias of
+    an actuator neither in a disabled group nor a plugin's."""
     opt = m.opt
     a = m.arrays
-    unsupported = None
-    plugin = np.asarray(a.actuator_plugin)[:m.nu] >= 0
-    if np.any((np.asarray(a.actuator_dyntype)[:m.nu] == DYN_USER) & ~plugin) or \
-            np.any((np.asarray(a.actuator_gaintype)[:m.nu] == GAIN_USER) & ~plugin) or \
-            np.any((np.asarray(a.actuator_biastype)[:m.nu] == BIAS_USER) & ~plugin):
-        unsupported = "actuation: user actuator dynamics, gain or bias not supported yet"
+    nu = m.nu
+    plugin = np.asarray(a.actuator_plugin)[:nu] >= 0
+    group = np.asarray(a.actuator_group)[:nu]
+    mask = int(opt.disableactuator)
+    disabled = np.array([0 <= g <= 30 and bool((mask >> int(g)) & 1) for g in group],
+                        dtype=bool).reshape(nu)
+    forced = ~plugin & ~disabled
+    dyn = (np.asarray(a.actuator_dyntype)[:nu] == DYN_USER) & \
+        (np.asarray(a.actuator_actadr)[:nu] >= 0)
+    gain = (np.asarray(a.actuator_gaintype)[:nu] == GAIN_USER) & forced
+    bias = (np.asarray(a.actuator_biastype)[:nu] == BIAS_USER) & forced
+    user_col = np.full((max(1, nu), 2), -1, dtype=np.int32)
+    user_col[np.flatnonzero(gain), 0] = np.arange(int(gain.sum()))
+    user_col[np.flatnonzero(bias), 1] = np.arange(int(bias.sum()))
     gravity = not opt.disabled("gravity") and any(float(x) for x in opt.gravity)
-    has_gravcomp = bool(gravity and m.ngravcomp)  # MuJoCo's test in mj_gravcomp
     plugins = [p for p in getattr(m, "plugins", ()) if p.capabilities & PLUGIN_ACTUATOR]
-    act_dot = tuple(p.act_dot for p in plugins if p.act_dot is not None)
-    compute = tuple(p.compute for p in plugins if p.compute is not None)
-    return unsupported, has_gravcomp, act_dot, compute
+    return ActuationPlan(
+        has_gravcomp=bool(gravity and m.ngravcomp),  # MuJoCo's test in mj_gravcomp
+        plugin_act_dot=tuple(p.act_dot for p in plugins if p.act_dot is not None),
+        plugin_compute=tuple(p.compute for p in plugins if p.compute is not None),
+        dyn_ids=_ids(dyn), gain_ids=_ids(gain), bias_ids=_ids(bias), user_col=user_col)
+
+
+def _user_arrays(m, d, plan: ActuationPlan) -> SimpleNamespace:
+    """The Data's device copies of the plan's user-actuator tables (scratch
+    "callbacks"): user_col, the defaults MuJoCo uses without a callback (gains 1,
+    biases 0) and the user-dynamics ids."""
+    table = d.scratch.callbacks
+    if table is None:
+        table = d.scratch.callbacks = {}
+    cached = table.get("actuation")
+    if cached is not None and cached[0] is plan:
+        return cached[1]
+    tag = d.scratch.tag
+    fdt = float_dtype()
+    col = tag(ti.Vector.ndarray(2, ti.i32, shape=(plan.user_col.shape[0],)))
+    col.from_numpy(plan.user_col)
+    ones = tag(ti.ndarray(fdt, shape=(1, max(1, len(plan.gain_ids)))))
+    ones.fill(1.0)
+    zeros = tag(ti.ndarray(fdt, shape=(1, max(1, len(plan.bias_ids)))))
+    zeros.fill(0.0)
+    dyn_ids = tag(ti.ndarray(ti.i32, shape=(max(1, len(plan.dyn_ids)),)))
+    if len(plan.dyn_ids):
+        dyn_ids.from_numpy(np.asarray(plan.dyn_ids))
+    arrays = SimpleNamespace(user_col=col, ones=ones, zeros=zeros, dyn_ids=dyn_ids)
+    table["actuation"] = (plan, arrays)
+    return arrays
 
 
 def actuation(m, d):
     """Actuator forces and activation derivatives, as mj_fwdActuation (two launches,
-    plus the actuator plugins' act_dot and compute hooks between them).
+    plus the actuator plugins' act_dot and compute hooks between them; with user
+    actuator callbacks installed, kernels/callbacks.py, one more launch for the
+    activation derivatives before them and one per callback).
 
     Reads ctrl, act, actuator_length, actuator_velocity, actuator_moment_dense,
-    qfrc_gravcomp (and what the plugins read: time, ...); writes act_dot,
-    actuator_force, qfrc_actuator. Honours clampctrl,
+    qfrc_gravcomp (and what the plugins and callbacks read: time, ...); writes
+    act_dot, actuator_force, qfrc_actuator. Honours clampctrl,
     the actuation and gravity disable flags and opt.disableactuator groups. A world
     with a bad control after clamping (NaN, or beyond 1e10) runs its actuators on zero
     controls (ctrl itself is kept, as MuJoCo's local copy) and counts mjWARN_BADCTRL in
     warning_number / warning_lastinfo, on the device; other worlds are untouched.
+    Actuators of dyntype, gaintype or biastype "user" take their act_dot, gain and bias
+    from the act_dyn, act_gain and act_bias callbacks; without one, as MuJoCo, act_dot
+    stays zero, the gain is 1 and the bias 0.
     """
     opt = m.opt
     if m.nu == 0 or opt.disabled("actuation"):
@@ -647,19 +735,40 @@ def actuation(m, d):
             launch(_zero2, m, d, a=d.actuator_force, n=m.nu)
         launch(_zero2, m, d, a=d.qfrc_actuator, n=m.nv)
         return
-    unsupported, has_gravcomp, plugin_act_dot, plugin_compute = \
-        per_options(m, "actuation", _plan)
-    if unsupported:
-        raise NotImplementedError(unsupported)
-    launch(_actuation, m, d, clampctrl=int(not opt.disabled("clampctrl")),
-           disableactuator=int(opt.disableactuator), timestep=float(opt.timestep))
+    plan = per_options(m, "actuation", _plan)
+    user = _user_arrays(m, d, plan)
+    dyn_cb = len(plan.dyn_ids) and callbacks.get("act_dyn") is not None
+    gain_cb = len(plan.gain_ids) and callbacks.get("act_gain") is not None
+    bias_cb = len(plan.bias_ids) and callbacks.get("act_bias") is not None
+    flags = dict(clampctrl=int(not opt.disabled("clampctrl")),
+                 disableactuator=int(opt.disableactuator), timestep=float(opt.timestep),
+                 user_col=user.user_col)
+    if not (dyn_cb or gain_cb or bias_cb):
+        launch(_actuation, m, d, user_gain=user.ones, user_bias=user.zeros, part=ACT_ALL,
+               **flags)
+    else:
+        # MuJoCo's order: every act_dot (built-in, then the user dynamics), then the
+        # forces, whose user gains and biases may read act_dot
+        launch(_actuation, m, d, user_gain=user.ones, user_bias=user.zeros, part=ACT_DOT,
+               **flags)
+        fdt = float_dtype()
+        if dyn_cb:
+            values = callbacks.values("act_dyn", m, d, plan.dyn_ids, fdt, allow_none=True)
+            if values is not None:
+                launch(_set_user_act_dot, m, d, ids=user.dyn_ids, nids=len(plan.dyn_ids),
+                       values=values)
+        gain = callbacks.values("act_gain", m, d, plan.gain_ids, fdt) if gain_cb \
+            else user.ones
+        bias = callbacks.values("act_bias", m, d, plan.bias_ids, fdt) if bias_cb \
+            else user.zeros
+        launch(_actuation, m, d, user_gain=gain, user_bias=bias, part=ACT_FORCE, **flags)
     # MuJoCo runs the plugins' act_dot before the built-in forces; those do not read
     # what it writes (a plugin actuator's activations), so after them is the same
-    for hook in plugin_act_dot:
+    for hook in plan.plugin_act_dot:
         hook(m, d)
-    for hook in plugin_compute:
+    for hook in plan.plugin_compute:
         hook(m, d)
-    launch(_actuation_limits, m, d, has_gravcomp=int(has_gravcomp))
+    launch(_actuation_limits, m, d, has_gravcomp=int(plan.has_gravcomp))
 
 
 @ti.kernel

@@ -8,6 +8,13 @@ candidate order is MuJoCo's contact order. Flex candidates (geom-vertex,
 geom-element, element-element: kernels/collide_flex.py) are merged in by bodyflex
 signature. The device then tests bounding volumes and runs the detectors for every
 (world, candidate) (collision.py and the detector modules beside it).
+
+With a contact-filter callback installed (kernels/callbacks.py, MuJoCo's
+mjcb_contactfilter), the candidates are the geom pairs MuJoCo hands its filter (no
+geom-level bitmask test), the callback marks the pairs to drop in each world, and
+each world's detector lists are rebuilt without them before the narrowphase
+(kernels/contact_filter.py); sweep-and-prune is then not used, and the dynamic
+broadphase refuses the filter.
 """
 from __future__ import annotations
 
@@ -17,6 +24,7 @@ from types import SimpleNamespace
 import numpy as np
 import taichi as ti
 
+from . import callbacks
 from . import collision as kc
 from .collision import DETECTOR_KINDS, KINDS, detector_kind
 from .consts import GEOM_PLANE, GEOM_TYPE_NAMES, MAXCONPAIR, NGEOMTYPES, WARN_CONTACTFULL
@@ -53,10 +61,13 @@ def candidate_pairs(a, opt):
     return [e[:3] for e in candidate_entries(a, opt) if e[3] is None]
 
 
-def candidate_entries(a, opt):
+def candidate_entries(a, opt, user_filter: bool = False):
     """Every candidate in MuJoCo's order: geom pairs as (g1, g2, pairid, None) and the
     flex candidates of collide_flex.flex_entries as (g or -1, -1, -1, (f, kind, sub,
-    maxcon, f1, e1)), merged by bodyflex signature as mj_collision merges them."""
+    maxcon, f1, e1)), merged by bodyflex signature as mj_collision merges them.
+    ``user_filter``: a contact-filter callback replaces the geom-level bitmask test
+    (mj_collideGeoms); only a midphase body pair still leaves out the geoms without
+    contype and conaffinity (they are no leaves of the bodies' BVHs)."""
     nbody = len(a.body_parentid)
     if opt.disabled("constraint") or opt.disabled("contact") or nbody + _nflex(a) < 2:
         return []
@@ -109,17 +120,23 @@ def candidate_entries(a, opt):
                 continue
             merged = explicit.get(sig, ())
             found = []
+            tree = midphase and (gnum[b1] > 1 or gnum[b2] > 1)
             for g1 in range(gadr[b1], gadr[b1] + gnum[b1]):
                 for g2 in range(gadr[b2], gadr[b2] + gnum[b2]):
                     if (g1, g2) in merged:
                         continue
-                    if not _pair_ok_bitmask(contype[g1], conaff[g1], contype[g2], conaff[g2]):
+                    if not user_filter:
+                        if not _pair_ok_bitmask(contype[g1], conaff[g1], contype[g2],
+                                                conaff[g2]):
+                            continue
+                    elif tree and not ((contype[g1] or conaff[g1]) and
+                                       (contype[g2] or conaff[g2])):
                         continue
                     t1, t2 = sorted((geom_type[g1], geom_type[g2]))
                     if detector_kind(t1, t2) is None:
                         continue
                     found.append(_ordered(geom_type, g1, g2, -1))
-            if midphase and (gnum[b1] > 1 or gnum[b2] > 1):
+            if tree:
                 # MuJoCo collides such a body pair through its midphase (mj_collideTree),
                 # whose contacts come sorted by (geom1, geom2), geom1 the one of lower
                 # type, instead of in the bodies' geom order
@@ -206,8 +223,12 @@ class CollisionPlan(SimpleNamespace):
         cap = min(self.total_maxcon, EMIT_FACTOR * max(1, d.nconmax))
         emit = kc.emit_buffers(d, cap)
         cand = (self.cand_geom, self.cand_pair, self.cand_code)
+        flt = _filter_state(self, d) if self.user_filter else None
+        if flt is not None:
+            shared = (flt.lists, flt.counts)
+            lists = (*shared, _narrow_lanes(self.static_cap, nw), self.static_lists)
         first = SimpleNamespace(lists=lists, mask=ones, sap=sp, dyn=None, emit=emit,
-                                cand=cand, order=None)
+                                cand=cand, order=None, filter=flt)
         redo = None
         if self.total_maxcon > cap:
             redo_mask = ti.ndarray(ti.i32, shape=(nw,))
@@ -230,7 +251,7 @@ class CollisionPlan(SimpleNamespace):
         lanes = _narrow_lanes(st.cap, nw)
         first = SimpleNamespace(lists=(st.lists, st.counts, lanes, st.lists),
                                 mask=ones, sap=None, dyn=st, emit=emit, cand=cand,
-                                order=order)
+                                order=order, filter=None)
         redo_mask = ti.ndarray(ti.i32, shape=(nw,))
         redo_mask.fill(0)
         redo = SimpleNamespace(lists=(st.lists, st.counts, 1, st.lists), mask=redo_mask,
@@ -279,12 +300,14 @@ def _int_array(values, shape):
 def plan(m) -> CollisionPlan:
     """The model's collision plan (built on first use, rebuilt when options change)."""
     cached = m.plans.collision
-    key = (m.opt.disableflags, m.opt.enableflags)
+    user_filter = callbacks.get("contactfilter") is not None
+    key = (m.opt.disableflags, m.opt.enableflags, user_filter)
     if cached is not None and cached.key == key:
         return cached
     a = m.arrays
     if _dynamic(a, m.opt):
         p = _dynamic_plan(a, m.opt, key)
+        p.user_filter = user_filter
         p.nflexcand = 0
         p.flex_entries = []
         p.dynamic_flex = [f for f in range(_nflex(a)) if
@@ -292,7 +315,7 @@ def plan(m) -> CollisionPlan:
                           int(np.asarray(a.flex_conaffinity)[f])]
         m.plans.collision = p
         return p
-    entries = candidate_entries(a, m.opt)
+    entries = candidate_entries(a, m.opt, user_filter)
     cands = [e[:3] for e in entries]
     geom_type = np.asarray(a.geom_type)
     kinds, codes, maxcons = [], [], []
@@ -346,9 +369,31 @@ def plan(m) -> CollisionPlan:
         setattr(p, short + "_count", len(x))
         setattr(p, short + "_codes", tuple(sorted({codes[i] for i in x})))
         setattr(p, short + "_maxcon", max([maxcons[i] for i in x] + [1]))
-    _plan_sap(p, a, cands, kind_id)
+    # the pairs a contact filter sees: geom pairs with a detector, not explicit
+    filtered = [i for i, (g1, g2, pid) in enumerate(cands) if pid < 0 and kind_id[i] >= 0]
+    p.user_filter = user_filter and bool(filtered)
+    p.filter_geom = np.array([cands[i][:2] for i in filtered], dtype=np.int32).reshape(-1, 2)
+    p.filter_geom.flags.writeable = False
+    p.filter_index = np.full(max(1, len(cands)), -1, dtype=np.int32)
+    p.filter_index[filtered] = np.arange(len(filtered))
+    if p.user_filter:
+        p.sap = False  # per-world filtered lists replace the sweep
+    else:
+        _plan_sap(p, a, cands, kind_id)
     m.plans.collision = p
     return p
+
+
+def _filter_state(p, d) -> SimpleNamespace:
+    """Per-Data arrays of the contact filter: each candidate's column in the
+    callback's flags (or -1), and the worlds' filtered detector lists."""
+    nw = d.nworld
+    tag = d.scratch.tag
+    index = tag(ti.ndarray(ti.i32, shape=p.filter_index.shape))
+    index.from_numpy(p.filter_index)
+    lists = tag(ti.ndarray(ti.i32, shape=(nw, len(KINDS), p.static_cap)))
+    counts = tag(ti.ndarray(ti.i32, shape=(nw, len(KINDS))))
+    return SimpleNamespace(index=index, lists=lists, counts=counts)
 
 
 def _plan_flex_sap(p, a, opt, infos):
@@ -639,7 +684,15 @@ def collision(m, d) -> None:
             f"{p.ncand} candidate geom pair(s); allocate slots with make_data(m, nworld, "
             f"nconmax=...) or turn contacts off with <flag contact=\"disable\"/>")
     check_detectors(m)
+    if p.dynamic and p.user_filter:
+        raise NotImplementedError(
+            "collision: a contact-filter callback (set_contactfilter_callback) with the "
+            f"dynamic broadphase (models whose geoms could form {DYNAMIC_MIN_PAIRS} pairs "
+            "or more: kernels/collision_driver.py DYNAMIC_MIN_PAIRS) is not supported yet")
     first, redo = p.sweeps(d)
+    if first.filter is not None:
+        from .contact_filter import contact_filter
+        contact_filter(m, d, p, first.filter)  # mjcb_contactfilter
     if first.sap is not None:
         from .broadphase import sap
         sap(m, d, first.sap)  # a world whose list overflows tests every candidate

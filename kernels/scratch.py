@@ -40,6 +40,8 @@ SCRATCH = {
                "(tiphys/derivative.py)",
     "bound": "(model, field assignment counts, {(kernel, given names): arguments}) "
              "of name-bound launches (bind.py)",
+    "callbacks": "{(callback, rows, columns, dtype): device array} of the values the "
+                 "actuator and contact-filter callbacks return (callbacks.py)",
     "replay": "{function name: Recording} of step and forward replays (tiphys/replay.py)",
     "reset_world": "{(keyframe, set_param count, row): one world's reset state} of "
                    "reset_data(world=k) (tiphys/model.py)",
@@ -49,7 +51,8 @@ PLANS = {
     "collision": "CollisionPlan: candidate pairs, detector lists, sweep (kernels/collision_driver.py)",
     "constraint_flags": "(options key, row-type flags) of make_constraint (constraint.py)",
     "rows_possible": "(options, whether any constraint row can exist) (tiphys/forward.py)",
-    "actuation": "(options, (unsupported features, gravity compensation)) (actuation.py)",
+    "actuation": "(options, ActuationPlan: gravity compensation, plugin hooks, user "
+                 "actuator ids) (actuation.py)",
     "has_trn_body": "whether an actuator has a body transmission (actuation.py)",
     "tendon_armature": "(options, whether some world's tendon armature is non-zero) "
                        "(smooth.py)",

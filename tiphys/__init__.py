@@ -47,7 +47,9 @@ from .components import (constraint_update, fwd_kinematics, fwd_position, fwd_ve
 from .kernels.sensor import (apply_cutoff, sensor_pos, sensor_vel, set_sensor_callback,
                              subtree_vel)
 from .kernels.sensor_acc import sensor_acc
-from .kernels.callbacks import reset_callbacks, set_control_callback, set_passive_callback
+from .kernels.callbacks import (reset_callbacks, set_act_bias_callback, set_act_dyn_callback,
+                                set_act_gain_callback, set_contactfilter_callback,
+                                set_control_callback, set_passive_callback)
 from .kernels.energy import energy_pos, energy_vel
 from .report import check_warnings
 from .rollout import rollout
@@ -86,6 +88,8 @@ __all__ = [
     "inv_constraint", "constraint_update", "project_constraint",
     "sensor_pos", "sensor_vel", "sensor_acc", "energy_pos", "energy_vel",
     "set_sensor_callback", "set_control_callback", "set_passive_callback",
+    "set_act_dyn_callback", "set_act_gain_callback", "set_act_bias_callback",
+    "set_contactfilter_callback",
     "reset_callbacks", "apply_cutoff", "subtree_vel", "check_warnings",
     "set_param", "get_param", "param_shape", "PARAM_FIELDS", "rollout",
     "save_model",
