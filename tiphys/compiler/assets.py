@@ -135,6 +135,8 @@ class AssetCompiler:
         self.mesh_els, self.hfield_els, self.tex_els, self.mat_els = [], [], [], []
         for section in spec.sections("asset"):
             for el in section.children:
+                if el.tag == "skin":  # (compiler/skin.py)
+                    continue
                 {"mesh": self.mesh_els, "hfield": self.hfield_els, "texture": self.tex_els,
                  "material": self.mat_els}[el.tag].append(el)
         self.discard = ctx.discardvisual

@@ -30,6 +30,7 @@ from .flex import compile_flexes
 from .plugins import check_extensions, check_plugins, compile_plugins
 from .sensor import compile_sensors, fuse_blocking_bodies, sensor_geom_names, sensor_mesh_names
 from .setconst import set_const
+from .skin import _fill_skins, compile_skins, skin_elements
 from .tree import TreeBuilder
 
 # Sections whose compiler passes belong to later issues: parsed and kept in the
@@ -106,18 +107,6 @@ def _check_later_sections(spec):
                 raise NotImplementedError(
                     f"{child.xml_file or '<string>'}:{child.xml_line}: <{tag}><{child.tag}> "
                     f"({what}) is not supported yet")
-    for section in spec.sections("deformable"):
-        for child in section.children:
-            if child.tag == "skin":
-                raise NotImplementedError(
-                    f"{child.xml_file or '<string>'}:{child.xml_line}: <deformable><skin> "
-                    f"(skins) is not supported yet")
-    for section in spec.sections("asset"):
-        for child in section.children:
-            if child.tag == "skin":
-                raise NotImplementedError(
-                    f"{child.xml_file or '<string>'}:{child.xml_line}: <asset><{child.tag}> "
-                    f"is not supported yet")
 
 
 @gc_paused
@@ -174,6 +163,7 @@ def _compile_spec(spec) -> ModelArrays:
     ctx.assets.fill(out)
     compile_tendons_and_actuators(spec, defaults, builder, ctx, out, size)
     _flexes(spec, builder, out)
+    _skins(spec, builder, ctx, out)
     compile_contact(spec, defaults, builder, out)
     compile_equality(spec, defaults, builder, out)
     del out._kinematics0
@@ -219,6 +209,17 @@ def _flexes(spec, builder, out) -> None:
                 setattr(ns, name, value)
 
     replay_empty(out, "flex", make)
+
+
+def _skins(spec, builder, ctx, out) -> None:
+    """compile_skins (after the flexes, as MuJoCo compiles them); a model with no skin
+    (most) gets the empty fields made once."""
+    if skin_elements(spec):
+        out.skin_names = [sk.name for sk in compile_skins(spec, builder.bodies, ctx.assets,
+                                                          ctx, out)]
+        return
+    replay_empty(out, "skin", lambda ns: _fill_skins(ns, []))
+    out.skin_names = []
 
 
 _SIZE_KEYS = tuple((k, "_size_" + k) for k in MODEL_SIZES)  # (size, its field while compiling)
@@ -974,7 +975,7 @@ def _names(spec, builder, assets, out):
         "tendon": out.tendon_names, "actuator": out.actuator_names,
         "pair": out.pair_names, "exclude": out.exclude_names,
         "equality": out.eq_names, "sensor": out.sensor_names, "flex": out.flex_names,
-        "plugin": out.plugin_names,
+        "plugin": out.plugin_names, "skin": out.skin_names,
     }
     names.update(assets.names())
     objects = {
@@ -987,7 +988,7 @@ def _names(spec, builder, assets, out):
         "tendon": out.tendon_els, "actuator": out.actuator_els,
         "pair": out.pair_els, "exclude": out.exclude_els,
         "equality": out.eq_els, "sensor": out.sensor_els, "flex": out.flex_els,
-        "plugin": out.plugin_els,
+        "plugin": out.plugin_els, "skin": skin_elements(spec),
     }
     for kind, lst in names.items():
         seen = {}
