@@ -21,12 +21,7 @@ from .attrs import Attrs
 _MINVAL = 1e-15  # mjMINVAL
 _EPS = 1e-14  # mjEPS
 _NGROUP = 6  # mjNGROUP
-_SKIN_FIELDS = ("skin_matid", "skin_group", "skin_rgba", "skin_inflate", "skin_vertadr",
-                "skin_vertnum", "skin_texcoordadr", "skin_faceadr", "skin_facenum",
-                "skin_boneadr", "skin_bonenum", "skin_vert", "skin_texcoord", "skin_face",
-                "skin_bonevertadr", "skin_bonevertnum", "skin_bonebindpos",
-                "skin_bonebindquat", "skin_bonebodyid", "skin_bonevertid",
-                "skin_bonevertweight")
+
 
 
 class SkinData:
