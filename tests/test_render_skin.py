@@ -147,3 +147,31 @@ def test_dog_skin_matches_mujoco_renderer(monkeypatch):
     finally:
         mjr.close()
         r.close()
+
+
+def test_box_cable_skin_matches_mujoco_renderer(monkeypatch):
+    # the skin MuJoCo gives a box cable: vertices bound across each body, inflated
+    xml = f"""<mujoco><worldbody>{CAMERAS}
+    <composite type="cable" prefix="c" curve="s 0 cos(s)" count="8 1 1" size="1 .2 1"
+               offset="-.5 0 .3">
+      <geom type="box" size=".02 .08 .01"/><skin rgba=".9 .5 .1 1"/>
+    </composite></worldbody></mujoco>"""
+    tiphys.init(arch="cpu", precision="f64")
+    mjm = mujoco.MjModel.from_xml_string(xml)
+    mjd = mujoco.MjData(mjm)
+    mjd.qpos[:] = np.random.default_rng(1).normal(0, .15, mjm.nq)
+    mujoco.mj_forward(mjm, mjd)
+    m = tiphys.load_model_from_string(xml)
+    d = tiphys.make_data(m, 1)
+    d.qpos.from_numpy(mjd.qpos[None].copy())
+    tiphys.forward(m, d)
+    r = Renderer(m, W, H)
+    mjr = _mujoco_renderer(mjm, monkeypatch)
+    try:
+        mjr.enable_segmentation_rendering()
+        mjr.update_scene(mjd, camera="front")
+        count, iou = _iou(mjr.render(), r.segment(d, "front", 0), 0)
+        assert count > 100 and iou > 0.97, (count, iou)
+    finally:
+        mjr.close()
+        r.close()

@@ -1,6 +1,7 @@
 """<skin> against MuJoCo 3.4.0: skins compiled field by field (inline data, SKN
-files, <asset> and <deformable> skins, materials, fusestatic, discardvisual, the dog
-of dm_control), and bad input with MuJoCo's messages, located at the element."""
+files, <asset> and <deformable> skins, the skin MuJoCo gives a box cable, materials,
+fusestatic, discardvisual, the dog of dm_control), and bad input with MuJoCo's
+messages, located at the element."""
 import os
 import struct
 
@@ -174,6 +175,51 @@ def test_discardvisual_with_a_skin_material_is_rejected_like_mujoco(tmp_path):
     with pytest.raises(ModelError, match="object not found") as exc:
         compile_spec(tiphys.load_spec(path))
     assert exc.value.element == "skin" and exc.value.attribute == "material"
+
+
+def _box_cable(attrs="", skin="", prefix="c", count=6, compiler=""):
+    return f"""<mujoco><compiler {compiler}/>
+  <asset><material name="m" rgba="1 0 0 1"/></asset>
+  <worldbody>
+    <composite type="cable" prefix="{prefix}" curve="s" count="{count} 1 1" size="1"
+               offset="0 0 .5" {attrs}>
+      <geom type="box" size=".02 .05 .01"/>{skin}
+    </composite>
+  </worldbody>
+</mujoco>"""
+
+
+@pytest.mark.parametrize("case", [
+    dict(), dict(skin='<skin material="m" rgba=".1 .2 .3 1" group="2" texcoord="true"/>'),
+    dict(skin='<skin inflate=".5"/>', attrs='initial="none"', compiler='fusestatic="true"'),
+    dict(count=4, prefix="", skin='<skin texcoord="true"/>', attrs='initial="none"',
+         compiler='fusestatic="true"')])
+def test_box_cable_skin_matches_mujoco(tmp_path, case):
+    path = _write(tmp_path, _box_cable(**case))
+    arrays, mjm = _both(path)
+    assert mjm.nskin == 1
+    _check_same(arrays, mjm)
+
+
+@pytest.mark.parametrize("count, message", [
+    (2, "unknown body 'cB_last' in skin"),  # one body: B_first, bones name B_last too
+    (3, "body 'cB_1' not found in bodypair 0")])  # (every 3-vertex cable)
+def test_short_box_cables_are_rejected_like_mujoco(tmp_path, count, message):
+    path = _write(tmp_path, _box_cable(count=count))
+    with pytest.raises(ValueError, match=message):
+        mujoco.MjModel.from_xml_path(path)
+    with pytest.raises(ModelError, match=message):
+        compile_spec(tiphys.load_spec(path))
+
+
+def test_box_cable_skin_comes_after_the_model_skins(tmp_path):
+    xml = two_body(INLINE, deformable=DEFORMABLE).replace(
+        "<worldbody>", """<worldbody>
+    <composite type="cable" prefix="k" curve="s" count="4 1 1" size=".5" offset="0 1 1">
+      <geom type="box" size=".02 .05 .01"/></composite>""")
+    arrays, mjm = _both(_write(tmp_path, xml))
+    assert arrays.names["skin"] == ["inline", "", "kSkin"]
+    _check_same(arrays, mjm)
 
 
 def test_dog_skin_matches_mujoco():

@@ -23,7 +23,7 @@ from .replicate import expand_replicated_references
 from .options import read_option, read_size, read_statistic, read_visual
 from .progress import CompileProgress
 from .actuator import compile_tendons_and_actuators
-from .composite import add_composite_texts, composite_excludes
+from .composite import add_composite_texts, composite_excludes, composite_skins
 from .contact import compile_contact, referenced_geom_names
 from .equality import compile_equality
 from .flex import compile_flexes
@@ -141,7 +141,8 @@ def _compile_spec(spec) -> ModelArrays:
     bodies = builder.build()
     if ctx.fusestatic:
         builder.fuse_static(_referenced_body_names(spec) | fuse_blocking_bodies(spec) |
-                            {n for n1, n2, _ in composite_excludes(builder) for n in (n1, n2)})
+                            {n for n1, n2, _ in composite_excludes(builder) for n in (n1, n2)} |
+                            {n for sk in composite_skins(builder) for n in sk.bodyname})
         bodies = builder.bodies
     if ctx.discardvisual:
         builder.discard_visual(referenced_geom_names(spec) | sensor_geom_names(spec))
@@ -214,12 +215,13 @@ def _flexes(spec, builder, out) -> None:
 def _skins(spec, builder, ctx, out) -> None:
     """compile_skins (after the flexes, as MuJoCo compiles them); a model with no skin
     (most) gets the empty fields made once."""
-    if skin_elements(spec):
-        out.skin_names = [sk.name for sk in compile_skins(spec, builder.bodies, ctx.assets,
-                                                          ctx, out)]
+    if skin_elements(spec) or composite_skins(builder):
+        skins = compile_skins(spec, builder, ctx.assets, ctx, out)
+        out.skin_names = [sk.name for sk in skins]
+        out.skin_els = [sk.el for sk in skins]
         return
     replay_empty(out, "skin", lambda ns: _fill_skins(ns, []))
-    out.skin_names = []
+    out.skin_names, out.skin_els = [], []
 
 
 _SIZE_KEYS = tuple((k, "_size_" + k) for k in MODEL_SIZES)  # (size, its field while compiling)
@@ -988,7 +990,7 @@ def _names(spec, builder, assets, out):
         "tendon": out.tendon_els, "actuator": out.actuator_els,
         "pair": out.pair_els, "exclude": out.exclude_els,
         "equality": out.eq_els, "sensor": out.sensor_els, "flex": out.flex_els,
-        "plugin": out.plugin_els, "skin": skin_elements(spec),
+        "plugin": out.plugin_els, "skin": out.skin_els,
     }
     for kind, lst in names.items():
         seen = {}

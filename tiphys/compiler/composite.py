@@ -9,8 +9,9 @@ the contact exclusions of neighbours, a custom text ``composite_<prefix>`` and, 
 ``<plugin>`` child, the bodies' plugin (``mujoco.elasticity.cable``; an in-place one is
 the instance ``composite<prefix>``). The types 3.4.0 no longer builds (particle, grid,
 rope, loop, cloth) are refused with its messages, which name the replacement
-(replicate, flex, cable, flexcomp, shell); a box cable (MuJoCo adds a skin to it: tiphys
-has no skins) raises NotImplementedError.
+(replicate, flex, cable, flexcomp, shell). A box cable gets the skin MuJoCo gives it
+(``cable_skin``; its subdivided form, ``<skin subgrid>``, and a box cable inside
+<replicate> raise NotImplementedError).
 
 The bodies are built by the tree builder from synthetic elements, placed where the
 composite is (a <frame>'s pose applies to the first body). Their geom, site and joint
@@ -71,6 +72,7 @@ class Composite:
     excludes: list = field(default_factory=list)
     plugin: Optional[tuple] = None
     plugin_bodies: list = field(default_factory=list)
+    skin: Optional[object] = None  # a box cable's skin (compiler/skin.py SkinData)
 
 
 def _where(el) -> str:
@@ -239,10 +241,6 @@ def _make_checks(r: _Reader) -> None:
     if r.geom_type not in (GEOM_CYLINDER, GEOM_CAPSULE, GEOM_BOX):
         raise error_at(r.geom if r.geom is not None else el,
                        "Cable geom type must be sphere, capsule or box", "type")
-    if r.geom_type == GEOM_BOX:
-        raise NotImplementedError(
-            f"{_where(el)}: <composite type=\"cable\"> with box geoms (MuJoCo gives it a "
-            f"skin: skins) is not supported yet")
 
 
 # ------------------------------------------------------------------ cable geometry
@@ -407,13 +405,20 @@ def expand_composite(builder, el, body, frame, childclass) -> None:
     jsrc = _copied(r.joint, _JOINT_ATTRS)
     jsrc.setdefault("group", "3")
     gwhere = r.geom if r.geom is not None else el
+    box_size = _geom_size(r)
     top = parent = None
     els = []
     for ix, (name, pos, quat, jname, sname, sx, length, nxt) in enumerate(made):
         b = _element("body", el, name=name, pos=_fmt(pos), quat=_fmt(quat))
         els.append(b)
-        b.children.append(_element("geom", gwhere, name=f"{r.prefix}G{ix}",
-                                   fromto=_fmt([0, 0, 0, length, 0, 0]), **gsrc))
+        if r.geom_type == GEOM_BOX:  # a box half as long as the edge, centred on it
+            box = dict(gsrc)
+            box["size"] = _fmt([length / 2, *box_size[1:]])
+            b.children.append(_element("geom", gwhere, name=f"{r.prefix}G{ix}",
+                                       pos=_fmt([length / 2, 0, 0]), **box))
+        else:
+            b.children.append(_element("geom", gwhere, name=f"{r.prefix}G{ix}",
+                                       fromto=_fmt([0, 0, 0, length, 0, 0]), **gsrc))
         if jname is not None:
             jattrs = dict(jsrc)
             free = ix == 0 and r.initial == "free"
@@ -438,7 +443,99 @@ def expand_composite(builder, el, body, frame, childclass) -> None:
     builder._body(top, body, frame, NO_CLASS)
     if comp.plugin is not None:
         comp.plugin_bodies = els
+    if r.geom_type == GEOM_BOX:
+        comp.skin = cable_skin(r, builder)
     builder.__dict__.setdefault("composites", []).append(comp)
+
+
+def _geom_size(r: _Reader) -> list:
+    """The size of the composite's <geom> (MuJoCo's default geom size: zeros)."""
+    if r.geom is None:
+        return [0.0, 0.0, 0.0]
+    return [float(x) for x in Attrs(r.geom, {}).floats("size", 3, (0, 0, 0), exact=False)]
+
+
+def cable_skin(r: _Reader, builder):
+    """The skin MuJoCo 3.4.0 gives a box cable (mjCComposite::MakeSkin2 and
+    MakeCableBones): two rows of vertices per cable vertex, all at the origin and each
+    bound to a cable body at +-(box half width) across it (the last vertex at the far
+    end of the last body), triangles between the rows on both sides and along the
+    borders, inflated by the box's full height; named ``<prefix>Skin``, in the
+    composite's <skin> material, rgba, group (and texture coordinates)."""
+    from .skin import SkinData
+    where = r.skin if r.skin is not None else r.el
+    if builder._suffix:
+        raise NotImplementedError(
+            f"{_where(r.el)}: a box <composite type=\"cable\"> (MuJoCo gives it a skin) "
+            f"inside <replicate> is not supported yet")
+    sk_attrs = Attrs(r.skin, {}) if r.skin is not None else None
+    if sk_attrs is not None and sk_attrs.int("subgrid", 0) > 0:
+        raise NotImplementedError(
+            f"{_where(r.skin)}: <composite><skin subgrid> (a box cable's subdivided "
+            f"skin) is not supported yet")
+    size = _geom_size(r)
+    n0, n1 = r.count[0], 2
+    nrow = n0 * n1
+    sk = SkinData(where, r.prefix + "Skin")
+    sk.rgba = np.ones(4, dtype=np.float32)
+    texcoord = False
+    if sk_attrs is not None:
+        sk.material = sk_attrs.str("material", "")
+        sk.rgba = np.asarray(sk_attrs.floats("rgba", 4, (1, 1, 1, 1)), dtype=np.float32)
+        sk.group = sk_attrs.int("group", 0)
+        texcoord = bool(sk_attrs.keyword("texcoord", BOOL, 0))
+    sk.inflate = np.float32(2 * size[2])
+    face, tex = [], []
+    for side in range(2):
+        for ix in range(n0):
+            for iy in range(n1):
+                if texcoord:
+                    tex += [np.float32(ix) / np.float32(n0 - 1),
+                            np.float32(iy) / np.float32(n1 - 1)]
+                if ix < n0 - 1 and iy < n1 - 1:
+                    base = side * nrow + ix * n1 + iy
+                    face += [base, side * nrow + (ix + 1) * n1 + iy + (side == 1),
+                             side * nrow + (ix + 1) * n1 + iy + (side == 0),
+                             base, side * nrow + (ix + (side == 0)) * n1 + iy + 1,
+                             side * nrow + (ix + (side == 1)) * n1 + iy + 1]
+    for ix in range(n0 - 1):  # the borders: along x at iy = 0, then at iy = n1 - 1
+        a, b = ix * n1, (ix + 1) * n1
+        face += [a, nrow + b, b, a, nrow + a, nrow + b]
+    for ix in range(n0 - 1):
+        a, b = ix * n1 + n1 - 1, (ix + 1) * n1 + n1 - 1
+        face += [a, b, nrow + b, a, nrow + b, nrow + a]
+    for iy in range(n1 - 1):  # along y at ix = 0, then at ix = n0 - 1
+        face += [iy, iy + 1, nrow + iy + 1, iy, nrow + iy + 1, nrow + iy]
+    for iy in range(n1 - 1):
+        a = (n0 - 1) * n1
+        face += [iy + a, nrow + iy + 1 + a, iy + 1 + a, iy + a, nrow + iy + a,
+                 nrow + iy + 1 + a]
+    bindpos = []
+    for ix in range(n0):
+        for iy in range(n1):
+            if ix == 0:
+                name = f"{r.prefix}B_first"
+            elif ix >= n0 - 2:
+                name = f"{r.prefix}B_last"
+            else:
+                name = f"{r.prefix}B_{ix}"
+            sk.bodyname.append(name)
+            bindpos += [-2 * size[0] if ix == n0 - 1 else 0.0,
+                        -size[1] if iy == 0 else size[1], 0.0]
+            sk.vertid.append(np.array([ix * n1 + iy, nrow + ix * n1 + iy], dtype=np.int64))
+            sk.vertweight.append(np.ones(2, dtype=np.float32))
+    sk.vert = np.zeros(3 * 2 * nrow, dtype=np.float32)
+    sk.texcoord = np.asarray(tex, dtype=np.float32)
+    sk.face = np.asarray(face, dtype=np.int64)
+    sk.bindpos = np.asarray(bindpos, dtype=np.float32)
+    sk.bindquat = np.tile(np.array([1, 0, 0, 0], dtype=np.float32), n0 * n1)
+    return sk
+
+
+def composite_skins(builder) -> list:
+    """The box cables' skins (SkinData), in tree order (MuJoCo adds them as it reads
+    <worldbody>, after the <asset> and <deformable> skins)."""
+    return [c.skin for c in getattr(builder, "composites", ()) if c.skin is not None]
 
 
 def body_plugin(builder, el, body) -> None:

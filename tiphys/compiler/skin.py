@@ -23,7 +23,6 @@ _EPS = 1e-14  # mjEPS
 _NGROUP = 6  # mjNGROUP
 
 
-
 class SkinData:
     """One skin as MuJoCo's mjCSkin holds it before it is copied into the model."""
 
@@ -242,9 +241,12 @@ def compile_skin(sk: SkinData, skinid: int, files, strippath: bool, body_ids: di
     sk.bindquat = quat.reshape(-1).astype(np.float32)
 
 
-def compile_skins(spec, bodies, assets, ctx, out) -> list:
-    """Every skin of the model into out.skin_* and its sizes; returns their names."""
-    skins = [read_skin(el) for el in skin_elements(spec)]
+def compile_skins(spec, builder, assets, ctx, out) -> list:
+    """Every skin of the model (<asset>, <deformable>, then the box cables') into
+    out.skin_* and its sizes; returns them."""
+    from .composite import composite_skins
+    bodies = builder.bodies
+    skins = [read_skin(el) for el in skin_elements(spec)] + composite_skins(builder)
     body_ids = {}
     for bodyid, b in enumerate(bodies):
         if b.name:
