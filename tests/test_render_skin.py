@@ -149,12 +149,14 @@ def test_dog_skin_matches_mujoco_renderer(monkeypatch):
         r.close()
 
 
-def test_box_cable_skin_matches_mujoco_renderer(monkeypatch):
-    # the skin MuJoCo gives a box cable: vertices bound across each body, inflated
+@pytest.mark.parametrize("subgrid", [0, 2])
+def test_box_cable_skin_matches_mujoco_renderer(monkeypatch, subgrid):
+    # the skin MuJoCo gives a box cable: vertices bound across each body (or blended
+    # from the bones around them), inflated
     xml = f"""<mujoco><worldbody>{CAMERAS}
     <composite type="cable" prefix="c" curve="s 0 cos(s)" count="8 1 1" size="1 .2 1"
                offset="-.5 0 .3">
-      <geom type="box" size=".02 .08 .01"/><skin rgba=".9 .5 .1 1"/>
+      <geom type="box" size=".02 .08 .01"/><skin rgba=".9 .5 .1 1" subgrid="{subgrid}"/>
     </composite></worldbody></mujoco>"""
     tiphys.init(arch="cpu", precision="f64")
     mjm = mujoco.MjModel.from_xml_string(xml)

@@ -193,7 +193,11 @@ def _box_cable(attrs="", skin="", prefix="c", count=6, compiler=""):
     dict(), dict(skin='<skin material="m" rgba=".1 .2 .3 1" group="2" texcoord="true"/>'),
     dict(skin='<skin inflate=".5"/>', attrs='initial="none"', compiler='fusestatic="true"'),
     dict(count=4, prefix="", skin='<skin texcoord="true"/>', attrs='initial="none"',
-         compiler='fusestatic="true"')])
+         compiler='fusestatic="true"'),
+    # subdivided: bicubic bone weights
+    dict(count=4, skin='<skin subgrid="1"/>'),
+    dict(count=5, skin='<skin subgrid="2" texcoord="true" material="m"/>'),
+    dict(count=8, skin='<skin subgrid="3" group="1"/>')])
 def test_box_cable_skin_matches_mujoco(tmp_path, case):
     path = _write(tmp_path, _box_cable(**case))
     arrays, mjm = _both(path)

@@ -10,8 +10,8 @@ the contact exclusions of neighbours, a custom text ``composite_<prefix>`` and, 
 the instance ``composite<prefix>``). The types 3.4.0 no longer builds (particle, grid,
 rope, loop, cloth) are refused with its messages, which name the replacement
 (replicate, flex, cable, flexcomp, shell). A box cable gets the skin MuJoCo gives it
-(``cable_skin``; its subdivided form, ``<skin subgrid>``, and a box cable inside
-<replicate> raise NotImplementedError).
+(cable_skin.py; inside a <replicate>, MuJoCo 3.4.0's skin names bodies that do not
+exist: the model is refused with its message).
 
 The bodies are built by the tree builder from synthetic elements, placed where the
 composite is (a <frame>'s pose applies to the first body). Their geom, site and joint
@@ -444,7 +444,10 @@ def expand_composite(builder, el, body, frame, childclass) -> None:
     if comp.plugin is not None:
         comp.plugin_bodies = els
     if r.geom_type == GEOM_BOX:
-        comp.skin = cable_skin(r, builder)
+        from .cable_skin import cable_skin
+        if builder._suffix:  # MuJoCo's skin names the bodies without the copy's suffix
+            raise error_at(r.el, f"unknown body '{r.prefix}B_first' in skin")
+        comp.skin = cable_skin(r, _geom_size(r))
     builder.__dict__.setdefault("composites", []).append(comp)
 
 
@@ -453,83 +456,6 @@ def _geom_size(r: _Reader) -> list:
     if r.geom is None:
         return [0.0, 0.0, 0.0]
     return [float(x) for x in Attrs(r.geom, {}).floats("size", 3, (0, 0, 0), exact=False)]
-
-
-def cable_skin(r: _Reader, builder):
-    """The skin MuJoCo 3.4.0 gives a box cable (mjCComposite::MakeSkin2 and
-    MakeCableBones): two rows of vertices per cable vertex, all at the origin and each
-    bound to a cable body at +-(box half width) across it (the last vertex at the far
-    end of the last body), triangles between the rows on both sides and along the
-    borders, inflated by the box's full height; named ``<prefix>Skin``, in the
-    composite's <skin> material, rgba, group (and texture coordinates)."""
-    from .skin import SkinData
-    where = r.skin if r.skin is not None else r.el
-    if builder._suffix:
-        raise NotImplementedError(
-            f"{_where(r.el)}: a box <composite type=\"cable\"> (MuJoCo gives it a skin) "
-            f"inside <replicate> is not supported yet")
-    sk_attrs = Attrs(r.skin, {}) if r.skin is not None else None
-    if sk_attrs is not None and sk_attrs.int("subgrid", 0) > 0:
-        raise NotImplementedError(
-            f"{_where(r.skin)}: <composite><skin subgrid> (a box cable's subdivided "
-            f"skin) is not supported yet")
-    size = _geom_size(r)
-    n0, n1 = r.count[0], 2
-    nrow = n0 * n1
-    sk = SkinData(where, r.prefix + "Skin")
-    sk.rgba = np.ones(4, dtype=np.float32)
-    texcoord = False
-    if sk_attrs is not None:
-        sk.material = sk_attrs.str("material", "")
-        sk.rgba = np.asarray(sk_attrs.floats("rgba", 4, (1, 1, 1, 1)), dtype=np.float32)
-        sk.group = sk_attrs.int("group", 0)
-        texcoord = bool(sk_attrs.keyword("texcoord", BOOL, 0))
-    sk.inflate = np.float32(2 * size[2])
-    face, tex = [], []
-    for side in range(2):
-        for ix in range(n0):
-            for iy in range(n1):
-                if texcoord:
-                    tex += [np.float32(ix) / np.float32(n0 - 1),
-                            np.float32(iy) / np.float32(n1 - 1)]
-                if ix < n0 - 1 and iy < n1 - 1:
-                    base = side * nrow + ix * n1 + iy
-                    face += [base, side * nrow + (ix + 1) * n1 + iy + (side == 1),
-                             side * nrow + (ix + 1) * n1 + iy + (side == 0),
-                             base, side * nrow + (ix + (side == 0)) * n1 + iy + 1,
-                             side * nrow + (ix + (side == 1)) * n1 + iy + 1]
-    for ix in range(n0 - 1):  # the borders: along x at iy = 0, then at iy = n1 - 1
-        a, b = ix * n1, (ix + 1) * n1
-        face += [a, nrow + b, b, a, nrow + a, nrow + b]
-    for ix in range(n0 - 1):
-        a, b = ix * n1 + n1 - 1, (ix + 1) * n1 + n1 - 1
-        face += [a, b, nrow + b, a, nrow + b, nrow + a]
-    for iy in range(n1 - 1):  # along y at ix = 0, then at ix = n0 - 1
-        face += [iy, iy + 1, nrow + iy + 1, iy, nrow + iy + 1, nrow + iy]
-    for iy in range(n1 - 1):
-        a = (n0 - 1) * n1
-        face += [iy + a, nrow + iy + 1 + a, iy + 1 + a, iy + a, nrow + iy + a,
-                 nrow + iy + 1 + a]
-    bindpos = []
-    for ix in range(n0):
-        for iy in range(n1):
-            if ix == 0:
-                name = f"{r.prefix}B_first"
-            elif ix >= n0 - 2:
-                name = f"{r.prefix}B_last"
-            else:
-                name = f"{r.prefix}B_{ix}"
-            sk.bodyname.append(name)
-            bindpos += [-2 * size[0] if ix == n0 - 1 else 0.0,
-                        -size[1] if iy == 0 else size[1], 0.0]
-            sk.vertid.append(np.array([ix * n1 + iy, nrow + ix * n1 + iy], dtype=np.int64))
-            sk.vertweight.append(np.ones(2, dtype=np.float32))
-    sk.vert = np.zeros(3 * 2 * nrow, dtype=np.float32)
-    sk.texcoord = np.asarray(tex, dtype=np.float32)
-    sk.face = np.asarray(face, dtype=np.int64)
-    sk.bindpos = np.asarray(bindpos, dtype=np.float32)
-    sk.bindquat = np.tile(np.array([1, 0, 0, 0], dtype=np.float32), n0 * n1)
-    return sk
 
 
 def composite_skins(builder) -> list:
