@@ -366,3 +366,89 @@ def test_repeated_skin_name_is_an_error(tmp_path):
         mujoco.MjModel.from_xml_path(path)
     with pytest.raises(ModelError, match="repeated name 'inline' in skin"):
         compile_spec(tiphys.load_spec(path))
+
+
+# -- skins of attached models -----------------------------------------------------------
+
+CHILD = f"""<mujoco model="child">
+  <compiler meshdir="cm"/>
+  <asset>
+    <skin name="s" vertex="{BOX_VERT}" face="{BOX_FACE}" rgba="0 0 1 1">
+      <bone body="b" bindpos="0 0 0" bindquat="1 0 0 0" vertid="0 1 2 3 4 5 6 7"
+            vertweight="1 1 1 1 1 1 1 1"/>
+      <bone body="c" bindpos="0 0 .1" bindquat="1 0 0 0" vertid="4 5 6 7"
+            vertweight="2 2 2 2"/>
+    </skin>
+    {{file}}
+  </asset>
+  <worldbody>
+    <body name="b" pos="0 0 1"><joint/><geom size=".1"/>
+      <body name="c" pos="0 0 .2"><joint/><geom size=".1"/></body>
+    </body>
+  </worldbody>
+</mujoco>"""
+
+
+def _attach_model(tmp_path, attach, file_skin=False, parent_skins=INLINE, child=CHILD):
+    files = {"child.xml": child.replace(
+        "{file}", '<skin file="box.skn"/>' if file_skin else "").encode(),
+        "sub/cm/box.skn": box_skn()}
+    xml = two_body(parent_skins, deformable=DEFORMABLE).replace(
+        "<asset>", '<asset>\n    <model name="child" file="sub/child.xml"/>').replace(
+        "</worldbody>", attach + "\n  </worldbody>")
+    files["sub/child.xml"] = files.pop("child.xml")
+    return _write(tmp_path, xml, files)
+
+
+@pytest.mark.parametrize("attach", [
+    '<body name="holder" pos="2 0 0"><attach model="child" prefix="a-"/></body>',
+    '<frame pos="0 2 0"><attach model="child" body="b" prefix="k"/></frame>'])
+def test_attached_model_skins_match_mujoco(tmp_path, attach):
+    path = _attach_model(tmp_path, attach)
+    arrays, mjm = _both(path)
+    assert arrays.names["skin"] == ["inline", "", "s"]
+    _check_same(arrays, mjm)
+
+
+def test_attached_model_skin_from_file_names_unprefixed_bodies_like_mujoco(tmp_path):
+    # the SKN file's bones name the parent's bodies "lower" and "upper" (MuJoCo 3.4.0
+    # prefixes the bones' names before it reads the file)
+    path = _attach_model(tmp_path, '<body name="h"><attach model="child" prefix="a-"/></body>',
+                         file_skin=True)
+    arrays, mjm = _both(path)
+    assert arrays.names["skin"] == ["inline", "", "s", "box"]
+    _check_same(arrays, mjm)
+
+
+def test_attached_model_skin_errors_like_mujoco(tmp_path):
+    twice = ('<body name="h1"><attach model="child" prefix="a-"/></body>'
+             '<body name="h2"><attach model="child" prefix="b-"/></body>')
+    path = _attach_model(tmp_path, twice)
+    with pytest.raises(ValueError, match="repeated name 's' in skin"):
+        mujoco.MjModel.from_xml_path(path)
+    with pytest.raises(ModelError, match="repeated name 's' in skin"):
+        compile_spec(tiphys.load_spec(path))
+    # the skin's material is not prefixed: the attached material is not found
+    child = CHILD.replace('<skin name="s"', '<material name="mm"/><skin name="s" '
+                          'material="mm"')
+    path = _attach_model(tmp_path, '<body name="h"><attach model="child" prefix="a-"/>'
+                                   '</body>', child=child)
+    with pytest.raises(ValueError, match="material 'mm' not found in skin 2"):
+        mujoco.MjModel.from_xml_path(path)
+    with pytest.raises(ModelError, match="material 'mm' not found in skin 2"):
+        compile_spec(tiphys.load_spec(path))
+
+
+def test_attached_skins_not_supported_yet_say_so(tmp_path):
+    inside = ('<replicate count="2" offset="3 0 0"><body name="h">'
+              '<attach model="child" prefix="a-"/></body></replicate>')
+    path = _attach_model(tmp_path, inside)
+    with pytest.raises(NotImplementedError, match="skins inside <replicate>"):
+        compile_spec(tiphys.load_spec(path))
+    cable = ('<body name="h"><attach model="child" prefix="a-"/></body>'
+             '<composite type="cable" prefix="z" curve="s" count="5 1 1" size="1">'
+             '<geom type="box" size=".02 .05 .01"/></composite>')
+    path = _attach_model(tmp_path, cable)
+    mujoco.MjModel.from_xml_path(path)
+    with pytest.raises(NotImplementedError, match="attached model together with a box"):
+        compile_spec(tiphys.load_spec(path))

@@ -246,7 +246,15 @@ def compile_skins(spec, builder, assets, ctx, out) -> list:
     out.skin_* and its sizes; returns them."""
     from .composite import composite_skins
     bodies = builder.bodies
-    skins = [read_skin(el) for el in skin_elements(spec)] + composite_skins(builder)
+    els = skin_elements(spec)
+    cables = composite_skins(builder)
+    attached = [el for el in els if getattr(el, "attached_skin", False)]
+    if attached and cables:  # (MuJoCo adds both as it reads <worldbody>, interleaved)
+        raise NotImplementedError(
+            f"{attached[0].xml_file or '<string>'}:{attached[0].xml_line}: a skin of an "
+            f"attached model together with a box <composite> cable's skin is not "
+            f"supported yet")
+    skins = [read_skin(el) for el in els] + cables
     body_ids = {}
     for bodyid, b in enumerate(bodies):
         if b.name:
