@@ -262,16 +262,16 @@ def _skin(bones=None, vertex=BOX_VERT, face=BOX_FACE, attrs=""):
 
 BAD = {
     "vertid out of range": (_skin(_bone(vertid="0 1 2 3 4 5 6 8")),
-                            "vertid 8 out of range in skin", None),
+                            "vertid 8 out of range in skin", "vertid"),
     "negative vertid": (_skin(_bone(vertid="0 1 2 3 4 5 6 -1")),
-                        "vertid -1 out of range in skin", None),
+                        "vertid -1 out of range in skin", "vertid"),
     "zero total weight": (_skin(_bone(vertweight="1 1 1 1 1 1 1 0")),
                           "vertex 7 must have positive total weight in skin", None),
     "vertex without bone": (_skin(_bone(vertid="0 1 2 3 4 5 6", vertweight="1 1 1 1 1 1 1")),
                             "vertex 7 must have positive total weight in skin", None),
     "weights and ids differ": (_skin(_bone(vertweight="1 1 1")),
                                "vertid and vertweight must have same non-zero size in skin",
-                               None),
+                               "vertweight"),
     "no bones": (_skin(""), "Missing data in skin", None),
     "no faces": (_skin(face=None), "Missing data in skin", None),
     "vertices not triples": (_skin(vertex="0 0 0 1"), "Vertex data must be multiple of 3",
@@ -279,7 +279,9 @@ BAD = {
     "faces not triples": (_skin(face="0 1 2 3"), "Face data must be multiple of 3", "face"),
     "texcoord size": (_skin(attrs='texcoord="0 0 1 1"'),
                       "Vertex and texcoord data incompatible size", "texcoord"),
-    "unknown body": (_skin(_bone(body="nobody")), "unknown body 'nobody' in skin", None),
+    "unknown body": (_skin(_bone(body="nobody")), "unknown body 'nobody' in skin", "body"),
+    "unknown body and material": (_skin(_bone(body="nobody"), attrs='material="nomat"'),
+                                  "material 'nomat' not found in skin 0", "material"),
     "unknown material": (_skin(attrs='material="nomat"'),
                          "material 'nomat' not found in skin 0", "material"),
     "group": (_skin(attrs='group="6"'), "skin group must be between 0 and 5", "group"),
@@ -305,10 +307,11 @@ def test_bad_skin_is_rejected_like_mujoco(tmp_path, case):
         compile_spec(tiphys.load_spec(path))
     err = ours.value
     assert message in str(err)
-    tag = "<bone" if "required" in message else "<skin"
+    at_bone = any(word in message for word in ("required", "vertid", "unknown body"))
+    tag = "<bone" if at_bone else "<skin"
     line = next(i for i, text in enumerate(two_body(skin).splitlines(), 1) if tag in text)
     assert err.line == line and err.file and err.file.endswith("model.xml"), str(err)
-    assert err.element in ("skin", "bone")
+    assert err.element == tag[1:], str(err)
     if attribute:
         assert err.attribute == attribute
 

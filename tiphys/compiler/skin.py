@@ -42,6 +42,7 @@ class SkinData:
         self.bindquat = np.zeros(0, dtype=np.float32)
         self.vertid: list[np.ndarray] = []
         self.vertweight: list[np.ndarray] = []
+        self.bone_els: list = []  # the <bone> elements of an inline skin
         # compiled
         self.matid = -1
         self.bodyid: list[int] = []
@@ -97,6 +98,7 @@ def read_skin(el) -> SkinData:
         for attr in ("body", "bindpos", "bindquat", "vertid", "vertweight"):
             if not b.has(attr):
                 raise b.error("missing required attribute", attr)
+        sk.bone_els.append(bone)
         sk.bodyname.append(b.str("body"))
         bindpos.extend(b.floats("bindpos", 3))
         bindquat.extend(b.floats("bindquat", 4))
@@ -175,6 +177,15 @@ def compile_skin(sk: SkinData, skinid: int, files, strippath: bool, body_ids: di
                  assets) -> None:
     """Load, check and normalize one skin (mjCSkin::Compile)."""
     el = sk.el
+    if sk.material:  # (mjCModel::IndexAssets: before the skins compile)
+        if assets.discard:  # (MuJoCo 3.4.0 drops the material and then fails)
+            raise error_at(el, f"material '{sk.material}' of a skin with discardvisual: "
+                               f"MuJoCo 3.4.0 rejects it (object not found)", "material")
+        try:
+            sk.matid = assets.material_id(sk.material, el)
+        except ModelError:
+            raise error_at(el, f"material '{sk.material}' not found in skin {skinid}",
+                           "material") from None
     if sk.file is not None:
         if _has_inline_data(sk):
             raise error_at(el, f"Both skin data and file were specified: {sk.file}", "file")
@@ -195,28 +206,27 @@ def compile_skin(sk: SkinData, skinid: int, files, strippath: bool, body_ids: di
     nbone = len(sk.bodyname)
     # (inline bones always give 3 + 4 numbers and a vertid/vertweight each; a SKN
     # file's sizes are fixed by its layout: MuJoCo's bone size checks cannot fail)
+    def at_bone(boneid, message, attribute):
+        """An error located at the <bone> element (a SKN file's: at the file)."""
+        if sk.file is not None or boneid >= len(sk.bone_els):
+            return error_at(el, message, "file" if sk.file is not None else None)
+        return error_at(sk.bone_els[boneid], message, attribute)
+
     sk.bodyid = []
-    for name in sk.bodyname:
+    for boneid, name in enumerate(sk.bodyname):
         if name not in body_ids:
-            raise error_at(el, f"unknown body '{name}' in skin")
+            raise at_bone(boneid, f"unknown body '{name}' in skin", "body")
         sk.bodyid.append(body_ids[name])
-    if sk.material:
-        if assets.discard:  # (MuJoCo 3.4.0 drops the material and then fails)
-            raise error_at(el, f"material '{sk.material}' of a skin with discardvisual: "
-                               f"MuJoCo 3.4.0 rejects it (object not found)", "material")
-        try:
-            sk.matid = assets.material_id(sk.material, el)
-        except ModelError:
-            raise error_at(el, f"material '{sk.material}' not found in skin {skinid}",
-                           "material") from None
     nvert = sk.vert.size // 3
     total = np.zeros(nvert, dtype=np.float32)
-    for vid, vw in zip(sk.vertid, sk.vertweight):
+    for boneid, (vid, vw) in enumerate(zip(sk.vertid, sk.vertweight)):
         if vw.size != vid.size or vid.size == 0:
-            raise error_at(el, "vertid and vertweight must have same non-zero size in skin")
+            raise at_bone(boneid, "vertid and vertweight must have same non-zero size in "
+                                  "skin", "vertweight")
         bad = (vid < 0) | (vid >= nvert)
         if bad.any():
-            raise error_at(el, f"vertid {int(vid[np.argmax(bad)])} out of range in skin")
+            raise at_bone(boneid, f"vertid {int(vid[np.argmax(bad)])} out of range in skin",
+                          "vertid")
         # float32 sums in MuJoCo's order (bone by bone, vertex by vertex); np.add.at
         # adds repeated ids one after the other
         np.add.at(total, vid, vw)
