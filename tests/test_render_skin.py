@@ -116,6 +116,14 @@ def test_skins_follow_the_bodies(scene):
     assert (inline(before) != inline(after)).sum() > 20
 
 
+def test_skins_of_every_tiled_world_are_drawn(scene):
+    mjm, mjds, m, d, r = scene
+    seg = r.segment(d, None, 0, worlds=list(range(NWORLD)))
+    skin = seg[..., 1] == OBJ_SKIN
+    for world in range(NWORLD):  # each tile its own world's skins
+        assert (skin & (seg[..., 2] == world)).sum() > 30, world
+
+
 def test_dog_skin_matches_mujoco_renderer(monkeypatch):
     path = os.path.join(corpus_dir(), "dmc", "dog.xml")
     if not os.path.exists(path):
