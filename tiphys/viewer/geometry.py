@@ -495,7 +495,10 @@ def build_scene(m, geomgroup=None, sitegroup=None) -> SceneTemplate:
     triangles, or the shell of a 3D flex, offset by the flex radius along smoothed
     vertex normals; a 2D skin's two sides closed along its boundary), a 1D flex as open
     cylinders of the flex radius along its edges (none where the radius is 0). Their
-    vertices move every frame (FlexTemplate)."""
+    vertices move every frame (FlexTemplate). Skins are drawn as MuJoCo draws them (its
+    mjVIS_SKIN on): one object per skin, its vertices placed every frame from the
+    bones' body poses, moved out along their smooth normals by the skin's inflate
+    (SkinTemplate)."""
     a = m.arrays
     vis = visual(m)
     nslice = int(vis["quality"].get("numslices", 28))
