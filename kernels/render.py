@@ -6,7 +6,9 @@ model by ``tiphys.viewer.geometry``) into the world from ``geom_xpos/geom_xmat``
 MuJoCo's OpenGL model per vertex (headlight plus model lights; ambient, diffuse,
 Blinn-Phong specular with the material's specular/shininess, emission; spot cutoff
 and exponent, attenuation; linear fog), so GGUI only has to interpolate colours.
-``overlay_lines`` and ``overlay_markers`` write the optional decorations (body
+``flex_vertices`` and ``skin_vertices`` move the flexes' and skins' vertices
+(tiphys.viewer.geometry's FlexTemplate, SkinTemplate) from flexvert_xpos and the
+bones' body poses. ``overlay_lines`` and ``overlay_markers`` write the optional decorations (body
 frames, joint axes, tendons, contact forces; contact points and centres of mass),
 ``perturb`` writes the mouse perturbation into ``xfrc_applied``.
 
@@ -18,14 +20,14 @@ import taichi as ti
 
 from .bind import launch
 from .consts import CONE_PYRAMIDAL, JNT_SLIDE, LIGHT_DIRECTIONAL, LIGHT_SPOT, MINVAL
-from .math import normalize3, quat_mul
+from .math import normalize3, quat2mat, quat_mul
 from .rne_post import contact_force_local
 
 ND = ti.types.ndarray()
 
 # object flags and kinds (tiphys.viewer.geometry's object tables)
 FLAG_VISIBLE, FLAG_PLANE, FLAG_STATIC = 1, 2, 4
-KIND_GEOM, KIND_SITE, KIND_FLEX = 0, 1, 2
+KIND_GEOM, KIND_SITE, KIND_FLEX, KIND_SKIN = 0, 1, 2, 3
 # how a flex object's vertex moves (tiphys.viewer.geometry.FlexTemplate): (mode, v, a, b)
 # flex vertex ids and three numbers x, y, z per vertex
 # FLEX_SKIN: at flex vertex v offset by x along its smoothed normal N(v), normal y N(v)
@@ -151,8 +153,8 @@ def _geom_vertices(vert_obj: ND, vert_pos: ND, vert_nrm: ND, vert_rgba: ND, vert
     for tile, vertid in ti.ndrange(ntile, nvert):
         objid = vert_obj[vertid]
         kind = obj_int[objid, 0]
-        if kind == KIND_FLEX:
-            continue  # written by _flex_vertices
+        if kind == KIND_FLEX or kind == KIND_SKIN:
+            continue  # written by _flex_vertices, _skin_vertices
         elemid = obj_int[objid, 1]
         flags = obj_int[objid, 2]
         worldid = tile_world[tile]
@@ -305,6 +307,98 @@ def flex_vertices(t, d, params, segment: bool, vbo) -> None:
                    t.tile_world, t.tile_offset, d.flexvert_xpos, d.light_xpos,
                    d.light_xdir, t.light_table, params, t.nflexrow, t.nobj, t.ntile,
                    t.nlight, int(segment), vbo)
+
+
+@ti.kernel
+def _skin_positions(sv_adr: ND, sv_num: ND, sv_entry: ND, sv_bone: ND, skin_vert: ND,
+                    skin_bonebodyid: ND, skin_bonebindpos: ND, skin_bonebindquat: ND,
+                    skin_bonevertweight: ND, tile_world: ND, xpos: ND, xquat: ND,
+                    nskinvert: ti.i32, ntile: ti.i32, skin_xpos: ND):
+    """Each skin vertex of each tile's world: the weighted sum over its bones of the
+    bind-pose vertex moved with the bone's body (mjv_updateActiveSkin)."""
+    for tile, v in ti.ndrange(ntile, nskinvert):
+        worldid = tile_world[tile]
+        local = ti.Vector([ti.cast(skin_vert[v][k], float) for k in ti.static(range(3))])
+        p = ti.Vector([0.0, 0.0, 0.0])
+        for e in range(sv_num[v]):
+            k = sv_entry[sv_adr[v] + e]
+            bone = sv_bone[sv_adr[v] + e]
+            bodyid = skin_bonebodyid[bone]
+            bq = ti.Vector([ti.cast(skin_bonebindquat[bone][i], float)
+                            for i in ti.static(range(4))])
+            bp = ti.Vector([ti.cast(skin_bonebindpos[bone][i], float)
+                            for i in ti.static(range(3))])
+            xq = ti.Vector([ti.cast(xquat[worldid, bodyid][i], float)
+                            for i in ti.static(range(4))])
+            rot = quat2mat(quat_mul(xq, ti.Vector([bq[0], -bq[1], -bq[2], -bq[3]])))
+            translate = _v3(xpos, worldid, bodyid) - rot @ bp
+            p += ti.cast(skin_bonevertweight[k], float) * (rot @ local + translate)
+        for i in ti.static(range(3)):
+            skin_xpos[tile, v, i] = ti.cast(p[i], ti.f32)
+
+
+@ti.func
+def _skin_point(skin_xpos: ti.template(), tile, v):
+    return ti.Vector([ti.cast(skin_xpos[tile, v, k], float) for k in ti.static(range(3))])
+
+
+@ti.kernel
+def _skin_vertices(sv_vert: ND, sv_skin: ND, face_adr: ND, face_num: ND, face_of: ND,
+                   face: ND, skin_xpos: ND, skin_inflate: ND, vert_obj: ND, vert_rgba: ND,
+                   vert_row: ND, obj_int: ND, obj_float: ND, tile_world: ND, tile_offset: ND,
+                   light_xpos: ND, light_xdir: ND, light_table: ND, params: ND,
+                   nskinvert: ti.i32, nobj: ti.i32, ntile: ti.i32, nlight: ti.i32,
+                   segment: ti.i32, vbo: ND):
+    """The skin objects' vertices of every tile from ``skin_xpos`` (_skin_positions):
+    the normal of a vertex is the unit sum of the (area-weighted) normals of the faces
+    around it, and the vertex moves by the skin's inflate along it; lit like the
+    geoms (geom_vertices)."""
+    for tile, v in ti.ndrange(ntile, nskinvert):
+        vertid = sv_vert[v]
+        objid = vert_obj[vertid]
+        flags = obj_int[objid, 2]
+        worldid = tile_world[tile]
+        row = vert_row[vertid, 0] + tile * vert_row[vertid, 1]
+        if (flags & FLAG_VISIBLE) == 0:
+            zero = ti.Vector([0.0, 0.0, 0.0])
+            _write_row(vbo, row, zero, zero, ti.Vector([0.0, 0.0, 0.0, 0.0]))
+        else:
+            n = ti.Vector([0.0, 0.0, 0.0])
+            for i in range(face_num[v]):
+                f = face_of[face_adr[v] + i]
+                p0 = _skin_point(skin_xpos, tile, face[f, 0])
+                n += (_skin_point(skin_xpos, tile, face[f, 1]) - p0).cross(
+                    _skin_point(skin_xpos, tile, face[f, 2]) - p0)
+            n = n / ti.max(MINVAL, n.norm())
+            offset = ti.Vector([ti.cast(tile_offset[tile, j], float)
+                                for j in ti.static(range(3))])
+            p = _skin_point(skin_xpos, tile, v) + ti.cast(skin_inflate[sv_skin[v]], float) * n
+            p += offset
+            rgba = ti.Vector([vert_rgba[vertid, j] for j in ti.static(range(4))])
+            col = ti.Vector([0.0, 0.0, 0.0, 0.0])
+            if segment != 0:
+                col = segment_colour(tile * nobj + objid)
+            else:
+                material = ti.Vector([obj_float[objid, j] for j in ti.static(range(3))])
+                col = shade(p, n, rgba, material, params, worldid, offset, light_xpos,
+                            light_xdir, light_table, nlight)
+            _write_row(vbo, row, p, n, col)
+
+
+def skin_vertices(m, t, d, params, segment: bool, vbo) -> None:
+    """World-space vertices of the skin objects of every tile (``t``: a
+    viewer.renderer.DeviceScene with skins), as MuJoCo's mjv_updateActiveSkin places
+    them. Reads xpos, xquat, light_xpos, light_xdir; writes their rows of the vertex
+    buffer ``vbo`` (and the DeviceScene's skin_xpos scratch)."""
+    _skin_positions(t.sv_adr, t.sv_num, t.sv_entry, t.sv_bone, m.skin_vert,
+                    m.skin_bonebodyid, m.skin_bonebindpos, m.skin_bonebindquat,
+                    m.skin_bonevertweight, t.tile_world, d.xpos, d.xquat, t.nskinvert,
+                    t.ntile, t.skin_xpos)
+    _skin_vertices(t.sv_vert, t.sv_skin, t.sv_face_adr, t.sv_face_num, t.sv_face_of,
+                   t.sv_face, t.skin_xpos, m.skin_inflate, t.vert_obj, t.vert_rgba,
+                   t.vert_row, t.obj_int, t.obj_float, t.tile_world, t.tile_offset,
+                   d.light_xpos, d.light_xdir, t.light_table, params, t.nskinvert, t.nobj,
+                   t.ntile, t.nlight, int(segment), vbo)
 
 
 # --------------------------------------------------------------------------- overlays

@@ -32,7 +32,6 @@ _PLUGIN = "(SDF plugin) is not supported yet"
 # the compiler corpus, as written and with <deformable>/<extension> stripped (models
 # whose geoms need their plugins are compiled as written): the same models
 _COMPILER = {
-    "dmc/dog.xml": "<asset><skin> is not supported yet",
     "mjwarp/collision_sdf/cow.xml": _PLUGIN,
     "mjwarp/collision_sdf/mesh.xml": _PLUGIN,
     "mjwarp/collision_sdf/nutbolt.xml": _PLUGIN,
@@ -50,8 +49,7 @@ NOT_YET: dict[str, dict[str, str]] = {
     "test_collide_convex": {},
     # as written (sensors need the whole model), dm_control suite included
     "test_sensor_corpus": {
-        "dmc/dog.xml": "<asset><skin> is not supported yet",
-        "mjwarp/collision_sdf/tactile.xml": _PLUGIN,
+            "mjwarp/collision_sdf/tactile.xml": _PLUGIN,
     },
     "test_constraint": {
     },

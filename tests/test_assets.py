@@ -384,7 +384,7 @@ def test_zipped_model_with_assetdir_loads_from_assets_dict():
                                    err_msg=name)
 
 
-# -- skins: not compiled by tiphys yet --------------------------------------------------
+# -- skins ------------------------------------------------------------------------------
 
 def skn(nvert=4) -> bytes:
     """A SKN skin file: a tetrahedron bound to the world body with one bone."""
@@ -398,7 +398,7 @@ def skn(nvert=4) -> bytes:
     return out
 
 
-def test_skin_file_found_by_mujoco_is_not_implemented_in_tiphys(tmp_path):
+def test_skin_file_opens_in_meshdir_as_in_mujoco(tmp_path):
     (tmp_path / "m").mkdir()
     (tmp_path / "m" / "s.skn").write_bytes(skn())
     path = tmp_path / "model.xml"
@@ -406,8 +406,10 @@ def test_skin_file_found_by_mujoco_is_not_implemented_in_tiphys(tmp_path):
                     '<worldbody><geom size="1"/></worldbody></mujoco>')
     mjm = mujoco.MjModel.from_xml_path(str(path))  # skins open in meshdir, like meshes
     assert mjm.nskin == 1 and mjm.skin_vertnum[0] == 4
-    with pytest.raises(NotImplementedError, match="skin"):
-        compile_spec(load_spec(str(path)))
+    arrays = compile_spec(load_spec(str(path)))
+    assert arrays.sizes["nskin"] == 1 and arrays.names["skin"] == ["s"]
+    np.testing.assert_array_equal(arrays.skin_vert, mjm.skin_vert)
+    np.testing.assert_array_equal(arrays.skin_face, mjm.skin_face)
 
 
 # -- <include> ------------------------------------------------------------------------------

@@ -459,9 +459,13 @@ def test_unknown_instance_is_a_clear_error():
         tiphys.load_model_from_string(xml)
 
 
-def test_box_cable_is_not_implemented():
-    """MuJoCo gives box cables a skin; tiphys has no skins."""
-    xml = _cable(inner='<geom type="box" size=".01 .02 .005"/>')
-    mujoco.MjModel.from_xml_string(xml)
-    with pytest.raises(NotImplementedError, match=r"<string>:2: .*composite.*box.*skin"):
+def test_box_cable_in_replicate_is_refused_like_mujoco():
+    """MuJoCo gives box cables a skin (tests/test_skin.py compares it); in a
+    <replicate>, the skin names the bodies without the copies' suffixes."""
+    xml = _cable(inner='<geom type="box" size=".01 .02 .005"/>', ext="")
+    xml = xml.replace("<composite", '<replicate count="2" offset="0 1 0"><composite')
+    xml = xml.replace("</composite>", "</composite></replicate>")
+    with pytest.raises(ValueError, match="unknown body 'B_first' in skin"):
+        mujoco.MjModel.from_xml_string(xml)
+    with pytest.raises(ModelError, match="<string>:2: .*unknown body 'B_first' in skin"):
         tiphys.load_model_from_string(xml)

@@ -52,12 +52,13 @@ _OBJ_NAMES = {"body": "mjOBJ_BODY", "joint": "mjOBJ_JOINT", "geom": "mjOBJ_GEOM"
               "tuple": "mjOBJ_TUPLE", "key": "mjOBJ_KEY", "pair": "mjOBJ_PAIR",
               "exclude": "mjOBJ_EXCLUDE", "equality": "mjOBJ_EQUALITY",
               "tendon": "mjOBJ_TENDON", "actuator": "mjOBJ_ACTUATOR", "sensor": "mjOBJ_SENSOR",
-              "flex": "mjOBJ_FLEX"}
+              "flex": "mjOBJ_FLEX", "skin": "mjOBJ_SKIN"}
 _COUNT = {"body": "nbody", "joint": "njnt", "geom": "ngeom", "site": "nsite", "camera": "ncam",
           "light": "nlight", "mesh": "nmesh", "hfield": "nhfield", "texture": "ntex",
           "material": "nmat", "numeric": "nnumeric", "text": "ntext", "tuple": "ntuple",
           "key": "nkey", "pair": "npair", "exclude": "nexclude", "equality": "neq",
-          "tendon": "ntendon", "actuator": "nu", "sensor": "nsensor", "flex": "nflex"}
+          "tendon": "ntendon", "actuator": "nu", "sensor": "nsensor", "flex": "nflex",
+          "skin": "nskin"}
 
 
 def model_arrays_from_mujoco(mjm) -> ModelArrays:
@@ -114,9 +115,6 @@ def _option_from_mujoco(opt):
 # tiphys does not simulate yet (put_model refuses a model that has it, rather than
 # dropping it silently), or is MuJoCo bookkeeping that tiphys derives or does not need.
 UNSUPPORTED_SIZES = {
-    "nskin": "skins (<skin>)", "nskinvert": "skin vertices",
-    "nskintexvert": "skin texture coordinates", "nskinface": "skin faces",
-    "nskinbone": "skin bones", "nskinbonevert": "skin bone vertices",
     "noct": "mesh SDF octrees (meshes used as signed distance fields)",
 }
 # Model sizes tiphys compiles and carries but does not simulate yet: put_model and
@@ -163,7 +161,7 @@ def put_model(mjm) -> Model:
 
     Raises NotImplementedError, naming each element, when the model has something
     tiphys does not simulate yet (flex-heightfield collisions, interpolated
-    flexes, skins, plugins, mesh SDFs): building the
+    flexes, plugins, mesh SDFs): building the
     Model without it would silently simulate a different model.
     """
     missing = unsupported_features(mjm)

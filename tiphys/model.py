@@ -24,6 +24,7 @@ OBJ_TYPES = {
     "material": "nmat", "pair": "npair", "exclude": "nexclude", "equality": "neq",
     "tendon": "ntendon", "actuator": "nu", "sensor": "nsensor", "numeric": "nnumeric",
     "text": "ntext", "tuple": "ntuple", "key": "nkey", "flex": "nflex", "plugin": "nplugin",
+    "skin": "nskin",
 }
 _OBJ_ALIASES = {"jnt": "joint", "cam": "camera", "tex": "texture", "mat": "material",
                 "eq": "equality", "keyframe": "key", "xbody": "body"}

@@ -142,6 +142,8 @@ class AssetCompiler:
         self.mesh_els, self.hfield_els, self.tex_els, self.mat_els = [], [], [], []
         for section in spec.sections("asset"):
             for el in section.children:
+                if el.tag == "skin":  # (compiler/skin.py)
+                    continue
                 {"mesh": self.mesh_els, "hfield": self.hfield_els, "texture": self.tex_els,
                  "material": self.mat_els}[el.tag].append(el)
         self.discard = ctx.discardvisual
@@ -436,9 +438,10 @@ class AssetCompiler:
         return {"mesh": self.mesh_names, "hfield": self.hfield_names,
                 "texture": self.tex_names, "material": self.mat_names}
 
-    def paths(self) -> list:
-        """(field, stored file or None per asset) for height fields, meshes and
-        textures, in the model's order (names.fill_paths)."""
+    def paths(self, skin_els=()) -> list:
+        """(field, stored file or None per asset) for height fields, meshes, skins
+        (``skin_els``: the compiled skins' elements) and textures, in the model's order
+        (names.fill_paths)."""
         def files(els, kind, attr="file"):
             out = []
             for el in els:
@@ -447,8 +450,12 @@ class AssetCompiler:
                 out.append(None if not file else kept if kept is not None else
                            self.files.stored(el, file, kind))
             return out
+        skins = [el if el.tag == "skin" and el.get_attr("file") else None
+                 for el in skin_els]
         return [("hfield_pathadr", files(self.hfield_els, "hfield")),
                 ("mesh_pathadr", files(self.mesh_els, "mesh")),
+                ("skin_pathadr", [None if el is None else files([el], "skin")[0]
+                                  for el in skins]),
                 ("tex_pathadr", files(self.tex_els, "texture"))]
 
 

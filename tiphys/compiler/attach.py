@@ -41,9 +41,12 @@ with its own model's), the subtree sits in an identity ``<frame>`` carrying them
 carry them too (``element_ctx``). A child's own ``<replicate>``s stay in the copied
 tree (the tree builder makes the copies, names prefixed then suffixed, as the child's
 replication then the attach name them; replicate.py only counts their names), and
-its section elements are taken as its replication leaves them. Refused with
+its section elements are taken as its replication leaves them. The child's
+``<asset><skin>``s are appended after the model's own skins, their bones' bodies
+prefixed (their names and materials are not, as in MuJoCo). Refused with
 NotImplementedError: a child holding <attach>, <composite>, <flexcomp>, a body
-<plugin>, <deformable>, <extension>, <skin> or <model>, keyframes together with a
+<plugin>, <deformable>, <extension> or <model>, a child with skins attached inside a
+<replicate>, keyframes together with a
 <replicate>, or a keyframe with ``act``; a second attach of a body attached before
 (MuJoCo moves the first copy); parent keyframes shorter than the model (MuJoCo pads
 them at each attach with values that are not qpos0); a <replicate> ending after an
@@ -118,7 +121,7 @@ class _Child:
                     self.refused = (section.children[0], f"<{tag}>")
         for section in spec.sections("asset"):
             for c in section.children:
-                if c.tag in ("model", "skin") and self.refused is None:
+                if c.tag == "model" and self.refused is None:
                     self.refused = (c, f"<asset><{c.tag}>")
         self.ctx = _compiler_options(spec)
         self.defaults = DefaultTree(spec)
@@ -238,6 +241,8 @@ class _Expansion:
         self.actuator_defaults = {}
         self.keys = []
         self.assets = []
+        self.skins = []  # the children's <skin>s, appended as MuJoCo appends them
+        self.in_replicate = 0
         self.custom = []
         self.attached_names = set()
         self.own_keys = any(s.children for s in spec.sections("keyframe"))
@@ -261,6 +266,8 @@ class _Expansion:
             _last_section(root, "asset").children.extend(self.assets)
         if self.custom:
             _last_section(root, "custom").children.extend(self.custom)
+        if self.skins:  # (after the model's own skins: see compiler/skin.py)
+            _last_section(root, "deformable").children.extend(self.skins)
         out = copy.copy(spec)
         out.root = root
         out.attached_defaults = self.defaults
@@ -276,6 +283,7 @@ class _Expansion:
             return el
         new = copy.copy(el)
         new.children = []
+        self.in_replicate += el.tag == "replicate"
         for c in el.children:
             if c.tag == "attach":
                 new.children.append(self._attach(c))
@@ -287,6 +295,7 @@ class _Expansion:
                     f"not supported yet (MuJoCo gives the later elements the attached "
                     f"classes)")
             new.children.append(self._rewrite(c))
+        self.in_replicate -= el.tag == "replicate"
         if el.tag == "replicate" and self.keys and self.own_keys:
             # the template's deletion makes the model's own keyframes pending too,
             # after the attached ones
@@ -344,6 +353,12 @@ class _Expansion:
             self.actuator_defaults[copier.cname(name)] = st
             self.actuator_defaults.setdefault(prefix + name, st)
         self.assets += copier.assets()
+        skins = copier.skins()
+        if skins and self.in_replicate:
+            raise NotImplementedError(
+                f"{_where(el)}: <attach> of a model with skins inside <replicate> is not "
+                f"supported yet")
+        self.skins += skins
         self.custom += copier.custom()
         top.__dict__["attach_items"] = ((prefix, ""), copier.items(), copier.attached)
         self.keys += copier.keys()
@@ -466,6 +481,8 @@ class _Copier:
         out = []
         for section in self.child.spec.sections("asset"):
             for el in section.children:
+                if el.tag == "skin":  # (skins)
+                    continue
                 new = copy.copy(el)
                 name = AssetCompiler._name(el, el.tag) if el.tag != "material" else \
                     (el.get_attr("name") or "")
@@ -490,6 +507,35 @@ class _Copier:
                             lc.set("texture", self.p + layer.get_attr("texture"))
                         layers.append(lc)
                     new.children = layers
+                out.append(new)
+        return out
+
+    def skins(self) -> list:
+        """The child's <asset><skin>s as MuJoCo 3.4.0 attaches them: the bones' bodies
+        prefixed, the skin's own name and material not (so a child skin with a
+        material is refused as MuJoCo refuses it), the bones of a SKN file read later
+        by their names in the file; marked ``attached_skin``."""
+        out = []
+        for section in self.child.spec.sections("asset"):
+            for el in section.children:
+                if el.tag != "skin":
+                    continue
+                new = copy.copy(el)
+                if el.get_attr("file"):
+                    new.set("file", self._file(el, el.get_attr("file")))
+                    new.__dict__["xml_stored_file"] = self.child.files.stored(
+                        el, el.get_attr("file"), "skin")
+                    if not el.get_attr("name"):  # (named after the file as written)
+                        from .skin import skin_name
+                        new.set("name", skin_name(el))
+                bones = []
+                for bone in el.children:
+                    bc = copy.copy(bone)
+                    if bone.get_attr("body"):
+                        bc.set("body", self.p + bone.get_attr("body"))
+                    bones.append(bc)
+                new.children = bones
+                new.__dict__["attached_skin"] = True
                 out.append(new)
         return out
 

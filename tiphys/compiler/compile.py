@@ -23,7 +23,7 @@ from .replicate import expand_replicated_references
 from .options import read_option, read_size, read_statistic, read_visual
 from .progress import CompileProgress
 from .actuator import compile_tendons_and_actuators
-from .composite import add_composite_texts, composite_excludes
+from .composite import add_composite_texts, composite_excludes, composite_skins
 from .contact import compile_contact, referenced_geom_names
 from .equality import compile_equality
 from .flex import compile_flexes
@@ -33,6 +33,7 @@ from .names import fill_names, fill_paths
 from .sleep import fill_sleep_policy
 from .sparse import fill_sparse
 from .setconst import set_const
+from .skin import _fill_skins, compile_skins, skin_elements
 from .tree import TreeBuilder
 
 # Sections whose compiler passes belong to later issues: parsed and kept in the
@@ -109,18 +110,6 @@ def _check_later_sections(spec):
                 raise NotImplementedError(
                     f"{child.xml_file or '<string>'}:{child.xml_line}: <{tag}><{child.tag}> "
                     f"({what}) is not supported yet")
-    for section in spec.sections("deformable"):
-        for child in section.children:
-            if child.tag == "skin":
-                raise NotImplementedError(
-                    f"{child.xml_file or '<string>'}:{child.xml_line}: <deformable><skin> "
-                    f"(skins) is not supported yet")
-    for section in spec.sections("asset"):
-        for child in section.children:
-            if child.tag == "skin":
-                raise NotImplementedError(
-                    f"{child.xml_file or '<string>'}:{child.xml_line}: <asset><{child.tag}> "
-                    f"is not supported yet")
 
 
 @gc_paused
@@ -155,7 +144,8 @@ def _compile_spec(spec) -> ModelArrays:
     bodies = builder.build()
     if ctx.fusestatic:
         builder.fuse_static(_referenced_body_names(spec) | fuse_blocking_bodies(spec) |
-                            {n for n1, n2, _ in composite_excludes(builder) for n in (n1, n2)})
+                            {n for n1, n2, _ in composite_excludes(builder) for n in (n1, n2)} |
+                            {n for sk in composite_skins(builder) for n in sk.bodyname})
         bodies = builder.bodies
     if ctx.discardvisual:
         builder.discard_visual(referenced_geom_names(spec) | sensor_geom_names(spec) |
@@ -178,6 +168,7 @@ def _compile_spec(spec) -> ModelArrays:
     ctx.assets.fill(out)
     compile_tendons_and_actuators(spec, defaults, builder, ctx, out, size)
     _flexes(spec, builder, out)
+    _skins(spec, builder, ctx, out)
     compile_contact(spec, defaults, builder, out)
     compile_equality(spec, defaults, builder, out)
     del out._kinematics0
@@ -197,7 +188,7 @@ def _compile_spec(spec) -> ModelArrays:
         raise _size_error(spec, [k for _, k, _ in _USER]) from None
     out.names = _names(spec, builder, ctx.assets, out)
     fill_names(out, spec.model_name, _NAME_FIELDS)
-    fill_paths(out, ctx.assets.paths())
+    fill_paths(out, ctx.assets.paths(getattr(out, "skin_els", ())))
     fill_sparse(out)
     _texts_and_tuples(out)
     out.model_name = spec.model_name
@@ -231,6 +222,20 @@ def _flexes(spec, builder, out) -> None:
 
 
 _NAME_FIELDS = {name for name, *_ in MODEL_FIELDS if name.startswith("name_")}
+
+
+def _skins(spec, builder, ctx, out) -> None:
+    """compile_skins (after the flexes, as MuJoCo compiles them); a model with no skin
+    (most) gets the empty fields made once."""
+    if skin_elements(spec) or composite_skins(builder):
+        skins = compile_skins(spec, builder, ctx.assets, ctx, out)
+        out.skin_names = [sk.name for sk in skins]
+        out.skin_els = [sk.el for sk in skins]
+        return
+    replay_empty(out, "skin", lambda ns: _fill_skins(ns, []))
+    out.skin_names, out.skin_els = [], []
+
+
 _SIZE_KEYS = tuple((k, "_size_" + k) for k in MODEL_SIZES)  # (size, its field while compiling)
 _MAX_ALLOC = 1 << 32  # bytes: a larger keyframe/user array is a bad <size>, not a hang
 
@@ -1062,7 +1067,7 @@ def _names(spec, builder, assets, out):
         "tendon": out.tendon_names, "actuator": out.actuator_names,
         "pair": out.pair_names, "exclude": out.exclude_names,
         "equality": out.eq_names, "sensor": out.sensor_names, "flex": out.flex_names,
-        "plugin": out.plugin_names,
+        "plugin": out.plugin_names, "skin": out.skin_names,
     }
     names.update(assets.names())
     objects = {
@@ -1075,7 +1080,7 @@ def _names(spec, builder, assets, out):
         "tendon": out.tendon_els, "actuator": out.actuator_els,
         "pair": out.pair_els, "exclude": out.exclude_els,
         "equality": out.eq_els, "sensor": out.sensor_els, "flex": out.flex_els,
-        "plugin": out.plugin_els,
+        "plugin": out.plugin_els, "skin": out.skin_els,
     }
     for kind, lst in names.items():
         seen = {}

@@ -9,8 +9,9 @@ the contact exclusions of neighbours, a custom text ``composite_<prefix>`` and, 
 ``<plugin>`` child, the bodies' plugin (``mujoco.elasticity.cable``; an in-place one is
 the instance ``composite<prefix>``). The types 3.4.0 no longer builds (particle, grid,
 rope, loop, cloth) are refused with its messages, which name the replacement
-(replicate, flex, cable, flexcomp, shell); a box cable (MuJoCo adds a skin to it: tiphys
-has no skins) raises NotImplementedError.
+(replicate, flex, cable, flexcomp, shell). A box cable gets the skin MuJoCo gives it
+(cable_skin.py; inside a <replicate>, MuJoCo 3.4.0's skin names bodies that do not
+exist: the model is refused with its message).
 
 The bodies are built by the tree builder from synthetic elements, placed where the
 composite is (a <frame>'s pose applies to the first body). Their geom, site and joint
@@ -71,6 +72,7 @@ class Composite:
     excludes: list = field(default_factory=list)
     plugin: Optional[tuple] = None
     plugin_bodies: list = field(default_factory=list)
+    skin: Optional[object] = None  # a box cable's skin (compiler/skin.py SkinData)
 
 
 def _where(el) -> str:
@@ -239,10 +241,6 @@ def _make_checks(r: _Reader) -> None:
     if r.geom_type not in (GEOM_CYLINDER, GEOM_CAPSULE, GEOM_BOX):
         raise error_at(r.geom if r.geom is not None else el,
                        "Cable geom type must be sphere, capsule or box", "type")
-    if r.geom_type == GEOM_BOX:
-        raise NotImplementedError(
-            f"{_where(el)}: <composite type=\"cable\"> with box geoms (MuJoCo gives it a "
-            f"skin: skins) is not supported yet")
 
 
 # ------------------------------------------------------------------ cable geometry
@@ -407,13 +405,20 @@ def expand_composite(builder, el, body, frame, childclass) -> None:
     jsrc = _copied(r.joint, _JOINT_ATTRS)
     jsrc.setdefault("group", "3")
     gwhere = r.geom if r.geom is not None else el
+    box_size = _geom_size(r)
     top = parent = None
     els = []
     for ix, (name, pos, quat, jname, sname, sx, length, nxt) in enumerate(made):
         b = _element("body", el, name=name, pos=_fmt(pos), quat=_fmt(quat))
         els.append(b)
-        b.children.append(_element("geom", gwhere, name=f"{r.prefix}G{ix}",
-                                   fromto=_fmt([0, 0, 0, length, 0, 0]), **gsrc))
+        if r.geom_type == GEOM_BOX:  # a box half as long as the edge, centred on it
+            box = dict(gsrc)
+            box["size"] = _fmt([length / 2, *box_size[1:]])
+            b.children.append(_element("geom", gwhere, name=f"{r.prefix}G{ix}",
+                                       pos=_fmt([length / 2, 0, 0]), **box))
+        else:
+            b.children.append(_element("geom", gwhere, name=f"{r.prefix}G{ix}",
+                                       fromto=_fmt([0, 0, 0, length, 0, 0]), **gsrc))
         if jname is not None:
             jattrs = dict(jsrc)
             free = ix == 0 and r.initial == "free"
@@ -438,7 +443,25 @@ def expand_composite(builder, el, body, frame, childclass) -> None:
     builder._body(top, body, frame, NO_CLASS)
     if comp.plugin is not None:
         comp.plugin_bodies = els
+    if r.geom_type == GEOM_BOX:
+        from .cable_skin import cable_skin
+        if builder._suffix:  # MuJoCo's skin names the bodies without the copy's suffix
+            raise error_at(r.el, f"unknown body '{r.prefix}B_first' in skin")
+        comp.skin = cable_skin(r, _geom_size(r))
     builder.__dict__.setdefault("composites", []).append(comp)
+
+
+def _geom_size(r: _Reader) -> list:
+    """The size of the composite's <geom> (MuJoCo's default geom size: zeros)."""
+    if r.geom is None:
+        return [0.0, 0.0, 0.0]
+    return [float(x) for x in Attrs(r.geom, {}).floats("size", 3, (0, 0, 0), exact=False)]
+
+
+def composite_skins(builder) -> list:
+    """The box cables' skins (SkinData), in tree order (MuJoCo adds them as it reads
+    <worldbody>, after the <asset> and <deformable> skins)."""
+    return [c.skin for c in getattr(builder, "composites", ()) if c.skin is not None]
 
 
 def body_plugin(builder, el, body) -> None:

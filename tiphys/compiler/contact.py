@@ -52,7 +52,8 @@ def compile_contact(spec, defaults, builder, out) -> None:
                 pairs.append(_pair(el, defaults, geom_id, geom_body))
             elif el.tag == "exclude":
                 excludes.append(_exclude(el, body_id))
-    excludes += [_body_pair(n1, n2, el, body_id) for n1, n2, el in extra]
+    excludes += [_body_pair(n1, n2, el, body_id, len(excludes) + i)
+                 for i, (n1, n2, el) in enumerate(extra)]
     # MuJoCo's compiler sorts both by signature (stable: ties keep the written order)
     pairs.sort(key=lambda p: p["sig"])
     excludes.sort(key=lambda e: e["sig"])
@@ -105,8 +106,12 @@ def _pair(el, defaults, geom_id, geom_body) -> dict:
         margin=a.float("margin", 0.0), gap=a.float("gap", 0.0))
 
 
-def _body_pair(name1, name2, el, body_id) -> dict:
-    """An exclusion a <composite> adds (by body names: the first body of that name)."""
+def _body_pair(name1, name2, el, body_id, index) -> dict:
+    """An exclusion a <composite> adds (by body names: the first body of that name).
+    (A 3-vertex cable names a body it does not make, as MuJoCo 3.4.0's does.)"""
+    for name in (name1, name2):
+        if name not in body_id:
+            raise error_at(el, f"body '{name}' not found in bodypair {index}")
     b1, b2 = sorted((body_id[name1], body_id[name2]))
     return dict(el=el, name="", sig=(b1 << 16) + b2)
 

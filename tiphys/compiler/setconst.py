@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from ..kernels.consts import (EPS, GEOM_HFIELD, GEOM_PLANE, JNT_BALL, JNT_FREE, JNT_HINGE,
-                              MAXVAL, MINVAL)
+                              MAXVAL, MINVAL, SAMEFRAME_BODY, SAMEFRAME_INERTIA)
 from . import rotation as rot
 from .options import Statistic
 
@@ -60,9 +60,19 @@ def _qpos0_kinematics(a):
     jb, gb, sb = a.jnt_bodyid, a.geom_bodyid, a.site_bodyid
     xanchor = xpos[jb] + rot.matvec_batch(xmat[jb], a.jnt_pos)
     xaxis = rot.matvec_batch(xmat[jb], a.jnt_axis)
-    geom_xpos = xpos[gb] + rot.matvec_batch(xmat[gb], a.geom_pos)
-    site_xpos = xpos[sb] + rot.matvec_batch(xmat[sb], a.site_pos)
+    geom_xpos = _same_frame(xpos[gb] + rot.matvec_batch(xmat[gb], a.geom_pos),
+                            a.geom_sameframe, xpos[gb], xipos[gb])
+    site_xpos = _same_frame(xpos[sb] + rot.matvec_batch(xmat[sb], a.site_pos),
+                            a.site_sameframe, xpos[sb], xipos[sb])
     return xpos, xmat, xipos, ximat, xanchor, xaxis, geom_xpos, site_xpos
+
+
+def _same_frame(pos, sameframe, body_pos, inertia_pos):
+    """mj_local2global: an object in its body's frame (or inertia frame) takes that
+    frame's position itself, not the product with its (nearly zero) offset."""
+    sameframe = np.asarray(sameframe)
+    return np.where((sameframe == SAMEFRAME_BODY)[:, None], body_pos,
+                    np.where((sameframe == SAMEFRAME_INERTIA)[:, None], inertia_pos, pos))
 
 
 def _mass_diag(a, xmat, xipos, ximat, xanchor, xaxis):

@@ -23,7 +23,7 @@ from ..kernels.consts import (GEOM_BOX, GEOM_CAPSULE, GEOM_CYLINDER, GEOM_ELLIPS
                               GEOM_MESH, GEOM_PLANE, GEOM_SPHERE, GEOM_TYPE_NAMES, NTEXROLE,
                               TEXROLE_RGB, TEXTURE_2D, TEXTURE_SKYBOX)
 from ..kernels.render import (FLAG_PLANE, FLAG_STATIC, FLEX_EDGE, FLEX_SIDE, FLEX_SKIN,
-                              KIND_FLEX, KIND_GEOM, KIND_SITE)
+                              KIND_FLEX, KIND_GEOM, KIND_SITE, KIND_SKIN)
 
 PASS_OPAQUE, PASS_PLANE, PASS_TRANSPARENT = range(3)
 NPASS = 3
@@ -75,6 +75,28 @@ class FlexTemplate:
 
 
 @dataclass
+class SkinTemplate:
+    """How the vertices of the skins move (kernels/render.py ``skin_vertices``), per
+    skin vertex v (global over all skins, MuJoCo's skin_vert order): its template
+    vertex ``vert[v]``, its skin ``skin[v]``, its bone entries ``entry[adr[v]:adr[v] +
+    num[v]]`` (skin_bonevert ids, in bone order, as mjv_updateActiveSkin adds them)
+    with their bones ``bone[...]``, and the skin faces around it
+    ``face_of[face_adr[v]:face_adr[v] + face_num[v]]`` (rows of ``face``: global skin
+    vertex ids), in face order."""
+
+    vert: np.ndarray      # (V,) template vertex ids
+    skin: np.ndarray      # (V,) skin ids
+    adr: np.ndarray       # (V,)
+    num: np.ndarray       # (V,)
+    entry: np.ndarray     # (E,) skin_bonevert ids
+    bone: np.ndarray      # (E,) skin bone ids
+    face: np.ndarray      # (F, 3) global skin vertex ids
+    face_adr: np.ndarray  # (V,)
+    face_num: np.ndarray  # (V,)
+    face_of: np.ndarray   # (3F,) face ids
+
+
+@dataclass
 class SceneTemplate:
     """All objects of a model, vertices sorted by draw pass."""
 
@@ -93,6 +115,7 @@ class SceneTemplate:
     obj_alpha: np.ndarray   # (O,) rgba alpha
     skybox: np.ndarray = field(default=None)  # (texid) or None
     flex: "FlexTemplate" = field(default=None)  # the flexes' moving vertices, or None
+    skin: "SkinTemplate" = field(default=None)  # the skins' moving vertices, or None
 
     @property
     def nvert(self) -> int:
@@ -472,7 +495,10 @@ def build_scene(m, geomgroup=None, sitegroup=None) -> SceneTemplate:
     triangles, or the shell of a 3D flex, offset by the flex radius along smoothed
     vertex normals; a 2D skin's two sides closed along its boundary), a 1D flex as open
     cylinders of the flex radius along its edges (none where the radius is 0). Their
-    vertices move every frame (FlexTemplate)."""
+    vertices move every frame (FlexTemplate). Skins are drawn as MuJoCo draws them (its
+    mjVIS_SKIN on): one object per skin, its vertices placed every frame from the
+    bones' body poses, moved out along their smooth normals by the skin's inflate
+    (SkinTemplate)."""
     a = m.arrays
     vis = visual(m)
     nslice = int(vis["quality"].get("numslices", 28))
@@ -554,6 +580,7 @@ def build_scene(m, geomgroup=None, sitegroup=None) -> SceneTemplate:
             size, int(a.site_bodyid[s]), built)
 
     flex_rows = _flex_objects(m, a, nslice, objs, parts)
+    skin_objs = _skin_objects(m, a, texs, objs, parts)
 
     # sort vertices by pass
     obj_pass = np.array([o[9] for o in objs], dtype=np.int64)
@@ -595,7 +622,8 @@ def build_scene(m, geomgroup=None, sitegroup=None) -> SceneTemplate:
         obj_material=np.concatenate([obj[:, 5:8], np.zeros((len(obj), 1))], 1).astype(
             np.float32),
         obj_alpha=obj[:, 8].astype(np.float32), skybox=sky,
-        flex=_flex_template(m, flex_rows, obj_start))
+        flex=_flex_template(m, flex_rows, obj_start),
+        skin=_skin_template(m, skin_objs, obj_start))
 
 
 def _flex_faces(a, f):
@@ -712,6 +740,74 @@ def _flex_template(m, flex_rows, obj_start):
         mode_float=np.asarray(mode_float, dtype=np.float32).reshape(-1, 3),
         norm_adr=adr, norm_num=num,
         norm_pair=np.asarray(flat, dtype=np.int32).reshape(-1, 2))
+
+
+def _skin_objects(m, a, texs, objs, parts) -> list:
+    """Append every skin as an object (one vertex per skin vertex, its faces as
+    triangles, colour from skin_rgba or its material, the material's texture sampled at
+    the skin's texture coordinates) to ``objs``/``parts``; returns their object
+    indices, one per skin. Positions and normals are written every frame."""
+    out = []
+    nskin = int(getattr(m, "nskin", 0) or 0)
+    rgba_all = np.asarray(a.skin_rgba, dtype=np.float64).reshape(-1, 4)
+    face_all = np.asarray(a.skin_face, dtype=np.int64).reshape(-1, 3)
+    tex_all = np.asarray(a.skin_texcoord, dtype=np.float64).reshape(-1, 2)
+    for s in range(nskin):
+        vnum = int(a.skin_vertnum[s])
+        fadr, fnum = int(a.skin_faceadr[s]), int(a.skin_facenum[s])
+        rgba, emission, specular, shininess, texid = _material(a, int(a.skin_matid[s]),
+                                                               rgba_all[s])
+        colour = np.ones((vnum, 4))
+        tadr = int(a.skin_texcoordadr[s])
+        if tadr >= 0 and texs.available(texid):
+            uv = tex_all[tadr:tadr + vnum]
+            colour = texs.sample_2d(texid, uv[:, 0], uv[:, 1])
+        p = PASS_TRANSPARENT if rgba[3] < 0.995 else PASS_OPAQUE
+        objs.append((KIND_SKIN, s, -1, int(a.skin_group[s]), 0, emission, specular,
+                     shininess, rgba[3], p))
+        parts.append(Part(np.zeros((vnum, 3)), np.zeros((vnum, 3)), colour * rgba,
+                          face_all[fadr:fadr + fnum].copy()))
+        out.append(len(objs) - 1)
+    return out
+
+
+def _skin_template(m, skin_objs, obj_start):
+    """The SkinTemplate of build_scene's skin objects (None without any)."""
+    if not skin_objs:
+        return None
+    a = m.arrays
+    nskinvert = int(m.nskinvert)
+    vert = np.zeros(nskinvert, dtype=np.int32)
+    skin = np.zeros(nskinvert, dtype=np.int32)
+    entries = [[] for _ in range(nskinvert)]
+    faces_of = [[] for _ in range(nskinvert)]
+    faces = []
+    bonevertid = np.asarray(a.skin_bonevertid, dtype=np.int64).ravel()
+    face_all = np.asarray(a.skin_face, dtype=np.int64).reshape(-1, 3)
+    for s, o in enumerate(skin_objs):
+        vadr, vnum = int(a.skin_vertadr[s]), int(a.skin_vertnum[s])
+        vert[vadr:vadr + vnum] = obj_start[o] + np.arange(vnum)
+        skin[vadr:vadr + vnum] = s
+        badr, bnum = int(a.skin_boneadr[s]), int(a.skin_bonenum[s])
+        for bone in range(badr, badr + bnum):
+            kadr, knum = int(a.skin_bonevertadr[bone]), int(a.skin_bonevertnum[bone])
+            for k in range(kadr, kadr + knum):
+                entries[vadr + int(bonevertid[k])].append((k, bone))
+        fadr, fnum = int(a.skin_faceadr[s]), int(a.skin_facenum[s])
+        for f in range(fadr, fadr + fnum):
+            tri = face_all[f] + vadr
+            faces.append(tri)
+            for v in tri:
+                faces_of[int(v)].append(f)
+    num = np.array([len(e) for e in entries], dtype=np.int32)
+    fnum = np.array([len(f) for f in faces_of], dtype=np.int32)
+    flat = np.array([e for es in entries for e in es], dtype=np.int32).reshape(-1, 2)
+    return SkinTemplate(
+        vert=vert, skin=skin, adr=(np.cumsum(num) - num).astype(np.int32), num=num,
+        entry=flat[:, 0].copy(), bone=flat[:, 1].copy(),
+        face=np.asarray(faces, dtype=np.int32).reshape(-1, 3),
+        face_adr=(np.cumsum(fnum) - fnum).astype(np.int32), face_num=fnum,
+        face_of=np.array([f for fs in faces_of for f in fs], dtype=np.int32))
 
 
 def sky_dome(texs: Textures, texid, nslice=48, nstack=24):

@@ -20,7 +20,7 @@ import taichi as ti
 
 from .. import backend
 from ..kernels import render as rk
-from ..kernels.consts import OBJ_FLEX, OBJ_GEOM, OBJ_SITE
+from ..kernels.consts import OBJ_FLEX, OBJ_GEOM, OBJ_SITE, OBJ_SKIN
 from ..model import check_pair, id2name, name2id
 from . import geometry as geo
 
@@ -214,12 +214,14 @@ def check_world(d, world: int) -> int:
 
 @dataclass
 class RenderOptions:
-    """What to draw. ``geomgroup``/``sitegroup``/``flexgroup``: MuJoCo's visibility
-    groups 0-5."""
+    """What to draw. ``geomgroup``/``sitegroup``/``flexgroup``/``skingroup``: MuJoCo's
+    visibility groups 0-5."""
 
     geomgroup: list = field(default_factory=lambda: [1, 1, 1, 0, 0, 0])
     sitegroup: list = field(default_factory=lambda: [1, 1, 1, 0, 0, 0])
     flexgroup: list = field(default_factory=lambda: [1, 1, 1, 0, 0, 0])
+    skingroup: list = field(default_factory=lambda: [1, 1, 1, 0, 0, 0])
+    skins: bool = True  # MuJoCo's mjVIS_SKIN
     sites: bool = True
     frames: bool = False
     joints: bool = False
@@ -339,14 +341,31 @@ class DeviceScene:
             self.norm_num = up(fx.norm_num, ti.i32)
             self.norm_pair = up(fx.norm_pair, ti.i32, (max(1, len(fx.norm_pair)), 2))
 
+        sk = t.skin  # the skins' moving vertices (None without skins)
+        self.nskinvert = 0 if sk is None else len(sk.vert)
+        if self.nskinvert:
+            self.sv_vert = up(sk.vert, ti.i32)
+            self.sv_skin = up(sk.skin, ti.i32)
+            self.sv_adr = up(sk.adr, ti.i32)
+            self.sv_num = up(sk.num, ti.i32)
+            self.sv_entry = up(sk.entry, ti.i32)
+            self.sv_bone = up(sk.bone, ti.i32)
+            self.sv_face = up(sk.face, ti.i32, (max(1, len(sk.face)), 3))
+            self.sv_face_adr = up(sk.face_adr, ti.i32)
+            self.sv_face_num = up(sk.face_num, ti.i32)
+            self.sv_face_of = up(sk.face_of, ti.i32)
+        self.skin_xpos = None
+
     def set_visibility(self, options: RenderOptions) -> None:
         t = self.template
         groups = np.clip(t.obj_group, 0, 5)
         geom_on = np.asarray(options.geomgroup, dtype=bool)[groups]
         site_on = np.asarray(options.sitegroup, dtype=bool)[groups] & bool(options.sites)
         flex_on = np.asarray(options.flexgroup, dtype=bool)[groups]
-        visible = np.where(t.obj_kind == rk.KIND_GEOM, geom_on,
-                           np.where(t.obj_kind == rk.KIND_FLEX, flex_on, site_on))
+        skin_on = np.asarray(options.skingroup, dtype=bool)[groups] & bool(options.skins)
+        visible = np.select([t.obj_kind == rk.KIND_GEOM, t.obj_kind == rk.KIND_FLEX,
+                             t.obj_kind == rk.KIND_SKIN], [geom_on, flex_on, skin_on],
+                            site_on)
         self._obj_int_host[:t.nobj, 2] = t.obj_flags | np.where(visible, rk.FLAG_VISIBLE, 0)
         self.obj_int.from_numpy(self._obj_int_host)
 
@@ -373,6 +392,8 @@ class DeviceScene:
             idx = (tri[None, :] + counts[p] * np.arange(self.ntile)[:, None]).reshape(-1)
             self.pass_indices.append(idx.astype(np.int32))
         self.vbo_rows = int(region[-1])
+        if self.nskinvert:  # each tile's skin vertices before inflation (skin_vertices)
+            self.skin_xpos = ti.ndarray(ti.f32, (self.ntile, self.nskinvert, 3))
 
 
 def tile_offsets(m, n: int, spacing: Optional[float] = None) -> np.ndarray:
@@ -599,7 +620,7 @@ class Renderer:
                 f"colour it was built with; per-world sizes and colours are not drawn yet")
         self._fit_contacts(d)
         key = (tuple(options.geomgroup), tuple(options.sitegroup), options.sites,
-               tuple(options.flexgroup))
+               tuple(options.flexgroup), tuple(options.skingroup), options.skins)
         if key != self._visibility_key:
             self.dev.set_visibility(options)
             self._visibility_key = key
@@ -608,6 +629,8 @@ class Renderer:
         rk.geom_vertices(self.dev, d, self.params, segmentation, self.vbo.data)
         if self.dev.nflexrow:
             rk.flex_vertices(self.dev, d, self.params, segmentation, self.vbo.data)
+        if self.dev.nskinvert:
+            rk.skin_vertices(self.m, self.dev, d, self.params, segmentation, self.vbo.data)
         self._set_camera(pose)
         self.canvas.set_background_color((0.0, 0.0, 0.0))
         self.scene.ambient_light((1.0, 1.0, 1.0))
@@ -679,8 +702,8 @@ class Renderer:
                 options: Optional[RenderOptions] = None,
                 worlds: Optional[Sequence[int]] = None) -> np.ndarray:
         """Per-pixel (object id, object type, world) like MuJoCo's segmentation
-        rendering: (H, W, 3) int32 of geom/site/flex id, mjtObj type (5 geom, 6 site,
-        9 flex) and the world drawn there; -1 on the background."""
+        rendering: (H, W, 3) int32 of geom/site/flex/skin id, mjtObj type (5 geom,
+        6 site, 9 flex, 11 skin) and the world drawn there; -1 on the background."""
         img = self.render(d, camera, world, options=options, segmentation=True,
                           worlds=worlds)
         return self.decode_segmentation(img)
@@ -695,8 +718,9 @@ class Renderer:
         valid = (code >= 0) & (tile < len(self.worlds))
         out[valid, 0] = t.obj_id[obj[valid]]
         kind = t.obj_kind[obj[valid]]
-        out[valid, 1] = np.where(kind == rk.KIND_GEOM, OBJ_GEOM,
-                                 np.where(kind == rk.KIND_FLEX, OBJ_FLEX, OBJ_SITE))
+        out[valid, 1] = np.select([kind == rk.KIND_GEOM, kind == rk.KIND_FLEX,
+                                   kind == rk.KIND_SKIN], [OBJ_GEOM, OBJ_FLEX, OBJ_SKIN],
+                                  OBJ_SITE)
         out[valid, 2] = np.asarray(self.worlds)[tile[valid]]
         return out
 
