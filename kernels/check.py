@@ -5,7 +5,8 @@ A value is bad when it is NaN or beyond +-1e10 (mju_isBad). A world with a bad q
 qvel or qacc is counted under mjWARN_BADQPOS / BADQVEL / BADQACC with the first bad
 index as lastinfo and, unless the ``autoreset`` disable flag is set, reset on the
 device to the reset state of its Data (qpos0 or the keyframe given to make_data /
-reset_data): time, qpos, qvel, act, ctrl, mocap poses, qacc_warmstart, applied forces.
+reset_data): time, qpos, qvel, act, ctrl, mocap poses, qacc_warmstart, applied forces
+and plugin_state (as the plugins' reset hooks left it at the last reset).
 Other worlds are never read or written, so a diverging world cannot disturb them.
 
 One deviation from MuJoCo, to avoid a host round trip per step: after a bad qacc
@@ -70,7 +71,8 @@ def _check(warn: ti.template(), autoreset: ti.template(), n: ti.i32, values: ND,
            r_mocap_quat: ND, nq: ti.i32, nv: ti.i32, na: ti.i32, nu: ti.i32, nmocap: ti.i32,
            nbody: ti.i32, time: ND, qpos: ND, qvel: ND, act: ND, ctrl: ND, mocap_pos: ND,
            mocap_quat: ND, qacc_warmstart: ND, qfrc_applied: ND, xfrc_applied: ND, qacc: ND,
-           qfrc_smooth: ND, qfrc_constraint: ND):
+           qfrc_smooth: ND, qfrc_constraint: ND, npluginstate: ti.i32, plugin_state: ND,
+           r_plugin_state: ND):
     for worldid in range(values.shape[0]):
         bad = -1
         for i in range(n):
@@ -106,6 +108,8 @@ def _check(warn: ti.template(), autoreset: ti.template(), n: ti.i32, values: ND,
                     mocap_quat[worldid, i] = r_mocap_quat[0, i]
                 for i in range(nbody):
                     xfrc_applied[worldid, i] = ti.Vector.zero(float, 6)
+                for i in range(npluginstate):  # as the plugins' reset hooks left it
+                    plugin_state[worldid, i] = r_plugin_state[worldid, i]
 
 
 def _reset_state(m, d):
@@ -128,7 +132,21 @@ def check(m, d, what: str) -> None:
     launch(_check, m, d, warn=warn, autoreset=not m.opt.disabled("autoreset"), n=n,
            values=values, r_time=r["time"], r_qpos=r["qpos"], r_qvel=r["qvel"],
            r_act=r["act"], r_ctrl=r["ctrl"], r_mocap_pos=r["mocap_pos"],
-           r_mocap_quat=r["mocap_quat"])
+           r_mocap_quat=r["mocap_quat"], r_plugin_state=plugin_reset_state(d))
+
+
+def plugin_reset_state(d):
+    """Each world's plugin_state as the plugins' reset hooks last left it (kept by
+    make_data / reset_data: tiphys/model.py), which autoreset restores, as MuJoCo's
+    mj_resetData calls the hooks again."""
+    return d._plugin_reset if d._plugin_reset is not None else d.plugin_state
+
+
+@ti.kernel
+def copy_row(src: ti.types.ndarray(), dst: ti.types.ndarray(), worldid: ti.i32):
+    """dst[worldid] = src[worldid] (one world's row of a (nworld, n) field)."""
+    for i in range(src.shape[1]):
+        dst[worldid, i] = src[worldid, i]
 
 
 def warnings_of(d) -> np.ndarray:

@@ -442,6 +442,38 @@ def test_registered_user_plugin_compiles_and_steps_like_a_callback(integrator):
     np.testing.assert_allclose(d.numpy("plugin_state"), heat, rtol=1e-12, atol=1e-12)
 
 
+def test_autoreset_restores_the_plugin_state_the_reset_hooks_left():
+    """A world reset by autoreset (a NaN velocity: mj_checkVel then mj_resetData) gets
+    its plugin_state back as the plugins' reset hooks left it (e0 = -1), MuJoCo's
+    mj_resetData calling them again; the other worlds keep theirs, and a world reset
+    alone by reset_data keeps its new reset state for later autoresets."""
+    m, _ = _motor_models()
+    d = tiphys.make_data(m, 3)
+    for t in range(20):
+        _set(d, {"ctrl": _ctrl(t, 3, 3)})
+        tiphys.step(m, d)
+    before = d.numpy("plugin_state")
+    assert (before > -0.999).all()  # heat was added in every world
+    qvel = d.numpy("qvel")
+    qvel[1, 0] = np.nan
+    _set(d, {"qvel": qvel})
+    tiphys.step(m, d)
+    after = d.numpy("plugin_state")
+    assert d.numpy("warning_number")[1][mujoco.mjtWarning.mjWARN_BADQVEL] == 1
+    assert (after[[0, 2]] > before[[0, 2]]).all()  # stepped on
+    # world 1: reset to e0 = -1, then one step of heat from the reset state
+    assert np.all(after[1] >= -1.0) and np.all(after[1] < before[1])
+    tiphys.reset_data(m, d, world=2)
+    tiphys.set_state(m, d, np.full((3, 2), 7.0), tiphys.State.PLUGIN)
+    qvel = d.numpy("qvel")
+    qvel[2, 0] = np.inf
+    _set(d, {"qvel": qvel})
+    _set(d, {"ctrl": np.zeros((3, 3))})
+    tiphys.step(m, d)
+    np.testing.assert_array_equal(d.numpy("plugin_state")[2], [-1.0, -1.0])  # zero ctrl,
+    # act reset to 0: no heat in the step after the reset
+
+
 def test_dcmotor_demo_steps_both_arms():
     """demos/dcmotor_plugin.py: the plugin arm and its built-in twin both step."""
     out = dcmotor_plugin.main(["--nworld", "4", "--steps", "20"])

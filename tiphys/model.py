@@ -464,6 +464,7 @@ class Data:
         # what autoreset restores (reset_data sets it), the keyframe it is of, and the
         # model's set_param count it was made at (made again when that changed)
         self._reset_state, self._reset_keyframe, self._reset_version = None, None, 0
+        self._plugin_reset = None  # plugin_state after the reset hooks (autoreset)
         self.scratch = Scratch(self.nworld)  # stages' work arrays (kernels/scratch.py)
         # whether an energy stage wrote d.energy since the last one that zeroes it, and
         # whether the last forward had constraint rows (tiphys/forward.py: clearing
@@ -600,10 +601,21 @@ def reset_data(m: Model, d: Data, keyframe=None, world: Optional[int] = None) ->
 
 
 def _reset_plugins(m: Model, d: Data, world: Optional[int]) -> None:
-    """The plugins' reset hooks (mj_resetData: after plugin_state was zeroed)."""
+    """The plugins' reset hooks (mj_resetData: after plugin_state was zeroed), and the
+    state they leave kept for autoreset (kernels/check.py), on the device."""
     for plugin in m.plugins:
         if plugin.reset is not None:
             plugin.reset(m, d, world)
+    if not m.npluginstate:
+        return
+    from .kernels.check import copy_row
+    if d._plugin_reset is None:
+        d._plugin_reset = _make_array("nworld npluginstate", "f", d._sizes, nworld=d.nworld)
+        world = None
+    if world is None:
+        d._plugin_reset.copy_from(d.plugin_state)
+    else:
+        copy_row(d.plugin_state, d._plugin_reset, int(world))
 
 
 def _reset_world(m: Model, d: Data, keyframe, world: int, state: dict) -> None:
