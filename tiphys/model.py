@@ -516,6 +516,19 @@ class Data:
         arr = getattr(self, name).to_numpy()
         return arr[tuple(slice(0, n) for n in want)]
 
+    def torch(self, name: str, copy: bool = False):
+        """Data field ``name`` as a torch tensor of MuJoCo's shape (nworld, ...), sharing
+        this Data's memory on the CPU and CUDA backends (writes go into the Data), a
+        copy elsewhere or with ``copy=True`` (tiphys/interop.py)."""
+        from .interop import torch_view
+        return torch_view(self, name, copy)
+
+    def from_torch(self, name: str, tensor) -> None:
+        """Write a torch tensor into Data field ``name`` (on the device where torch
+        shares it: tiphys/interop.py)."""
+        from .interop import from_torch
+        from_torch(self, name, tensor)
+
     def __repr__(self):
         return f"<tiphys.Data nworld={self.nworld}>"
 
