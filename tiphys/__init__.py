@@ -56,6 +56,7 @@ from .rollout import rollout
 from .saved import save_model
 from . import named as _named  # noqa: F401  (d.body("torso"), m.geom("floor"), ...)
 from . import plugin
+from . import distributed  # noqa: F401  (RayRollout: optional Ray)
 from .plugin import register_plugin
 
 __version__ = "0.1.0"
