@@ -58,3 +58,23 @@ def test_include_and_defaults_with_childclass():
     assert not compare_model(m.arrays, mjm)
     np.testing.assert_allclose(m.arrays.geom_rgba, [[0, 1, 0, 1], [1, 0, 0, 1]])
     np.testing.assert_allclose(m.arrays.jnt_axis[1], [0, 1, 0], atol=1e-12)
+
+
+def test_a_body_directly_under_mujoco_is_checked_then_ignored_as_in_mujoco():
+    """MuJoCo's schema accepts <mujoco><body> (its worldbody entry is named "body") and
+    its reader never reads it (gymnasium-robotics' fetch/robot.xml): the same model,
+    with a warning saying so; a bad attribute in it is still an error, as in MuJoCo."""
+    import mujoco
+    import pytest
+    import tiphys
+    xml = ('<mujoco><body name="x"><geom size=".1"/></body><worldbody>'
+           '<geom size=".2"/></worldbody></mujoco>')
+    mjm = mujoco.MjModel.from_xml_string(xml)
+    with pytest.warns(UserWarning, match="directly under <mujoco> is ignored"):
+        m = tiphys.load_model_from_string(xml)
+    assert (m.nbody, m.ngeom) == (mjm.nbody, mjm.ngeom) == (1, 1)
+    bad = xml.replace('name="x"', 'nme="x"')
+    with pytest.raises(ValueError):
+        mujoco.MjModel.from_xml_string(bad)
+    with pytest.raises(tiphys.ModelError, match="unknown attribute"):
+        tiphys.load_model_from_string(bad)

@@ -7,6 +7,8 @@
   pybullet_data with the OBJ/STL meshes beside them             -> <dest>/urdf/pybullet
 - dm_control==1.0.50 wheel: dm_control/suite (robots with many sensors) -> <dest>/dmc
 - metaworld==3.1.1 wheel: metaworld/assets (Sawyer scenes and objects) -> <dest>/metaworld
+- gymnasium-robotics==1.4.2 wheel: gymnasium_robotics/envs/assets (Fetch, Shadow hand,
+  Adroit, mazes, kitchen)                                       -> <dest>/gymrobotics
 - robosuite==1.5.2 wheel: robosuite/models/assets (robots, grippers, arenas, objects;
   157 MB download, 525 MB unpacked)                              -> <dest>/robosuite
 - Menagerie robots, through the mujoco-menagerie==2026.10.4 package (a 30 kB wheel
@@ -38,6 +40,7 @@ WHEELS = {
     "dmc": ("dm_control==1.0.50", "dm_control/suite/"),
     "metaworld": ("metaworld==3.1.1", "metaworld/assets/"),
     "robosuite": ("robosuite==1.5.2", "robosuite/models/assets/"),
+    "gymrobotics": ("gymnasium-robotics==1.4.2", "gymnasium_robotics/envs/assets/"),
 }
 
 

@@ -170,7 +170,6 @@ def _convert(node, path, schema_node, label, incdir, state) -> Element:
         allowed = schema_children(schema_node, tag)
         if tag == "mujoco":
             allowed = dict(allowed)
-            allowed.pop("body")
             allowed["worldbody"] = SCHEMA["children"]["body"]
         seen_once = set()
         children = el.children
@@ -186,7 +185,16 @@ def _convert(node, path, schema_node, label, incdir, state) -> Element:
                 seen_once.add(ctag)
             if sub["children"] is None:  # frame/replicate: children as a body's
                 sub = _body_like(sub)
-            children.append(_convert(cnode, path + (ctag,), sub, clabel, cdir, state))
+            child = _convert(cnode, path + (ctag,), sub, clabel, cdir, state)
+            if tag == "mujoco" and ctag == "body":
+                # MuJoCo's schema takes a <body> directly under <mujoco> (its worldbody
+                # entry is named "body") and its reader never reads it: checked, then
+                # dropped (gymnasium-robotics' fetch/robot.xml has one)
+                warnings.warn(f"{clabel or '<string>'}:{cnode.sourceline}: <body> directly "
+                              f"under <mujoco> is ignored, as MuJoCo ignores it (bodies "
+                              f"belong in <worldbody>)", stacklevel=4)
+                continue
+            children.append(child)
     text = node.text
     if text and text.strip():
         _stray_text(label, node.sourceline, f"<{tag}>: text content ignored")
