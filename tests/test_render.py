@@ -541,7 +541,8 @@ def test_viewer_keys(scene, viewer):
     assert v.key("]") and v.camid == -1 and v.key("[") and v.camid == 1
     assert v.key("Escape") and v.camid == -1
     for key, attr in (("c", "contact_points"), ("f", "contact_forces"), ("b", "frames"),
-                      ("j", "joints"), ("m", "com"), ("n", "tendons"), ("o", "fog")):
+                      ("j", "joints"), ("m", "com"), ("n", "tendons"), ("o", "fog"),
+                      ("k", "skins")):
         before = getattr(v.options, attr)
         assert v.key(key) and getattr(v.options, attr) != before
         v.key(key)

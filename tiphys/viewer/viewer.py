@@ -47,6 +47,7 @@ KEYS = (
     ("S", "sites"),
     ("N", "tendons"),
     ("O", "fog"),
+    ("K", "skins"),
     ("Shift+0 ... 5", "geom group on / off"),
     ("=  -", "zoom in / out"),
     ("H", "this help"),
@@ -60,7 +61,7 @@ MOUSE = (
     ("Ctrl+left drag", "twist the selected body (torque)"),
 )
 _TOGGLES = {"c": "contact_points", "f": "contact_forces", "b": "frames", "j": "joints",
-            "m": "com", "s": "sites", "n": "tendons", "o": "fog"}
+            "m": "com", "s": "sites", "n": "tendons", "o": "fog", "k": "skins"}
 DOUBLE_CLICK_S = 0.35
 MAX_GRID = 16
 
