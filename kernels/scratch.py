@@ -43,6 +43,8 @@ SCRATCH = {
     "callbacks": "{(callback, rows, columns, dtype): device array} of the values the "
                  "actuator and contact-filter callbacks return (callbacks.py)",
     "replay": "{function name: Recording} of step and forward replays (tiphys/replay.py)",
+    "skin_pose": "{vertices per skin: (verts, normals)} float32 (nworld, n, 3): a posed "
+                 "skin (kernels/ray_skin.py, tiphys.ray.skin_vertices / ray_skin)",
     "reset_world": "{(keyframe, set_param count, row): one world's reset state} of "
                    "reset_data(world=k) (tiphys/model.py)",
 }

@@ -30,7 +30,8 @@ from .kernels.island import island
 from .kernels.jac import apply_ft, jac, jac_body, jac_body_com, jac_geom, jac_site, jac_subtree_com
 from .kernels.solver import solve, solver_stats
 from .kernels.rne_post import contact_force, rne_post_constraint
-from .ray import multi_ray, ray, ray_batch, ray_flex, ray_geom, ray_hfield, ray_mesh
+from .ray import (multi_ray, ray, ray_batch, ray_flex, ray_geom, ray_hfield, ray_mesh,
+                  ray_skin, skin_vertices)
 from .derivative import inverse_fd, quat_integrate_deriv, sub_quat_deriv, transition_fd
 from .viewer import Viewer, render
 from .forward import forward_skip, inverse_skip
@@ -77,6 +78,7 @@ __all__ = [
     "solver_stats", "compare_fwd_inv",
     "rne_post_constraint", "contact_force",
     "ray", "multi_ray", "ray_batch", "ray_geom", "ray_mesh", "ray_hfield", "ray_flex",
+    "ray_skin", "skin_vertices",
     "transition_fd", "inverse_fd", "sub_quat_deriv", "quat_integrate_deriv",
     "Viewer", "render",
     "forward_skip", "inverse_skip", "State", "state_size", "get_state", "set_state",

@@ -238,6 +238,57 @@ def ray_flex(m, d, flex_layer: int, flg_vert, flg_edge, flg_face, flg_skin, flex
     return dist.to_numpy().astype(np.float64), vertid.to_numpy()
 
 
+def _skin_arrays(m, d, name: str, skinid):
+    nskin = int(getattr(m, "nskin", 0) or 0)
+    if not isinstance(skinid, (int, np.integer)) or not 0 <= int(skinid) < nskin:
+        raise ValueError(f"{name}: skinid {skinid!r} out of range (the model has {nskin} "
+                         f"skin(s))")
+    nvert = max(1, int(np.asarray(m.arrays.skin_vertnum)[int(skinid)]))
+    scratch = d.scratch.skin_pose
+    if scratch is None:
+        scratch = d.scratch.skin_pose = {}
+    pair = scratch.get(nvert)
+    if pair is None:
+        pair = scratch[nvert] = (ti.ndarray(ti.f32, (d.nworld, nvert, 3)),
+                                 ti.ndarray(ti.f32, (d.nworld, nvert, 3)))
+    from .kernels import ray_skin as _rs
+    from .kernels.bind import launch
+    launch(_rs._skin_pose, m, d, skinid=int(skinid), verts=pair[0], normals=pair[1])
+    return pair
+
+
+def skin_vertices(m, d, skinid: int) -> np.ndarray:
+    """Skin ``skinid``'s vertices in every world as MuJoCo's mjv_updateActiveSkin
+    poses them into mjvScene.skinvert (bones' body poses, single precision, inflated
+    along the normals): numpy float32 (nworld, skin_vertnum, 3). Reads xpos, xquat
+    (run kinematics or forward first)."""
+    verts, _ = _skin_arrays(m, d, "skin_vertices", skinid)
+    n = int(np.asarray(m.arrays.skin_vertnum)[int(skinid)])
+    return verts.to_numpy()[:, :n]
+
+
+def ray_skin(m, d, skinid: int, pnt, vec) -> tuple:
+    """Distance along the ray to skin ``skinid`` and the skin vertex nearest the hit,
+    per world, as mju_raySkin on the skin posed by mjv_updateActiveSkin (see
+    skin_vertices): ``pnt``, ``vec``: (3,) or (nworld, 3). Returns numpy (dist
+    (nworld,), vertid (nworld,)): -1 and -1 where missed. (Skins are visual: mj_ray and
+    the rangefinder do not see them, in MuJoCo as in tiphys.)"""
+    verts, _ = _skin_arrays(m, d, "ray_skin", skinid)
+    pnts = _vectors("pnt", pnt, d.nworld, None).reshape(-1, 3)
+    vecs = _vectors("vec", vec, d.nworld, None).reshape(-1, 3)
+    _check_vecs("vec", vecs[:, None])
+    dtype = _fdtype(m)
+    dist = ti.ndarray(dtype, (d.nworld,))
+    vertid = ti.ndarray(ti.i32, (d.nworld,))
+    from .kernels import ray_skin as _rs
+    from .kernels.bind import launch
+    launch(_rs._ray_skin, m, d, skinid=int(skinid), verts=verts,
+           pnts=_device(np.broadcast_to(pnts, (d.nworld, 3)), dtype),
+           vecs=_device(np.broadcast_to(vecs, (d.nworld, 3)), dtype), dist=dist,
+           vertid=vertid)
+    return dist.to_numpy().astype(np.float64), vertid.to_numpy()
+
+
 def ray_geom(pos, mat, size, pnt, vec, geomtype) -> np.ndarray:
     """Distance along rays to primitive geoms, as mju_rayGeom, batched: every argument
     is one value or n of them (pos, size, pnt, vec: (3,) / (n, 3); mat: (9,), (3, 3),
