@@ -78,3 +78,12 @@ def test_a_body_directly_under_mujoco_is_checked_then_ignored_as_in_mujoco():
         mujoco.MjModel.from_xml_string(bad)
     with pytest.raises(tiphys.ModelError, match="unknown attribute"):
         tiphys.load_model_from_string(bad)
+
+
+def test_print_schema_is_mujocos():
+    """print_schema prints the schema tiphys reads exactly as mj_printSchema prints
+    MuJoCo 3.4.0's, as text and as both HTML forms."""
+    import mujoco
+    import tiphys
+    for html, pad in ((False, False), (True, False), (True, True)):
+        assert tiphys.print_schema(html, pad) == mujoco.mj_printSchema(html, pad), (html, pad)

@@ -40,7 +40,7 @@ from .support import (angmom_mat, check_acc, check_pos, check_vel, differentiate
                       get_total_mass, integrate_pos, jac_dot, jac_point_axis, local2global,
                       mul_jac_t_vec, mul_jac_vec, normalize_quat, object_acceleration,
                       object_velocity, set_total_mass)
-from .printing import print_data, print_model
+from .printing import print_data, print_model, print_schema
 from .params import PARAM_FIELDS, get_param, param_shape, set_param
 from .components import (constraint_update, fwd_kinematics, fwd_position, fwd_velocity,
                          implicit, inv_constraint, inv_position, inv_velocity,
@@ -86,7 +86,7 @@ __all__ = [
     "angmom_mat", "object_velocity", "object_acceleration", "local2global",
     "differentiate_pos", "integrate_pos", "normalize_quat", "get_total_mass",
     "set_total_mass", "mul_jac_vec", "mul_jac_t_vec", "check_pos", "check_vel",
-    "check_acc", "print_model", "print_data", "fwd_kinematics", "fwd_position",
+    "check_acc", "print_model", "print_data", "print_schema", "fwd_kinematics", "fwd_position",
     "fwd_velocity", "runge_kutta", "implicit", "inv_position", "inv_velocity",
     "inv_constraint", "constraint_update", "project_constraint",
     "sensor_pos", "sensor_vel", "sensor_acc", "energy_pos", "energy_vel",

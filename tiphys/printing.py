@@ -180,3 +180,50 @@ def print_data(m: Model, d: Data, file=None, world: int = 0) -> str:
     c.print(_table("ARRAYS", rows))
     return out.close()
 
+
+
+def print_schema(html: bool = False, pad: bool = False) -> str:
+    """The MJCF schema tiphys reads, as mj_printSchema prints MuJoCo's: each element
+    with its multiplicity (! one, ? at most one, * any, R recursive) and its
+    attributes, as plain text, or as an HTML table (``pad``: indentation by CSS
+    padding instead of &nbsp;). Returns the text."""
+    from .spec.schema import SCHEMA
+    out = []
+
+    def text(name, node, level):
+        name1 = "(world)body" if name == "body" else name
+        line = " " * (3 * level) + f"{name1} ({node['mult']})"
+        base = 3 * level + len(name1) + 4
+        line += " " * max(0, 30 - base)
+        count = max(base, 30)
+        for attr in sorted(node["attrs"]):
+            if count > 60:
+                count = max(30, base)
+                line += "\n" + " " * count
+            line += attr + " "
+            count += len(attr) + 1
+        out.append(line + "\n")
+        for child, sub in (node.get("children") or {}).items():
+            text(child, sub, level + 1)
+
+    def table(name, node, level):
+        name1 = "(world)body" if name == "body" else name
+        if level == 0:
+            out.append('<table border="1">\n')
+        if pad:
+            out.append(f'<tr>\n\t<td style="padding-left:{5 + 15 * level}" '
+                       f'bgcolor="#EEEEEE" class="el">{name1}</td>\n')
+        else:
+            out.append('<tr>\n\t<td bgcolor="#EEEEEE" class="el">' + "&nbsp;" * (4 * level)
+                       + f"{name1}</td>\n")
+        out.append(f'\t<td class="ty">{node["mult"]}</td>\n')
+        attrs = sorted(node["attrs"])
+        out.append('\t<td class="at">' + ("".join(a + " " for a in attrs) if attrs else
+                   '<span style="color:black"><i>no attributes</i></span>') + "</td>\n</tr>\n")
+        for child, sub in (node.get("children") or {}).items():
+            table(child, sub, level + 1)
+        if level == 0:
+            out.append("</table>\n")
+
+    (table if html else text)("mujoco", SCHEMA, 0)
+    return "".join(out)
