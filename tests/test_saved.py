@@ -72,3 +72,31 @@ def test_bad_files_name_the_file(tmp_path):
     np.savez(old, **archive)
     with pytest.raises(ModelError, match="version 99; this tiphys reads"):
         tiphys.load_model(str(old))
+
+
+def test_copy_model_is_independent_and_steps_the_same():
+    """copy_model (mj_copyModel): its own arrays, options and per-world parameters; a
+    change to one model leaves the other as it was, and unchanged copies step alike."""
+    import numpy as np
+    import tiphys
+    xml = """<mujoco><worldbody><geom type="plane" size="1 1 .1"/>
+      <body pos="0 0 .3"><freejoint/><geom size=".1" mass="1"/></body></worldbody>
+      <custom><tuple name="t"><element objtype="body" objname="world"/></tuple></custom>
+      </mujoco>"""
+    m = tiphys.load_model_from_string(xml)
+    m.opt.timestep = 0.004
+    tiphys.set_param(m, "geom_friction", np.array([[[1, .005, .0001]] * 2,
+                                                   [[.3, .005, .0001]] * 2]))
+    c = tiphys.copy_model(m)
+    assert c.opt.timestep == 0.004 and c.arrays.names_buffer == m.arrays.names_buffer
+    np.testing.assert_array_equal(c.param("geom_friction"), m.param("geom_friction"))
+    d1, d2 = tiphys.make_data(m, 2), tiphys.make_data(c, 2)
+    for _ in range(30):
+        tiphys.step(m, d1)
+        tiphys.step(c, d2)
+    np.testing.assert_array_equal(d1.numpy("qpos"), d2.numpy("qpos"))
+    c.opt.timestep = 0.001
+    tiphys.set_param(c, "body_mass", np.array([0.0, 5.0]))
+    assert m.opt.timestep == 0.004
+    assert m.param("body_mass")[0][1] == 1.0 and c.param("body_mass")[0][1] == 5.0
+    assert m.arrays.body_mass is not c.arrays.body_mass

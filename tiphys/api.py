@@ -30,6 +30,24 @@ def compile_model(spec: Spec) -> Model:
     return m
 
 
+def copy_model(m: Model) -> Model:
+    """A new Model with its own copy of every array (mj_copyModel): the host arrays
+    copied, uploaded again, with ``m``'s current options and per-world parameters;
+    changing one model never changes the other."""
+    a = ModelArrays()
+    for name, value in vars(m.arrays).items():
+        setattr(a, name, value.copy() if isinstance(value, np.ndarray) else value)
+    a.sizes = dict(m.arrays.sizes)
+    a.opt = m.opt.frozen
+    a.lengthrange_pending = []  # (m's length ranges are in its arrays already)
+    out = Model(a)
+    if m._params:
+        from .params import set_param
+        for name, values in m._params.items():
+            set_param(out, name, np.array(values, copy=True))
+    return out
+
+
 def load_model(path: str, assets: Optional[dict] = None) -> Model:
     """Load and compile an MJCF file (``assets``: optional name -> bytes VFS), or load
     a model saved by ``save_model`` (tiphys.saved) without compiling."""

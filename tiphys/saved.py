@@ -123,6 +123,8 @@ def load_saved_model(path) -> Model:
     if meta.get("lropt") is not None:
         a.lropt = LROpt(**meta["lropt"])
     a.lengthrange_pending = []  # the saved model's length ranges are already computed
+    if hasattr(a, "names_chars"):  # the names buffer (compiler/names.py), host only
+        a.names_buffer = bytes(np.asarray(a.names_chars, dtype=np.uint8))
     slots = []
     for name in meta.get("plugins", []):
         slot, _ = find_plugin(name)
