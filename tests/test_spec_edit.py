@@ -59,3 +59,17 @@ def test_bad_edits_are_clear_errors():
     with pytest.raises(ValueError, match="is not a child"):
         spec.worldbody.remove(spec.find("geom", "torso_geom"))
     assert spec.find("body", "no such body") is None
+
+
+def test_spec_copy_is_deep():
+    """Spec.copy (mj_copySpec): editing the copy leaves the original's model as it was."""
+    import numpy as np
+    import tiphys
+    spec = tiphys.parse_xml('<mujoco><worldbody><body name="b"><freejoint/>'
+                            '<geom size=".1"/></body></worldbody></mujoco>')
+    twin = spec.copy()
+    twin.find("body", "b").first("geom").set("size", ".3")
+    twin.worldbody.add("geom", type="plane", size="1 1 .1")
+    a, b = tiphys.compile_model(spec), tiphys.compile_model(twin)
+    assert (a.ngeom, b.ngeom) == (1, 2)
+    assert a.arrays.geom_size[0][0] == 0.1 and np.isclose(b.arrays.geom_size[1][0], 0.3)

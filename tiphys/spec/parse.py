@@ -58,6 +58,13 @@ class Spec:
     def reader(self) -> ResourceReader:
         return ResourceReader(self.modeldir, self.assets)
 
+    def copy(self) -> "Spec":
+        """A deep copy (mj_copySpec): its own element tree, where it came from and
+        its in-memory assets; editing one leaves the other as it was."""
+        import copy
+        return Spec(copy.deepcopy(self.root), self.filename, self.basedir,
+                    dict(self.assets), self.modeldir)
+
 
 def _to_lxml(el: Element):
     node = etree.Element(el.tag)
