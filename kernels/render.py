@@ -68,6 +68,23 @@ def _write_row(vbo: ti.template(), row, p, n, c):
 
 
 @ti.func
+def _hide_row(vbo: ti.template(), row):
+    """A vertex of a hidden object: at the origin, transparent."""
+    zero = ti.Vector([0.0, 0.0, 0.0])
+    _write_row(vbo, row, zero, zero, ti.Vector([0.0, 0.0, 0.0, 0.0]))
+
+
+@ti.func
+def _tile_vertex(vertid, tile, vert_obj: ti.template(), obj_int: ti.template(),
+                 tile_world: ti.template(), vert_row: ti.template()):
+    """(object, its flags, the tile's world, the vbo row) of template vertex
+    ``vertid`` in ``tile``."""
+    objid = vert_obj[vertid]
+    return (objid, obj_int[objid, 2], tile_world[tile],
+            vert_row[vertid, 0] + tile * vert_row[vertid, 1])
+
+
+@ti.func
 def _light(p, n, view, rgb, specular, shininess, ldir_to, att, amb, dif, spec):
     """One light's contribution (OpenGL fixed function, local viewer)."""
     ndl = n.dot(ldir_to)
@@ -169,8 +186,7 @@ def _geom_vertices(vert_obj: ND, vert_pos: ND, vert_nrm: ND, vert_rgba: ND, vert
         if static_plane and tile > 0:
             visible = False
         if not visible:
-            zero = ti.Vector([0.0, 0.0, 0.0])
-            _write_row(vbo, row, zero, zero, ti.Vector([0.0, 0.0, 0.0, 0.0]))
+            _hide_row(vbo, row)
         else:
             pos = ti.Vector([0.0, 0.0, 0.0])
             mat = ti.Matrix.identity(float, 3)
@@ -241,13 +257,10 @@ def _flex_vertices(fv_vert: ND, fv_int: ND, fv_float: ND, norm_adr: ND, norm_num
     FLEX_SIDE, FLEX_EDGE), lit like the geoms' (geom_vertices)."""
     for tile, k in ti.ndrange(ntile, nflexrow):
         vertid = fv_vert[k]
-        objid = vert_obj[vertid]
-        flags = obj_int[objid, 2]
-        worldid = tile_world[tile]
-        row = vert_row[vertid, 0] + tile * vert_row[vertid, 1]
+        objid, flags, worldid, row = _tile_vertex(vertid, tile, vert_obj, obj_int,
+                                                  tile_world, vert_row)
         if (flags & FLAG_VISIBLE) == 0:
-            zero = ti.Vector([0.0, 0.0, 0.0])
-            _write_row(vbo, row, zero, zero, ti.Vector([0.0, 0.0, 0.0, 0.0]))
+            _hide_row(vbo, row)
         else:
             offset = ti.Vector([ti.cast(tile_offset[tile, j], float) for j in ti.static(range(3))])
             mode = fv_int[k, 0]
@@ -355,13 +368,10 @@ def _skin_vertices(sv_vert: ND, sv_skin: ND, face_adr: ND, face_num: ND, face_of
     geoms (geom_vertices)."""
     for tile, v in ti.ndrange(ntile, nskinvert):
         vertid = sv_vert[v]
-        objid = vert_obj[vertid]
-        flags = obj_int[objid, 2]
-        worldid = tile_world[tile]
-        row = vert_row[vertid, 0] + tile * vert_row[vertid, 1]
+        objid, flags, worldid, row = _tile_vertex(vertid, tile, vert_obj, obj_int,
+                                                  tile_world, vert_row)
         if (flags & FLAG_VISIBLE) == 0:
-            zero = ti.Vector([0.0, 0.0, 0.0])
-            _write_row(vbo, row, zero, zero, ti.Vector([0.0, 0.0, 0.0, 0.0]))
+            _hide_row(vbo, row)
         else:
             n = ti.Vector([0.0, 0.0, 0.0])
             for i in range(face_num[v]):
@@ -563,8 +573,7 @@ def _overlay_markers(show: ti.i32, scales: ND, params: ND, tile_world: ND, tile_
             lit = (0.45 + 0.55 * ti.max(unit.dot(view), 0.0)) * rgb
             _write_row(vbo, row, p, unit, ti.Vector([lit[0], lit[1], lit[2], 1.0]))
         else:
-            zero = ti.Vector([0.0, 0.0, 0.0])
-            _write_row(vbo, row, zero, zero, ti.Vector([0.0, 0.0, 0.0, 0.0]))
+            _hide_row(vbo, row)
 
 
 def overlay_markers(m, d, t, show: int, scales, params, vbo) -> None:
