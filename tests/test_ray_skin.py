@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import tiphys
-from test_skin import DEFORMABLE, INLINE, two_body
+from test_skin import DEFORMABLE, INLINE, posed_worlds, two_body
 
 XML = two_body(INLINE.replace('group="2"', 'group="1"'), deformable=DEFORMABLE)
 NWORLD = 3
@@ -18,18 +18,7 @@ NWORLD = 3
 def posed():
     mjm = mujoco.MjModel.from_xml_string(XML)
     m = tiphys.load_model_from_string(XML)
-    d = tiphys.make_data(m, NWORLD)
-    rng = np.random.default_rng(5)
-    mjds = []
-    for _ in range(NWORLD):
-        mjd = mujoco.MjData(mjm)
-        quat = rng.normal(size=4)
-        mjd.qpos[:] = [*rng.uniform(-.2, .2, 3), *(quat / np.linalg.norm(quat)),
-                       rng.uniform(-1, 1)]
-        mujoco.mj_forward(mjm, mjd)
-        mjds.append(mjd)
-    d.qpos.from_numpy(np.stack([x.qpos for x in mjds]))
-    tiphys.forward(m, d)
+    mjds, d = posed_worlds(mjm, m, NWORLD, 5)
     return mjm, mjds, m, d
 
 

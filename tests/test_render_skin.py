@@ -15,7 +15,7 @@ from tiphys.viewer.renderer import RenderOptions, Renderer
 
 from oracle import corpus_dir
 from test_render import H, W, _mujoco_renderer
-from test_skin import DEFORMABLE, INLINE, box_skn, two_body
+from test_skin import DEFORMABLE, INLINE, box_skn, posed_worlds, two_body
 
 NWORLD = 2
 OBJ_SKIN = int(mujoco.mjtObj.mjOBJ_SKIN)
@@ -43,18 +43,7 @@ def scene(tmp_path_factory):
     path.write_text(XML)
     mjm = mujoco.MjModel.from_xml_path(str(path))
     m = tiphys.load_model(str(path))
-    d = tiphys.make_data(m, NWORLD)
-    mjds = []
-    rng = np.random.default_rng(3)
-    for _ in range(NWORLD):  # different poses: the free body turned, the hinge bent
-        mjd = mujoco.MjData(mjm)
-        quat = rng.normal(size=4)
-        mjd.qpos[:] = [*rng.uniform(-.2, .2, 3), *(quat / np.linalg.norm(quat)),
-                       rng.uniform(-1, 1)]
-        mujoco.mj_forward(mjm, mjd)
-        mjds.append(mjd)
-    d.qpos.from_numpy(np.stack([x.qpos for x in mjds]))
-    tiphys.forward(m, d)
+    mjds, d = posed_worlds(mjm, m, NWORLD, 3)
     r = Renderer(m, W, H)
     yield mjm, mjds, m, d, r
     r.close()

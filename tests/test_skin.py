@@ -88,6 +88,25 @@ DEFORMABLE = f"""<skin vertex="{BOX_VERT}" face="{BOX_FACE}" rgba="1 0 0 1">
     </skin>"""
 
 
+def posed_worlds(mjm, m, nworld: int, seed: int):
+    """MuJoCo's MjData and a tiphys Data of ``nworld`` worlds in the same random poses
+    of two_body's model (the free body moved and turned, the hinge bent), after
+    forward in both."""
+    d = tiphys.make_data(m, nworld)
+    rng = np.random.default_rng(seed)
+    mjds = []
+    for _ in range(nworld):
+        mjd = mujoco.MjData(mjm)
+        quat = rng.normal(size=4)
+        mjd.qpos[:] = [*rng.uniform(-.2, .2, 3), *(quat / np.linalg.norm(quat)),
+                       rng.uniform(-1, 1)]
+        mujoco.mj_forward(mjm, mjd)
+        mjds.append(mjd)
+    d.qpos.from_numpy(np.stack([x.qpos for x in mjds]))
+    tiphys.forward(m, d)
+    return mjds, d
+
+
 def _write(tmp_path, xml, files=None):
     for name, data in (files or {}).items():
         path = tmp_path / name
