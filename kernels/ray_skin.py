@@ -12,35 +12,10 @@ hit, and the face vertex nearest the hit point.
 import taichi as ti
 
 from .consts import MINVAL
+from .math import quat2mat, quat_mul
 from .ray import _normal_basis, ray_box, ray_triangle
 
 ND = ti.types.ndarray()
-
-
-@ti.func
-def _quat_mul(a, b):
-    return ti.Vector([a[0] * b[0] - a[1] * b[1] - a[2] * b[2] - a[3] * b[3],
-                      a[0] * b[1] + a[1] * b[0] + a[2] * b[3] - a[3] * b[2],
-                      a[0] * b[2] - a[1] * b[3] + a[2] * b[0] + a[3] * b[1],
-                      a[0] * b[3] + a[1] * b[2] - a[2] * b[1] + a[3] * b[0]])
-
-
-@ti.func
-def _quat2mat(q):
-    """mju_quat2Mat."""
-    q00 = q[0] * q[0]
-    q01 = q[0] * q[1]
-    q02 = q[0] * q[2]
-    q03 = q[0] * q[3]
-    q11 = q[1] * q[1]
-    q12 = q[1] * q[2]
-    q13 = q[1] * q[3]
-    q22 = q[2] * q[2]
-    q23 = q[2] * q[3]
-    q33 = q[3] * q[3]
-    return ti.Matrix([[q00 + q11 - q22 - q33, 2 * (q12 - q03), 2 * (q13 + q02)],
-                      [2 * (q12 + q03), q00 - q11 + q22 - q33, 2 * (q23 - q01)],
-                      [2 * (q13 - q02), 2 * (q23 + q01), q00 - q11 - q22 + q33]])
 
 
 @ti.func
@@ -69,7 +44,7 @@ def _skin_pose(skinid: ti.i32, skin_vertadr: ND, skin_vertnum: ND, skin_faceadr:
             bq = ti.Vector([skin_bonebindquat[j][k] for k in ti.static(range(4))])
             body = skin_bonebodyid[j]
             xq = ti.Vector([xquat[w, body][k] for k in ti.static(range(4))])
-            rot = _quat2mat(_quat_mul(xq, ti.Vector([bq[0], -bq[1], -bq[2], -bq[3]])))
+            rot = quat2mat(quat_mul(xq, ti.Vector([bq[0], -bq[1], -bq[2], -bq[3]])))
             translate = ti.Vector([xpos[w, body][k] for k in ti.static(range(3))]) - rot @ bind
             for k in range(skin_bonevertadr[j], skin_bonevertadr[j] + skin_bonevertnum[j]):
                 vid = skin_bonevertid[k]
