@@ -222,20 +222,25 @@ def ray_flex(m, d, flex_layer: int, flg_vert, flg_edge, flg_face, flg_skin, flex
     if not isinstance(flexid, (int, np.integer)) or not 0 <= int(flexid) < nflex:
         raise ValueError(f"ray_flex: flexid {flexid!r} out of range (the model has {nflex} "
                          f"flex(es))")
+    io = _one_ray_per_world(m, d, pnt, vec)
+    from .kernels.bind import launch
+    launch(_k._ray_flex, m, d, flexid=int(flexid), flex_layer=int(flex_layer),
+           flg_vert=int(bool(flg_vert)), flg_edge=int(bool(flg_edge)),
+           flg_face=int(bool(flg_face)), flg_skin=int(bool(flg_skin)), **io)
+    return io["dist"].to_numpy().astype(np.float64), io["vertid"].to_numpy()
+
+
+def _one_ray_per_world(m, d, pnt, vec) -> dict:
+    """The device arguments of a ray per world: pnts, vecs ((3,) or (nworld, 3),
+    checked) and the outputs dist (nworld,), vertid (nworld,)."""
     pnts = _vectors("pnt", pnt, d.nworld, None).reshape(-1, 3)
     vecs = _vectors("vec", vec, d.nworld, None).reshape(-1, 3)
     _check_vecs("vec", vecs[:, None])
     dtype = _fdtype(m)
-    dist = ti.ndarray(dtype, (d.nworld,))
-    vertid = ti.ndarray(ti.i32, (d.nworld,))
-    from .kernels.bind import launch
-    launch(_k._ray_flex, m, d, flexid=int(flexid), flex_layer=int(flex_layer),
-           flg_vert=int(bool(flg_vert)), flg_edge=int(bool(flg_edge)),
-           flg_face=int(bool(flg_face)), flg_skin=int(bool(flg_skin)),
-           pnts=_device(np.broadcast_to(pnts, (d.nworld, 3)), dtype),
-           vecs=_device(np.broadcast_to(vecs, (d.nworld, 3)), dtype), dist=dist,
-           vertid=vertid)
-    return dist.to_numpy().astype(np.float64), vertid.to_numpy()
+    return {"pnts": _device(np.broadcast_to(pnts, (d.nworld, 3)), dtype),
+            "vecs": _device(np.broadcast_to(vecs, (d.nworld, 3)), dtype),
+            "dist": ti.ndarray(dtype, (d.nworld,)),
+            "vertid": ti.ndarray(ti.i32, (d.nworld,))}
 
 
 def _skin_arrays(m, d, name: str, skinid):
@@ -274,19 +279,11 @@ def ray_skin(m, d, skinid: int, pnt, vec) -> tuple:
     (nworld,), vertid (nworld,)): -1 and -1 where missed. (Skins are visual: mj_ray and
     the rangefinder do not see them, in MuJoCo as in tiphys.)"""
     verts, _ = _skin_arrays(m, d, "ray_skin", skinid)
-    pnts = _vectors("pnt", pnt, d.nworld, None).reshape(-1, 3)
-    vecs = _vectors("vec", vec, d.nworld, None).reshape(-1, 3)
-    _check_vecs("vec", vecs[:, None])
-    dtype = _fdtype(m)
-    dist = ti.ndarray(dtype, (d.nworld,))
-    vertid = ti.ndarray(ti.i32, (d.nworld,))
+    io = _one_ray_per_world(m, d, pnt, vec)
     from .kernels import ray_skin as _rs
     from .kernels.bind import launch
-    launch(_rs._ray_skin, m, d, skinid=int(skinid), verts=verts,
-           pnts=_device(np.broadcast_to(pnts, (d.nworld, 3)), dtype),
-           vecs=_device(np.broadcast_to(vecs, (d.nworld, 3)), dtype), dist=dist,
-           vertid=vertid)
-    return dist.to_numpy().astype(np.float64), vertid.to_numpy()
+    launch(_rs._ray_skin, m, d, skinid=int(skinid), verts=verts, **io)
+    return io["dist"].to_numpy().astype(np.float64), io["vertid"].to_numpy()
 
 
 def ray_geom(pos, mat, size, pnt, vec, geomtype) -> np.ndarray:
