@@ -493,20 +493,11 @@ class _Copier:
                 for attr in _ASSET_FILES.get(el.tag, ()):
                     value = el.get_attr(attr)
                     if value:
-                        new.set(attr, self._file(el, value))
-                        if attr == "file":  # the name the child's reader kept (paths)
-                            new.__dict__["xml_stored_file"] = self.child.files.stored(
-                                el, value, el.tag)
+                        self._set_file(el, new, attr, el.tag)
                 if el.tag == "material":
                     if el.get_attr("texture"):
                         new.set("texture", self.p + el.get_attr("texture"))
-                    layers = []
-                    for layer in el.children:
-                        lc = copy.copy(layer)
-                        if layer.get_attr("texture"):
-                            lc.set("texture", self.p + layer.get_attr("texture"))
-                        layers.append(lc)
-                    new.children = layers
+                    new.children = self._prefixed_children(el, "texture")
                 out.append(new)
         return out
 
@@ -522,22 +513,32 @@ class _Copier:
                     continue
                 new = copy.copy(el)
                 if el.get_attr("file"):
-                    new.set("file", self._file(el, el.get_attr("file")))
-                    new.__dict__["xml_stored_file"] = self.child.files.stored(
-                        el, el.get_attr("file"), "skin")
+                    self._set_file(el, new, "file", "skin")
                     if not el.get_attr("name"):  # (named after the file as written)
                         from .skin import skin_name
                         new.set("name", skin_name(el))
-                bones = []
-                for bone in el.children:
-                    bc = copy.copy(bone)
-                    if bone.get_attr("body"):
-                        bc.set("body", self.p + bone.get_attr("body"))
-                    bones.append(bc)
-                new.children = bones
+                new.children = self._prefixed_children(el, "body")
                 new.__dict__["attached_skin"] = True
                 out.append(new)
         return out
+
+    def _prefixed_children(self, el, attr: str) -> list:
+        """Copies of ``el``'s children with attribute ``attr`` (a reference) prefixed."""
+        out = []
+        for child in el.children:
+            c = copy.copy(child)
+            if child.get_attr(attr):
+                c.set(attr, self.p + child.get_attr(attr))
+            out.append(c)
+        return out
+
+    def _set_file(self, el, new, attr: str, kind: str) -> None:
+        """``new``'s file attribute: the child's file as the parent must open it, and
+        (``file``) the name the child's reader kept, for ``paths``."""
+        value = el.get_attr(attr)
+        new.set(attr, self._file(el, value))
+        if attr == "file":
+            new.__dict__["xml_stored_file"] = self.child.files.stored(el, value, kind)
 
     def _file(self, el, value):
         if self.parent_strippath:
