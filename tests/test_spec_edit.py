@@ -73,3 +73,53 @@ def test_spec_copy_is_deep():
     a, b = tiphys.compile_model(spec), tiphys.compile_model(twin)
     assert (a.ngeom, b.ngeom) == (1, 2)
     assert a.arrays.geom_size[0][0] == 0.1 and np.isclose(b.arrays.geom_size[1][0], 0.3)
+
+
+def test_recompile_carries_the_state_over_as_mujoco():
+    """recompile (mj_recompile): after adding a body with a joint and an actuator to
+    the spec, the new Data keeps each world's time, qpos, qvel, ctrl and act of the
+    joints and actuators still there, the new joint starts at qpos0, the new actuator
+    at zero; the same edit through MuJoCo's MjSpec gives the same state."""
+    import mujoco
+    import numpy as np
+    import tiphys
+    xml = """<mujoco><worldbody>
+      <body name="a" pos="0 0 1"><freejoint/><geom size=".1"/></body>
+      <body name="b" pos="1 0 1"><joint name="hb" axis="0 1 0"/><geom size=".1"/></body>
+      <body name="m" mocap="true" pos="0 2 0"/></worldbody>
+      <actuator><motor joint="hb"/><general joint="hb" dyntype="filter"/></actuator>
+      </mujoco>"""
+    spec = tiphys.parse_xml(xml)
+    m = tiphys.compile_model(spec)
+    d = tiphys.make_data(m, 2)
+    d.ctrl.from_numpy(np.array([[0.3, -0.2], [0.5, 0.1]]))
+    mocap = d.mocap_pos.to_numpy()
+    mocap[:, 0] = [[0, 2, 0.5], [0, 2, 0.7]]
+    d.mocap_pos.from_numpy(mocap)
+    for _ in range(20):
+        tiphys.step(m, d)
+    body = spec.worldbody.add("body", name="c", pos="2 0 1")
+    body.add("joint", name="hc", type="slide", axis="0 0 1", ref="0.1")
+    body.add("geom", size=".1")
+    spec.root.first("actuator").add("motor", joint="hc")
+    m2, d2 = tiphys.recompile(spec, m, d)
+
+    mspec = mujoco.MjSpec.from_string(xml)
+    mm = mspec.compile()
+    md = mujoco.MjData(mm)
+    md.qpos[:], md.qvel[:], md.act[:] = d.numpy("qpos")[0], d.numpy("qvel")[0], \
+        d.numpy("act")[0]
+    md.ctrl[:], md.time = d.numpy("ctrl")[0], float(d.numpy("time")[0])
+    md.mocap_pos[:] = d.numpy("mocap_pos")[0]
+    mb = mspec.worldbody.add_body(name="c", pos=[2, 0, 1])
+    mb.add_joint(name="hc", type=mujoco.mjtJoint.mjJNT_SLIDE, axis=[0, 0, 1], ref=0.1)
+    mb.add_geom(size=[.1, 0, 0])
+    mspec.add_actuator(target="hc", trntype=mujoco.mjtTrn.mjTRN_JOINT)
+    mm2, md2 = mspec.recompile(mm, md)
+    assert m2.nq == mm2.nq == m.nq + 1 and m2.nu == mm2.nu == 3
+    for name in ("qpos", "qvel", "act", "ctrl", "mocap_pos", "mocap_quat"):
+        np.testing.assert_array_equal(d2.numpy(name)[0], getattr(md2, name), err_msg=name)
+    assert d2.numpy("time")[0] == md2.time == d.numpy("time")[0]
+    # world 1 keeps its own state too
+    np.testing.assert_array_equal(d2.numpy("qpos")[1][:m.nq], d.numpy("qpos")[1])
+    np.testing.assert_array_equal(d2.numpy("ctrl")[1], [0.5, 0.1, 0.0])

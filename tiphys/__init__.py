@@ -6,7 +6,7 @@ import os as _os
 _os.environ.setdefault("ENABLE_TAICHI_HEADER_PRINT", "0")
 
 from .api import (compile_model, copy_model, load_model, load_model_from_string, load_spec,
-                  put_model)
+                  put_model, recompile)
 from .backend import init
 from .errors import ModelError
 from .io import ResourceProvider, register_provider
@@ -65,7 +65,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "init", "load_model", "load_model_from_string", "load_spec", "compile_model",
-    "put_model", "copy_model", "make_data", "reset_data", "kinematics", "com_pos", "camlight",
+    "put_model", "copy_model", "recompile", "make_data", "reset_data", "kinematics", "com_pos", "camlight",
     "flex", "flex_velocity",
     "name2id", "id2name", "Model", "Data", "Spec", "parse_xml", "ModelError",
     "ResourceProvider", "register_provider", "plugin", "register_plugin",

@@ -48,6 +48,66 @@ def copy_model(m: Model) -> Model:
     return out
 
 
+def recompile(spec: Spec, m: Model, d) -> tuple:
+    """Compile the edited ``spec`` again and carry ``d``'s state over (mj_recompile):
+    returns a new (Model, Data) with as many worlds, the same time, and, for the joints,
+    actuators and mocap bodies still in the spec (the same elements), each world's
+    qpos, qvel, act, ctrl and mocap pose; new joints start at qpos0, new mocap bodies
+    at their body pose, new actuators with zero ctrl and their reset act. ``m`` and
+    ``d`` are left as they were."""
+    from .model import make_data
+    new = compile_model(spec)
+    d2 = make_data(new, d.nworld)
+    old, cur = m.arrays, new.arrays
+    state = {name: d.numpy(name) for name in ("qpos", "qvel", "act", "ctrl", "mocap_pos",
+                                              "mocap_quat", "time")}
+    fresh = {name: d2.numpy(name) for name in state}
+
+    def index(els):
+        return {id(el): i for i, el in enumerate(els or ()) if el is not None}
+
+    was = index(getattr(old, "joint_els", None))
+    for j, el in enumerate(getattr(cur, "joint_els", None) or ()):
+        k = was.get(id(el))
+        if k is None or int(old.jnt_type[k]) != int(cur.jnt_type[j]):
+            continue
+        nq, nv = _JOINT_NQ[int(cur.jnt_type[j])], _JOINT_NV[int(cur.jnt_type[j])]
+        a, b = int(cur.jnt_qposadr[j]), int(old.jnt_qposadr[k])
+        fresh["qpos"][:, a:a + nq] = state["qpos"][:, b:b + nq]
+        a, b = int(cur.jnt_dofadr[j]), int(old.jnt_dofadr[k])
+        fresh["qvel"][:, a:a + nv] = state["qvel"][:, b:b + nv]
+    was = index(getattr(old, "actuator_els", None))
+    for i, el in enumerate(getattr(cur, "actuator_els", None) or ()):
+        k = was.get(id(el))
+        if k is None:
+            continue
+        fresh["ctrl"][:, i] = state["ctrl"][:, k]
+        n, n0 = int(cur.actuator_actnum[i]), int(old.actuator_actnum[k])
+        if n and n == n0:
+            a, b = int(cur.actuator_actadr[i]), int(old.actuator_actadr[k])
+            fresh["act"][:, a:a + n] = state["act"][:, b:b + n]
+    was = index(getattr(old, "body_els", None))
+    for i, el in enumerate(getattr(cur, "body_els", None) or ()):
+        k = was.get(id(el))
+        if k is None or int(cur.body_mocapid[i]) < 0 or int(old.body_mocapid[k]) < 0:
+            continue
+        a, b = int(cur.body_mocapid[i]), int(old.body_mocapid[k])
+        fresh["mocap_pos"][:, a] = state["mocap_pos"][:, b]
+        fresh["mocap_quat"][:, a] = state["mocap_quat"][:, b]
+    fresh["time"] = state["time"]
+    for name, value in fresh.items():
+        if value.size:
+            field = getattr(d2, name)
+            full = field.to_numpy()
+            full[tuple(slice(0, n) for n in value.shape)] = value
+            field.from_numpy(full)
+    return new, d2
+
+
+_JOINT_NQ = {0: 7, 1: 4, 2: 1, 3: 1}  # free, ball, slide, hinge
+_JOINT_NV = {0: 6, 1: 3, 2: 1, 3: 1}
+
+
 def load_model(path: str, assets: Optional[dict] = None) -> Model:
     """Load and compile an MJCF file (``assets``: optional name -> bytes VFS), or load
     a model saved by ``save_model`` (tiphys.saved) without compiling."""

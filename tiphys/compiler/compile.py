@@ -1082,6 +1082,9 @@ def _names(spec, builder, assets, out):
         "equality": out.eq_els, "sensor": out.sensor_els, "flex": out.flex_els,
         "plugin": out.plugin_els, "skin": out.skin_els,
     }
+    # the elements the joints and bodies came from (tiphys.recompile carries the state
+    # of those still in the edited spec over, as mj_recompile)
+    out.joint_els, out.body_els = objects["joint"], objects["body"]
     for kind, lst in names.items():
         seen = {}
         for i, n in enumerate(lst):
