@@ -546,11 +546,10 @@ def test_bad_plugin_input_gives_mujocos_error(case):
 
 
 NOT_YET = {
-    "sdf instance": ("""<mujoco><extension><plugin plugin="mujoco.sdf.torus">
-  <instance name="torus"><config key="radius1" value="0.35"/></instance>
-  </plugin></extension></mujoco>""",
-                     r"<string>:2: <instance name=\"torus\">: plugin 'mujoco.sdf.torus' "
-                     r"\(SDF plugin\) is not supported yet"),
+    "sdf in place": ("""<mujoco><extension><plugin plugin="mujoco.sdf.torus"/></extension>
+  <asset><mesh name="t"><plugin plugin="mujoco.sdf.torus"/></mesh></asset></mujoco>""",
+                     r"<string>:2: <mesh><plugin> in place \(without instance=\): plugin "
+                     r"'mujoco.sdf.torus' \(SDF plugin\) is not supported yet"),
 }
 
 

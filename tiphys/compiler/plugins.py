@@ -10,9 +10,10 @@ actuators', then the sensors', then those of the bodies (in <worldbody>, which M
 reads last; one per composite, named ``composite<prefix>``). ``plugin`` holds tiphys's
 registry slot (tiphys.plugin), not MuJoCo's global one. A plugin MuJoCo has and tiphys
 does not implement yet (tiphys.plugin.NOT_YET), or one whose capabilities need hooks
-tiphys does not call yet (SDF), raises NotImplementedError naming it and the element;
-so do in-place plugins on geoms, meshes and flexcomps (the compiler passes of those
-elements call :func:`refuse`).
+tiphys does not call yet (an SDF plugin other than MuJoCo's shapes), raises
+NotImplementedError naming it and the element; so do in-place plugins on geoms, meshes
+and flexcomps (the compiler passes of those elements call :func:`refuse`, or
+:func:`sdf_instance` for the SDF plugins meshes and sdf geoms name by instance).
 """
 from __future__ import annotations
 
@@ -59,6 +60,37 @@ def refuse(spec, el, what: str) -> NotImplementedError:
     if flags:
         return _not_yet(el, what, name, flags)
     return NotImplementedError(f"{_where(el)}: {what}: plugin '{name}' is not supported yet")
+
+
+def sdf_instance(spec, owner, el, what: str):
+    """(plugin class, config) of the explicit instance an SDF ``<plugin>`` element
+    ``el`` of a mesh or geom (``owner``) names, with mjCModel::ResolvePlugin's errors and the
+    element's capability check; NotImplementedError for an in-place one (a plugin
+    without ``instance=``), which tiphys does not number yet."""
+    pname, iname = el.attr("plugin") or "", el.attr("instance") or ""
+    if not pname and not iname:
+        raise error_at(el, f"neither 'plugin' nor 'instance' is specified for {what}")
+    if not iname:
+        raise NotImplementedError(
+            f"{_where(el)}: {what} in place (without instance=): plugin '{pname}' "
+            f"(SDF plugin) is not supported yet")
+    active, declared = _read_extensions(spec)
+    decl = next((d for d in declared if d.name == iname), None)
+    if decl is None:
+        raise error_at(el, f"unrecognized name '{iname}' for plugin instance", "instance")
+    if pname and pname not in active:
+        raise error_at(el, f"unrecognized plugin '{pname}'", "plugin")
+    if pname and pname != decl.plugin_name:
+        # (MuJoCo 3.4.0 silently gives the instance the named plugin instead)
+        raise error_at(el, f"plugin '{pname}' does not match the plugin "
+                           f"'{decl.plugin_name}' of instance '{iname}'", "plugin")
+    _, cls = registry.find_plugin(decl.plugin_name)
+    if not cls.capabilities & registry.SDF:
+        # (mjCGeom::Compile's message says "sign distance", mjCMesh's "signed distance")
+        kind = "sign" if what == "geom" else "signed"
+        raise error_at(owner, f"plugin '{cls.name}' does not support {kind} distance "
+                              f"fields")
+    return cls, decl.config
 
 
 class _Declared:
@@ -218,6 +250,12 @@ def compile_plugins(spec, out, builder=None) -> None:
         inst.statenum = int(inst.cls.nstate(inst))
         stateadr += inst.statenum
 
+    for geomid, iname in enumerate(getattr(out, "geom_plugin_refs", ())):
+        if iname is not None:  # (sdf_instance checked the name when the geom was read)
+            out.geom_plugin[geomid] = ids[id(by_name[iname])]
+            instances[out.geom_plugin[geomid]].geoms.append(geomid)
+    if hasattr(out, "geom_plugin_refs"):
+        del out.geom_plugin_refs
     _plugin_sensors(out, instances, sensor_plugin)
     out.actuator_plugin = act_plugin
     out.body_plugin = np.full(len(out.body_parentid), -1, dtype=np.int32)
