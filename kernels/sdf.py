@@ -166,17 +166,23 @@ def sdf_distance(kind, attr, p):
 
 
 @ti.func
+def torus_gradient(attr, p):
+    """The torus' analytic gradient."""
+    len_xy = ti.sqrt(p[0] * p[0] + p[1] * p[1])
+    q = len_xy - attr[0]
+    gq0 = p[0] / len_xy
+    gq1 = p[1] / len_xy
+    len_qz = ti.max(ti.sqrt(q * q + p[2] * p[2]), MINVAL)
+    return ti.Vector([q * gq0 / len_qz, q * gq1 / len_qz, p[2] / len_qz])
+
+
+@ti.func
 def sdf_gradient(kind, attr, p):
     """The plugin's sdf_gradient at ``p``: the torus' analytic one, a forward
     difference (step FD_EPS) for the others."""
     grad = ti.Vector([0.0, 0.0, 0.0])
     if kind == SDF_TORUS:
-        len_xy = ti.sqrt(p[0] * p[0] + p[1] * p[1])
-        q = len_xy - attr[0]
-        gq0 = p[0] / len_xy
-        gq1 = p[1] / len_xy
-        len_qz = ti.max(ti.sqrt(q * q + p[2] * p[2]), MINVAL)
-        grad = ti.Vector([q * gq0 / len_qz, q * gq1 / len_qz, p[2] / len_qz])
+        grad = torus_gradient(attr, p)
     else:
         dist0 = sdf_distance(kind, attr, p)
         for i in ti.static(range(3)):

@@ -49,6 +49,13 @@ class SdfPlugin(Plugin):
     invalid: str = ""  # Create's warning when one fails
     sdf_kind: int = -1  # kernels/sdf.py's id of the shape
 
+    def __init__(self, m, instances: list):
+        super().__init__(m, instances)
+        # what the collision stage reads (kernels/collide_sdf.py): geom -> (device
+        # shape kind, attribute values)
+        self.sdf_geoms = {g: (self.sdf_kind, self.attribute_values(inst.config))
+                          for inst in instances for g in inst.geoms}
+
     @classmethod
     def check(cls, arrays, instance) -> Optional[str]:
         for key in cls.checked:
