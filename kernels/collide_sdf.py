@@ -24,7 +24,8 @@ The distances and gradients of primitive geoms are MuJoCo's (geomDistance /
 geomGradient: boxes inside use a radial field that turns into the face normals), those
 of plugin shapes come from kernels/sdf.py. The descent is sensitive to rounding (the
 plugins' gradients are forward differences with step 1e-8): the arithmetic follows
-MuJoCo's order of operations, and results are only meaningful in f64.
+MuJoCo's order of operations. In f32 the plugins' difference step is larger
+(kernels/sdf.py: fd_eps) and results are approximations.
 """
 import taichi as ti
 
@@ -33,7 +34,7 @@ from .collide_convex import _light_compile
 from .collision import KEY_STRIDE, ND, emit_one, list_count, list_entry, near_pair
 from .consts import (GEOM_BOX, GEOM_CAPSULE, GEOM_CYLINDER, GEOM_ELLIPSOID, GEOM_HFIELD,
                      GEOM_PLANE, GEOM_SDF, GEOM_SPHERE, MAXCONPAIR, MAXVAL, MINVAL)
-from .sdf import FD_EPS, SDF_NATTR, SDF_TORUS, sdf_distance, torus_gradient
+from .sdf import SDF_NATTR, SDF_TORUS, fd_eps, sdf_distance, torus_gradient
 
 KIND_SDF = 3  # index of "sdf" in collision.KINDS
 
@@ -322,20 +323,21 @@ def _geom_eval(gtype, size, kind, attr, p, want_grad):
     dist = 0.0
     grad = ti.Vector([0.0, 0.0, 0.0])
     if gtype == GEOM_SDF:
+        eps = ti.static(fd_eps())
         n = 4 if want_grad and kind != SDF_TORUS else 1
         vals = ti.Vector([0.0, 0.0, 0.0, 0.0])
         for k in range(n):
             q = p
             if k > 0:
-                q[k - 1] = p[k - 1] + FD_EPS
+                q[k - 1] = p[k - 1] + eps
             vals[k] = sdf_distance(kind, attr, q)
         dist = vals[0]
         if want_grad:
             if kind == SDF_TORUS:
                 grad = torus_gradient(attr, p)
             else:
-                grad = ti.Vector([(vals[1] - vals[0]) / FD_EPS, (vals[2] - vals[0]) / FD_EPS,
-                                  (vals[3] - vals[0]) / FD_EPS])
+                grad = ti.Vector([(vals[1] - vals[0]) / eps, (vals[2] - vals[0]) / eps,
+                                  (vals[3] - vals[0]) / eps])
     else:
         dist = _geom_distance(gtype, size, kind, attr, p)
         if want_grad:
@@ -471,7 +473,8 @@ def _contact_point(s, x0, niter):
 def _sdf_pair(worldid, cand, g1, g2, ninit, niter, geom_type: ti.template(),
               geom_size: ti.template(), geom_aabb: ti.template(), sdf_kind: ti.template(),
               sdf_attr: ti.template(), geom_xpos: ti.template(), geom_xmat: ti.template(),
-              ncon: ti.template(), contact_dist: ti.template(), contact_pos: ti.template(),
+              points: ti.template(), row, ncon: ti.template(),
+              contact_dist: ti.template(), contact_pos: ti.template(),
               contact_frame: ti.template(), contact_key: ti.template()):
     sw = worldid % geom_size.shape[0]
     pos1 = geom_xpos[worldid, g1]
@@ -501,25 +504,25 @@ def _sdf_pair(worldid, cand, g1, g2, ninit, niter, geom_type: ti.template(),
         s = _new_pair(geom_type[g2], geom_size[sw, g2], sdf_kind[g2], sdf_attr[g2],
                       geom_type[g1], geom_size[sw, g1], sdf_kind[g1], sdf_attr[g1],
                       offset21, rotation21)
-        points = ti.Matrix.zero(float, MAXCONPAIR, 3)
         cnt = 0
-        for j in range(ninit):
-            x = ti.Vector([lo[0] + (hi[0] - lo[0]) * _halton(j, 2),
-                           lo[1] + (hi[1] - lo[1]) * _halton(j, 3),
-                           lo[2] + (hi[2] - lo[2]) * _halton(j, 5)])
+        for start in range(ninit):
+            x = ti.Vector([lo[0] + (hi[0] - lo[0]) * _halton(start, 2),
+                           lo[1] + (hi[1] - lo[1]) * _halton(start, 3),
+                           lo[2] + (hi[2] - lo[2]) * _halton(start, 5)])
             y = _mat_vec(rotation2, x) + offset2
             x = _mat_vec(rotation12, y) + offset12
             dist, x, grad = _contact_point(s, x, niter)
             known = False
-            for i in range(cnt):
-                d0 = x[0] - points[i, 0]
-                d1 = x[1] - points[i, 1]
-                d2 = x[2] - points[i, 2]
-                if ti.sqrt(d0 * d0 + d1 * d1 + d2 * d2) < MINVAL:
-                    known = True
+            for i in range(MAXCONPAIR):  # (a fixed trip count: see _narrow_sdf)
+                if i < cnt:
+                    q = points[row, i]
+                    d0 = x[0] - q[0]
+                    d1 = x[1] - q[1]
+                    d2 = x[2] - q[2]
+                    if ti.sqrt(d0 * d0 + d1 * d1 + d2 * d2) < MINVAL:
+                        known = True
             if not dist > 0 and not known and cnt < MAXCONPAIR:
-                for k in ti.static(range(3)):
-                    points[cnt, k] = x[k]
+                points[row, cnt] = x
                 normal = _rot_vec_quat(-grad, quat2)
                 pos = _rot_vec_quat(x, quat2) + pos2
                 pos = pos + normal * (-dist / 2)
@@ -533,29 +536,32 @@ def _sdf_pair(worldid, cand, g1, g2, ninit, niter, geom_type: ti.template(),
 def _narrow_sdf(
     override: ti.template(), o_margin: float, ninit: ti.i32, niter: ti.i32,
     # candidates: lists[l, KIND_SDF, k] for k < counts[l, KIND_SDF], l = world or 0
-    cand_geom: ND, cand_pair: ND, lists: ND, counts: ND, lanes: ti.i32, all_lists: ND,
+    cand_geom: ND, cand_pair: ND, lists: ND, counts: ND, all_lists: ND,
     # model
     geom_type: ND, geom_size: ND, geom_aabb: ND, geom_rbound: ND, geom_margin: ND,
     pair_margin_arr: ND, sdf_kind: ND, sdf_attr: ND,
+    # scratch: the pair's contact points so far, per world
+    points: ND,
     # data
     geom_xpos: ND, geom_xmat: ND, world_mask: ND,
     ncon: ND, contact_dist: ND, contact_pos: ND, contact_frame: ND, contact_key: ND,
 ):
     nworld = geom_xpos.shape[0]
-    for worldid, lane in ti.ndrange(nworld, lanes):
+    # (one thread per world, its candidates in turn: with the other narrowphases'
+    # (world, lane) threads, lavapipe's SPIR-V lost a pair's contacts after its second)
+    for worldid in range(nworld):
         n = list_count(worldid, KIND_SDF, counts, world_mask)
-        k = lane
-        while k < n:
+        for k in range(n):
             cand = list_entry(worldid, KIND_SDF, k, lists, counts, all_lists)
-            k += lanes
             g1, g2, margin, near = near_pair(worldid, cand, cand_geom, cand_pair, geom_type,
                                              geom_rbound, geom_margin, pair_margin_arr,
                                              geom_xpos, geom_xmat, override, o_margin)
             # (mjc_HFieldSDF: no contacts, as in MuJoCo 3.4.0)
             if near and geom_type[g1] != GEOM_HFIELD:
                 _sdf_pair(worldid, cand, g1, g2, ninit, niter, geom_type, geom_size,
-                          geom_aabb, sdf_kind, sdf_attr, geom_xpos, geom_xmat, ncon,
-                          contact_dist, contact_pos, contact_frame, contact_key)
+                          geom_aabb, sdf_kind, sdf_attr, geom_xpos, geom_xmat, points,
+                          worldid, ncon, contact_dist, contact_pos, contact_frame,
+                          contact_key)
 
 
 def sdf_arrays(m, d):
@@ -592,14 +598,21 @@ def narrow_sdf(m, d, plan, sweep):
     if plan.sdf_count == 0:
         return
     opt = m.opt
-    lists, counts, lanes, all_lists = sweep.lists
+    lists, counts, _, all_lists = sweep.lists  # (one thread per world: no lanes)
     dist, pos, frame, key = sweep.emit
     kind, attr = sdf_arrays(m, d)
+    # (global scratch rather than a local array: SPIR-V lost writes to dynamically
+    # indexed local arrays in loops, and lavapipe compiles those slowly: tests/spirv.py)
+    points = d.scratch.sdf_points
+    if points is None:
+        from .config import float_dtype
+        points = d.scratch.sdf_points = d.scratch.tag(
+            ti.Vector.ndarray(3, float_dtype(), shape=(d.nworld, MAXCONPAIR)))
     with _light_compile():
         launch(_narrow_sdf, m, d, override=bool(opt.enabled("override")),
                o_margin=float(opt.o_margin), ninit=int(opt.sdf_initpoints),
                niter=int(opt.sdf_iterations), cand_geom=sweep.cand[0],
-               cand_pair=sweep.cand[1], lists=lists, counts=counts, lanes=lanes,
-               all_lists=all_lists, pair_margin_arr=m.pair_margin, sdf_kind=kind,
-               sdf_attr=attr, world_mask=sweep.mask, contact_dist=dist, contact_pos=pos,
+               cand_pair=sweep.cand[1], lists=lists, counts=counts, all_lists=all_lists, pair_margin_arr=m.pair_margin, sdf_kind=kind,
+               sdf_attr=attr, points=points, world_mask=sweep.mask, contact_dist=dist,
+               contact_pos=pos,
                contact_frame=frame, contact_key=key)

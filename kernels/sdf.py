@@ -6,16 +6,25 @@ A shape is picked by its kind (SDF_*; tiphys/plugin/sdf.py gives each plugin cla
 kind) and reads its attributes as a vector of SDF_NATTR numbers in the plugin's
 attribute order (defaults applied). The formulas and their order of operations are the
 plugins'; the gradient is analytic for the torus and, as in MuJoCo, a forward
-difference with step 1e-8 for the others (in f32 that step is below the resolution of
-the coordinates: the gradient is then meaningless, so SDF collisions need f64).
+difference with step 1e-8 for the others. In f32 that step is below the resolution of
+the coordinates (the difference would be 0 or one rounding step over 1e-8): there the
+step is FD_EPS_F32, about the square root of f32's epsilon (a deviation from MuJoCo
+that keeps the gradient meaningful; f32 results are approximations anyway).
 """
 import taichi as ti
 
+from . import config
 from .consts import MINVAL, PI
 
 SDF_BOLT, SDF_BOWL, SDF_GEAR, SDF_NUT, SDF_TORUS = range(5)
 SDF_NATTR = 5  # the most attributes one of them has (the gear's)
-FD_EPS = 1e-8  # the plugins' finite-difference step
+FD_EPS_F64 = 1e-8  # the plugins' finite-difference step
+FD_EPS_F32 = 5e-4  # tiphys' step in f32
+
+
+def fd_eps() -> float:
+    """The finite-difference step of the precision in use (FD_EPS_F64 or FD_EPS_F32)."""
+    return FD_EPS_F64 if config.precision() == "f64" else FD_EPS_F32
 
 
 @ti.func
@@ -179,14 +188,15 @@ def torus_gradient(attr, p):
 @ti.func
 def sdf_gradient(kind, attr, p):
     """The plugin's sdf_gradient at ``p``: the torus' analytic one, a forward
-    difference (step FD_EPS) for the others."""
+    difference (step fd_eps()) for the others."""
     grad = ti.Vector([0.0, 0.0, 0.0])
     if kind == SDF_TORUS:
         grad = torus_gradient(attr, p)
     else:
+        eps = ti.static(fd_eps())
         dist0 = sdf_distance(kind, attr, p)
         for i in ti.static(range(3)):
             q = p
-            q[i] = p[i] + FD_EPS
-            grad[i] = (sdf_distance(kind, attr, q) - dist0) / FD_EPS
+            q[i] = p[i] + eps
+            grad[i] = (sdf_distance(kind, attr, q) - dist0) / eps
     return grad

@@ -15,12 +15,15 @@ of 1e-14 (as tests/test_trajectory_corpus.py does).
 """
 from __future__ import annotations
 
+import json
 import os
 
 import mujoco
 import numpy as np
 import pytest
 
+import spirv
+import subproc
 import tiphys
 from oracle import (_poison_contacts, contact_arrays, corpus_dir, mujoco_contacts,
                     random_free_qpos, tiphys_contacts)
@@ -289,3 +292,74 @@ def test_torus_trajectory_matches_mujoco():
              for pair in d.contact_geom.to_numpy()[0, :int(d.ncon.to_numpy()[0])]}
     assert geoms == {(0, 2), (1, 3)}  # plane-torus, and the bowl's rim under the other
     _trajectory(m, mjm)
+
+
+# -------------------------------------------------------------------------------- f32
+
+F32_SCRIPT = """
+import json, os, sys
+import mujoco, numpy as np, tiphys
+tiphys.init(arch=sys.argv[-1], precision="f32")
+mujoco.mj_loadPluginLibrary(os.path.join(os.path.dirname(mujoco.__file__), "plugin",
+                                         "libsdf_plugin.so"))
+from tiphys.kernels.collision_driver import collision
+xml = sys.stdin.read()
+m = tiphys.load_model_from_string(xml)
+mjm = mujoco.MjModel.from_xml_string(xml)
+rng = np.random.default_rng(4)
+nworld = 6
+qpos = np.tile(mjm.qpos0, (nworld, 1))
+qpos[:, 7:10] = np.array([.38, 0, .05]) + rng.uniform(-.05, .05, (nworld, 3))
+q = rng.normal(size=(nworld, 4))
+qpos[:, 10:14] = q / np.linalg.norm(q, axis=1)[:, None]
+d = tiphys.make_data(m, nworld)
+d.qpos.from_numpy(qpos.astype(np.float32))
+tiphys.kinematics(m, d)
+collision(m, d)
+ncon = d.ncon.to_numpy()
+dist, frame = d.contact_dist.to_numpy(), d.contact_frame.to_numpy()
+out = []
+for w in range(nworld):
+    md = mujoco.MjData(mjm)
+    md.qpos[:] = qpos[w]
+    mujoco.mj_kinematics(mjm, md)
+    mujoco.mj_collision(mjm, md)
+    deep_t = int(np.argmin([c.dist for c in md.contact[:md.ncon]])) if md.ncon else -1
+    deep_o = int(np.argmin(dist[w, :ncon[w]])) if ncon[w] else -1
+    out.append([int(ncon[w]), int(md.ncon),
+                float(dist[w, deep_o]) if deep_o >= 0 else 0.0,
+                float(md.contact[deep_t].dist) if deep_t >= 0 else 0.0,
+                float(np.dot(frame[w, deep_o, 0], md.contact[deep_t].frame[:3]))
+                if deep_t >= 0 and deep_o >= 0 else 1.0,
+                int(np.isnan(dist[w, :ncon[w]]).sum())])
+print(json.dumps(out))
+"""
+F32_PAIR = """<mujoco><option sdf_iterations="10" sdf_initpoints="40"/>
+  {shapes}
+  <worldbody>
+    <body><freejoint/><geom type="sdf" mesh="{shape}"><plugin instance="{shape}"/></geom>
+    </body>
+    <body><freejoint/><geom type="sphere" size=".12"/></body>
+  </worldbody>
+</mujoco>"""
+
+
+@pytest.mark.parametrize("arch", ["cpu"] + spirv.device_archs())
+@pytest.mark.parametrize("shape", ["torus", "nut"])
+def test_sdf_collision_runs_in_f32(arch, shape):
+    """f32 on the CPU, and on Vulkan (SPIR-V: Metal's path) where a device exists: a
+    sphere against the torus (analytic gradient) and the nut (a forward difference,
+    with f32's step), six worlds; the deepest contact against MuJoCo's (f64)."""
+    res = subproc.run(["-c", F32_SCRIPT, arch], key=f"{arch}-f32",
+                      input=F32_PAIR.format(shapes=SHAPES, shape=shape))
+    assert res.returncode == 0, res.stderr[-3000:]
+    worlds = json.loads(res.stdout.strip().splitlines()[-1])
+    touching = 0
+    for ours, theirs, dist, mj_dist, cos, nan in worlds:
+        assert nan == 0
+        assert (ours > 0) == (theirs > 0), worlds
+        if theirs:
+            touching += 1
+            assert abs(dist - mj_dist) < 2e-3, worlds
+            assert cos > 0.99, worlds
+    assert touching >= 3, worlds
