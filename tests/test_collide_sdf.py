@@ -363,3 +363,43 @@ def test_sdf_collision_runs_in_f32(arch, shape):
             assert abs(dist - mj_dist) < 2e-3, worlds
             assert cos > 0.99, worlds
     assert touching >= 3, worlds
+
+
+# -------------------------------------------------------------------------------- rays
+
+RAY_SCENE = """<mujoco>{shapes}<worldbody>
+  <body euler="20 30 40"><geom type="sdf" mesh="torus"><plugin instance="torus"/></geom></body>
+  <body pos="1.5 0 0" euler="-20 10 0">
+    <geom type="sdf" mesh="nut"><plugin instance="nut"/></geom></body>
+  <body pos="0 1.5 0"><geom type="sdf" mesh="gear"><plugin instance="gear"/></geom></body>
+  <body pos="1.5 1.5 0"><geom type="sdf" mesh="bolt"><plugin instance="bolt"/></geom></body>
+  <body pos="-1.5 0 0"><geom type="sdf" mesh="bowl"><plugin instance="bowl"/></geom></body>
+  <geom type="sphere" size=".1" pos="0 -1 0"/>
+</worldbody></mujoco>"""
+
+
+def test_rays_on_sdf_geoms_match_mujoco():
+    """mj_ray's ray_sdf (sphere tracing of the plugin shape inside the geom's box),
+    rays of random lengths aimed near the geoms: the geom hit and the distance."""
+    xml = RAY_SCENE.format(shapes=SHAPES)
+    mjm = mujoco.MjModel.from_xml_string(xml)
+    m = tiphys.load_model_from_string(xml)
+    d = tiphys.make_data(m, 1)
+    tiphys.kinematics(m, d)
+    mjd = mujoco.MjData(mjm)
+    mujoco.mj_kinematics(mjm, mjd)
+    rng = np.random.default_rng(0)
+    nray = 200
+    targets = mjd.geom_xpos[rng.integers(0, mjm.ngeom, nray)] + \
+        rng.uniform(-.3, .3, (nray, 3))
+    pnts = rng.uniform(-3, 3, (nray, 3)) + np.array([0.75, 0.75, 0])
+    vecs = (targets - pnts) * rng.uniform(0.5, 2, (nray, 1))
+    dist, geomid = tiphys.ray_batch(m, d, pnts[None], vecs[None])
+    hit = set()
+    for i in range(nray):
+        g = np.array([-1], dtype=np.int32)
+        x = mujoco.mj_ray(mjm, mjd, pnts[i], vecs[i], None, 1, -1, g)
+        assert geomid[0, i] == g[0], (i, geomid[0, i], g[0])
+        assert abs(dist[0, i] - x) < 1e-12, (i, dist[0, i], x)
+        hit.add(int(g[0]))
+    assert set(range(5)) <= hit  # every sdf geom was hit
