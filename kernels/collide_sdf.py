@@ -31,6 +31,7 @@ import taichi as ti
 
 from .bind import launch
 from .collide_convex import _light_compile
+from .collide_hfield import _new_best
 from .collision import KEY_STRIDE, ND, emit_one, list_count, list_entry, near_pair
 from .consts import (GEOM_BOX, GEOM_CAPSULE, GEOM_CYLINDER, GEOM_ELLIPSOID, GEOM_HFIELD,
                      GEOM_PLANE, GEOM_SDF, GEOM_SPHERE, MAXCONPAIR, MAXVAL, MINVAL)
@@ -470,12 +471,16 @@ def _contact_point(s, x0, niter):
 
 
 @ti.func
-def _sdf_pair(worldid, cand, g1, g2, ninit, niter, geom_type: ti.template(),
+def _sdf_pair(worldid, cand, g1, g2, ninit, niter, record: ti.template(),
+              best: ti.template(), geom_type: ti.template(),
               geom_size: ti.template(), geom_aabb: ti.template(), sdf_kind: ti.template(),
               sdf_attr: ti.template(), geom_xpos: ti.template(), geom_xmat: ti.template(),
               points: ti.template(), row, ncon: ti.template(),
               contact_dist: ti.template(), contact_pos: ti.template(),
               contact_frame: ti.template(), contact_key: ti.template()):
+    """mjc_SDF for the pair (g1, g2) of world ``worldid``: its contacts emitted with
+    keys of candidate ``cand``, or with ``record`` only the deepest one below
+    best.dist kept in ``best`` (mj_geomDistance)."""
     sw = worldid % geom_size.shape[0]
     pos1 = geom_xpos[worldid, g1]
     pos2 = geom_xpos[worldid, g2]
@@ -526,9 +531,16 @@ def _sdf_pair(worldid, cand, g1, g2, ninit, niter, geom_type: ti.template(),
                 normal = _rot_vec_quat(-grad, quat2)
                 pos = _rot_vec_quat(x, quat2) + pos2
                 pos = pos + normal * (-dist / 2)
-                emit_one(worldid, cand * KEY_STRIDE + cnt, dist, pos, normal,
-                         ti.Vector([0.0, 0.0, 0.0]), ncon, contact_dist, contact_pos,
-                         contact_frame, contact_key)
+                if ti.static(record):
+                    if dist < best.dist:
+                        best.dist = dist
+                        best.pos = pos
+                        best.normal = normal
+                        best.n += 1
+                else:
+                    emit_one(worldid, cand * KEY_STRIDE + cnt, dist, pos, normal,
+                             ti.Vector([0.0, 0.0, 0.0]), ncon, contact_dist, contact_pos,
+                             contact_frame, contact_key)
                 cnt += 1
 
 
@@ -558,7 +570,9 @@ def _narrow_sdf(
                                              geom_xpos, geom_xmat, override, o_margin)
             # (mjc_HFieldSDF: no contacts, as in MuJoCo 3.4.0)
             if near and geom_type[g1] != GEOM_HFIELD:
-                _sdf_pair(worldid, cand, g1, g2, ninit, niter, geom_type, geom_size,
+                best = _new_best(0.0)  # (unused: contacts are emitted)
+                _sdf_pair(worldid, cand, g1, g2, ninit, niter, False, best, geom_type,
+                          geom_size,
                           geom_aabb, sdf_kind, sdf_attr, geom_xpos, geom_xmat, points,
                           worldid, ncon, contact_dist, contact_pos, contact_frame,
                           contact_key)
@@ -589,6 +603,18 @@ def sdf_arrays(m, d):
     return kind_arr, attr_arr
 
 
+def _points(d):
+    """The per-world contact points scratch (global rather than a local array: SPIR-V
+    lost writes to dynamically indexed local arrays in loops, and lavapipe compiles
+    those slowly: tests/spirv.py)."""
+    points = d.scratch.sdf_points
+    if points is None:
+        from .config import float_dtype
+        points = d.scratch.sdf_points = d.scratch.tag(
+            ti.Vector.ndarray(3, float_dtype(), shape=(d.nworld, MAXCONPAIR)))
+    return points
+
+
 def narrow_sdf(m, d, plan, sweep):
     """SDF pairs of the worlds in ``sweep.mask`` (one launch), as mjc_SDF.
 
@@ -601,13 +627,7 @@ def narrow_sdf(m, d, plan, sweep):
     lists, counts, _, all_lists = sweep.lists  # (one thread per world: no lanes)
     dist, pos, frame, key = sweep.emit
     kind, attr = sdf_arrays(m, d)
-    # (global scratch rather than a local array: SPIR-V lost writes to dynamically
-    # indexed local arrays in loops, and lavapipe compiles those slowly: tests/spirv.py)
-    points = d.scratch.sdf_points
-    if points is None:
-        from .config import float_dtype
-        points = d.scratch.sdf_points = d.scratch.tag(
-            ti.Vector.ndarray(3, float_dtype(), shape=(d.nworld, MAXCONPAIR)))
+    points = _points(d)
     with _light_compile():
         launch(_narrow_sdf, m, d, override=bool(opt.enabled("override")),
                o_margin=float(opt.o_margin), ninit=int(opt.sdf_initpoints),
@@ -616,3 +636,40 @@ def narrow_sdf(m, d, plan, sweep):
                sdf_attr=attr, points=points, world_mask=sweep.mask, contact_dist=dist,
                contact_pos=pos,
                contact_frame=frame, contact_key=key)
+
+
+@ti.kernel
+def _sdf_distance(
+    g1: ti.i32, g2: ti.i32, flip: ti.i32, distmax: float, ninit: ti.i32, niter: ti.i32,
+    geom_type: ND, geom_size: ND, geom_aabb: ND, sdf_kind: ND, sdf_attr: ND, points: ND,
+    geom_xpos: ND, geom_xmat: ND, dist_out: ND, fromto_out: ND,
+    ncon: ND, contact_dist: ND, contact_pos: ND, contact_frame: ND, contact_key: ND,
+):
+    for worldid in range(geom_xpos.shape[0]):
+        best = _new_best(distmax)
+        _sdf_pair(worldid, -1, g1, g2, ninit, niter, True, best, geom_type, geom_size,
+                  geom_aabb, sdf_kind, sdf_attr, geom_xpos, geom_xmat, points, worldid,
+                  ncon, contact_dist, contact_pos, contact_frame, contact_key)
+        fromto = ti.Vector.zero(float, 6)
+        if best.n > 0:
+            sign = -1.0 if flip else 1.0
+            normal = _normalize3(best.normal)  # (mju_makeFrame's)
+            for i in ti.static(range(3)):
+                fromto[i] = best.pos[i] + normal[i] * (-0.5 * sign * best.dist)
+                fromto[3 + i] = best.pos[i] + normal[i] * (0.5 * sign * best.dist)
+        dist_out[worldid] = best.dist
+        fromto_out[worldid] = fromto
+
+
+def sdf_pair_distance(m, d, g1, g2, flip, distmax, dist, fromto):
+    """geom_distance for an sdf pair (geoms ordered by type, the sdf second): MuJoCo
+    calls mjc_SDF (which ignores the margin: only overlaps give contacts) and keeps
+    the deepest contact below distmax. Writes ``dist`` (nworld,) and ``fromto``
+    (nworld, 6 vectors)."""
+    opt = m.opt
+    kind, attr = sdf_arrays(m, d)
+    with _light_compile():
+        launch(_sdf_distance, m, d, g1=int(g1), g2=int(g2), flip=int(flip),
+               distmax=float(distmax), ninit=int(opt.sdf_initpoints),
+               niter=int(opt.sdf_iterations), sdf_kind=kind, sdf_attr=attr,
+               points=_points(d), dist_out=dist, fromto_out=fromto)

@@ -403,3 +403,70 @@ def test_rays_on_sdf_geoms_match_mujoco():
         assert abs(dist[0, i] - x) < 1e-12, (i, dist[0, i], x)
         hit.add(int(g[0]))
     assert set(range(5)) <= hit  # every sdf geom was hit
+
+
+# -------------------------------------------------------------------- geom distances
+
+def test_geom_distance_on_sdf_pairs_matches_mujoco():
+    """mj_geomDistance on sdf pairs (mjc_SDF: overlaps only, the deepest contact), in
+    both geom orders, on the same geom poses; the plane-sdf pair through the mesh."""
+    for shape in ("torus", "nut"):
+        xml = PAIR.format(shapes=SHAPES, shape=shape, other="capsule", size=".1 .2",
+                          where=".2 0 .5")
+        mjm = mujoco.MjModel.from_xml_string(xml)
+        m = tiphys.load_model_from_string(xml)
+        qpos = random_free_qpos(mjm, np.random.default_rng(1), NWORLD, spread=0.25)
+        d = tiphys.make_data(m, NWORLD)
+        d.qpos.from_numpy(qpos)
+        tiphys.kinematics(m, d)
+        xpos, xmat = d.geom_xpos.to_numpy(), d.geom_xmat.to_numpy()
+        overlaps = 0
+        for g1, g2 in ((1, 2), (2, 1), (0, 1)):
+            dist, fromto = tiphys.geom_distance(m, d, g1, g2, 0.5)
+            for w in range(NWORLD):
+                mjd = mujoco.MjData(mjm)
+                mjd.geom_xpos[:] = xpos[w, :mjm.ngeom]
+                mjd.geom_xmat[:] = xmat[w, :mjm.ngeom].reshape(-1, 9)
+                theirs = np.zeros(6)
+                x = mujoco.mj_geomDistance(mjm, mjd, g1, g2, 0.5, theirs)
+                overlaps += x < 0
+                assert abs(dist[w] - x) < TOL, (shape, g1, g2, w, dist[w], x)
+                np.testing.assert_allclose(fromto[w], theirs, rtol=0, atol=TOL)
+        assert overlaps >= NWORLD, (shape, overlaps)
+
+
+SENSOR_MODEL = """<mujoco><option sdf_iterations="10" sdf_initpoints="40"/>
+  {shapes}
+  <worldbody>
+    <body pos="0 0 .3"><freejoint/>
+      <geom name="shape" type="sdf" mesh="torus"><plugin instance="torus"/></geom></body>
+    <body pos=".35 0 .45"><freejoint/><geom name="ball" type="sphere" size=".1"/></body>
+  </worldbody>
+  <sensor>
+    <distance geom1="shape" geom2="ball" cutoff="1"/>
+    <normal geom1="ball" geom2="shape" cutoff="1"/>
+    <fromto geom1="shape" geom2="ball" cutoff="1"/>
+  </sensor>
+</mujoco>"""
+
+
+def test_distance_sensors_on_sdf_geoms_match_mujoco():
+    """Distance, normal and fromto sensors of a torus-sphere pair (sensor_pos) in worlds
+    that overlap and worlds that do not (then: the cutoff)."""
+    xml = SENSOR_MODEL.format(shapes=SHAPES)
+    mjm = mujoco.MjModel.from_xml_string(xml)
+    m = tiphys.load_model_from_string(xml)
+    qpos = random_free_qpos(mjm, np.random.default_rng(5), NWORLD, spread=0.1)
+    d = tiphys.make_data(m, NWORLD)
+    d.qpos.from_numpy(qpos)
+    tiphys.forward(m, d)
+    ours = d.numpy("sensordata")
+    overlap = 0
+    for w in range(NWORLD):
+        mjd = mujoco.MjData(mjm)
+        mjd.qpos[:] = qpos[w]
+        mujoco.mj_forward(mjm, mjd)
+        overlap += mjd.sensordata[0] < 0
+        # (the torus-sphere descent amplifies round-off of the poses ~1e4 times)
+        np.testing.assert_allclose(ours[w], mjd.sensordata, rtol=0, atol=1e-9)
+    assert 0 < overlap < NWORLD, overlap
