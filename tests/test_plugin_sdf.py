@@ -207,3 +207,37 @@ def test_user_sdf_plugin_without_device_shape_is_refused():
     assert registry.unimplemented_capabilities(Blob) == registry.SDF
     for cls in SDF_PLUGINS:
         assert registry.unimplemented_capabilities(cls) == 0
+
+
+# ------------------------------------------------------------------------------ render
+
+def test_sdf_geoms_render_as_their_mesh_like_mujoco(monkeypatch):
+    """The viewer draws an sdf geom with its (marching-cubes) mesh, as MuJoCo's renderer
+    does: per-geom pixel masks of the corpus' nut and bolt against MuJoCo's
+    segmentation rendering."""
+    from test_render import H, W, _mujoco_renderer
+    from tiphys.viewer.renderer import Renderer
+    path = os.path.join(corpus_dir(), "mjwarp", "collision_sdf", "nutbolt.xml")
+    if not os.path.isfile(path):
+        pytest.skip("corpus not fetched (make corpus)")
+    mjm = mujoco.MjModel.from_xml_path(path)
+    m = tiphys.load_model(path)
+    mjd = mujoco.MjData(mjm)
+    mujoco.mj_forward(mjm, mjd)
+    d = tiphys.make_data(m, 1)
+    tiphys.forward(m, d)
+    mjr = _mujoco_renderer(mjm, monkeypatch)
+    ours_r = Renderer(m, W, H)
+    try:
+        mjr.enable_segmentation_rendering()
+        mjr.update_scene(mjd, camera=-1)
+        theirs = mjr.render()
+        ours = ours_r.segment(d, None, 0)
+        for g in (1, 2):  # nut, bolt
+            a = (theirs[..., 0] == g) & (theirs[..., 1] == mujoco.mjtObj.mjOBJ_GEOM)
+            b = (ours[..., 0] == g) & (ours[..., 1] == mujoco.mjtObj.mjOBJ_GEOM)
+            assert a.sum() > 100, g
+            assert (a & b).sum() / (a | b).sum() > 0.97, g
+    finally:
+        mjr.close()
+        ours_r.close()
