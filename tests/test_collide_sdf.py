@@ -470,3 +470,50 @@ def test_distance_sensors_on_sdf_geoms_match_mujoco():
         # (the torus-sphere descent amplifies round-off of the poses ~1e4 times)
         np.testing.assert_allclose(ours[w], mjd.sensordata, rtol=0, atol=1e-9)
     assert 0 < overlap < NWORLD, overlap
+
+
+# ---------------------------------------------------------------------------- tactile
+
+TACTILE = """<mujoco>
+  <extension><plugin plugin="mujoco.sdf.torus"><instance name="torus"/></plugin></extension>
+  <asset>
+    <mesh name="torus"><plugin instance="torus"/></mesh>
+    <mesh name="cube" vertex="-.05 -.05 -.05  .05 -.05 -.05  -.05 .05 -.05  .05 .05 -.05
+                              -.05 -.05 .05  .05 -.05 .05  -.05 .05 .05  .05 .05 .05"/>
+  </asset>
+  <worldbody>
+    <geom type="sdf" mesh="torus"><plugin instance="torus"/></geom>
+    <body pos=".35 0 .17"><freejoint/>
+      <geom type="sphere" size=".05"/>
+      <geom name="pad" type="mesh" mesh="cube" contype="0" conaffinity="0" mass="0"/>
+    </body>
+  </worldbody>
+  <sensor><tactile geom="pad" mesh="cube"/></sensor>
+</mujoco>"""
+
+
+def test_tactile_on_sdf_geom_matches_mujoco():
+    """A taxel cube pressed into a torus: its corners' pressures from the torus' SDF
+    and the tangential speeds, against MuJoCo (the same qpos and qvel)."""
+    mjm = mujoco.MjModel.from_xml_string(TACTILE)
+    m = tiphys.load_model_from_string(TACTILE)
+    rng = np.random.default_rng(6)
+    qpos = np.tile(mjm.qpos0, (NWORLD, 1))
+    qpos[:, :3] += rng.uniform(-.02, .02, (NWORLD, 3))
+    quat = qpos[:, 3:7] + rng.normal(scale=.1, size=(NWORLD, 4))
+    qpos[:, 3:7] = quat / np.linalg.norm(quat, axis=1, keepdims=True)
+    qvel = rng.normal(scale=.3, size=(NWORLD, mjm.nv))
+    d = tiphys.make_data(m, NWORLD)
+    d.qpos.from_numpy(qpos)
+    d.qvel.from_numpy(qvel)
+    tiphys.forward(m, d)
+    ours = d.numpy("sensordata")
+    pressed = 0
+    for w in range(NWORLD):
+        mjd = mujoco.MjData(mjm)
+        mjd.qpos[:] = qpos[w]
+        mjd.qvel[:] = qvel[w]
+        mujoco.mj_forward(mjm, mjd)
+        np.testing.assert_allclose(ours[w], mjd.sensordata, rtol=1e-9, atol=1e-12)
+        pressed += np.count_nonzero(mjd.sensordata[:8])
+    assert pressed >= 2 * NWORLD, pressed
