@@ -1,6 +1,7 @@
 """SDF narrowphase: MuJoCo 3.4.0's mjc_SDF (src/engine/engine_collision_sdf.c) for an
-sdf geom with an SDF plugin against a sphere, capsule, ellipsoid, cylinder, box or
-another such sdf geom.
+sdf geom with an SDF plugin against a sphere, capsule, ellipsoid, cylinder, box, mesh
+(mjc_MeshSDF: the mesh's distance by ray casting, see _geom_eval) or another such sdf
+geom.
 
 The pair is (g1, g2) with g2 the sdf geom (the one of higher type); everything runs in
 g2's frame, the other geom's frame reached through (rotation21, offset21). As in
@@ -34,7 +35,9 @@ from .collide_convex import _light_compile
 from .collide_hfield import _new_best
 from .collision import KEY_STRIDE, ND, emit_one, list_count, list_entry, near_pair
 from .consts import (GEOM_BOX, GEOM_CAPSULE, GEOM_CYLINDER, GEOM_ELLIPSOID, GEOM_HFIELD,
-                     GEOM_PLANE, GEOM_SDF, GEOM_SPHERE, MAXCONPAIR, MAXVAL, MINVAL)
+                     GEOM_MESH, GEOM_PLANE, GEOM_SDF, GEOM_SPHERE, MAXCONPAIR, MAXVAL,
+                     MINVAL)
+from .ray import ray_mesh
 from .sdf import SDF_NATTR, SDF_TORUS, fd_eps, sdf_distance, torus_gradient
 
 KIND_SDF = 3  # index of "sdf" in collision.KINDS
@@ -303,27 +306,53 @@ def _geom_gradient(gtype, size, kind, attr, x):
 # ------------------------------------------------------------------------------------
 
 @ti.func
-def _new_pair(type2, size2, kind2, attr2, type1, size1, kind1, attr1, relpos, relmat):
+def _new_pair(g2, type2, size2, kind2, attr2, g1, type1, size1, kind1, attr1, relpos,
+              relmat):
     """mjSDF: geom 0 is g2 (the sdf, evaluated at x), geom 1 is g1 (at relmat x +
     relpos)."""
     return ti.types.struct(
+        geom0=ti.i32, geom1=ti.i32,
         type0=ti.i32, size0=ti.types.vector(3, float), kind0=ti.i32,
         attr0=ti.types.vector(SDF_NATTR, float), type1=ti.i32,
         size1=ti.types.vector(3, float), kind1=ti.i32,
         attr1=ti.types.vector(SDF_NATTR, float), relpos=ti.types.vector(3, float),
         relmat=ti.types.matrix(3, 3, float))(
+        geom0=g2, geom1=g1,
         type0=type2, size0=size2, kind0=kind2, attr0=attr2, type1=type1, size1=size1,
         kind1=kind1, attr1=attr1, relpos=relpos, relmat=relmat)
 
 
 @ti.func
-def _geom_eval(gtype, size, kind, attr, p, want_grad):
+def _geom_eval(worldid, geomid, gtype, size, kind, attr, p, want_grad, rays: ti.template()):
     """(distance, gradient) of one geom at ``p`` (its frame); the gradient only with
     ``want_grad``. One call site of the plugin shapes, in a loop over the points a
-    forward difference needs (kernels stay small enough to compile quickly)."""
+    forward difference needs (kernels stay small enough to compile quickly).
+
+    A mesh (mjc_MeshSDF) as MuJoCo 3.4.0's geomDistance without an octree: the ray from
+    the point (in the world) toward the world's origin cast on the mesh (mj_rayMesh, in
+    units of that ray's length, compared with its length as MuJoCo does), cast backwards
+    and negated when past it; its gradient is +-(1, 1, 1) by the first ray. (MuJoCo
+    tests the octree with mesh_octnum indexed by the geom id: past nmesh that reads
+    outside the array; tiphys takes it as 0, no octree, which it does not build.)"""
     dist = 0.0
     grad = ti.Vector([0.0, 0.0, 0.0])
-    if gtype == GEOM_SDF:
+    if gtype == GEOM_MESH:
+        a = _mat_vec(rays[3][worldid, geomid], p) + rays[2][worldid, geomid]
+        ray = -a
+        r = _norm3(ray)
+        first = -1.0
+        for k in range(2):
+            if k == 0 or first > r:
+                x = ray_mesh(worldid, geomid, a, ray if k == 0 else -ray, *rays)
+                if k == 0:
+                    first = x
+                    dist = x
+                else:
+                    dist = -x
+        if want_grad:
+            sign = 1.0 if first > r else -1.0
+            grad = ti.Vector([sign, sign, sign])
+    elif gtype == GEOM_SDF:
         eps = ti.static(fd_eps())
         n = 4 if want_grad and kind != SDF_TORUS else 1
         vals = ti.Vector([0.0, 0.0, 0.0, 0.0])
@@ -347,7 +376,7 @@ def _geom_eval(gtype, size, kind, attr, p, want_grad):
 
 
 @ti.func
-def _pair_eval(s, x, want_grad):
+def _pair_eval(worldid, s, x, want_grad, rays: ti.template()):
     """(A, B, grad A, grad B in g2's frame): both geoms' distances (A: g2 at x, B: g1
     at x seen from g1) and, with ``want_grad``, their gradients."""
     y = _mat_vec(s.relmat, x) + s.relpos
@@ -359,7 +388,9 @@ def _pair_eval(s, x, want_grad):
         kind = s.kind0 if g == 0 else s.kind1
         attr = s.attr0 if g == 0 else s.attr1
         p = x if g == 0 else y
-        dist, grad = _geom_eval(gtype, size, kind, attr, p, want_grad)
+        geomid = s.geom0 if g == 0 else s.geom1
+        dist, grad = _geom_eval(worldid, geomid, gtype, size, kind, attr, p, want_grad,
+                                rays)
         dists[g] = dist
         for k in ti.static(range(3)):
             grads[g, k] = grad[k]
@@ -404,7 +435,7 @@ def _local_box(aabb):
 
 
 @ti.func
-def _contact_point(s, x0, niter):
+def _contact_point(worldid, s, x0, niter, rays: ti.template()):
     """From a start point: stepGradient on the collision objective (``niter`` steps),
     then one on the intersection, then the mid-surface gradient there: (distance,
     point, gradient). Written as one loop over the evaluations (a state machine) so
@@ -425,7 +456,7 @@ def _contact_point(s, x0, niter):
     running = True
     while running:
         want_grad = starting or phase == 2
-        a, b, ga, gb = _pair_eval(s, p, want_grad)
+        a, b, ga, gb = _pair_eval(worldid, s, p, want_grad, rays)
         value, slope = _objective(phase, a, b, ga, gb)
         advance = False  # this descent is over: go to the next phase
         if phase == 2:
@@ -475,7 +506,7 @@ def _sdf_pair(worldid, cand, g1, g2, ninit, niter, record: ti.template(),
               best: ti.template(), geom_type: ti.template(),
               geom_size: ti.template(), geom_aabb: ti.template(), sdf_kind: ti.template(),
               sdf_attr: ti.template(), geom_xpos: ti.template(), geom_xmat: ti.template(),
-              points: ti.template(), row, ncon: ti.template(),
+              points: ti.template(), row, rays: ti.template(), ncon: ti.template(),
               contact_dist: ti.template(), contact_pos: ti.template(),
               contact_frame: ti.template(), contact_key: ti.template()):
     """mjc_SDF for the pair (g1, g2) of world ``worldid``: its contacts emitted with
@@ -506,8 +537,8 @@ def _sdf_pair(worldid, cand, g1, g2, ninit, niter, record: ti.template(),
     lo = ti.Vector([ti.max(lo1[k], lo2[k]) for k in ti.static(range(3))])
     hi = ti.Vector([ti.min(hi1[k], hi2[k]) for k in ti.static(range(3))])
     if not (hi[0] < lo[0] or hi[1] < lo[1] or hi[2] < lo[2]):
-        s = _new_pair(geom_type[g2], geom_size[sw, g2], sdf_kind[g2], sdf_attr[g2],
-                      geom_type[g1], geom_size[sw, g1], sdf_kind[g1], sdf_attr[g1],
+        s = _new_pair(g2, geom_type[g2], geom_size[sw, g2], sdf_kind[g2], sdf_attr[g2],
+                      g1, geom_type[g1], geom_size[sw, g1], sdf_kind[g1], sdf_attr[g1],
                       offset21, rotation21)
         cnt = 0
         for start in range(ninit):
@@ -516,7 +547,7 @@ def _sdf_pair(worldid, cand, g1, g2, ninit, niter, record: ti.template(),
                            lo[2] + (hi[2] - lo[2]) * _halton(start, 5)])
             y = _mat_vec(rotation2, x) + offset2
             x = _mat_vec(rotation12, y) + offset12
-            dist, x, grad = _contact_point(s, x, niter)
+            dist, x, grad = _contact_point(worldid, s, x, niter, rays)
             known = False
             for i in range(MAXCONPAIR):  # (a fixed trip count: see _narrow_sdf)
                 if i < cnt:
@@ -552,6 +583,8 @@ def _narrow_sdf(
     # model
     geom_type: ND, geom_size: ND, geom_aabb: ND, geom_rbound: ND, geom_margin: ND,
     pair_margin_arr: ND, sdf_kind: ND, sdf_attr: ND,
+    # meshes (mjc_MeshSDF's rays: ray.py's tables)
+    geom_int: ND, mesh_vert: ND, tri_vert: ND, bvh_box: ND, bvh_node: ND,
     # scratch: the pair's contact points so far, per world
     points: ND,
     # data
@@ -574,7 +607,8 @@ def _narrow_sdf(
                 _sdf_pair(worldid, cand, g1, g2, ninit, niter, False, best, geom_type,
                           geom_size,
                           geom_aabb, sdf_kind, sdf_attr, geom_xpos, geom_xmat, points,
-                          worldid, ncon, contact_dist, contact_pos, contact_frame,
+                          worldid, (geom_int, geom_size, geom_xpos, geom_xmat, mesh_vert,
+                                    tri_vert, bvh_box, bvh_node), ncon, contact_dist, contact_pos, contact_frame,
                           contact_key)
 
 
@@ -601,6 +635,14 @@ def sdf_arrays(m, d):
     attr_arr.from_numpy(attr.astype(np.float64 if float_dtype() == ti.f64 else np.float32))
     d.scratch.sdf_geom = (m.arrays, kind_arr, attr_arr)
     return kind_arr, attr_arr
+
+
+def _ray_tables(m) -> dict:
+    """The ray tables mjc_MeshSDF's rays read (ray.py's RayTables)."""
+    from .ray import ray_tables
+    t = ray_tables(m)
+    return {"geom_int": t.geom_int, "tri_vert": t.tri_vert, "bvh_box": t.bvh_box,
+            "bvh_node": t.bvh_node}
 
 
 def _points(d):
@@ -633,7 +675,8 @@ def narrow_sdf(m, d, plan, sweep):
                o_margin=float(opt.o_margin), ninit=int(opt.sdf_initpoints),
                niter=int(opt.sdf_iterations), cand_geom=sweep.cand[0],
                cand_pair=sweep.cand[1], lists=lists, counts=counts, all_lists=all_lists, pair_margin_arr=m.pair_margin, sdf_kind=kind,
-               sdf_attr=attr, points=points, world_mask=sweep.mask, contact_dist=dist,
+               sdf_attr=attr, points=points, **_ray_tables(m), world_mask=sweep.mask,
+               contact_dist=dist,
                contact_pos=pos,
                contact_frame=frame, contact_key=key)
 
@@ -642,6 +685,7 @@ def narrow_sdf(m, d, plan, sweep):
 def _sdf_distance(
     g1: ti.i32, g2: ti.i32, flip: ti.i32, distmax: float, ninit: ti.i32, niter: ti.i32,
     geom_type: ND, geom_size: ND, geom_aabb: ND, sdf_kind: ND, sdf_attr: ND, points: ND,
+    geom_int: ND, mesh_vert: ND, tri_vert: ND, bvh_box: ND, bvh_node: ND,
     geom_xpos: ND, geom_xmat: ND, dist_out: ND, fromto_out: ND,
     ncon: ND, contact_dist: ND, contact_pos: ND, contact_frame: ND, contact_key: ND,
 ):
@@ -649,7 +693,8 @@ def _sdf_distance(
         best = _new_best(distmax)
         _sdf_pair(worldid, -1, g1, g2, ninit, niter, True, best, geom_type, geom_size,
                   geom_aabb, sdf_kind, sdf_attr, geom_xpos, geom_xmat, points, worldid,
-                  ncon, contact_dist, contact_pos, contact_frame, contact_key)
+                  (geom_int, geom_size, geom_xpos, geom_xmat, mesh_vert, tri_vert, bvh_box,
+                   bvh_node), ncon, contact_dist, contact_pos, contact_frame, contact_key)
         fromto = ti.Vector.zero(float, 6)
         if best.n > 0:
             sign = -1.0 if flip else 1.0
@@ -672,4 +717,4 @@ def sdf_pair_distance(m, d, g1, g2, flip, distmax, dist, fromto):
         launch(_sdf_distance, m, d, g1=int(g1), g2=int(g2), flip=int(flip),
                distmax=float(distmax), ninit=int(opt.sdf_initpoints),
                niter=int(opt.sdf_iterations), sdf_kind=kind, sdf_attr=attr,
-               points=_points(d), dist_out=dist, fromto_out=fromto)
+               points=_points(d), **_ray_tables(m), dist_out=dist, fromto_out=fromto)

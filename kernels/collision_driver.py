@@ -19,8 +19,8 @@ import taichi as ti
 
 from . import collision as kc
 from .collision import DETECTOR_KINDS, KINDS, detector_kind
-from .consts import (GEOM_HFIELD, GEOM_MESH, GEOM_PLANE, GEOM_SDF, GEOM_TYPE_NAMES, MAXCONPAIR,
-                     NGEOMTYPES, WARN_CONTACTFULL)
+from .consts import (GEOM_HFIELD, GEOM_PLANE, GEOM_SDF, GEOM_TYPE_NAMES, MAXCONPAIR, NGEOMTYPES,
+                     WARN_CONTACTFULL)
 
 PRIMITIVE_MAXCON = {pair: v[2] for pair, v in kc.PRIMITIVE_DETECTORS.items()}
 
@@ -34,7 +34,7 @@ NARROWPHASE = {
 
 # pairs MuJoCo collides and tiphys does not yet: a model with such a candidate pair
 # raises NotImplementedError naming the pair (check_detectors)
-NOT_YET_PAIRS = {(GEOM_MESH, GEOM_SDF)}  # mjc_MeshSDF: the mesh's distance by ray casting
+NOT_YET_PAIRS: set = set()
 
 
 def narrowphase(kind: str):

@@ -50,7 +50,7 @@ from . import config
 from .bind import launch
 from .collide_convex import MAX_PLANE_MESH, _check_options, _light_compile
 from .consts import (CNSTR_LIMIT_JOINT, CNSTR_LIMIT_TENDON, DATATYPE_POSITIVE, DATATYPE_REAL,
-                     GEOM_BOX, GEOM_HFIELD, GEOM_MESH, GEOM_PLANE, GEOM_SDF,
+                     GEOM_BOX, GEOM_HFIELD, GEOM_PLANE, GEOM_SDF,
                      GEOM_TYPE_NAMES, MINVAL, OBJ_BODY, OBJ_CAMERA, OBJ_GEOM,
                      OBJ_SITE, OBJ_XBODY, SENS_ACTUATORPOS, SENS_ACTUATORVEL, SENS_BALLANGVEL,
                      SENS_BALLQUAT, SENS_CAMPROJECTION, SENS_CLOCK, SENS_E_KINETIC,
@@ -950,7 +950,7 @@ def _geom_groups(m, plan):
         elif kind == "primitive":
             detector, maxcon = primitive_table()[(t1, t2)]  # static: every primitive pair
             key = ("primitive", detector, maxcon, flip)
-        elif kind == "hfield" or kind == "sdf" and t1 not in (GEOM_HFIELD, GEOM_MESH):
+        elif kind == "hfield" or kind == "sdf" and t1 != GEOM_HFIELD:
             # (one launch each: collide_hfield's / collide_sdf's distance kernels)
             single.append((p, sid, g2 if flip else g1, g1 if flip else g2, flip))
             continue

@@ -171,13 +171,15 @@ def test_nutbolt_contacts_match_mujoco():
     assert compare_worlds(m, mjm, qpos).get((1, 2), 0) > 50  # nut (1) and bolt (2)
 
 
-def test_mesh_sdf_pair_is_not_supported_yet():
-    """mjc_MeshSDF (a mesh's distance by ray casting) is not implemented: the corpus'
-    mesh.xml (a torus on a die) stops collision naming the pair."""
-    m = tiphys.load_model(_corpus("mesh.xml"))
-    d = tiphys.make_data(m, 1)
-    with pytest.raises(NotImplementedError, match="no detector yet for geom pairs mesh-sdf"):
-        collision(m, d)
+def test_mesh_sdf_contacts_match_mujoco():
+    """mjc_MeshSDF (the mesh's distance by ray casting): the corpus' mesh.xml, its torus
+    on the die in random poses."""
+    path = _corpus("mesh.xml")
+    mjm = mujoco.MjModel.from_xml_path(path)
+    m = tiphys.load_model(path)
+    qpos = random_free_qpos(mjm, np.random.default_rng(0), NWORLD, spread=0.3,
+                            center=(0, -0.05, -1.6))
+    assert compare_worlds(m, mjm, qpos).get((2, 1), 0) > 20  # die (2), torus (1)
 
 
 def test_hfield_sdf_gives_no_contacts_and_warns():
@@ -276,6 +278,14 @@ def _trajectory(m, mjm):
                               f"allowance {allowance[bad[0]]}")
         worst = max(worst, float(np.max(dist / allowance)))
     return worst
+
+
+def test_mesh_sdf_trajectory_matches_mujoco():
+    """The corpus' mesh.xml with the torus started on the die."""
+    path = _corpus("mesh.xml")
+    mjm = mujoco.MjModel.from_xml_path(path)
+    mjm.qpos0[2] = 1.49  # (the torus 1 cm above the die's top, lands at step ~22)
+    _trajectory(tiphys.load_model(path), mjm)
 
 
 def test_nutbolt_trajectory_matches_mujoco():

@@ -265,7 +265,7 @@ def test_every_detector_table_entry_imports():
     # every pair of MuJoCo's table runs a tiphys kernel or is pinned as not yet
     kinds = set(DETECTOR_KINDS.values())
     assert kinds <= set(NARROWPHASE)
-    assert NOT_YET_PAIRS == {(7, 8)}  # mesh-sdf (mjc_MeshSDF: ray casting the mesh)
+    assert NOT_YET_PAIRS == set()
     assert len(DETECTOR_KINDS) == 45 - 3  # all but plane-plane, plane-hfield, hfield-hfield
 
 
