@@ -323,7 +323,8 @@ def _new_pair(g2, type2, size2, kind2, attr2, g1, type1, size1, kind1, attr1, re
 
 
 @ti.func
-def _geom_eval(worldid, geomid, gtype, size, kind, attr, p, want_grad, rays: ti.template()):
+def _geom_eval(worldid, geomid, gtype, size, kind, attr, p, want_grad, rays: ti.template(),
+               meshes: ti.template()):
     """(distance, gradient) of one geom at ``p`` (its frame); the gradient only with
     ``want_grad``. One call site of the plugin shapes, in a loop over the points a
     forward difference needs (kernels stay small enough to compile quickly).
@@ -336,7 +337,7 @@ def _geom_eval(worldid, geomid, gtype, size, kind, attr, p, want_grad, rays: ti.
     outside the array; tiphys takes it as 0, no octree, which it does not build.)"""
     dist = 0.0
     grad = ti.Vector([0.0, 0.0, 0.0])
-    if gtype == GEOM_MESH:
+    if ti.static(meshes) and gtype == GEOM_MESH:
         a = _mat_vec(rays[3][worldid, geomid], p) + rays[2][worldid, geomid]
         ray = -a
         r = _norm3(ray)
@@ -376,7 +377,7 @@ def _geom_eval(worldid, geomid, gtype, size, kind, attr, p, want_grad, rays: ti.
 
 
 @ti.func
-def _pair_eval(worldid, s, x, want_grad, rays: ti.template()):
+def _pair_eval(worldid, s, x, want_grad, rays: ti.template(), meshes: ti.template()):
     """(A, B, grad A, grad B in g2's frame): both geoms' distances (A: g2 at x, B: g1
     at x seen from g1) and, with ``want_grad``, their gradients."""
     y = _mat_vec(s.relmat, x) + s.relpos
@@ -390,7 +391,7 @@ def _pair_eval(worldid, s, x, want_grad, rays: ti.template()):
         p = x if g == 0 else y
         geomid = s.geom0 if g == 0 else s.geom1
         dist, grad = _geom_eval(worldid, geomid, gtype, size, kind, attr, p, want_grad,
-                                rays)
+                                rays, meshes)
         dists[g] = dist
         for k in ti.static(range(3)):
             grads[g, k] = grad[k]
@@ -435,7 +436,7 @@ def _local_box(aabb):
 
 
 @ti.func
-def _contact_point(worldid, s, x0, niter, rays: ti.template()):
+def _contact_point(worldid, s, x0, niter, rays: ti.template(), meshes: ti.template()):
     """From a start point: stepGradient on the collision objective (``niter`` steps),
     then one on the intersection, then the mid-surface gradient there: (distance,
     point, gradient). Written as one loop over the evaluations (a state machine) so
@@ -456,7 +457,7 @@ def _contact_point(worldid, s, x0, niter, rays: ti.template()):
     running = True
     while running:
         want_grad = starting or phase == 2
-        a, b, ga, gb = _pair_eval(worldid, s, p, want_grad, rays)
+        a, b, ga, gb = _pair_eval(worldid, s, p, want_grad, rays, meshes)
         value, slope = _objective(phase, a, b, ga, gb)
         advance = False  # this descent is over: go to the next phase
         if phase == 2:
@@ -506,7 +507,8 @@ def _sdf_pair(worldid, cand, g1, g2, ninit, niter, record: ti.template(),
               best: ti.template(), geom_type: ti.template(),
               geom_size: ti.template(), geom_aabb: ti.template(), sdf_kind: ti.template(),
               sdf_attr: ti.template(), geom_xpos: ti.template(), geom_xmat: ti.template(),
-              points: ti.template(), row, rays: ti.template(), ncon: ti.template(),
+              points: ti.template(), row, rays: ti.template(), meshes: ti.template(),
+              ncon: ti.template(),
               contact_dist: ti.template(), contact_pos: ti.template(),
               contact_frame: ti.template(), contact_key: ti.template()):
     """mjc_SDF for the pair (g1, g2) of world ``worldid``: its contacts emitted with
@@ -547,7 +549,7 @@ def _sdf_pair(worldid, cand, g1, g2, ninit, niter, record: ti.template(),
                            lo[2] + (hi[2] - lo[2]) * _halton(start, 5)])
             y = _mat_vec(rotation2, x) + offset2
             x = _mat_vec(rotation12, y) + offset12
-            dist, x, grad = _contact_point(worldid, s, x, niter, rays)
+            dist, x, grad = _contact_point(worldid, s, x, niter, rays, meshes)
             known = False
             for i in range(MAXCONPAIR):  # (a fixed trip count: see _narrow_sdf)
                 if i < cnt:
@@ -577,7 +579,8 @@ def _sdf_pair(worldid, cand, g1, g2, ninit, niter, record: ti.template(),
 
 @ti.kernel
 def _narrow_sdf(
-    override: ti.template(), o_margin: float, ninit: ti.i32, niter: ti.i32,
+    override: ti.template(), meshes: ti.template(), o_margin: float, ninit: ti.i32,
+    niter: ti.i32,
     # candidates: lists[l, KIND_SDF, k] for k < counts[l, KIND_SDF], l = world or 0
     cand_geom: ND, cand_pair: ND, lists: ND, counts: ND, all_lists: ND,
     # model
@@ -608,7 +611,7 @@ def _narrow_sdf(
                           geom_size,
                           geom_aabb, sdf_kind, sdf_attr, geom_xpos, geom_xmat, points,
                           worldid, (geom_int, geom_size, geom_xpos, geom_xmat, mesh_vert,
-                                    tri_vert, bvh_box, bvh_node), ncon, contact_dist, contact_pos, contact_frame,
+                                    tri_vert, bvh_box, bvh_node), meshes, ncon, contact_dist, contact_pos, contact_frame,
                           contact_key)
 
 
@@ -635,6 +638,31 @@ def sdf_arrays(m, d):
     attr_arr.from_numpy(attr.astype(np.float64 if float_dtype() == ti.f64 else np.float32))
     d.scratch.sdf_geom = (m.arrays, kind_arr, attr_arr)
     return kind_arr, attr_arr
+
+
+def _mesh_pairs(m, pairs) -> bool:
+    """Whether mesh-sdf pairs are collided (a collision plan's candidates, or a set of
+    two geoms): only then is the mesh's ray casting compiled in. On SPIR-V (Vulkan,
+    Metal) the ray's BVH stack, a dynamically indexed local array, corrupted the other
+    pairs' descent on lavapipe: those backends refuse mesh-sdf pairs."""
+    import numpy as np
+    cached = getattr(pairs, "sdf_meshes", None)
+    if cached is not None:
+        return cached
+    gtype = np.asarray(m.arrays.geom_type).reshape(-1)
+    if isinstance(pairs, set):
+        found = bool(any(int(gtype[g]) == GEOM_MESH for g in pairs))
+    elif pairs.dynamic:
+        found = (GEOM_MESH, GEOM_SDF) in pairs.type_pairs
+    else:
+        found = bool(any(int(gtype[g1]) == GEOM_MESH and int(gtype[g2]) == GEOM_SDF
+                         for g1, g2, _ in pairs.cand_host if g2 >= 0))
+    if found and ti.lang.impl.current_cfg().arch in (ti.vulkan, ti.metal):
+        raise NotImplementedError("collision: mesh-sdf pairs on SPIR-V backends (Vulkan, "
+                                  "Metal)")
+    if not isinstance(pairs, set):
+        pairs.sdf_meshes = found  # (once per collision plan)
+    return found
 
 
 def _ray_tables(m) -> dict:
@@ -672,6 +700,7 @@ def narrow_sdf(m, d, plan, sweep):
     points = _points(d)
     with _light_compile():
         launch(_narrow_sdf, m, d, override=bool(opt.enabled("override")),
+               meshes=_mesh_pairs(m, plan),
                o_margin=float(opt.o_margin), ninit=int(opt.sdf_initpoints),
                niter=int(opt.sdf_iterations), cand_geom=sweep.cand[0],
                cand_pair=sweep.cand[1], lists=lists, counts=counts, all_lists=all_lists, pair_margin_arr=m.pair_margin, sdf_kind=kind,
@@ -683,7 +712,7 @@ def narrow_sdf(m, d, plan, sweep):
 
 @ti.kernel
 def _sdf_distance(
-    g1: ti.i32, g2: ti.i32, flip: ti.i32, distmax: float, ninit: ti.i32, niter: ti.i32,
+    meshes: ti.template(), g1: ti.i32, g2: ti.i32, flip: ti.i32, distmax: float, ninit: ti.i32, niter: ti.i32,
     geom_type: ND, geom_size: ND, geom_aabb: ND, sdf_kind: ND, sdf_attr: ND, points: ND,
     geom_int: ND, mesh_vert: ND, tri_vert: ND, bvh_box: ND, bvh_node: ND,
     geom_xpos: ND, geom_xmat: ND, dist_out: ND, fromto_out: ND,
@@ -694,7 +723,7 @@ def _sdf_distance(
         _sdf_pair(worldid, -1, g1, g2, ninit, niter, True, best, geom_type, geom_size,
                   geom_aabb, sdf_kind, sdf_attr, geom_xpos, geom_xmat, points, worldid,
                   (geom_int, geom_size, geom_xpos, geom_xmat, mesh_vert, tri_vert, bvh_box,
-                   bvh_node), ncon, contact_dist, contact_pos, contact_frame, contact_key)
+                   bvh_node), meshes, ncon, contact_dist, contact_pos, contact_frame, contact_key)
         fromto = ti.Vector.zero(float, 6)
         if best.n > 0:
             sign = -1.0 if flip else 1.0
@@ -714,7 +743,8 @@ def sdf_pair_distance(m, d, g1, g2, flip, distmax, dist, fromto):
     opt = m.opt
     kind, attr = sdf_arrays(m, d)
     with _light_compile():
-        launch(_sdf_distance, m, d, g1=int(g1), g2=int(g2), flip=int(flip),
+        launch(_sdf_distance, m, d, meshes=_mesh_pairs(m, {g1, g2}), g1=int(g1),
+               g2=int(g2), flip=int(flip),
                distmax=float(distmax), ninit=int(opt.sdf_initpoints),
                niter=int(opt.sdf_iterations), sdf_kind=kind, sdf_attr=attr,
                points=_points(d), **_ray_tables(m), dist_out=dist, fromto_out=fromto)
