@@ -461,7 +461,8 @@ def ray_hfield(worldid, geomid, pnt, vec, geom_int: ti.template(), geom_xpos: ti
 # ---------------------------------------------------------------- sdf
 
 SDF_MARCH = 40  # ray_sdf's steps
-SDF_HIT = 1e-7  # its kMinDist
+SDF_HIT = 1e-7  # its kMinDist (f64)
+SDF_HIT_F32 = 1e-5  # tiphys' in f32, where 1e-7 is below a coordinate's rounding step
 SDF_FAR = 1e6  # a distance past which it gives up
 
 
@@ -470,7 +471,8 @@ def ray_sdf(pos, mat, size, kind, attr6, pnt, vec):
     """ray_sdf: sphere tracing of an sdf geom's plugin shape (kernels/sdf.py, ``kind``,
     attributes in the first five of ``attr6``) inside the box of its geom_size, along
     the unit direction in the geom's frame (so the distance is in units of that unit
-    direction, also when ``vec`` is not one, as in MuJoCo); -1 if missed."""
+    direction, also when ``vec`` is not one, as in MuJoCo); -1 if missed. A hit is a
+    step below 1e-7, as MuJoCo's (1e-5 in f32)."""
     x = -1.0
     if ray_box(pos, mat, size, pnt, vec) >= 0.0:
         attr = ti.Vector([attr6[k] for k in ti.static(range(SDF_NATTR))])
@@ -482,7 +484,8 @@ def ray_sdf(pos, mat, size, kind, attr6, pnt, vec):
                            lpnt[2] + total * lvec[2]])
             dist = sdf_distance(kind, attr, p)
             total += dist
-            if ti.abs(dist) < SDF_HIT:
+            if ti.abs(dist) < ti.static(SDF_HIT if config.precision() == "f64" else
+                                        SDF_HIT_F32):
                 x = total
                 break
             if dist > SDF_FAR:
