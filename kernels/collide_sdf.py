@@ -611,8 +611,8 @@ def _narrow_sdf(
                           geom_size,
                           geom_aabb, sdf_kind, sdf_attr, geom_xpos, geom_xmat, points,
                           worldid, (geom_int, geom_size, geom_xpos, geom_xmat, mesh_vert,
-                                    tri_vert, bvh_box, bvh_node), meshes, ncon, contact_dist, contact_pos, contact_frame,
-                          contact_key)
+                                    tri_vert, bvh_box, bvh_node), meshes, ncon,
+                          contact_dist, contact_pos, contact_frame, contact_key)
 
 
 def sdf_arrays(m, d):
@@ -700,19 +700,19 @@ def narrow_sdf(m, d, plan, sweep):
     points = _points(d)
     with _light_compile():
         launch(_narrow_sdf, m, d, override=bool(opt.enabled("override")),
-               meshes=_mesh_pairs(m, plan),
-               o_margin=float(opt.o_margin), ninit=int(opt.sdf_initpoints),
-               niter=int(opt.sdf_iterations), cand_geom=sweep.cand[0],
-               cand_pair=sweep.cand[1], lists=lists, counts=counts, all_lists=all_lists, pair_margin_arr=m.pair_margin, sdf_kind=kind,
-               sdf_attr=attr, points=points, **_ray_tables(m), world_mask=sweep.mask,
-               contact_dist=dist,
-               contact_pos=pos,
+               meshes=_mesh_pairs(m, plan), o_margin=float(opt.o_margin),
+               ninit=int(opt.sdf_initpoints), niter=int(opt.sdf_iterations),
+               cand_geom=sweep.cand[0], cand_pair=sweep.cand[1], lists=lists,
+               counts=counts, all_lists=all_lists, pair_margin_arr=m.pair_margin,
+               sdf_kind=kind, sdf_attr=attr, points=points, **_ray_tables(m),
+               world_mask=sweep.mask, contact_dist=dist, contact_pos=pos,
                contact_frame=frame, contact_key=key)
 
 
 @ti.kernel
 def _sdf_distance(
-    meshes: ti.template(), g1: ti.i32, g2: ti.i32, flip: ti.i32, distmax: float, ninit: ti.i32, niter: ti.i32,
+    meshes: ti.template(), g1: ti.i32, g2: ti.i32, flip: ti.i32, distmax: float,
+    ninit: ti.i32, niter: ti.i32,
     geom_type: ND, geom_size: ND, geom_aabb: ND, sdf_kind: ND, sdf_attr: ND, points: ND,
     geom_int: ND, mesh_vert: ND, tri_vert: ND, bvh_box: ND, bvh_node: ND,
     geom_xpos: ND, geom_xmat: ND, dist_out: ND, fromto_out: ND,

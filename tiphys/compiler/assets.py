@@ -8,8 +8,9 @@ import numpy as np
 from ..errors import ModelError, error_at
 from ..io.resources import base_part, is_abs, join_path, missing, reduce_path
 from ..kernels.consts import (GEOM_HFIELD, GEOM_MESH, GEOM_SDF, TEXROLE_EMISSIVE,
-                              TEXROLE_METALLIC, TEXROLE_NORMAL, TEXROLE_OCCLUSION, TEXROLE_OPACITY, TEXROLE_ORM,
-                              TEXROLE_RGB, TEXROLE_RGBA, TEXROLE_ROUGHNESS, TEXROLE_USER)
+                              TEXROLE_METALLIC, TEXROLE_NORMAL, TEXROLE_OCCLUSION,
+                              TEXROLE_OPACITY, TEXROLE_ORM, TEXROLE_RGB, TEXROLE_RGBA,
+                              TEXROLE_ROUGHNESS, TEXROLE_USER)
 from . import rotation as rot
 from .attrs import BOOL, Attrs
 from .hfield import compile_hfield

@@ -27,9 +27,6 @@ from ..kernels.sdf import SDF_BOLT, SDF_BOWL, SDF_GEAR, SDF_NUT, SDF_TORUS, SDF_
 from . import SDF, Plugin
 from .touch_grid import _check_attr, strtod
 
-_WHITESPACE = " \t\n\v\f\r"
-
-
 def _stod(text: str) -> Optional[float]:
     """std::stod: the number at the start of the text (after whitespace), None when
     there is none (std::invalid_argument)."""
