@@ -2,8 +2,7 @@
 against MuJoCo 3.4.0 with its bundled plugin library (libsdf_plugin.so).
 
 Compile: a <mesh> with an SDF plugin gets MuJoCo's marching-cubes surface
-(tiphys/compiler/sdf_mesh.py): vertices and faces bit for bit, normals to float32
-rounding (MuJoCo normalizes them twice in single precision, tiphys the same way), and
+(tiphys/compiler/sdf_mesh.py): vertices, faces and normals bit for bit, and
 a <geom type="sdf"> every field MuJoCo gives it (geom_plugin, size, aabb, rbound, the
 body's inertia from the mesh, ...); the config errors with MuJoCo's messages.
 MjModel.plugin holds MuJoCo's global registry slot, tiphys's Model.plugin its own: that
@@ -96,15 +95,15 @@ def test_sdf_model_fields_match_mujoco(pair):
 
 
 def test_marching_cubes_mesh_is_mujocos_bit_for_bit(pair):
-    """Vertices and faces exactly; normals to a float32 rounding step; the mesh is not
-    moved to its center of mass (mesh_pos 0, mesh_quat identity)."""
+    """Vertices, faces and normals exactly; the mesh is not moved to its center of mass
+    (mesh_pos 0, mesh_quat identity)."""
     name, m, mjm = pair
     a = m.arrays
     np.testing.assert_array_equal(np.asarray(a.mesh_vert, np.float32),
                                   mjm.mesh_vert.astype(np.float32), err_msg=name)
     np.testing.assert_array_equal(np.asarray(a.mesh_face), mjm.mesh_face, err_msg=name)
-    np.testing.assert_allclose(np.asarray(a.mesh_normal), mjm.mesh_normal, rtol=0,
-                               atol=3e-7, err_msg=name)
+    np.testing.assert_array_equal(np.asarray(a.mesh_normal, np.float32),
+                                  mjm.mesh_normal.astype(np.float32), err_msg=name)
     np.testing.assert_array_equal(np.asarray(a.mesh_pos).reshape(-1, 3), mjm.mesh_pos)
     np.testing.assert_array_equal(np.asarray(a.mesh_quat).reshape(-1, 4), mjm.mesh_quat)
 
