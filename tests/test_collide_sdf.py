@@ -570,3 +570,42 @@ def test_rays_on_sdf_geoms_run_in_f32(arch):
     assert len(same) >= 0.95 * len(rays), len(same)
     assert sum(g >= 0 for g, mg, _, _ in rays if g == mg) >= 100
     assert max(abs(x - mx) for x, mx in same) < 1e-4
+
+
+# MuJoCo 3.4.0's own example model/plugin/sdf/primitives.xml (Apache-2.0), its
+# <include file="scene.xml"/> replaced by the scene's ground plane: three tori stacked
+# with a sphere, an ellipsoid, a capsule, a cylinder and a box
+PRIMITIVES = """<mujoco>
+  <extension><plugin plugin="mujoco.sdf.torus"><instance name="torus">
+    <config key="radius1" value="0.35"/><config key="radius2" value="0.15"/>
+  </instance></plugin></extension>
+  <asset><mesh name="torus"><plugin instance="torus"/></mesh></asset>
+  <option sdf_iterations="10" sdf_initpoints="20"/>
+  <default><geom solref="0.01 1" solimp=".95 .99 .0001"/></default>
+  <worldbody>
+    <geom name="ground" type="plane" pos="0 0 -.02" size="10 10 .01" condim="1"/>
+    <body pos="0 0 .175"><freejoint/>
+      <geom type="sdf" mesh="torus"><plugin instance="torus"/></geom></body>
+    <body pos=".1 .1 1.2"><freejoint/>
+      <geom type="sdf" mesh="torus"><plugin instance="torus"/></geom></body>
+    <body pos=".1 .1 2.6"><freejoint/>
+      <geom type="sdf" mesh="torus"><plugin instance="torus"/></geom></body>
+    <body pos="-.1 .2 2"><freejoint/><geom type="sphere" size="0.3"/></body>
+    <body pos=".3 -.1 2" euler="0 0 45"><freejoint/>
+      <geom type="ellipsoid" size=".4 .2 .2"/></body>
+    <body pos="-.1 .1 .5"><freejoint/>
+      <geom type="capsule" size=".1" fromto="-.2 -.2 .1 .2 .2 .1"/></body>
+    <body pos=".2 -.2 .3"><freejoint/>
+      <geom type="cylinder" size=".1" fromto="-.2 -.2 .1 .2 .2 .1"/></body>
+    <body pos=".1 .1 3.5"><freejoint/><geom type="box" size=".2 .2 .2"/></body>
+  </worldbody>
+</mujoco>"""
+
+
+def test_mujoco_primitives_example_trajectory_matches_mujoco():
+    m = tiphys.load_model_from_string(PRIMITIVES)
+    mjm = mujoco.MjModel.from_xml_string(PRIMITIVES)
+    d = tiphys.make_data(m, 1)
+    tiphys.forward(m, d)
+    assert int(d.ncon.to_numpy()[0]) > 0  # (the lowest torus on the ground and cylinder)
+    _trajectory(m, mjm)
