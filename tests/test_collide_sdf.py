@@ -609,3 +609,25 @@ def test_mujoco_primitives_example_trajectory_matches_mujoco():
     tiphys.forward(m, d)
     assert int(d.ncon.to_numpy()[0]) > 0  # (the lowest torus on the ground and cylinder)
     _trajectory(m, mjm)
+
+
+IN_PLACE_PAIR = """<mujoco>
+  <extension><plugin plugin="mujoco.sdf.torus"/></extension>
+  <asset><mesh name="torus"><plugin plugin="mujoco.sdf.torus"/></mesh></asset>
+  <worldbody>
+    <body><freejoint/><geom type="sdf" mesh="torus">
+      <plugin plugin="mujoco.sdf.torus">
+        <config key="radius1" value=".3"/><config key="radius2" value=".1"/>
+      </plugin></geom></body>
+    <body pos=".3 0 .12"><freejoint/><geom type="sphere" size=".08"/></body>
+  </worldbody>
+</mujoco>"""
+
+
+def test_in_place_sdf_geom_collides_with_its_own_config():
+    """An sdf geom whose plugin is in place collides with its own config (a thinner
+    torus than its mesh's default one), as MuJoCo."""
+    mjm = mujoco.MjModel.from_xml_string(IN_PLACE_PAIR)
+    m = tiphys.load_model_from_string(IN_PLACE_PAIR)
+    qpos = random_free_qpos(mjm, np.random.default_rng(3), NWORLD, spread=0.05)
+    assert compare_worlds(m, mjm, qpos).get((1, 0), 0) >= 5  # sphere (1), torus (0)

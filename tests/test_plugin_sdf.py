@@ -240,3 +240,61 @@ def test_sdf_geoms_render_as_their_mesh_like_mujoco(monkeypatch):
     finally:
         mjr.close()
         ours_r.close()
+
+
+# ------------------------------------------------------------------------------ in place
+
+IN_PLACE = """<mujoco>
+  <extension>
+    <plugin plugin="mujoco.sdf.torus"><instance name="t">
+      <config key="radius1" value=".31"/></instance></plugin>
+    <plugin plugin="mujoco.sdf.bowl"/><plugin plugin="mujoco.pid"/>
+  </extension>
+  <worldbody>
+    <body><freejoint/><geom type="sdf" mesh="m2">
+      <plugin plugin="mujoco.sdf.torus"><config key="radius1" value=".33"/></plugin></geom>
+    </body>
+    <body pos="0 0 2"><joint name="j"/><geom type="sdf" mesh="m1"><plugin instance="t"/></geom>
+      <geom type="sdf" mesh="m3">
+        <plugin plugin="mujoco.sdf.bowl"><config key="height" value=".35"/></plugin></geom>
+    </body>
+  </worldbody>
+  <actuator><plugin joint="j" plugin="mujoco.pid"><config key="kp" value="2"/></plugin>
+  </actuator>
+  <asset>
+    <mesh name="m1"><plugin instance="t"/></mesh>
+    <mesh name="m2"><plugin plugin="mujoco.sdf.torus">
+      <config key="radius1" value=".32"/></plugin></mesh>
+    <mesh name="m3"><plugin plugin="mujoco.sdf.bowl"/></mesh>
+  </asset>
+</mujoco>"""
+
+
+def test_in_place_sdf_plugins_are_numbered_as_mujoco():
+    """In-place SDF plugins of meshes and geoms get instances of their own, numbered as
+    MuJoCo reads them: <extension>'s, the meshes' (<asset>), the actuators', then the
+    geoms' (<worldbody>); each mesh from its own config."""
+    m = tiphys.load_model_from_string(IN_PLACE)
+    mjm = mujoco.MjModel.from_xml_string(IN_PLACE)
+    a = m.arrays
+    assert not compare_model(a, mjm, skip=("plugin",))
+    for field in PLUGIN_FIELDS + ("actuator_plugin",):
+        ours = np.asarray(getattr(a, field)).reshape(-1)
+        theirs = np.asarray(getattr(mjm, field)).reshape(-1)
+        if field == "plugin_attr":
+            theirs = theirs.astype(np.uint8)
+        np.testing.assert_array_equal(ours, theirs, err_msg=field)
+    assert [registry.plugin_at(int(s)).name for s in a.plugin] == [
+        "mujoco.sdf.torus", "mujoco.sdf.torus", "mujoco.sdf.bowl", "mujoco.pid",
+        "mujoco.sdf.torus", "mujoco.sdf.bowl"]
+    np.testing.assert_array_equal(np.asarray(a.mesh_vert, np.float32),
+                                  mjm.mesh_vert.astype(np.float32))
+
+
+def test_in_place_sdf_plugin_needs_its_extension():
+    xml = """<mujoco><asset><mesh name="t"><plugin plugin="mujoco.sdf.torus"/></mesh>
+      </asset></mujoco>"""
+    with pytest.raises(ValueError, match="unrecognized plugin 'mujoco.sdf.torus'"):
+        mujoco.MjModel.from_xml_string(xml)
+    with pytest.raises(tiphys.ModelError, match="unrecognized plugin 'mujoco.sdf.torus'"):
+        tiphys.load_model_from_string(xml)

@@ -5,15 +5,17 @@ mjCModel::ResolvePlugin, mjCPlugin::Compile and mjCModel::CopyPlugins do.
 
 Instances are numbered as MuJoCo numbers them: those of the <extension> sections
 (which its reader takes first, wherever they are), then each in-place plugin (an
-<actuator><plugin> or <sensor><plugin> without ``instance=``) in reading order: the
-actuators', then the sensors', then those of the bodies (in <worldbody>, which MuJoCo
-reads last; one per composite, named ``composite<prefix>``). ``plugin`` holds tiphys's
-registry slot (tiphys.plugin), not MuJoCo's global one. A plugin MuJoCo has and tiphys
-does not implement yet (tiphys.plugin.NOT_YET), or one whose capabilities need hooks
-tiphys does not call yet (an SDF plugin other than MuJoCo's shapes), raises
-NotImplementedError naming it and the element; so do in-place plugins on geoms, meshes
-and flexcomps (the compiler passes of those elements call :func:`refuse`, or
-:func:`sdf_instance` for the SDF plugins meshes and sdf geoms name by instance).
+<actuator><plugin>, <sensor><plugin>, <mesh><plugin> or sdf <geom><plugin> without
+``instance=``) in reading order: the meshes' (<asset>), the actuators', then the
+sensors', then those of <worldbody>, which MuJoCo reads last: the sdf geoms' or the
+bodies' (one per composite, named ``composite<prefix>``; a model with both is refused,
+their interleaving is not tracked). ``plugin`` holds tiphys's registry slot
+(tiphys.plugin), not MuJoCo's global one. A plugin MuJoCo has and tiphys does not
+implement yet (tiphys.plugin.NOT_YET), or one whose capabilities need hooks tiphys does
+not call yet (an SDF plugin other than MuJoCo's shapes), raises NotImplementedError
+naming it and the element; so do in-place plugins on other geoms and on flexcomps (the
+compiler passes of those elements call :func:`refuse`; meshes and sdf geoms call
+:func:`sdf_instance`).
 """
 from __future__ import annotations
 
@@ -63,24 +65,24 @@ def refuse(spec, el, what: str) -> NotImplementedError:
 
 
 def sdf_instance(spec, owner, el, what: str):
-    """(plugin class, config) of the explicit instance an SDF ``<plugin>`` element
-    ``el`` of a mesh or geom (``owner``) names, with mjCModel::ResolvePlugin's errors and the
-    element's capability check; NotImplementedError for an in-place one (a plugin
-    without ``instance=``), which tiphys does not number yet."""
+    """(plugin class, config) of an SDF ``<plugin>`` element ``el`` of a mesh or geom
+    (``owner``): the explicit instance it names, or its own (in place: ``plugin=`` and
+    <config> children), with mjCModel::ResolvePlugin's errors and the element's
+    capability check."""
     pname, iname = el.attr("plugin") or "", el.attr("instance") or ""
     if not pname and not iname:
         raise error_at(el, f"neither 'plugin' nor 'instance' is specified for {what}")
-    if not iname:
-        raise NotImplementedError(
-            f"{_where(el)}: {what} in place (without instance=): plugin '{pname}' "
-            f"(SDF plugin) is not supported yet")
     active, declared = _read_extensions(spec)
-    decl = next((d for d in declared if d.name == iname), None)
-    if decl is None:
-        raise error_at(el, f"unrecognized name '{iname}' for plugin instance", "instance")
+    if iname:
+        decl = next((d for d in declared if d.name == iname), None)
+        if decl is None:
+            raise error_at(el, f"unrecognized name '{iname}' for plugin instance",
+                           "instance")
     if pname and pname not in active:
         raise error_at(el, f"unrecognized plugin '{pname}'", "plugin")
-    if pname and pname != decl.plugin_name:
+    if not iname:
+        decl = _Declared(pname, "", _read_config(el), el)
+    elif pname and pname != decl.plugin_name:
         # (MuJoCo 3.4.0 silently gives the instance the named plugin instead)
         raise error_at(el, f"plugin '{pname}' does not match the plugin "
                            f"'{decl.plugin_name}' of instance '{iname}'", "plugin")
@@ -205,8 +207,25 @@ def compile_plugins(spec, out, builder=None) -> None:
                        for pname, iname, el in (ref,) if not iname]
     by_name = {d.name: d for d in explicit}
     body_inplace, body_refs = _body_plugins(builder, active, by_name)
-    decls = explicit + [d for _, d in inplace] + [d for _, d in inplace_sensors] + \
-        body_inplace
+    # SDF plugins in place: the meshes' (the <asset> section, read before the actuators)
+    # and the sdf geoms' (in <worldbody>, with the bodies')
+    mesh_inplace = [_Declared(pel.attr("plugin"), "", _read_config(pel), pel)
+                    for section in spec.sections("asset") for el in section.children
+                    if el.tag == "mesh" and el.find("plugin")
+                    for pel in (el.find("plugin")[0],)
+                    if pel.attr("plugin") and not pel.attr("instance")]
+    geom_refs = getattr(out, "geom_plugin_refs", [])
+    geom_inplace = {geomid: _Declared(pel.attr("plugin"), "", _read_config(pel), pel)
+                    for geomid, ref in enumerate(geom_refs) if ref is not None
+                    for iname, pel in (ref,) if not iname}
+    if geom_inplace and body_inplace:
+        el = next(iter(geom_inplace.values())).el
+        raise NotImplementedError(
+            f"{_where(el)}: <geom><plugin> in place together with in-place body plugins: "
+            f"plugin '{el.attr('plugin')}' (SDF plugin) is not supported yet (their "
+            f"instances are numbered in <worldbody> reading order)")
+    decls = explicit + mesh_inplace + [d for _, d in inplace] + \
+        [d for _, d in inplace_sensors] + list(geom_inplace.values()) + body_inplace
     ids = {id(d): k for k, d in enumerate(decls)}
 
     # actuators and sensors: ResolvePlugin and the capability check of their Compile
@@ -250,9 +269,10 @@ def compile_plugins(spec, out, builder=None) -> None:
         inst.statenum = int(inst.cls.nstate(inst))
         stateadr += inst.statenum
 
-    for geomid, iname in enumerate(getattr(out, "geom_plugin_refs", ())):
-        if iname is not None:  # (sdf_instance checked the name when the geom was read)
-            out.geom_plugin[geomid] = ids[id(by_name[iname])]
+    for geomid, ref in enumerate(geom_refs):
+        if ref is not None:  # (sdf_instance checked the name when the geom was read)
+            decl = by_name[ref[0]] if ref[0] else geom_inplace[geomid]
+            out.geom_plugin[geomid] = ids[id(decl)]
             instances[out.geom_plugin[geomid]].geoms.append(geomid)
     if hasattr(out, "geom_plugin_refs"):
         del out.geom_plugin_refs

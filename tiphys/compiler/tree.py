@@ -540,9 +540,10 @@ class TreeBuilder:
         self.geoms.append(g)
 
     def _sdf_plugin(self, el):
-        """The instance name of a <geom type="sdf">'s plugin (mjCGeom::Compile's checks;
-        the instance id is resolved with the other plugins). A geom without one is
-        the SDF of its mesh's octree, which tiphys does not build yet."""
+        """(instance name or "" when in place, <plugin> element) of a <geom
+        type="sdf">'s plugin (mjCGeom::Compile's checks; the instance id is resolved
+        with the other plugins). A geom without one is the SDF of its mesh's octree,
+        which tiphys does not build yet."""
         where = f"{el.xml_file or '<string>'}:{el.xml_line}"
         if not (el.children and el.find("plugin")):
             raise NotImplementedError(
@@ -551,7 +552,7 @@ class TreeBuilder:
         from .plugins import sdf_instance
         pel = el.find("plugin")[0]
         sdf_instance(self.spec, el, pel, "geom")
-        return pel.attr("instance")
+        return pel.attr("instance") or "", pel
 
     def _fromto(self, a: Attrs, size, gtype, fromto):
         f = fromto.tolist()  # (Python floats: the same doubles as numpy's)
