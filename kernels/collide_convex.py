@@ -44,7 +44,8 @@ import taichi as ti
 from .bind import launch
 from .collision import (ND, add, compile_options, emit, geom_pose, list_count, list_entry,
                         make_frame, near_pair, new_list)
-from .consts import GEOM_BOX, GEOM_CAPSULE, GEOM_ELLIPSOID, GEOM_MESH, GEOM_PLANE, GEOM_SPHERE
+from .consts import (GEOM_BOX, GEOM_CAPSULE, GEOM_ELLIPSOID, GEOM_MESH, GEOM_PLANE, GEOM_SDF,
+                     GEOM_SPHERE)
 from .convex_support import MAX_LIMIT, _hillclimb, _mesh_vertex, _new_obj, _normalize, _row
 from .epa import (EPA_OK, Polytope, _clear_polytope, _epa, _polytope, polytope_capacity,
                   polytope_scratch)
@@ -270,6 +271,8 @@ def _object(worldid, g, margin, geom_type: ti.template(), geom_dataid: ti.templa
             mesh_graphadr: ti.template()):
     pos, mat, size = geom_pose(worldid, g, geom_xpos, geom_xmat, geom_size)
     gtype = geom_type[g]
+    if gtype == GEOM_SDF:  # (mjc_PlaneConvex: an sdf geom's support is its mesh's)
+        gtype = GEOM_MESH
     mesh_id = geom_dataid[g] if gtype == GEOM_MESH else -1
     return _new_obj(gtype, pos, mat, size, margin, mesh_id, mesh_vertadr, mesh_vertnum,
                     mesh_graphadr)

@@ -260,11 +260,12 @@ DETECTOR_KINDS = {
     **{pair: "convex" for pair in _CONVEX_PAIRS},
     **{(GEOM_HFIELD, t): "hfield"  # mjc_ConvexHField
        for t in (GEOM_SPHERE, GEOM_CAPSULE, GEOM_ELLIPSOID, GEOM_CYLINDER, GEOM_BOX, GEOM_MESH)},
-    **{(t, GEOM_SDF): "sdf" for t in range(NGEOMTYPES)},
+    **{(t, GEOM_SDF): "sdf" for t in range(NGEOMTYPES) if t != GEOM_PLANE},
+    (GEOM_PLANE, GEOM_SDF): "convex",  # mjc_PlaneConvex on the sdf's mesh
 }
 
 # detector kinds with their own kernels, in the order of the plan's candidate lists
-KINDS = ("primitive", "convex", "hfield")
+KINDS = ("primitive", "convex", "hfield", "sdf")
 
 
 def detector_kind(t1: int, t2: int):

@@ -27,7 +27,8 @@ import taichi as ti
 from . import callbacks
 from . import collision as kc
 from .collision import DETECTOR_KINDS, KINDS, detector_kind
-from .consts import GEOM_PLANE, GEOM_TYPE_NAMES, MAXCONPAIR, NGEOMTYPES, WARN_CONTACTFULL
+from .consts import (GEOM_HFIELD, GEOM_PLANE, GEOM_SDF, GEOM_TYPE_NAMES, MAXCONPAIR, NGEOMTYPES,
+                     WARN_CONTACTFULL)
 
 PRIMITIVE_MAXCON = {pair: v[2] for pair, v in kc.PRIMITIVE_DETECTORS.items()}
 
@@ -36,11 +37,12 @@ NARROWPHASE = {
     "primitive": ("collision", "narrow_primitive"),
     "convex": ("collide_convex", "narrow_convex"),
     "hfield": ("collide_hfield", "narrow_hfield"),
+    "sdf": ("collide_sdf", "narrow_sdf"),
 }
 
 # pairs MuJoCo collides and tiphys does not yet: a model with such a candidate pair
 # raises NotImplementedError naming the pair (check_detectors)
-NOT_YET_PAIRS = {pair for pair, kind in DETECTOR_KINDS.items() if kind == "sdf"}
+NOT_YET_PAIRS: set = set()
 
 
 def narrowphase(kind: str):
@@ -167,7 +169,7 @@ def _ordered(geom_type, g1, g2, p):
 def _maxcon(kind, t1, t2):
     if kind == "primitive":
         return PRIMITIVE_MAXCON[(t1, t2)]
-    if kind == "hfield":
+    if kind in ("hfield", "sdf"):
         return MAXCONPAIR
     return 5 if kind == "convex" else 1
 
@@ -637,6 +639,13 @@ def check_detectors(m) -> None:
     if missing:
         raise NotImplementedError("collision: no detector yet for geom pairs " + ", ".join(
             sorted(f"{GEOM_TYPE_NAMES[a]}-{GEOM_TYPE_NAMES[b]}" for a, b in missing)))
+    pairs = set(p.type_pairs) if p.dynamic else \
+        {(int(t[g1]), int(t[g2])) for g1, g2, _ in p.cand_host if g2 >= 0}
+    if (GEOM_HFIELD, GEOM_SDF) in pairs:
+        import warnings
+        warnings.warn("collision: hfield-sdf pairs give no contacts (MuJoCo 3.4.0's "
+                      "mjc_HFieldSDF: 'HField vs SDF collision not yet supported!')",
+                      RuntimeWarning, stacklevel=3)
     p.detectors_checked = True
 
 
@@ -720,6 +729,8 @@ def _narrow(m, d, p, sweep):
         narrowphase("convex")(m, d, p, sweep)
     if p.hfield_count:
         narrowphase("hfield")(m, d, p, sweep)
+    if p.sdf_count:
+        narrowphase("sdf")(m, d, p, sweep)
 
 
 def add_contact(m, d, world, geom, pos, frame, dist, dim=3, friction=None, solref=None,

@@ -15,7 +15,7 @@ from .bind import launch
 from .collide_convex import (MAX_PLANE_MESH, _ccd, _check_options, _light_compile, _object,
                              _plane_convex)
 from .collision import ND, detector_kind, geom_pose, new_list, primitive_table
-from .consts import GEOM_BOX, GEOM_PLANE, GEOM_TYPE_NAMES
+from .consts import GEOM_BOX, GEOM_HFIELD, GEOM_PLANE, GEOM_TYPE_NAMES
 from .convex_support import _row
 from .epa import Polytope, polytope_capacity, polytope_scratch
 from .gjk import _new_status
@@ -107,8 +107,9 @@ def geom_distance(m, d, g1: int, g2: int, distmax: float):
 
     Reads geom_xpos/geom_xmat (run kinematics first). Convex pairs and box-box use the
     native ccd in distance mode; the other pairs (plane, analytic) run their collision
-    function with distmax as margin, as MuJoCo does (heightfields: mjc_ConvexHField).
-    SDFs raise NotImplementedError."""
+    function with distmax as margin, as MuJoCo does (heightfields: mjc_ConvexHField;
+    sdf pairs: mjc_SDF, which gives only overlaps; hfield-sdf: distmax, as MuJoCo's
+    mjc_HFieldSDF gives nothing)."""
     g1, g2 = int(g1), int(g2)
     gtype = np.asarray(m.arrays.geom_type)
     opt = m.opt
@@ -133,6 +134,17 @@ def geom_distance(m, d, g1: int, g2: int, distmax: float):
         from .collide_hfield import hfield_distance
         ga, gb = (g2, g1) if flip else (g1, g2)
         hfield_distance(m, d, ga, gb, flip, distmax, dist, fromto)
+        return dist.to_numpy().astype(np.float64), fromto.to_numpy().astype(np.float64)
+    elif kind == "sdf" and t1 == GEOM_HFIELD:  # mjc_HFieldSDF: no contact
+        import warnings
+        warnings.warn("geom_distance: hfield-sdf pairs give no contacts (MuJoCo 3.4.0's "
+                      "mjc_HFieldSDF: 'HField vs SDF collision not yet supported!')",
+                      RuntimeWarning, stacklevel=2)
+        return np.full(nworld, float(distmax)), np.zeros((nworld, 6))
+    elif kind == "sdf":
+        from .collide_sdf import sdf_pair_distance
+        ga, gb = (g2, g1) if flip else (g1, g2)
+        sdf_pair_distance(m, d, ga, gb, flip, distmax, dist, fromto)
         return dist.to_numpy().astype(np.float64), fromto.to_numpy().astype(np.float64)
     else:
         raise NotImplementedError(

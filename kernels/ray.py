@@ -10,6 +10,9 @@ distance is in units of ``|vec|`` (``x``), as MuJoCo's. -1 means no intersection
   triangles; tiphys builds its own (median splits, built once per model on the host,
   boxes slightly inflated so that no triangle is lost to round-off) and takes the
   nearest triangle hit, which is what MuJoCo's traversal returns.
+- SDF geoms as ray_sdf: the box of ``geom_size`` first, then up to 40 steps of sphere
+  tracing of the plugin's shape along the unit direction in the geom's frame (the
+  distance is in units of that unit direction, as MuJoCo's, whatever ``vec``'s length).
 - Height fields as mj_rayHfield: the base box, then the top box's ray segment walked
   over the grid cells it crosses (two triangles per cell) and the four side walls.
 - A ray against the scene as mj_ray: geoms skipped when on ``bodyexclude``, invisible
@@ -31,6 +34,7 @@ import taichi as ti
 
 from . import config
 from .math import quat2mat, quat_z2vec
+from .sdf import SDF_NATTR, sdf_distance
 from .consts import (EPS, GEOM_BOX, GEOM_CAPSULE, GEOM_CYLINDER, GEOM_ELLIPSOID, GEOM_HFIELD,
                      GEOM_MESH, GEOM_PLANE, GEOM_SDF, GEOM_SPHERE, MINVAL, NGROUP, PI)
 
@@ -454,6 +458,41 @@ def ray_hfield(worldid, geomid, pnt, vec, geom_int: ti.template(), geom_xpos: ti
     return x
 
 
+# ---------------------------------------------------------------- sdf
+
+SDF_MARCH = 40  # ray_sdf's steps
+SDF_HIT = 1e-7  # its kMinDist (f64)
+SDF_HIT_F32 = 1e-5  # tiphys' in f32, where 1e-7 is below a coordinate's rounding step
+SDF_FAR = 1e6  # a distance past which it gives up
+
+
+@ti.func
+def ray_sdf(pos, mat, size, kind, attr6, pnt, vec):
+    """ray_sdf: sphere tracing of an sdf geom's plugin shape (kernels/sdf.py, ``kind``,
+    attributes in the first five of ``attr6``) inside the box of its geom_size, along
+    the unit direction in the geom's frame (so the distance is in units of that unit
+    direction, also when ``vec`` is not one, as in MuJoCo); -1 if missed. A hit is a
+    step below 1e-7, as MuJoCo's (1e-5 in f32)."""
+    x = -1.0
+    if ray_box(pos, mat, size, pnt, vec) >= 0.0:
+        attr = ti.Vector([attr6[k] for k in ti.static(range(SDF_NATTR))])
+        lpnt, lvec = _ray_map(pos, mat, pnt, vec)
+        lvec = _normalize3(lvec)
+        total = 0.0
+        for _ in range(SDF_MARCH):
+            p = ti.Vector([lpnt[0] + total * lvec[0], lpnt[1] + total * lvec[1],
+                           lpnt[2] + total * lvec[2]])
+            dist = sdf_distance(kind, attr, p)
+            total += dist
+            if ti.abs(dist) < ti.static(SDF_HIT if config.precision() == "f64" else
+                                        SDF_HIT_F32):
+                x = total
+                break
+            if dist > SDF_FAR:
+                break
+    return x
+
+
 # ---------------------------------------------------------------- geoms, scene
 
 @ti.func
@@ -461,7 +500,7 @@ def ray_geom_id(worldid, geomid, pnt, vec, geom_int: ti.template(), geom_size: t
                 geom_xpos: ti.template(), geom_xmat: ti.template(), mesh_vert: ti.template(),
                 tri_vert: ti.template(), bvh_box: ti.template(), bvh_node: ti.template(),
                 hfield_size: ti.template(), hfield_data: ti.template()):
-    """Distance to geom ``geomid`` of world ``worldid`` (any type but sdf), -1 if missed."""
+    """Distance to geom ``geomid`` of world ``worldid``, -1 if missed."""
     gtype = geom_int[geomid][GI_TYPE]
     x = -1.0
     if gtype == GEOM_MESH:
@@ -470,6 +509,11 @@ def ray_geom_id(worldid, geomid, pnt, vec, geom_int: ti.template(), geom_size: t
     elif gtype == GEOM_HFIELD:
         x = ray_hfield(worldid, geomid, pnt, vec, geom_int, geom_xpos, geom_xmat, hfield_size,
                        hfield_data)
+    elif gtype == GEOM_SDF:
+        gi = geom_int[geomid]
+        x = ray_sdf(geom_xpos[worldid, geomid], geom_xmat[worldid, geomid],
+                    geom_size[worldid % geom_size.shape[0], geomid], gi[GI_A],
+                    bvh_box[gi[GI_B]], pnt, vec)
     else:
         x = ray_primitive(gtype, geom_xpos[worldid, geomid], geom_xmat[worldid, geomid],
                           geom_size[worldid % geom_size.shape[0], geomid], pnt, vec)
@@ -875,8 +919,6 @@ class RayTables:
         a = m.arrays
         ngeom = m.ngeom
         gtype = np.asarray(a.geom_type, dtype=np.int64)[:ngeom]
-        if np.any(gtype == GEOM_SDF):
-            raise NotImplementedError("ray casting: sdf geoms")
         bodyid = np.asarray(a.geom_bodyid)[:ngeom]
         dataid = np.asarray(a.geom_dataid)[:ngeom]
         matid = np.asarray(a.geom_matid)[:ngeom]
@@ -921,6 +963,18 @@ class RayTables:
             ntri += len(order)
         for g in np.nonzero(gtype == GEOM_MESH)[0]:
             gi[g, GI_A] = roots[int(dataid[g])]
+        # sdf geoms: the plugin shape's kind, and its attributes in a row of bvh_box
+        sdf_geoms = {g: v for plugin in getattr(m, "plugins", ())
+                     for g, v in getattr(plugin, "sdf_geoms", {}).items()}
+        for g in np.nonzero(gtype == GEOM_SDF)[0]:
+            if int(g) not in sdf_geoms:
+                raise NotImplementedError(f"ray casting: sdf geom {int(g)} without an SDF "
+                                          f"plugin (a mesh octree)")
+            kind, values = sdf_geoms[int(g)]
+            gi[g, GI_A] = kind
+            gi[g, GI_B] = nnode
+            boxes.append(np.r_[values, 0.0].reshape(1, 6))
+            nnode += 1
         for g in np.nonzero(gtype == GEOM_HFIELD)[0]:
             hid = int(dataid[g])
             gi[g, GI_A] = hid
@@ -932,7 +986,7 @@ class RayTables:
         self.bvh_box = _float_vec_array(np.concatenate(boxes), 6, fdtype)
         self.bvh_node = _int_vec_array(np.concatenate(nodes), 2)
         self.ntri = ntri
-        self.nnode = nnode
+        self.nnode = nnode  # (BVH nodes, then one row per sdf geom)
         self.body_bvh = _float_vec_array(body_collision_boxes(m), 6, fdtype)
 
 

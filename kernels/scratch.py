@@ -30,6 +30,10 @@ SCRATCH = {
            "polytope (and multiccd clipper) per thread of the ccd launches (epa.py)",
     "poly_ints": "(model, its mesh polygon int arrays that multiccd reads, packed into "
                  "one device array: multiccd.py's pack_poly_ints) (collide_convex.py)",
+    "sdf_geom": "(model arrays, each geom's SDF plugin shape and attributes) "
+                "(collide_sdf.py)",
+    "sdf_points": "per world, the contact points of its SDF pair so far "
+                  "(collide_sdf.py)",
     "efc_adr": "(rows then first row, sparse row width) of every constraint element "
                "(constraint.py)",
     "flex_sap": "(collision plan, {name: array}): flex self-collision sweeps' per-world "

@@ -50,7 +50,8 @@ from . import config
 from .bind import launch
 from .collide_convex import MAX_PLANE_MESH, _check_options, _light_compile
 from .consts import (CNSTR_LIMIT_JOINT, CNSTR_LIMIT_TENDON, DATATYPE_POSITIVE, DATATYPE_REAL,
-                     GEOM_BOX, GEOM_PLANE, GEOM_TYPE_NAMES, MINVAL, OBJ_BODY, OBJ_CAMERA, OBJ_GEOM,
+                     GEOM_BOX, GEOM_HFIELD, GEOM_PLANE, GEOM_SDF,
+                     GEOM_TYPE_NAMES, MINVAL, OBJ_BODY, OBJ_CAMERA, OBJ_GEOM,
                      OBJ_SITE, OBJ_XBODY, SENS_ACTUATORPOS, SENS_ACTUATORVEL, SENS_BALLANGVEL,
                      SENS_BALLQUAT, SENS_CAMPROJECTION, SENS_CLOCK, SENS_E_KINETIC,
                      SENS_E_POTENTIAL, SENS_FRAMEANGVEL, SENS_FRAMELINVEL, SENS_FRAMEPOS,
@@ -930,12 +931,12 @@ def _copy_pair(p: ti.i32, dist: ND, fromto: ND, pair_dist: ND, pair_fromto: ND):
 
 def _geom_groups(m, plan):
     """The geom pairs of the distance sensors grouped by detector (host, once): the
-    group keys and each pair's group for the batched kernel, the heightfield pairs
-    (one launch each) and the device pair table."""
+    group keys and each pair's group for the batched kernel, the heightfield and sdf
+    pairs (one launch each) and the device pair table."""
     from .collision import detector_kind, primitive_table
     gtype = np.asarray(m.arrays.geom_type).reshape(-1)
     groups: dict = {}
-    hfield = []
+    single = []  # heightfield and sdf pairs: a launch of their own each
     for p, (sid, g1, g2) in enumerate(plan.pos.pairs):
         flip = bool(gtype[g1] > gtype[g2])
         t1, t2 = sorted((int(gtype[g1]), int(gtype[g2])))
@@ -949,9 +950,12 @@ def _geom_groups(m, plan):
         elif kind == "primitive":
             detector, maxcon = primitive_table()[(t1, t2)]  # static: every primitive pair
             key = ("primitive", detector, maxcon, flip)
-        elif kind == "hfield":
-            hfield.append((p, sid, g2 if flip else g1, g1 if flip else g2, flip))
+        elif kind == "hfield" or kind == "sdf" and t1 != GEOM_HFIELD:
+            # (one launch each: collide_hfield's / collide_sdf's distance kernels)
+            single.append((p, sid, g2 if flip else g1, g1 if flip else g2, flip))
             continue
+        elif kind == "sdf" and t1 == GEOM_HFIELD:
+            continue  # mjc_HFieldSDF gives no contact: distance stays at the cutoff
         else:
             raise NotImplementedError(
                 f"sensor {sid}: geom distance between {GEOM_TYPE_NAMES[t1]} and "
@@ -966,7 +970,7 @@ def _geom_groups(m, plan):
     pair_geom.from_numpy(table)
     pair_group = ti.ndarray(ti.i32, shape=(len(table),))
     pair_group.from_numpy(group)
-    return SimpleNamespace(keys=keys, hfield=hfield, pair_geom=pair_geom,
+    return SimpleNamespace(keys=keys, single=single, pair_geom=pair_geom,
                            pair_group=pair_group, npair=len(table))
 
 
@@ -974,7 +978,7 @@ def _geom_pair_distances(m, d, plan):
     """Distance and fromto of every geom pair of the distance sensors in every world:
     one launch for all pairs (a compiled branch per detector group present, compiled
     like collide_convex's, without the advanced optimizations), two per heightfield
-    pair. Pairs without a collision function keep +inf (the sensor's cutoff stays)."""
+    or sdf pair. Pairs without a collision function keep +inf (the sensor's cutoff stays)."""
     if plan.geom_cache is None:
         plan.geom_cache = _geom_groups(m, plan)
     g = plan.geom_cache
@@ -997,16 +1001,20 @@ def _geom_pair_distances(m, d, plan):
                    pair_group=g.pair_group, tol=float(opt.ccd_tolerance),
                    kmax=int(opt.ccd_iterations), epa_floats=epa_floats,
                    epa_ints=epa_ints, pair_dist=pair_dist, pair_fromto=pair_fromto)
-    if g.hfield:
+    if g.single:
         from .collide_hfield import hfield_distance
+        from .collide_sdf import sdf_pair_distance
+        gtype = np.asarray(m.arrays.geom_type).reshape(-1)
         cutoff = m.sensor_cutoff.to_numpy()
         dist = ti.ndarray(d.qvel.dtype, shape=(d.nworld,))
         fromto = ti.Vector.ndarray(6, d.qvel.dtype, shape=(d.nworld,))
-        for p, sid, ga, gb, flip in g.hfield:
+        for p, sid, ga, gb, flip in g.single:
+            what = "sdf" if gtype[gb] == GEOM_SDF else "heightfield"
             if cutoff.shape[0] > 1 and np.any(cutoff[:, sid] != cutoff[0, sid]):
                 raise NotImplementedError(
-                    f"sensor {sid}: heightfield geom distance with per-world cutoffs")
-            hfield_distance(m, d, ga, gb, flip, float(cutoff[0, sid]), dist, fromto)
+                    f"sensor {sid}: {what} geom distance with per-world cutoffs")
+            pair_distance_of = sdf_pair_distance if what == "sdf" else hfield_distance
+            pair_distance_of(m, d, ga, gb, flip, float(cutoff[0, sid]), dist, fromto)
             launch(_copy_pair, m, d, p=p, dist=dist, fromto=fromto, pair_dist=pair_dist,
                    pair_fromto=pair_fromto)
     return pair_dist, pair_fromto

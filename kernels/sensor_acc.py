@@ -46,9 +46,10 @@ from .consts import (CNSTR_LIMIT_JOINT, CNSTR_LIMIT_TENDON, CONE_PYRAMIDAL, GEOM
                      SENS_FRAMEANGACC, SENS_FRAMELINACC, SENS_JOINTACTFRC, SENS_JOINTLIMITFRC,
                      SENS_PLUGIN, SENS_TACTILE, SENS_TENDONACTFRC, SENS_TENDONLIMITFRC,
                      SENS_TORQUE, SENS_TOUCH, SENS_USER, STAGE_ACC, TRN_TENDON)
-from .math import inside_geom, mul_mat_t, normalize3, rot_vec_quat, transform_motion
+from .math import inside_geom, mul_mat_t, normalize3, quat2mat, rot_vec_quat, transform_motion
 from .ray import ray_primitive
 from .rne_post import contact_force_local, rne_post_constraint
+from .sdf import sdf_distance
 from .sensor import clip_sensor, plugin_sensors, sensor_plan, sensor_user
 
 ND = ti.types.ndarray()
@@ -530,8 +531,10 @@ def _tactile(
     # model
     tactile_ids: ND, taxel_sensor: ND, taxel_vert: ND, acc_int: ND, sensor_cutoff: ND,
     body_rootid: ND, body_weldid: ND, geom_type: ND, geom_bodyid: ND, geom_size: ND,
-    mesh_vertadr: ND, mesh_vertnum: ND, mesh_normaladr: ND, mesh_vert: ND, mesh_normal: ND,
-    mesh_quat: ND,
+    geom_dataid: ND, mesh_vertadr: ND, mesh_vertnum: ND, mesh_normaladr: ND, mesh_vert: ND,
+    mesh_normal: ND, mesh_quat: ND, mesh_pos: ND,
+    # sdf geoms' plugin shapes (kernels/collide_sdf.py's sdf_arrays)
+    sdf_kind: ND, sdf_attr: ND,
     # data in
     geom_xpos: ND, geom_xmat: ND, subtree_com: ND, cvel: ND, ncon: ND, contact_geom: ND,
     # scratch: per (world, tactile sensor) the geoms touching its body, in order
@@ -545,9 +548,10 @@ def _tactile(
     geom whose signed distance at the taxel is negative (depth < 0) sets channel 0 to
     the pressure depth / (0.05 - depth) (times |normal|^2) and channels 1, 2 to
     |relative velocity . tangent| (the vertex's normal and tangents rotated by
-    mesh_quat); other taxels read 0. Distances of primitive geoms use MuJoCo's SDFs;
-    mesh geoms are skipped (MuJoCo skips meshes without an octree, which only SDF
-    meshes get); the host refuses models with SDF geoms."""
+    mesh_quat); other taxels read 0. Distances of primitive geoms use MuJoCo's SDFs,
+    those of sdf geoms their plugin's (at the taxel in the geom's frame moved into its
+    mesh's original frame); mesh geoms are skipped (MuJoCo skips meshes without an
+    octree, which only SDF meshes get)."""
     nworld = sensordata.shape[0]
     # the other geom of every contact of the sensor geom's weld body, first seen first
     for worldid, t in ti.ndrange(nworld, tactile_ids.shape[0]):
@@ -580,10 +584,17 @@ def _tactile(
             other = tac_geom[worldid, t, gi]
             gtype = geom_type[other]
             # meshes: no octree
-            if gtype != GEOM_MESH and gtype != GEOM_HFIELD and gtype != GEOM_SDF:
+            if gtype != GEOM_MESH and gtype != GEOM_HFIELD:
                 lpos = mul_mat_t(geom_xmat[worldid, other], xpos - geom_xpos[worldid, other])
                 size = geom_size[worldid % geom_size.shape[0], other]
-                depth = ti.min(_primitive_distance(gtype, size, lpos), 0.0)
+                dist = 0.0
+                if gtype == GEOM_SDF:
+                    mid = geom_dataid[other]
+                    lpos = quat2mat(mesh_quat[mid]) @ lpos + mesh_pos[mid]
+                    dist = sdf_distance(sdf_kind[other], sdf_attr[other], lpos)
+                else:
+                    dist = _primitive_distance(gtype, size, lpos)
+                depth = ti.min(dist, 0.0)
                 if depth != 0.0:
                     body = geom_bodyid[other]
                     vs = cvel[worldid, weld]
@@ -638,9 +649,6 @@ def _plan(m):
         return arr
 
     tactile = [i for i in acc if stype[i] == SENS_TACTILE]
-    if tactile and np.any(np.asarray(a.geom_type).reshape(-1)[:m.ngeom] == GEOM_SDF):
-        raise NotImplementedError("sensor_acc: tactile sensors in a model with SDF geoms "
-                                  "(their distance needs the SDF plugin or mesh octree)")
     taxel_sensor, taxel_vert = [], []
     vertnum = np.asarray(a.mesh_vertnum).reshape(-1)
     objid = np.asarray(a.sensor_objid).reshape(-1)
@@ -734,9 +742,11 @@ def sensor_acc(m, d, qacc=None) -> None:
                pyramidal=m.opt.cone == CONE_PYRAMIDAL)
     if plan.taxel_sensor is not None:
         tac_geom, tac_ngeom = _tactile_scratch(m, d, plan.ntactile)
+        from .collide_sdf import sdf_arrays
+        sdf_kind, sdf_attr = sdf_arrays(m, d)
         launch(_tactile, m, d, tactile_ids=plan.tactile, taxel_sensor=plan.taxel_sensor,
                taxel_vert=plan.taxel_vert, acc_int=plan.acc_int, tac_geom=tac_geom,
-               tac_ngeom=tac_ngeom)
+               tac_ngeom=tac_ngeom, sdf_kind=sdf_kind, sdf_attr=sdf_attr)
     if plan.user:
         sensor_user(m, d, STAGE_ACC)
     plugin_sensors(m, d, STAGE_ACC)

@@ -27,15 +27,12 @@ import pytest
 from oracle import LATER_SECTIONS, StrippedModel, corpus_dir, corpus_models, mujoco_model
 
 _LOCATION = re.compile(r"^[^\s:]+:\d+: ")  # "file:line: " (temporary copies' names)
-_PLUGIN = "(SDF plugin) is not supported yet"
+_MESH_SDF = '<geom type="sdf"> without a <plugin> (the signed distance of its mesh\'s octree)'
 
 # the compiler corpus, as written and with <deformable>/<extension> stripped (models
 # whose geoms need their plugins are compiled as written): the same models
 _COMPILER = {
-    "mjwarp/collision_sdf/cow.xml": _PLUGIN,
-    "mjwarp/collision_sdf/mesh.xml": _PLUGIN,
-    "mjwarp/collision_sdf/nutbolt.xml": _PLUGIN,
-    "mjwarp/collision_sdf/tactile.xml": _PLUGIN,
+    "mjwarp/collision_sdf/cow.xml": _MESH_SDF,
 }
 
 NOT_YET: dict[str, dict[str, str]] = {
@@ -49,7 +46,6 @@ NOT_YET: dict[str, dict[str, str]] = {
     "test_collide_convex": {},
     # as written (sensors need the whole model), dm_control suite included
     "test_sensor_corpus": {
-            "mjwarp/collision_sdf/tactile.xml": _PLUGIN,
     },
     "test_constraint": {
     },

@@ -264,14 +264,14 @@ def test_every_detector_table_entry_imports():
         assert callable(narrowphase(kind)), kind
     # every pair of MuJoCo's table runs a tiphys kernel or is pinned as not yet
     kinds = set(DETECTOR_KINDS.values())
-    assert kinds - set(NARROWPHASE) == {"sdf"}
-    assert NOT_YET_PAIRS == {p for p, k in DETECTOR_KINDS.items() if k not in NARROWPHASE}
+    assert kinds <= set(NARROWPHASE)
+    assert NOT_YET_PAIRS == set()
     assert len(DETECTOR_KINDS) == 45 - 3  # all but plane-plane, plane-hfield, hfield-hfield
 
 
 def test_pair_without_detector_yet_raises_naming_it(monkeypatch):
     """A candidate pair in NOT_YET_PAIRS stops collision with NotImplementedError naming
-    the pair (SDF geoms cannot be compiled yet, so a supported pair stands in)."""
+    the pair (a supported pair stands in)."""
     import tiphys.kernels.collision_driver as contacts
     xml = """<mujoco><worldbody><geom type="box" size=".1 .1 .1"/>
       <body><freejoint/><geom size=".1"/></body></worldbody></mujoco>"""

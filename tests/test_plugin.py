@@ -577,22 +577,6 @@ def test_bad_plugin_input_gives_mujocos_error(case):
     assert ours.value.line is not None and ours.value.element is not None
 
 
-NOT_YET = {
-    "sdf instance": ("""<mujoco><extension><plugin plugin="mujoco.sdf.torus">
-  <instance name="torus"><config key="radius1" value="0.35"/></instance>
-  </plugin></extension></mujoco>""",
-                     r"<string>:2: <instance name=\"torus\">: plugin 'mujoco.sdf.torus' "
-                     r"\(SDF plugin\) is not supported yet"),
-}
-
-
-@pytest.mark.parametrize("case", sorted(NOT_YET))
-def test_plugins_not_simulated_yet_are_refused_by_name(case):
-    xml, pattern = NOT_YET[case]
-    with pytest.raises(NotImplementedError, match=pattern):
-        compile_spec(tiphys.parse_xml(xml))
-
-
 def test_put_model_refuses_plugin_models_naming_them():
     with pytest.raises(NotImplementedError, match="nplugin=1"):
         tiphys.put_model(mujoco.MjModel.from_xml_string(MODELS["shared"]))

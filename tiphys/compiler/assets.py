@@ -7,9 +7,10 @@ import numpy as np
 
 from ..errors import ModelError, error_at
 from ..io.resources import base_part, is_abs, join_path, missing, reduce_path
-from ..kernels.consts import (GEOM_HFIELD, GEOM_MESH, TEXROLE_EMISSIVE, TEXROLE_METALLIC,
-                              TEXROLE_NORMAL, TEXROLE_OCCLUSION, TEXROLE_OPACITY, TEXROLE_ORM,
-                              TEXROLE_RGB, TEXROLE_RGBA, TEXROLE_ROUGHNESS, TEXROLE_USER)
+from ..kernels.consts import (GEOM_HFIELD, GEOM_MESH, GEOM_SDF, TEXROLE_EMISSIVE,
+                              TEXROLE_METALLIC, TEXROLE_NORMAL, TEXROLE_OCCLUSION,
+                              TEXROLE_OPACITY, TEXROLE_ORM, TEXROLE_RGB, TEXROLE_RGBA,
+                              TEXROLE_ROUGHNESS, TEXROLE_USER)
 from . import mesh_builtin
 from . import rotation as rot
 from .attrs import BOOL, Attrs
@@ -188,9 +189,6 @@ class AssetCompiler:
         el = self.mesh_els[mid]
         cls = _class_of(el, self.defaults)
         a = Attrs(el, self.defaults.get(cls, "mesh", el))
-        if el.find("plugin"):
-            from .plugins import refuse
-            raise refuse(self.spec, el.find("plugin")[0], "<mesh><plugin>")
         data = fname = None
         # the builtin's attribute checks come before the file is read, as in MuJoCo's
         # reader (which only names the file)
@@ -205,31 +203,36 @@ class AssetCompiler:
             data = self.files.read(el, "file", fname, "mesh")
         inertia = a.keyword("inertia", {k: k for k in MESH_INERTIA}, "legacy")
         maxhull = a.int("maxhullvert", -1)
-        vertex, face, normal = a.floats("vertex"), a.ints("face"), a.floats("normal")
+        scale = a.floats("scale", 3, (1, 1, 1))
+        given = {"vertex": a.floats("vertex"), "face": a.ints("face"),
+                 "normal": a.floats("normal")}
         if builtin is not None:  # (MuJoCo reads it after the rest: its errors come last)
-            if vertex is not None:
+            if given["vertex"] is not None:
                 raise a.error("builtin mesh cannot be used with user vertex data", "builtin")
             try:
                 made = mesh_builtin.make(builtin, [float(x) for x in params])
             except mesh_builtin.BuiltinError as exc:
                 raise a.error(str(exc), "params") from None
-            vertex = made[0].astype(np.float64)
+            given["vertex"] = made[0].astype(np.float64)
             if made[1] is not None:
-                face = made[1]
+                given["face"] = made[1]
             if made[2] is not None:
-                normal = made[2].astype(np.float64)
+                given["normal"] = made[2].astype(np.float64)
             if made[3] is not None:
                 inertia = made[3]
+        reorient = True
+        if el.find("plugin") and fname is None and given["vertex"] is None:
+            # LoadSDF: the plugin's surface (a mesh with data of its own keeps it)
+            given, reorient = self._sdf_mesh(el, mid, scale), False
         try:
             cm = compile_mesh(
                 name=self.mesh_names[mid], file_bytes=data, file_name=fname,
                 content_type=a.str("content_type") or _data_uri_type(fname),
-                vertex=vertex, face=face, normal=normal,
-                texcoord=a.floats("texcoord"),
-                scale=a.floats("scale", 3, (1, 1, 1)), refpos=a.floats("refpos", 3, (0, 0, 0)),
+                **given, texcoord=a.floats("texcoord"),
+                scale=scale, refpos=a.floats("refpos", 3, (0, 0, 0)),
                 refquat=a.floats("refquat", 4, (1, 0, 0, 0)), inertia=inertia,
                 maxhullvert=maxhull, smoothnormal=bool(a.bool("smoothnormal", 0)),
-                needhull=needhull)
+                needhull=needhull, reorient=reorient)
         except ModelError as exc:
             if exc.line is not None:
                 raise
@@ -238,6 +241,26 @@ class AssetCompiler:
         cm.material = a.str("material")
         self._meshes[key] = cm
         return cm
+
+    def _sdf_mesh(self, el, mid: int, scale) -> dict:
+        """The vertices, faces and normals MuJoCo's LoadSDF makes for a mesh with an
+        SDF <plugin> (tiphys/compiler/sdf_mesh.py), with its errors."""
+        from .plugins import sdf_instance
+        from .sdf_mesh import sdf_mesh
+        name = self.mesh_names[mid]
+        pel = el.find("plugin")[0]
+        if not (pel.attr("plugin") or pel.attr("instance")):
+            raise error_at(pel, f"neither 'plugin' nor 'instance' is specified for mesh "
+                                f"'{name}', (id = {mid})")
+        if scale is not None and any(float(x) != 1 for x in scale):
+            raise error_at(el, f"attribute scale is not compatible with SDFs in mesh "
+                               f"'{name}', (id = {mid})", "scale")
+        cls, config = sdf_instance(self.spec, el, pel, "<mesh><plugin>")
+        try:
+            vertex, face, normal = sdf_mesh(cls, config)
+        except ValueError as exc:
+            raise error_at(pel, str(exc), "instance") from None
+        return {"vertex": vertex, "face": face, "normal": normal}
 
     def hfield(self, hid: int):
         if hid in self._hfields:
@@ -275,7 +298,7 @@ class AssetCompiler:
             g.size = np.array([hs[0], hs[1], 0.25 * hs[2] + 0.5 * hs[3]])
         elif g.hfield:
             raise a.error("hfield attribute requires type hfield", "hfield")
-        if g.type == GEOM_MESH and not g.mesh:
+        if g.type in (GEOM_MESH, GEOM_SDF) and not g.mesh:
             raise a.error("mesh geom must have a valid mesh", "mesh")
         if not g.mesh:
             return
@@ -285,9 +308,10 @@ class AssetCompiler:
         collide = g.contype != 0 or g.conaffinity != 0
         # a colliding mesh geom needs the hull later (fill): compiled with it now, the
         # mesh is compiled once (the hull changes no field the geom reads)
-        cm = self.mesh(mid, needhull=g.type == GEOM_MESH and collide and not g.shell)
+        meshlike = g.type in (GEOM_MESH, GEOM_SDF)
+        cm = self.mesh(mid, needhull=meshlike and collide and not g.shell)
         center = np.zeros(3)
-        if g.type != GEOM_MESH:
+        if not meshlike:
             kind = {2: "sphere", 3: "capsule", 4: "ellipsoid", 5: "cylinder", 6: "box"}.get(
                 g.type)
             if kind is None:

@@ -612,7 +612,8 @@ def _geoms(out, geoms, bodies):
         ints["sameframe"].append(_sameframe_obj(g.pos, g.quat, g.body, inertial))
     for k, v in ints.items():
         setattr(out, "geom_" + k, np.array(v, dtype=np.int32))
-    out.geom_plugin = np.full(n, -1, dtype=np.int32)
+    out.geom_plugin = np.full(n, -1, dtype=np.int32)  # (compile_plugins sets them)
+    out.geom_plugin_refs = [getattr(g, "sdf_plugin", None) for g in geoms]
     out.geom_solmix = np.array([g.solmix for g in geoms], dtype=f)
     out.geom_solref = np.array([g.solref for g in geoms], dtype=f).reshape(n, 2)
     out.geom_solimp = np.array([g.solimp for g in geoms], dtype=f).reshape(n, 5)

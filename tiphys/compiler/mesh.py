@@ -354,7 +354,7 @@ def compile_mesh(*, name: str = "", file_bytes: Optional[bytes] = None,
                  scale: Sequence[float] = (1, 1, 1), refpos: Sequence[float] = (0, 0, 0),
                  refquat: Sequence[float] = (1, 0, 0, 0), inertia: str = "legacy",
                  maxhullvert: int = -1, smoothnormal: bool = False,
-                 needhull: bool = True) -> CompiledMesh:
+                 needhull: bool = True, reorient: bool = True) -> CompiledMesh:
     """Compile one mesh asset as MuJoCo 3.4.0 does (from the process's mesh cache when
     the same inputs were compiled before; see MESH_CACHE_BYTES).
 
@@ -365,6 +365,9 @@ def compile_mesh(*, name: str = "", file_bytes: Optional[bytes] = None,
     it when a mesh geom using it can collide - contype or conaffinity nonzero
     or in an explicit pair - or when the mesh inertia is "convex"; without
     faces the hull is always built because it supplies the faces).
+    ``reorient`` False keeps the vertices where they are (mesh_pos 0, mesh_quat
+    identity; the inertia box is still the principal one), as MuJoCo does for the
+    meshes it makes from SDF plugins.
     """
     progress.step(f"mesh {name}" if name else "mesh")
     if inertia == "convex":  # the hull is built anyway: one cache entry for both asks
@@ -373,7 +376,7 @@ def compile_mesh(*, name: str = "", file_bytes: Optional[bytes] = None,
               "content_type": content_type, "vertex": vertex, "face": face,
               "normal": normal, "texcoord": texcoord, "scale": scale, "refpos": refpos,
               "refquat": refquat, "inertia": inertia, "maxhullvert": maxhullvert,
-              "smoothnormal": smoothnormal, "needhull": needhull}
+              "smoothnormal": smoothnormal, "needhull": needhull, "reorient": reorient}
     key = _mesh_key(inputs) if MESH_CACHE_BYTES > 0 else None
     hit = _mesh_cache.get(key) if key is not None else None
     if hit is not None:
@@ -392,7 +395,7 @@ def compile_mesh(*, name: str = "", file_bytes: Optional[bytes] = None,
 
 def _compile_mesh(*, name, file_bytes, file_name, content_type, vertex, face, normal,
                   texcoord, scale, refpos, refquat, inertia, maxhullvert, smoothnormal,
-                  needhull) -> CompiledMesh:
+                  needhull, reorient=True) -> CompiledMesh:
     """compile_mesh without the cache."""
     if inertia not in INERTIA_MODES:
         raise ModelError(f"invalid mesh inertia '{inertia}'")
@@ -671,6 +674,9 @@ def _compile_mesh(*, name, file_bytes, file_name, content_type, vertex, face, no
                       0.5 * _sqrt_nan(6 * (e0 + e1 - e2) / vref)])
 
     # ---- move to the centre of mass, rotate into the principal frame
+    if not reorient:
+        com = np.zeros(3)
+        quat = np.array([1.0, 0.0, 0.0, 0.0])
     vert = np.stack([vert[:, 0] - com[0], vert[:, 1] - com[1], vert[:, 2] - com[2]], axis=1)
     m = _quat2mat([quat[0], -quat[1], -quat[2], -quat[3]])
     vert = _mulmat(m, vert)

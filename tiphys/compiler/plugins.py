@@ -5,14 +5,17 @@ mjCModel::ResolvePlugin, mjCPlugin::Compile and mjCModel::CopyPlugins do.
 
 Instances are numbered as MuJoCo numbers them: those of the <extension> sections
 (which its reader takes first, wherever they are), then each in-place plugin (an
-<actuator><plugin> or <sensor><plugin> without ``instance=``) in reading order: the
-actuators', then the sensors', then those of the bodies (in <worldbody>, which MuJoCo
-reads last; one per composite, named ``composite<prefix>``). ``plugin`` holds tiphys's
-registry slot (tiphys.plugin), not MuJoCo's global one. A plugin MuJoCo has and tiphys
-does not implement yet (tiphys.plugin.NOT_YET), or one whose capabilities need hooks
-tiphys does not call yet (SDF), raises NotImplementedError naming it and the element;
-so do in-place plugins on geoms, meshes and flexcomps (the compiler passes of those
-elements call :func:`refuse`).
+<actuator><plugin>, <sensor><plugin>, <mesh><plugin> or sdf <geom><plugin> without
+``instance=``) in reading order: the meshes' (<asset>), the actuators', then the
+sensors', then those of <worldbody>, which MuJoCo reads last: the sdf geoms' or the
+bodies' (one per composite, named ``composite<prefix>``; a model with both is refused,
+their interleaving is not tracked). ``plugin`` holds tiphys's registry slot
+(tiphys.plugin), not MuJoCo's global one. A plugin MuJoCo has and tiphys does not
+implement yet (tiphys.plugin.NOT_YET), or one whose capabilities need hooks tiphys does
+not call yet (an SDF plugin other than MuJoCo's shapes), raises NotImplementedError
+naming it and the element; so do in-place plugins on other geoms and on flexcomps (the
+compiler passes of those elements call :func:`refuse`; meshes and sdf geoms call
+:func:`sdf_instance`).
 """
 from __future__ import annotations
 
@@ -59,6 +62,37 @@ def refuse(spec, el, what: str) -> NotImplementedError:
     if flags:
         return _not_yet(el, what, name, flags)
     return NotImplementedError(f"{_where(el)}: {what}: plugin '{name}' is not supported yet")
+
+
+def sdf_instance(spec, owner, el, what: str):
+    """(plugin class, config) of an SDF ``<plugin>`` element ``el`` of a mesh or geom
+    (``owner``): the explicit instance it names, or its own (in place: ``plugin=`` and
+    <config> children), with mjCModel::ResolvePlugin's errors and the element's
+    capability check."""
+    pname, iname = el.attr("plugin") or "", el.attr("instance") or ""
+    if not pname and not iname:
+        raise error_at(el, f"neither 'plugin' nor 'instance' is specified for {what}")
+    active, declared = _read_extensions(spec)
+    if iname:
+        decl = next((d for d in declared if d.name == iname), None)
+        if decl is None:
+            raise error_at(el, f"unrecognized name '{iname}' for plugin instance",
+                           "instance")
+    if pname and pname not in active:
+        raise error_at(el, f"unrecognized plugin '{pname}'", "plugin")
+    if not iname:
+        decl = _Declared(pname, "", _read_config(el), el)
+    elif pname and pname != decl.plugin_name:
+        # (MuJoCo 3.4.0 silently gives the instance the named plugin instead)
+        raise error_at(el, f"plugin '{pname}' does not match the plugin "
+                           f"'{decl.plugin_name}' of instance '{iname}'", "plugin")
+    _, cls = registry.find_plugin(decl.plugin_name)
+    if not cls.capabilities & registry.SDF:
+        # (mjCGeom::Compile's message says "sign distance", mjCMesh's "signed distance")
+        kind = "sign" if what == "geom" else "signed"
+        raise error_at(owner, f"plugin '{cls.name}' does not support {kind} distance "
+                              f"fields")
+    return cls, decl.config
 
 
 class _Declared:
@@ -173,8 +207,25 @@ def compile_plugins(spec, out, builder=None) -> None:
                        for pname, iname, el in (ref,) if not iname]
     by_name = {d.name: d for d in explicit}
     body_inplace, body_refs = _body_plugins(builder, active, by_name)
-    decls = explicit + [d for _, d in inplace] + [d for _, d in inplace_sensors] + \
-        body_inplace
+    # SDF plugins in place: the meshes' (the <asset> section, read before the actuators)
+    # and the sdf geoms' (in <worldbody>, with the bodies')
+    mesh_inplace = [_Declared(pel.attr("plugin"), "", _read_config(pel), pel)
+                    for section in spec.sections("asset") for el in section.children
+                    if el.tag == "mesh" and el.find("plugin")
+                    for pel in (el.find("plugin")[0],)
+                    if pel.attr("plugin") and not pel.attr("instance")]
+    geom_refs = getattr(out, "geom_plugin_refs", [])
+    geom_inplace = {geomid: _Declared(pel.attr("plugin"), "", _read_config(pel), pel)
+                    for geomid, ref in enumerate(geom_refs) if ref is not None
+                    for iname, pel in (ref,) if not iname}
+    if geom_inplace and body_inplace:
+        el = next(iter(geom_inplace.values())).el
+        raise NotImplementedError(
+            f"{_where(el)}: <geom><plugin> in place together with in-place body plugins: "
+            f"plugin '{el.attr('plugin')}' (SDF plugin) is not supported yet (their "
+            f"instances are numbered in <worldbody> reading order)")
+    decls = explicit + mesh_inplace + [d for _, d in inplace] + \
+        [d for _, d in inplace_sensors] + list(geom_inplace.values()) + body_inplace
     ids = {id(d): k for k, d in enumerate(decls)}
 
     # actuators and sensors: ResolvePlugin and the capability check of their Compile
@@ -218,6 +269,13 @@ def compile_plugins(spec, out, builder=None) -> None:
         inst.statenum = int(inst.cls.nstate(inst))
         stateadr += inst.statenum
 
+    for geomid, ref in enumerate(geom_refs):
+        if ref is not None:  # (sdf_instance checked the name when the geom was read)
+            decl = by_name[ref[0]] if ref[0] else geom_inplace[geomid]
+            out.geom_plugin[geomid] = ids[id(decl)]
+            instances[out.geom_plugin[geomid]].geoms.append(geomid)
+    if hasattr(out, "geom_plugin_refs"):
+        del out.geom_plugin_refs
     _plugin_sensors(out, instances, sensor_plugin)
     out.actuator_plugin = act_plugin
     out.body_plugin = np.full(len(out.body_parentid), -1, dtype=np.int32)

@@ -488,13 +488,10 @@ class TreeBuilder:
         a = self._attrs(el, "geom", childclass)
         g = _Geom(el=el, body=body, name=self._name(el))
         g.type = a.keyword("type", GEOM_TYPES, GEOM_SPHERE)
-        if g.type == GEOM_SDF and el.children and el.find("plugin"):
-            from .plugins import refuse
-            raise refuse(self.spec, el.find("plugin")[0], '<geom type="sdf"><plugin>')
+        g.sdf_plugin = None
         if g.type == GEOM_SDF:
-            raise NotImplementedError(f"{el.xml_file or '<string>'}:{el.xml_line}: "
-                                      f"<geom type=\"sdf\"> is not supported yet")
-        if el.children and el.find("plugin"):
+            g.sdf_plugin = self._sdf_plugin(el)
+        elif el.children and el.find("plugin"):
             from .plugins import refuse
             raise refuse(self.spec, el.find("plugin")[0], "<geom><plugin>")
         g.contype = a.int("contype", 1)
@@ -533,7 +530,7 @@ class TreeBuilder:
         else:
             g.quat = self.orientation(a)
         self.ctx.geom_assets(g, a)
-        if g.type not in (GEOM_PLANE, GEOM_HFIELD, GEOM_MESH):
+        if g.type not in (GEOM_PLANE, GEOM_HFIELD, GEOM_MESH, GEOM_SDF):
             self._checksize(a, g.size, g.type)
         elif g.type == GEOM_PLANE and g.size[2] <= 0:
             # MuJoCo: plane size(3) must be positive (visual grid spacing)
@@ -546,6 +543,21 @@ class TreeBuilder:
                                       for k, v in g.__dict__.items()}
         body.geoms.append(g)
         self.geoms.append(g)
+
+    def _sdf_plugin(self, el):
+        """(instance name or "" when in place, <plugin> element) of a <geom
+        type="sdf">'s plugin (mjCGeom::Compile's checks; the instance id is resolved
+        with the other plugins). A geom without one is the SDF of its mesh's octree,
+        which tiphys does not build yet."""
+        where = f"{el.xml_file or '<string>'}:{el.xml_line}"
+        if not (el.children and el.find("plugin")):
+            raise NotImplementedError(
+                f"{where}: <geom type=\"sdf\"> without a <plugin> (the signed distance "
+                f"of its mesh's octree) is not supported yet")
+        from .plugins import sdf_instance
+        pel = el.find("plugin")[0]
+        sdf_instance(self.spec, el, pel, "geom")
+        return pel.attr("instance") or "", pel
 
     def _fromto(self, a: Attrs, size, gtype, fromto):
         f = fromto.tolist()  # (Python floats: the same doubles as numpy's)
@@ -887,7 +899,7 @@ class _Light:
 
 
 def _volume(g) -> float:
-    if g.type == GEOM_MESH:
+    if g.type in (GEOM_MESH, GEOM_SDF):
         return g.meshobj.volume_ref()
     s = g.size
     shell = g.shell
@@ -916,7 +928,7 @@ def _volume(g) -> float:
 def _principal_inertia(g) -> np.ndarray:
     m = g.mass_
     s = g.size
-    if g.type == GEOM_MESH:
+    if g.type in (GEOM_MESH, GEOM_SDF):
         return g.meshobj.inertia_for_mass(m)
     if g.type == GEOM_SPHERE:
         return np.full(3, 2 * m * s[0] ** 2 / (3 if g.shell else 5))
@@ -1004,7 +1016,7 @@ def _geom_mass(g, infer: bool):
 def _aabb_rbound(g):
     """The geom's local aabb (center, half sizes) and bounding-sphere radius (on
     Python floats: the same doubles as the arithmetic on numpy scalars)."""
-    if g.type == GEOM_MESH:
+    if g.type in (GEOM_MESH, GEOM_SDF):
         aamm = np.asarray(g.meshobj.aamm, dtype=np.float64)
         h = np.maximum(np.abs(aamm[:3]), np.abs(aamm[3:]))
         rbound = float(np.sqrt(np.dot(h, h)))

@@ -13,8 +13,10 @@ at compile time with MuJoCo's errors), and
   all of the model's instances of the class): ``reset``, ``act_dot``, ``compute``,
   ``advance``, ``passive``, ``compute_sensor``. Each launches Taichi kernels over every
   world and instance at once: no Python per world, no host round trip, no numpy inside
-  ``step``. A hook left None is not called; a capability whose hook tiphys does not
-  call yet (SDF) makes the compiler refuse the plugin with NotImplementedError.
+  ``step``. A hook left None is not called. SDF plugins have no hook: the collision
+  stage evaluates their shapes on the device, which it can for MuJoCo's own
+  (tiphys.plugin.sdf: bolt, bowl, gear, nut, torus, known by their ``sdf_kind``); any
+  other SDF class makes the compiler refuse the plugin with NotImplementedError.
 
 A sensor plugin (SENSOR) also gives ``needstage`` (mjtStage: the sensor stage whose end
 computes its sensors; NONE counts as POS, as in MuJoCo) and the class method
@@ -68,6 +70,7 @@ class Instance:
     actuators: list = field(default_factory=list)
     bodies: list = field(default_factory=list)  # passive plugins: the bodies it acts on
     sensors: list = field(default_factory=list)  # its sensors' ids (sensor_plugin)
+    geoms: list = field(default_factory=list)  # SDF plugins: its geoms (geom_plugin)
     stateadr: int = 0
     statenum: int = 0
 
@@ -169,10 +172,7 @@ _BY_NAME: dict = {}
 _DISCOVERED = [False]
 
 # MuJoCo 3.4.0's first-party plugins tiphys does not implement yet: name -> capability
-NOT_YET = {
-    "mujoco.sdf.torus": SDF, "mujoco.sdf.bowl": SDF, "mujoco.sdf.gear": SDF,
-    "mujoco.sdf.nut": SDF, "mujoco.sdf.bolt": SDF,
-}
+NOT_YET: dict = {}
 
 
 def register_plugin(cls) -> type:
@@ -262,8 +262,13 @@ def registered() -> list:
 
 
 def unimplemented_capabilities(cls) -> int:
-    """Capabilities of ``cls`` whose hooks tiphys does not call yet."""
-    return cls.capabilities & ~(ACTUATOR | SENSOR | PASSIVE)
+    """Capabilities of ``cls`` whose hooks tiphys does not call yet: SDF for any class
+    but MuJoCo's first-party SDF shapes (tiphys.plugin.sdf, whose device distance
+    functions the collision stage knows by their ``sdf_kind``)."""
+    missing = cls.capabilities & ~(ACTUATOR | SENSOR | PASSIVE | SDF)
+    if cls.capabilities & SDF and getattr(cls, "sdf_kind", -1) < 0:
+        missing |= SDF
+    return missing
 
 
 def make_plugins(m) -> tuple:
@@ -335,6 +340,7 @@ def instances_from_arrays(a) -> list:
     act_plugin = np.asarray(a.actuator_plugin).reshape(-1)[:int(sizes.get("nu", 0))]
     body_plugin = np.asarray(a.body_plugin).reshape(-1)[:int(sizes.get("nbody", 0))]
     sensor_plugin = np.asarray(a.sensor_plugin).reshape(-1)[:int(sizes.get("nsensor", 0))]
+    geom_plugin = np.asarray(a.geom_plugin).reshape(-1)[:int(sizes.get("ngeom", 0))]
     for i in range(n):
         cls = plugin_at(int(np.asarray(a.plugin).reshape(-1)[i]))
         values = attr[int(adr[i]):].split(b"\0")
@@ -347,6 +353,7 @@ def instances_from_arrays(a) -> list:
                             actuators=[int(j) for j in np.flatnonzero(act_plugin == i)],
                             bodies=[int(j) for j in np.flatnonzero(body_plugin == i)],
                             sensors=[int(j) for j in np.flatnonzero(sensor_plugin == i)],
+                            geoms=[int(j) for j in np.flatnonzero(geom_plugin == i)],
                             stateadr=int(np.asarray(a.plugin_stateadr).reshape(-1)[i]),
                             statenum=int(np.asarray(a.plugin_statenum).reshape(-1)[i])))
     return out
@@ -362,10 +369,13 @@ def launch(kernel, m, d, **given):
 from .pid import Pid  # noqa: E402  (registered first: slot 0, as MuJoCo's first plugin)
 from .cable import Cable  # noqa: E402
 from .touch_grid import TouchGrid  # noqa: E402
+from .sdf import SDF_PLUGINS  # noqa: E402
 
 register_plugin(Pid)
 register_plugin(Cable)
 register_plugin(TouchGrid)
+for _sdf in SDF_PLUGINS:
+    register_plugin(_sdf)
 
 __all__ = ["ACTUATOR", "SENSOR", "PASSIVE", "SDF", "Plugin", "Instance", "register_plugin",
            "find_plugin", "plugin_at", "registered", "launch", "get_config",

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..kernels.consts import (GEOM_BOX, GEOM_CAPSULE, GEOM_CYLINDER, GEOM_ELLIPSOID, GEOM_HFIELD,
-                              GEOM_MESH, GEOM_PLANE, GEOM_SPHERE, GEOM_TYPE_NAMES, NTEXROLE,
-                              TEXROLE_RGB, TEXTURE_2D, TEXTURE_SKYBOX)
+                              GEOM_MESH, GEOM_PLANE, GEOM_SDF, GEOM_SPHERE, GEOM_TYPE_NAMES,
+                              NTEXROLE, TEXROLE_RGB, TEXTURE_2D, TEXTURE_SKYBOX)
 from ..kernels.render import (FLAG_PLANE, FLAG_STATIC, FLEX_EDGE, FLEX_SIDE, FLEX_SKIN,
                               KIND_FLEX, KIND_GEOM, KIND_SITE, KIND_SKIN)
 
@@ -549,7 +549,7 @@ def build_scene(m, geomgroup=None, sitegroup=None) -> SceneTemplate:
             built = cylinder(size[0], size[1], nslice, nstack)
         elif gtype == GEOM_BOX:
             built = box(size, _cells(size, extent))
-        elif gtype == GEOM_MESH:
+        elif gtype in (GEOM_MESH, GEOM_SDF):  # (an sdf geom: its mesh, as MuJoCo)
             *built, uv = mesh(a, dataid)
             has_data = True
         elif gtype == GEOM_HFIELD:
