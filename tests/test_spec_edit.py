@@ -117,8 +117,12 @@ def test_recompile_carries_the_state_over_as_mujoco():
     mspec.add_actuator(target="hc", trntype=mujoco.mjtTrn.mjTRN_JOINT)
     mm2, md2 = mspec.recompile(mm, md)
     assert m2.nq == mm2.nq == m.nq + 1 and m2.nu == mm2.nu == 3
-    for name in ("qpos", "qvel", "act", "ctrl", "mocap_pos", "mocap_quat"):
+    for name in ("qpos", "qvel", "act", "mocap_pos", "mocap_quat"):
         np.testing.assert_array_equal(d2.numpy(name)[0], getattr(md2, name), err_msg=name)
+    # MuJoCo 3.4.0 reads the new actuator's saved ctrl uninitialized (0 here on some
+    # runs, a denormal on others): the kept ones compared, the new one zero as intended
+    np.testing.assert_array_equal(d2.numpy("ctrl")[0][:2], md2.ctrl[:2])
+    assert d2.numpy("ctrl")[0][2] == 0.0
     assert d2.numpy("time")[0] == md2.time == d.numpy("time")[0]
     # world 1 keeps its own state too
     np.testing.assert_array_equal(d2.numpy("qpos")[1][:m.nq], d.numpy("qpos")[1])
