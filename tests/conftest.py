@@ -14,6 +14,28 @@ def pytest_configure(config):
     # this module (for ``record``) and then initialise Taichi in f32 themselves
     tiphys.init(arch="cpu", precision="f64", **({"debug": True} if os.environ.get("TIPHYS_TEST_DEBUG") else {}))
 
+# The files that take longest on a 2-core machine with empty caches (the --durations
+# of a cold `make test`, 2026-11-27), run first: `make test` hands whole files to its
+# pytest-xdist workers in collection order, so a long file collected last keeps one
+# worker busy while the other has nothing left to do. Order only: every test runs.
+LONG_FIRST = ("test_sparse_jacobian", "test_collide_sdf", "test_sensor_acc",
+              "test_flex_collision", "test_cli", "test_sensor", "test_compiler_corpus",
+              "test_sensor_corpus", "test_render_skin", "test_sparse_newton",
+              "test_solver_vulkan", "test_noslip", "test_solver", "test_plugin_touch",
+              "test_compiler_actuator_tendon", "test_flex_compiler", "test_plugin",
+              "test_collide_convex", "test_distributed", "test_trajectory_corpus")
+
+
+def pytest_collection_modifyitems(items):
+    rank = {name: i for i, name in enumerate(LONG_FIRST)}
+
+    def key(item):
+        name = os.path.splitext(os.path.basename(str(item.fspath)))[0]
+        return rank.get(name, len(LONG_FIRST))
+
+    items.sort(key=key)  # stable: the order inside a file and among the rest is kept
+
+
 # (test group) -> {model: status}; printed at the end of the run. Each record also
 # rides on the running test's report (user_properties), so that under pytest-xdist
 # the controller, which prints the summary, receives the workers' records.

@@ -90,6 +90,17 @@ def strip_later_sections(path: str, sections=LATER_SECTIONS) -> bytes:
     return etree.tostring(root)
 
 
+def has_sections(path: str, sections) -> bool:
+    """Whether the model (includes inlined) has any of ``sections`` at its top level:
+    only then does stripping them change what is compiled."""
+    try:
+        root = etree.parse(path, etree.XMLParser(remove_comments=True)).getroot()
+        _inline_includes(root, os.path.dirname(path))
+    except (etree.XMLSyntaxError, OSError):
+        return True  # (let the test that strips say what is wrong)
+    return any(root.find(tag) is not None for tag in sections)
+
+
 class StrippedModel:
     """A stripped copy written next to the original (so asset paths resolve)."""
 

@@ -129,7 +129,7 @@ def test_dog_skin_matches_mujoco_renderer(monkeypatch):
     r = Renderer(m, W, H)
     mjr = _mujoco_renderer(mjm, monkeypatch)
     try:
-        for cam in range(mjm.ncam):
+        for cam in range(min(2, mjm.ncam)):  # (two of dog's cameras: the whole skin)
             mjr.enable_segmentation_rendering()
             mjr.update_scene(mjd, camera=cam)
             count, iou = _iou(mjr.render(), r.segment(d, cam, 0), 0)

@@ -308,8 +308,11 @@ _mesh_cache: collections.OrderedDict = collections.OrderedDict()  # key -> (mesh
 
 
 def clear_mesh_cache() -> None:
-    """Forget every compiled mesh (the next load compiles its meshes anew)."""
+    """Forget every compiled mesh (the next load compiles its meshes anew), SDF
+    plugins' surfaces included."""
     _mesh_cache.clear()
+    from .sdf_mesh import clear_sdf_cache
+    clear_sdf_cache()
 
 
 def _mesh_key(inputs: dict) -> bytes | None:

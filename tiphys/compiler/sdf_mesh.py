@@ -16,6 +16,8 @@ sum of the cross products of its triangles, in triangle order, normalized).
 """
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import numpy as np
 
 from .mesh import _ordered_accumulate
@@ -196,10 +198,35 @@ def marching_cubes(field: np.ndarray):
     return vertices, faces, normals
 
 
+# (plugin class, config) -> (vertex, face, normal): the marching-cubes surface of a
+# plugin configuration, kept like the compiled meshes (compiler/mesh.py's cache, which
+# clear_mesh_cache empties with this one)
+_SDF_CACHE: "OrderedDict" = OrderedDict()
+SDF_CACHE_ENTRIES = 16
+
+
 def sdf_mesh(cls, config: dict):
     """(vertex, face, normal) flat arrays of the mesh MuJoCo makes for SDF plugin class
     ``cls`` with instance config ``config`` (LoadSDF); ValueError with MuJoCo's message
-    for an attribute that is not a number."""
+    for an attribute that is not a number. The same class and config in one process
+    is computed once (copies are returned)."""
+    key = (cls, tuple(sorted((str(k), str(v)) for k, v in config.items())))
+    hit = _SDF_CACHE.get(key)
+    if hit is None:
+        hit = _sdf_surface(cls, config)
+        _SDF_CACHE[key] = hit
+        while len(_SDF_CACHE) > SDF_CACHE_ENTRIES:
+            _SDF_CACHE.popitem(last=False)
+    else:
+        _SDF_CACHE.move_to_end(key)
+    return tuple(a.copy() for a in hit)
+
+
+def clear_sdf_cache() -> None:
+    _SDF_CACHE.clear()
+
+
+def _sdf_surface(cls, config: dict):
     attr = cls.attribute_values(config)
     aabb = cls.aabb(attr)
     total = aabb[3] + aabb[4] + aabb[5]
