@@ -37,6 +37,7 @@ from .collision import KEY_STRIDE, ND, emit_one, list_count, list_entry, near_pa
 from .consts import (GEOM_BOX, GEOM_CAPSULE, GEOM_CYLINDER, GEOM_ELLIPSOID, GEOM_HFIELD,
                      GEOM_MESH, GEOM_PLANE, GEOM_SDF, GEOM_SPHERE, MAXCONPAIR, MAXVAL,
                      MINVAL)
+from .math import mul_mat_t, normalize3, quat_mul, quat_normalize
 from .ray import ray_mesh
 from .sdf import SDF_NATTR, SDF_TORUS, fd_eps, sdf_distance, torus_gradient
 
@@ -58,24 +59,8 @@ def _norm3(v):
 
 
 @ti.func
-def _normalize3(v):
-    norm = _norm3(v)
-    out = ti.Vector([1.0, 0.0, 0.0])
-    if norm >= MINVAL:
-        inv = 1.0 / norm
-        out = ti.Vector([v[0] * inv, v[1] * inv, v[2] * inv])
-    return out
-
-
-@ti.func
 def _mat_vec(mat, v):
     return ti.Vector([mat[i, 0] * v[0] + mat[i, 1] * v[1] + mat[i, 2] * v[2]
-                      for i in ti.static(range(3))])
-
-
-@ti.func
-def _mat_t_vec(mat, v):
-    return ti.Vector([mat[0, i] * v[0] + mat[1, i] * v[1] + mat[2, i] * v[2]
                       for i in ti.static(range(3))])
 
 
@@ -92,18 +77,6 @@ def _rot_vec_quat(v, q):
         out = ti.Vector([v[0] + 2 * (q[2] * t2 - q[3] * t1),
                          v[1] + 2 * (q[3] * t0 - q[1] * t2),
                          v[2] + 2 * (q[1] * t1 - q[2] * t0)])
-    return out
-
-
-@ti.func
-def _normalize4(q):
-    norm = ti.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
-    out = q
-    if norm < MINVAL:
-        out = ti.Vector([1.0, 0.0, 0.0, 0.0])
-    elif ti.abs(norm - 1) > MINVAL:
-        inv = 1 / norm
-        out = ti.Vector([q[0] * inv, q[1] * inv, q[2] * inv, q[3] * inv])
     return out
 
 
@@ -131,7 +104,7 @@ def _mat2quat(m):
         q[0] = 0.25 * (m[1, 0] - m[0, 1]) / q[3]
         q[1] = 0.25 * (m[0, 2] + m[2, 0]) / q[3]
         q[2] = 0.25 * (m[1, 2] + m[2, 1]) / q[3]
-    return _normalize4(q)
+    return quat_normalize(q)
 
 
 @ti.func
@@ -156,21 +129,12 @@ def _quat2mat(q):
 
 
 @ti.func
-def _mul_quat(a, b):
-    return ti.Vector([
-        a[0] * b[0] - a[1] * b[1] - a[2] * b[2] - a[3] * b[3],
-        a[0] * b[1] + a[1] * b[0] + a[2] * b[3] - a[3] * b[2],
-        a[0] * b[2] - a[1] * b[3] + a[2] * b[0] + a[3] * b[1],
-        a[0] * b[3] + a[1] * b[2] - a[2] * b[1] + a[3] * b[0]])
-
-
-@ti.func
 def _map_pose(pos1, quat1, pos2, quat2):
     """mapPose: (pos, mat) of (pos2, quat2)^-1 o (pos1, quat1), via mju_negPose and
     mju_mulPose."""
     negquat = ti.Vector([quat2[0], -quat2[1], -quat2[2], -quat2[3]])
     negpos = -_rot_vec_quat(pos2, negquat)
-    quat = _normalize4(_mul_quat(negquat, quat1))
+    quat = quat_normalize(quat_mul(negquat, quat1))
     pos = _rot_vec_quat(pos1, negquat) + negpos
     return pos, _quat2mat(quat)
 
@@ -197,7 +161,7 @@ def _halton(index, base):
 
 @ti.func
 def _radial_field(a, x, size):
-    field = _normalize3(ti.Vector([-size[0] / a[0], -size[1] / a[1], -size[2] / a[2]]))
+    field = normalize3(ti.Vector([-size[0] / a[0], -size[1] / a[1], -size[2] / a[2]]))
     for i in ti.static(range(3)):
         if x[i] < 0:
             field[i] = -field[i]
@@ -277,7 +241,7 @@ def _geom_gradient(gtype, size, kind, attr, x):
         df1 = k0 * (k0 - 1.0) * inv1 * inv1
         for i in ti.static(range(3)):
             grad[i] = b[i] * inv0 * df0 - b[i] * inv1 / (size[i] * size[i]) * df1
-        grad = _normalize3(grad)
+        grad = normalize3(grad)
     elif gtype == GEOM_CYLINDER:
         c = ti.sqrt(x[0] * x[0] + x[1] * x[1])
         e = ti.abs(x[2])
@@ -396,7 +360,7 @@ def _pair_eval(worldid, s, x, want_grad, rays: ti.template(), meshes: ti.templat
         for k in ti.static(range(3)):
             grads[g, k] = grad[k]
     g0 = ti.Vector([grads[0, 0], grads[0, 1], grads[0, 2]])
-    g1 = _mat_t_vec(s.relmat, ti.Vector([grads[1, 0], grads[1, 1], grads[1, 2]]))
+    g1 = mul_mat_t(s.relmat, ti.Vector([grads[1, 0], grads[1, 1], grads[1, 2]]))
     return dists[0], dists[1], g0, g1
 
 
@@ -415,7 +379,7 @@ def _objective(objective, a, b, ga, gb):
         grad = ga if a > b else gb
     else:
         dist = a - b
-        grad = _normalize3(_normalize3(ga) - _normalize3(gb))
+        grad = normalize3(normalize3(ga) - normalize3(gb))
     return dist, grad
 
 
@@ -727,7 +691,7 @@ def _sdf_distance(
         fromto = ti.Vector.zero(float, 6)
         if best.n > 0:
             sign = -1.0 if flip else 1.0
-            normal = _normalize3(best.normal)  # (mju_makeFrame's)
+            normal = normalize3(best.normal)  # (mju_makeFrame's)
             for i in ti.static(range(3)):
                 fromto[i] = best.pos[i] + normal[i] * (-0.5 * sign * best.dist)
                 fromto[3 + i] = best.pos[i] + normal[i] * (0.5 * sign * best.dist)

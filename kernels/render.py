@@ -85,6 +85,24 @@ def _tile_vertex(vertid, tile, vert_obj: ti.template(), obj_int: ti.template(),
 
 
 @ti.func
+def _colour_row(vbo: ti.template(), row, p, n, vertid, objid, tile, worldid, offset,
+                segment, nobj, vert_rgba: ti.template(), obj_float: ti.template(),
+                params: ti.template(), light_xpos: ti.template(), light_xdir: ti.template(),
+                light_table: ti.template(), nlight):
+    """A moving (flex or skin) vertex at world point p with normal n: its segmentation
+    code, or its colour lit like the geoms'; written to row ``row``."""
+    col = ti.Vector([0.0, 0.0, 0.0, 0.0])
+    if segment != 0:
+        col = segment_colour(tile * nobj + objid)
+    else:
+        rgba = ti.Vector([vert_rgba[vertid, j] for j in ti.static(range(4))])
+        material = ti.Vector([obj_float[objid, j] for j in ti.static(range(3))])
+        col = shade(p, n, rgba, material, params, worldid, offset, light_xpos, light_xdir,
+                    light_table, nlight)
+    _write_row(vbo, row, p, n, col)
+
+
+@ti.func
 def _light(p, n, view, rgb, specular, shininess, ldir_to, att, amb, dif, spec):
     """One light's contribution (OpenGL fixed function, local viewer)."""
     ndl = n.dot(ldir_to)
@@ -299,16 +317,9 @@ def _flex_vertices(fv_vert: ND, fv_int: ND, fv_float: ND, norm_adr: ND, norm_num
                                       norm_pair)
                     n = y * normalize3((_v3(flexvert_xpos, worldid, vb) -
                                    _v3(flexvert_xpos, worldid, va)).cross(nb))
-            p += offset
-            rgba = ti.Vector([vert_rgba[vertid, j] for j in ti.static(range(4))])
-            col = ti.Vector([0.0, 0.0, 0.0, 0.0])
-            if segment != 0:
-                col = segment_colour(tile * nobj + objid)
-            else:
-                material = ti.Vector([obj_float[objid, j] for j in ti.static(range(3))])
-                col = shade(p, n, rgba, material, params, worldid, offset, light_xpos,
-                            light_xdir, light_table, nlight)
-            _write_row(vbo, row, p, n, col)
+            _colour_row(vbo, row, p + offset, n, vertid, objid, tile, worldid, offset, segment,
+                        nobj, vert_rgba, obj_float, params, light_xpos, light_xdir,
+                        light_table, nlight)
 
 
 def flex_vertices(t, d, params, segment: bool, vbo) -> None:
@@ -383,16 +394,9 @@ def _skin_vertices(sv_vert: ND, sv_skin: ND, face_adr: ND, face_num: ND, face_of
             offset = ti.Vector([ti.cast(tile_offset[tile, j], float)
                                 for j in ti.static(range(3))])
             p = _skin_point(skin_xpos, tile, v) + ti.cast(skin_inflate[sv_skin[v]], float) * n
-            p += offset
-            rgba = ti.Vector([vert_rgba[vertid, j] for j in ti.static(range(4))])
-            col = ti.Vector([0.0, 0.0, 0.0, 0.0])
-            if segment != 0:
-                col = segment_colour(tile * nobj + objid)
-            else:
-                material = ti.Vector([obj_float[objid, j] for j in ti.static(range(3))])
-                col = shade(p, n, rgba, material, params, worldid, offset, light_xpos,
-                            light_xdir, light_table, nlight)
-            _write_row(vbo, row, p, n, col)
+            _colour_row(vbo, row, p + offset, n, vertid, objid, tile, worldid, offset, segment,
+                        nobj, vert_rgba, obj_float, params, light_xpos, light_xdir,
+                        light_table, nlight)
 
 
 def skin_vertices(m, t, d, params, segment: bool, vbo) -> None:
