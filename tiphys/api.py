@@ -55,7 +55,8 @@ def recompile(spec: Spec, m: Model, d) -> tuple:
     qpos, qvel, act, ctrl and mocap pose; new joints start at qpos0, new mocap bodies
     at their body pose, new actuators with zero ctrl and their reset act. ``m`` and
     ``d`` are left as they were."""
-    from .model import make_data
+    from .compiler.compile import _JNT_DOFS, _JNT_QPOS
+    from .model import _set_padded, make_data
     new = compile_model(spec)
     d2 = make_data(new, d.nworld)
     old, cur = m.arrays, new.arrays
@@ -71,7 +72,7 @@ def recompile(spec: Spec, m: Model, d) -> tuple:
         k = was.get(id(el))
         if k is None or int(old.jnt_type[k]) != int(cur.jnt_type[j]):
             continue
-        nq, nv = _JOINT_NQ[int(cur.jnt_type[j])], _JOINT_NV[int(cur.jnt_type[j])]
+        nq, nv = _JNT_QPOS[int(cur.jnt_type[j])], _JNT_DOFS[int(cur.jnt_type[j])]
         a, b = int(cur.jnt_qposadr[j]), int(old.jnt_qposadr[k])
         fresh["qpos"][:, a:a + nq] = state["qpos"][:, b:b + nq]
         a, b = int(cur.jnt_dofadr[j]), int(old.jnt_dofadr[k])
@@ -97,15 +98,9 @@ def recompile(spec: Spec, m: Model, d) -> tuple:
     fresh["time"] = state["time"]
     for name, value in fresh.items():
         if value.size:
-            field = getattr(d2, name)
-            full = field.to_numpy()
-            full[tuple(slice(0, n) for n in value.shape)] = value
-            field.from_numpy(full)
+            _set_padded(getattr(d2, name), value)
     return new, d2
 
-
-_JOINT_NQ = {0: 7, 1: 4, 2: 1, 3: 1}  # free, ball, slide, hinge
-_JOINT_NV = {0: 6, 1: 3, 2: 1, 3: 1}
 
 
 def load_model(path: str, assets: Optional[dict] = None) -> Model:

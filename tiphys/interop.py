@@ -113,6 +113,5 @@ def from_torch(d, name: str, tensor) -> None:
     if value.shape != tuple(want):
         raise ValueError(f"d.from_torch: '{name}' takes shape {tuple(want)} (or "
                          f"{tuple(want[1:])} for every world), not {value.shape}")
-    full = field.to_numpy()
-    full[tuple(slice(0, n) for n in want)] = value
-    field.from_numpy(full)
+    from .model import _set_padded
+    _set_padded(field, np.asarray(value))
