@@ -91,14 +91,11 @@ def fill_sleep_policy(builder, out) -> None:
 
     if int(out.__dict__.get("_size_nflex", 0)):
         interp = _flat(out.flex_interp)
+        nodes = (_flat(out.flex_nodeadr), _flat(out.flex_nodenum), _flat(out.flex_nodebodyid))
+        verts = (_flat(out.flex_vertadr), _flat(out.flex_vertnum), _flat(out.flex_vertbodyid))
         for f in range(len(interp)):
-            if interp[f]:
-                adr, num, bodies = (_flat(out.flex_nodeadr)[f], _flat(out.flex_nodenum)[f],
-                                    _flat(out.flex_nodebodyid))
-            else:
-                adr, num, bodies = (_flat(out.flex_vertadr)[f], _flat(out.flex_vertnum)[f],
-                                    _flat(out.flex_vertbodyid))
-            for b in bodies[adr:adr + num]:
+            adr, num, bodies = nodes if interp[f] else verts
+            for b in bodies[adr[f]:adr[f] + num[f]]:
                 never(treeid[b])
 
     out.tree_sleep_policy = np.array([AUTO_ALLOWED if p == SLEEP_AUTO else p for p in policy],
