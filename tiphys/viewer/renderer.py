@@ -9,6 +9,7 @@ is the one-call version: ``tiphys.render(m, d, camera="top", world=3)`` returns 
 
 import atexit
 import contextlib
+import ctypes
 import math
 import os
 import tempfile
@@ -46,6 +47,8 @@ def open_window(title: str, width: int, height: int, show: bool):
         raise RenderError("no display to open a window on (DISPLAY and WAYLAND_DISPLAY are "
                           "unset); render images headless instead: `tiphys render MODEL -o "
                           "frame.png` or tiphys.render(m, d)")
+    if not _ALL_WINDOWS and backend.arch() != "vulkan":
+        _rasterize_in_submitting_thread()
     try:
         with imgui_cwd():
             window = ti.ui.Window(title, (int(width), int(height)), vsync=False,
@@ -53,11 +56,38 @@ def open_window(title: str, width: int, height: int, show: bool):
         if not _ALL_WINDOWS:
             atexit.register(_exit_in_cache_dir)
         _ALL_WINDOWS.append(window)
+        _keep_past_exit(window)
         return window
     except RuntimeError as exc:
         if "Vulkan" in str(exc) or "GGUI" in str(exc):
             raise RenderError(f"{exc}. {VULKAN_HELP}") from None
         raise
+
+
+def _keep_past_exit(window) -> None:
+    """Never let the interpreter's teardown destroy ``window``: Taichi 1.7.4's GGUI
+    windows share Dear ImGui's Vulkan objects, and the second window destroyed shuts
+    ImGui down again and crashes (SIGSEGV in ImGui_ImplVulkan_DestroyDeviceObjects, so
+    a script that drew with two windows exited with status 139). One reference that is
+    never given back keeps each window until the process ends; the operating system
+    takes its memory back then."""
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(window))
+
+
+def _rasterize_in_submitting_thread() -> None:
+    """Make Mesa's software Vulkan (lavapipe) finish each frame before GGUI frees it.
+
+    Taichi 1.7.4's GGUI frees a frame's renderables (their vertex and uniform buffers)
+    right after it submits the frame. lavapipe bins the triangles while the frame is
+    submitted, but shades the pixels later on llvmpipe's rasterizer threads, which then
+    read uniform buffers that are already freed: now and then, depending on what the
+    process allocated since, a whole object comes out black (segmentation: missing).
+    With ``LP_NUM_THREADS=0`` llvmpipe rasterizes inside the submission, before the
+    free. Only llvmpipe reads the variable; a value the user set is kept. It is read
+    when the first Vulkan device is made, so this runs before the first window; with
+    ``arch="vulkan"`` Taichi made that device already (and its compute shaders would
+    lose their threads), so that case is left alone."""
+    os.environ.setdefault("LP_NUM_THREADS", "0")
 
 
 def _ggui_dir() -> str:
@@ -100,10 +130,9 @@ _EXITING = {"done": False}
 
 
 def _exit_in_cache_dir() -> None:
-    """At exit the interpreter tears the GGUI windows down, and each saves imgui.ini in
-    the current folder then: make that folder tiphys's cache folder. (The windows are
-    not destroyed here: Taichi 1.7.4 does that itself, and calling destroy() on several
-    windows from an atexit handler is no safer than its own teardown.)"""
+    """Dear ImGui saves imgui.ini in the current folder when a GGUI window goes away:
+    make that folder tiphys's cache folder at exit. (tiphys's own windows are kept past
+    the exit, see _keep_past_exit; this covers any other.)"""
     _EXITING["done"] = True
     try:
         os.chdir(_ggui_dir())
