@@ -14,13 +14,21 @@ from .types import MODEL_EXTRA_FIELDS, MODEL_FIELDS, MODEL_SIZES, numpy_shape
 
 
 def load_spec(path: str, assets: Optional[dict] = None) -> Spec:
-    """Parse an MJCF file into an editable Spec."""
+    """Parse an MJCF file into an editable Spec. ``path`` is opened as MuJoCo's
+    mj_loadXML opens it: from ``assets`` (name -> bytes), else from the registered
+    resource provider its scheme names ("mem:robot.xml"), else from the file system;
+    relative names inside a provider's model start from the provider's ``getdir``."""
+    from .io.resources import ResourceReader
     try:
-        with open(path, "rb") as f:
-            text = f.read()
-    except OSError as exc:
-        raise ModelError(f"cannot read model file: {exc.strerror}", file=path) from None
-    return parse_xml(text, filename=path, assets=assets)
+        res, tried = ResourceReader("", assets).open(path)
+    except ModelError as exc:  # a provider failing
+        raise ModelError(f"cannot read model file: {exc.detail}", file=path) \
+            from exc.__cause__
+    if res is None:
+        raise ModelError(f"cannot read model file: tried {'; '.join(tried)}", file=path)
+    if res.prefix == "file":  # (the directory made absolute, as parse_xml does)
+        return parse_xml(res.content, filename=path, assets=assets)
+    return parse_xml(res.content, filename=path, assets=assets, basedir=res.dir)
 
 
 def compile_model(spec: Spec) -> Model:

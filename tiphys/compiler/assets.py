@@ -127,11 +127,11 @@ class AssetFiles:
         name, note = self.name(el, file, kind)
         try:
             res, tried = self.reader.open(name)
-        except ModelError as exc:
-            raise error_at(el, exc.detail, attr) from None
+        except ModelError as exc:  # an ambiguous assets-dict name, a provider failing
+            raise error_at(el, exc.detail, attr) from exc.__cause__
         if res is None:
             raise missing(file, tried, (el, attr), note)
-        return res.data
+        return res.content
 
 
 class AssetCompiler:

@@ -395,15 +395,23 @@ def _load_child(spec, el):
         # MuJoCo's ReadAttrFile: a name that does not open as written (from the working
         # directory) is taken relative to the including file's directory
         file = join_path(incdir, file)
-    res, tried = reader.open(file)
+    try:
+        res, tried = reader.open(file)
+    except ModelError as exc:  # an ambiguous assets-dict name, a provider failing
+        raise ModelError(f"could not parse model file with error: {exc.detail}",
+                         file=el.xml_file, line=el.xml_line, element="model",
+                         attribute="file") from exc.__cause__
     if res is None:
         raise ModelError(f"could not parse model file with error: resource '{file}' not "
                          f"found; tried: {'; '.join(tried)}", file=el.xml_file,
                          line=el.xml_line, element="model", attribute="file")
     name = res.name if is_abs(res.name) else join_path(reader.modeldir, res.name)
-    basedir = dir_part(name) if is_abs(name) else (reader.modeldir or None)
+    if res.prefix in ("file", "vfs"):
+        basedir = dir_part(name) if is_abs(name) else (reader.modeldir or None)
+    else:  # a provider's resource: its names start from the provider's directory
+        basedir = res.dir
     try:
-        child = parse_xml(res.data, filename=name, assets=spec.assets, basedir=basedir)
+        child = parse_xml(res.content, filename=name, assets=spec.assets, basedir=basedir)
     except ModelError as exc:
         raise ModelError(f"could not parse model file with error: {exc}",
                          file=el.xml_file, line=el.xml_line, element="model",

@@ -244,9 +244,12 @@ def builtin_cube(builtin, rgb1, rgb2, mark, markrgb, random, width) -> np.ndarra
 
 
 def content_type_of(filename: str, content_type) -> str:
-    """MuJoCo's GetAssetContentType for textures ('' means the custom format)."""
+    """MuJoCo's GetAssetContentType for textures ('' means the custom format); a
+    ``data:`` URI's media type counts as its extension (tiphys's data: provider)."""
     if content_type:
         return content_type
+    if filename[:5].lower() == "data:":
+        return filename[5:].split(",", 1)[0].split(";")[0].strip()
     ext = os.path.splitext(filename)[1].lower()
     return {".png": "image/png", ".ktx": "image/ktx"}.get(ext, "")
 

@@ -286,20 +286,20 @@ def _include(child, label, incdir, state):
         if res is None and not is_abs(name) and incdir:
             res, more = reader.open(join_path(incdir, name))
             tried += more
-    except ModelError as exc:  # an ambiguous assets-dict name
+    except ModelError as exc:  # an ambiguous assets-dict name, a provider failing
         raise ModelError(exc.detail, file=label, line=child.sourceline, element="include",
-                         attribute="file") from None
+                         attribute="file") from exc.__cause__
     if res is None:
         raise missing(fname, tried, (where, "file"), note)
     state.included.add(join_path(incdir, name))
     sub_label = os.path.basename(fname)
-    if not res.data:
+    if not res.content:
         raise ModelError(f"empty file '{fname}'", file=label, line=child.sourceline,
                          element="include", attribute="file")
-    if not _has_element(res.data):
+    if not _has_element(res.content):
         raise ModelError(f"root element missing in file '{fname}'", file=label,
                          line=child.sourceline, element="include", attribute="file")
-    inc = _parse_tree(res.data, sub_label)
+    inc = _parse_tree(res.content, sub_label)
     if not any(isinstance(c.tag, str) for c in inc):
         raise ModelError(f"empty include file '{fname}' (its root <{inc.tag}> has no "
                          f"child elements)", file=label, line=child.sourceline,
