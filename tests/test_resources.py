@@ -20,18 +20,24 @@ import struct
 import mujoco
 import numpy as np
 import pytest
-
-import tiphys
 from oracle import compare_model
 from test_assets import obj_cube, png
 from test_flex_compiler import _GMSH_TETS, _gmsh41
 from test_skin import box_skn
+
+import tiphys
 from tiphys.api import load_spec
 from tiphys.compiler.compile import compile_spec
 from tiphys.compiler.mesh import clear_mesh_cache
 from tiphys.errors import ModelError
-from tiphys.io.resources import (Resource, ResourceProvider, ResourceReader, dir_part,
-                                 get_provider, register_provider)
+from tiphys.io.resources import (
+    Resource,
+    ResourceProvider,
+    ResourceReader,
+    dir_part,
+    get_provider,
+    register_provider,
+)
 
 mujoco.mj_setCacheCapacity(mujoco.mj_getCache(), 0)
 
@@ -287,6 +293,40 @@ def test_data_uris_compile_as_mujoco(oracle):
     _check(tiphys.parse_xml(xml), oracle[False], names_differ=True)
 
 
+ATTACH_TREE = {
+    "parent.xml": b"""<mujoco>
+  <asset><model name="arm" file="child/arm.xml"/></asset>
+  <worldbody>
+    <body name="holder" pos="0 0 1"><geom size=".1"/>
+      <attach model="arm" body="link" prefix="a_"/>
+    </body>
+  </worldbody>
+</mujoco>""",
+    "child/arm.xml": b"""<mujoco>
+  <compiler meshdir="m"/>
+  <asset><mesh name="box" file="box.obj"/></asset>
+  <worldbody>
+    <body name="link" pos="0 0 .5"><joint axis="0 1 0"/><geom type="mesh" mesh="box"/></body>
+  </worldbody>
+</mujoco>""",
+    "child/m/box.obj": obj_cube(3),
+}
+
+
+def test_attached_model_from_provider_compiles_as_mujoco(tmp_path):
+    """<asset><model file> from a provider; the child's meshdir-relative mesh from
+    the provider too, relative to the child's directory (getdir)."""
+    _write(tmp_path, ATTACH_TREE)
+    mjm = mujoco.MjModel.from_xml_path(str(tmp_path / "parent.xml"))
+    assert mjm.nmesh == 1
+    mem = MemProvider(dict(ATTACH_TREE))
+    arrays = compile_spec(load_spec(f"{mem.prefix}:parent.xml"))
+    errors = compare_model(arrays, mjm, skip=PATH_FIELDS)
+    assert not errors, "\n".join(errors)
+    assert set(mem.reads) == set(ATTACH_TREE)
+    mem.assert_balanced()
+
+
 def test_changed_resource_is_not_served_stale(oracle):
     """A provider's bytes changed under the same name: the next compile has the new
     mesh (the compiled-mesh cache is keyed by content, not by name or time)."""
@@ -358,9 +398,9 @@ def _mesh_model(name):
 def _error(xml, tmp_path=None, **kw) -> ModelError:
     if tmp_path is not None:
         (tmp_path / "model.xml").write_text(xml)
-        run = lambda: compile_spec(load_spec(str(tmp_path / "model.xml"), **kw))  # noqa: E731
+        run = lambda: compile_spec(load_spec(str(tmp_path / "model.xml"), **kw))
     else:
-        run = lambda: compile_spec(tiphys.parse_xml(xml, **kw))  # noqa: E731
+        run = lambda: compile_spec(tiphys.parse_xml(xml, **kw))
     with pytest.raises(ModelError) as info:
         run()
     return info.value
@@ -493,3 +533,25 @@ def test_probe_opens_and_closes_without_reading():
     assert reader.exists(f"{mem.prefix}:a.obj")
     assert not mem.reads
     mem.assert_balanced()
+
+
+def test_data_uri_errors_and_wrapped_base64():
+    exc = _error(_mesh_model("data:model/obj;base64,%%%"))
+    assert (exc.line, exc.element, exc.attribute) == (3, "mesh", "file")
+    assert "resource provider 'data' failed opening" in str(exc)
+    exc = _error(_mesh_model("data:model/obj;base64"))
+    assert "no comma" in str(exc)
+    wrapped = base64.encodebytes(obj_cube(1)).decode().replace("\n", "&#10;")
+    arrays = compile_spec(tiphys.parse_xml(_mesh_model(f"data:model/obj;base64,{wrapped}")))
+    assert np.isclose(np.abs(arrays.mesh_vert).max(), 0.6)
+
+
+def test_simple_provider_missing_name_does_not_open():
+    prefix = next(_PREFIXES)
+    files = {f"{prefix}:a.obj": obj_cube(0)}
+    register_provider(ResourceProvider.simple(prefix, files.__getitem__))  # (full names)
+    exc = _error(_mesh_model(f"{prefix}:b.obj"))
+    assert f"could not open '{prefix}:b.obj' using the resource provider '{prefix}'" in \
+        str(exc)
+    arrays = compile_spec(tiphys.parse_xml(_mesh_model(f"{prefix}:a.obj")))
+    assert np.isclose(np.abs(arrays.mesh_vert).max(), 0.3)

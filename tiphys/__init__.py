@@ -9,7 +9,7 @@ from .api import (compile_model, copy_model, load_model, load_model_from_string,
                   put_model, recompile)
 from .backend import init
 from .errors import ModelError
-from .io import ResourceProvider, register_provider
+from .io import Resource, ResourceProvider, get_provider, register_provider
 from .kernels.flex import flex, flex_velocity
 from .kernels.smooth import camlight, com_pos, kinematics
 from .model import Data, Model, id2name, make_data, name2id, reset_data
@@ -68,7 +68,8 @@ __all__ = [
     "put_model", "copy_model", "recompile", "make_data", "reset_data", "kinematics", "com_pos", "camlight",
     "flex", "flex_velocity",
     "name2id", "id2name", "Model", "Data", "Spec", "parse_xml", "ModelError",
-    "ResourceProvider", "register_provider", "plugin", "register_plugin",
+    "Resource", "ResourceProvider", "register_provider", "get_provider", "plugin",
+    "register_plugin",
     "crb", "factor_m", "solve_m", "mul_m", "full_m", "mul_m2", "solve_m2", "add_m", "com_vel", "rne", "passive",
     "fwd_acceleration", "euler", "forward", "step",
     "step1", "step2", "inverse", "jac", "jac_body", "jac_body_com", "jac_site", "jac_geom",

@@ -18,7 +18,7 @@ def load_spec(path: str, assets: Optional[dict] = None) -> Spec:
     mj_loadXML opens it: from ``assets`` (name -> bytes), else from the registered
     resource provider its scheme names ("mem:robot.xml"), else from the file system;
     relative names inside a provider's model start from the provider's ``getdir``."""
-    from .io.resources import ResourceReader
+    from .io.resources import FILE_PROVIDER, ResourceReader
     try:
         res, tried = ResourceReader("", assets).open(path)
     except ModelError as exc:  # a provider failing
@@ -26,7 +26,7 @@ def load_spec(path: str, assets: Optional[dict] = None) -> Spec:
             from exc.__cause__
     if res is None:
         raise ModelError(f"cannot read model file: tried {'; '.join(tried)}", file=path)
-    if res.prefix == "file":  # (the directory made absolute, as parse_xml does)
+    if res.provider is FILE_PROVIDER:  # (the directory made absolute, as parse_xml does)
         return parse_xml(res.content, filename=path, assets=assets)
     return parse_xml(res.content, filename=path, assets=assets, basedir=res.dir)
 

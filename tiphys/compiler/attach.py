@@ -63,7 +63,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..errors import ModelError, error_at
-from ..io.resources import dir_part, is_abs, join_path
+from ..io.resources import FILE_PROVIDER, VFS_PROVIDER, dir_part, is_abs, join_path
 from ..spec.element import EXTRA_CHILDREN, element_class, new_element
 
 # references (besides the name) that the copy prefixes, per body-tree element
@@ -406,7 +406,7 @@ def _load_child(spec, el):
                          f"found; tried: {'; '.join(tried)}", file=el.xml_file,
                          line=el.xml_line, element="model", attribute="file")
     name = res.name if is_abs(res.name) else join_path(reader.modeldir, res.name)
-    if res.prefix in ("file", "vfs"):
+    if res.provider in (FILE_PROVIDER, VFS_PROVIDER):
         basedir = dir_part(name) if is_abs(name) else (reader.modeldir or None)
     else:  # a provider's resource: its names start from the provider's directory
         basedir = res.dir

@@ -1,3 +1,6 @@
 """Resource providers: names to bytes."""
-from .resources import (ResourceProvider, register_provider, read_resource,  # noqa: F401
-                        ResourceReader)
+from .resources import (Resource, ResourceProvider, ResourceReader, get_provider,
+                        read_resource, register_provider)
+
+__all__ = ["Resource", "ResourceProvider", "ResourceReader", "get_provider",
+           "read_resource", "register_provider"]

@@ -73,7 +73,7 @@ class Resource:
     """
 
     name: str
-    provider: "ResourceProvider"
+    provider: ResourceProvider
     data: Any = None
     timestamp: str = ""
 
@@ -109,7 +109,7 @@ class ResourceProvider:
     @classmethod
     def simple(cls, prefix: str, read: Callable[[str], Any],
                getdir: Optional[Callable[[str], str]] = None, *, data: Any = None,
-               allow_parent: bool = False) -> "ResourceProvider":
+               allow_parent: bool = False) -> ResourceProvider:
         """A provider from ``read(name) -> bytes`` (and ``getdir(name) -> str``): open
         reads the whole resource into ``resource.data``, read returns it, close drops
         it. A name that ``read`` raises KeyError, FileNotFoundError or LookupError for
@@ -200,9 +200,9 @@ def _read_data_uri(name: str) -> bytes:
     # data:[<mediatype>][;base64],<data>
     head, sep, payload = name[5:].partition(",")
     if not sep:
-        raise ValueError("malformed data: URI (no comma)")
-    if head.endswith(";base64"):
-        return base64.b64decode(payload, validate=True)
+        raise ValueError("malformed data: URI (no comma after the media type)")
+    if head.endswith(";base64"):  # (white space allowed: a URI wrapped over lines)
+        return base64.b64decode("".join(payload.split()), validate=True)
     return urllib.parse.unquote_to_bytes(payload)
 
 
@@ -352,18 +352,10 @@ def _file_read(res: Resource) -> bytes:
         return f.read()
 
 
-def _file_modified(res: Resource, timestamp: str) -> int:
-    try:
-        before, now = int(timestamp), int(res.timestamp)
-    except ValueError:
-        return 1
-    return (now > before) - (now < before)
-
-
 VFS_PROVIDER = ResourceProvider("vfs", _vfs_open, _vfs_read, _close_nothing,
                                 lambda res: dir_part(res.name))
 FILE_PROVIDER = ResourceProvider("file", _file_open, _file_read, _file_close,
-                                 lambda res: dir_part(res.name), _file_modified)
+                                 lambda res: dir_part(res.name))
 
 
 # -- reading --------------------------------------------------------------------------
@@ -371,13 +363,13 @@ FILE_PROVIDER = ResourceProvider("file", _file_open, _file_read, _file_close,
 @dataclass
 class Loaded:
     """A resource read: the name it was found under, its bytes, its directory (what
-    relative names inside it start from) and the provider's prefix ("vfs", "file"
-    for the two built-in sources)."""
+    relative names inside it start from) and the provider that read it
+    (VFS_PROVIDER, FILE_PROVIDER or a registered one)."""
 
     name: str
     content: bytes
     dir: str
-    prefix: str
+    provider: ResourceProvider
 
 
 def _provider_error(provider, name, what, exc=None) -> ModelError:
@@ -427,7 +419,7 @@ def _load(res: Resource, probe: bool) -> Optional[Loaded]:
             if not isinstance(rdir, str):
                 raise _provider_error(provider, res.name,
                                       f"getdir gave {type(rdir).__name__}, not str, for")
-        return Loaded(res.name, content, rdir, provider.prefix)
+        return Loaded(res.name, content, rdir, provider)
     finally:
         try:
             provider.close(res)
