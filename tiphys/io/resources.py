@@ -89,7 +89,8 @@ class ResourceProvider:
     ``open`` returned False or raised. ``getdir(resource) -> str`` (optional): the
     directory part of the name, which relative names inside the resource (an
     included file's meshes) start from; without it they start from "".
-    ``modified(resource, timestamp) -> int`` (optional, MuJoCo's sign convention).
+    ``modified(resource, timestamp) -> int`` (optional, MuJoCo's sign convention;
+    tiphys never needs to call it, see the module docstring).
     ``data``: the provider's own value, the same for every resource
     (``resource.provider.data``). ``allow_parent``: let names climb above the root of
     the provider's names with "..".
@@ -113,7 +114,9 @@ class ResourceProvider:
         """A provider from ``read(name) -> bytes`` (and ``getdir(name) -> str``): open
         reads the whole resource into ``resource.data``, read returns it, close drops
         it. A name that ``read`` raises KeyError, FileNotFoundError or LookupError for
-        does not open; any other exception is the provider failing."""
+        does not open; any other exception is the provider failing. Each call makes
+        new callbacks: registering a second ``simple`` provider under the same prefix
+        is refused, as MuJoCo refuses one with other function pointers."""
         def open_(res: Resource) -> bool:
             try:
                 res.data = read(res.name)
