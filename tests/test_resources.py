@@ -1,7 +1,7 @@
 """Resource providers (tiphys/io/resources.py) against MuJoCo 3.4.0.
 
-One model tree - an <include> that includes another file relative to itself, OBJ and
-STL meshes declared in the included file, PNG and binary height fields, a 2D PNG
+One model tree - an <include> that includes another file relative to itself, OBJ,
+STL and MSH meshes declared in the included file, PNG and binary height fields, a 2D PNG
 texture, a cube texture from six per-face files, a one-file skybox, a SKN skin and a
 gmsh flexcomp - is compiled by tiphys from files, from the assets dict, from a
 registered in-memory provider and from data: URIs, and every Model field is compared
@@ -23,6 +23,7 @@ import pytest
 from oracle import compare_model
 from test_assets import obj_cube, png
 from test_flex_compiler import _GMSH_TETS, _gmsh41
+from test_mesh import CUBE, CUBE_FACES, _msh
 from test_skin import box_skn
 
 import tiphys
@@ -65,6 +66,7 @@ FACES = ("right", "left", "up", "down", "front", "back")
 FILES = {
     "assets/box.obj": obj_cube(2),
     "assets/wedge.stl": _stl_wedge(),
+    "assets/cube.msh": _msh(CUBE, face=CUBE_FACES),
     "assets/terrain.png": png(5, 4, 3),
     "assets/terrain.bin": _hfield_bin(),
     "assets/box.skn": box_skn(),
@@ -107,6 +109,7 @@ def _robot(ref):
   <asset>
     <mesh name="box" file="{ref("assets/box.obj")}"/>
     <mesh name="wedge" file="{ref("assets/wedge.stl")}"/>
+    <mesh name="cube" file="{ref("assets/cube.msh")}" scale=".1 .1 .1"/>
   </asset>
   <worldbody>
     <geom type="hfield" hfield="terrain"/>
@@ -114,6 +117,7 @@ def _robot(ref):
     <body name="lower" pos="0 0 1">
       <freejoint/>
       <geom type="mesh" mesh="box" material="grid"/>
+      <geom type="mesh" mesh="cube" pos=".4 0 0"/>
       <include file="{ref("parts/more.xml")}"/>
     </body>
   </worldbody>
@@ -221,7 +225,7 @@ def oracle(tmp_path_factory):
     for skin in (True, False):
         path = _write(tmp_path_factory.mktemp(f"tree{int(skin)}"), _tree(skin))
         out[skin] = mujoco.MjModel.from_xml_path(str(path))
-    assert out[True].nskin == 1 and out[True].nmesh == 2 and out[True].nhfield == 2
+    assert out[True].nskin == 1 and out[True].nmesh == 3 and out[True].nhfield == 2
     assert out[True].ntex == 3 and out[True].nflex == 1 and out[True].nbody > 3
     return out
 
@@ -488,6 +492,9 @@ def test_climbing_out_of_a_provider_is_refused_unless_allowed():
     assert f"root of resource provider '{mem.prefix}'" in str(exc)
     assert "allow_parent=True" in str(exc)
     assert not mem.opened  # refused before the provider is asked
+    exc = _error(f'<mujoco>\n  <include file="{mem.prefix}:../x.xml"/>\n</mujoco>')
+    assert (exc.line, exc.element, exc.attribute) == (2, "include", "file")
+    assert "climbs above" in str(exc) and not mem.opened
     # inside its root, ".." is folded before the provider sees the name
     arrays = compile_spec(tiphys.parse_xml(_mesh_model(f"{mem.prefix}:a/b/../x.obj")))
     assert np.isclose(np.abs(arrays.mesh_vert).max(), 0.9)  # (a/x.obj's box)
