@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import tiphys
-from tiphys.viewer.renderer import RenderOptions
+from tiphys.viewer.renderer import FreeCamera, RenderOptions, tile_offsets
 
 from test_render import H, W, SteadyRenderer, _mujoco_renderer
 
@@ -50,36 +50,41 @@ XML = """<mujoco>
       <edge equality="true"/>
       <pin id="0 1 2"/>
     </flexcomp>
-    <flexcomp name="textured" type="grid" count="7 7 1" spacing=".1 .1 .1" pos="-.2 0 .9"
+    <flexcomp name="textured" type="grid" count="6 6 1" spacing=".12 .12 .12" pos="-.2 0 .9"
               dim="2" radius=".01" material="check" mass=".5">
       <contact contype="0" conaffinity="0"/>
       <edge equality="true"/>
-      <pin id="0 6"/>
+      <pin id="0 5"/>
     </flexcomp>
   </worldbody>
 </mujoco>"""
 SHAPES = ("cloth", "rope", "cube")
+NWORLD = 2
 
 
 @pytest.fixture(scope="module")
 def scene():
     tiphys.init(arch="cpu", precision="f64")
     mjm = mujoco.MjModel.from_xml_string(XML)
-    mjd = mujoco.MjData(mjm)
-    mjd.qvel[:] = np.random.default_rng(3).normal(0, .3, mjm.nv)
-    for _ in range(40):  # sag and twist: normals differ from vertex to vertex
-        mujoco.mj_step(mjm, mjd)
-    mujoco.mj_forward(mjm, mjd)
+    mjds = []
+    for world in range(NWORLD):  # sag and twist: normals differ from vertex to vertex
+        mjd = mujoco.MjData(mjm)
+        mjd.qvel[:] = np.random.default_rng(3 + world).normal(0, .3, mjm.nv)
+        for _ in range(40 + 25 * world):
+            mujoco.mj_step(mjm, mjd)
+        mujoco.mj_forward(mjm, mjd)
+        mjds.append(mjd)
     m = tiphys.load_model_from_string(XML)
-    d = tiphys.make_data(m, 1)
-    d.qpos.from_numpy(mjd.qpos[None])
-    d.qvel.from_numpy(mjd.qvel[None])
+    d = tiphys.make_data(m, NWORLD)
+    d.qpos.from_numpy(np.stack([x.qpos for x in mjds]))
+    d.qvel.from_numpy(np.stack([x.qvel for x in mjds]))
     tiphys.forward(m, d)
-    assert np.allclose(d.numpy("flexvert_xpos").reshape(-1, 3), mjd.flexvert_xpos, atol=1e-9)
+    assert np.allclose(d.numpy("flexvert_xpos").reshape(NWORLD, -1, 3),
+                       np.stack([x.flexvert_xpos for x in mjds]), atol=1e-9)
     monkeypatch = pytest.MonkeyPatch()
     mjr = _mujoco_renderer(mjm, monkeypatch)
     r = SteadyRenderer(m, W, H)
-    yield mjm, mjd, m, d, r, mjr
+    yield mjm, mjds, m, d, r, mjr
     r.close()
     mjr.close()
     monkeypatch.undo()
@@ -114,15 +119,19 @@ def _compare_coverage(mjm, theirs, ours, names, what):
             continue
         assert a.sum() > 40, (what, name, a.sum())  # the scene shows each flex well
         iou = (a & b).sum() / (a | b).sum()
-        assert iou > 0.9, (what, name, iou)
+        # an open edge tube's inside, seen through its end: MuJoCo culls those faces,
+        # GGUI draws them (a few pixels of a rope's end without its vertex sphere)
+        bound = 0.85 if mjm.flex_dim[f] == 1 else 0.9
+        assert iou > bound, (what, name, iou)
 
 
 @pytest.mark.parametrize("flags", list(itertools.product((0, 1), repeat=4)),
                          ids=lambda f: "vert%d-edge%d-face%d-skin%d" % f)
 def test_flex_flags_match_mujoco_renderer(scene, flags):
-    mjm, mjd, m, d, r, mjr = scene
-    theirs = _theirs(mjm, mjd, mjr, "side", flags)
-    ours = r.segment(d, "side", 0, options=_options(flags))
+    mjm, mjds, m, d, r, mjr = scene
+    world = sum(flags) % NWORLD  # both worlds, across the combinations
+    theirs = _theirs(mjm, mjds[world], mjr, "side", flags)
+    ours = r.segment(d, "side", world, options=_options(flags))
     _compare_coverage(mjm, theirs, ours, SHAPES, flags)
 
     def drawn(seg):
@@ -134,7 +143,8 @@ def test_flex_flags_match_mujoco_renderer(scene, flags):
 
 
 def test_flex_layer_picks_the_faces_of_inner_elements(scene):
-    mjm, mjd, m, d, r, mjr = scene
+    mjm, mjds, m, d, r, mjr = scene
+    mjd = mjds[0]
     flags = (0, 0, 1, 0)
     for layer in (0, 1):
         theirs = _theirs(mjm, mjd, mjr, "side", flags, layer)
@@ -149,24 +159,49 @@ def test_flex_layer_picks_the_faces_of_inner_elements(scene):
 
 @pytest.mark.parametrize("flags", [(0, 1, 0, 1), (0, 0, 1, 0)], ids=["skin", "faces"])
 def test_textured_cloth_shows_the_checker(scene, flags):
-    mjm, mjd, m, d, r, mjr = scene
+    mjm, mjds, m, d, r, mjr = scene
+    mjd = mjds[1]
     f = mujoco.mj_name2id(mjm, mujoco.mjtObj.mjOBJ_FLEX, "textured")
     seg_theirs = _theirs(mjm, mjd, mjr, "down", flags)
     theirs = _theirs(mjm, mjd, mjr, "down", flags, segment=False).astype(float).sum(-1)
     options = _options(flags)
-    seg = r.segment(d, "down", 0, options=options)
-    ours = r.render(d, "down", 0, options=options).astype(float).sum(-1)
+    seg = r.segment(d, "down", 1, options=options)
+    ours = r.render(d, "down", 1, options=options).astype(float).sum(-1)
     cloth = (seg[..., 0] == f) & (seg[..., 1] == OBJ_FLEX) & \
         (seg_theirs[..., 0] == f) & (seg_theirs[..., 1] == OBJ_FLEX)
     assert cloth.sum() > 0.2 * H * W
-    # light and dark checker cells at the same places in both
+    # light and dark checker cells at the same places in both; the cells' borders
+    # cross the elements (6 x 6 vertices), so vertex colours alone would not do (0.88)
     light_theirs = theirs > np.median(theirs[cloth])
     light_ours = ours > np.median(ours[cloth])
     agree = (light_theirs == light_ours)[cloth].mean()
-    assert agree > 0.9, agree
+    assert agree > 0.95, agree
     # a 2 x 2 checker (MuJoCo's builtin): the upper and lower rows of cells swap
     upper = light_ours[H // 4][cloth[H // 4]].astype(int)
     lower = light_ours[3 * H // 4][cloth[3 * H // 4]].astype(int)
     for row in (upper, lower):
         assert np.count_nonzero(np.diff(row)) >= 1
     assert upper[0] != lower[0] and upper[-1] != lower[-1]
+
+
+@pytest.mark.parametrize("flags", [(1, 1, 1, 0), (0, 1, 0, 1)], ids=["faces", "skin"])
+def test_tiled_worlds_draw_each_world_flexes(scene, flags):
+    """Two worlds side by side: the second tile, seen from a camera moved by its offset,
+    is the second world drawn alone (spheres, edges, faces, sub-triangles of the
+    texture and skins are placed per tile)."""
+    mjm, mjds, m, d, r, mjr = scene
+    options = _options(flags)
+    free = FreeCamera.default(m)
+    free.distance *= 0.7
+    alone = r.segment(d, free, 1, options=options)
+    offset = tile_offsets(m, NWORLD)[1]
+    moved = FreeCamera(free.lookat + offset, free.distance, free.azimuth, free.elevation)
+    tiled = r.segment(d, moved, 1, options=options, worlds=[0, 1])
+    assert np.array_equal(r.offsets[1], offset)
+    for f in range(mjm.nflex):
+        a = (alone[..., 0] == f) & (alone[..., 1] == OBJ_FLEX)
+        b = (tiled[..., 0] == f) & (tiled[..., 1] == OBJ_FLEX) & (tiled[..., 2] == 1)
+        if a.sum() == 0:
+            assert b.sum() == 0
+            continue
+        assert (a & b).sum() / (a | b).sum() > 0.98, (flags, f)

@@ -11,7 +11,9 @@ blends over what lies behind it) and transparent objects (drawn last).
 
 Texture fallbacks (GGUI draws per-vertex colour, no texture images): a plane's
 2D texture is cut into cells of flat colour aligned with the texture's pixels
-(a builtin checker is exact), other geoms sample their texture at the vertices.
+(a builtin checker is exact), other geoms sample their texture at the vertices, and
+a textured flex's faces are cut into sub-triangles of flat colour (their vertices
+placed between the faces' moving corners every frame).
 """
 from __future__ import annotations
 
@@ -701,8 +703,9 @@ def _flex_objects(m, a, nslice, texs, flags: FlexFlags, objs, parts) -> list:
     centres (texcoords as MuJoCo passes them to OpenGL: flex_elemtexcoord for
     elements, the vertex ids for shells and for the side strips); vertices and edges
     are never textured. Returns, per object, (object index, rows, subs): rows =
-    [((mode, v, a, b), (x, y, z))], subs = (corners (S, 3) local rows, weights (S, 2))
-    of the textured sub-triangle vertices, which follow the rows (FlexTemplate)."""
+    ((mode, v, a, b) (N, 4), (x, y, z) (N, 3)), subs = (corners (S, 3) local rows,
+    weights (S, 2)) of the textured sub-triangle vertices, which follow the rows
+    (FlexTemplate)."""
     out = []
     nflex = int(getattr(m, "nflex", 0) or 0)
     if not nflex:
@@ -728,8 +731,9 @@ def _flex_objects(m, a, nslice, texs, flags: FlexFlags, objs, parts) -> list:
             continue  # MuJoCo leaves a flex of alpha 0 out of the scene
         faceused = dim > 1 and (flags.face or flags.skin)
         skinned = faceused and flags.skin
-        rows, tris = [], []
-        faces, face_uv = [], []  # textured: corner rows (3) and texcoord ids (3) per face
+        rows = _Rows()
+        tris = []
+        faces, face_uv = [], []  # textured: corner rows and texcoord ids, (F, 3) each
         tadr = int(a.flex_texcoordadr[f])
         textured = tadr >= 0 and texs.available(texid) and \
             int(a.tex_type[texid]) == TEXTURE_2D
@@ -737,43 +741,48 @@ def _flex_objects(m, a, nslice, texs, flags: FlexFlags, objs, parts) -> list:
         elem = elem_all[eadr:eadr + (dim + 1) * enum].reshape(-1, dim + 1)
         elemtex = elemtex_all[eadr:eadr + (dim + 1) * enum].reshape(-1, dim + 1)
 
-        def triangle(corners, uv):
+        def triangles(corners, uv):
             if textured:
                 faces.append(corners)
                 face_uv.append(uv)
             else:
-                tris.append(np.asarray([corners]))
+                tris.append(corners)
+
+        def flat_faces(mode, tri, x, y):
+            """A row per corner of the faces ``tri`` (global vertex ids), as (v, a, b) in
+            cyclic order; returns the corner rows (F, 3)."""
+            cyc = tri[:, [[0, 1, 2], [1, 2, 0], [2, 0, 1]]]  # (F, 3 corners, 3)
+            first = rows.add(mode, cyc[..., 0], cyc[..., 1], cyc[..., 2], x, y, 0.0)
+            return first + np.arange(3 * len(tri)).reshape(-1, 3)
 
         if r > 0 and flags.vert and not skinned:
-            for v in range(vadr, vadr + nvert):
-                base = len(rows)
-                rows.extend(((FLEX_VERT, v, -1, -1), tuple(r * u)) for u in vunit)
-                tris.append(vtri + base)
+            v = np.repeat(np.arange(vadr, vadr + nvert), len(vunit))
+            unit = np.tile(vunit, (nvert, 1))
+            first = rows.add(FLEX_VERT, v, -1, -1, r * unit[:, 0], r * unit[:, 1],
+                             r * unit[:, 2])
+            tris.append((vtri[None] + first + len(vunit) * np.arange(nvert)[:, None, None])
+                        .reshape(-1, 3))
         if r > 0 and flags.edge and not skinned:
             adr, num = int(a.flex_edgeadr[f]), int(a.flex_edgenum[f])
             phi = np.linspace(0.0, 2 * np.pi, nslice + 1)
             ring_tri = _grid_tris(2, nslice + 1)
-            for e in range(num):
-                i0, i1 = (int(x) + vadr for x in edge_all[adr + e])
-                base = len(rows)
-                for t in (0.0, 1.0):
-                    for p in phi:
-                        rows.append(((FLEX_EDGE, -1, i0, i1),
-                                     (t, r * np.cos(p), r * np.sin(p))))
-                tris.append(ring_tri + base)
+            ring = len(phi) * 2
+            ends = edge_all[adr:adr + num] + vadr
+            t = np.tile(np.repeat([0.0, 1.0], len(phi)), num)
+            ph = np.tile(np.tile(phi, 2), num)
+            first = rows.add(FLEX_EDGE, -1, np.repeat(ends[:, 0], ring),
+                             np.repeat(ends[:, 1], ring), t, r * np.cos(ph), r * np.sin(ph))
+            tris.append((ring_tri[None] + first + ring * np.arange(num)[:, None, None])
+                        .reshape(-1, 3))
         if faceused and not flags.skin:  # element faces, flat normals
             if dim == 2:
                 tri = np.concatenate([elem, elem[:, [0, 2, 1]]])
                 tex = np.concatenate([elemtex, elemtex[:, [0, 2, 1]]])
             else:
-                keep = layer_all[int(a.flex_elemadr[f]):int(a.flex_elemadr[f]) + enum] == \
-                    flags.layer
+                eladr = int(a.flex_elemadr[f])
+                keep = layer_all[eladr:eladr + enum] == flags.layer
                 tri, tex = _tet_faces(elem[keep]), _tet_faces(elemtex[keep])
-            for (i0, i1, i2), uv in zip(tri + vadr, tex):
-                base = len(rows)
-                for v, va, vb in ((i0, i1, i2), (i1, i2, i0), (i2, i0, i1)):
-                    rows.append(((FLEX_FACE, int(v), int(va), int(vb)), (r, 0.0, 0.0)))
-                triangle((base, base + 1, base + 2), uv)
+            triangles(flat_faces(FLEX_FACE, tri + vadr, r, 0.0), tex)
         elif skinned:
             if dim == 2:
                 sides = [(1.0, elem, elemtex), (-1.0, elem[:, [0, 2, 1]], elemtex[:, [0, 2, 1]])]
@@ -782,43 +791,39 @@ def _flex_objects(m, a, nslice, texs, flags: FlexFlags, objs, parts) -> list:
                 sides = [(1.0, shell, shell)]
             for sign, tri, tex in sides:
                 if flat[f]:  # a vertex per face corner: the face's own normal
-                    for (i0, i1, i2), uv in zip(tri + vadr, tex):
-                        base = len(rows)
-                        for v, va, vb in ((i0, i1, i2), (i1, i2, i0), (i2, i0, i1)):
-                            rows.append(((FLEX_SKIN, int(v), int(va), int(vb)),
-                                         (sign * r, sign, 0.0)))
-                        triangle((base, base + 1, base + 2), uv)
+                    triangles(flat_faces(FLEX_SKIN, tri + vadr, sign * r, sign), tex)
                 else:  # a vertex per flex vertex: smooth normals
-                    base = len(rows)
-                    for v in range(vadr, vadr + nvert):
-                        rows.append(((FLEX_SKIN, v, -1, -1), (sign * r, sign, 0.0)))
-                    for corners, uv in zip(tri + base, tex):
-                        triangle(tuple(int(c) for c in corners), uv)
+                    first = rows.add(FLEX_SKIN, np.arange(vadr, vadr + nvert), -1, -1,
+                                     sign * r, sign, 0.0)
+                    triangles(tri + first, tex)
             if dim == 2:  # the two sides closed along the boundary (shell fragments)
                 nshell, sadr = int(a.flex_shellnum[f]), int(a.flex_shelldataadr[f])
-                frags = shell_all[sadr:sadr + 2 * nshell].reshape(-1, 2)
-                for s0, s1 in frags:
-                    for rad, j0, j1 in ((r, int(s0), int(s1)), (-r, int(s1), int(s0))):
-                        base = len(rows)
-                        nsign = 1.0 if rad > 0 else -1.0  # MuJoCo's makeSide
-                        for v, k in ((j0, 1.0), (j1, -1.0), (j1, 1.0)):
-                            rows.append(((FLEX_SIDE, v + vadr, j0 + vadr, j1 + vadr),
-                                         (k * rad, nsign, 0.0)))
-                        triangle((base, base + 1, base + 2), (j0, j1, j1))
+                frag = shell_all[sadr:sadr + 2 * nshell].reshape(-1, 2)
+                # per fragment (i0, i1): MuJoCo's makeSide at +r from i0 to i1, then at
+                # -r from i1 to i0; corners (j0, +), (j1, -), (j1, +) along N
+                j0 = np.stack([frag[:, 0], frag[:, 1]], 1).ravel()
+                j1 = np.stack([frag[:, 1], frag[:, 0]], 1).ravel()
+                rad = np.tile([r, -r], len(frag))
+                nsign = np.tile([1.0, -1.0], len(frag))
+                corner_v = np.stack([j0, j1, j1], 1)
+                k = np.array([1.0, -1.0, 1.0])
+                first = rows.add(FLEX_SIDE, corner_v + vadr, (j0 + vadr)[:, None],
+                                 (j1 + vadr)[:, None], k[None] * rad[:, None],
+                                 np.repeat(nsign[:, None], 3, 1), 0.0)
+                triangles(first + np.arange(3 * len(j0)).reshape(-1, 3), corner_v)
         subs, sub_colour = None, None
         if faces:
             uv = texcoord_all[tadr:]
-            ids = np.asarray(face_uv, dtype=np.int64)
-            if ids.min() < 0 or ids.max() >= len(uv) or \
-                    tadr + ids.max() >= len(texcoord_all):
+            ids = np.concatenate(face_uv)
+            if len(ids) and (ids.min() < 0 or ids.max() >= len(uv)):
                 raise NotImplementedError(
                     f"drawing the texture of flex {f}: its faces name texture coordinates "
                     f"{ids.min()}..{ids.max()}, it has {len(uv)} from flex_texcoordadr "
                     f"{tadr} (MuJoCo reads past them)")
-            subs, sub_colour, sub_tri = _textured_faces(
-                np.asarray(faces, dtype=np.int64), uv[ids], texs, texid, len(rows))
+            subs, sub_colour, sub_tri = _textured_faces(np.concatenate(faces), uv[ids], texs,
+                                                        texid, len(rows))
             tris.append(sub_tri)
-        if not tris:
+        if not sum(len(t) for t in tris):
             continue
         n = len(rows) + (0 if subs is None else len(subs[0]))
         colour = np.ones((n, 4))
@@ -829,8 +834,36 @@ def _flex_objects(m, a, nslice, texs, flags: FlexFlags, objs, parts) -> list:
                      shininess, rgba[3], p))
         parts.append(Part(np.zeros((n, 3)), np.zeros((n, 3)), colour * rgba,
                           np.concatenate(tris).astype(np.int64)))
-        out.append((len(objs) - 1, rows, subs))
+        out.append((len(objs) - 1, rows.arrays(), subs))
     return out
+
+
+class _Rows:
+    """A flex object's rows of FlexTemplate (mode, v, a, b) and (x, y, z), added in
+    blocks (numbers or arrays, broadcast together)."""
+
+    def __init__(self):
+        self._ints, self._floats, self._n = [], [], 0
+
+    def __len__(self) -> int:
+        return self._n
+
+    def add(self, mode, v, va, vb, x, y, z) -> int:
+        """Add rows; returns the first one's index."""
+        ints = np.broadcast_arrays(*(np.asarray(c, dtype=np.int64) for c in (mode, v, va, vb)),
+                                   *(np.asarray(c, dtype=np.float64) for c in (x, y, z)))
+        shape = ints[0].shape
+        self._ints.append(np.stack([c.ravel() for c in ints[:4]], 1).astype(np.int64))
+        self._floats.append(np.stack([c.ravel() for c in ints[4:]], 1))
+        first = self._n
+        self._n += int(np.prod(shape))
+        return first
+
+    def arrays(self):
+        """((N, 4) int, (N, 3) float)."""
+        if not self._ints:
+            return np.zeros((0, 4), dtype=np.int64), np.zeros((0, 3))
+        return np.concatenate(self._ints), np.concatenate(self._floats)
 
 
 def _textured_faces(faces, uv, texs, texid, first):
@@ -871,14 +904,13 @@ def _flex_template(m, flex_rows, obj_start):
     a = m.arrays
     vert, mode_int, mode_float = [], [], []
     sub_vert, sub_corner, sub_weight = [], [], []
-    for o, rows, subs in flex_rows:
-        for k, (ints, floats) in enumerate(rows):
-            vert.append(obj_start[o] + k)
-            mode_int.append(ints)
-            mode_float.append(floats)
+    for o, (ints, floats), subs in flex_rows:
+        vert.append(obj_start[o] + np.arange(len(ints)))
+        mode_int.append(ints)
+        mode_float.append(floats)
         if subs is not None:
             corners, weights = subs
-            sub_vert.append(obj_start[o] + len(rows) + np.arange(len(corners)))
+            sub_vert.append(obj_start[o] + len(ints) + np.arange(len(corners)))
             sub_corner.append(obj_start[o] + corners)
             sub_weight.append(weights)
     # faces around each flex vertex for its smoothed normal: element triangles of 2D
@@ -900,9 +932,9 @@ def _flex_template(m, flex_rows, obj_start):
         return np.concatenate(xs).astype(dtype) if xs else np.zeros(shape, dtype=dtype)
 
     return FlexTemplate(
-        vert=np.asarray(vert, dtype=np.int32),
-        mode_int=np.asarray(mode_int, dtype=np.int32).reshape(-1, 4),
-        mode_float=np.asarray(mode_float, dtype=np.float32).reshape(-1, 3),
+        vert=cat(vert, (0,), np.int32),
+        mode_int=cat(mode_int, (0, 4), np.int32),
+        mode_float=cat(mode_float, (0, 3), np.float32),
         norm_adr=adr, norm_num=num,
         norm_pair=np.asarray(flat, dtype=np.int32).reshape(-1, 2),
         sub_vert=cat(sub_vert, (0,), np.int32),
