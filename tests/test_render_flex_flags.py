@@ -3,8 +3,9 @@ mjVIS_FLEXSKIN, flex_layer) and flex textures in the renderer, against MuJoCo 3.
 own renderer: for every combination of the four flags, a cloth (2D), a rope (1D) and a
 soft cube (3D), deformed, cover the same pixels of the segmentation image as in
 MuJoCo's (vertex spheres, edge cylinders, element faces and skins each drawn or left
-out as mjv_updateScene and mjr_render decide); a checker-textured cloth shows its
-checker where MuJoCo's does, with the skin and with the element faces."""
+out as mjv_updateScene and mjr_render decide, nothing of a flex of alpha 0); a
+checker-textured cloth shows its checker where MuJoCo's does, with the skin and with
+the element faces; tiled worlds draw each world's flexes."""
 import itertools
 
 import mujoco
@@ -55,6 +56,11 @@ XML = """<mujoco>
       <contact contype="0" conaffinity="0"/>
       <edge equality="true"/>
       <pin id="0 5"/>
+    </flexcomp>
+    <flexcomp name="ghost" type="grid" count="3 3 1" spacing=".1 .1 .1" pos="0 -.3 .4"
+              dim="2" radius=".02" rgba="1 1 1 0" mass=".1">
+      <contact contype="0" conaffinity="0"/>
+      <pin id="0 1 2 3 4 5 6 7 8"/>
     </flexcomp>
   </worldbody>
 </mujoco>"""
