@@ -527,6 +527,7 @@ class Renderer:
         if self.worlds == worlds and spacing is None:
             return
         self.worlds = worlds
+        self._spacing = spacing
         self._world_ids = ti.ndarray(ti.i32, (len(worlds),))
         self._world_ids.from_numpy(np.asarray(worlds, dtype=np.int32))
         offsets = np.zeros((1, 3)) if len(worlds) == 1 else tile_offsets(self.m, len(worlds),
@@ -554,7 +555,7 @@ class Renderer:
         self.dev = DeviceScene(self.m, self.template)
         self._visibility_key = None
         worlds, self.worlds = self.worlds, None
-        self.set_worlds(worlds)
+        self.set_worlds(worlds, self._spacing)
 
     def _lines_per_tile(self, nconmax: Optional[int] = None) -> int:
         n = nconmax if nconmax is not None else getattr(self, "_nconmax", 0)
