@@ -8,7 +8,8 @@ Blinn-Phong specular with the material's specular/shininess, emission; spot cuto
 and exponent, attenuation; linear fog), so GGUI only has to interpolate colours.
 ``flex_vertices`` and ``skin_vertices`` move the flexes' and skins' vertices
 (tiphys.viewer.geometry's FlexTemplate, SkinTemplate) from flexvert_xpos and the
-bones' body poses. ``overlay_lines`` and ``overlay_markers`` write the optional decorations (body
+bones' body poses; ``flex_subvertices`` places the vertices of textured flex faces'
+sub-triangles between their faces' corners. ``overlay_lines`` and ``overlay_markers`` write the optional decorations (body
 frames, joint axes, tendons, contact forces; contact points and centres of mass),
 ``perturb`` writes the mouse perturbation into ``xfrc_applied``.
 
@@ -36,11 +37,14 @@ KIND_GEOM, KIND_SITE, KIND_FLEX, KIND_SKIN = 0, 1, 2, 3
 #   side strip closing a 2D skin, MuJoCo's makeSide)
 # FLEX_EDGE: on the cylinder of the edge (a, b): X(a) + x (X(b) - X(a)) + y u + z w,
 #   with u, w unit and perpendicular to the edge, normal unit(y u + z w)
-FLEX_SKIN, FLEX_SIDE, FLEX_EDGE = 0, 1, 2
+# FLEX_VERT: on the sphere around v: X(v) + (x, y, z), normal unit(x, y, z)
+# FLEX_FACE: at v offset by x along the unit normal n of the face (v, a, b), normal n
+#   (MuJoCo's element faces, mjVIS_FLEXFACE)
+FLEX_SKIN, FLEX_SIDE, FLEX_EDGE, FLEX_VERT, FLEX_FACE = 0, 1, 2, 3, 4
 # params layout (float32 vector set by the host each frame)
 P_CAM, P_HEAD_AMB, P_HEAD_DIF, P_HEAD_SPEC, P_HEAD_ON, P_HEAD_DIR = 0, 3, 6, 9, 12, 13
-P_FOG_ON, P_FOG_START, P_FOG_END, P_FOG_RGB, P_GLOBAL_AMB = 16, 17, 18, 19, 22
-NPARAM = 23
+P_FOG_ON, P_FOG_START, P_FOG_END, P_FOG_RGB, P_GLOBAL_AMB, P_ORTHO = 16, 17, 18, 19, 22, 23
+NPARAM = 24
 # light table layout (one row per model light)
 L_TYPE, L_ACTIVE, L_AMB, L_DIF, L_SPEC, L_ATT, L_CUTOFF, L_EXP = 0, 1, 2, 5, 8, 11, 14, 15
 LIGHT_COLUMNS = 16
@@ -290,7 +294,25 @@ def _flex_vertices(fv_vert: ND, fv_int: ND, fv_float: ND, norm_adr: ND, norm_num
             z = ti.cast(fv_float[k, 2], float)
             p = ti.Vector([0.0, 0.0, 0.0])
             n = ti.Vector([0.0, 0.0, 1.0])
-            if mode == FLEX_EDGE:
+            hidden = 0
+            if mode == FLEX_VERT:
+                radial = ti.Vector([x, y, z])
+                p = _v3(flexvert_xpos, worldid, v) + radial
+                n = normalize3(radial)
+            elif mode == FLEX_FACE:
+                pv = _v3(flexvert_xpos, worldid, v)
+                n = normalize3((_v3(flexvert_xpos, worldid, va) - pv).cross(
+                    _v3(flexvert_xpos, worldid, vb) - pv))
+                p = pv + x * n
+                # MuJoCo's OpenGL culls the faces seen from behind (mjRND_CULL_FACE):
+                # the corners of such a face collapse (every corner of a flat face
+                # sees the same side of its plane)
+                view = _param3(params, P_CAM) - (p + offset)
+                if params[P_ORTHO] > 0.5:
+                    view = -_param3(params, P_HEAD_DIR)
+                if view.dot(n) <= 0.0:
+                    hidden = 1
+            elif mode == FLEX_EDGE:
                 pa = _v3(flexvert_xpos, worldid, va)
                 axis = _v3(flexvert_xpos, worldid, vb) - pa
                 e = normalize3(axis)
@@ -317,9 +339,12 @@ def _flex_vertices(fv_vert: ND, fv_int: ND, fv_float: ND, norm_adr: ND, norm_num
                                       norm_pair)
                     n = y * normalize3((_v3(flexvert_xpos, worldid, vb) -
                                    _v3(flexvert_xpos, worldid, va)).cross(nb))
-            _colour_row(vbo, row, p + offset, n, vertid, objid, tile, worldid, offset, segment,
-                        nobj, vert_rgba, obj_float, params, light_xpos, light_xdir,
-                        light_table, nlight)
+            if hidden != 0:
+                _hide_row(vbo, row)
+            else:
+                _colour_row(vbo, row, p + offset, n, vertid, objid, tile, worldid, offset,
+                            segment, nobj, vert_rgba, obj_float, params, light_xpos,
+                            light_xdir, light_table, nlight)
 
 
 def flex_vertices(t, d, params, segment: bool, vbo) -> None:
@@ -331,6 +356,54 @@ def flex_vertices(t, d, params, segment: bool, vbo) -> None:
                    t.tile_world, t.tile_offset, d.flexvert_xpos, d.light_xpos,
                    d.light_xdir, t.light_table, params, t.nflexrow, t.nobj, t.ntile,
                    t.nlight, int(segment), vbo)
+
+
+@ti.func
+def _row_vec3(vbo: ti.template(), row, k):
+    return ti.Vector([ti.cast(vbo[row, k + j], float) for j in ti.static(range(3))])
+
+
+@ti.kernel
+def _flex_subvertices(sub_vert: ND, sub_corner: ND, sub_weight: ND, vert_obj: ND,
+                      vert_rgba: ND, vert_row: ND, obj_int: ND, obj_float: ND,
+                      tile_world: ND, tile_offset: ND, light_xpos: ND, light_xdir: ND,
+                      light_table: ND, params: ND, nsub: ti.i32, nobj: ti.i32,
+                      ntile: ti.i32, nlight: ti.i32, segment: ti.i32, vbo: ND):
+    """The textured flex sub-triangles' vertices of every tile: their face's corner
+    rows (written by _flex_vertices) mixed with the sub-vertex's weights, the normal
+    renormalized, lit with the sub-triangle's own (texture) colour."""
+    for tile, s in ti.ndrange(ntile, nsub):
+        vertid = sub_vert[s]
+        objid, flags, worldid, row = _tile_vertex(vertid, tile, vert_obj, obj_int,
+                                                  tile_world, vert_row)
+        if (flags & FLAG_VISIBLE) == 0:
+            _hide_row(vbo, row)
+        else:
+            w1 = ti.cast(sub_weight[s, 0], float)
+            w2 = ti.cast(sub_weight[s, 1], float)
+            weight = ti.Vector([1.0 - w1 - w2, w1, w2])
+            p = ti.Vector([0.0, 0.0, 0.0])
+            n = ti.Vector([0.0, 0.0, 0.0])
+            for c in ti.static(range(3)):
+                corner = sub_corner[s, c]
+                crow = vert_row[corner, 0] + tile * vert_row[corner, 1]
+                p += weight[c] * _row_vec3(vbo, crow, 0)
+                n += weight[c] * _row_vec3(vbo, crow, 3)
+            offset = ti.Vector([ti.cast(tile_offset[tile, j], float) for j in ti.static(range(3))])
+            _colour_row(vbo, row, p, normalize3(n), vertid, objid, tile, worldid, offset,
+                        segment, nobj, vert_rgba, obj_float, params, light_xpos, light_xdir,
+                        light_table, nlight)
+
+
+def flex_subvertices(t, d, params, segment: bool, vbo) -> None:
+    """World-space vertices of the textured flex sub-triangles of every tile (``t``: a
+    viewer.renderer.DeviceScene with sub-vertices), from the corner rows that
+    ``flex_vertices`` wrote into ``vbo`` (run it first). Reads light_xpos, light_xdir;
+    writes their rows of ``vbo``."""
+    _flex_subvertices(t.sub_vert, t.sub_corner, t.sub_weight, t.vert_obj, t.vert_rgba,
+                      t.vert_row, t.obj_int, t.obj_float, t.tile_world, t.tile_offset,
+                      d.light_xpos, d.light_xdir, t.light_table, params, t.nflexsub,
+                      t.nobj, t.ntile, t.nlight, int(segment), vbo)
 
 
 @ti.kernel

@@ -546,7 +546,8 @@ def test_viewer_keys(scene, viewer):
     assert v.key("Escape") and v.camid == -1
     for key, attr in (("c", "contact_points"), ("f", "contact_forces"), ("b", "frames"),
                       ("j", "joints"), ("m", "com"), ("n", "tendons"), ("o", "fog"),
-                      ("k", "skins")):
+                      ("k", "skins"), ("v", "flex_vert"), ("e", "flex_edge"),
+                      ("a", "flex_face"), ("x", "flex_skin")):
         before = getattr(v.options, attr)
         assert v.key(key) and getattr(v.options, attr) != before
         v.key(key)

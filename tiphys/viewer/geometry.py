@@ -11,7 +11,9 @@ blends over what lies behind it) and transparent objects (drawn last).
 
 Texture fallbacks (GGUI draws per-vertex colour, no texture images): a plane's
 2D texture is cut into cells of flat colour aligned with the texture's pixels
-(a builtin checker is exact), other geoms sample their texture at the vertices.
+(a builtin checker is exact), other geoms sample their texture at the vertices, and
+a textured flex's faces are cut into sub-triangles of flat colour (their vertices
+placed between the faces' moving corners every frame).
 """
 from __future__ import annotations
 
@@ -22,8 +24,8 @@ import numpy as np
 from ..kernels.consts import (GEOM_BOX, GEOM_CAPSULE, GEOM_CYLINDER, GEOM_ELLIPSOID, GEOM_HFIELD,
                               GEOM_MESH, GEOM_PLANE, GEOM_SDF, GEOM_SPHERE, GEOM_TYPE_NAMES,
                               NTEXROLE, TEXROLE_RGB, TEXTURE_2D, TEXTURE_SKYBOX)
-from ..kernels.render import (FLAG_PLANE, FLAG_STATIC, FLEX_EDGE, FLEX_SIDE, FLEX_SKIN,
-                              KIND_FLEX, KIND_GEOM, KIND_SITE, KIND_SKIN)
+from ..kernels.render import (FLAG_PLANE, FLAG_STATIC, FLEX_EDGE, FLEX_FACE, FLEX_SIDE,
+                              FLEX_SKIN, FLEX_VERT, KIND_FLEX, KIND_GEOM, KIND_SITE, KIND_SKIN)
 
 PASS_OPAQUE, PASS_PLANE, PASS_TRANSPARENT = range(3)
 NPASS = 3
@@ -64,7 +66,10 @@ class FlexTemplate:
     per flex vertex row k, its template vertex ``vert[k]``, ``mode_int[k]`` = (mode,
     v, a, b) flex vertex ids and ``mode_float[k]`` = 3 numbers (see the FLEX_* modes in
     kernels/render.py); the smooth normal of flex vertex v sums the unit normals of the
-    faces (v, a, b) listed in ``norm_pair[norm_adr[v]:norm_adr[v] + norm_num[v]]``."""
+    faces (v, a, b) listed in ``norm_pair[norm_adr[v]:norm_adr[v] + norm_num[v]]``.
+    A textured face is drawn as sub-triangles whose vertices ``sub_vert`` mix the
+    face's corner vertices (written first, not drawn themselves) with the weights
+    ``sub_weight`` (kernels/render.py ``flex_subvertices``)."""
 
     vert: np.ndarray        # (K,) template vertex ids
     mode_int: np.ndarray    # (K, 4)
@@ -72,6 +77,9 @@ class FlexTemplate:
     norm_adr: np.ndarray    # (nflexvert,)
     norm_num: np.ndarray    # (nflexvert,)
     norm_pair: np.ndarray   # (P, 2)
+    sub_vert: np.ndarray    # (S,) template vertex ids of textured sub-triangle corners
+    sub_corner: np.ndarray  # (S, 3) template vertex ids of their face's corners
+    sub_weight: np.ndarray  # (S, 2) weights of corners 1 and 2 (corner 0: the rest)
 
 
 @dataclass
@@ -487,18 +495,43 @@ def _cells(size, extent, limit=8):
     return [int(np.clip(np.ceil(2 * s / max(1e-9, 0.1 * extent)), 1, limit)) for s in size]
 
 
-def build_scene(m, geomgroup=None, sitegroup=None) -> SceneTemplate:
-    """Tessellate every geom and site of model ``m`` (host arrays ``m.arrays``).
+@dataclass(frozen=True)
+class FlexFlags:
+    """How flexes are drawn: MuJoCo's mjvOption flags mjVIS_FLEXVERT, mjVIS_FLEXEDGE,
+    mjVIS_FLEXFACE, mjVIS_FLEXSKIN and its flex_layer, with MuJoCo 3.4.0's defaults."""
 
-    Flexes are drawn as MuJoCo draws them with its default flags (flex skin and
-    edges on, faces and vertices off): a 2D or 3D flex as its skin (element
-    triangles, or the shell of a 3D flex, offset by the flex radius along smoothed
-    vertex normals; a 2D skin's two sides closed along its boundary), a 1D flex as open
-    cylinders of the flex radius along its edges (none where the radius is 0). Their
-    vertices move every frame (FlexTemplate). Skins are drawn as MuJoCo draws them (its
-    mjVIS_SKIN on): one object per skin, its vertices placed every frame from the
-    bones' body poses, moved out along their smooth normals by the skin's inflate
-    (SkinTemplate)."""
+    vert: bool = False
+    edge: bool = True
+    face: bool = False
+    skin: bool = True
+    layer: int = 0
+
+
+def build_scene(m, flex: FlexFlags = None, rigid=None) -> SceneTemplate:
+    """Tessellate every geom, site, flex and skin of model ``m`` (host arrays
+    ``m.arrays``).
+
+    Flexes are drawn as MuJoCo's mjv_updateScene and mjr_render draw them with the
+    ``flex`` flags (MuJoCo's defaults when None: skin and edges on, faces and
+    vertices off), see _flex_objects. Their vertices move every frame (FlexTemplate).
+    Skins are drawn as MuJoCo draws them (its mjVIS_SKIN on): one object per skin, its
+    vertices placed every frame from the bones' body poses, moved out along their
+    smooth normals by the skin's inflate (SkinTemplate). ``rigid``: the geoms' and
+    sites' objects from an earlier ``rigid_objects(m)`` (built here when None)."""
+    a = m.arrays
+    vis = visual(m)
+    nslice = int(vis["quality"].get("numslices", 28))
+    texs = Textures(a)
+    objs, parts = (list(rigid[0]), list(rigid[1])) if rigid is not None else \
+        rigid_objects(m)
+    flex_rows = _flex_objects(m, a, nslice, texs, flex or FlexFlags(), objs, parts)
+    skin_objs = _skin_objects(m, a, texs, objs, parts)
+    return _assemble(m, texs, objs, parts, flex_rows, skin_objs)
+
+
+def rigid_objects(m):
+    """The geoms and sites of ``m`` tessellated: (object rows, Parts), as build_scene
+    lists them (they do not change with the flex flags)."""
     a = m.arrays
     vis = visual(m)
     nslice = int(vis["quality"].get("numslices", 28))
@@ -579,10 +612,12 @@ def build_scene(m, geomgroup=None, sitegroup=None) -> SceneTemplate:
         add(KIND_SITE, s, stype, int(a.site_group[s]), site_rgba[s], int(a.site_matid[s]),
             size, int(a.site_bodyid[s]), built)
 
-    flex_rows = _flex_objects(m, a, nslice, objs, parts)
-    skin_objs = _skin_objects(m, a, texs, objs, parts)
+    return objs, parts
 
-    # sort vertices by pass
+
+def _assemble(m, texs, objs, parts, flex_rows, skin_objs) -> SceneTemplate:
+    """The SceneTemplate of all objects: vertices sorted by draw pass."""
+    a = m.arrays
     obj_pass = np.array([o[9] for o in objs], dtype=np.int64)
     order = np.argsort(obj_pass, kind="stable")
     vert_obj, pos, nrm, rgba = [], [], [], []
@@ -639,74 +674,227 @@ def _flex_faces(a, f):
     return np.asarray(data, dtype=np.int64).ravel()[adr:adr + 3 * num].reshape(-1, 3) + vadr
 
 
-def _flex_objects(m, a, nslice, objs, parts) -> list:
-    """Append every flex's drawn parts to ``objs``/``parts`` (as build_scene's other
-    objects); returns, per part, (object index, rows) with rows = [(local vertex,
-    (mode, v, a, b), (x, y, z))] (FlexTemplate)."""
+FLEX_VERT_SPHERE = (12, 8)  # slices, stacks of a flex vertex's sphere
+FLEX_TEX_SUB = 8  # most subdivisions per side of a textured flex triangle
+FLEX_TEX_BUDGET = 1 << 16  # most textured sub-triangles per flex
+
+
+def _tet_faces(elem):
+    """The four faces of tetrahedra (E, 4) in MuJoCo's order (mjv_updateActiveFlex)."""
+    return elem[:, [[0, 1, 2], [0, 2, 3], [0, 3, 1], [1, 3, 2]]].reshape(-1, 3)
+
+
+def _flex_objects(m, a, nslice, texs, flags: FlexFlags, objs, parts) -> list:
+    """Append one object per drawn flex to ``objs``/``parts`` (as build_scene's other
+    objects), drawn as MuJoCo 3.4.0 draws it with the flags ``flags``:
+
+    - faces (mjv_updateActiveFlex): none for a 1D flex or with FLEXFACE and FLEXSKIN
+      both off; with FLEXSKIN on, the skin (element triangles of a 2D flex, both sides
+      at +-radius along smoothed vertex normals, closed along the boundary; the shell
+      of a 3D flex); with only FLEXFACE on, element faces with flat normals offset by
+      the radius along them (a 2D element: both sides; a 3D element of the chosen
+      layer: its four faces);
+    - vertex spheres and edge cylinders (mjr_render) of the flex radius, with
+      FLEXVERT / FLEXEDGE on, unless the skin is drawn, and never with radius 0;
+    - nothing at all for a flex whose colour has alpha 0.
+
+    A flex whose material has a 2D texture and that has texture coordinates has its
+    faces cut into sub-triangles of flat colour, the texture sampled at their
+    centres (texcoords as MuJoCo passes them to OpenGL: flex_elemtexcoord for
+    elements, the vertex ids for shells and for the side strips); vertices and edges
+    are never textured. Returns, per object, (object index, rows, subs): rows =
+    ((mode, v, a, b) (N, 4), (x, y, z) (N, 3)), subs = (corners (S, 3) local rows,
+    weights (S, 2)) of the textured sub-triangle vertices, which follow the rows
+    (FlexTemplate)."""
     out = []
     nflex = int(getattr(m, "nflex", 0) or 0)
     if not nflex:
         return out
     rgba_all = np.asarray(a.flex_rgba, dtype=np.float64).reshape(-1, 4)
     edge_all = np.asarray(a.flex_edge, dtype=np.int64).reshape(-1, 2)
+    elem_all = np.asarray(a.flex_elem, dtype=np.int64).ravel()
+    elemtex_all = np.asarray(a.flex_elemtexcoord, dtype=np.int64).ravel()
+    layer_all = np.asarray(a.flex_elemlayer, dtype=np.int64).ravel()
     shell_all = np.asarray(a.flex_shell, dtype=np.int64).ravel()
+    texcoord_all = np.asarray(getattr(a, "flex_texcoord", np.zeros((0, 2))),
+                              dtype=np.float64).reshape(-1, 2)
     flat = np.asarray(getattr(a, "flex_flatskin", np.zeros(nflex)), dtype=bool).ravel()
+    vunit, vtri = _grid_sphere(*FLEX_VERT_SPHERE)
+    vunit = vunit.reshape(-1, 3)
     for f in range(nflex):
         dim = int(a.flex_dim[f])
         vadr, nvert = int(a.flex_vertadr[f]), int(a.flex_vertnum[f])
         r = float(a.flex_radius[f])
-        rgba, emission, specular, shininess, _ = _material(a, int(a.flex_matid[f]), rgba_all[f])
-        rows, tris = [], []
-        if dim == 1:
-            if r <= 0:
-                continue  # MuJoCo draws a 1D flex's edges with the radius only
+        rgba, emission, specular, shininess, texid = _material(a, int(a.flex_matid[f]),
+                                                               rgba_all[f])
+        if rgba[3] == 0:
+            continue  # MuJoCo leaves a flex of alpha 0 out of the scene
+        faceused = dim > 1 and (flags.face or flags.skin)
+        skinned = faceused and flags.skin
+        rows = _Rows()
+        tris = []
+        faces, face_uv = [], []  # textured: corner rows and texcoord ids, (F, 3) each
+        tadr = int(a.flex_texcoordadr[f])
+        textured = tadr >= 0 and texs.available(texid) and \
+            int(a.tex_type[texid]) == TEXTURE_2D
+        eadr, enum = int(a.flex_elemdataadr[f]), int(a.flex_elemnum[f])
+        elem = elem_all[eadr:eadr + (dim + 1) * enum].reshape(-1, dim + 1)
+        elemtex = elemtex_all[eadr:eadr + (dim + 1) * enum].reshape(-1, dim + 1)
+
+        def triangles(corners, uv):
+            if textured:
+                faces.append(corners)
+                face_uv.append(uv)
+            else:
+                tris.append(corners)
+
+        def flat_faces(mode, tri, x, y):
+            """A row per corner of the faces ``tri`` (global vertex ids), as (v, a, b) in
+            cyclic order; returns the corner rows (F, 3)."""
+            cyc = tri[:, [[0, 1, 2], [1, 2, 0], [2, 0, 1]]]  # (F, 3 corners, 3)
+            first = rows.add(mode, cyc[..., 0], cyc[..., 1], cyc[..., 2], x, y, 0.0)
+            return first + np.arange(3 * len(tri)).reshape(-1, 3)
+
+        if r > 0 and flags.vert and not skinned:
+            v = np.repeat(np.arange(vadr, vadr + nvert), len(vunit))
+            unit = np.tile(vunit, (nvert, 1))
+            first = rows.add(FLEX_VERT, v, -1, -1, r * unit[:, 0], r * unit[:, 1],
+                             r * unit[:, 2])
+            tris.append((vtri[None] + first + len(vunit) * np.arange(nvert)[:, None, None])
+                        .reshape(-1, 3))
+        if r > 0 and flags.edge and not skinned:
             adr, num = int(a.flex_edgeadr[f]), int(a.flex_edgenum[f])
             phi = np.linspace(0.0, 2 * np.pi, nslice + 1)
             ring_tri = _grid_tris(2, nslice + 1)
-            for e in range(num):
-                i0, i1 = (int(x) + vadr for x in edge_all[adr + e])
-                base = len(rows)
-                for t in (0.0, 1.0):
-                    for p in phi:
-                        rows.append(((FLEX_EDGE, -1, i0, i1),
-                                     (t, r * np.cos(p), r * np.sin(p))))
-                tris.append(ring_tri + base)
-        else:
-            faces = _flex_faces(a, f)
-            sides = [(1.0, faces)] if dim == 3 else [(1.0, faces), (-1.0, faces[:, [0, 2, 1]])]
-            for sign, tri in sides:
+            ring = len(phi) * 2
+            ends = edge_all[adr:adr + num] + vadr
+            t = np.tile(np.repeat([0.0, 1.0], len(phi)), num)
+            ph = np.tile(np.tile(phi, 2), num)
+            first = rows.add(FLEX_EDGE, -1, np.repeat(ends[:, 0], ring),
+                             np.repeat(ends[:, 1], ring), t, r * np.cos(ph), r * np.sin(ph))
+            tris.append((ring_tri[None] + first + ring * np.arange(num)[:, None, None])
+                        .reshape(-1, 3))
+        if faceused and not flags.skin:  # element faces, flat normals
+            if dim == 2:
+                tri = np.concatenate([elem, elem[:, [0, 2, 1]]])
+                tex = np.concatenate([elemtex, elemtex[:, [0, 2, 1]]])
+            else:
+                eladr = int(a.flex_elemadr[f])
+                keep = layer_all[eladr:eladr + enum] == flags.layer
+                tri, tex = _tet_faces(elem[keep]), _tet_faces(elemtex[keep])
+            triangles(flat_faces(FLEX_FACE, tri + vadr, r, 0.0), tex)
+        elif skinned:
+            if dim == 2:
+                sides = [(1.0, elem, elemtex), (-1.0, elem[:, [0, 2, 1]], elemtex[:, [0, 2, 1]])]
+            else:
+                shell = _flex_faces(a, f) - vadr
+                sides = [(1.0, shell, shell)]
+            for sign, tri, tex in sides:
                 if flat[f]:  # a vertex per face corner: the face's own normal
-                    base = len(rows)
-                    for i0, i1, i2 in tri:
-                        for v, va, vb in ((i0, i1, i2), (i1, i2, i0), (i2, i0, i1)):
-                            rows.append(((FLEX_SKIN, int(v), int(va), int(vb)),
-                                         (sign * r, sign, 0.0)))
-                    tris.append(base + np.arange(3 * len(tri)).reshape(-1, 3))
+                    triangles(flat_faces(FLEX_SKIN, tri + vadr, sign * r, sign), tex)
                 else:  # a vertex per flex vertex: smooth normals
-                    base = len(rows)
-                    for v in range(vadr, vadr + nvert):
-                        rows.append(((FLEX_SKIN, v, -1, -1), (sign * r, sign, 0.0)))
-                    tris.append(tri - vadr + base)
+                    first = rows.add(FLEX_SKIN, np.arange(vadr, vadr + nvert), -1, -1,
+                                     sign * r, sign, 0.0)
+                    triangles(tri + first, tex)
             if dim == 2:  # the two sides closed along the boundary (shell fragments)
                 nshell, sadr = int(a.flex_shellnum[f]), int(a.flex_shelldataadr[f])
-                frags = shell_all[sadr:sadr + 2 * nshell].reshape(-1, 2) + vadr
-                for i0, i1 in frags:
-                    for rad, j0, j1 in ((r, int(i0), int(i1)), (-r, int(i1), int(i0))):
-                        base = len(rows)
-                        nsign = 1.0 if rad > 0 else -1.0  # MuJoCo's makeSide
-                        for v, k in ((j0, 1.0), (j1, -1.0), (j1, 1.0)):
-                            rows.append(((FLEX_SIDE, v, j0, j1), (k * rad, nsign, 0.0)))
-                        tris.append(np.array([[base, base + 1, base + 2]]))
-        if not rows:
+                frag = shell_all[sadr:sadr + 2 * nshell].reshape(-1, 2)
+                # per fragment (i0, i1): MuJoCo's makeSide at +r from i0 to i1, then at
+                # -r from i1 to i0; corners (j0, +), (j1, -), (j1, +) along N
+                j0 = np.stack([frag[:, 0], frag[:, 1]], 1).ravel()
+                j1 = np.stack([frag[:, 1], frag[:, 0]], 1).ravel()
+                rad = np.tile([r, -r], len(frag))
+                nsign = np.tile([1.0, -1.0], len(frag))
+                corner_v = np.stack([j0, j1, j1], 1)
+                k = np.array([1.0, -1.0, 1.0])
+                first = rows.add(FLEX_SIDE, corner_v + vadr, (j0 + vadr)[:, None],
+                                 (j1 + vadr)[:, None], k[None] * rad[:, None],
+                                 np.repeat(nsign[:, None], 3, 1), 0.0)
+                triangles(first + np.arange(3 * len(j0)).reshape(-1, 3), corner_v)
+        subs, sub_colour = None, None
+        if faces:
+            uv = texcoord_all[tadr:]
+            ids = np.concatenate(face_uv)
+            if len(ids) and (ids.min() < 0 or ids.max() >= len(uv)):
+                raise NotImplementedError(
+                    f"drawing the texture of flex {f}: its faces name texture coordinates "
+                    f"{ids.min()}..{ids.max()}, it has {len(uv)} from flex_texcoordadr "
+                    f"{tadr} (MuJoCo reads past them)")
+            subs, sub_colour, sub_tri = _textured_faces(np.concatenate(faces), uv[ids], texs,
+                                                        texid, len(rows))
+            tris.append(sub_tri)
+        if not sum(len(t) for t in tris):
             continue
-        n = len(rows)
+        n = len(rows) + (0 if subs is None else len(subs[0]))
+        colour = np.ones((n, 4))
+        if sub_colour is not None:
+            colour[len(rows):] = sub_colour
         p = PASS_TRANSPARENT if rgba[3] < 0.995 else PASS_OPAQUE
         objs.append((KIND_FLEX, f, -1, int(a.flex_group[f]), 0, emission, specular,
                      shininess, rgba[3], p))
-        parts.append(Part(np.zeros((n, 3)), np.zeros((n, 3)), np.tile(rgba, (n, 1)),
+        parts.append(Part(np.zeros((n, 3)), np.zeros((n, 3)), colour * rgba,
                           np.concatenate(tris).astype(np.int64)))
-        out.append((len(objs) - 1, rows))
+        out.append((len(objs) - 1, rows.arrays(), subs))
     return out
+
+
+class _Rows:
+    """A flex object's rows of FlexTemplate (mode, v, a, b) and (x, y, z), added in
+    blocks (numbers or arrays, broadcast together)."""
+
+    def __init__(self):
+        self._ints, self._floats, self._n = [], [], 0
+
+    def __len__(self) -> int:
+        return self._n
+
+    def add(self, mode, v, va, vb, x, y, z) -> int:
+        """Add rows; returns the first one's index."""
+        ints = np.broadcast_arrays(*(np.asarray(c, dtype=np.int64) for c in (mode, v, va, vb)),
+                                   *(np.asarray(c, dtype=np.float64) for c in (x, y, z)))
+        shape = ints[0].shape
+        self._ints.append(np.stack([c.ravel() for c in ints[:4]], 1).astype(np.int64))
+        self._floats.append(np.stack([c.ravel() for c in ints[4:]], 1))
+        first = self._n
+        self._n += int(np.prod(shape))
+        return first
+
+    def arrays(self):
+        """((N, 4) int, (N, 3) float)."""
+        if not self._ints:
+            return np.zeros((0, 4), dtype=np.int64), np.zeros((0, 3))
+        return np.concatenate(self._ints), np.concatenate(self._floats)
+
+
+def _textured_faces(faces, uv, texs, texid, first):
+    """Textured triangles cut into sub-triangles of flat colour: ``faces`` (F, 3) corner
+    rows, ``uv`` (F, 3, 2) their texture coordinates. Each side is cut into k parts
+    (k up to FLEX_TEX_SUB: about one per texel the face spans, fewer when the flex
+    would pass FLEX_TEX_BUDGET sub-triangles), each sub-triangle gets three vertices
+    of its own (numbered from ``first``), placed at barycentric weights of its face's
+    corners and coloured with the texture at its centre. Returns ((corners (S, 3),
+    weights (S, 2)), colours (S, 4), triangles (S / 3, 3))."""
+    nface = len(faces)
+    img_w, img_h = int(texs.a.tex_width[texid]), int(texs.a.tex_height[texid])
+    span = np.ptp(uv, axis=1).max() if nface else 0.0
+    k = int(np.clip(np.ceil(span * max(img_w, img_h)), 1, FLEX_TEX_SUB))
+    k = max(1, min(k, int(np.sqrt(FLEX_TEX_BUDGET / max(1, nface)))))
+    corner = []  # (w1, w2) of the sub-triangles' corners, in the face's winding
+    for i in range(k):
+        for j in range(k - i):
+            corner.append([(i, j), (i + 1, j), (i, j + 1)])
+            if i + j <= k - 2:
+                corner.append([(i + 1, j), (i + 1, j + 1), (i, j + 1)])
+    w = np.asarray(corner, dtype=np.float64).reshape(-1, 3, 2) / k   # (T, 3, 2)
+    centre = w.mean(1)                                               # (T, 2)
+    bary = np.concatenate([1.0 - centre.sum(1, keepdims=True), centre], 1)  # (T, 3)
+    at = np.einsum("tc,fcd->ftd", bary, uv)                          # (F, T, 2)
+    colour = texs.sample_2d(texid, at[..., 0].ravel(), at[..., 1].ravel())  # (F*T, 4)
+    ntri = nface * len(w)
+    corners = np.repeat(faces, 3 * len(w), axis=0)
+    weights = np.tile(w.reshape(-1, 2), (nface, 1))
+    tri = first + np.arange(3 * ntri).reshape(-1, 3)
+    return (corners, weights), np.repeat(colour, 3, axis=0), tri
 
 
 def _flex_template(m, flex_rows, obj_start):
@@ -715,11 +903,16 @@ def _flex_template(m, flex_rows, obj_start):
         return None
     a = m.arrays
     vert, mode_int, mode_float = [], [], []
-    for o, rows in flex_rows:
-        for k, (ints, floats) in enumerate(rows):
-            vert.append(obj_start[o] + k)
-            mode_int.append(ints)
-            mode_float.append(floats)
+    sub_vert, sub_corner, sub_weight = [], [], []
+    for o, (ints, floats), subs in flex_rows:
+        vert.append(obj_start[o] + np.arange(len(ints)))
+        mode_int.append(ints)
+        mode_float.append(floats)
+        if subs is not None:
+            corners, weights = subs
+            sub_vert.append(obj_start[o] + len(ints) + np.arange(len(corners)))
+            sub_corner.append(obj_start[o] + corners)
+            sub_weight.append(weights)
     # faces around each flex vertex for its smoothed normal: element triangles of 2D
     # flexes, shell triangles of 3D flexes, each listed as (v, a, b) in cyclic order
     nflexvert = int(m.nflexvert)
@@ -734,12 +927,19 @@ def _flex_template(m, flex_rows, obj_start):
     adr = np.concatenate([[0], np.cumsum(num)[:-1]]).astype(np.int32) if nflexvert else \
         np.zeros(0, dtype=np.int32)
     flat = [pair for p in pairs for pair in p]
+
+    def cat(xs, shape, dtype):
+        return np.concatenate(xs).astype(dtype) if xs else np.zeros(shape, dtype=dtype)
+
     return FlexTemplate(
-        vert=np.asarray(vert, dtype=np.int32),
-        mode_int=np.asarray(mode_int, dtype=np.int32).reshape(-1, 4),
-        mode_float=np.asarray(mode_float, dtype=np.float32).reshape(-1, 3),
+        vert=cat(vert, (0,), np.int32),
+        mode_int=cat(mode_int, (0, 4), np.int32),
+        mode_float=cat(mode_float, (0, 3), np.float32),
         norm_adr=adr, norm_num=num,
-        norm_pair=np.asarray(flat, dtype=np.int32).reshape(-1, 2))
+        norm_pair=np.asarray(flat, dtype=np.int32).reshape(-1, 2),
+        sub_vert=cat(sub_vert, (0,), np.int32),
+        sub_corner=cat(sub_corner, (0, 3), np.int32),
+        sub_weight=cat(sub_weight, (0, 2), np.float32))
 
 
 def _skin_objects(m, a, texs, objs, parts) -> list:

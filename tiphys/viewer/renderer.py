@@ -251,6 +251,13 @@ class RenderOptions:
     flexgroup: list = field(default_factory=lambda: [1, 1, 1, 0, 0, 0])
     skingroup: list = field(default_factory=lambda: [1, 1, 1, 0, 0, 0])
     skins: bool = True  # MuJoCo's mjVIS_SKIN
+    # MuJoCo's mjVIS_FLEXVERT, mjVIS_FLEXEDGE, mjVIS_FLEXFACE, mjVIS_FLEXSKIN and
+    # mjvOption.flex_layer (the layer of a 3D flex's elements whose faces are drawn)
+    flex_vert: bool = False
+    flex_edge: bool = True
+    flex_face: bool = False
+    flex_skin: bool = True
+    flex_layer: int = 0
     sites: bool = True
     frames: bool = False
     joints: bool = False
@@ -261,6 +268,10 @@ class RenderOptions:
     fog: bool = False
     skybox: bool = True
     headlight: bool = True
+
+    def flex_flags(self) -> geo.FlexFlags:
+        return geo.FlexFlags(bool(self.flex_vert), bool(self.flex_edge), bool(self.flex_face),
+                             bool(self.flex_skin), int(self.flex_layer))
 
     def overlay_mask(self) -> int:
         return ((rk.SHOW_FRAMES if self.frames else 0) | (rk.SHOW_JOINTS if self.joints else 0)
@@ -369,6 +380,11 @@ class DeviceScene:
             self.norm_adr = up(fx.norm_adr, ti.i32)
             self.norm_num = up(fx.norm_num, ti.i32)
             self.norm_pair = up(fx.norm_pair, ti.i32, (max(1, len(fx.norm_pair)), 2))
+        self.nflexsub = 0 if fx is None else len(fx.sub_vert)
+        if self.nflexsub:
+            self.sub_vert = up(fx.sub_vert, ti.i32)
+            self.sub_corner = up(fx.sub_corner, ti.i32)
+            self.sub_weight = up(fx.sub_weight, ti.f32)
 
         sk = t.skin  # the skins' moving vertices (None without skins)
         self.nskinvert = 0 if sk is None else len(sk.vert)
@@ -474,7 +490,9 @@ class Renderer:
         self.camera = ti.ui.Camera()
         self.vis = geo.visual(m)
         self.on_device = backend.arch() == "vulkan"
-        self.template = geo.build_scene(m)
+        self._rigid = geo.rigid_objects(m)  # kept: the flex flags rebuild the rest
+        self._flex_flags = geo.FlexFlags()
+        self.template = geo.build_scene(m, self._flex_flags, self._rigid)
         self.dev = DeviceScene(m, self.template)
         self.options = RenderOptions()
         self._visibility_key = None
@@ -509,6 +527,7 @@ class Renderer:
         if self.worlds == worlds and spacing is None:
             return
         self.worlds = worlds
+        self._spacing = spacing
         self._world_ids = ti.ndarray(ti.i32, (len(worlds),))
         self._world_ids.from_numpy(np.asarray(worlds, dtype=np.int32))
         offsets = np.zeros((1, 3)) if len(worlds) == 1 else tile_offsets(self.m, len(worlds),
@@ -524,6 +543,19 @@ class Renderer:
         self.marker_index = (tri[None, :] + self.dev.nmarker_vert * np.arange(
             self.dev.ntile * per)[:, None]).reshape(-1).astype(np.int32)
         self._dnconmax = None
+
+    def _use_flex_flags(self, flags: "geo.FlexFlags") -> None:
+        """Rebuild the flexes' objects when the flex flags change (the vertex buffers
+        hold only what the flags draw: vertex spheres and edge cylinders of a large
+        cloth would cost memory and time every frame)."""
+        if flags == self._flex_flags or not self.m.nflex:
+            return
+        self._flex_flags = flags
+        self.template = geo.build_scene(self.m, flags, self._rigid)
+        self.dev = DeviceScene(self.m, self.template)
+        self._visibility_key = None
+        worlds, self.worlds = self.worlds, None
+        self.set_worlds(worlds, self._spacing)
 
     def _lines_per_tile(self, nconmax: Optional[int] = None) -> int:
         n = nconmax if nconmax is not None else getattr(self, "_nconmax", 0)
@@ -578,6 +610,7 @@ class Renderer:
         headlight = bool(head.get("active", 1)) and options.headlight
         p[rk.P_HEAD_ON] = float(headlight)
         p[rk.P_HEAD_DIR:rk.P_HEAD_DIR + 3] = pose.forward
+        p[rk.P_ORTHO] = float(pose.orthographic)
         extent = float(self.m.stat.extent)
         mp = self.vis["map"]
         p[rk.P_FOG_ON] = float(options.fog)
@@ -647,6 +680,7 @@ class Renderer:
                 f"render: {' and '.join(drawn_per_world)} given per world "
                 f"(tiphys.set_param): the renderer draws each geom with the one size and "
                 f"colour it was built with; per-world sizes and colours are not drawn yet")
+        self._use_flex_flags(options.flex_flags())
         self._fit_contacts(d)
         key = (tuple(options.geomgroup), tuple(options.sitegroup), options.sites,
                tuple(options.flexgroup), tuple(options.skingroup), options.skins)
@@ -658,6 +692,8 @@ class Renderer:
         rk.geom_vertices(self.dev, d, self.params, segmentation, self.vbo.data)
         if self.dev.nflexrow:
             rk.flex_vertices(self.dev, d, self.params, segmentation, self.vbo.data)
+            if self.dev.nflexsub:
+                rk.flex_subvertices(self.dev, d, self.params, segmentation, self.vbo.data)
         if self.dev.nskinvert:
             rk.skin_vertices(self.m, self.dev, d, self.params, segmentation, self.vbo.data)
         self._set_camera(pose)

@@ -48,6 +48,7 @@ KEYS = (
     ("N", "tendons"),
     ("O", "fog"),
     ("K", "skins"),
+    ("V  E  A  X", "flex vertices / edges / element faces / skin (MuJoCo's flex flags)"),
     ("Shift+0 ... 5", "geom group on / off"),
     ("=  -", "zoom in / out"),
     ("H", "this help"),
@@ -61,7 +62,9 @@ MOUSE = (
     ("Ctrl+left drag", "twist the selected body (torque)"),
 )
 _TOGGLES = {"c": "contact_points", "f": "contact_forces", "b": "frames", "j": "joints",
-            "m": "com", "s": "sites", "n": "tendons", "o": "fog", "k": "skins"}
+            "m": "com", "s": "sites", "n": "tendons", "o": "fog", "k": "skins",
+            # MuJoCo's simulate has no keys for its flex flags (only check boxes)
+            "v": "flex_vert", "e": "flex_edge", "a": "flex_face", "x": "flex_skin"}
 DOUBLE_CLICK_S = 0.35
 MAX_GRID = 16
 
