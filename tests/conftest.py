@@ -26,6 +26,25 @@ LONG_FIRST = ("test_sparse_jacobian", "test_collide_sdf", "test_sensor_acc",
               "test_collide_convex", "test_distributed", "test_trajectory_corpus")
 
 
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadfile`, except that the tests using the f32/Vulkan helper processes
+    form one work unit of their own (tests/helper_scope.py says why)."""
+    if config.getoption("dist", None) != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    import helper_scope
+    root = str(config.rootpath)
+
+    class HelperScopeScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid):
+            if helper_scope.uses_helper(nodeid, root):
+                return helper_scope.SCOPE
+            return super()._split_scope(nodeid)
+
+    return HelperScopeScheduling(config, log)
+
+
 def pytest_collection_modifyitems(items):
     rank = {name: i for i, name in enumerate(LONG_FIRST)}
 

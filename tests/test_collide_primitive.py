@@ -340,13 +340,11 @@ def test_max_contacts_in_table_is_what_mujoco_returns(case):
 # f32: every detector compiles and agrees to single precision
 # ------------------------------------------------------------------------------------
 
-@pytest.fixture(scope="module", autouse=True)
-def _f32_process(request):
-    """The f32 run happens in the f32 helper process (precision is per process):
-    submitted first so that it runs beside the f64 tests."""
-    wanted = any(item.name == "test_f32_matches_mujoco" for item in request.session.items)
-    return subproc.submit([os.path.abspath(__file__), "f32"], key="cpu-f32",
-                          timeout=300) if wanted else None
+@pytest.fixture(scope="module")
+def _f32_process():
+    """The f32 run, in the f32 helper process (precision is per process). (`make test`
+    runs this test on the worker that runs every helper check: conftest.py.)"""
+    return subproc.submit([os.path.abspath(__file__), "f32"], key="cpu-f32", timeout=300)
 
 
 def test_f32_matches_mujoco(_f32_process):
