@@ -206,8 +206,12 @@ def test_corpus_models_after_body_changes(rel):
         pytest.skip(f"corpus model {rel} missing")
     m, mjm = stripped_corpus_pair(rel)
     rng = np.random.default_rng(1)
-    _perturb(m, mjm, rng, BODY_FIELDS + ("body_gravcomp",))
+    _perturb(m, mjm, rng, BODY_FIELDS)
+    gravcomp = np.array(m.arrays.body_gravcomp)
+    gravcomp[1:4] = (0.5, 1.0, 0.2)  # ngravcomp follows
+    _change(m, mjm, "body_gravcomp", gravcomp)
     _check(m, mjm)
+    assert m.ngravcomp == 3
     # then qpos0 alone: the free root moved and turned
     _change(m, mjm, "qpos0", _new_qpos0(m, rng))
     _check(m, mjm)
@@ -289,6 +293,7 @@ def test_data_is_checked_and_simulation_uses_the_new_constants():
     qpos[:, :3] += rng.uniform(-0.05, 0.05, (2, 3))
     d.qpos.from_numpy(qpos)
     d.qvel.from_numpy(np.zeros((2, m.nv)))
+    d.qacc.from_numpy(np.full((2, m.nv), np.nan))
     tiphys.forward(m, d)
     for w in range(2):
         mjd.qpos[:] = qpos[w]
@@ -312,4 +317,13 @@ def test_flex_models_are_refused():
       </worldbody></mujoco>"""
     m = tiphys.load_model_from_string(xml)
     with pytest.raises(NotImplementedError, match="flex"):
+        tiphys.set_const(m)
+
+
+def test_a_field_written_on_the_device_only_is_refused():
+    m = tiphys.load_model_from_string(EQUALITIES)
+    mass = m.body_mass.to_numpy()
+    mass[0, 1] *= 2
+    m.body_mass.from_numpy(mass)  # not through set_param: m.arrays keeps the old value
+    with pytest.raises(ValueError, match="body_mass differs from the host copy"):
         tiphys.set_const(m)

@@ -59,6 +59,7 @@ def set_const(m: Model, d: Optional[Data] = None) -> None:
         raise ValueError(f"set_const: {fields} given per world; mj_setConst computes one "
                          f"model's constants: give these fields one value for all worlds "
                          f"(tiphys.set_param with the field's shape) before set_const")
+    _check_host_copy(m)
     a = ModelArrays(**vars(m.arrays))
     for name in _IN_PLACE:
         setattr(a, name, np.array(getattr(a, name), dtype=np.float64))
@@ -72,6 +73,25 @@ def set_const(m: Model, d: Optional[Data] = None) -> None:
     m.arrays.stat = m.stat = a.stat
     m.ngravcomp = int(np.count_nonzero(np.asarray(a.body_gravcomp) > 0))
     m.forget_plans()
+
+
+def _check_host_copy(m: Model) -> None:
+    """set_const computes from the host copy ``m.arrays``, which set_param (and every
+    setter built on it) keeps equal to the device arrays: a parameter written to its
+    device array alone would be missed, so that is refused."""
+    from .params import PARAM_FIELDS
+    from .model import _np_dtype
+
+    for name in PARAM_FIELDS:
+        host = np.asarray(getattr(m.arrays, name))
+        if not host.size:
+            continue
+        dev = getattr(m, name)
+        values = dev.to_numpy().reshape(-1)[:host.size]
+        if not np.array_equal(values, host.reshape(-1).astype(_np_dtype(dev)), equal_nan=True):
+            raise ValueError(f"set_const: the device array {name} differs from the host copy "
+                             f"m.arrays.{name} (written to the device array directly?): give "
+                             f"model fields with tiphys.set_param, which writes both")
 
 
 # d is optional: set_const checks the pair itself when one is given
