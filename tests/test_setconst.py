@@ -43,6 +43,11 @@ TENDONS = """
       <geom type="box" size="0.05 0.1 0.02" pos="0.1 0 0"/>
       <site name="s2" pos="0.1 0 0"/>
     </body>
+    <body name="slider" pos="-0.5 0 1">
+      <joint name="sx" type="slide" axis="1 0 0"/>
+      <joint name="sy" type="slide" axis="0 1 0"/>
+      <geom type="box" size="0.05 0.05 0.05"/>
+    </body>
   </worldbody>
   <tendon>
     <spatial name="flexor" stiffness="20" springlength="-1 -1">
@@ -53,6 +58,10 @@ TENDONS = """
     <fixed name="coupled" armature="0.02">
       <joint joint="shoulder" coef="1"/>
       <joint joint="elbow" coef="-0.5"/>
+    </fixed>
+    <fixed name="sliders" armature="0.3">
+      <joint joint="sx" coef="1"/>
+      <joint joint="sy" coef="0.5"/>
     </fixed>
     <spatial name="cross" armature="0.05">
       <site site="s1"/>
@@ -200,7 +209,9 @@ BODY_FIELDS = ("body_mass", "body_inertia", "body_pos", "body_quat", "body_ipos"
                "dof_armature", "jnt_pos", "jnt_axis")
 
 
-@pytest.mark.parametrize("rel", ["gym/humanoid.xml", "gym/ant.xml"])
+# manipulator: "simple" bodies (several joints) whose changed joint frames MuJoCo's
+# mass matrix ignores (a simple dof's row of M is its dof_M0)
+@pytest.mark.parametrize("rel", ["gym/humanoid.xml", "gym/ant.xml", "dmc/manipulator.xml"])
 def test_corpus_models_after_body_changes(rel):
     if not os.path.exists(os.path.join(corpus_dir(), rel)):
         pytest.skip(f"corpus model {rel} missing")
@@ -212,23 +223,27 @@ def test_corpus_models_after_body_changes(rel):
     _change(m, mjm, "body_gravcomp", gravcomp)
     _check(m, mjm)
     assert m.ngravcomp == 3
-    # then qpos0 alone: the free root moved and turned
+    # then qpos0 alone: a free root moved and turned (hinges and slides at another
+    # qpos0 change nothing: mj_kinematics turns them by qpos - qpos0)
     _change(m, mjm, "qpos0", _new_qpos0(m, rng))
-    _check(m, mjm)
+    _check(m, mjm, stale=bool(np.isin(m.arrays.jnt_type, (0, 1)).any()))
 
 
 def test_tendons_and_actuators():
     m, mjm = _xml_pair(TENDONS, "ten")
+    # as compiled (the tendon armature of the two-slide "simple" body stays on the
+    # diagonal of M, as in MuJoCo's sparsity)
+    assert not compare_model(m.arrays, mjm)
     rng = np.random.default_rng(2)
     _perturb(m, mjm, rng, BODY_FIELDS + ("site_pos", "geom_size", "actuator_gear"))
-    _change(m, mjm, "tendon_armature", [0.0, 0.07, 0.01])
+    _change(m, mjm, "tendon_armature", [0.0, 0.07, 0.2, 0.01])
     _check(m, mjm)
     # a dampratio given again (biasprm[2] > 0) and spring lengths left to setSpring
     b = np.array(m.arrays.actuator_biasprm)
     b[1, 2], b[2, 2] = 0.5, 2.0
     _change(m, mjm, "actuator_biasprm", b)
     ls = np.array(m.arrays.tendon_lengthspring)
-    ls[[0, 2]] = -1
+    ls[[0, 3]] = -1
     _change(m, mjm, "tendon_lengthspring", ls)
     qs = _new_qpos0(m, rng)
     _change(m, mjm, "qpos_spring", qs)

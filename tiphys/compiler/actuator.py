@@ -930,13 +930,16 @@ def tendon_constants(out, k0) -> SimpleNamespace:
     out.tendon_length0 = L0
     M = k0.mass_blocks()  # tree by tree: no nv^2 memory for scenes of many trees
     dof_M0 = M.diag()
+    simple = out.dof_simplenum.tolist()
+    _simple_diagonal(M, simple)
     if nv:
         if ntendon and np.any(out.tendon_armature):
-            # mj_tendonArmature: added only inside M's tree sparsity (dof and ancestors)
+            # mj_tendonArmature: added only inside M's tree sparsity (dof and ancestors;
+            # a simple dof's row holds its diagonal alone)
             mask = np.eye(nv, dtype=bool)
             for i in range(nv):
                 j = out.dof_parentid[i]
-                while j >= 0:
+                while j >= 0 and not simple[i]:
                     mask[i, j] = mask[j, i] = True
                     j = out.dof_parentid[j]
             arm = (out.tendon_armature[:, None, None] * J0[:, :, None] * J0[:, None, :]).sum(0)
@@ -954,6 +957,21 @@ def tendon_constants(out, k0) -> SimpleNamespace:
     out.dof_M0 = dof_M0
     invweight0(out, k0, Minv)
     return SimpleNamespace(L0=L0, J0=J0, dof_M0=dof_M0, Minv=Minv, Minv_dense=Minv_dense)
+
+
+def _simple_diagonal(M, simplenum) -> None:
+    """mj_crb: the row (and column) of M of a simple dof (dof_simplenum > 0) holds only
+    its diagonal, dof_M0, whatever the current joint frames make of the rest (zero as
+    compiled; not after jnt_axis or jnt_pos of such a body is changed)."""
+    for d, n in enumerate(simplenum):
+        if n:
+            t = M.tree_of[d]
+            k = d - M.los[t]
+            blk = M.blocks[t]
+            v = blk[k, k]
+            blk[k, :] = 0.0
+            blk[:, k] = 0.0
+            blk[k, k] = v
 
 
 def spring_lengths(out, L0) -> None:
