@@ -296,8 +296,10 @@ def test_data_is_checked_and_simulation_uses_the_new_constants():
     m, mjm = _xml_pair(EQUALITIES, "sim")
     d = tiphys.make_data(m, 2)
     other = tiphys.load_model_from_string(EQUALITIES)
-    with pytest.raises((TypeError, ValueError)):
+    with pytest.raises(ValueError, match="another Model"):
         tiphys.set_const(m, tiphys.make_data(other, 1))
+    with pytest.raises(TypeError, match="expected a tiphys.Model"):
+        tiphys.set_const(mjm)
     rng = np.random.default_rng(5)
     _perturb(m, mjm, rng, ("body_pos", "body_mass"))
     tiphys.set_const(m, d)

@@ -308,10 +308,14 @@ def model_constants(a) -> None:
     from .tendon import HostKinematics
 
     if len(getattr(a, "flex_dim", ())):
+        els = getattr(a, "flex_els", None) or [None]
+        el = els[0]
+        where = (f"{getattr(el, 'xml_file', None) or '<string>'}:{el.xml_line}: <{el.tag}>: "
+                 if getattr(el, "xml_line", None) is not None else "")
         raise NotImplementedError(
-            f"set_const: a model with flexes ({len(a.flex_dim)}) is not supported yet: "
-            f"flexedge_length0/flexedge_invweight0 are recomputed only by compiling "
-            f"(tiphys/compiler/setconst.py:model_constants)")
+            f"{where}set_const of a model with flexes ({len(a.flex_dim)}) is not supported "
+            f"yet: flexedge_length0 and flexedge_invweight0 are computed only when "
+            f"compiling (tiphys/compiler/flex.py _edge_constants)")
     a.body_subtreemass = subtree_mass(a.body_mass, a.body_parentid)
     k0 = HostKinematics(a, a.qpos0)
     c = tendon_constants(a, k0)
