@@ -302,7 +302,9 @@ def test_data_is_checked_and_simulation_uses_the_new_constants():
         tiphys.set_const(mjm)
     rng = np.random.default_rng(5)
     _perturb(m, mjm, rng, ("body_pos", "body_mass"))
+    twin = copy.copy(m)  # shares the device arrays, the host copy and the statistics
     tiphys.set_const(m, d)
+    assert twin.stat is m.stat and twin.arrays is m.arrays
     mujoco.mj_setConst(mjm, mujoco.MjData(mjm))
     # a forward with the recomputed eq_data / invweights matches MuJoCo's
     mjd = mujoco.MjData(mjm)

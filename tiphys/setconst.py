@@ -24,6 +24,7 @@ fields): give those fields one value for all worlds first.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Optional
 
 import numpy as np
@@ -70,7 +71,8 @@ def set_const(m: Model, d: Optional[Data] = None) -> None:
         value = np.asarray(getattr(a, name), dtype=np.float64)
         setattr(m.arrays, name, value)
         _fill(getattr(m, name), value, _SHAPES[name], sizes)
-    m.arrays.stat = m.stat = a.stat
+    for f in dataclasses.fields(a.stat):  # in place: a copy.copy of m shares the object
+        setattr(m.stat, f.name, getattr(a.stat, f.name))
     m.ngravcomp = int(np.count_nonzero(np.asarray(a.body_gravcomp) > 0))
     m.forget_plans()
 
