@@ -12,8 +12,8 @@ randomization); kernels read set ``world % n``. ``set_param`` is the way to give
 
 As editing an ``mjModel`` in C, writing a field changes that field only: constants
 MuJoCo derives from it at compile time (body_subtreemass from body_mass, dof_invweight0,
-actuator_acc0, stat.meanmass, ...) keep their values; set those too where they matter
-(MuJoCo leaves them to mj_setConst). One exception: the joint-space inertia of
+actuator_acc0, stat.meanmass, ...) keep their values; ``tiphys.set_const(m)``
+recomputes them (MuJoCo's mj_setConst) while every field has one value for all worlds. One exception: the joint-space inertia of
 "simple" dofs (a free body's) is computed from the current body_mass and body_inertia,
 where MuJoCo's mj_crb copies the compiled dof_M0. The host facts the step plans from (whether a
 model has friction-loss rows, gravity compensation, tendon armature, damping for the

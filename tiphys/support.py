@@ -342,7 +342,7 @@ def set_total_mass(m: Model, newmass) -> None:
 
     As MuJoCo, only body_mass and body_inertia change (device arrays and the host copy
     ``m.arrays``); derived constants such as body_subtreemass, body_invweight0 and
-    dof_invweight0 keep their values (MuJoCo leaves them to mj_setConst).
+    dof_invweight0 keep their values until ``tiphys.set_const(m)`` (mj_setConst).
     ``newmass``: a float, or one per parameter set when body_mass is given per world.
     """
     mass = m.body_mass.to_numpy()

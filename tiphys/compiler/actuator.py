@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -675,23 +676,23 @@ def _common_dof(a, b0, b1):
     return out
 
 
-def actuator_constants(a, acts, k, Minv, dof_M0, ten_length, ten_J, lropt):
-    """actuator_length0, actuator_acc0, dampratio -> biasprm[2], and the length ranges
-    that come from joint/tendon limits; ``a.lengthrange_pending`` lists the actuators
-    whose range must be simulated (mj_setLengthRange), after set0 as in MuJoCo."""
+def actuator_constants(a, k, Minv, dof_M0, ten_length, ten_J):
+    """set0's actuator constants: actuator_length0, actuator_acc0, and biasprm[2] of a
+    position-like actuator given as a damping ratio (> 0) made the damping (< 0)."""
     length, moment = transmission(a, k, ten_length, ten_J)
     a.actuator_length0 = length
     nv = len(a.dof_bodyid)
+    nu = len(a.actuator_trntype)
     if nv:
         acc0 = []
-        for i in range(len(acts)):
+        for i in range(nu):
             nz = np.nonzero(moment[i])[0]  # Minv @ moment over the moment's nonzeros
             y = Minv[:, nz] @ moment[i][nz]
             acc0.append(math.sqrt(y.dot(y)))  # (np.linalg.norm's own arithmetic)
         a.actuator_acc0 = np.array(acc0, dtype=np.float64)
     else:
-        a.actuator_acc0 = np.zeros(len(acts))
-    for i in range(len(acts)):
+        a.actuator_acc0 = np.zeros(nu)
+    for i in range(nu):
         g, b = a.actuator_gainprm[i], a.actuator_biasprm[i]
         if g[0] != -b[1] or b[2] <= 0:
             continue
@@ -701,6 +702,12 @@ def actuator_constants(a, acts, k, Minv, dof_M0, ten_length, ten_J, lropt):
             if trn2 > MINVAL:
                 mass += dof_M0[d] / trn2
         b[2] = -(b[2] * 2 * math.sqrt(g[0] * mass))
+
+
+def length_ranges(a, acts, lropt):
+    """The length ranges that come from joint/tendon limits; ``a.lengthrange_pending``
+    lists the actuators whose range must be simulated (mj_setLengthRange), after set0
+    as in MuJoCo."""
     pending = []
     for i in range(len(acts)):
         if not needs_lengthrange(a, i, lropt):
@@ -900,20 +907,39 @@ def compile_tendons_and_actuators(spec, defaults, builder, ctx, out, size):
     out.actuator_els = [s.el for s in acts]
 
     # constants at qpos0 (setConst: set0) and qpos_spring (setSpring)
-    nv = len(out.dof_bodyid)
     k0 = ten.HostKinematics(out, out.qpos0)
     out._kinematics0 = k0  # (for compile_equality; removed when the compile ends)
+    c = tendon_constants(out, k0)
+    auto_spring_damper(out, [j for b in builder.bodies for j in b.joints])
+    actuator_constants(out, k0, c.Minv_dense, c.dof_M0, c.L0, c.J0)
+    length_ranges(out, acts, read_lropt(spec))
+    spring_lengths(out, c.L0)
+
+
+def tendon_constants(out, k0) -> SimpleNamespace:
+    """set0 at qpos0 (kinematics ``k0``): tendon_length0, dof_M0, tendon_invweight0,
+    body/dof_invweight0, and the mass matrix with tendon armature, whose diagonal
+    (``out._qM_diag``) gives stat.meaninertia. Returns L0, J0 (the tendons' lengths and
+    dense Jacobians), dof_M0 and inv(M) (TreeBlocks, and dense where there are tendons or
+    actuators) for the actuator constants."""
+    from . import tendon as ten
+
+    nv = len(out.dof_bodyid)
+    ntendon, nu = len(out.tendon_adr), len(out.actuator_trntype)
     L0, J0 = ten.tendon_kinematics(out, k0)
     out.tendon_length0 = L0
     M = k0.mass_blocks()  # tree by tree: no nv^2 memory for scenes of many trees
     dof_M0 = M.diag()
+    simple = out.dof_simplenum.tolist()
+    _simple_diagonal(M, simple)
     if nv:
-        if len(tendons) and np.any(out.tendon_armature):
-            # mj_tendonArmature: added only inside M's tree sparsity (dof and ancestors)
+        if ntendon and np.any(out.tendon_armature):
+            # mj_tendonArmature: added only inside M's tree sparsity (dof and ancestors;
+            # a simple dof's row holds its diagonal alone)
             mask = np.eye(nv, dtype=bool)
             for i in range(nv):
                 j = out.dof_parentid[i]
-                while j >= 0:
+                while j >= 0 and not simple[i]:
                     mask[i, j] = mask[j, i] = True
                     j = out.dof_parentid[j]
             arm = (out.tendon_armature[:, None, None] * J0[:, :, None] * J0[:, None, :]).sum(0)
@@ -922,22 +948,43 @@ def compile_tendons_and_actuators(spec, defaults, builder, ctx, out, size):
         Minv = _block_inverse(M)
         # the products below run on the dense inverse, as they always have: the
         # order of BLAS's sums depends on the vectors' lengths
-        Minv_dense = Minv.dense() if len(tendons) or len(acts) else None
+        Minv_dense = Minv.dense() if ntendon or nu else None
         out.tendon_invweight0 = np.array([J0[i] @ Minv_dense @ J0[i]
-                                          for i in range(len(tendons))])
+                                          for i in range(ntendon)])
     else:
         Minv = Minv_dense = np.zeros((0, 0))
-        out.tendon_invweight0 = np.zeros(len(tendons))
+        out.tendon_invweight0 = np.zeros(ntendon)
     out.dof_M0 = dof_M0
     invweight0(out, k0, Minv)
-    auto_spring_damper(out, [j for b in builder.bodies for j in b.joints])
-    actuator_constants(out, acts, k0, Minv_dense, dof_M0, L0, J0, read_lropt(spec))
-    unset = [i for i, t in enumerate(tendons) if out.tendon_lengthspring[i, 0] == -1
-             and out.tendon_lengthspring[i, 1] == -1]
+    return SimpleNamespace(L0=L0, J0=J0, dof_M0=dof_M0, Minv=Minv, Minv_dense=Minv_dense)
+
+
+def _simple_diagonal(M, simplenum) -> None:
+    """mj_crb: the row (and column) of M of a simple dof (dof_simplenum > 0) holds only
+    its diagonal, dof_M0, whatever the current joint frames make of the rest (zero as
+    compiled; not after jnt_axis or jnt_pos of such a body is changed)."""
+    for d, n in enumerate(simplenum):
+        if n:
+            t = M.tree_of[d]
+            k = d - M.los[t]
+            blk = M.blocks[t]
+            v = blk[k, k]
+            blk[k, :] = 0.0
+            blk[:, k] = 0.0
+            blk[k, k] = v
+
+
+def spring_lengths(out, L0) -> None:
+    """setSpring: a tendon whose spring length is (-1, -1) takes its length at
+    qpos_spring (``L0``: the lengths at qpos0, used when qpos_spring is qpos0)."""
+    from . import tendon as ten
+
+    ls = out.tendon_lengthspring
+    unset = [i for i in range(len(ls)) if ls[i, 0] == -1 and ls[i, 1] == -1]
     if unset:
         if np.array_equal(out.qpos_spring, out.qpos0):
             Ls = L0
         else:
             Ls, _ = ten.tendon_kinematics(out, ten.HostKinematics(out, out.qpos_spring))
         for i in unset:
-            out.tendon_lengthspring[i] = Ls[i]
+            ls[i] = Ls[i]

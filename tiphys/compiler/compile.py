@@ -32,7 +32,7 @@ from .sensor import compile_sensors, fuse_blocking_bodies, sensor_geom_names, se
 from .names import fill_names, fill_paths
 from .sleep import fill_sleep_policy
 from .sparse import fill_sparse
-from .setconst import set_const
+from .setconst import cameras0, lights0, set_stat, subtree_com, subtree_mass
 from .skin import _fill_skins, compile_skins, skin_elements
 from .tree import TreeBuilder
 
@@ -192,7 +192,7 @@ def _compile_spec(spec) -> ModelArrays:
     fill_sparse(out)
     _texts_and_tuples(out)
     out.model_name = spec.model_name
-    set_const(out, out.stat)
+    set_stat(out, out.stat)
     fill_sleep_policy(builder, out)
     check_plugins(out)
     _levels(out)
@@ -415,10 +415,7 @@ def _assemble(out, builder, ctx, size):
     out.body_mass = np.array([b.mass for b in bodies], dtype=f)
     out.body_gravcomp = np.array([b.gravcomp for b in bodies], dtype=f)
     out.body_margin = np.array([b.margin for b in bodies], dtype=f)
-    sub = out.body_mass.tolist()  # (Python floats: the same additions)
-    for i in range(nbody - 1, 0, -1):
-        sub[parentid[i]] += sub[i]
-    out.body_subtreemass = np.array(sub, dtype=f)
+    out.body_subtreemass = subtree_mass(out.body_mass, parentid)
     for k, n in (("solref", 2), ("solimp", 5), ("pos", 3), ("axis", 3), ("range", 2),
                  ("actfrcrange", 2)):
         setattr(out, "jnt_" + k,
@@ -678,44 +675,21 @@ def _global_poses(bodies):
                     dtype=np.float64).reshape(-1, 3)
     xipos = xpos + rot.matvec_batch(rot.quat2mat_batch(xquat), ipos)
     mass = np.array([b.mass for b in bodies])
-    # subtree sums folded on Python floats (the same additions, in the same order)
-    moment = (mass[:, None] * xipos).tolist()
-    sub = mass.tolist()
-    for b in reversed(bodies[1:]):
-        p, c = moment[b.parent.id], moment[b.id]
-        p[0] += c[0]
-        p[1] += c[1]
-        p[2] += c[2]
-        sub[b.parent.id] += sub[b.id]
-    moment, sub = np.array(moment, dtype=np.float64).reshape(-1, 3), np.array(sub)
-    com = np.where(sub[:, None] < MINVAL, xipos, moment / np.maximum(sub, 1e-300)[:, None])
+    com = subtree_com(xipos, mass, [0] + [b.parent.id for b in bodies[1:]])
     return xpos, xquat, com
 
 
 def _cameras(out, cams, builder, poses):
     f = np.float64
     n = len(cams)
-    xpos, xquat, com = poses
-    tb, pos0, poscom0, mat0 = [], [], [], []
-    for c in cams:
-        tid = -1
-        if c.target is not None:
-            tid = _body_lookup(builder, c.target, c.el, "target")
-        tb.append(tid)
-        b = c.body.id
-        gpos = xpos[b] + rot.rotate(xquat[b], c.pos)
-        gquat = rot.quat_mul(xquat[b], c.quat)
-        pos0.append(gpos - xpos[b])
-        poscom0.append(gpos - com[tid if tid >= 0 else b])
-        mat0.append(rot.quat2mat(gquat))
+    tb = [-1 if c.target is None else _body_lookup(builder, c.target, c.el, "target")
+          for c in cams]
     out.cam_mode = np.array([c.mode for c in cams], dtype=np.int32)
     out.cam_bodyid = np.array([c.body.id for c in cams], dtype=np.int32)
     out.cam_targetbodyid = np.array(tb, dtype=np.int32)
     out.cam_pos = np.array([c.pos for c in cams], dtype=f).reshape(n, 3)
     out.cam_quat = np.array([c.quat for c in cams], dtype=f).reshape(n, 4)
-    out.cam_poscom0 = np.array(poscom0, dtype=f).reshape(n, 3)
-    out.cam_pos0 = np.array(pos0, dtype=f).reshape(n, 3)
-    out.cam_mat0 = np.array(mat0, dtype=f).reshape(n, 3, 3)
+    cameras0(out, *poses)
     out.cam_orthographic = np.array([c.orthographic for c in cams], dtype=np.int32)
     out.cam_fovy = np.array([c.fovy for c in cams], dtype=f)
     out.cam_ipd = np.array([c.ipd for c in cams], dtype=f)
@@ -727,18 +701,8 @@ def _cameras(out, cams, builder, poses):
 def _lights(out, lights, builder, poses):
     f = np.float64
     n = len(lights)
-    xpos, xquat, com = poses
-    tb, pos0, poscom0, dir0 = [], [], [], []
-    for li in lights:
-        tid = -1
-        if li.target is not None:
-            tid = _body_lookup(builder, li.target, li.el, "target")
-        tb.append(tid)
-        b = li.body.id
-        gpos = xpos[b] + rot.rotate(xquat[b], li.pos)
-        pos0.append(gpos - xpos[b])
-        poscom0.append(gpos - com[tid if tid >= 0 else b])
-        dir0.append(rot.rotate(xquat[b], li.dir))
+    tb = [-1 if li.target is None else _body_lookup(builder, li.target, li.el, "target")
+          for li in lights]
     out.light_mode = np.array([li.mode for li in lights], dtype=np.int32)
     out.light_bodyid = np.array([li.body.id for li in lights], dtype=np.int32)
     out.light_targetbodyid = np.array(tb, dtype=np.int32)
@@ -750,9 +714,7 @@ def _lights(out, lights, builder, poses):
     for k in ("pos", "dir", "attenuation", "ambient", "diffuse", "specular"):
         setattr(out, "light_" + k,
                 np.array([getattr(li, k) for li in lights], dtype=f).reshape(n, 3))
-    out.light_poscom0 = np.array(poscom0, dtype=f).reshape(n, 3)
-    out.light_pos0 = np.array(pos0, dtype=f).reshape(n, 3)
-    out.light_dir0 = np.array(dir0, dtype=f).reshape(n, 3)
+    lights0(out, *poses)
 
 
 def _qpos_spec(out, nq):

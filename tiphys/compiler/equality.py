@@ -180,25 +180,25 @@ def _mulquat(a, b):
                      aw * bz + ax * by - ay * bx + az * bw])
 
 
-def _set_data(eqs, out):
-    """setConst's missing eq_data of body connects and welds, at qpos0."""
-    k0 = None
-    if any(eq.objtype == OBJ_BODY for eq in eqs):
-        # the tendon/actuator pass's kinematics at qpos0, when it left them
-        k0 = getattr(out, "_kinematics0", None)
-        if k0 is None:
-            from .tendon import HostKinematics
-            k0 = HostKinematics(out, out.qpos0)
-    for eq in eqs:
-        data = eq.data
-        id1, id2 = eq.obj1, eq.obj2
-        if eq.type == EQ_CONNECT:
-            if eq.objtype == OBJ_BODY:
+def eq_data0(a, k0=None) -> None:
+    """setConst's missing eq_data of body connects and welds, at qpos0, in place on
+    ``a.eq_data``: a connect's anchor in body2's frame; a weld without a relative pose
+    gets body1's anchor and the relative orientation, one with it the quaternion
+    normalized. ``k0``: kinematics at qpos0 (tendon.HostKinematics), made if None."""
+    types, objtypes = a.eq_type.tolist(), a.eq_objtype.tolist()
+    if k0 is None and OBJ_BODY in objtypes:
+        from .tendon import HostKinematics
+        k0 = HostKinematics(a, a.qpos0)
+    for i, (typ, objtype, id1, id2) in enumerate(zip(types, objtypes, a.eq_obj1id.tolist(),
+                                                     a.eq_obj2id.tolist())):
+        data = a.eq_data[i]
+        if typ == EQ_CONNECT:
+            if objtype == OBJ_BODY:
                 pos = k0.xpos[id1] + k0.xmat[id1] @ data[0:3]
                 data[3:6] = k0.xmat[id2].T @ (pos - k0.xpos[id2])
             else:
                 data[:] = 0.0  # site connect: unused
-        elif eq.type == EQ_WELD and eq.objtype == OBJ_BODY:
+        elif typ == EQ_WELD and objtype == OBJ_BODY:
             quat = data[6:10]
             if np.any(quat != 0):  # given by relpose: mju_normalize4
                 norm = float(np.sqrt(quat @ quat))
@@ -245,8 +245,9 @@ def compile_equality(spec, defaults, builder, out) -> None:
                 raise error_at(eq.el, f"rigid flex '{eq.name1}' in equality constraint "
                                       f"{len(eqs)}", eq.attr1)
         eqs.append(eq)
-    _set_data(eqs, out)
     _fill(out, eqs)
+    # the tendon/actuator pass's kinematics at qpos0, when it left them
+    eq_data0(out, getattr(out, "_kinematics0", None))
 
 
 def _fill(out, eqs) -> None:

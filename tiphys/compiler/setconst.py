@@ -1,4 +1,8 @@
-"""Model constants computed at qpos0 (MuJoCo's setConst): statistics and dof_length.
+"""Model constants computed at qpos0 (MuJoCo's setConst): statistics, dof_length, the
+subtree masses and centers of mass, and the cameras' and lights' offsets.
+
+The compiler calls these pieces where its arrays are ready; ``model_constants`` calls
+them all in mj_setConst's order on a compiled model's current values (tiphys.set_const).
 
 Kinematics at qpos0 needs no joint motion (hinge/slide at their reference, ball at
 identity, free joints at the body pose), so body poses are the static tree
@@ -17,6 +21,62 @@ from . import rotation as rot
 from .options import Statistic
 
 _EYE3 = np.eye(3)
+
+
+def subtree_mass(mass, parentid) -> np.ndarray:
+    """body_subtreemass: each body's mass plus its descendants' (bodies after parents)."""
+    sub = np.asarray(mass, dtype=np.float64).tolist()  # (Python floats: the same additions)
+    parent = np.asarray(parentid).tolist()
+    for i in range(len(sub) - 1, 0, -1):
+        sub[parent[i]] += sub[i]
+    return np.array(sub, dtype=np.float64)
+
+
+def subtree_com(xipos, mass, parentid) -> np.ndarray:
+    """Subtree centers of mass (mj_comPos's subtree_com) from the bodies' inertial
+    positions; a subtree of (nearly) no mass takes its body's own xipos."""
+    mass = np.asarray(mass, dtype=np.float64)
+    # subtree sums folded on Python floats (the same additions, in the same order)
+    moment = (mass[:, None] * xipos).tolist()
+    parent = np.asarray(parentid).tolist()
+    for i in range(len(moment) - 1, 0, -1):
+        p, c = moment[parent[i]], moment[i]
+        p[0] += c[0]
+        p[1] += c[1]
+        p[2] += c[2]
+    moment, sub = np.array(moment, dtype=np.float64).reshape(-1, 3), subtree_mass(mass, parentid)
+    return np.where(sub[:, None] < MINVAL, xipos, moment / np.maximum(sub, 1e-300)[:, None])
+
+
+def cameras0(a, xpos, xquat, com) -> None:
+    """cam_pos0, cam_poscom0, cam_mat0 (set0: each camera's pose at qpos0 relative to
+    its body and to its target's, or its body's, subtree com) from the cameras' arrays."""
+    n = len(a.cam_bodyid)
+    pos0, poscom0, mat0 = [], [], []
+    for b, tid, pos, quat in zip(a.cam_bodyid.tolist(), a.cam_targetbodyid.tolist(),
+                                 a.cam_pos, a.cam_quat):
+        gpos = xpos[b] + rot.rotate(xquat[b], pos)
+        pos0.append(gpos - xpos[b])
+        poscom0.append(gpos - com[tid if tid >= 0 else b])
+        mat0.append(rot.quat2mat(rot.quat_mul(xquat[b], quat)))
+    a.cam_poscom0 = np.array(poscom0, dtype=np.float64).reshape(n, 3)
+    a.cam_pos0 = np.array(pos0, dtype=np.float64).reshape(n, 3)
+    a.cam_mat0 = np.array(mat0, dtype=np.float64).reshape(n, 3, 3)
+
+
+def lights0(a, xpos, xquat, com) -> None:
+    """light_pos0, light_poscom0, light_dir0, as cameras0 for the lights."""
+    n = len(a.light_bodyid)
+    pos0, poscom0, dir0 = [], [], []
+    for b, tid, pos, dirn in zip(a.light_bodyid.tolist(), a.light_targetbodyid.tolist(),
+                                 a.light_pos, a.light_dir):
+        gpos = xpos[b] + rot.rotate(xquat[b], pos)
+        pos0.append(gpos - xpos[b])
+        poscom0.append(gpos - com[tid if tid >= 0 else b])
+        dir0.append(rot.rotate(xquat[b], dirn))
+    a.light_poscom0 = np.array(poscom0, dtype=np.float64).reshape(n, 3)
+    a.light_pos0 = np.array(pos0, dtype=np.float64).reshape(n, 3)
+    a.light_dir0 = np.array(dir0, dtype=np.float64).reshape(n, 3)
 
 
 def _qpos0_kinematics(a):
@@ -138,12 +198,33 @@ def _flex_body_sizes(a, body, xpos) -> None:
             body[b2] = max(body[b2], a.flexedge_length0[e])
 
 
-def set_const(a, user: Statistic) -> None:
-    """Fill ``a.stat`` (user values win) and ``a.dof_length``."""
-    xpos, xmat, xipos, ximat, xanchor, xaxis, geom_xpos, site_xpos = _qpos0_kinematics(a)
+def _kinematics_of(a, k0):
+    """_qpos0_kinematics's tuple from tendon.HostKinematics at qpos0 (any qpos0: free
+    and ball joints placed by it), geoms and sites in their bodies' frames as
+    mj_local2global places them."""
+    xipos, ximat = k0.xipos.copy(), k0.ximat.copy()
+    xipos[0], ximat[0] = 0.0, _EYE3
+    gb, sb = a.geom_bodyid, a.site_bodyid
+    return (k0.xpos, k0.xmat, xipos, ximat, k0.xanchor, k0.xaxis,
+            _same_frame(k0.geom_xpos, a.geom_sameframe, k0.xpos[gb], xipos[gb]),
+            _same_frame(k0.site_xpos, a.site_sameframe, k0.xpos[sb], xipos[sb]))
+
+
+def set_stat(a, user: Statistic, start: Statistic = None, kin=None) -> None:
+    """setStat: fill ``a.stat`` and ``a.dof_length``. ``user``: values that win (NaN:
+    computed); ``start``: the values setStat leaves where it computes none (the
+    defaults at compile time); ``kin``: the kinematics at qpos0 (_qpos0_kinematics's
+    tuple; made from the tree's rest pose if None)."""
+    if kin is None:
+        kin = _qpos0_kinematics(a)
+    xpos, xmat, xipos, ximat, xanchor, xaxis, geom_xpos, site_xpos = kin
     nbody = len(a.body_parentid)
-    stat = Statistic(meaninertia=1.0, meanmass=1.0, meansize=0.2, extent=2.0,
-                     center=np.zeros(3))
+    if start is None:
+        start = Statistic(meaninertia=1.0, meanmass=1.0, meansize=0.2, extent=2.0,
+                          center=np.zeros(3))
+    stat = Statistic(meaninertia=start.meaninertia, meanmass=start.meanmass,
+                     meansize=start.meansize, extent=start.extent,
+                     center=np.array(start.center, dtype=np.float64))
     # the bounding box of body, inertial, joint and site points and geom spheres: the
     # running min/max as one reduction each (the same fold, point by point)
     r = a.geom_rbound.copy()
@@ -208,3 +289,40 @@ def set_const(a, user: Statistic) -> None:
     if not math.isnan(user.center[0]):
         stat.center = np.asarray(user.center, dtype=np.float64)
     a.stat = stat
+
+
+def model_constants(a) -> None:
+    """mj_setConst on the host arrays ``a`` of a compiled model, in place, from their
+    current values: setFixed's body_subtreemass; set0 at qpos0 (dof_M0, tendon and
+    actuator lengths, inverse weights and acc0, dampratio biases, connect/weld eq_data,
+    the cameras' and lights' offsets); setStat (stat, dof_length); setSpring (spring
+    lengths given as -1). The same functions the compiler runs.
+
+    Not recomputed: the tree fields (body_treeid, tree_*, tendon_treeid/treenum) and
+    the sleep policies, which come from the tree's topology and the compiled
+    sleep policies alone (no field a Model lets one change), so setFixed finds them
+    as they are. A model with flexes raises NotImplementedError (flexedge_length0 and
+    flexedge_invweight0 are computed from the compiler's flex objects only)."""
+    from .actuator import actuator_constants, spring_lengths, tendon_constants
+    from .equality import eq_data0
+    from .tendon import HostKinematics
+
+    if len(getattr(a, "flex_dim", ())):
+        els = getattr(a, "flex_els", None) or [None]
+        el = els[0]
+        where = (f"{getattr(el, 'xml_file', None) or '<string>'}:{el.xml_line}: <{el.tag}>: "
+                 if getattr(el, "xml_line", None) is not None else "")
+        raise NotImplementedError(
+            f"{where}set_const of a model with flexes ({len(a.flex_dim)}) is not supported "
+            f"yet: flexedge_length0 and flexedge_invweight0 are computed only when "
+            f"compiling (tiphys/compiler/flex.py _edge_constants)")
+    a.body_subtreemass = subtree_mass(a.body_mass, a.body_parentid)
+    k0 = HostKinematics(a, a.qpos0)
+    c = tendon_constants(a, k0)
+    actuator_constants(a, k0, c.Minv_dense, c.dof_M0, c.L0, c.J0)
+    eq_data0(a, k0)
+    com = subtree_com(k0.xipos, a.body_mass, a.body_parentid)
+    cameras0(a, k0.xpos, k0.xquat, com)
+    lights0(a, k0.xpos, k0.xquat, com)
+    set_stat(a, Statistic(), start=a.stat, kin=_kinematics_of(a, k0))
+    spring_lengths(a, c.L0)
