@@ -26,6 +26,7 @@ LONG_FIRST = ("test_sparse_jacobian", "test_collide_sdf", "test_sensor_acc",
               "test_collide_convex", "test_distributed", "test_trajectory_corpus")
 
 
+@pytest.hookimpl(optionalhook=True)  # (known only where pytest-xdist is loaded)
 def pytest_xdist_make_scheduler(config, log):
     """`--dist loadfile`, except that the tests using the f32/Vulkan helper processes
     form one work unit of their own (tests/helper_scope.py says why)."""
