@@ -206,9 +206,6 @@ IGNORED_SIZES = {
     # sparse-matrix sizes tiphys derives from the topology itself
     "nB": "sparse body-dof nonzeros", "nC": "sparse reduced dof-dof nonzeros",
     "nD": "sparse dof-dof nonzeros", "nJmom": "sparse actuator_moment nonzeros",
-    # bounding-volume hierarchies: tiphys's broadphase does not use MuJoCo's BVH
-    "nbvh": "bounding volumes", "nbvhstatic": "static bounding volumes",
-    "nbvhdynamic": "dynamic bounding volumes",
     # memory and name bookkeeping of mjModel / mjData
     "narena": "arena bytes", "nbuffer": "model buffer bytes", "nnames": "name characters",
     "nnames_map": "name hash slots", "npaths": "path characters",

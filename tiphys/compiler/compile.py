@@ -26,6 +26,7 @@ from .actuator import compile_tendons_and_actuators
 from .composite import add_composite_texts, composite_excludes, composite_skins
 from .contact import compile_contact, referenced_geom_names
 from .equality import compile_equality
+from .bvh import fill_bvh
 from .flex import compile_flexes
 from .plugins import check_extensions, check_plugins, compile_plugins
 from .sensor import compile_sensors, fuse_blocking_bodies, sensor_geom_names, sensor_mesh_names
@@ -169,6 +170,7 @@ def _compile_spec(spec) -> ModelArrays:
     compile_tendons_and_actuators(spec, defaults, builder, ctx, out, size)
     _flexes(spec, builder, out)
     _skins(spec, builder, ctx, out)
+    fill_bvh(out, ctx.assets.compiled_meshes, out.__dict__.pop("_flex_bvh_input"))
     compile_contact(spec, defaults, builder, out)
     compile_equality(spec, defaults, builder, out)
     del out._kinematics0
