@@ -373,6 +373,40 @@ def _rows(a, n, width):
 _CORNER = np.array([[(v >> k) & 1 for k in range(3)] for v in range(8)], dtype=bool)
 
 
+def geom_elements(ipos, iquat, pos, quat, box):
+    """(lo, hi, point) of geoms (pos, quat, aabb per geom) in their body's inertial
+    frame (ipos, iquat per geom)."""
+    qinv = iquat * np.array([1.0, -1.0, -1.0, -1.0])
+    blo, bhi = box[:, :3] - box[:, 3:], box[:, :3] + box[:, 3:]
+    corner = np.where(_CORNER[None], bhi[:, None, :], blo[:, None, :])  # (k, 8, 3)
+    rel = pos - ipos
+    frame = _rot(np.repeat(quat[:, None], 8, axis=1), corner) + rel[:, None, :]
+    frame = _rot(np.repeat(qinv[:, None], 8, axis=1), frame)
+    return frame.min(axis=1), frame.max(axis=1), _rot(qinv, rel)
+
+
+def fused_nodeids(history) -> np.ndarray:
+    """bvh_nodeid of a body that fusestatic merged others into: MuJoCo rebuilds its
+    hierarchy after each merge but keeps the node pointer list of the earlier builds,
+    appending to it and overwriting only the new leaves' slots, so an inner node
+    shows the geom (or none) an earlier build had in its slot. ``history``: the
+    body's snapshots (tree._bvh_snapshot), first build first."""
+    slots = []
+    for geoms, pos, quat, box, ipos, iquat in history:
+        k = len(geoms)
+        if not k:
+            continue
+        lo, hi, pt = geom_elements(np.repeat(ipos[None], k, 0), np.repeat(iquat[None], k, 0),
+                                   pos, quat, box)
+        forest = build_forest(lo, hi, pt, [k])
+        slots.extend([None] * len(forest.depth))
+        for j, e in enumerate(forest.element.tolist()):
+            if e >= 0:
+                slots[j] = geoms[e]
+        last = len(forest.depth)
+    return np.array([-1 if g is None else g.id for g in slots[:last]], dtype=np.int32)
+
+
 def body_elements(out):
     """(lo, hi, point, geomid, counts): each body's colliding geoms, boxes and positions
     in the body's inertial frame."""
@@ -384,19 +418,11 @@ def body_elements(out):
     gb = body[geomid]
     # geoms are grouped by body in body order (body_geomadr), so geomid is too
     counts = np.bincount(gb, minlength=nbody)
-    ipos = _rows(out.body_ipos, nbody, 3)[gb]
-    iquat = _rows(out.body_iquat, nbody, 4)[gb]
-    qinv = iquat * np.array([1.0, -1.0, -1.0, -1.0])
-    pos = _rows(out.geom_pos, ngeom, 3)[geomid]
-    quat = _rows(out.geom_quat, ngeom, 4)[geomid]
-    box = _rows(out.geom_aabb, ngeom, 6)[geomid]
-    blo, bhi = box[:, :3] - box[:, 3:], box[:, :3] + box[:, 3:]
-    corner = np.where(_CORNER[None], bhi[:, None, :], blo[:, None, :])  # (k, 8, 3)
-    rel = pos - ipos
-    frame = _rot(np.repeat(quat[:, None], 8, axis=1), corner) + rel[:, None, :]
-    frame = _rot(np.repeat(qinv[:, None], 8, axis=1), frame)
-    point = _rot(qinv, rel)
-    return frame.min(axis=1), frame.max(axis=1), point, geomid, counts
+    lo, hi, point = geom_elements(
+        _rows(out.body_ipos, nbody, 3)[gb], _rows(out.body_iquat, nbody, 4)[gb],
+        _rows(out.geom_pos, ngeom, 3)[geomid], _rows(out.geom_quat, ngeom, 4)[geomid],
+        _rows(out.geom_aabb, ngeom, 6)[geomid])
+    return lo, hi, point, geomid, counts
 
 
 def _dot3(a, b):
@@ -439,10 +465,13 @@ def flex_elements(vx: np.ndarray, elem, dim: int, radius: float, active):
 # Model fields
 
 
-def fill_bvh(out, meshes, flexes) -> None:
+def fill_bvh(out, meshes, flexes, fuse_excess: int = 0, fused=()) -> None:
     """bvh_*, body_bvhadr/num, mesh_bvhadr/num, flex_bvhadr/num and the sizes nbvh,
     nbvhstatic, nbvhdynamic. ``meshes``: the compiled meshes (mesh order);
-    ``flexes``: (vx, elem, dim, radius, active) per flex."""
+    ``flexes``: (vx, elem, dim, radius, active) per flex; ``fuse_excess``: the static
+    volumes MuJoCo 3.4.0 counts too many when fusestatic merges a body with colliding
+    geoms into a parent that has some (one per such merge; user_model.cc FuseStatic):
+    nbvh and nbvhstatic include them and the arrays end in as many zero entries."""
     blo, bhi, bpt, geomid, bcount = body_elements(out)
     parts = [(blo, bhi, bpt)]
     counts = [bcount]
@@ -473,6 +502,10 @@ def fill_bvh(out, meshes, flexes) -> None:
     leaf = forest.element >= 0
     nodeid = np.full(forest.element.shape, -1, dtype=np.int32)
     nodeid[leaf] = ids[forest.element[leaf]]
+    for body, history in fused:  # (fusestatic: bodies that others were merged into)
+        adr, num = int(forest.roots[body.id]), int(forest.counts[body.id])
+        if num:
+            nodeid[adr:adr + num] = fused_nodeids(history)
 
     roots, num = forest.roots, forest.counts
     out.body_bvhadr = roots[:nbody].astype(np.int32)
@@ -482,10 +515,12 @@ def fill_bvh(out, meshes, flexes) -> None:
     out.flex_bvhadr = roots[nbody + nmesh:].astype(np.int32)
     out.flex_bvhnum = num[nbody + nmesh:].astype(np.int32)
     nstatic = int(num[:nbody + nmesh].sum())
-    out.bvh_depth = forest.depth
-    out.bvh_child = forest.child
-    out.bvh_nodeid = nodeid
-    out.bvh_aabb = forest.aabb[:nstatic]
-    out._size_nbvh = len(forest.depth)
-    out._size_nbvhstatic = nstatic
-    out._size_nbvhdynamic = len(forest.depth) - nstatic
+    ndynamic = len(forest.depth) - nstatic
+    extra = int(fuse_excess)
+    out.bvh_depth = np.concatenate([forest.depth, np.zeros(extra, np.int32)])
+    out.bvh_child = np.concatenate([forest.child, np.zeros((extra, 2), np.int32)])
+    out.bvh_nodeid = np.concatenate([nodeid, np.zeros(extra, np.int32)])
+    out.bvh_aabb = np.concatenate([forest.aabb[:nstatic], np.zeros((extra, 6))])
+    out._size_nbvh = len(forest.depth) + extra
+    out._size_nbvhstatic = nstatic + extra
+    out._size_nbvhdynamic = ndynamic

@@ -170,7 +170,9 @@ def _compile_spec(spec) -> ModelArrays:
     compile_tendons_and_actuators(spec, defaults, builder, ctx, out, size)
     _flexes(spec, builder, out)
     _skins(spec, builder, ctx, out)
-    fill_bvh(out, ctx.assets.compiled_meshes, out.__dict__.pop("_flex_bvh_input"))
+    fill_bvh(out, ctx.assets.compiled_meshes, out.__dict__.pop("_flex_bvh_input"),
+             getattr(builder, "bvh_fuse_excess", 0),
+             list(getattr(builder, "bvh_history", {}).values()))
     compile_contact(spec, defaults, builder, out)
     compile_equality(spec, defaults, builder, out)
     del out._kinematics0
