@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from oracle import compare_arrays, corpus_dir
+from tiphys.compiler import bvh
 from tiphys.compiler.bvh import build_forest
 from tiphys.compiler.compile import compile_spec
 from tiphys.spec.parse import parse_xml
@@ -204,10 +205,16 @@ def test_forest_splits_at_the_median_in_preorder():
     assert forest.depth.tolist() == [0, 1, 2, 2, 1, 2, 2]
 
 
-@pytest.mark.parametrize("rel", ["mjwarp/mug/mug.xml", "mjwarp/aloha_pot/scene.xml",
-                                 "mjwarp/flex/floppy.xml"])
-def test_corpus_models_with_meshes_and_flexes_match_mujoco(rel):
+@pytest.mark.parametrize("rel,pure", [
+    ("mjwarp/mug/mug.xml", False), ("mjwarp/aloha_pot/scene.xml", False),
+    ("mjwarp/flex/floppy.xml", False),
+    # degenerate faces (NaN circumcenters) and split points chained within mjEPS
+    ("robosuite/objects/milk.xml", False), ("robosuite/objects/milk.xml", True),
+    ("robosuite/robots/iiwa/robot.xml", False)])
+def test_corpus_models_with_meshes_and_flexes_match_mujoco(rel, pure, monkeypatch):
     import os
+    if pure:  # the numpy build with its Python node-by-node rebuild
+        monkeypatch.setattr(bvh, "_c_tree", None)
     path = os.path.join(corpus_dir(), rel)
     if not os.path.exists(path):
         pytest.skip(f"corpus model {rel} not present")
@@ -220,3 +227,38 @@ def test_corpus_models_with_meshes_and_flexes_match_mujoco(rel):
                              np.asarray(getattr(mjm, f)).reshape(np.shape(getattr(arrays, f))))
               for f in FIELDS]
     assert [e for e in errors if e] == []
+
+
+def _forest_arrays(f):
+    return (f.depth, f.child, f.element, f.aabb, f.roots, f.counts)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_numpy_and_node_by_node_builds_agree_on_ties_and_nans(seed):
+    """The level-by-level numpy build (with its node-by-node Python rebuild of the
+    hierarchies whose order is not a strict weak order) gives what the C twin gives;
+    the C twin is what the corpus compares with MuJoCo."""
+    if bvh._c_tree is None:
+        pytest.skip("tiphys/compiler/_bvhtree was not built")
+    rng = np.random.default_rng(seed)
+    counts = rng.integers(0, 200, size=6)
+    n = int(counts.sum())
+    point = rng.normal(size=(n, 3))
+    point[: n // 3] = np.round(point[: n // 3], 1)                 # exact ties
+    point[n // 3: n // 2, 0] = .5 + rng.integers(0, 4, n // 2 - n // 3) * 4e-15  # EPS chains
+    point[rng.integers(0, n, size=5)] = np.nan                     # degenerate faces
+    half = np.abs(rng.normal(size=(n, 3))) * .1
+    lo, hi = np.nan_to_num(point - half), np.nan_to_num(point + half)
+    a = _forest_arrays(build_forest(lo, hi, point, counts, use_c=True))
+    b = _forest_arrays(build_forest(lo, hi, point, counts, use_c=False))
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(x, y)
+    for t in range(len(counts)):
+        c = int(counts[t])
+        if c:
+            e0 = int(counts[:t].sum())
+            one = bvh._exact_tree(lo[e0:e0 + c], hi[e0:e0 + c], point[e0:e0 + c],
+                                  use_c=False)
+            r = int(a[4][t])
+            np.testing.assert_array_equal(one[2], np.where(a[2][r:r + 2 * c - 1] >= 0,
+                                                           a[2][r:r + 2 * c - 1] - e0, -1))

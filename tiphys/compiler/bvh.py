@@ -31,6 +31,13 @@ from __future__ import annotations
 
 import numpy as np
 
+try:
+    from ._bvhtree import tree as _c_tree
+except ImportError as exc:  # not built (no C compiler at install): _exact_tree in Python
+    if exc.name != f"{__package__}._bvhtree":
+        raise
+    _c_tree = None
+
 EPS = 1e-14  # mjEPS
 
 
@@ -47,10 +54,14 @@ class Forest:
 
 
 def build_forest(lo: np.ndarray, hi: np.ndarray, point: np.ndarray,
-                 counts) -> Forest:
+                 counts, use_c: bool = True) -> Forest:
     """One hierarchy per consecutive group of ``counts`` elements, each element with its
     box ``lo``..``hi`` (N, 3) and reference point ``point`` (N, 3), all in that
-    hierarchy's frame. Element order is the order ties are broken in."""
+    hierarchy's frame. Element order is the order ties are broken in.
+
+    Where _bvhtree is built each hierarchy is made by it, node by node as MuJoCo;
+    otherwise level by level in numpy, and the hierarchies whose order has ties that
+    are not a strict weak order again node by node (_exact_tree in Python)."""
     counts = np.asarray(counts, dtype=np.int64)
     n = int(counts.sum())
     nodes = np.where(counts > 0, 2 * counts - 1, 0)
@@ -72,6 +83,9 @@ def build_forest(lo: np.ndarray, hi: np.ndarray, point: np.ndarray,
     lo = np.asarray(lo, dtype=np.float64).reshape(n, 3)
     hi = np.asarray(hi, dtype=np.float64).reshape(n, 3)
     point = np.asarray(point, dtype=np.float64).reshape(n, 3)
+    if use_c and _c_tree is not None:
+        odd_trees = set(np.nonzero(keep)[0].tolist())
+        start = start[:0]
     while start.size:
         cnt = stop - start
         # union of the element boxes of each segment (segments are disjoint, in order)
@@ -111,7 +125,7 @@ def build_forest(lo: np.ndarray, hi: np.ndarray, point: np.ndarray,
     for t in sorted(odd_trees):
         a, b = int(elem_base[t]), int(elem_base[t] + counts[t])
         r0 = int(node_base[t])
-        d, c, el, bx = _exact_tree(lo[a:b], hi[a:b], point[a:b])
+        d, c, el, bx = _exact_tree(lo[a:b], hi[a:b], point[a:b], use_c)
         sl = slice(r0, r0 + len(d))
         depth[sl], child[sl], aabb[sl] = d, c, bx
         element[sl] = np.where(el >= 0, el + a, -1)
@@ -149,11 +163,16 @@ def _order_segments(perm, point, start, stop, axis):
     return odd_seg
 
 
-def _exact_tree(lo, hi, point):
+def _exact_tree(lo, hi, point, use_c=True):
     """One hierarchy built node by node as MuJoCo does, its halves chosen by
     ``nth_element_libcxx`` (for orders that are not strict weak orders); returns
-    (depth, child, element, aabb) in pre-order."""
+    (depth, child, element, aabb) in pre-order. In C where _bvhtree is built."""
     n = len(lo)
+    if use_c and _c_tree is not None:
+        out = (np.zeros(2 * n - 1, np.int32), np.zeros((2 * n - 1, 2), np.int32),
+               np.zeros(2 * n - 1, np.int32), np.zeros((2 * n - 1, 6)))
+        _c_tree(*(np.ascontiguousarray(x, dtype=np.float64) for x in (lo, hi, point)), *out)
+        return out
     depth, child, element, aabb = [], [], [], []
     cols = [point[:, k].tolist() for k in range(3)]
 
