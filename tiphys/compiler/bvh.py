@@ -2,9 +2,7 @@
 
 Follows MuJoCo 3.4.0 (user_objects.cc: mjCBoundingVolumeHierarchy::Make / MakeBVH and
 mjCBody::ComputeBVH; user_mesh.cc: mjCMesh::SetBoundingVolume / MakeCenter and
-mjCFlex::CreateBVH; user_model.cc: the copy into mjModel). The algorithm is written
-anew, level by level over all hierarchies at once (numpy), instead of one recursion per
-node:
+mjCFlex::CreateBVH; user_model.cc: the copy into mjModel and FuseStatic). Written anew:
 
 - a hierarchy is built over its elements: a body's colliding geoms (contype or
   conaffinity nonzero), a mesh's faces, a flex's active elements;
@@ -18,10 +16,14 @@ node:
 - nodes are numbered in pre-order (left subtree first), so a node with ``n`` elements
   has its left child next to it and its right child ``2 * (n // 2)`` later.
 
-MuJoCo's ordering compares points within mjEPS as ties; a chain of points each within
-mjEPS of the next but spanning more than mjEPS has no consistent order there (its
-std::nth_element decides). tiphys groups such a chain into one tie; identical and
-round-off-close points (the cases models have) give MuJoCo's order.
+That order is not a strict weak order where points chain within mjEPS of each other
+or are NaN (a degenerate face's circumcenter); there MuJoCo's halves are whatever its
+std::nth_element (libc++, LLVM 20, in MuJoCo's Linux wheels) makes of them, which
+depends on the elements' arrangement left by the levels above. So every hierarchy is
+built node by node with a port of that selection (_bvhtree.c, or ``_exact_tree`` in
+Python). Without the C twin, hierarchies are built level by level over all of them at
+once (numpy, a sort per level), and those where a level meets such ties are rebuilt
+node by node in Python.
 
 bvh_* holds the bodies' hierarchies, then the meshes', then the flexes'
 (``nbvhstatic`` = bodies + meshes, whose boxes are in ``bvh_aabb``; the flexes' boxes
@@ -202,13 +204,7 @@ def _exact_tree(lo, hi, point, use_c=True):
         child[index][1] = make(items[m:], level + 1)
         return index
 
-    import sys
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, 10000))
-    try:
-        make(list(range(n)), 0)
-    finally:
-        sys.setrecursionlimit(limit)
+    make(list(range(n)), 0)  # (recursion depth: about log2 n, the halves being halves)
     return (np.array(depth, dtype=np.int32), np.array(child, dtype=np.int32).reshape(-1, 2),
             np.array(element, dtype=np.int32), np.array(aabb).reshape(-1, 6))
 
