@@ -13,8 +13,8 @@ test pins them. The tables generate the Taichi fields, numpy export and docs.
 from __future__ import annotations
 
 MODEL_SIZES = (
-    "nq", "nv", "nu", "na", "nbody", "nbvh", "nbvhstatic", "nbvhdynamic", "njnt", "ntree",
-    "nM", "nB", "nC", "nD", "ngeom", "nsite", "ncam",
+    "nq", "nv", "nu", "na", "nbody", "nbvh", "nbvhstatic", "nbvhdynamic", "noct", "njnt",
+    "ntree", "nM", "nB", "nC", "nD", "ngeom", "nsite", "ncam",
     "nlight", "nflex", "nflexnode", "nflexvert", "nflexedge", "nflexelem", "nflexelemdata",
     "nflexelemedge", "nflexshelldata", "nflexevpair", "nflextexcoord", "nmesh", "nmeshvert", "nmeshnormal", "nmeshtexcoord", "nmeshface",
     "nmeshgraph", "nmeshpoly", "nmeshpolyvert", "nmeshpolymap", "nskin", "nskinvert",
@@ -64,6 +64,10 @@ MODEL_FIELDS = (
     ("bvh_child", "nbvh 2", "i", "left and right children in tree"),
     ("bvh_nodeid", "nbvh", "i", "geom or elem id of node; -1: non-leaf"),
     ("bvh_aabb", "nbvhstatic 6", "f", "local bounding box (center, size)"),
+    ("oct_depth", "noct", "i", "depth in the octree"),
+    ("oct_child", "noct 8", "i", "children of octree node"),
+    ("oct_aabb", "noct 6", "f", "octree node bounding box (center, size)"),
+    ("oct_coeff", "noct 8", "f", "octree interpolation coefficients"),
     ("jnt_type", "njnt", "i", "type of joint (mjtJoint)"),
     ("jnt_qposadr", "njnt", "i", "start addr in 'qpos' for joint's data"),
     ("jnt_dofadr", "njnt", "i", "start addr in 'qvel' for joint's data"),
@@ -241,6 +245,8 @@ MODEL_FIELDS = (
     ("mesh_facenum", "nmesh", "i", "number of faces"),
     ("mesh_bvhadr", "nmesh", "i", "address of bvh root"),
     ("mesh_bvhnum", "nmesh", "i", "number of bvh"),
+    ("mesh_octadr", "nmesh", "i", "address of octree root"),
+    ("mesh_octnum", "nmesh", "i", "number of octree nodes"),
     ("mesh_normaladr", "nmesh", "i", "first normal address"),
     ("mesh_normalnum", "nmesh", "i", "number of normals"),
     ("mesh_texcoordadr", "nmesh", "i", "texcoord data address; -1: no texcoord"),
