@@ -1,10 +1,9 @@
 """Mesh octrees (oct_depth/child/aabb/coeff, mesh_octadr/octnum, noct) against MuJoCo.
 
 MuJoCo 3.4.0 builds an octree, with the mesh's signed distance at its corners, for
-every mesh of a ``<geom type="sdf">`` (tiphys/compiler/octree.py). tiphys compiles
-those of sdf geoms that have a plugin (the octree is carried, the plugin is what
-collides); a geom without a plugin is refused until its octree SDF is simulated, so
-the octree of such a mesh is compared through ``build_octree`` on the compiled mesh.
+every mesh of a ``<geom type="sdf">`` (tiphys/compiler/octree.py). A geom without a
+plugin (the octree is its shape) compiles; make_data and put_model refuse it by name
+until the collisions evaluate octrees.
 """
 from __future__ import annotations
 
@@ -120,6 +119,18 @@ def test_build_octree_matches_mujoco_on_the_cow():
     np.testing.assert_array_equal(child, mjm.oct_child.reshape(-1, 8))
     np.testing.assert_allclose(aabb, mjm.oct_aabb.reshape(-1, 6), rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(coeff, mjm.oct_coeff.reshape(-1, 8), rtol=1e-9, atol=1e-12)
+
+
+def test_sdf_geom_without_plugin_compiles_and_make_data_refuses_it():
+    xml = (f"<mujoco><asset><mesh name='m' vertex='{NOTCH}'/></asset><worldbody>"
+           "<body><freejoint/><geom name='notch' type='sdf' mesh='m'/></body>"
+           "</worldbody></mujoco>")
+    mjm = mujoco.MjModel.from_xml_string(xml)
+    arrays = compile_spec(parse_xml(xml))
+    _compare(arrays, mjm)
+    m = tiphys.load_model_from_string(xml)
+    with pytest.raises(NotImplementedError, match="make_data: geom 'notch'.*without a <plugin>"):
+        tiphys.make_data(m, 1)
 
 
 def test_put_model_refuses_octree_sdf_geoms():

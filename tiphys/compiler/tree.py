@@ -561,11 +561,8 @@ class TreeBuilder:
         type="sdf">'s plugin (mjCGeom::Compile's checks; the instance id is resolved
         with the other plugins). A geom without one is the SDF of its mesh's octree,
         which tiphys does not build yet."""
-        where = f"{el.xml_file or '<string>'}:{el.xml_line}"
         if not (el.children and el.find("plugin")):
-            raise NotImplementedError(
-                f"{where}: <geom type=\"sdf\"> without a <plugin> (the signed distance "
-                f"of its mesh's octree) is not supported yet")
+            return None
         from .plugins import sdf_instance
         pel = el.find("plugin")[0]
         sdf_instance(self.spec, el, pel, "geom")
