@@ -559,8 +559,8 @@ class TreeBuilder:
     def _sdf_plugin(self, el):
         """(instance name or "" when in place, <plugin> element) of a <geom
         type="sdf">'s plugin (mjCGeom::Compile's checks; the instance id is resolved
-        with the other plugins). A geom without one is the SDF of its mesh's octree,
-        which tiphys does not build yet."""
+        with the other plugins); None without one: the geom is the signed distance of
+        its mesh's octree (built with the meshes, octree.py)."""
         if not (el.children and el.find("plugin")):
             return None
         from .plugins import sdf_instance
