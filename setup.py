@@ -1,6 +1,7 @@
 """The optional C accelerators of the compiler (tiphys/compiler/_polytree.c: mesh
 polygons; _objscan.c: the OBJ reader's fast path; _mt64.c: std::mt19937_64 for the
-builtin textures; _meshsum.c: ordered float32 sums for vertex normals); the project's
+builtin textures; _meshsum.c: ordered float32 sums for vertex normals; _bvhtree.c:
+bounding-volume hierarchies as MuJoCo builds them); the project's
 metadata is in pyproject.toml. Where they cannot be
 built (no C compiler or no Python headers) the install goes on and tiphys uses the
 Python code paths."""
@@ -31,6 +32,6 @@ setup(
     ext_modules=[Extension(
         f"tiphys.compiler.{name}", [f"tiphys/compiler/{name}.c"], optional=True,
         define_macros=[("Py_LIMITED_API", "0x030B0000")] if LIMITED else [],
-        py_limited_api=LIMITED) for name in ("_polytree", "_objscan", "_mt64", "_meshsum")],
+        py_limited_api=LIMITED) for name in ("_polytree", "_objscan", "_mt64", "_meshsum", "_bvhtree")],
     cmdclass={"build_ext": BuildExt},
 )

@@ -28,8 +28,8 @@ filling the flex's pair slots in the order MuJoCo meets the pairs.
 
 The sweep's axis is the longest side of the flex BVH's root box, combined node by
 node from the element boxes as mj_updateDynamicBVH does (with its rounding: exact ties,
-a square cloth pinned at its corners, break as in MuJoCo); the hierarchy is MuJoCo's
-(``flex_bvh``: mjCBoundingVolumeHierarchy::MakeBVH over the reference pose).
+a square cloth pinned at its corners, break as in MuJoCo); the hierarchy is the model's
+(bvh_child / bvh_nodeid at flex_bvhadr, compiled as MuJoCo's).
 """
 import numpy as np
 import taichi as ti
@@ -736,88 +736,3 @@ def elem_kinds(a, entries) -> tuple:
     kinds = {analytic(int(geom_type[g]), int(dims[info[0]]))
              for g, _, _, info in entries if info is not None and info[1] == GEOM_ELEM}
     return True in kinds, False in kinds
-
-
-# ------------------------------------------------------------------------------------
-# host: MuJoCo's flex BVH (mjCBoundingVolumeHierarchy::MakeBVH), for the SAP axis
-# ------------------------------------------------------------------------------------
-
-EPS = 1e-14  # mjEPS of the compiler
-
-
-def _qpos0_vertices(a, f):
-    """Flex f's vertex positions in the model's reference pose (the compiler's vertxpos):
-    the bodies' frames chained from body_pos / body_quat."""
-    parent = np.asarray(a.body_parentid)
-    nbody = len(parent)
-    pos = np.asarray(a.body_pos, dtype=np.float64).reshape(-1, nbody, 3)[0]
-    quat = np.asarray(a.body_quat, dtype=np.float64).reshape(-1, nbody, 4)[0]
-    xpos = np.zeros((nbody, 3))
-    xmat = np.zeros((nbody, 3, 3))
-    xmat[0] = np.eye(3)
-    for b in range(1, nbody):
-        w, x, y, z = quat[b] / np.linalg.norm(quat[b])
-        rot = np.array([[w*w + x*x - y*y - z*z, 2*(x*y - w*z), 2*(x*z + w*y)],
-                        [2*(x*y + w*z), w*w - x*x + y*y - z*z, 2*(y*z - w*x)],
-                        [2*(x*z - w*y), 2*(y*z + w*x), w*w - x*x - y*y + z*z]])
-        xpos[b] = xpos[parent[b]] + xmat[parent[b]] @ pos[b]
-        xmat[b] = xmat[parent[b]] @ rot
-    adr, num = int(a.flex_vertadr[f]), int(a.flex_vertnum[f])
-    body = np.asarray(a.flex_vertbodyid)[adr:adr + num]
-    local = np.asarray(a.flex_vert, dtype=np.float64).reshape(-1, 3)[adr:adr + num]
-    return xpos[body] + np.einsum("nij,nj->ni", xmat[body], local)
-
-
-def flex_bvh(a, f, elems):
-    """(child (n, 2), nodeid (n,)) of flex f's BVH over ``elems`` (its active elements),
-    nodes in MuJoCo's pre-order: each node halves its elements at the median of their
-    reference-pose box centers along its longest side (ties by element order)."""
-    import functools
-    dim = int(a.flex_dim[f])
-    radius = float(a.flex_radius[f])
-    vert = _qpos0_vertices(a, f)
-    data = int(a.flex_elemdataadr[f])
-    elem = np.asarray(a.flex_elem)
-    lo, hi, center = {}, {}, {}
-    for e in elems:
-        v = vert[elem[data + e * (dim + 1): data + (e + 1) * (dim + 1)]]
-        vmin, vmax = v.min(axis=0), v.max(axis=0)
-        center[e] = 0.5 * (vmax + vmin)
-        half = 0.5 * (vmax - vmin) + radius
-        lo[e], hi[e] = center[e] - half, center[e] + half
-    child, nodeid = [], []
-
-    def make(group):
-        aamm_lo = np.min([lo[e] for e in group], axis=0)
-        aamm_hi = np.max([hi[e] for e in group], axis=0)
-        flat = np.abs(aamm_lo - aamm_hi) < EPS
-        aamm_lo = np.where(flat, aamm_lo - EPS, aamm_lo)
-        aamm_hi = np.where(flat, aamm_hi + EPS, aamm_hi)
-        index = len(child)
-        child.append([-1, -1])
-        nodeid.append(-1)
-        if len(group) == 1:
-            nodeid[index] = group[0]
-            return index
-        edges = aamm_hi - aamm_lo
-        axis = 0
-        if edges[1] >= edges[0] + EPS:
-            axis = 1
-        if edges[2] >= edges[axis] + EPS:
-            axis = 2
-
-        def cmp(e1, e2):
-            d = center[e1][axis] - center[e2][axis]
-            if abs(d) > EPS:
-                return -1 if d < 0 else 1
-            return (e1 > e2) - (e1 < e2)
-
-        ordered = sorted(group, key=functools.cmp_to_key(cmp))
-        m = len(group) // 2
-        child[index][0] = make(ordered[:m])
-        child[index][1] = make(ordered[m:])
-        return index
-
-    if elems:
-        make(list(elems))
-    return np.array(child, dtype=np.int32).reshape(-1, 2), np.array(nodeid, dtype=np.int32)

@@ -298,7 +298,8 @@ def _geom_eval(worldid, geomid, gtype, size, kind, attr, p, want_grad, rays: ti.
     units of that ray's length, compared with its length as MuJoCo does), cast backwards
     and negated when past it; its gradient is +-(1, 1, 1) by the first ray. (MuJoCo
     tests the octree with mesh_octnum indexed by the geom id: past nmesh that reads
-    outside the array; tiphys takes it as 0, no octree, which it does not build.)"""
+    outside the array; tiphys takes it as 0, no octree: the compiler builds the
+    octrees of sdf geoms' meshes, but they are not evaluated here yet.)"""
     dist = 0.0
     grad = ti.Vector([0.0, 0.0, 0.0])
     if ti.static(meshes) and gtype == GEOM_MESH:

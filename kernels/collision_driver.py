@@ -414,15 +414,14 @@ def _plan_flex_sap(p, a, opt, infos):
     p.sap_base = _int_array(base, (len(flexes),))
     p.sap_slots = _int_array(slots, (len(flexes),))
     p.sap_maxn = max([int(np.asarray(a.flex_elemnum)[f]) for f in flexes] + [1])
-    from .collide_flex_elem import flex_bvh
+    # each flex's hierarchy over its active elements, as compiled (bvh_* at flex_bvhadr)
     children, nodeids, nodeadr, nodenum = [], [], [], []
+    bvh_child = np.asarray(a.bvh_child).reshape(-1, 2)
+    bvh_nodeid = np.asarray(a.bvh_nodeid).reshape(-1)
     for f in flexes:
-        e0 = int(np.asarray(a.flex_elemadr)[f])
-        layer = np.asarray(a.flex_elemlayer)
-        elems = [e for e in range(int(np.asarray(a.flex_elemnum)[f]))
-                 if int(np.asarray(a.flex_dim)[f]) < 3 or
-                 int(layer[e0 + e]) < int(np.asarray(a.flex_activelayers)[f])]
-        child, nodeid = flex_bvh(a, f, elems)
+        adr, num = int(np.asarray(a.flex_bvhadr)[f]), int(np.asarray(a.flex_bvhnum)[f])
+        child = bvh_child[adr:adr + num] if num else np.zeros((0, 2), np.int32)
+        nodeid = bvh_nodeid[adr:adr + num] if num else np.zeros(0, np.int32)
         nodeadr.append(sum(nodenum))
         nodenum.append(len(nodeid))
         children.append(child)

@@ -582,17 +582,15 @@ def test_default_cloth_dropped_on_floor_trajectory_matches_mujoco():
                          ids=["rope", "cloth", "cube", "soft-active"])
 def test_flex_bvh_matches_mujoco(text):
     """The flex hierarchy the SAP axis comes from is MuJoCo's (bvh_child, bvh_nodeid of
-    the flex's tree, over its active elements)."""
-    from tiphys.kernels.collide_flex_elem import flex_bvh
+    the flex's tree, over its active elements), as compiled (tiphys/compiler/bvh.py)."""
     m, mjm = pair(text)
     for f in range(mjm.nflex):
         adr, num = mjm.flex_bvhadr[f], mjm.flex_bvhnum[f]
-        e0 = mjm.flex_elemadr[f]
-        elems = [e for e in range(mjm.flex_elemnum[f]) if mjm.flex_dim[f] < 3 or
-                 mjm.flex_elemlayer[e0 + e] < mjm.flex_activelayers[f]]
-        child, nodeid = flex_bvh(m.arrays, f, elems)
-        np.testing.assert_array_equal(child, mjm.bvh_child[adr:adr + num])
-        np.testing.assert_array_equal(nodeid, mjm.bvh_nodeid[adr:adr + num])
+        assert m.arrays.flex_bvhadr[f] == adr and m.arrays.flex_bvhnum[f] == num
+        np.testing.assert_array_equal(m.arrays.bvh_child[adr:adr + num],
+                                      mjm.bvh_child[adr:adr + num])
+        np.testing.assert_array_equal(m.arrays.bvh_nodeid[adr:adr + num],
+                                      mjm.bvh_nodeid[adr:adr + num])
 
 
 def test_square_cloth_pinned_at_corners_trajectory_matches_mujoco():

@@ -7,6 +7,7 @@ import numpy as np
 
 from .compiler.compile import compile_spec
 from .errors import ModelError
+from .kernels.consts import GEOM_SDF
 from .lengthrange import set_length_range
 from .model import Model, ModelArrays
 from .spec import Spec, parse_xml
@@ -195,9 +196,7 @@ def _option_from_mujoco(opt):
 # MjModel size fields that tiphys's Model does not carry. Each either names a feature
 # tiphys does not simulate yet (put_model refuses a model that has it, rather than
 # dropping it silently), or is MuJoCo bookkeeping that tiphys derives or does not need.
-UNSUPPORTED_SIZES = {
-    "noct": "mesh SDF octrees (meshes used as signed distance fields)",
-}
+UNSUPPORTED_SIZES: dict = {}
 # Model sizes tiphys compiles and carries but does not simulate yet: put_model and
 # make_data refuse a model that has them.
 # (flexes: kernels/flex.py's check_flex names the flex features it refuses: the flex
@@ -214,9 +213,6 @@ IGNORED_SIZES = {
     # sparse-matrix sizes tiphys derives from the topology itself
     "nB": "sparse body-dof nonzeros", "nC": "sparse reduced dof-dof nonzeros",
     "nD": "sparse dof-dof nonzeros", "nJmom": "sparse actuator_moment nonzeros",
-    # bounding-volume hierarchies: tiphys's broadphase does not use MuJoCo's BVH
-    "nbvh": "bounding volumes", "nbvhstatic": "static bounding volumes",
-    "nbvhdynamic": "dynamic bounding volumes",
     # memory and name bookkeeping of mjModel / mjData
     "narena": "arena bytes", "nbuffer": "model buffer bytes", "nnames": "name characters",
     "nnames_map": "name hash slots", "npaths": "path characters",
@@ -234,6 +230,14 @@ def unsupported_features(mjm) -> list[str]:
         count = int(getattr(mjm, name, 0) or 0)
         if count:
             found.append(f"{name}={count} ({what})")
+    # <geom type="sdf"> without a plugin: the signed distance of its mesh's octree
+    # (oct_*, carried) is not evaluated by tiphys's SDF collisions yet
+    geom_type = np.asarray(getattr(mjm, "geom_type", []))
+    geom_plugin = np.asarray(getattr(mjm, "geom_plugin", []))
+    octree_sdf = int(np.count_nonzero((geom_type == GEOM_SDF) & (geom_plugin == -1)))
+    if octree_sdf:
+        found.append(f"ngeom={octree_sdf} (<geom type=\"sdf\"> without a <plugin>: the "
+                     f"signed distance of its mesh's octree)")
     return found
 
 

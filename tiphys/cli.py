@@ -256,7 +256,15 @@ def cmd_info(args, out: Console, err: Console) -> int:
 
     out.print(f"[bold]{escape(spec.model_name)}[/bold]  ({escape(os.path.abspath(path))})",
               soft_wrap=True)
-    if arrays is not None:
+    from .model import octree_sdf_refusal
+    unsimulated = octree_sdf_refusal(arrays, getattr(arrays, "names", None)) \
+        if arrays is not None else None
+    if unsimulated is not None:
+        out.print(f"[yellow]not supported yet[/yellow]: "
+                  f"{escape(_not_compiled_feature(unsimulated))} — tiphys compiles this "
+                  f"model but cannot simulate it yet (make_data refuses it).\n  "
+                  f"{escape(unsimulated)}", soft_wrap=True)
+    elif arrays is not None:
         out.print("[green]compiled[/green]: every section of this model is supported",
                   soft_wrap=True)
     elif not_compiled is not None:

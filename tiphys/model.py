@@ -282,6 +282,31 @@ def check_model(m, func: str) -> None:
                            f"restarted Taichi, which freed its arrays; load it again")
 
 
+def octree_sdf_refusal(arrays, names=None):
+    """The reason make_data refuses a model with ``<geom type="sdf">`` without a plugin
+    (naming the geoms), or None: the compiler builds their meshes' octrees (oct_*),
+    the collisions do not evaluate them yet. Host arrays only."""
+    from .kernels.consts import GEOM_SDF
+    ngeom = int(arrays.sizes.get("ngeom", 0))
+    gtype = np.asarray(arrays.geom_type).reshape(-1)[:ngeom]
+    plugin = np.asarray(arrays.geom_plugin).reshape(-1)[:ngeom]
+    ids = np.nonzero((gtype == GEOM_SDF) & (plugin == -1))[0].tolist()
+    if not ids:
+        return None
+    names = list((names or {}).get("geom", []))
+    listed = ", ".join(f"'{names[g]}'" if g < len(names) and names[g] else f"#{g}"
+                       for g in ids)
+    return (f"geom {listed}: <geom type=\"sdf\"> without a <plugin> (the signed distance "
+            f"of its mesh's octree) is not supported yet")
+
+
+def check_octree_sdf(m, func: str) -> None:
+    """NotImplementedError naming the sdf geoms without a plugin (octree_sdf_refusal)."""
+    reason = octree_sdf_refusal(m.arrays, getattr(m, "names", None))
+    if reason:
+        raise NotImplementedError(f"{func}: {reason}")
+
+
 def check_param_worlds(m, nworld: int, func: str) -> None:
     """Fields given per world (tiphys.set_param) must have ``nworld`` sets."""
     wrong = {name: n for name, n in m.param_worlds().items() if n != nworld}
@@ -391,6 +416,7 @@ class Data:
         check_model(m, "make_data")
         from .kernels.flex import check_flex, flex_jacobian_nnz
         check_flex(m, "make_data")
+        check_octree_sdf(m, "make_data")
         self.nworld = _count_arg("nworld", nworld, minimum=1)
         # the worlds the model's per-world parameters are for: nworld, except in the
         # expanded Data of tiphys.derivative (world c * n + w is a copy of world w)

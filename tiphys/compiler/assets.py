@@ -382,6 +382,7 @@ class AssetCompiler:
         meshes = []
         for mid in range(len(self.mesh_els)):
             meshes.append(self.mesh(mid, needhull=mid in self._mesh_hull))
+        self.compiled_meshes = meshes  # (their face hierarchies: bvh.fill_bvh)
         if meshes:
             _fill_meshes(out, meshes)
         else:

@@ -9,9 +9,9 @@ import numpy as np
 
 from .._gc import gc_paused
 from ..errors import ModelError, error_at
-from ..kernels.consts import (JNT_BALL, JNT_FREE, JNT_HINGE, JNT_SLIDE, MINVAL, SAMEFRAME_BODY,
-                              SAMEFRAME_BODYROT, SAMEFRAME_INERTIA, SAMEFRAME_INERTIAROT,
-                              SAMEFRAME_NONE)
+from ..kernels.consts import (GEOM_SDF, JNT_BALL, JNT_FREE, JNT_HINGE, JNT_SLIDE, MINVAL,
+                              SAMEFRAME_BODY, SAMEFRAME_BODYROT, SAMEFRAME_INERTIA,
+                              SAMEFRAME_INERTIAROT, SAMEFRAME_NONE)
 from ..model import ModelArrays
 from ..types import MODEL_FIELDS, MODEL_SIZES
 from . import rotation as rot
@@ -26,6 +26,8 @@ from .actuator import compile_tendons_and_actuators
 from .composite import add_composite_texts, composite_excludes, composite_skins
 from .contact import compile_contact, referenced_geom_names
 from .equality import compile_equality
+from .bvh import fill_bvh
+from .octree import fill_octree
 from .flex import compile_flexes
 from .plugins import check_extensions, check_plugins, compile_plugins
 from .sensor import compile_sensors, fuse_blocking_bodies, sensor_geom_names, sensor_mesh_names
@@ -169,6 +171,10 @@ def _compile_spec(spec) -> ModelArrays:
     compile_tendons_and_actuators(spec, defaults, builder, ctx, out, size)
     _flexes(spec, builder, out)
     _skins(spec, builder, ctx, out)
+    fill_bvh(out, ctx.assets.compiled_meshes, out.__dict__.pop("_flex_bvh_input"),
+             getattr(builder, "bvh_fuse_excess", 0),
+             list(getattr(builder, "bvh_history", {}).values()))
+    fill_octree(out, ctx.assets.compiled_meshes, _sdf_meshes(out, ctx.assets))
     compile_contact(spec, defaults, builder, out)
     compile_equality(spec, defaults, builder, out)
     del out._kinematics0
@@ -199,6 +205,15 @@ def _compile_spec(spec) -> ModelArrays:
     values = out.__dict__
     out.sizes = {k: int(values.pop(key, 0)) for k, key in _SIZE_KEYS}
     return out
+
+
+def _sdf_meshes(out, assets) -> set:
+    """The meshes MuJoCo builds an octree for: those of ``<geom type="sdf">`` (which
+    sets the mesh's needsdf), except meshes made by an SDF ``<plugin>``."""
+    ids = {int(m) for t, m in zip(np.asarray(out.geom_type).tolist(),
+                                  np.asarray(out.geom_dataid).tolist())
+           if t == GEOM_SDF and m >= 0}
+    return {m for m in ids if not assets.mesh_els[m].find("plugin")}
 
 
 def _flexes(spec, builder, out) -> None:

@@ -14,9 +14,10 @@ flexedge_length0 and flexedge_invweight0). The algorithms are written anew here:
 - ``compile_flexes`` then compiles every flex (in document order) against the
   compiled tree at qpos0, as mjCFlex::Compile, and fills the Model arrays.
 
-Not done: the bvh_* entries of the flex bounding volume hierarchies (tiphys's
-broadphase does not use MuJoCo's BVH; flex_bvhadr/bvhnum are MuJoCo's), binary GMSH
-2.2 files and flexcomp plugins.
+The flex bounding volume hierarchies (flex_bvhadr/bvhnum, bvh_*) are built by
+bvh.fill_bvh from the reference-pose vertices compiled here.
+
+Not done: binary GMSH 2.2 files and flexcomp plugins.
 """
 from __future__ import annotations
 
@@ -1080,7 +1081,11 @@ def compile_flexes(spec, builder, out) -> None:
     comp = [_compile_one(fs, body_ids, k0.xpos, k0.xquat, body_joints, mat_ids)
             for fs in specs]
     _fill(out, comp, specs, bodies)
-    out.flex_bvhadr = _bvh_addresses(out)
+    # the element hierarchies (bvh.fill_bvh, with the bodies' and meshes')
+    out._flex_bvh_input = [
+        (c.vx, c.elem, c.dim, c.fs.radius,
+         [c.dim < 3 or c.elemlayer[e] < c.fs.activelayers for e in range(c.nelem)])
+        for c in comp]
     # flex_edgeequality: an equality constraint names the flex (setConst needs it)
     eq_names = {fs.name for fs in specs if fs.equality is not None}
     eq_names |= {el.attr("flex") for section in spec.sections("equality")
@@ -1092,24 +1097,6 @@ def compile_flexes(spec, builder, out) -> None:
     _edge_constants(out, comp, k0)
     out.flex_names = [fs.name for fs in specs]
     out.flex_els = [fs.el for fs in specs]
-
-
-def _bvh_addresses(out) -> np.ndarray:
-    """flex_bvhadr: MuJoCo's bvh_* arrays hold the static hierarchies first (one per
-    body over its colliding geoms, one per mesh over its faces; binary, one object per
-    leaf), then each flex's. tiphys keeps no bvh_* arrays; the addresses are MuJoCo's."""
-    static = 0
-    for b in range(len(out.body_geomadr)):
-        adr, num = int(out.body_geomadr[b]), int(out.body_geomnum[b])
-        k = sum(1 for g in range(adr, adr + num)
-                if out.geom_contype[g] or out.geom_conaffinity[g])
-        static += 2 * k - 1 if k else 0
-    static += sum(2 * int(n) - 1 for n in out.mesh_facenum if n)
-    adr = []
-    for n in out.flex_bvhnum.tolist():
-        adr.append(static if n else -1)
-        static += n
-    return np.array(adr, dtype=np.int32)
 
 
 def _fill(out, comp, specs, bodies):
@@ -1243,10 +1230,6 @@ def _fill(out, comp, specs, bodies):
     col("flexedge_rigid", edge_rigid, np.int32)
     col("flex_centered", [int(c.centered) for c in comp], np.int32)
     col("flex_flatskin", [int(c.fs.flatskin) for c in comp], np.int32)
-    # a binary hierarchy with one element per leaf over the active elements
-    nactive = [sum(1 for e in range(c.nelem) if c.dim < 3 or c.elemlayer[e] < c.fs.activelayers)
-               for c in comp]
-    col("flex_bvhnum", [2 * n - 1 if n else 0 for n in nactive], np.int32)
     f["flex_rgba"] = np.array([np.float32(x) for c in comp for x in c.fs.rgba],
                               dtype=np.float64).reshape(nflex, 4)
     f["flex_texcoord"] = np.array([np.float32(x) for x in texcoord],

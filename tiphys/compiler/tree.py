@@ -177,6 +177,8 @@ class TreeBuilder:
         cameras or lights also stay (MuJoCo 3.4.0 crashes fusing those).
         """
         i = 1
+        self.bvh_fuse_excess = 0
+        self.bvh_history = {}
         while i < len(self.bodies):
             b = self.bodies[i]
             if b.joints or b.mocap or (b.name and b.name in referenced) or b.cameras \
@@ -184,6 +186,11 @@ class TreeBuilder:
                 i += 1
                 continue
             par = b.parent
+            # the parent's hierarchy is rebuilt after each merge; MuJoCo keeps stale
+            # leaf pointers of the earlier builds (bvh.fused_nodeids)
+            history = self.bvh_history.setdefault(id(par), (par, []))[1]
+            if not history:
+                history.append(_bvh_snapshot(par))
             if par.id != 0 and b.mass >= MINVAL:
                 _accumulate_inertia(par, b)
             for c in b.children:
@@ -191,12 +198,17 @@ class TreeBuilder:
                 c.parent = par
             k = par.children.index(b)
             par.children[k:k + 1] = b.children
+            # MuJoCo's bvh count: the merged hierarchy (2(p + q) - 1 nodes) is counted
+            # against the parent's and the body's (2p - 1 and 2q - 1), one too many
+            if _colliding(par.geoms) and _colliding(b.geoms):
+                self.bvh_fuse_excess += 1
             for obj in b.geoms + b.sites:
                 obj.pos, obj.quat = rot.frame_accum(b.pos, b.quat, obj.pos, obj.quat)
                 obj.body = par
             par.geoms.extend(b.geoms)
             par.sites.extend(b.sites)
             _collision_summary(par)
+            history.append(_bvh_snapshot(par))
             del self.bodies[i]
             for k, body in enumerate(self.bodies):
                 body.id = k
@@ -547,13 +559,10 @@ class TreeBuilder:
     def _sdf_plugin(self, el):
         """(instance name or "" when in place, <plugin> element) of a <geom
         type="sdf">'s plugin (mjCGeom::Compile's checks; the instance id is resolved
-        with the other plugins). A geom without one is the SDF of its mesh's octree,
-        which tiphys does not build yet."""
-        where = f"{el.xml_file or '<string>'}:{el.xml_line}"
+        with the other plugins); None without one: the geom is the signed distance of
+        its mesh's octree (built with the meshes, octree.py)."""
         if not (el.children and el.find("plugin")):
-            raise NotImplementedError(
-                f"{where}: <geom type=\"sdf\"> without a <plugin> (the signed distance "
-                f"of its mesh's octree) is not supported yet")
+            return None
         from .plugins import sdf_instance
         pel = el.find("plugin")[0]
         sdf_instance(self.spec, el, pel, "geom")
@@ -783,6 +792,20 @@ class TreeBuilder:
             if ev[2] < EPS:
                 raise error_at(b.el, "inertia must have positive eigenvalues")
             b.ipos, b.iquat, b.mass, b.inertia = com, q, mass, ev
+
+
+def _bvh_snapshot(b: Body):
+    """(colliding geoms, their pos, quat, aabb, the body's ipos, iquat) now."""
+    geoms = [g for g in b.geoms if g.contype or g.conaffinity]
+    ipos = np.zeros(3) if b.ipos is None else np.array(b.ipos, dtype=float)
+    return (geoms, np.array([g.pos for g in geoms], dtype=float).reshape(-1, 3),
+            np.array([g.quat for g in geoms], dtype=float).reshape(-1, 4),
+            np.array([g.aabb for g in geoms], dtype=float).reshape(-1, 6),
+            ipos, np.array(b.iquat, dtype=float))
+
+
+def _colliding(geoms) -> bool:
+    return any(g.contype or g.conaffinity for g in geoms)
 
 
 def _collision_summary(b: Body) -> None:
