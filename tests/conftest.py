@@ -1,6 +1,7 @@
 """Shared set-up: Taichi on the CPU in f64 (the oracle precision), corpus report."""
 import os
 import sys
+import time
 
 import pytest
 
@@ -76,7 +77,23 @@ def pytest_runtest_setup(item):
     _RUNNING["item"] = item
 
 
+# per xdist worker: [seconds of test phases, time of its last report, reports]: the
+# summary shows how evenly the workers were loaded (a long file left to the end
+# keeps one core idle)
+WORKER_LOAD: dict[str, list] = {}
+_SESSION_START = [time.time()]
+
+
+def pytest_sessionstart(session):
+    _SESSION_START[0] = time.time()
+
+
 def pytest_runtest_logreport(report):
+    gateway = getattr(getattr(report, "node", None), "gateway", None)
+    load = WORKER_LOAD.setdefault(getattr(gateway, "id", "main"), [0.0, 0.0, 0])
+    load[0] += report.duration
+    load[1] = time.time() - _SESSION_START[0]
+    load[2] += report.when == "call"
     for name, value in getattr(report, "user_properties", ()):
         if name == _KEY:
             group, model, status = value
@@ -89,9 +106,14 @@ def report():
 
 
 def pytest_terminal_summary(terminalreporter):
+    tr = terminalreporter
+    if len(WORKER_LOAD) > 1:
+        tr.section("tiphys worker load")
+        for name, (busy, last, count) in sorted(WORKER_LOAD.items()):
+            tr.write_line(f"{name}: {count} tests, {busy:.0f} s in tests, last result at "
+                          f"{last:.0f} s")
     if not CORPUS_REPORT:
         return
-    tr = terminalreporter
     tr.section("tiphys corpus report")
     for group, results in sorted(CORPUS_REPORT.items()):
         counts = {}
