@@ -966,10 +966,13 @@ class RayTables:
         # sdf geoms: the plugin shape's kind, and its attributes in a row of bvh_box
         sdf_geoms = {g: v for plugin in getattr(m, "plugins", ())
                      for g, v in getattr(plugin, "sdf_geoms", {}).items()}
+        # (sdf geoms without a plugin: their mesh's octree, which rays do not trace
+        # yet, see casting(); SDF collisions read only the mesh tables)
+        self.octree_sdf = [int(g) for g in np.nonzero(gtype == GEOM_SDF)[0]
+                           if int(g) not in sdf_geoms]
         for g in np.nonzero(gtype == GEOM_SDF)[0]:
             if int(g) not in sdf_geoms:
-                raise NotImplementedError(f"ray casting: sdf geom {int(g)} without an SDF "
-                                          f"plugin (a mesh octree)")
+                continue
             kind, values = sdf_geoms[int(g)]
             gi[g, GI_A] = kind
             gi[g, GI_B] = nnode
@@ -988,6 +991,15 @@ class RayTables:
         self.ntri = ntri
         self.nnode = nnode  # (BVH nodes, then one row per sdf geom)
         self.body_bvh = _float_vec_array(body_collision_boxes(m), 6, fdtype)
+
+
+    def casting(self) -> "RayTables":
+        """These tables, for casting rays: NotImplementedError when the model has sdf
+        geoms without a plugin (ray_sdf on a mesh octree)."""
+        if self.octree_sdf:
+            raise NotImplementedError(f"ray casting: sdf geoms {self.octree_sdf} without "
+                                      f"an SDF plugin (ray_sdf on a mesh octree)")
+        return self
 
 
 def body_collision_boxes(m) -> np.ndarray:
@@ -1043,6 +1055,6 @@ def ray_args(m, d) -> tuple:
     """The arrays ``ray_scene`` (and ray_geom_id) take after its scalar arguments, in
     order: geom_int, geom_size, geom_rgba, geom_xpos, geom_xmat, mesh_vert, tri_vert,
     bvh_box, bvh_node, hfield_size, hfield_data."""
-    t = ray_tables(m)
+    t = ray_tables(m).casting()
     return (t.geom_int, m.geom_size, m.geom_rgba, d.geom_xpos, d.geom_xmat, m.mesh_vert,
             t.tri_vert, t.bvh_box, t.bvh_node, m.hfield_size, m.hfield_data)

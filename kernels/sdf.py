@@ -200,3 +200,116 @@ def sdf_gradient(kind, attr, p):
             q[i] = p[i] + eps
             grad[i] = (sdf_distance(kind, attr, q) - dist0) / eps
     return grad
+
+
+# ------------------------------------------------------------------------------------
+# mesh octrees (sdf geoms without a plugin): oct_distance / oct_gradient
+# ------------------------------------------------------------------------------------
+
+OCT_BOX_EPS = 1e-6  # boxProjection's step into the root box
+
+
+@ti.func
+def _oct_box_projection(p, box):
+    """boxProjection: the distance from ``p`` to the box (center, half sizes) when
+    outside, the largest (negative) face distance inside; and the point, moved just
+    inside the box (OCT_BOX_EPS past the faces it is beyond) when outside."""
+    r = ti.Vector([p[0] - box[0], p[1] - box[1], p[2] - box[2]])
+    q = ti.Vector([ti.abs(r[0]) - box[3], ti.abs(r[1]) - box[4], ti.abs(r[2]) - box[5]])
+    point = p
+    out = 0.0
+    if q[0] <= 0 and q[1] <= 0 and q[2] <= 0:
+        out = ti.max(q[0], ti.max(q[1], q[2]))
+    else:
+        dist_sqr = 0.0
+        for i in ti.static(range(3)):
+            if q[i] >= 0:
+                dist_sqr += q[i] * q[i]
+                step = q[i] + OCT_BOX_EPS
+                point[i] -= step if r[i] > 0 else -step
+        out = ti.sqrt(dist_sqr)
+    return out, point
+
+
+@ti.func
+def _oct_leaf(root, p, oct_child: ti.template(), oct_aabb: ti.template()):
+    """findOct: the leaf (its node index) reached from node ``root`` by descending
+    into the octant of ``p``, and ``p``'s coordinates in that leaf's box (0..1). MuJoCo
+    also checks that ``p`` lies in each node's box (1e-8 slack) and stops with an error
+    when it does not, which after the projection into the root box does not happen."""
+    node = root
+    coord = ti.Vector([0.0, 0.0, 0.0])
+    descending = True
+    depth = 0
+    while descending and depth < 100:  # (findOct's iteration bound)
+        box = oct_aabb[node]
+        for j in ti.static(range(3)):
+            lo = box[j] - box[3 + j]
+            hi = box[j] + box[3 + j]
+            coord[j] = (p[j] - lo) / (hi - lo)
+        child = oct_child[node]
+        leaf = True
+        for k in ti.static(range(8)):
+            if child[k] != -1:
+                leaf = False
+        if leaf:
+            descending = False
+        else:
+            octant = (1 if coord[0] >= 0.5 else 0) + (2 if coord[1] >= 0.5 else 0) \
+                + (4 if coord[2] >= 0.5 else 0)
+            node = root + child[octant]
+            depth += 1
+    return node, coord
+
+
+@ti.func
+def _oct_corner_weight(j: ti.template(), coord, axis: ti.template()):
+    """Trilinear weight of corner ``j`` at ``coord`` (axis -1), or its derivative along
+    ``axis`` (0, 1, 2) with respect to the leaf coordinates."""
+    w = 1.0
+    for a in ti.static(range(3)):
+        if ti.static(a == axis):
+            w *= ti.static(1.0 if (j >> a) & 1 else -1.0)
+        elif ti.static((j >> a) & 1):
+            w *= coord[a]
+        else:
+            w *= 1 - coord[a]
+    return w
+
+
+@ti.func
+def oct_eval(root, p, want_grad, oct_child: ti.template(), oct_aabb: ti.template(),
+             oct_coeff: ti.template()):
+    """(oct_distance, oct_gradient) of the octree rooted at node ``root`` at ``p`` (the
+    mesh's frame); the gradient only with ``want_grad``. Inside the root box: trilinear
+    interpolation of the leaf's corner coefficients, and its analytic gradient, taken
+    (as MuJoCo's) with respect to the leaf's unit coordinates. Outside: the value at
+    the point projected into the box plus the distance to the box, and the gradient a
+    forward difference of that (step fd_eps()). One call site of the leaf search, in a
+    loop over the points the difference needs."""
+    eps = ti.static(fd_eps())
+    vals = ti.Vector([0.0, 0.0, 0.0, 0.0])
+    grad = ti.Vector([0.0, 0.0, 0.0])
+    outside = False
+    for k in range(4):
+        if k == 0 or (want_grad and outside):
+            x = p
+            if k > 0:
+                x[k - 1] = p[k - 1] + eps
+            box_dist, point = _oct_box_projection(x, oct_aabb[root])
+            node, coord = _oct_leaf(root, point, oct_child, oct_aabb)
+            coeff = oct_coeff[node]
+            sdf = 0.0
+            for j in ti.static(range(8)):
+                sdf += _oct_corner_weight(j, coord, -1) * coeff[j]
+            vals[k] = sdf + box_dist if box_dist > 0 else sdf
+            if k == 0:
+                outside = box_dist > 0
+                if want_grad and not outside:
+                    for j in ti.static(range(8)):
+                        for a in ti.static(range(3)):
+                            grad[a] += _oct_corner_weight(j, coord, a) * coeff[j]
+    if want_grad and outside:
+        grad = ti.Vector([(vals[1] - vals[0]) / eps, (vals[2] - vals[0]) / eps,
+                          (vals[3] - vals[0]) / eps])
+    return vals[0], grad

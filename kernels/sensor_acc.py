@@ -743,7 +743,7 @@ def sensor_acc(m, d, qacc=None) -> None:
     if plan.taxel_sensor is not None:
         tac_geom, tac_ngeom = _tactile_scratch(m, d, plan.ntactile)
         from .collide_sdf import sdf_arrays
-        sdf_kind, sdf_attr = sdf_arrays(m, d)
+        sdf_kind, sdf_attr, _ = sdf_arrays(m, d)
         launch(_tactile, m, d, tactile_ids=plan.tactile, taxel_sensor=plan.taxel_sensor,
                taxel_vert=plan.taxel_vert, acc_int=plan.acc_int, tac_geom=tac_geom,
                tac_ngeom=tac_ngeom, sdf_kind=sdf_kind, sdf_attr=sdf_attr)

@@ -76,10 +76,10 @@ def _mujoco_collide(mjm, qpos):
     return mujoco_contacts(mjd)
 
 
-def compare_worlds(m, mjm, qpos):
+def compare_worlds(m, mjm, qpos, nconmax=None):
     """Collide every world with both engines on tiphys' geom poses and assert that the
     contacts match; returns the number of contacts compared per geom pair."""
-    d = tiphys.make_data(m, len(qpos))
+    d = tiphys.make_data(m, len(qpos), nconmax=nconmax)
     full = np.zeros(d.qpos.shape)
     full[:, :mjm.nq] = qpos
     d.qpos.from_numpy(full)
