@@ -1,7 +1,8 @@
 """SDF narrowphase: MuJoCo 3.4.0's mjc_SDF (src/engine/engine_collision_sdf.c) for an
-sdf geom with an SDF plugin against a sphere, capsule, ellipsoid, cylinder, box, mesh
-(mjc_MeshSDF: the mesh's distance by ray casting, see _geom_eval) or another such sdf
-geom.
+sdf geom (with an SDF plugin, or without one: its mesh's octree, kernels/sdf.py's
+oct_eval) against a sphere, capsule, ellipsoid, cylinder, box, mesh (mjc_MeshSDF: the
+mesh's octree where MuJoCo finds one, see geom_octrees, else its distance by ray
+casting, see _geom_eval) or another sdf geom.
 
 The pair is (g1, g2) with g2 the sdf geom (the one of higher type); everything runs in
 g2's frame, the other geom's frame reached through (rotation21, offset21). As in

@@ -1,6 +1,7 @@
 """Device distance and gradient of MuJoCo's first-party SDF plugins (plugin/sdf/*.cc of
-MuJoCo 3.4.0: bolt, bowl, gear, nut, torus), as the collision stage calls them
-(kernels/collide_sdf.py).
+MuJoCo 3.4.0: bolt, bowl, gear, nut, torus), and of mesh octrees (oct_eval: sdf geoms
+without a plugin, engine_collision_sdf.c's oct_distance / oct_gradient), as the
+collision stage calls them (kernels/collide_sdf.py).
 
 A shape is picked by its kind (SDF_*; tiphys/plugin/sdf.py gives each plugin class its
 kind) and reads its attributes as a vector of SDF_NATTR numbers in the plugin's

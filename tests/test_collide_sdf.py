@@ -112,7 +112,7 @@ def compare_worlds(m, mjm, qpos, nconmax=None):
             np.testing.assert_array_equal(a["geom"], b["geom"], err_msg=f"world {w} #{i}")
             for k in CONTACT_FIELDS:
                 np.testing.assert_allclose(a[k], b[k], rtol=0, atol=TOL,
-                                           err_msg=f"world {w} contact {i} {k}")
+                                           err_msg=f"world {w} contact {i} {k} {a['geom']}")
         for c in ours:
             pair = tuple(int(g) for g in c["geom"])
             ncon[pair] = ncon.get(pair, 0) + 1
