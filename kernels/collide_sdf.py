@@ -295,15 +295,17 @@ def _geom_eval(worldid, geomid, gtype, size, kind, attr, oct, p, want_grad,
     forward difference needs (kernels stay small enough to compile quickly).
 
     A geom with an octree (``oct`` its root node, see sdf_arrays: an sdf geom without a
-    plugin, or a mesh geom where MuJoCo finds one) takes kernels/sdf.py's oct_eval.
+    plugin, or a mesh geom where MuJoCo finds one) takes kernels/sdf.py's oct_eval;
+    ``octs`` is (whether the model has such geoms: only then is it compiled in,
+    oct_child, oct_aabb, oct_coeff).
     A mesh without one (mjc_MeshSDF) as MuJoCo 3.4.0's geomDistance: the ray from the
     point (in the world) toward the world's origin cast on the mesh (mj_rayMesh, in
     units of that ray's length, compared with its length as MuJoCo does), cast backwards
     and negated when past it; its gradient is +-(1, 1, 1) by the first ray."""
     dist = 0.0
     grad = ti.Vector([0.0, 0.0, 0.0])
-    if oct >= 0:
-        dist, grad = oct_eval(oct, p, want_grad, *octs)
+    if ti.static(octs[0]) and oct >= 0:
+        dist, grad = oct_eval(oct, p, want_grad, octs[1], octs[2], octs[3])
     elif ti.static(meshes) and gtype == GEOM_MESH:
         a = _mat_vec(rays[3][worldid, geomid], p) + rays[2][worldid, geomid]
         ray = -a
@@ -549,7 +551,8 @@ def _sdf_pair(worldid, cand, g1, g2, ninit, niter, record: ti.template(),
 
 @ti.kernel
 def _narrow_sdf(
-    override: ti.template(), meshes: ti.template(), o_margin: float, ninit: ti.i32,
+    override: ti.template(), meshes: ti.template(), octrees: ti.template(),
+    o_margin: float, ninit: ti.i32,
     niter: ti.i32,
     # candidates: lists[l, KIND_SDF, k] for k < counts[l, KIND_SDF], l = world or 0
     cand_geom: ND, cand_pair: ND, lists: ND, counts: ND, all_lists: ND,
@@ -584,7 +587,7 @@ def _narrow_sdf(
                           geom_xmat, points, worldid,
                           (geom_int, geom_size, geom_xpos, geom_xmat, mesh_vert,
                            tri_vert, bvh_box, bvh_node), meshes,
-                          (oct_child, oct_aabb, oct_coeff), ncon,
+                          (octrees, oct_child, oct_aabb, oct_coeff), ncon,
                           contact_dist, contact_pos, contact_frame, contact_key)
 
 
@@ -622,7 +625,7 @@ def sdf_arrays(m, d):
     (geom_octrees), as device arrays made once per Model and Data."""
     have = d.scratch.sdf_geom
     if have is not None and have[0] is m.arrays:
-        return have[1:]
+        return have[1:4]
     import numpy as np
 
     ngeom = int(m.ngeom)
@@ -641,7 +644,7 @@ def sdf_arrays(m, d):
     attr_arr.from_numpy(attr.astype(np.float64 if float_dtype() == ti.f64 else np.float32))
     root_arr = d.scratch.tag(ti.ndarray(ti.i32, shape=root.shape))
     root_arr.from_numpy(root)
-    d.scratch.sdf_geom = (m.arrays, kind_arr, attr_arr, root_arr)
+    d.scratch.sdf_geom = (m.arrays, kind_arr, attr_arr, root_arr, bool((root >= 0).any()))
     return kind_arr, attr_arr, root_arr
 
 
@@ -667,6 +670,20 @@ def _mesh_pairs(m, pairs) -> bool:
                                   "Metal)")
     if not isinstance(pairs, set):
         pairs.sdf_meshes = found  # (once per collision plan)
+    return found
+
+
+def _octree_pairs(m, d) -> bool:
+    """Whether the model has geoms evaluated on octrees (geom_octrees): only then is
+    the octree's code compiled in (on lavapipe's SPIR-V its presence alone moved the
+    plugin shapes' f32 descent). SPIR-V backends (Vulkan, Metal) refuse such models:
+    on lavapipe the octree descent lost about a quarter of the contacts that the CPU
+    finds in f32 (tests/test_collide_octree_sdf.py)."""
+    sdf_arrays(m, d)
+    found = d.scratch.sdf_geom[4]
+    if found and ti.lang.impl.current_cfg().arch in (ti.vulkan, ti.metal):
+        raise NotImplementedError("collision: sdf geoms on mesh octrees (sdf geoms without "
+                                  "a plugin) on SPIR-V backends (Vulkan, Metal)")
     return found
 
 
@@ -705,7 +722,8 @@ def narrow_sdf(m, d, plan, sweep):
     points = _points(d)
     with _light_compile():
         launch(_narrow_sdf, m, d, override=bool(opt.enabled("override")),
-               meshes=_mesh_pairs(m, plan), o_margin=float(opt.o_margin),
+               meshes=_mesh_pairs(m, plan), octrees=_octree_pairs(m, d),
+               o_margin=float(opt.o_margin),
                ninit=int(opt.sdf_initpoints), niter=int(opt.sdf_iterations),
                cand_geom=sweep.cand[0], cand_pair=sweep.cand[1], lists=lists,
                counts=counts, all_lists=all_lists, pair_margin_arr=m.pair_margin,
@@ -717,7 +735,8 @@ def narrow_sdf(m, d, plan, sweep):
 
 @ti.kernel
 def _sdf_distance(
-    meshes: ti.template(), g1: ti.i32, g2: ti.i32, flip: ti.i32, distmax: float,
+    meshes: ti.template(), octrees: ti.template(), g1: ti.i32, g2: ti.i32, flip: ti.i32,
+    distmax: float,
     ninit: ti.i32, niter: ti.i32,
     geom_type: ND, geom_size: ND, geom_aabb: ND, sdf_kind: ND, sdf_attr: ND, sdf_oct: ND,
     oct_child: ND, oct_aabb: ND, oct_coeff: ND, points: ND, geom_int: ND, mesh_vert: ND, tri_vert: ND, bvh_box: ND, bvh_node: ND,
@@ -729,7 +748,7 @@ def _sdf_distance(
         _sdf_pair(worldid, -1, g1, g2, ninit, niter, True, best, geom_type, geom_size,
                   geom_aabb, sdf_kind, sdf_attr, sdf_oct, geom_xpos, geom_xmat, points,
                   worldid, (geom_int, geom_size, geom_xpos, geom_xmat, mesh_vert, tri_vert,
-                            bvh_box, bvh_node), meshes, (oct_child, oct_aabb, oct_coeff),
+                            bvh_box, bvh_node), meshes, (octrees, oct_child, oct_aabb, oct_coeff),
                   ncon, contact_dist, contact_pos, contact_frame, contact_key)
         fromto = ti.Vector.zero(float, 6)
         if best.n > 0:
@@ -750,7 +769,8 @@ def sdf_pair_distance(m, d, g1, g2, flip, distmax, dist, fromto):
     opt = m.opt
     kind, attr, root = sdf_arrays(m, d)
     with _light_compile():
-        launch(_sdf_distance, m, d, meshes=_mesh_pairs(m, {g1, g2}), g1=int(g1),
+        launch(_sdf_distance, m, d, meshes=_mesh_pairs(m, {g1, g2}),
+               octrees=_octree_pairs(m, d), g1=int(g1),
                g2=int(g2), flip=int(flip),
                distmax=float(distmax), ninit=int(opt.sdf_initpoints),
                niter=int(opt.sdf_iterations), sdf_kind=kind, sdf_attr=attr,

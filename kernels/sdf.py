@@ -240,26 +240,25 @@ def _oct_leaf(root, p, oct_child: ti.template(), oct_aabb: ti.template()):
     when it does not, which after the projection into the root box does not happen."""
     node = root
     coord = ti.Vector([0.0, 0.0, 0.0])
-    descending = True
-    depth = 0
-    while descending and depth < 100:  # (findOct's iteration bound)
+    for _ in range(100):  # (findOct's iteration bound)
         box = oct_aabb[node]
         for j in ti.static(range(3)):
             lo = box[j] - box[3 + j]
             hi = box[j] + box[3 + j]
             coord[j] = (p[j] - lo) / (hi - lo)
         child = oct_child[node]
+        octant = (1 if coord[0] >= 0.5 else 0) + (2 if coord[1] >= 0.5 else 0) \
+            + (4 if coord[2] >= 0.5 else 0)
         leaf = True
+        next_node = -1
         for k in ti.static(range(8)):
             if child[k] != -1:
                 leaf = False
+            if octant == k:
+                next_node = child[k]
         if leaf:
-            descending = False
-        else:
-            octant = (1 if coord[0] >= 0.5 else 0) + (2 if coord[1] >= 0.5 else 0) \
-                + (4 if coord[2] >= 0.5 else 0)
-            node = root + child[octant]
-            depth += 1
+            break
+        node = root + next_node
     return node, coord
 
 
@@ -289,28 +288,35 @@ def oct_eval(root, p, want_grad, oct_child: ti.template(), oct_aabb: ti.template
     forward difference of that (step fd_eps()). One call site of the leaf search, in a
     loop over the points the difference needs."""
     eps = ti.static(fd_eps())
-    vals = ti.Vector([0.0, 0.0, 0.0, 0.0])
+    # (no dynamically indexed local vectors: on lavapipe's SPIR-V they moved results)
+    dist0 = 0.0
+    diff = ti.Vector([0.0, 0.0, 0.0])
     grad = ti.Vector([0.0, 0.0, 0.0])
     outside = False
     for k in range(4):
         if k == 0 or (want_grad and outside):
             x = p
-            if k > 0:
-                x[k - 1] = p[k - 1] + eps
+            for i in ti.static(range(3)):
+                if k == i + 1:
+                    x[i] = p[i] + eps
             box_dist, point = _oct_box_projection(x, oct_aabb[root])
             node, coord = _oct_leaf(root, point, oct_child, oct_aabb)
             coeff = oct_coeff[node]
             sdf = 0.0
             for j in ti.static(range(8)):
                 sdf += _oct_corner_weight(j, coord, -1) * coeff[j]
-            vals[k] = sdf + box_dist if box_dist > 0 else sdf
+            value = sdf + box_dist if box_dist > 0 else sdf
             if k == 0:
+                dist0 = value
                 outside = box_dist > 0
                 if want_grad and not outside:
                     for j in ti.static(range(8)):
                         for a in ti.static(range(3)):
                             grad[a] += _oct_corner_weight(j, coord, a) * coeff[j]
+            for i in ti.static(range(3)):
+                if k == i + 1:
+                    diff[i] = value
     if want_grad and outside:
-        grad = ti.Vector([(vals[1] - vals[0]) / eps, (vals[2] - vals[0]) / eps,
-                          (vals[3] - vals[0]) / eps])
-    return vals[0], grad
+        grad = ti.Vector([(diff[0] - dist0) / eps, (diff[1] - dist0) / eps,
+                          (diff[2] - dist0) / eps])
+    return dist0, grad

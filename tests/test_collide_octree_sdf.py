@@ -8,15 +8,18 @@ octree). f64 on the CPU.
 """
 from __future__ import annotations
 
+import json
 import os
 
 import mujoco
 import numpy as np
 import pytest
 
+import spirv
+import subproc
 import tiphys
 from oracle import corpus_dir, random_free_qpos
-from test_collide_sdf import _trajectory, compare_worlds
+from test_collide_sdf import F32_SCRIPT, _trajectory, compare_worlds
 from tiphys.kernels.collide_sdf import geom_octrees
 
 NWORLD = 8
@@ -231,3 +234,41 @@ def test_tactile_sensor_with_octree_geoms_is_refused():
     with pytest.raises(NotImplementedError, match=r"tactile sensors in a model with geoms "
                                                   r"on mesh octrees"):
         tiphys.forward(m, d)
+
+
+# -------------------------------------------------------------------------------- f32
+
+F32_GEM = """<mujoco><option sdf_iterations="10" sdf_initpoints="40"/>{assets}
+  <worldbody>
+    <body><freejoint/><geom type="sdf" mesh="gem"/></body>
+    <body><freejoint/><geom type="sphere" size=".12"/></body>
+  </worldbody>
+</mujoco>"""
+
+
+@pytest.mark.parametrize("arch", ["cpu"] + spirv.device_archs()[:1])
+def test_octree_sdf_collision_runs_in_f32(arch):
+    """f32 on the CPU: a sphere against the gem's octree in six worlds (test_collide_sdf's
+    f32 script, the sphere's centre within 0.05 of (0.15, 0, 0.05)); the deepest contact
+    against MuJoCo's (f64). On Vulkan (SPIR-V: Metal's path), where a device exists,
+    the collision is refused by name (lavapipe lost contacts)."""
+    script = F32_SCRIPT.replace("np.array([.38, 0, .05])", "np.array([.15, 0, .05])")
+    assert script != F32_SCRIPT
+    res = subproc.run(["-c", script, arch], key=f"{arch}-f32",
+                      input=F32_GEM.format(assets=ASSETS))
+    if arch != "cpu":
+        assert res.returncode != 0
+        assert "NotImplementedError: collision: sdf geoms on mesh octrees" in res.stderr, \
+            res.stderr[-3000:]
+        return
+    assert res.returncode == 0, res.stderr[-3000:]
+    worlds = json.loads(res.stdout.strip().splitlines()[-1])
+    touching = 0
+    for ours, theirs, dist, mj_dist, cos, nan in worlds:
+        assert nan == 0
+        assert (ours > 0) == (theirs > 0), worlds
+        if theirs:
+            touching += 1
+            assert abs(dist - mj_dist) < 2e-3, worlds
+            assert cos > 0.99, worlds
+    assert touching >= 3, worlds
