@@ -57,6 +57,16 @@ def test_octree_sdf_against_primitives_matches_mujoco(other):
     assert compare_worlds(m, mjm, qpos, nconmax=300).get((2, 1), 0) >= 40
 
 
+def test_octree_sdf_on_plane_matches_mujoco():
+    """plane-sdf is mjc_PlaneConvex on the sdf geom's mesh (here the octree's mesh)."""
+    xml = PRIMITIVE.format(assets=ASSETS, other="sphere", size=".1").replace(
+        '<body pos="0 0 .3">', '<body pos="0 0 .05">')
+    mjm = mujoco.MjModel.from_xml_string(xml)
+    m = tiphys.load_model_from_string(xml)
+    qpos = random_free_qpos(mjm, np.random.default_rng(2), NWORLD, spread=0.04)
+    assert compare_worlds(m, mjm, qpos, nconmax=300).get((0, 1), 0) >= 5
+
+
 # geom 0 is a mesh geom of mesh 1 ("plain", no octree); MuJoCo's geomDistance looks up
 # mesh_octnum with the geom id 0, finds mesh 0's ("gem") octree and evaluates geom 0
 # on it. The spare meshes keep every geom id below nmesh (past it MuJoCo reads outside
