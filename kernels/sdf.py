@@ -19,6 +19,7 @@ from .consts import MINVAL, PI
 
 SDF_BOLT, SDF_BOWL, SDF_GEAR, SDF_NUT, SDF_TORUS = range(5)
 SDF_NATTR = 5  # the most attributes one of them has (the gear's)
+SDF_OCTREE = 5  # (ray tables) an sdf geom on its mesh's octree, not a plugin shape
 FD_EPS_F64 = 1e-8  # the plugins' finite-difference step
 FD_EPS_F32 = 5e-4  # tiphys' step in f32
 

@@ -768,7 +768,7 @@ def _extra(m, d, plan, st) -> None:
         pair_dist, pair_fromto = _geom_pair_distances(m, d, plan)
     ray = st is plan.pos and st.ray
     if ray:
-        t = ray_tables(m).casting()
+        t = ray_tables(m)
         rays = dict(geom_int=t.geom_int, tri_vert=t.tri_vert, bvh_box=t.bvh_box,
                     bvh_node=t.bvh_node)
     else:  # no rangefinder in this stage: placeholders for the ray tables and fields

@@ -3,8 +3,8 @@ kernels/sdf.py's oct_eval, MuJoCo 3.4.0's oct_distance / oct_gradient) against
 MuJoCo: contacts on the same geom poses (tests/test_collide_sdf.py's compare_worlds:
 MuJoCo's mj_collision runs on tiphys' geom_xpos/geom_xmat), forward at random states,
 a short trajectory of the corpus' cow.xml within MuJoCo's own round-off spread, and
-the refusals of what is not done (rays, tactile sensors, an sdf geom whose mesh has no
-octree). f64 on the CPU.
+rays, and the refusals of what is not done (tactile sensors, an sdf geom whose mesh
+has no octree, SPIR-V backends). f64 on the CPU.
 """
 from __future__ import annotations
 
@@ -226,13 +226,34 @@ def test_sdf_geom_whose_mesh_has_no_octree_is_refused():
         tiphys.make_data(m, 1)
 
 
-def test_rays_on_octree_sdf_geoms_are_refused():
+def test_rays_on_octree_sdf_geoms_match_mujoco():
+    """mj_ray's ray_sdf on the octrees (sphere tracing inside the geom's box; the
+    mesh geom 0 is a plain ray-mesh target): rays of random lengths aimed near the
+    geoms, the geom hit and the distance."""
+    mjm = mujoco.MjModel.from_xml_string(MESH_SDF)
     m = tiphys.load_model_from_string(MESH_SDF)
+    qpos = random_free_qpos(mjm, np.random.default_rng(4), 1, spread=0.3)
     d = tiphys.make_data(m, 1)
+    d.qpos.from_numpy(qpos)
     tiphys.kinematics(m, d)
-    with pytest.raises(NotImplementedError, match=r"ray casting: sdf geoms \[1, 2\] "
-                                                  r"without an SDF plugin"):
-        tiphys.ray(m, d, np.array([0.0, 0.0, 2.0]), np.array([0.0, 0.0, -1.0]))
+    mjd = mujoco.MjData(mjm)
+    mjd.qpos[:] = qpos[0]
+    mujoco.mj_kinematics(mjm, mjd)
+    rng = np.random.default_rng(0)
+    nray = 200
+    targets = mjd.geom_xpos[rng.integers(0, mjm.ngeom, nray)] + \
+        rng.uniform(-.08, .08, (nray, 3))
+    pnts = rng.uniform(-1, 1, (nray, 3))
+    vecs = (targets - pnts) * rng.uniform(0.5, 2, (nray, 1))
+    dist, geomid = tiphys.ray_batch(m, d, pnts[None], vecs[None])
+    hit = set()
+    for i in range(nray):
+        g = np.array([-1], dtype=np.int32)
+        x = mujoco.mj_ray(mjm, mjd, pnts[i], vecs[i], None, 1, -1, g)
+        assert geomid[0, i] == g[0], (i, geomid[0, i], g[0])
+        assert abs(dist[0, i] - x) < 1e-12, (i, dist[0, i], x)
+        hit.add(int(g[0]))
+    assert {0, 1, 2} <= hit
 
 
 def test_tactile_sensor_with_octree_geoms_is_refused():
