@@ -256,6 +256,36 @@ def test_rays_on_octree_sdf_geoms_match_mujoco():
     assert {0, 1, 2} <= hit
 
 
+def test_rangefinders_on_octree_sdf_geoms_match_mujoco():
+    """rangefinder sensors (ray_scene) looking down at the sdf geoms, random poses."""
+    xml = MESH_SDF.replace("</worldbody>", """
+      <site name="a" pos="0 0 1"/><site name="b" pos=".03 .02 1"/>
+      <site name="c" pos="-.05 0 1" zaxis=".1 0 1"/></worldbody>
+      <sensor><rangefinder site="a"/><rangefinder site="b"/><rangefinder site="c"/>
+      </sensor>""").replace('<mujoco>', '<mujoco><option gravity="0 0 0"/>')
+    xml = xml.replace('<site name="a" pos="0 0 1"/>', '<site name="a" pos="0 0 1" '
+                      'zaxis="0 0 -1"/>').replace('<site name="b" pos=".03 .02 1"/>',
+                                                  '<site name="b" pos=".03 .02 1" '
+                                                  'zaxis="0 .1 -1"/>')
+    xml = xml.replace('zaxis=".1 0 1"', 'zaxis=".1 0 -1"')
+    mjm = mujoco.MjModel.from_xml_string(xml)
+    m = tiphys.load_model_from_string(xml)
+    qpos = random_free_qpos(mjm, np.random.default_rng(5), NWORLD, spread=0.04)
+    d = tiphys.make_data(m, NWORLD, nconmax=300)
+    d.qpos.from_numpy(qpos)
+    tiphys.forward(m, d)
+    ours = d.numpy("sensordata")
+    mjd = mujoco.MjData(mjm)
+    hits = 0
+    for w in range(NWORLD):
+        mjd.qpos[:] = qpos[w]
+        mujoco.mj_forward(mjm, mjd)
+        np.testing.assert_allclose(ours[w, :mjm.nsensordata], mjd.sensordata, rtol=0,
+                                   atol=1e-9, err_msg=f"world {w}")
+        hits += int(np.sum(mjd.sensordata > 0))
+    assert hits >= 12
+
+
 def test_tactile_sensor_with_octree_geoms_is_refused():
     xml = MESH_SDF.replace("</worldbody>", """<body pos="1 0 0">
       <site name="s"/><geom name="pad" type="mesh" mesh="spare1"/></body></worldbody>
