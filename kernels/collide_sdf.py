@@ -736,10 +736,10 @@ def narrow_sdf(m, d, plan, sweep):
 @ti.kernel
 def _sdf_distance(
     meshes: ti.template(), octrees: ti.template(), g1: ti.i32, g2: ti.i32, flip: ti.i32,
-    distmax: float,
-    ninit: ti.i32, niter: ti.i32,
+    distmax: float, ninit: ti.i32, niter: ti.i32,
     geom_type: ND, geom_size: ND, geom_aabb: ND, sdf_kind: ND, sdf_attr: ND, sdf_oct: ND,
-    oct_child: ND, oct_aabb: ND, oct_coeff: ND, points: ND, geom_int: ND, mesh_vert: ND, tri_vert: ND, bvh_box: ND, bvh_node: ND,
+    oct_child: ND, oct_aabb: ND, oct_coeff: ND, points: ND,
+    geom_int: ND, mesh_vert: ND, tri_vert: ND, bvh_box: ND, bvh_node: ND,
     geom_xpos: ND, geom_xmat: ND, dist_out: ND, fromto_out: ND,
     ncon: ND, contact_dist: ND, contact_pos: ND, contact_frame: ND, contact_key: ND,
 ):
