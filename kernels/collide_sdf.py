@@ -1,7 +1,8 @@
 """SDF narrowphase: MuJoCo 3.4.0's mjc_SDF (src/engine/engine_collision_sdf.c) for an
-sdf geom with an SDF plugin against a sphere, capsule, ellipsoid, cylinder, box, mesh
-(mjc_MeshSDF: the mesh's distance by ray casting, see _geom_eval) or another such sdf
-geom.
+sdf geom (with an SDF plugin, or without one: its mesh's octree, kernels/sdf.py's
+oct_eval) against a sphere, capsule, ellipsoid, cylinder, box, mesh (mjc_MeshSDF: the
+mesh's octree where MuJoCo finds one, see geom_octrees, else its distance by ray
+casting, see _geom_eval) or another sdf geom.
 
 The pair is (g1, g2) with g2 the sdf geom (the one of higher type); everything runs in
 g2's frame, the other geom's frame reached through (rotation21, offset21). As in
@@ -39,7 +40,7 @@ from .consts import (GEOM_BOX, GEOM_CAPSULE, GEOM_CYLINDER, GEOM_ELLIPSOID, GEOM
                      MINVAL)
 from .math import mul_mat_t, normalize3, quat_mul, quat_normalize
 from .ray import ray_mesh
-from .sdf import SDF_NATTR, SDF_TORUS, fd_eps, sdf_distance, torus_gradient
+from .sdf import SDF_NATTR, SDF_TORUS, fd_eps, oct_eval, sdf_distance, torus_gradient
 
 KIND_SDF = 3  # index of "sdf" in collision.KINDS
 
@@ -270,39 +271,42 @@ def _geom_gradient(gtype, size, kind, attr, x):
 # ------------------------------------------------------------------------------------
 
 @ti.func
-def _new_pair(g2, type2, size2, kind2, attr2, g1, type1, size1, kind1, attr1, relpos,
-              relmat):
+def _new_pair(g2, type2, size2, kind2, attr2, oct2, g1, type1, size1, kind1, attr1, oct1,
+              relpos, relmat):
     """mjSDF: geom 0 is g2 (the sdf, evaluated at x), geom 1 is g1 (at relmat x +
-    relpos)."""
+    relpos); oct: the root node of the octree a geom is evaluated on, or -1."""
     return ti.types.struct(
         geom0=ti.i32, geom1=ti.i32,
         type0=ti.i32, size0=ti.types.vector(3, float), kind0=ti.i32,
-        attr0=ti.types.vector(SDF_NATTR, float), type1=ti.i32,
+        attr0=ti.types.vector(SDF_NATTR, float), oct0=ti.i32, type1=ti.i32,
         size1=ti.types.vector(3, float), kind1=ti.i32,
-        attr1=ti.types.vector(SDF_NATTR, float), relpos=ti.types.vector(3, float),
-        relmat=ti.types.matrix(3, 3, float))(
+        attr1=ti.types.vector(SDF_NATTR, float), oct1=ti.i32,
+        relpos=ti.types.vector(3, float), relmat=ti.types.matrix(3, 3, float))(
         geom0=g2, geom1=g1,
-        type0=type2, size0=size2, kind0=kind2, attr0=attr2, type1=type1, size1=size1,
-        kind1=kind1, attr1=attr1, relpos=relpos, relmat=relmat)
+        type0=type2, size0=size2, kind0=kind2, attr0=attr2, oct0=oct2, type1=type1,
+        size1=size1, kind1=kind1, attr1=attr1, oct1=oct1, relpos=relpos, relmat=relmat)
 
 
 @ti.func
-def _geom_eval(worldid, geomid, gtype, size, kind, attr, p, want_grad, rays: ti.template(),
-               meshes: ti.template()):
+def _geom_eval(worldid, geomid, gtype, size, kind, attr, oct, p, want_grad,
+               rays: ti.template(), meshes: ti.template(), octs: ti.template()):
     """(distance, gradient) of one geom at ``p`` (its frame); the gradient only with
     ``want_grad``. One call site of the plugin shapes, in a loop over the points a
     forward difference needs (kernels stay small enough to compile quickly).
 
-    A mesh (mjc_MeshSDF) as MuJoCo 3.4.0's geomDistance without an octree: the ray from
-    the point (in the world) toward the world's origin cast on the mesh (mj_rayMesh, in
+    A geom with an octree (``oct`` its root node, see sdf_arrays: an sdf geom without a
+    plugin, or a mesh geom where MuJoCo finds one) takes kernels/sdf.py's oct_eval;
+    ``octs`` is (whether the model has such geoms: only then is it compiled in,
+    oct_child, oct_aabb, oct_coeff).
+    A mesh without one (mjc_MeshSDF) as MuJoCo 3.4.0's geomDistance: the ray from the
+    point (in the world) toward the world's origin cast on the mesh (mj_rayMesh, in
     units of that ray's length, compared with its length as MuJoCo does), cast backwards
-    and negated when past it; its gradient is +-(1, 1, 1) by the first ray. (MuJoCo
-    tests the octree with mesh_octnum indexed by the geom id: past nmesh that reads
-    outside the array; tiphys takes it as 0, no octree: the compiler builds the
-    octrees of sdf geoms' meshes, but they are not evaluated here yet.)"""
+    and negated when past it; its gradient is +-(1, 1, 1) by the first ray."""
     dist = 0.0
     grad = ti.Vector([0.0, 0.0, 0.0])
-    if ti.static(meshes) and gtype == GEOM_MESH:
+    if ti.static(octs[0]) and oct >= 0:
+        dist, grad = oct_eval(oct, p, want_grad, octs[1], octs[2], octs[3])
+    elif ti.static(meshes) and gtype == GEOM_MESH:
         a = _mat_vec(rays[3][worldid, geomid], p) + rays[2][worldid, geomid]
         ray = -a
         r = _norm3(ray)
@@ -342,7 +346,8 @@ def _geom_eval(worldid, geomid, gtype, size, kind, attr, p, want_grad, rays: ti.
 
 
 @ti.func
-def _pair_eval(worldid, s, x, want_grad, rays: ti.template(), meshes: ti.template()):
+def _pair_eval(worldid, s, x, want_grad, rays: ti.template(), meshes: ti.template(),
+               octs: ti.template()):
     """(A, B, grad A, grad B in g2's frame): both geoms' distances (A: g2 at x, B: g1
     at x seen from g1) and, with ``want_grad``, their gradients."""
     y = _mat_vec(s.relmat, x) + s.relpos
@@ -355,8 +360,9 @@ def _pair_eval(worldid, s, x, want_grad, rays: ti.template(), meshes: ti.templat
         attr = s.attr0 if g == 0 else s.attr1
         p = x if g == 0 else y
         geomid = s.geom0 if g == 0 else s.geom1
-        dist, grad = _geom_eval(worldid, geomid, gtype, size, kind, attr, p, want_grad,
-                                rays, meshes)
+        oct = s.oct0 if g == 0 else s.oct1
+        dist, grad = _geom_eval(worldid, geomid, gtype, size, kind, attr, oct, p,
+                                want_grad, rays, meshes, octs)
         dists[g] = dist
         for k in ti.static(range(3)):
             grads[g, k] = grad[k]
@@ -401,7 +407,8 @@ def _local_box(aabb):
 
 
 @ti.func
-def _contact_point(worldid, s, x0, niter, rays: ti.template(), meshes: ti.template()):
+def _contact_point(worldid, s, x0, niter, rays: ti.template(), meshes: ti.template(),
+                   octs: ti.template()):
     """From a start point: stepGradient on the collision objective (``niter`` steps),
     then one on the intersection, then the mid-surface gradient there: (distance,
     point, gradient). Written as one loop over the evaluations (a state machine) so
@@ -422,7 +429,7 @@ def _contact_point(worldid, s, x0, niter, rays: ti.template(), meshes: ti.templa
     running = True
     while running:
         want_grad = starting or phase == 2
-        a, b, ga, gb = _pair_eval(worldid, s, p, want_grad, rays, meshes)
+        a, b, ga, gb = _pair_eval(worldid, s, p, want_grad, rays, meshes, octs)
         value, slope = _objective(phase, a, b, ga, gb)
         advance = False  # this descent is over: go to the next phase
         if phase == 2:
@@ -471,9 +478,9 @@ def _contact_point(worldid, s, x0, niter, rays: ti.template(), meshes: ti.templa
 def _sdf_pair(worldid, cand, g1, g2, ninit, niter, record: ti.template(),
               best: ti.template(), geom_type: ti.template(),
               geom_size: ti.template(), geom_aabb: ti.template(), sdf_kind: ti.template(),
-              sdf_attr: ti.template(), geom_xpos: ti.template(), geom_xmat: ti.template(),
-              points: ti.template(), row, rays: ti.template(), meshes: ti.template(),
-              ncon: ti.template(),
+              sdf_attr: ti.template(), sdf_oct: ti.template(), geom_xpos: ti.template(),
+              geom_xmat: ti.template(), points: ti.template(), row, rays: ti.template(),
+              meshes: ti.template(), octs: ti.template(), ncon: ti.template(),
               contact_dist: ti.template(), contact_pos: ti.template(),
               contact_frame: ti.template(), contact_key: ti.template()):
     """mjc_SDF for the pair (g1, g2) of world ``worldid``: its contacts emitted with
@@ -505,8 +512,8 @@ def _sdf_pair(worldid, cand, g1, g2, ninit, niter, record: ti.template(),
     hi = ti.Vector([ti.min(hi1[k], hi2[k]) for k in ti.static(range(3))])
     if not (hi[0] < lo[0] or hi[1] < lo[1] or hi[2] < lo[2]):
         s = _new_pair(g2, geom_type[g2], geom_size[sw, g2], sdf_kind[g2], sdf_attr[g2],
-                      g1, geom_type[g1], geom_size[sw, g1], sdf_kind[g1], sdf_attr[g1],
-                      offset21, rotation21)
+                      sdf_oct[g2], g1, geom_type[g1], geom_size[sw, g1], sdf_kind[g1],
+                      sdf_attr[g1], sdf_oct[g1], offset21, rotation21)
         cnt = 0
         for start in range(ninit):
             x = ti.Vector([lo[0] + (hi[0] - lo[0]) * _halton(start, 2),
@@ -514,7 +521,7 @@ def _sdf_pair(worldid, cand, g1, g2, ninit, niter, record: ti.template(),
                            lo[2] + (hi[2] - lo[2]) * _halton(start, 5)])
             y = _mat_vec(rotation2, x) + offset2
             x = _mat_vec(rotation12, y) + offset12
-            dist, x, grad = _contact_point(worldid, s, x, niter, rays, meshes)
+            dist, x, grad = _contact_point(worldid, s, x, niter, rays, meshes, octs)
             known = False
             for i in range(MAXCONPAIR):  # (a fixed trip count: see _narrow_sdf)
                 if i < cnt:
@@ -544,13 +551,16 @@ def _sdf_pair(worldid, cand, g1, g2, ninit, niter, record: ti.template(),
 
 @ti.kernel
 def _narrow_sdf(
-    override: ti.template(), meshes: ti.template(), o_margin: float, ninit: ti.i32,
+    override: ti.template(), meshes: ti.template(), octrees: ti.template(),
+    o_margin: float, ninit: ti.i32,
     niter: ti.i32,
     # candidates: lists[l, KIND_SDF, k] for k < counts[l, KIND_SDF], l = world or 0
     cand_geom: ND, cand_pair: ND, lists: ND, counts: ND, all_lists: ND,
     # model
     geom_type: ND, geom_size: ND, geom_aabb: ND, geom_rbound: ND, geom_margin: ND,
-    pair_margin_arr: ND, sdf_kind: ND, sdf_attr: ND,
+    pair_margin_arr: ND, sdf_kind: ND, sdf_attr: ND, sdf_oct: ND,
+    # mesh octrees
+    oct_child: ND, oct_aabb: ND, oct_coeff: ND,
     # meshes (mjc_MeshSDF's rays: ray.py's tables)
     geom_int: ND, mesh_vert: ND, tri_vert: ND, bvh_box: ND, bvh_node: ND,
     # scratch: the pair's contact points so far, per world
@@ -573,19 +583,49 @@ def _narrow_sdf(
             if near and geom_type[g1] != GEOM_HFIELD:
                 best = _new_best(0.0)  # (unused: contacts are emitted)
                 _sdf_pair(worldid, cand, g1, g2, ninit, niter, False, best, geom_type,
-                          geom_size,
-                          geom_aabb, sdf_kind, sdf_attr, geom_xpos, geom_xmat, points,
-                          worldid, (geom_int, geom_size, geom_xpos, geom_xmat, mesh_vert,
-                                    tri_vert, bvh_box, bvh_node), meshes, ncon,
+                          geom_size, geom_aabb, sdf_kind, sdf_attr, sdf_oct, geom_xpos,
+                          geom_xmat, points, worldid,
+                          (geom_int, geom_size, geom_xpos, geom_xmat, mesh_vert,
+                           tri_vert, bvh_box, bvh_node), meshes,
+                          (octrees, oct_child, oct_aabb, oct_coeff), ncon,
                           contact_dist, contact_pos, contact_frame, contact_key)
 
 
+def geom_octrees(arrays):
+    """Per geom, the root node of the mesh octree MuJoCo 3.4.0's SDF collision
+    evaluates it on, or -1: an sdf geom without a plugin, its mesh's (mesh_octadr of
+    geom_dataid); a mesh geom, mesh_octadr[g] when mesh_octnum[g] != 0 (MuJoCo passes
+    the geom id where geomDistance reads the mesh arrays: the octree of the mesh whose
+    index is the geom's, not the geom's own mesh; for a geom id past nmesh it reads
+    past the arrays' end, tiphys takes no octree). NotImplementedError for an sdf
+    geom without a plugin whose mesh has no octree (MuJoCo stops with an error)."""
+    import numpy as np
+    ngeom = int(arrays.sizes.get("ngeom", 0))
+    nmesh = int(arrays.sizes.get("nmesh", 0))
+    gtype = np.asarray(arrays.geom_type).reshape(-1)[:ngeom]
+    plugin = np.asarray(arrays.geom_plugin).reshape(-1)[:ngeom]
+    dataid = np.asarray(arrays.geom_dataid).reshape(-1)[:ngeom]
+    octadr = np.asarray(arrays.mesh_octadr).reshape(-1)[:nmesh]
+    octnum = np.asarray(arrays.mesh_octnum).reshape(-1)[:nmesh]
+    root = np.full(max(1, ngeom), -1, dtype=np.int32)
+    for g in range(ngeom):
+        if gtype[g] == GEOM_SDF and plugin[g] == -1:
+            if dataid[g] < 0 or octadr[dataid[g]] < 0:
+                raise NotImplementedError(
+                    f"collision: sdf geom {g} without a plugin: its mesh has no octree")
+            root[g] = octadr[dataid[g]]
+        elif gtype[g] == GEOM_MESH and g < nmesh and octnum[g] != 0:
+            root[g] = octadr[g]
+    return root
+
+
 def sdf_arrays(m, d):
-    """Per geom, its SDF plugin's shape (kernels/sdf.py kind, -1 for other geoms) and
-    attributes (defaults applied), as device arrays made once per Model and Data."""
+    """Per geom, its SDF plugin's shape (kernels/sdf.py kind, -1 for other geoms), its
+    attributes (defaults applied) and the root of the octree it is evaluated on
+    (geom_octrees), as device arrays made once per Model and Data."""
     have = d.scratch.sdf_geom
     if have is not None and have[0] is m.arrays:
-        return have[1], have[2]
+        return have[1:4]
     import numpy as np
 
     ngeom = int(m.ngeom)
@@ -595,14 +635,17 @@ def sdf_arrays(m, d):
         for g, (shape, values) in getattr(plugin, "sdf_geoms", {}).items():
             kind[g] = shape
             attr[g] = values
+    root = geom_octrees(m.arrays)
     from .config import float_dtype
     kind_arr = d.scratch.tag(ti.ndarray(ti.i32, shape=kind.shape))
     kind_arr.from_numpy(kind)
     attr_arr = d.scratch.tag(ti.Vector.ndarray(SDF_NATTR, float_dtype(),
                                                shape=(attr.shape[0],)))
     attr_arr.from_numpy(attr.astype(np.float64 if float_dtype() == ti.f64 else np.float32))
-    d.scratch.sdf_geom = (m.arrays, kind_arr, attr_arr)
-    return kind_arr, attr_arr
+    root_arr = d.scratch.tag(ti.ndarray(ti.i32, shape=root.shape))
+    root_arr.from_numpy(root)
+    d.scratch.sdf_geom = (m.arrays, kind_arr, attr_arr, root_arr, bool((root >= 0).any()))
+    return kind_arr, attr_arr, root_arr
 
 
 def _mesh_pairs(m, pairs) -> bool:
@@ -627,6 +670,20 @@ def _mesh_pairs(m, pairs) -> bool:
                                   "Metal)")
     if not isinstance(pairs, set):
         pairs.sdf_meshes = found  # (once per collision plan)
+    return found
+
+
+def _octree_pairs(m, d) -> bool:
+    """Whether the model has geoms evaluated on octrees (geom_octrees): only then is
+    the octree's code compiled in (on lavapipe's SPIR-V its presence alone moved the
+    plugin shapes' f32 descent). SPIR-V backends (Vulkan, Metal) refuse such models:
+    on lavapipe the octree descent lost about a quarter of the contacts that the CPU
+    finds in f32 (tests/test_collide_octree_sdf.py)."""
+    sdf_arrays(m, d)
+    found = d.scratch.sdf_geom[4]
+    if found and ti.lang.impl.current_cfg().arch in (ti.vulkan, ti.metal):
+        raise NotImplementedError("collision: sdf geoms on mesh octrees (sdf geoms without "
+                                  "a plugin) on SPIR-V backends (Vulkan, Metal)")
     return found
 
 
@@ -661,24 +718,27 @@ def narrow_sdf(m, d, plan, sweep):
     opt = m.opt
     lists, counts, _, all_lists = sweep.lists  # (one thread per world: no lanes)
     dist, pos, frame, key = sweep.emit
-    kind, attr = sdf_arrays(m, d)
+    kind, attr, root = sdf_arrays(m, d)
     points = _points(d)
     with _light_compile():
         launch(_narrow_sdf, m, d, override=bool(opt.enabled("override")),
-               meshes=_mesh_pairs(m, plan), o_margin=float(opt.o_margin),
+               meshes=_mesh_pairs(m, plan), octrees=_octree_pairs(m, d),
+               o_margin=float(opt.o_margin),
                ninit=int(opt.sdf_initpoints), niter=int(opt.sdf_iterations),
                cand_geom=sweep.cand[0], cand_pair=sweep.cand[1], lists=lists,
                counts=counts, all_lists=all_lists, pair_margin_arr=m.pair_margin,
-               sdf_kind=kind, sdf_attr=attr, points=points, **_ray_tables(m),
+               sdf_kind=kind, sdf_attr=attr, sdf_oct=root, points=points,
+               **_ray_tables(m),
                world_mask=sweep.mask, contact_dist=dist, contact_pos=pos,
                contact_frame=frame, contact_key=key)
 
 
 @ti.kernel
 def _sdf_distance(
-    meshes: ti.template(), g1: ti.i32, g2: ti.i32, flip: ti.i32, distmax: float,
-    ninit: ti.i32, niter: ti.i32,
-    geom_type: ND, geom_size: ND, geom_aabb: ND, sdf_kind: ND, sdf_attr: ND, points: ND,
+    meshes: ti.template(), octrees: ti.template(), g1: ti.i32, g2: ti.i32, flip: ti.i32,
+    distmax: float, ninit: ti.i32, niter: ti.i32,
+    geom_type: ND, geom_size: ND, geom_aabb: ND, sdf_kind: ND, sdf_attr: ND, sdf_oct: ND,
+    oct_child: ND, oct_aabb: ND, oct_coeff: ND, points: ND,
     geom_int: ND, mesh_vert: ND, tri_vert: ND, bvh_box: ND, bvh_node: ND,
     geom_xpos: ND, geom_xmat: ND, dist_out: ND, fromto_out: ND,
     ncon: ND, contact_dist: ND, contact_pos: ND, contact_frame: ND, contact_key: ND,
@@ -686,9 +746,10 @@ def _sdf_distance(
     for worldid in range(geom_xpos.shape[0]):
         best = _new_best(distmax)
         _sdf_pair(worldid, -1, g1, g2, ninit, niter, True, best, geom_type, geom_size,
-                  geom_aabb, sdf_kind, sdf_attr, geom_xpos, geom_xmat, points, worldid,
-                  (geom_int, geom_size, geom_xpos, geom_xmat, mesh_vert, tri_vert, bvh_box,
-                   bvh_node), meshes, ncon, contact_dist, contact_pos, contact_frame, contact_key)
+                  geom_aabb, sdf_kind, sdf_attr, sdf_oct, geom_xpos, geom_xmat, points,
+                  worldid, (geom_int, geom_size, geom_xpos, geom_xmat, mesh_vert, tri_vert,
+                            bvh_box, bvh_node), meshes, (octrees, oct_child, oct_aabb, oct_coeff),
+                  ncon, contact_dist, contact_pos, contact_frame, contact_key)
         fromto = ti.Vector.zero(float, 6)
         if best.n > 0:
             sign = -1.0 if flip else 1.0
@@ -706,10 +767,11 @@ def sdf_pair_distance(m, d, g1, g2, flip, distmax, dist, fromto):
     the deepest contact below distmax. Writes ``dist`` (nworld,) and ``fromto``
     (nworld, 6 vectors)."""
     opt = m.opt
-    kind, attr = sdf_arrays(m, d)
+    kind, attr, root = sdf_arrays(m, d)
     with _light_compile():
-        launch(_sdf_distance, m, d, meshes=_mesh_pairs(m, {g1, g2}), g1=int(g1),
+        launch(_sdf_distance, m, d, meshes=_mesh_pairs(m, {g1, g2}),
+               octrees=_octree_pairs(m, d), g1=int(g1),
                g2=int(g2), flip=int(flip),
                distmax=float(distmax), ninit=int(opt.sdf_initpoints),
                niter=int(opt.sdf_iterations), sdf_kind=kind, sdf_attr=attr,
-               points=_points(d), **_ray_tables(m), dist_out=dist, fromto_out=fromto)
+               sdf_oct=root, points=_points(d), **_ray_tables(m), dist_out=dist, fromto_out=fromto)

@@ -663,7 +663,9 @@ def default_nconmax(m) -> int:
     flex = sum(e[3][3] for e in p.flex_entries if e[3] is not None and e[3][1] == PLANE_VERTS)
     if any(e[3] is not None and e[3][1] != PLANE_VERTS for e in p.flex_entries):
         flex += 4 * len(np.asarray(m.arrays.flex_elemlayer))
-    return int(min(p.total_maxcon, max(64, 8 * moving) + flex))
+    # sdf pairs: one contact per start point that ends inside both geoms
+    sdf = p.sdf_count * min(int(m.opt.sdf_initpoints), MAXCONPAIR)
+    return int(min(p.total_maxcon, max(64, 8 * moving) + flex + sdf))
 
 
 def default_nbroadmax(m) -> int:

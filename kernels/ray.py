@@ -11,8 +11,12 @@ distance is in units of ``|vec|`` (``x``), as MuJoCo's. -1 means no intersection
   boxes slightly inflated so that no triangle is lost to round-off) and takes the
   nearest triangle hit, which is what MuJoCo's traversal returns.
 - SDF geoms as ray_sdf: the box of ``geom_size`` first, then up to 40 steps of sphere
-  tracing of the plugin's shape along the unit direction in the geom's frame (the
-  distance is in units of that unit direction, as MuJoCo's, whatever ``vec``'s length).
+  tracing of the plugin's shape, or of the mesh's octree for an sdf geom without a
+  plugin (kernels/sdf.py's oct_eval, on the octree's rows of the ray tables), along
+  the unit direction in the geom's frame (the distance is in units of that unit
+  direction, as MuJoCo's, whatever ``vec``'s length). In f32 a hit is a step below
+  1e-5 instead of 1e-7: rays that pass the surface that close, which MuJoCo (f64)
+  marches for 40 steps without a hit, hit there.
 - Height fields as mj_rayHfield: the base box, then the top box's ray segment walked
   over the grid cells it crosses (two triangles per cell) and the four side walls.
 - A ray against the scene as mj_ray: geoms skipped when on ``bodyexclude``, invisible
@@ -34,7 +38,7 @@ import taichi as ti
 
 from . import config
 from .math import quat2mat, quat_z2vec
-from .sdf import SDF_NATTR, sdf_distance
+from .sdf import SDF_NATTR, SDF_OCTREE, oct_eval, sdf_distance
 from .consts import (EPS, GEOM_BOX, GEOM_CAPSULE, GEOM_CYLINDER, GEOM_ELLIPSOID, GEOM_HFIELD,
                      GEOM_MESH, GEOM_PLANE, GEOM_SDF, GEOM_SPHERE, MINVAL, NGROUP, PI)
 
@@ -466,15 +470,43 @@ SDF_HIT_F32 = 1e-5  # tiphys' in f32, where 1e-7 is below a coordinate's roundin
 SDF_FAR = 1e6  # a distance past which it gives up
 
 
+class _OctRows:
+    """A mesh octree's node arrays as rows of the ray tables (RayTables: the nodes'
+    boxes and coefficients in bvh_box from row ``base``, 3 rows a node; their children
+    in bvh_node from row ``base``, 4 rows a node): [node] reads what oct_aabb,
+    oct_coeff or oct_child ("aabb", "coeff", "child") would, in Taichi scope."""
+
+    _data_oriented = True  # Taichi passes the object itself through calls
+    _is_taichi_function = False  # made in Taichi scope without a warning (see epa.Polytope)
+
+    def __init__(self, rows, base, what: str):
+        self.rows, self.base, self.what = rows, base, what
+
+    def __getitem__(self, node):
+        sub = ti.lang.impl.subscript
+        if self.what == "aabb":
+            return sub(None, self.rows, self.base + 3 * node)
+        if self.what == "coeff":
+            rows = [sub(None, self.rows, self.base + 3 * node + 1 + r) for r in range(2)]
+            return ti.Vector([sub(None, rows[k // 6], k % 6) for k in range(8)])
+        rows = [sub(None, self.rows, self.base + 4 * node + r) for r in range(4)]
+        return ti.Vector([sub(None, rows[k // 2], k % 2) for k in range(8)])
+
+
 @ti.func
-def ray_sdf(pos, mat, size, kind, attr6, pnt, vec):
-    """ray_sdf: sphere tracing of an sdf geom's plugin shape (kernels/sdf.py, ``kind``,
-    attributes in the first five of ``attr6``) inside the box of its geom_size, along
-    the unit direction in the geom's frame (so the distance is in units of that unit
-    direction, also when ``vec`` is not one, as in MuJoCo); -1 if missed. A hit is a
-    step below 1e-7, as MuJoCo's (1e-5 in f32)."""
+def ray_sdf(pos, mat, size, gi, bvh_box: ti.template(), bvh_node: ti.template(), pnt,
+            vec):
+    """ray_sdf: sphere tracing of an sdf geom's shape inside the box of its geom_size,
+    along the unit direction in the geom's frame (so the distance is in units of that
+    unit direction, also when ``vec`` is not one, as in MuJoCo); -1 if missed. A hit is
+    a step below 1e-7, as MuJoCo's (1e-5 in f32). The shape (RayTables): a plugin's
+    (kernels/sdf.py kind gi[GI_A], attributes in the first five of bvh_box[gi[GI_B]]),
+    or the mesh's octree (kind SDF_OCTREE, root node gi[GI_B], rows from gi[GI_C] of
+    bvh_box and gi[GI_D] of bvh_node)."""
     x = -1.0
     if ray_box(pos, mat, size, pnt, vec) >= 0.0:
+        kind = gi[GI_A]
+        attr6 = bvh_box[gi[GI_B] if kind != SDF_OCTREE else 0]
         attr = ti.Vector([attr6[k] for k in ti.static(range(SDF_NATTR))])
         lpnt, lvec = _ray_map(pos, mat, pnt, vec)
         lvec = _normalize3(lvec)
@@ -482,7 +514,14 @@ def ray_sdf(pos, mat, size, kind, attr6, pnt, vec):
         for _ in range(SDF_MARCH):
             p = ti.Vector([lpnt[0] + total * lvec[0], lpnt[1] + total * lvec[1],
                            lpnt[2] + total * lvec[2]])
-            dist = sdf_distance(kind, attr, p)
+            dist = 0.0
+            if kind == SDF_OCTREE:
+                dist, unused_grad = oct_eval(gi[GI_B], p, False,
+                                             _OctRows(bvh_node, gi[GI_D], "child"),
+                                             _OctRows(bvh_box, gi[GI_C], "aabb"),
+                                             _OctRows(bvh_box, gi[GI_C], "coeff"))
+            else:
+                dist = sdf_distance(kind, attr, p)
             total += dist
             if ti.abs(dist) < ti.static(SDF_HIT if config.precision() == "f64" else
                                         SDF_HIT_F32):
@@ -510,10 +549,9 @@ def ray_geom_id(worldid, geomid, pnt, vec, geom_int: ti.template(), geom_size: t
         x = ray_hfield(worldid, geomid, pnt, vec, geom_int, geom_xpos, geom_xmat, hfield_size,
                        hfield_data)
     elif gtype == GEOM_SDF:
-        gi = geom_int[geomid]
         x = ray_sdf(geom_xpos[worldid, geomid], geom_xmat[worldid, geomid],
-                    geom_size[worldid % geom_size.shape[0], geomid], gi[GI_A],
-                    bvh_box[gi[GI_B]], pnt, vec)
+                    geom_size[worldid % geom_size.shape[0], geomid], geom_int[geomid],
+                    bvh_box, bvh_node, pnt, vec)
     else:
         x = ray_primitive(gtype, geom_xpos[worldid, geomid], geom_xmat[worldid, geomid],
                           geom_size[worldid % geom_size.shape[0], geomid], pnt, vec)
@@ -966,15 +1004,37 @@ class RayTables:
         # sdf geoms: the plugin shape's kind, and its attributes in a row of bvh_box
         sdf_geoms = {g: v for plugin in getattr(m, "plugins", ())
                      for g, v in getattr(plugin, "sdf_geoms", {}).items()}
+        octree_sdf = []
         for g in np.nonzero(gtype == GEOM_SDF)[0]:
             if int(g) not in sdf_geoms:
-                raise NotImplementedError(f"ray casting: sdf geom {int(g)} without an SDF "
-                                          f"plugin (a mesh octree)")
+                octree_sdf.append(int(g))
+                continue
             kind, values = sdf_geoms[int(g)]
             gi[g, GI_A] = kind
             gi[g, GI_B] = nnode
             boxes.append(np.r_[values, 0.0].reshape(1, 6))
             nnode += 1
+        # sdf geoms without a plugin: every mesh octree's nodes as rows (_OctRows)
+        if octree_sdf:
+            noct = int(a.sizes.get("noct", 0))
+            aabb = np.asarray(a.oct_aabb, dtype=np.float64).reshape(-1, 6)[:noct]
+            coeff = np.asarray(a.oct_coeff, dtype=np.float64).reshape(-1, 8)[:noct]
+            rows = np.zeros((noct, 3, 6))
+            rows[:, 0] = aabb
+            rows[:, 1] = coeff[:, :6]
+            rows[:, 2, :2] = coeff[:, 6:]
+            box_base = nnode
+            boxes.append(rows.reshape(-1, 6))
+            nnode += 3 * noct
+            node_base = sum(len(n) for n in nodes)
+            nodes.append(np.asarray(a.oct_child, dtype=np.int32).reshape(-1, 8)[:noct]
+                         .reshape(-1, 2))
+            octadr = np.asarray(a.mesh_octadr).reshape(-1)
+            for g in octree_sdf:
+                gi[g, GI_A] = SDF_OCTREE
+                gi[g, GI_B] = int(octadr[dataid[g]])
+                gi[g, GI_C] = box_base
+                gi[g, GI_D] = node_base
         for g in np.nonzero(gtype == GEOM_HFIELD)[0]:
             hid = int(dataid[g])
             gi[g, GI_A] = hid
@@ -986,7 +1046,7 @@ class RayTables:
         self.bvh_box = _float_vec_array(np.concatenate(boxes), 6, fdtype)
         self.bvh_node = _int_vec_array(np.concatenate(nodes), 2)
         self.ntri = ntri
-        self.nnode = nnode  # (BVH nodes, then one row per sdf geom)
+        self.nnode = nnode  # (BVH nodes, one row per plugin sdf geom, octree rows)
         self.body_bvh = _float_vec_array(body_collision_boxes(m), 6, fdtype)
 
 

@@ -1,6 +1,7 @@
 """Device distance and gradient of MuJoCo's first-party SDF plugins (plugin/sdf/*.cc of
-MuJoCo 3.4.0: bolt, bowl, gear, nut, torus), as the collision stage calls them
-(kernels/collide_sdf.py).
+MuJoCo 3.4.0: bolt, bowl, gear, nut, torus), and of mesh octrees (oct_eval: sdf geoms
+without a plugin, engine_collision_sdf.c's oct_distance / oct_gradient), as the
+collision stage calls them (kernels/collide_sdf.py).
 
 A shape is picked by its kind (SDF_*; tiphys/plugin/sdf.py gives each plugin class its
 kind) and reads its attributes as a vector of SDF_NATTR numbers in the plugin's
@@ -18,6 +19,7 @@ from .consts import MINVAL, PI
 
 SDF_BOLT, SDF_BOWL, SDF_GEAR, SDF_NUT, SDF_TORUS = range(5)
 SDF_NATTR = 5  # the most attributes one of them has (the gear's)
+SDF_OCTREE = 5  # (ray tables) an sdf geom on its mesh's octree, not a plugin shape
 FD_EPS_F64 = 1e-8  # the plugins' finite-difference step
 FD_EPS_F32 = 5e-4  # tiphys' step in f32
 
@@ -200,3 +202,122 @@ def sdf_gradient(kind, attr, p):
             q[i] = p[i] + eps
             grad[i] = (sdf_distance(kind, attr, q) - dist0) / eps
     return grad
+
+
+# ------------------------------------------------------------------------------------
+# mesh octrees (sdf geoms without a plugin): oct_distance / oct_gradient
+# ------------------------------------------------------------------------------------
+
+OCT_BOX_EPS = 1e-6  # boxProjection's step into the root box
+
+
+@ti.func
+def _oct_box_projection(p, box):
+    """boxProjection: the distance from ``p`` to the box (center, half sizes) when
+    outside, the largest (negative) face distance inside; and the point, moved just
+    inside the box (OCT_BOX_EPS past the faces it is beyond) when outside."""
+    r = ti.Vector([p[0] - box[0], p[1] - box[1], p[2] - box[2]])
+    q = ti.Vector([ti.abs(r[0]) - box[3], ti.abs(r[1]) - box[4], ti.abs(r[2]) - box[5]])
+    point = p
+    out = 0.0
+    if q[0] <= 0 and q[1] <= 0 and q[2] <= 0:
+        out = ti.max(q[0], ti.max(q[1], q[2]))
+    else:
+        dist_sqr = 0.0
+        for i in ti.static(range(3)):
+            if q[i] >= 0:
+                dist_sqr += q[i] * q[i]
+                step = q[i] + OCT_BOX_EPS
+                point[i] -= step if r[i] > 0 else -step
+        out = ti.sqrt(dist_sqr)
+    return out, point
+
+
+@ti.func
+def _oct_leaf(root, p, oct_child: ti.template(), oct_aabb: ti.template()):
+    """findOct: the leaf (its node index) reached from node ``root`` by descending
+    into the octant of ``p``, and ``p``'s coordinates in that leaf's box (0..1). MuJoCo
+    also checks that ``p`` lies in each node's box (1e-8 slack) and stops with an error
+    when it does not, which after the projection into the root box does not happen."""
+    node = root
+    coord = ti.Vector([0.0, 0.0, 0.0])
+    for _ in range(100):  # (findOct's iteration bound)
+        box = oct_aabb[node]
+        for j in ti.static(range(3)):
+            lo = box[j] - box[3 + j]
+            hi = box[j] + box[3 + j]
+            coord[j] = (p[j] - lo) / (hi - lo)
+        child = oct_child[node]
+        octant = (1 if coord[0] >= 0.5 else 0) + (2 if coord[1] >= 0.5 else 0) \
+            + (4 if coord[2] >= 0.5 else 0)
+        leaf = True
+        next_node = -1
+        for k in ti.static(range(8)):
+            if child[k] != -1:
+                leaf = False
+            if octant == k:
+                next_node = child[k]
+        if leaf:
+            break
+        node = root + next_node
+    return node, coord
+
+
+@ti.func
+def _oct_corner_weight(j: ti.template(), coord, axis: ti.template()):
+    """Trilinear weight of corner ``j`` at ``coord`` (axis -1), or its derivative along
+    ``axis`` (0, 1, 2) with respect to the leaf coordinates."""
+    w = 1.0
+    for a in ti.static(range(3)):
+        if ti.static(a == axis):
+            w *= ti.static(1.0 if (j >> a) & 1 else -1.0)
+        elif ti.static((j >> a) & 1):
+            w *= coord[a]
+        else:
+            w *= 1 - coord[a]
+    return w
+
+
+@ti.func
+def oct_eval(root, p, want_grad, oct_child: ti.template(), oct_aabb: ti.template(),
+             oct_coeff: ti.template()):
+    """(oct_distance, oct_gradient) of the octree rooted at node ``root`` at ``p`` (the
+    mesh's frame); the gradient only with ``want_grad``. Inside the root box: trilinear
+    interpolation of the leaf's corner coefficients, and its analytic gradient, taken
+    (as MuJoCo's) with respect to the leaf's unit coordinates. Outside: the value at
+    the point projected into the box plus the distance to the box, and the gradient a
+    forward difference of that (step fd_eps()). One call site of the leaf search, in a
+    loop over the points the difference needs."""
+    eps = ti.static(fd_eps())
+    # (no dynamically indexed local vectors: on lavapipe's SPIR-V they moved results)
+    dist0 = 0.0
+    diff = ti.Vector([0.0, 0.0, 0.0])
+    grad = ti.Vector([0.0, 0.0, 0.0])
+    outside = False
+    for k in range(4):
+        if k == 0 or (want_grad and outside):
+            x = p
+            for i in ti.static(range(3)):
+                if k == i + 1:
+                    x[i] = p[i] + eps
+            box_dist, point = _oct_box_projection(x, oct_aabb[root])
+            node, coord = _oct_leaf(root, point, oct_child, oct_aabb)
+            coeff = oct_coeff[node]
+            sdf = 0.0
+            for j in ti.static(range(8)):
+                sdf += _oct_corner_weight(j, coord, -1) * coeff[j]
+            value = sdf + box_dist if box_dist > 0 else sdf
+            if k == 0:
+                dist0 = value
+                outside = box_dist > 0
+                if want_grad and not outside:
+                    for j in ti.static(range(8)):
+                        for a in ti.static(range(3)):
+                            grad[a] += _oct_corner_weight(j, coord, a) * coeff[j]
+            for i in ti.static(range(3)):
+                if k == i + 1:
+                    diff[i] = value
+    if want_grad and outside:
+        grad = ti.Vector([(diff[0] - dist0) / eps, (diff[1] - dist0) / eps,
+                          (diff[2] - dist0) / eps])
+    return dist0, grad

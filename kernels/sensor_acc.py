@@ -624,6 +624,24 @@ def _tactile(
 
 # ---------------------------------------------------------------- host
 
+def _check_tactile_octrees(a) -> None:
+    """NotImplementedError where a tactile sensor could touch a geom that MuJoCo
+    evaluates on a mesh octree (a mesh geom whose mesh has one) or an sdf geom without
+    a plugin (where MuJoCo 3.4.0's tactile sensor looks up a plugin that is not there)."""
+    ngeom = int(a.sizes.get("ngeom", 0))
+    gtype = np.asarray(a.geom_type).reshape(-1)[:ngeom]
+    plugin = np.asarray(a.geom_plugin).reshape(-1)[:ngeom]
+    dataid = np.asarray(a.geom_dataid).reshape(-1)[:ngeom]
+    octadr = np.asarray(a.mesh_octadr).reshape(-1)
+    octree = [g for g in range(ngeom)
+              if (gtype[g] == GEOM_SDF and plugin[g] == -1)
+              or (gtype[g] == GEOM_MESH and octadr[dataid[g]] >= 0)]
+    if octree:
+        raise NotImplementedError(f"sensor_acc: tactile sensors in a model with geoms on "
+                                  f"mesh octrees (geoms {octree}: sdf geoms without a "
+                                  f"plugin, or meshes with an octree)")
+
+
 def _plan(m):
     """Acc-stage sensor ids by kernel group (device int arrays, None if empty) and
     whether rne_post_constraint must run; cached on the model."""
@@ -649,6 +667,8 @@ def _plan(m):
         return arr
 
     tactile = [i for i in acc if stype[i] == SENS_TACTILE]
+    if tactile:
+        _check_tactile_octrees(a)
     taxel_sensor, taxel_vert = [], []
     vertnum = np.asarray(a.mesh_vertnum).reshape(-1)
     objid = np.asarray(a.sensor_objid).reshape(-1)
@@ -743,7 +763,7 @@ def sensor_acc(m, d, qacc=None) -> None:
     if plan.taxel_sensor is not None:
         tac_geom, tac_ngeom = _tactile_scratch(m, d, plan.ntactile)
         from .collide_sdf import sdf_arrays
-        sdf_kind, sdf_attr = sdf_arrays(m, d)
+        sdf_kind, sdf_attr, _ = sdf_arrays(m, d)
         launch(_tactile, m, d, tactile_ids=plan.tactile, taxel_sensor=plan.taxel_sensor,
                taxel_vert=plan.taxel_vert, acc_int=plan.acc_int, tac_geom=tac_geom,
                tac_ngeom=tac_ngeom, sdf_kind=sdf_kind, sdf_attr=sdf_attr)

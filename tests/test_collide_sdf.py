@@ -76,10 +76,10 @@ def _mujoco_collide(mjm, qpos):
     return mujoco_contacts(mjd)
 
 
-def compare_worlds(m, mjm, qpos):
+def compare_worlds(m, mjm, qpos, nconmax=None):
     """Collide every world with both engines on tiphys' geom poses and assert that the
     contacts match; returns the number of contacts compared per geom pair."""
-    d = tiphys.make_data(m, len(qpos))
+    d = tiphys.make_data(m, len(qpos), nconmax=nconmax)
     full = np.zeros(d.qpos.shape)
     full[:, :mjm.nq] = qpos
     d.qpos.from_numpy(full)
@@ -112,7 +112,7 @@ def compare_worlds(m, mjm, qpos):
             np.testing.assert_array_equal(a["geom"], b["geom"], err_msg=f"world {w} #{i}")
             for k in CONTACT_FIELDS:
                 np.testing.assert_allclose(a[k], b[k], rtol=0, atol=TOL,
-                                           err_msg=f"world {w} contact {i} {k}")
+                                           err_msg=f"world {w} contact {i} {k} {a['geom']}")
         for c in ours:
             pair = tuple(int(g) for g in c["geom"])
             ncon[pair] = ncon.get(pair, 0) + 1

@@ -121,7 +121,8 @@ def test_build_octree_matches_mujoco_on_the_cow():
     np.testing.assert_allclose(coeff, mjm.oct_coeff.reshape(-1, 8), rtol=1e-9, atol=1e-12)
 
 
-def test_sdf_geom_without_plugin_compiles_and_make_data_refuses_it():
+def test_sdf_geom_without_plugin_compiles_and_is_simulated():
+    """(its collisions: tests/test_collide_octree_sdf.py)"""
     xml = (f"<mujoco><asset><mesh name='m' vertex='{NOTCH}'/></asset><worldbody>"
            "<body><freejoint/><geom name='notch' type='sdf' mesh='m'/></body>"
            "</worldbody></mujoco>")
@@ -129,14 +130,18 @@ def test_sdf_geom_without_plugin_compiles_and_make_data_refuses_it():
     arrays = compile_spec(parse_xml(xml))
     _compare(arrays, mjm)
     m = tiphys.load_model_from_string(xml)
-    with pytest.raises(NotImplementedError, match="make_data: geom 'notch'.*without a <plugin>"):
-        tiphys.make_data(m, 1)
+    d = tiphys.make_data(m, 1)
+    tiphys.step(m, d)
 
 
-def test_put_model_refuses_octree_sdf_geoms():
+def test_put_model_carries_octree_sdf_geoms():
     mjm = mujoco.MjModel.from_xml_string(
         f"<mujoco><asset><mesh name='m' vertex='{NOTCH}'/></asset><worldbody><body>"
         "<freejoint/><geom type='sdf' mesh='m'/></body></worldbody></mujoco>")
     assert mjm.noct > 0
-    with pytest.raises(NotImplementedError, match="without a <plugin>"):
-        tiphys.put_model(mjm)
+    m = tiphys.put_model(mjm)
+    for name in ("oct_child", "oct_aabb", "oct_coeff", "mesh_octadr", "mesh_octnum"):
+        want = getattr(mjm, name)
+        np.testing.assert_array_equal(np.asarray(getattr(m.arrays, name)).reshape(want.shape),
+                                      want, err_msg=name)
+    tiphys.make_data(m, 1)

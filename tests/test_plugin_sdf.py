@@ -132,18 +132,6 @@ def test_corpus_sdf_models_compile_as_mujoco(model):
     np.testing.assert_array_equal(np.asarray(m.arrays.geom_plugin), mjm.geom_plugin)
 
 
-def test_cow_mesh_octree_sdf_compiles_but_is_not_simulated_yet():
-    """cow.xml compiles (its mesh's octree too, tests/test_octree.py); make_data
-    refuses its sdf geoms without a plugin by name."""
-    path = os.path.join(corpus_dir(), "mjwarp", "collision_sdf", "cow.xml")
-    if not os.path.isfile(path):
-        pytest.skip("corpus not fetched (make corpus)")
-    m = tiphys.load_model(path)
-    with pytest.raises(NotImplementedError, match=r"make_data: geom 'cow1', 'cow2': "
-                                                  r"<geom type=\"sdf\"> without a <plugin>"):
-        tiphys.make_data(m, 1)
-
-
 # ------------------------------------------------------------------------------ errors
 
 ERROR_MODEL = """<mujoco><extension>

@@ -7,7 +7,6 @@ import numpy as np
 
 from .compiler.compile import compile_spec
 from .errors import ModelError
-from .kernels.consts import GEOM_SDF
 from .lengthrange import set_length_range
 from .model import Model, ModelArrays
 from .spec import Spec, parse_xml
@@ -230,14 +229,6 @@ def unsupported_features(mjm) -> list[str]:
         count = int(getattr(mjm, name, 0) or 0)
         if count:
             found.append(f"{name}={count} ({what})")
-    # <geom type="sdf"> without a plugin: the signed distance of its mesh's octree
-    # (oct_*, carried) is not evaluated by tiphys's SDF collisions yet
-    geom_type = np.asarray(getattr(mjm, "geom_type", []))
-    geom_plugin = np.asarray(getattr(mjm, "geom_plugin", []))
-    octree_sdf = int(np.count_nonzero((geom_type == GEOM_SDF) & (geom_plugin == -1)))
-    if octree_sdf:
-        found.append(f"ngeom={octree_sdf} (<geom type=\"sdf\"> without a <plugin>: the "
-                     f"signed distance of its mesh's octree)")
     return found
 
 
@@ -246,7 +237,7 @@ def put_model(mjm) -> Model:
 
     Raises NotImplementedError, naming each element, when the model has something
     tiphys does not simulate yet (flex-heightfield collisions, interpolated
-    flexes, plugins, mesh SDFs): building the
+    flexes, plugins): building the
     Model without it would silently simulate a different model.
     """
     missing = unsupported_features(mjm)

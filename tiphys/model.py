@@ -284,20 +284,25 @@ def check_model(m, func: str) -> None:
 
 def octree_sdf_refusal(arrays, names=None):
     """The reason make_data refuses a model with ``<geom type="sdf">`` without a plugin
-    (naming the geoms), or None: the compiler builds their meshes' octrees (oct_*),
-    the collisions do not evaluate them yet. Host arrays only."""
+    whose mesh has no octree (naming the geoms; MuJoCo stops with an error there), or
+    None. The compiler builds the octrees of sdf geoms' meshes, so a compiled model
+    only gets here from arrays edited by hand. Host arrays only."""
     from .kernels.consts import GEOM_SDF
     ngeom = int(arrays.sizes.get("ngeom", 0))
+    nmesh = int(arrays.sizes.get("nmesh", 0))
     gtype = np.asarray(arrays.geom_type).reshape(-1)[:ngeom]
     plugin = np.asarray(arrays.geom_plugin).reshape(-1)[:ngeom]
-    ids = np.nonzero((gtype == GEOM_SDF) & (plugin == -1))[0].tolist()
+    dataid = np.asarray(arrays.geom_dataid).reshape(-1)[:ngeom]
+    octadr = np.asarray(arrays.mesh_octadr).reshape(-1)[:nmesh]
+    ids = [g for g in np.nonzero((gtype == GEOM_SDF) & (plugin == -1))[0].tolist()
+           if not 0 <= dataid[g] < nmesh or octadr[dataid[g]] < 0]
     if not ids:
         return None
     names = list((names or {}).get("geom", []))
     listed = ", ".join(f"'{names[g]}'" if g < len(names) and names[g] else f"#{g}"
                        for g in ids)
-    return (f"geom {listed}: <geom type=\"sdf\"> without a <plugin> (the signed distance "
-            f"of its mesh's octree) is not supported yet")
+    return (f"geom {listed}: <geom type=\"sdf\"> without a <plugin> whose mesh has no "
+            f"octree (mesh_octadr -1) is not supported")
 
 
 def check_octree_sdf(m, func: str) -> None:

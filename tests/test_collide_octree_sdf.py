@@ -1,0 +1,335 @@
+"""SDF collisions on mesh octrees (``<geom type="sdf" mesh=...>`` without a plugin:
+kernels/sdf.py's oct_eval, MuJoCo 3.4.0's oct_distance / oct_gradient) against
+MuJoCo: contacts on the same geom poses (tests/test_collide_sdf.py's compare_worlds:
+MuJoCo's mj_collision runs on tiphys' geom_xpos/geom_xmat), forward at random states,
+a short trajectory of the corpus' cow.xml within MuJoCo's own round-off spread, and
+rays, and the refusals of what is not done (tactile sensors, an sdf geom whose mesh
+has no octree, SPIR-V backends). f64 on the CPU.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import mujoco
+import numpy as np
+import pytest
+
+import spirv
+import subproc
+import tiphys
+from oracle import corpus_dir, random_free_qpos
+from test_collide_sdf import F32_SCRIPT, _trajectory, compare_worlds
+from tiphys.kernels.collide_sdf import geom_octrees
+
+NWORLD = 8
+
+# two small convex meshes (their hulls); the sdf geoms' meshes get octrees
+ASSETS = """<asset>
+    <mesh name="gem" vertex="0 0 .12  .1 0 0  -.05 .09 0  -.05 -.09 .01  0 0 -.08
+                              .06 .05 .05"/>
+    <mesh name="plain" vertex="-.1 -.1 -.05  .1 -.1 -.05  .1 .1 -.05  -.1 .1 -.05  0 0 .1"/>
+  </asset>"""
+PRIMITIVE = """<mujoco><option sdf_iterations="10" sdf_initpoints="30"/>{assets}
+  <worldbody>
+    <geom type="plane" size="5 5 .1"/>
+    <body pos="0 0 .3"><freejoint/><geom type="sdf" mesh="gem"/></body>
+    <body pos=".05 0 .4"><freejoint/><geom type="{other}" size="{size}"/></body>
+  </worldbody></mujoco>"""
+SIZES = {"sphere": ".1", "capsule": ".05 .1", "ellipsoid": ".1 .07 .05",
+         "cylinder": ".07 .05", "box": ".1 .07 .05"}
+
+
+def _cow():
+    path = os.path.join(corpus_dir(), "mjwarp", "collision_sdf", "cow.xml")
+    if not os.path.isfile(path):
+        pytest.skip("corpus not fetched (make corpus)")
+    return path
+
+
+@pytest.mark.parametrize("other", list(SIZES))
+def test_octree_sdf_against_primitives_matches_mujoco(other):
+    xml = PRIMITIVE.format(assets=ASSETS, other=other, size=SIZES[other])
+    mjm = mujoco.MjModel.from_xml_string(xml)
+    m = tiphys.load_model_from_string(xml)
+    assert mjm.mesh_octnum[0] > 0 and mjm.geom_plugin[1] == -1
+    qpos = random_free_qpos(mjm, np.random.default_rng(1), NWORLD, spread=0.06)
+    assert compare_worlds(m, mjm, qpos, nconmax=300).get((2, 1), 0) >= 40
+
+
+def test_octree_sdf_on_plane_matches_mujoco():
+    """plane-sdf is mjc_PlaneConvex on the sdf geom's mesh (here the octree's mesh)."""
+    xml = PRIMITIVE.format(assets=ASSETS, other="sphere", size=".1").replace(
+        '<body pos="0 0 .3">', '<body pos="0 0 .05">')
+    mjm = mujoco.MjModel.from_xml_string(xml)
+    m = tiphys.load_model_from_string(xml)
+    qpos = random_free_qpos(mjm, np.random.default_rng(2), NWORLD, spread=0.04)
+    assert compare_worlds(m, mjm, qpos, nconmax=300).get((0, 1), 0) >= 5
+
+
+# geom 0 is a mesh geom of mesh 1 ("plain", no octree); MuJoCo's geomDistance looks up
+# mesh_octnum with the geom id 0, finds mesh 0's ("gem") octree and evaluates geom 0
+# on it. The spare meshes keep every geom id below nmesh (past it MuJoCo reads outside
+# the array).
+MESH_SDF = """<mujoco><option sdf_iterations="10" sdf_initpoints="30"/>
+  <asset>
+    <mesh name="gem" vertex="0 0 .12  .1 0 0  -.05 .09 0  -.05 -.09 .01  0 0 -.08
+                              .06 .05 .05"/>
+    <mesh name="plain" vertex="-.1 -.1 -.05  .1 -.1 -.05  .1 .1 -.05  -.1 .1 -.05  0 0 .1"/>
+    <mesh name="spare1" vertex="0 0 0  1 0 0  0 1 0  0 0 1"/>
+    <mesh name="spare2" vertex="0 0 0  1 0 0  0 1 0  0 0 1"/>
+  </asset>
+  <worldbody>
+    <geom type="mesh" mesh="plain" pos="0 0 .3"/>
+    <body pos="0 0 .35"><freejoint/><geom type="sdf" mesh="gem"/></body>
+    <body pos="-.05 0 .3"><freejoint/><geom type="sdf" mesh="gem"/></body>
+  </worldbody></mujoco>"""
+
+
+def test_octree_sdf_against_mesh_and_sdf_matches_mujoco():
+    mjm = mujoco.MjModel.from_xml_string(MESH_SDF)
+    m = tiphys.load_model_from_string(MESH_SDF)
+    np.testing.assert_array_equal(geom_octrees(m.arrays)[:3], [0, 0, 0])
+    qpos = random_free_qpos(mjm, np.random.default_rng(1), NWORLD, spread=0.06)
+    ncon = compare_worlds(m, mjm, qpos, nconmax=300)
+    assert ncon.get((0, 1), 0) >= 40 and ncon.get((0, 2), 0) >= 40, ncon
+    assert ncon.get((1, 2), 0) >= 40, ncon
+
+
+def test_octree_sdf_geom_distance_matches_mujoco():
+    """geom_distance (mj_geomDistance: mjc_SDF's deepest contact below distmax) of the
+    octree pairs, on the same geom poses."""
+    mjm = mujoco.MjModel.from_xml_string(MESH_SDF)
+    m = tiphys.load_model_from_string(MESH_SDF)
+    qpos = random_free_qpos(mjm, np.random.default_rng(3), NWORLD, spread=0.06)
+    d = tiphys.make_data(m, NWORLD)
+    d.qpos.from_numpy(qpos)
+    tiphys.kinematics(m, d)
+    xpos, xmat = d.geom_xpos.to_numpy(), d.geom_xmat.to_numpy()
+    mjd = mujoco.MjData(mjm)
+    touching = 0
+    for g1, g2 in ((0, 1), (1, 2), (2, 0)):
+        dist, fromto = tiphys.geom_distance(m, d, g1, g2, 0.5)
+        for w in range(NWORLD):
+            mjd.qpos[:] = qpos[w]
+            mujoco.mj_kinematics(mjm, mjd)
+            mjd.geom_xpos[:] = xpos[w, :mjm.ngeom]
+            mjd.geom_xmat[:] = xmat[w, :mjm.ngeom].reshape(-1, 9)
+            want_fromto = np.zeros(6)
+            want = mujoco.mj_geomDistance(mjm, mjd, g1, g2, 0.5, want_fromto)
+            np.testing.assert_allclose(dist[w], want, rtol=0, atol=1e-12)
+            np.testing.assert_allclose(fromto[w], want_fromto, rtol=0, atol=1e-12)
+            touching += want < 0
+    assert touching >= 12
+
+
+def _cow_state(mjm, nworld, seed):
+    """The corpus' cow.xml with the torus and the free cow moved onto the fixed cow
+    (random orientations, heights around contact)."""
+    rng = np.random.default_rng(seed)
+    qpos = np.tile(mjm.qpos0, (nworld, 1))
+    for w in range(nworld):
+        for adr, center in ((0, [0.0, 0.0, 1.0]), (7, [0.05, 0.0, 1.0])):
+            qpos[w, adr:adr + 3] = np.array(center) + rng.uniform(-.2, .2, 3)
+            q = rng.normal(size=4)
+            qpos[w, adr + 3:adr + 7] = q / np.linalg.norm(q)
+    return qpos
+
+
+def test_cow_contacts_match_mujoco():
+    """cow.xml: the two cows (octrees of one mesh, 49001 nodes) and the torus plugin."""
+    path = _cow()
+    mjm = mujoco.MjModel.from_xml_path(path)
+    m = tiphys.load_model(path)
+    ncon = compare_worlds(m, mjm, _cow_state(mjm, 4, 0), nconmax=400)
+    # torus (1) with each cow (2 fixed, 3 free), and the cows together
+    assert min(ncon.get(pair, 0) for pair in ((1, 2), (1, 3), (2, 3))) >= 50, ncon
+
+
+def _mujoco_forward_on_poses(mjm, mjd, xpos, xmat):
+    """mj_forward with the geom poses replaced by ``xpos``/``xmat`` after the
+    kinematics (mj_fwdPosition's calls, then mj_forwardSkip past the position stage):
+    the SDF descent moves contacts by up to ~0.1 under 1e-16 changes of the poses, so
+    forward is compared with MuJoCo's on tiphys' poses."""
+    mujoco.mj_fwdKinematics(mjm, mjd)
+    mjd.geom_xpos[:] = xpos[:mjm.ngeom]
+    mjd.geom_xmat[:] = xmat[:mjm.ngeom].reshape(-1, 9)
+    mujoco.mj_makeM(mjm, mjd)
+    mujoco.mj_factorM(mjm, mjd)
+    mujoco.mj_collision(mjm, mjd)
+    mujoco.mj_makeConstraint(mjm, mjd)
+    mujoco.mj_island(mjm, mjd)
+    mujoco.mj_transmission(mjm, mjd)
+    mujoco.mj_projectConstraint(mjm, mjd)
+    mujoco.mj_forwardSkip(mjm, mjd, mujoco.mjtStage.mjSTAGE_POS, 0)
+
+
+def test_cow_forward_matches_mujoco():
+    """forward at random states with contacts (qacc, qfrc_constraint, efc_force; solver
+    tolerance 1e-12) against mj_forward on the same geom poses."""
+    path = _cow()
+    mjm = mujoco.MjModel.from_xml_path(path)
+    m = tiphys.load_model(path)
+    for model in (mjm.opt, m.opt):
+        model.tolerance = 1e-12
+        model.iterations = 200
+    nworld = 4
+    qpos = _cow_state(mjm, nworld, 1)
+    qvel = np.random.default_rng(2).normal(scale=0.3, size=(nworld, mjm.nv))
+    d = tiphys.make_data(m, nworld)
+    d.qpos.from_numpy(qpos)
+    d.qvel.from_numpy(qvel)
+    tiphys.forward(m, d)
+    xpos, xmat = d.geom_xpos.to_numpy(), d.geom_xmat.to_numpy()
+    mjd = mujoco.MjData(mjm)
+    rows = 0
+    for w in range(nworld):
+        mjd.qpos[:] = qpos[w]
+        mjd.qvel[:] = qvel[w]
+        _mujoco_forward_on_poses(mjm, mjd, xpos[w], xmat[w])
+        assert d.numpy("ncon")[w] == mjd.ncon and d.numpy("nefc")[w] == mjd.nefc, w
+        rows += mjd.nefc
+        for name in ("qacc", "qfrc_constraint", "efc_force"):
+            want = getattr(mjd, name)
+            got = d.numpy(name)[w][:len(want)]
+            np.testing.assert_allclose(got, want, rtol=0,
+                                       atol=1e-7 * max(1.0, np.abs(want).max()),
+                                       err_msg=f"{name} world {w}")
+    assert rows > 300
+
+
+def test_cow_trajectory_matches_mujoco():
+    """cow.xml with the torus and the free cow started on the fixed cow (about 100
+    contacts of the three sdf pairs all along): tiphys within MuJoCo's own spread under
+    kicks of 1e-14."""
+    path = _cow()
+    mjm = mujoco.MjModel.from_xml_path(path)
+    mjm.qpos0[2] = 1.3  # (the torus, from 5.7)
+    mjm.qpos0[9] = 1.18  # (the free cow, from 2.2)
+    m = tiphys.load_model(path)
+    m.arrays.qpos0[:] = mjm.qpos0
+    _trajectory(m, mjm)
+
+
+# ------------------------------------------------------------------------ refusals
+
+def test_sdf_geom_whose_mesh_has_no_octree_is_refused():
+    """The compiler always builds the octree of an sdf geom's mesh; arrays where it is
+    missing (MuJoCo stops with an error there) are refused by make_data, by name."""
+    m = tiphys.load_model_from_string(MESH_SDF.replace('<geom type="sdf" mesh="gem"/>',
+                                                       '<geom name="g" type="sdf" '
+                                                       'mesh="gem"/>', 1))
+    m.arrays.mesh_octadr[0] = -1
+    with pytest.raises(NotImplementedError, match=r"make_data: geom 'g', #2: <geom "
+                                                  r"type=\"sdf\"> without a <plugin> whose "
+                                                  r"mesh has no octree"):
+        tiphys.make_data(m, 1)
+
+
+def test_rays_on_octree_sdf_geoms_match_mujoco():
+    """mj_ray's ray_sdf on the octrees (sphere tracing inside the geom's box; the
+    mesh geom 0 is a plain ray-mesh target): rays of random lengths aimed near the
+    geoms, the geom hit and the distance."""
+    mjm = mujoco.MjModel.from_xml_string(MESH_SDF)
+    m = tiphys.load_model_from_string(MESH_SDF)
+    qpos = random_free_qpos(mjm, np.random.default_rng(4), 1, spread=0.3)
+    d = tiphys.make_data(m, 1)
+    d.qpos.from_numpy(qpos)
+    tiphys.kinematics(m, d)
+    mjd = mujoco.MjData(mjm)
+    mjd.qpos[:] = qpos[0]
+    mujoco.mj_kinematics(mjm, mjd)
+    rng = np.random.default_rng(0)
+    nray = 200
+    targets = mjd.geom_xpos[rng.integers(0, mjm.ngeom, nray)] + \
+        rng.uniform(-.08, .08, (nray, 3))
+    pnts = rng.uniform(-1, 1, (nray, 3))
+    vecs = (targets - pnts) * rng.uniform(0.5, 2, (nray, 1))
+    dist, geomid = tiphys.ray_batch(m, d, pnts[None], vecs[None])
+    hit = set()
+    for i in range(nray):
+        g = np.array([-1], dtype=np.int32)
+        x = mujoco.mj_ray(mjm, mjd, pnts[i], vecs[i], None, 1, -1, g)
+        assert geomid[0, i] == g[0], (i, geomid[0, i], g[0])
+        assert abs(dist[0, i] - x) < 1e-12, (i, dist[0, i], x)
+        hit.add(int(g[0]))
+    assert {0, 1, 2} <= hit
+
+
+def test_rangefinders_on_octree_sdf_geoms_match_mujoco():
+    """rangefinder sensors (ray_scene) looking down at the sdf geoms, random poses."""
+    xml = MESH_SDF.replace("</worldbody>", """
+      <site name="a" pos="0 0 1"/><site name="b" pos=".03 .02 1"/>
+      <site name="c" pos="-.05 0 1" zaxis=".1 0 1"/></worldbody>
+      <sensor><rangefinder site="a"/><rangefinder site="b"/><rangefinder site="c"/>
+      </sensor>""").replace('<mujoco>', '<mujoco><option gravity="0 0 0"/>')
+    xml = xml.replace('<site name="a" pos="0 0 1"/>', '<site name="a" pos="0 0 1" '
+                      'zaxis="0 0 -1"/>').replace('<site name="b" pos=".03 .02 1"/>',
+                                                  '<site name="b" pos=".03 .02 1" '
+                                                  'zaxis="0 .1 -1"/>')
+    xml = xml.replace('zaxis=".1 0 1"', 'zaxis=".1 0 -1"')
+    mjm = mujoco.MjModel.from_xml_string(xml)
+    m = tiphys.load_model_from_string(xml)
+    qpos = random_free_qpos(mjm, np.random.default_rng(5), NWORLD, spread=0.04)
+    d = tiphys.make_data(m, NWORLD, nconmax=300)
+    d.qpos.from_numpy(qpos)
+    tiphys.forward(m, d)
+    ours = d.numpy("sensordata")
+    mjd = mujoco.MjData(mjm)
+    hits = 0
+    for w in range(NWORLD):
+        mjd.qpos[:] = qpos[w]
+        mujoco.mj_forward(mjm, mjd)
+        np.testing.assert_allclose(ours[w, :mjm.nsensordata], mjd.sensordata, rtol=0,
+                                   atol=1e-9, err_msg=f"world {w}")
+        hits += int(np.sum(mjd.sensordata > 0))
+    assert hits >= 12
+
+
+def test_tactile_sensor_with_octree_geoms_is_refused():
+    xml = MESH_SDF.replace("</worldbody>", """<body pos="1 0 0">
+      <site name="s"/><geom name="pad" type="mesh" mesh="spare1"/></body></worldbody>
+      <sensor><tactile geom="pad" mesh="spare1"/></sensor>""")
+    m = tiphys.load_model_from_string(xml)
+    d = tiphys.make_data(m, 1)
+    with pytest.raises(NotImplementedError, match=r"tactile sensors in a model with geoms "
+                                                  r"on mesh octrees"):
+        tiphys.forward(m, d)
+
+
+# -------------------------------------------------------------------------------- f32
+
+F32_GEM = """<mujoco><option sdf_iterations="10" sdf_initpoints="40"/>{assets}
+  <worldbody>
+    <body><freejoint/><geom type="sdf" mesh="gem"/></body>
+    <body><freejoint/><geom type="sphere" size=".12"/></body>
+  </worldbody>
+</mujoco>"""
+
+
+@pytest.mark.parametrize("arch", ["cpu"] + spirv.device_archs()[:1])
+def test_octree_sdf_collision_runs_in_f32(arch):
+    """f32 on the CPU: a sphere against the gem's octree in six worlds (test_collide_sdf's
+    f32 script, the sphere's centre within 0.05 of (0.15, 0, 0.05)); the deepest contact
+    against MuJoCo's (f64). On Vulkan (SPIR-V: Metal's path), where a device exists,
+    the collision is refused by name (lavapipe lost contacts)."""
+    script = F32_SCRIPT.replace("np.array([.38, 0, .05])", "np.array([.15, 0, .05])")
+    assert script != F32_SCRIPT
+    res = subproc.run(["-c", script, arch], key=f"{arch}-f32",
+                      input=F32_GEM.format(assets=ASSETS))
+    if arch != "cpu":
+        assert res.returncode != 0
+        assert "NotImplementedError: collision: sdf geoms on mesh octrees" in res.stderr, \
+            res.stderr[-3000:]
+        return
+    assert res.returncode == 0, res.stderr[-3000:]
+    worlds = json.loads(res.stdout.strip().splitlines()[-1])
+    touching = 0
+    for ours, theirs, dist, mj_dist, cos, nan in worlds:
+        assert nan == 0
+        assert (ours > 0) == (theirs > 0), worlds
+        if theirs:
+            touching += 1
+            assert abs(dist - mj_dist) < 2e-3, worlds
+            assert cos > 0.99, worlds
+    assert touching >= 3, worlds
