@@ -305,6 +305,11 @@ def _field_info(buf, start: int = 0, stop: Optional[int] = None):
     return info
 
 
+# one degenerate triangle (three vertices at the origin), drawn first in each frame
+_GUARD_VBO = np.zeros((3, 12), dtype=np.float32)
+_GUARD_INDEX = np.array([0, 1, 2], dtype=np.int32)
+
+
 class _Buffer:
     """A float32 (rows, 12) GGUI vertex buffer: numpy on the CPU backend (the kernels
     write it in place), a device ndarray on Vulkan (GGUI reads it in place)."""
@@ -699,6 +704,10 @@ class Renderer:
         self._set_camera(pose)
         self.canvas.set_background_color((0.0, 0.0, 0.0))
         self.scene.ambient_light((1.0, 1.0, 1.0))
+        # a first mesh that covers no pixel, every frame: in full test runs (never
+        # alone) the first mesh of a segmentation frame, where no sky comes first,
+        # was missing from the image now and then (cause inside GGUI not found)
+        self._mesh(_GUARD_VBO, 0, None, _GUARD_INDEX)
         if not segmentation and options.skybox and self.sky_colour is not None:
             radius = 0.9 * float(self.vis["map"]["zfar"]) * float(self.m.stat.extent)
             self.sky_vbo[:, 0:3] = pose.pos + radius * self.sky_unit
