@@ -77,7 +77,7 @@ def pytest_runtest_setup(item):
     _RUNNING["item"] = item
 
 
-# per xdist worker: [seconds of test phases, time of its last report, reports]: the
+# per xdist worker: [seconds of test phases, time of its last report, tests run]: the
 # summary shows how evenly the workers were loaded (a long file left to the end
 # keeps one core idle)
 WORKER_LOAD: dict[str, list] = {}

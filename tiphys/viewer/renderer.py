@@ -78,15 +78,15 @@ def _rasterize_in_submitting_thread() -> None:
     """Make Mesa's software Vulkan (lavapipe) finish each frame before GGUI frees it.
 
     Taichi 1.7.4's GGUI frees a frame's renderables (their vertex and uniform buffers)
-    right after it submits the frame. lavapipe bins the triangles while the frame is
-    submitted, but shades the pixels later on llvmpipe's rasterizer threads, which then
-    read uniform buffers that are already freed: now and then, depending on what the
-    process allocated since, a whole object comes out black (segmentation: missing).
-    With ``LP_NUM_THREADS=0`` llvmpipe rasterizes inside the submission, before the
-    free. Only llvmpipe reads the variable; a value the user set is kept. It is read
-    when the first Vulkan device is made, so this runs before the first window; with
-    ``arch="vulkan"`` Taichi made that device already (and its compute shaders would
-    lose their threads), so that case is left alone."""
+    right after it submits the frame, and lavapipe shades the pixels afterwards on
+    llvmpipe's rasterizer threads, which may then read freed memory. With
+    ``LP_NUM_THREADS=0`` llvmpipe rasterizes inside the submission, before the free.
+    (Read from Taichi's source, not seen to fix anything: the objects missing from
+    some segmentation frames in full test runs went on going missing with it; see the
+    guard mesh in Renderer.draw.) Only llvmpipe reads the variable; a value the user
+    set is kept. It is read when the first Vulkan device is made, so this runs before
+    the first window; with ``arch="vulkan"`` Taichi made that device already (and its
+    compute shaders would lose their threads), so that case is left alone."""
     os.environ.setdefault("LP_NUM_THREADS", "0")
 
 
