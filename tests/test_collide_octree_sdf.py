@@ -8,7 +8,6 @@ has no octree, SPIR-V backends). f64 on the CPU.
 """
 from __future__ import annotations
 
-import json
 import os
 
 import mujoco
@@ -19,7 +18,7 @@ import spirv
 import subproc
 import tiphys
 from oracle import corpus_dir, random_free_qpos
-from test_collide_sdf import F32_SCRIPT, _trajectory, compare_worlds
+from test_collide_sdf import F32_SCRIPT, _trajectory, check_f32_worlds, compare_worlds
 from tiphys.kernels.collide_sdf import geom_octrees
 
 NWORLD = 8
@@ -323,13 +322,4 @@ def test_octree_sdf_collision_runs_in_f32(arch):
             res.stderr[-3000:]
         return
     assert res.returncode == 0, res.stderr[-3000:]
-    worlds = json.loads(res.stdout.strip().splitlines()[-1])
-    touching = 0
-    for ours, theirs, dist, mj_dist, cos, nan in worlds:
-        assert nan == 0
-        assert (ours > 0) == (theirs > 0), worlds
-        if theirs:
-            touching += 1
-            assert abs(dist - mj_dist) < 2e-3, worlds
-            assert cos > 0.99, worlds
-    assert touching >= 3, worlds
+    check_f32_worlds(res.stdout)
