@@ -6,6 +6,7 @@ are re-exported from there."""
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import io
 import os
 import weakref
@@ -103,17 +104,17 @@ def _numpy_style(cls) -> None:
     def __getitem__(self, key):
         if key is None or _full_index(self, key):
             return get(self, key)
-        return self.to_numpy()[key]
+        return download(self)[key]
 
     def __setitem__(self, key, value):
         if key is None or _full_index(self, key):
             return put(self, key, value)
-        host = self.to_numpy()
+        host = download(self)
         host[key] = value
-        self.from_numpy(host)
+        upload(self, host)
 
     def __array__(self, dtype=None, copy=None):
-        host = self.to_numpy()
+        host = download(self)
         return host if dtype is None else host.astype(dtype)
 
     cls.__getitem__, cls.__setitem__, cls.__array__ = __getitem__, __setitem__, __array__
@@ -210,6 +211,84 @@ def init(arch: str = "cpu", precision: str = "f64", *, reinit: bool = False,
     launch.configure(ti.lang.impl.current_cfg().arch in (ti.x64, ti.arm64), serial_worlds)
     _STATE.update(initialized=True, arch=arch, precision=precision, options=options,
                   generation=_STATE["generation"] + 1)
+
+
+# ---------------------------------------------------------------------------------------
+# Bulk allocation and upload of Model/Data arrays
+# ---------------------------------------------------------------------------------------
+
+_NUMPY_DTYPES = {ti.f64: np.float64, ti.f32: np.float32, ti.i32: np.int32}
+
+
+def _host_backend() -> bool:
+    return ti.lang.impl.current_cfg().arch in (ti.x64, ti.arm64)
+
+
+@contextlib.contextmanager
+def quiet_allocations(label: str = "tiphys Model/Data array"):
+    """Allocate ndarrays without Taichi 1.7.4's per-allocation stack capture.
+
+    Taichi formats the whole Python stack into every ndarray it creates (a note it
+    keeps for a failed allocation); a model and its Data allocate ~800 arrays, which
+    made that half of ``load_model`` + ``make_data`` on a small model. Inside this
+    block the note is ``label`` instead. tiphys estimates a Data's bytes before it
+    allocates (make_data), so the lost stack never names a cause worth more."""
+    from taichi.lang import _ndarray, matrix
+    saved = _ndarray.get_traceback, matrix.get_traceback
+
+    def note(stacklevel=1):
+        return label
+
+    _ndarray.get_traceback = matrix.get_traceback = note
+    try:
+        yield
+    finally:
+        _ndarray.get_traceback, matrix.get_traceback = saved
+
+
+def _host_address(arr) -> int:
+    """Where a CPU backend keeps an ndarray's elements (C order, AoS), or 0 elsewhere."""
+    if not _host_backend():
+        return 0
+    return ti.lang.impl.get_runtime().prog.get_ndarray_data_ptr_as_int(arr.arr)
+
+
+def upload(arr, host: np.ndarray) -> None:
+    """``arr.from_numpy(host)``; on the CPU backends a plain memory copy. Taichi's
+    from_numpy launches a kernel and synchronises (~0.3 ms on 2 cores: a model's
+    ~400 arrays took longer than compiling it); a CPU kernel runs inside its launch
+    call, so nothing is in flight when Python copies."""
+    address = _host_address(arr)
+    if not address:
+        arr.from_numpy(host)
+        return
+    host = np.ascontiguousarray(host)
+    nbytes = arr.arr.nelement() * arr.arr.element_size()
+    if tuple(host.shape) != tuple(arr.arr.total_shape()) or host.nbytes != nbytes:
+        raise ValueError(f"upload: shape {host.shape} ({host.nbytes} bytes) does not fill "
+                         f"an ndarray of shape {tuple(arr.arr.total_shape())} "
+                         f"({nbytes} bytes)")
+    ctypes.memmove(address, host.ctypes.data, nbytes)
+
+
+def download(arr) -> np.ndarray:
+    """``arr.to_numpy()``; on the CPU backends a plain memory copy (no kernel launch)."""
+    address = _host_address(arr)
+    if not address:
+        return arr.to_numpy()
+    host = np.empty(tuple(arr.arr.total_shape()), dtype=_NUMPY_DTYPES[arr.dtype])
+    ctypes.memmove(host.ctypes.data, address, host.nbytes)
+    return host
+
+
+def zero(arr) -> None:
+    """``arr.fill(0)``; on the CPU backends a memset (Taichi fills a vector or matrix
+    ndarray through a kernel it builds anew for every call, ~2 ms each)."""
+    address = _host_address(arr)
+    if not address:
+        arr.fill(0)
+        return
+    ctypes.memset(address, 0, arr.arr.nelement() * arr.arr.element_size())
 
 
 _config.set_default_init(init)

@@ -57,7 +57,7 @@ def _fill(array_dev, array: np.ndarray, shape: str, sizes: dict, nworld=1, nbatc
     array = np.asarray(array).reshape(want)
     if 0 in want[:len(parse_shape(shape)[0])]:
         return
-    array_dev.from_numpy(array.astype(_np_dtype(array_dev)))
+    backend.upload(array_dev, array.astype(_np_dtype(array_dev)))
 
 
 def _np_dtype(arr):
@@ -140,10 +140,11 @@ class Model:
         self.plans = Plans()  # host plans of the stages (kernels/scratch.py PLANS)
         self._params = {}  # field -> (n, ...) host values of fields set per world
         self._param_version = 0  # counts set_param calls (Data caches compare it)
-        for name, shape, dtype, _ in MODEL_FIELDS + MODEL_EXTRA_FIELDS:
-            arr = _make_array(shape, dtype, sizes)
-            _fill(arr, getattr(arrays, name), shape, sizes)
-            setattr(self, name, arr)
+        with backend.quiet_allocations():
+            for name, shape, dtype, _ in MODEL_FIELDS + MODEL_EXTRA_FIELDS:
+                arr = _make_array(shape, dtype, sizes)
+                _fill(arr, getattr(arrays, name), shape, sizes)
+                setattr(self, name, arr)
         # the plugin objects whose batched hooks the engine calls (tiphys.plugin), one
         # per plugin class in use, made once per model
         from .plugin import make_plugins
@@ -486,8 +487,9 @@ class Data:
                 f"{njmax * row_bytes / 2**30:.1f} GiB of dense efc_J for {self.nworld} "
                 f"worlds (nv={m.nv}); lower njmax or nworld")
         self.njmax = njmax
-        for name, shape, dtype, _ in DATA_FIELDS + DATA_EXTRA_FIELDS:
-            setattr(self, name, _make_array(shape, dtype, sizes, nworld=self.nworld))
+        with backend.quiet_allocations():
+            for name, shape, dtype, _ in DATA_FIELDS + DATA_EXTRA_FIELDS:
+                setattr(self, name, _make_array(shape, dtype, sizes, nworld=self.nworld))
         self._sizes = sizes
         self._tiphys_model_key = m._tiphys_key
         self._tiphys_model_repr = repr(m)
@@ -544,7 +546,7 @@ class Data:
         if name == "efc_J" and self.is_sparse:
             name = "efc_J_sparse"
         want = self.field_shape(name)
-        arr = getattr(self, name).to_numpy()
+        arr = backend.download(getattr(self, name))
         return arr[tuple(slice(0, n) for n in want)]
 
     def torch(self, name: str, copy: bool = False):
@@ -640,7 +642,7 @@ def reset_data(m: Model, d: Data, keyframe=None, world: Optional[int] = None) ->
         if name in state:
             _set_padded(field, state[name])
         else:
-            field.fill(0)  # on the device: no host array as large as the field
+            backend.zero(field)  # on the device: no host array as large as the field
     _reset_plugins(m, d, None)
 
 
@@ -728,7 +730,7 @@ def _set_padded(field, value: np.ndarray) -> None:
     full = np.zeros(tuple(field.shape) + value.shape[len(field.shape):],
                     dtype=_np_dtype(field))
     full[tuple(slice(0, n) for n in value.shape)] = value
-    field.from_numpy(full)
+    backend.upload(field, full)
 
 
 def name2id(m, objtype: str, name: str) -> int:

@@ -18,7 +18,7 @@ import warnings
 
 import numpy as np
 
-from .kernels.check import warnings_of
+from .backend import download
 from .kernels.consts import WARN_CNSTRFULL, WARN_CONTACTFULL
 from .model import checks_model_data
 
@@ -53,7 +53,7 @@ _HESSIAN_TEXT = ("solve: nhnnz={cap} sparse Newton Hessian non-zeros were not en
 
 def _report_hessian(d, stacklevel: int) -> bool:
     """Warn about sparse Hessian overflows counted since the last report."""
-    over = d.efc_H_overflow.to_numpy()[:d.nworld]
+    over = download(d.efc_H_overflow)[:d.nworld]
     seen = d._reported_hessian
     if seen is None or seen.shape != over[:, 0].shape:
         seen = np.zeros_like(over[:, 0])
@@ -76,7 +76,7 @@ _BROAD_TEXT = ("collision: nbroadmax={cap} broadphase pair slots were not enough
 
 def _report_broadphase(d, stacklevel: int) -> bool:
     """Warn about dynamic-broadphase overflows counted since the last report."""
-    over = d.broadphase_overflow.to_numpy()[:d.nworld]
+    over = download(d.broadphase_overflow)[:d.nworld]
     seen = getattr(d, "_reported_broadphase", None)
     if seen is None or seen.shape != over[:, 0].shape:
         seen = np.zeros_like(over[:, 0])
@@ -95,7 +95,7 @@ def report(d, stacklevel: int = 3) -> dict:
     """Warn about the overflows counted since the last report; returns
     {warning id: worlds (array) with new counts} for those that were new."""
     d._steps_since_report = 0
-    number = warnings_of(d)
+    number = download(d.warning_number)[:d.nworld]  # warnings_of, without a launch
     seen = d._reported_warnings
     if seen is None or seen.shape != number.shape:
         seen = np.zeros_like(number)
@@ -107,10 +107,10 @@ def report(d, stacklevel: int = 3) -> dict:
         worlds = np.nonzero(new[:, warning] > 0)[0]
         if len(worlds):
             w = int(worlds[0])
-            n = int(np.asarray(d.warning_lastinfo.to_numpy())[w, warning])
+            n = int(np.asarray(download(d.warning_lastinfo))[w, warning])
             message = text.format(cap=getattr(d, option), k=len(worlds), w=w, n=n)
             if warning == WARN_CNSTRFULL and getattr(d, "njnnz", 0):
-                nz = d.efc_J_overflow.to_numpy()[:d.nworld][worlds]
+                nz = download(d.efc_J_overflow)[:d.nworld][worlds]
                 if np.any(nz > 0):
                     first = int(np.argmax(nz > 0))
                     message = _NNZ_TEXT.format(cap=d.njnnz, k=int(np.count_nonzero(nz)),
