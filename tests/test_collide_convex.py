@@ -141,10 +141,14 @@ def _contact_vectors(contacts):
         len(contacts), 13)
 
 
-def within_mujoco_noise(mjm, qpos, ours, tol, ntrial=16, eps=1e-15):
+def within_mujoco_noise(mjm, qpos, ours, tol, ntrial=64, eps=1e-14):
     """True if ``ours`` is one of MuJoCo's answers when qpos moves by ~eps (round-off):
     same contact count as one of those runs and within ``tol`` or twice the spread
-    of the runs with that count. GJK/EPA on curved shapes and multiccd's distinct-
+    of the runs with that count. 1e-14 on qpos is round-off size (the issue's
+    yardstick); 64 kicks, because an alternative answer can be rare: multiccd
+    cylinder-boxm's world 17 (seed 11) gives MuJoCo a second contact in 8 of 200
+    kicks of 1e-14 and in none of 200 of 1e-15, and tiphys's JIT code on an Intel
+    Xeon lands on that second answer where on an AMD EPYC it did not. GJK/EPA on curved shapes and multiccd's distinct-
     contact test are that sensitive in MuJoCo itself (EPA picks among faces whose
     distances tie to round-off near convergence)."""
     rng = np.random.default_rng(0)
@@ -165,7 +169,7 @@ def within_mujoco_noise(mjm, qpos, ours, tol, ntrial=16, eps=1e-15):
     return any((np.abs(mine - r) <= allowed).all() for r in same)
 
 
-def errors_of(ours, theirs, tol, mjm=None, qpos=None, eps=1e-15):
+def errors_of(ours, theirs, tol, mjm=None, qpos=None, eps=1e-14):
     """Mismatches beyond ``tol`` in worlds where the answer is not one of MuJoCo's own
     under round-off ~eps (given mjm/qpos); returns (messages, worlds touching, contacts,
     max |error| of dist/pos/frame where counts match, worlds matched only within
