@@ -59,20 +59,28 @@ class AssetFiles:
        the main file). The reader directory is the last value, in document order and
        counting included files, of meshdir (meshes) or texturedir (textures, cube
        faces), either falling back to assetdir when empty; height fields and skins
-       use assetdir alone (mjXReader::MeshDir/TextureDir/AssetDir).
+       use assetdir alone (mjXReader::MeshDir/TextureDir/AssetDir), and a
+       ``<flexcomp file>`` none: it is probed as model directory + name
+       (mjXReader::OneFlexcomp passes the bare model directory).
     2. When the asset compiles (mjCMesh/mjCHField/mjCSkin/mjCTexture::Compile in
-       src/user/user_mesh.cc and user_objects.cc), strippath keeps only the file
-       name, then the compiler's meshdir (meshes, height fields, skins) or texturedir
+       src/user/user_mesh.cc and user_objects.cc; mjCFlexcomp::MakeMesh/MakeGMSH in
+       user_flexcomp.cc), strippath keeps only the file name, then the compiler's
+       meshdir (meshes, height fields, skins, flexcomp files) or texturedir
        (textures) is put in front unless the name is absolute, and the result is
        opened relative to the model directory (mju_openResource). Here the
        compiler's directories are those of the <compiler> elements applied in order,
        assetdir setting both and meshdir/texturedir overriding it.
 
+    So a flexcomp file in an included file, with meshdir "m", is read from
+    model directory + "m/" + name when model directory + name exists (even if that
+    one does not: then loading fails), else from the including file's directory +
+    name, where meshdir is not put in front of an absolute including directory.
+
     Every name is reduced ("a/./b/../c" -> "a/c") as MuJoCo's FilePath does.
     """
 
     COMPILE_DIR = {"mesh": "meshdir", "hfield": "meshdir", "skin": "meshdir",
-                   "texture": "texturedir"}
+                   "flexcomp": "meshdir", "texture": "texturedir"}
 
     def __init__(self, spec, ctx):
         self.reader = spec.reader()
@@ -87,9 +95,10 @@ class AssetFiles:
         self.parse_dir = {"mesh": (mesh_attr, last[mesh_attr]),
                           "texture": (tex_attr, last[tex_attr]),
                           "hfield": ("assetdir", last["assetdir"]),
-                          "skin": ("assetdir", last["assetdir"])}
+                          "skin": ("assetdir", last["assetdir"]),
+                          "flexcomp": ("", "")}
         self.compile_dir = {"mesh": ctx.meshdir, "hfield": ctx.meshdir, "skin": ctx.meshdir,
-                            "texture": ctx.texturedir}
+                            "flexcomp": ctx.meshdir, "texture": ctx.texturedir}
 
     def stored(self, el, file: str, kind: str, notes=None) -> str:
         """The name MuJoCo keeps for ``file`` of ``el`` (step 1 and strippath: its
@@ -98,14 +107,16 @@ class AssetFiles:
         if not is_abs(name):
             attr, pdir = self.parse_dir[kind]
             first = join_path(join_path(self.reader.modeldir, pdir), name)
+            incdir = getattr(el, "xml_incdir", "") or ""
+            where = f"model directory + {attr}='{pdir}'" if pdir else "model directory"
             if not self.reader.exists(first):
-                incdir = getattr(el, "xml_incdir", "") or ""
                 if incdir and notes is not None:
-                    where = f"model directory + {attr}='{pdir}'" if pdir else \
-                        "model directory"
                     notes.append(f"not found as '{first}' ({where}), so taken relative to "
                                  f"the including file's directory '{incdir}'")
                 name = join_path(incdir, name)
+            elif incdir and notes is not None:
+                notes.append(f"found as '{first}' ({where}), so not taken relative to the "
+                             f"including file's directory '{incdir}'")
         if self.strippath:
             name = base_part(name)
         return name
