@@ -7,7 +7,9 @@ gmsh flexcomp - is compiled by tiphys from files, from the assets dict, from a
 registered in-memory provider and from data: URIs, and every Model field is compared
 with MuJoCo's compile of the files. Then registration (MuJoCo's rules) and each kind
 of bad input: an unknown scheme, a provider whose open says no, a provider that
-raises, a missing file, a name climbing out of a provider's root with "..".
+raises, a missing file, a name climbing out of a provider's root with "..". Last,
+``modified``: whether a mesh file read before is read again, counted in tiphys and
+in MuJoCo (a provider registered in MuJoCo's library, in a process of its own).
 Compile only: no device Model is made.
 """
 from __future__ import annotations
@@ -562,3 +564,230 @@ def test_simple_provider_missing_name_does_not_open():
         str(exc)
     arrays = compile_spec(tiphys.parse_xml(_mesh_model(f"{prefix}:a.obj")))
     assert np.isclose(np.abs(arrays.mesh_vert).max(), 0.3)
+
+
+# -- modified: reusing what was read (MuJoCo's asset cache) ---------------------------------
+
+# MuJoCo's side runs in a process of its own: its asset cache, once sized 0 (as this
+# file does at import, for the field comparisons above), stays off for good, and a
+# provider registered in MuJoCo stays registered. MuJoCo's Python API registers no
+# provider, so the script registers one in MuJoCo's library through ctypes.
+MJ_PROVIDER_SCRIPT = r"""
+import collections, ctypes as c, json, os, sys
+import mujoco
+
+lib = c.CDLL(os.path.join(os.path.dirname(mujoco.__file__),
+                          f"libmujoco.so.{mujoco.__version__}"))
+
+
+class Res(c.Structure):
+    _fields_ = [("name", c.c_char_p), ("data", c.c_void_p),
+                ("timestamp", c.c_char * 512), ("provider", c.c_void_p)]
+
+
+OPEN = c.CFUNCTYPE(c.c_int, c.POINTER(Res))
+READ = c.CFUNCTYPE(c.c_int, c.POINTER(Res), c.POINTER(c.c_void_p))
+CLOSE = c.CFUNCTYPE(None, c.POINTER(Res))
+GETDIR = c.CFUNCTYPE(None, c.POINTER(Res), c.POINTER(c.c_char_p), c.POINTER(c.c_int))
+MODIFIED = c.CFUNCTYPE(c.c_int, c.POINTER(Res), c.c_char_p)
+
+
+class Provider(c.Structure):
+    _fields_ = [("prefix", c.c_char_p), ("open", OPEN), ("read", READ), ("close", CLOSE),
+                ("getdir", GETDIR), ("modified", MODIFIED), ("data", c.c_void_p)]
+
+
+KEEP = []
+
+
+def run_case(n, files, modified, new_box):
+    state = {"stamp": "v1", "reads": collections.Counter(), "asked": []}
+    buffers = {}
+
+    def key(res):  # ("pv0:/box.obj": MuJoCo joins "pv0:" and "box.obj" so)
+        return res.contents.name.decode().split(":", 1)[1].lstrip("/")
+
+    def open_(res):
+        if key(res) not in files:
+            return 0
+        res.contents.timestamp = state["stamp"].encode()
+        return 1
+
+    def read(res, buf):
+        state["reads"][key(res)] += 1
+        data = buffers[key(res)] = c.create_string_buffer(files[key(res)])
+        buf[0] = c.cast(data, c.c_void_p)
+        return len(files[key(res)])
+
+    def getdir(res, out, size):
+        name = res.contents.name
+        out[0] = name
+        size[0] = max(name.rfind(b"/"), name.find(b":")) + 1
+
+    def changed(res, stamp):
+        state["asked"].append([key(res), stamp.decode()])
+        return MODIFIERS[modified](stamp.decode())
+
+    prefix = f"pv{n}"
+    struct = Provider(prefix.encode(), OPEN(open_), READ(read), CLOSE(lambda res: None),
+                      GETDIR(getdir), MODIFIED(changed) if modified else MODIFIED(), None)
+    KEEP.append((struct, buffers))
+    assert lib.mjp_registerResourceProvider(c.byref(struct)) > 0
+    for k in range(2):
+        if k == 1 and new_box is not None:
+            files["box.obj"] = new_box.encode()
+            state["stamp"] = "v2"
+        mjm = mujoco.MjModel.from_xml_path(f"{prefix}:model.xml")
+    return {"reads": state["reads"], "asked": state["asked"],
+            "mesh_vert": mjm.mesh_vert.tolist()}
+
+
+cases = json.load(sys.stdin)
+MODIFIERS = {name: eval(code) for name, code in cases["modifiers"].items()}
+out = {}
+for n, (name, (modified, new_box)) in enumerate(cases["cases"].items()):
+    mujoco.mj_clearCache(mujoco.mj_getCache())
+    files = {"model.xml": cases["model"].encode(), "box.obj": cases["box"].encode()}
+    out[name] = run_case(n, files, modified, new_box)
+print(json.dumps(out))
+"""
+
+
+class StampedMemProvider(MemProvider):
+    """MemProvider whose resources get the timestamp ``self.stamp`` on open, and with
+    ``modified`` (None: no callback)."""
+
+    def __init__(self, files, modified):
+        self.stamp, self.asked = "v1", []
+        super().__init__(files)
+        if modified is not None:
+            def changed(res, stamp):
+                self.asked.append((self.key(res), stamp))
+                return modified(stamp)
+            self.provider.modified = changed
+
+    def open(self, res: Resource) -> bool:
+        ok = super().open(res)
+        res.timestamp = self.stamp
+        return ok
+
+
+MESH_MODEL = (b'<mujoco><asset><mesh name="m" file="box.obj"/></asset>'
+              b'<worldbody><geom type="mesh" mesh="m"/></worldbody></mujoco>')
+# modified callbacks by name (source text: MuJoCo's side evaluates the same)
+MODIFIERS = {"zero": "lambda stamp: 0", "one": "lambda stamp: 1", "minus": "lambda stamp: -1",
+             "since-v1": "lambda stamp: int(stamp != 'v1')",
+             "since-v2": "lambda stamp: int(stamp != 'v2')"}
+# name: (modified, whether the second load finds a new box.obj with the timestamp
+# "v2", box.obj reads, tiphys's mesh compiles) over two loads
+MODIFIED_CASES = {
+    # "not modified": the mesh is reused, the file read once
+    "unmodified": ("zero", False, 1, 1),
+    # "modified": read again (tiphys compiles again only when the bytes differ)
+    "modified-same-bytes": ("one", False, 2, 1),
+    "modified-new-bytes": ("one", True, 2, 2),
+    "older": ("minus", True, 2, 2),
+    # no modified callback: MuJoCo assumes modified
+    "no-callback": (None, False, 2, 1),
+    "no-callback-new-bytes": (None, True, 2, 2),
+    # a provider that compares timestamps: the new version is read, the same one not
+    "timestamps-unchanged": ("since-v1", False, 1, 1),
+    "timestamps-changed": ("since-v2", True, 2, 2),
+    # a provider saying "not modified" of new bytes gets the old mesh, in both
+    "stale-by-its-word": ("zero", True, 1, 1),
+}
+
+
+@pytest.fixture(scope="module")
+def mujoco_reuse():
+    """MuJoCo's two loads of every MODIFIED_CASES case (in a process of its own)."""
+    import json
+    import subprocess
+    import sys
+    cases = {"modifiers": MODIFIERS, "model": MESH_MODEL.decode(),
+             "box": obj_cube(0).decode(),
+             "cases": {name: (mod, obj_cube(4).decode() if new else None)
+                       for name, (mod, new, _, _) in MODIFIED_CASES.items()}}
+    done = subprocess.run([sys.executable, "-c", MJ_PROVIDER_SCRIPT], input=json.dumps(cases),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+@pytest.fixture
+def fresh_mesh_cache():
+    clear_mesh_cache()
+    yield
+    clear_mesh_cache()
+
+
+@pytest.mark.parametrize("case", list(MODIFIED_CASES))
+def test_modified_decides_whether_a_mesh_is_read_again_as_in_mujoco(
+        mujoco_reuse, fresh_mesh_cache, case):
+    import tiphys.compiler.mesh as mesh_module
+    modified, new, reads, compiles = MODIFIED_CASES[case]
+    files = {"model.xml": MESH_MODEL, "box.obj": obj_cube(0)}
+    ours = StampedMemProvider(files, eval(MODIFIERS[modified]) if modified else None)
+    compiled = []
+    real = mesh_module._compile_mesh
+
+    def counting(**kw):
+        compiled.append(kw["file_name"])
+        return real(**kw)
+    mesh_module._compile_mesh = counting
+    try:
+        for k in range(2):
+            if k == 1 and new:
+                files["box.obj"], ours.stamp = obj_cube(4), "v2"
+            arrays = compile_spec(load_spec(f"{ours.prefix}:model.xml"))
+    finally:
+        mesh_module._compile_mesh = real
+    ours.assert_balanced()
+    theirs = mujoco_reuse[case]
+    assert theirs["reads"]["box.obj"] == ours.reads["box.obj"] == reads
+    assert theirs["reads"]["model.xml"] == ours.reads["model.xml"] == 2
+    # modified is asked once, on the second load, with the first load's timestamp
+    want = [["box.obj", "v1"]] if modified is not None else []
+    assert theirs["asked"] == [list(a) for a in ours.asked] == want
+    assert len(compiled) == compiles
+    mesh_vert = np.asarray(theirs["mesh_vert"])
+    np.testing.assert_array_equal(arrays.mesh_vert, mesh_vert)
+    old = not new or case == "stale-by-its-word"
+    assert np.isclose(np.abs(mesh_vert).max(), 0.3 if old else 1.5)
+
+
+def test_modified_mesh_reuse_keeps_its_compile_inputs(fresh_mesh_cache):
+    """A mesh reused by its provider's word still compiles anew when its attributes
+    differ (MuJoCo's cached mesh must match scale, inertia and maxhullvert): the file
+    is then read again."""
+    files = {"model.xml": MESH_MODEL, "box.obj": obj_cube(0)}
+    ours = StampedMemProvider(files, lambda stamp: 0)
+    compile_spec(load_spec(f"{ours.prefix}:model.xml"))
+    files["model.xml"] = MESH_MODEL.replace(b'file="box.obj"', b'file="box.obj" scale="2 1 1"')
+    arrays = compile_spec(load_spec(f"{ours.prefix}:model.xml"))
+    assert ours.reads["box.obj"] == 2
+    assert np.isclose(np.abs(arrays.mesh_vert[:, 0]).max(), 0.2)
+    arrays = compile_spec(load_spec(f"{ours.prefix}:model.xml"))
+    assert ours.reads["box.obj"] == 2  # (that one is cached now)
+    clear_mesh_cache()  # forgets what was read too
+    compile_spec(load_spec(f"{ours.prefix}:model.xml"))
+    assert ours.reads["box.obj"] == 3
+    ours.assert_balanced()
+
+
+@pytest.mark.parametrize("answer, words", [
+    (RuntimeError("clock gone"), "failed modified for"),
+    ("0", "modified gave str, not int"),
+])
+def test_modified_failing_is_a_provider_error(fresh_mesh_cache, answer, words):
+    def modified(stamp):
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+    ours = StampedMemProvider({"model.xml": MESH_MODEL, "box.obj": obj_cube(0)}, modified)
+    compile_spec(load_spec(f"{ours.prefix}:model.xml"))
+    with pytest.raises(ModelError, match=words) as info:
+        compile_spec(load_spec(f"{ours.prefix}:model.xml"))
+    assert info.value.element == "mesh" and info.value.attribute == "file"
+    assert ours.prefix in str(info.value)
+    ours.assert_balanced()

@@ -15,7 +15,7 @@ from . import mesh_builtin
 from . import rotation as rot
 from .attrs import BOOL, Attrs
 from .hfield import compile_hfield
-from .mesh import compile_mesh
+from .mesh import compile_mesh, mesh_cached
 from .polygons import polygon_arrays
 from .texture import compile_texture
 from .empty import replay_empty
@@ -135,14 +135,19 @@ class AssetFiles:
 
     def read(self, el, attr: str, file: str, kind: str) -> bytes:
         """Bytes of the file named by attribute ``attr`` (value ``file``) of ``el``."""
+        return self.load(el, attr, file, kind).content
+
+    def load(self, el, attr: str, file: str, kind: str, reuse=None):
+        """The Loaded file named by attribute ``attr`` (value ``file``) of ``el``;
+        ``reuse``: see ResourceReader.open (its content None: not read again)."""
         name, note = self.name(el, file, kind)
         try:
-            res, tried = self.reader.open(name)
+            res, tried = self.reader.open(name, reuse=reuse)
         except ModelError as exc:  # an ambiguous assets-dict name, a provider failing
             raise error_at(el, exc.detail, attr) from exc.__cause__
         if res is None:
             raise missing(file, tried, (el, attr), note)
-        return res.content
+        return res
 
 
 class AssetCompiler:
@@ -200,9 +205,9 @@ class AssetCompiler:
         el = self.mesh_els[mid]
         cls = _class_of(el, self.defaults)
         a = Attrs(el, self.defaults.get(cls, "mesh", el))
-        data = fname = None
-        # the builtin's attribute checks come before the file is read, as in MuJoCo's
-        # reader (which only names the file)
+        data = digest = fname = None
+        # the attribute checks come before the file is read, as in MuJoCo (whose
+        # reader only names the file)
         builtin = a.keyword("builtin", {k: k for k in mesh_builtin.BUILTINS})
         params = a.floats("params") if builtin is not None else None
         if builtin is not None and params is None:
@@ -211,7 +216,6 @@ class AssetCompiler:
             fname = a.str("file")
             if builtin is not None:
                 raise a.error("builtin cannot be used with a mesh file", "builtin")
-            data = self.files.read(el, "file", fname, "mesh")
         inertia = a.keyword("inertia", {k: k for k in MESH_INERTIA}, "legacy")
         maxhull = a.int("maxhullvert", -1)
         scale = a.floats("scale", 3, (1, 1, 1))
@@ -235,15 +239,23 @@ class AssetCompiler:
         if el.find("plugin") and fname is None and given["vertex"] is None:
             # LoadSDF: the plugin's surface (a mesh with data of its own keeps it)
             given, reorient = self._sdf_mesh(el, mid, scale), False
+        inputs = dict(given, file_name=fname,
+                      content_type=a.str("content_type") or _data_uri_type(fname),
+                      texcoord=a.floats("texcoord"), scale=scale,
+                      refpos=a.floats("refpos", 3, (0, 0, 0)),
+                      refquat=a.floats("refquat", 4, (1, 0, 0, 0)), inertia=inertia,
+                      maxhullvert=maxhull, smoothnormal=bool(a.bool("smoothnormal", 0)),
+                      needhull=needhull, reorient=reorient)
+        if fname is not None:
+            # a provider that says the file has not changed since it was read lets the
+            # mesh compiled from it then be taken without reading it again (MuJoCo's
+            # asset cache)
+            loaded = self.files.load(el, "file", fname, "mesh",
+                                     reuse=lambda d: mesh_cached(file_digest=d, **inputs))
+            data, digest = loaded.content, loaded.digest
         try:
-            cm = compile_mesh(
-                name=self.mesh_names[mid], file_bytes=data, file_name=fname,
-                content_type=a.str("content_type") or _data_uri_type(fname),
-                **given, texcoord=a.floats("texcoord"),
-                scale=scale, refpos=a.floats("refpos", 3, (0, 0, 0)),
-                refquat=a.floats("refquat", 4, (1, 0, 0, 0)), inertia=inertia,
-                maxhullvert=maxhull, smoothnormal=bool(a.bool("smoothnormal", 0)),
-                needhull=needhull, reorient=reorient)
+            cm = compile_mesh(name=self.mesh_names[mid], file_bytes=data,
+                              file_digest=digest, **inputs)
         except ModelError as exc:
             if exc.line is not None:
                 raise
