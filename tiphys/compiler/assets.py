@@ -14,7 +14,7 @@ from ..kernels.consts import (GEOM_HFIELD, GEOM_MESH, GEOM_SDF, TEXROLE_EMISSIVE
 from . import mesh_builtin
 from . import rotation as rot
 from .attrs import BOOL, Attrs
-from .hfield import compile_hfield
+from .hfield import compile_hfield, hfield_cached
 from .mesh import compile_mesh, mesh_cached
 from .polygons import polygon_arrays
 from .texture import compile_texture
@@ -290,18 +290,23 @@ class AssetCompiler:
             return self._hfields[hid]
         el = self.hfield_els[hid]
         a = Attrs(el)
-        data = fname = None
+        data = digest = fname = None
+        ctype = None
         if a.str("file"):  # MuJoCo: file="" is no file
             fname = a.str("file")
-            data = self.files.read(el, "file", fname, "hfield")
+            ctype = a.str("content_type") or _data_uri_type(fname)
+            # (a provider's "not modified" lets the decoded file be reused unread)
+            loaded = self.files.load(el, "file", fname, "hfield",
+                                     reuse=lambda d: hfield_cached(d, fname, ctype))
+            data, digest = loaded.content, loaded.digest
         size = a.floats("size", 4)
         if size is None:
             raise a.error("missing required attribute", "size")
         try:
             hf = compile_hfield(name=self.hfield_names[hid], file_bytes=data, file_name=fname,
-                                content_type=a.str("content_type") or _data_uri_type(fname), nrow=a.int("nrow", 0),
+                                content_type=ctype, nrow=a.int("nrow", 0),
                                 ncol=a.int("ncol", 0), size=size,
-                                elevation=a.floats("elevation"))
+                                elevation=a.floats("elevation"), file_digest=digest)
         except ModelError as exc:
             if exc.line is not None:
                 raise
@@ -434,8 +439,8 @@ class AssetCompiler:
         """tex_* arrays; tex_data (uint8) stays on the host (the renderer samples it)."""
         texs = []
         for el in self.tex_els:
-            def read(name, attr, el=el):
-                return self.files.read(el, attr, name, "texture")
+            def read(name, attr, reuse=None, el=el):
+                return self.files.load(el, attr, name, "texture", reuse)
             try:
                 texs.append(compile_texture(Attrs(el), read))
             except ModelError as exc:

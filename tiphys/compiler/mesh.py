@@ -311,10 +311,13 @@ _mesh_cache: collections.OrderedDict = collections.OrderedDict()  # key -> (mesh
 
 def clear_mesh_cache() -> None:
     """Forget every compiled mesh (the next load compiles its meshes anew, reading
-    every file), SDF plugins' surfaces included."""
+    every file), SDF plugins' surfaces and decoded height-field and texture files
+    included."""
     _mesh_cache.clear()
     from ..io.resources import forget_resources
     forget_resources()
+    from .decoded import clear_decoded
+    clear_decoded()
     from .sdf_mesh import clear_sdf_cache
     clear_sdf_cache()
 

@@ -50,9 +50,9 @@ Where tiphys deviates, on purpose:
 - the file system and the assets dict have no ``modified``: their resources are read
   on every compile (MuJoCo's file provider compares modification times in whole
   seconds, and its VFS a hash of the contents). Reading costs little next to
-  decoding, and tiphys's compiled-mesh cache is keyed by a digest of the bytes read,
-  so a file rewritten within the same second (or with its time restored) is never
-  served stale.
+  decoding, and tiphys's caches of compiled meshes and decoded files are keyed by a
+  digest of the bytes read, so a file rewritten within the same second (or with its
+  time restored) is never served stale.
 
 Reusing what a provider gave before (MuJoCo 3.4.0's asset cache, src/user/
 user_cache.cc ``mjCCache::PopulateData``, called from ``mjCMesh::TryCompile`` in
@@ -64,8 +64,8 @@ compiled mesh) without reading them again. Any other answer, a provider without
 ``modified`` (MuJoCo: "assume modified"), or nothing reusable, reads the resource;
 its timestamp and a digest of its bytes are then remembered (``remembered``). A
 provider that says "not modified" of changed bytes gets what it made from the old
-ones, as in MuJoCo. tiphys asks this for mesh files (MuJoCo also caches decoded
-height fields and textures; tiphys reads those on every compile).
+ones, as in MuJoCo. tiphys asks this for mesh, height-field and texture files, as
+MuJoCo's cache holds those (tiphys/compiler/mesh.py, tiphys/compiler/decoded.py).
 """
 from __future__ import annotations
 
