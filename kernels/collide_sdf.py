@@ -619,13 +619,9 @@ def geom_octrees(arrays):
     return root
 
 
-def sdf_arrays(m, d):
-    """Per geom, its SDF plugin's shape (kernels/sdf.py kind, -1 for other geoms), its
-    attributes (defaults applied) and the root of the octree it is evaluated on
-    (geom_octrees), as device arrays made once per Model and Data."""
-    have = d.scratch.sdf_geom
-    if have is not None and have[0] is m.arrays:
-        return have[1:4]
+def sdf_shapes(m):
+    """Per geom (at least one entry), its SDF plugin's shape (kernels/sdf.py kind, -1
+    for other geoms) and its attributes (defaults applied), as numpy arrays."""
     import numpy as np
 
     ngeom = int(m.ngeom)
@@ -635,6 +631,19 @@ def sdf_arrays(m, d):
         for g, (shape, values) in getattr(plugin, "sdf_geoms", {}).items():
             kind[g] = shape
             attr[g] = values
+    return kind, attr
+
+
+def sdf_arrays(m, d):
+    """Per geom, its SDF plugin's shape (kernels/sdf.py kind, -1 for other geoms), its
+    attributes (defaults applied) and the root of the octree it is evaluated on
+    (geom_octrees), as device arrays made once per Model and Data."""
+    have = d.scratch.sdf_geom
+    if have is not None and have[0] is m.arrays:
+        return have[1:4]
+    import numpy as np
+
+    kind, attr = sdf_shapes(m)
     root = geom_octrees(m.arrays)
     from .config import float_dtype
     kind_arr = d.scratch.tag(ti.ndarray(ti.i32, shape=kind.shape))

@@ -3,8 +3,9 @@ kernels/sdf.py's oct_eval, MuJoCo 3.4.0's oct_distance / oct_gradient) against
 MuJoCo: contacts on the same geom poses (tests/test_collide_sdf.py's compare_worlds:
 MuJoCo's mj_collision runs on tiphys' geom_xpos/geom_xmat), forward at random states,
 a short trajectory of the corpus' cow.xml within MuJoCo's own round-off spread, and
-rays, and the refusals of what is not done (tactile sensors, an sdf geom whose mesh
-has no octree, SPIR-V backends). f64 on the CPU.
+rays, tactile sensors on mesh geoms with octrees, and the refusals of what is not
+done (a tactile sensor that an sdf geom without a plugin can touch, where MuJoCo
+stops; an sdf geom whose mesh has no octree; SPIR-V backends). f64 on the CPU.
 """
 from __future__ import annotations
 
@@ -285,14 +286,80 @@ def test_rangefinders_on_octree_sdf_geoms_match_mujoco():
     assert hits >= 12
 
 
-def test_tactile_sensor_with_octree_geoms_is_refused():
-    xml = MESH_SDF.replace("</worldbody>", """<body pos="1 0 0">
-      <site name="s"/><geom name="pad" type="mesh" mesh="spare1"/></body></worldbody>
-      <sensor><tactile geom="pad" mesh="spare1"/></sensor>""")
+# a taxel plate under a box pressed onto a mesh geom whose mesh has an octree (an sdf
+# geom uses the mesh too, far away and touching nothing)
+TACTILE = """<mujoco><option sdf_iterations="10" sdf_initpoints="30"/>
+  <asset>
+    <mesh name="gem" vertex="0 0 .12  .1 0 0  -.05 .09 0  -.05 -.09 .01  0 0 -.08
+                              .06 .05 .05" scale="2 2 1"/>
+    <mesh name="plate" builtin="plate" params="6 6" scale=".1 .1 .05"/>
+  </asset>
+  <worldbody>
+    <geom name="target" type="mesh" mesh="gem" euler="0 0 30"/>
+    <geom type="sdf" mesh="gem" pos="3 0 0" contype="{contype}" conaffinity="0"/>
+    <body name="finger" pos=".01 .02 .162"><freejoint/>
+      <geom type="box" size=".1 .1 .05" mass=".1"/>
+      <geom name="pad" type="mesh" mesh="plate" contype="0" conaffinity="0" mass="0"/>
+    </body>
+  </worldbody>
+  <sensor><tactile geom="pad" mesh="plate"/></sensor>
+</mujoco>"""
+
+
+def test_tactile_on_mesh_octree_matches_mujoco():
+    """The taxels' pressures from the mesh's octree (oct_distance at the taxel in the
+    mesh geom's frame) and the tangential speeds, against MuJoCo on the same qpos and
+    qvel."""
+    xml = TACTILE.format(contype=0)
+    mjm = mujoco.MjModel.from_xml_string(xml)
+    m = tiphys.load_model_from_string(xml)
+    assert mjm.mesh_octadr[0] == 0 and mjm.mesh_octadr[1] == -1
+    rng = np.random.default_rng(0)
+    qpos = np.tile(mjm.qpos0, (NWORLD, 1))
+    qpos[:, :3] += rng.uniform(-.03, .03, (NWORLD, 3))
+    quat = qpos[:, 3:7] + rng.normal(scale=.1, size=(NWORLD, 4))
+    qpos[:, 3:7] = quat / np.linalg.norm(quat, axis=1, keepdims=True)
+    qvel = rng.normal(scale=.3, size=(NWORLD, mjm.nv))
+    d = tiphys.make_data(m, NWORLD)
+    d.qpos.from_numpy(qpos)
+    d.qvel.from_numpy(qvel)
+    tiphys.forward(m, d)
+    ours = d.numpy("sensordata")
+    pressed = 0
+    mjd = mujoco.MjData(mjm)
+    for w in range(NWORLD):
+        mjd.qpos[:] = qpos[w]
+        mjd.qvel[:] = qvel[w]
+        mujoco.mj_forward(mjm, mjd)
+        np.testing.assert_allclose(ours[w], mjd.sensordata, rtol=1e-9, atol=1e-12,
+                                   err_msg=f"world {w}")
+        pressed += np.count_nonzero(mjd.sensordata[:36])
+    assert pressed >= 2 * NWORLD, pressed
+
+
+def test_tactile_next_to_an_sdf_geom_without_plugin_is_refused():
+    """An sdf geom without a plugin that can touch the sensor's body: MuJoCo 3.4.0's
+    tactile sensor stops with a FatalError once it does (it looks up the geom's
+    plugin); tiphys refuses the model's sensors instead."""
+    import subprocess
+    import sys
+    xml = TACTILE.format(contype=1)
+    # (in a process of its own: MuJoCo reads outside mjModel.plugin there)
+    done = subprocess.run([sys.executable, "-c", """
+import sys, mujoco
+mjm = mujoco.MjModel.from_xml_string(sys.stdin.read())
+mjd = mujoco.MjData(mjm)
+mjd.qpos[:3] = [3.01, .02, .15]  # the box on the sdf geom
+try:
+    mujoco.mj_forward(mjm, mjd)
+except mujoco.FatalError as exc:
+    print(exc)
+"""], input=xml, capture_output=True, text=True, timeout=120)
+    assert "signed distance field" in done.stdout, (done.stdout, done.stderr)
     m = tiphys.load_model_from_string(xml)
     d = tiphys.make_data(m, 1)
-    with pytest.raises(NotImplementedError, match=r"tactile sensors in a model with geoms "
-                                                  r"on mesh octrees"):
+    with pytest.raises(NotImplementedError, match=r"tactile sensor 0 next to sdf geom 1, "
+                                                  r"which has no plugin and can touch geom 2"):
         tiphys.forward(m, d)
 
 

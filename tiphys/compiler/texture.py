@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ModelError
+from . import decoded
 from .polygons import PURE_PYTHON_ENV
 from ..kernels.consts import (BUILTIN_CHECKER, BUILTIN_FLAT, BUILTIN_GRADIENT, BUILTIN_NONE,
                               COLORSPACE_AUTO, COLORSPACE_LINEAR, COLORSPACE_SRGB, MARK_CROSS,
@@ -301,8 +302,38 @@ def decode_image(data: bytes, filename: str, content_type, nchannel: int,
     return np.ascontiguousarray(img), is_srgb
 
 
+def image_cached(file_digest: bytes, filename: str, content_type, nchannel: int,
+                 hflip: bool, vflip: bool) -> bool:
+    """Whether the image of the file with this digest is decoded already, with these
+    settings (tiphys/compiler/decoded.py)."""
+    return decoded.cached(("image", file_digest, content_type_of(filename, content_type),
+                           nchannel, hflip, vflip))
+
+
+def _load_image(read, name: str, attr: str, content_type, nchannel: int, hflip: bool,
+                vflip: bool):
+    """decode_image of file ``name`` (attribute ``attr``), decoded once per contents and
+    settings; ``read(name, attr, reuse)`` is AssetFiles.load's."""
+    args = (name, content_type, nchannel, hflip, vflip)
+    loaded = read(name, attr, lambda digest: image_cached(digest, *args))
+    digest = loaded.digest
+    if digest is None:
+        from ..io.resources import content_digest
+        digest = content_digest(loaded.content)
+    key = ("image", digest, content_type_of(name, content_type), nchannel, hflip, vflip)
+    hit = decoded.get(key)
+    if hit is not None:
+        return hit
+    if loaded.content is None:
+        raise RuntimeError(f"the image of texture file '{name}' is no longer cached")
+    img, is_srgb = decode_image(loaded.content, *args)
+    decoded.put(key, (img, is_srgb))
+    return img, is_srgb
+
+
 def compile_texture(a, read) -> Texture:
-    """One <texture> (its Attrs ``a``); ``read(name, attr)`` returns a file's bytes."""
+    """One <texture> (its Attrs ``a``); ``read(name, attr, reuse=None)`` opens a file
+    (tiphys/compiler/assets.py AssetFiles.load: a Loaded resource)."""
     ttype = a.keyword("type", TEXTURE_TYPES, TEXTURE_CUBE)
     colorspace = a.keyword("colorspace", COLORSPACES, COLORSPACE_AUTO)
     builtin = a.keyword("builtin", BUILTINS, BUILTIN_NONE)
@@ -347,8 +378,8 @@ def compile_texture(a, read) -> Texture:
 
     fname = a.str("file")
     if fname:
-        img, is_srgb = decode_image(read(fname, "file"), fname, a.str("content_type"),
-                                    nchannel, hflip, vflip)
+        img, is_srgb = _load_image(read, fname, "file", a.str("content_type"), nchannel,
+                                   hflip, vflip)
         if colorspace == COLORSPACE_AUTO:
             colorspace = COLORSPACE_SRGB if is_srgb else COLORSPACE_LINEAR
         h, w = img.shape[:2]
@@ -397,8 +428,8 @@ def compile_texture(a, read) -> Texture:
     for face, (attr, name) in enumerate(zip(CUBE_FILES, names)):
         if not name:
             continue
-        img, is_srgb = decode_image(read(name, attr), name, a.str("content_type"), nchannel,
-                                    hflip, vflip)
+        img, is_srgb = _load_image(read, name, attr, a.str("content_type"), nchannel,
+                                   hflip, vflip)
         if colorspace == COLORSPACE_AUTO:
             colorspace = COLORSPACE_SRGB if is_srgb else COLORSPACE_LINEAR
         h, w = img.shape[:2]
