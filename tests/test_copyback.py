@@ -1,0 +1,256 @@
+"""tiphys.copy_back (mj_copyBack) against MuJoCo 3.4.0's own mj_copyBack.
+
+The oracle: MuJoCo compiles the file, the same edits are made to its mjModel,
+mj_copyBack writes them into its spec and mj_saveXMLString writes that spec (both
+called through ctypes: the Python bindings do not expose mj_copyBack, and their
+``MjSpec.to_xml`` compiles the spec again first, which discards the copied-back
+values). tiphys: load_spec, compile_model, the same edits (set_param), copy_back,
+``spec.to_xml()``. Both texts are compiled by MuJoCo and the tiphys XML also by tiphys;
+every model field is compared. MuJoCo's writer is set to 17 significant digits for
+the oracle (as MuJoCo's own tests do: its FullFloatPrecision), so that its 6-digit
+default does not move what the compiler derives (inertia eigenvectors, BVHs).
+"""
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+
+import numpy as np
+import pytest
+
+import tiphys
+from tests.oracle import compare_model, corpus_dir
+from tiphys.api import model_arrays_from_mujoco
+from tiphys.types import MODEL_FIELDS
+
+mujoco = pytest.importorskip("mujoco")
+
+RTOL, ATOL = 1e-8, 1e-10
+
+
+def _lib():
+    path = glob.glob(os.path.join(os.path.dirname(mujoco.__file__), "libmujoco.so*"))[0]
+    lib = ctypes.CDLL(path)
+    lib.mj_copyBack.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+    lib.mj_copyBack.restype = ctypes.c_int
+    lib.mj_saveXMLString.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int,
+                                     ctypes.c_char_p, ctypes.c_int]
+    lib.mj_saveXMLString.restype = ctypes.c_int
+    lib._mjPRIVATE__set_xml_precision.argtypes = [ctypes.c_int]
+    return lib
+
+
+def mujoco_copy_back_xml(spec, mjm) -> str:
+    """MuJoCo's mj_copyBack(spec, mjm), then mj_saveXMLString(spec) (no recompile)."""
+    lib = _lib()
+    assert lib.mj_copyBack(spec._address, mjm._address) == 1
+    err = ctypes.create_string_buffer(1000)
+    lib._mjPRIVATE__set_xml_precision(17)
+    try:
+        size = lib.mj_saveXMLString(spec._address, None, 0, err, 1000)
+        buf = ctypes.create_string_buffer(size + 1)
+        assert lib.mj_saveXMLString(spec._address, buf, size + 1, err, 1000) == 0, err.value
+    finally:
+        lib._mjPRIVATE__set_xml_precision(6)
+    return buf.value.decode()
+
+
+def _compile_next_to(path, xml: str, tag: str, engine: str):
+    """Compile ``xml`` as if it were a file next to ``path`` (relative assets)."""
+    tmp = os.path.join(os.path.dirname(path), f".tiphys_{tag}_{os.getpid()}_"
+                                              f"{os.path.basename(path)}")
+    with open(tmp, "w") as f:
+        f.write(xml)
+    try:
+        if engine == "mujoco":
+            return mujoco.MjModel.from_xml_path(tmp)
+        return tiphys.compile_model(tiphys.load_spec(tmp))
+    finally:
+        os.remove(tmp)
+
+
+# -- edits --------------------------------------------------------------------------
+def _unit(q):
+    q = np.asarray(q, dtype=np.float64)
+    return q / np.linalg.norm(q, axis=-1, keepdims=True)
+
+
+class Edits:
+    """Random edits, drawn once, applied the same way to both engines' own values."""
+
+    def __init__(self, mjm, seed, fields=None):
+        self.rng = np.random.default_rng(seed)
+        self.mjm = mjm
+        self.ops = []  # (field, rows, kind, delta)
+        for name, kind, pick in _EDITS:
+            if fields is not None and name not in fields:
+                continue
+            arr = np.asarray(getattr(mjm, name))
+            if arr.size == 0:
+                continue
+            rows = pick(mjm) if pick else np.arange(arr.shape[0])
+            rows = [r for r in rows if self.rng.random() < 0.5] or list(rows[:1])
+            if not len(rows):
+                continue
+            shape = (len(rows),) + arr.shape[1:]
+            self.ops.append((name, np.array(rows), kind, self.rng.uniform(0.05, 0.2, shape)))
+
+    def apply(self, get, put):
+        for name, rows, kind, delta in self.ops:
+            v = np.array(get(name), dtype=np.float64)
+            if kind == "add":
+                v[rows] = v[rows] + delta
+            elif kind == "scale":
+                v[rows] = v[rows] * (1 + delta)
+            elif kind == "quat":
+                v[rows] = _unit(v[rows] + delta)
+            elif kind == "widen":  # a limit range, kept ordered
+                v[rows, 0] -= delta[:, 0]
+                v[rows, 1] += delta[:, 1]
+            elif kind == "unit01":  # colours
+                v[rows] = np.clip(v[rows] * 0.5 + delta, 0, 1)
+            put(name, v)
+
+
+def _hinge_slide_qpos(m):
+    return [int(m.jnt_qposadr[j]) for j in range(m.njnt) if m.jnt_type[j] in (2, 3)]
+
+
+def _limited(m):
+    return [j for j in range(m.njnt) if m.jnt_limited[j] and m.jnt_type[j] in (2, 3)]
+
+
+def _primitive_geoms(m):
+    return [g for g in range(m.ngeom) if m.geom_type[g] in (2, 3, 4, 5, 6)]
+
+
+def _limited_tendons(m):
+    return [t for t in range(m.ntendon) if m.tendon_limited[t]]
+
+
+def _limited_ctrl(m):
+    return [u for u in range(m.nu) if m.actuator_ctrllimited[u]]
+
+
+def _moving_bodies(m):
+    return list(range(1, m.nbody))
+
+
+def _hinge_slide(m):
+    return [j for j in range(m.njnt) if m.jnt_type[j] in (2, 3)]
+
+
+_EDITS = (
+    ("qpos0", "add", _hinge_slide_qpos),
+    ("qpos_spring", "add", _hinge_slide_qpos),
+    ("body_pos", "add", _moving_bodies),
+    ("body_quat", "quat", _moving_bodies),
+    ("body_ipos", "add", _moving_bodies),
+    ("body_mass", "scale", _moving_bodies),
+    ("body_inertia", "scale", _moving_bodies),
+    ("jnt_pos", "add", _hinge_slide),
+    ("jnt_axis", "quat", _hinge_slide),  # (a unit vector: normalised as a quaternion)
+    ("jnt_stiffness", "add", None),
+    ("jnt_range", "widen", _limited),
+    ("jnt_solref", "scale", None),
+    ("jnt_solimp", "unit01", None),
+    ("jnt_margin", "add", None),
+    ("dof_solref", "scale", None),
+    ("dof_armature", "add", None),
+    ("dof_damping", "add", None),
+    ("dof_frictionloss", "add", None),
+    ("geom_size", "scale", _primitive_geoms),
+    ("geom_pos", "add", None),
+    ("geom_quat", "quat", None),
+    ("geom_friction", "scale", None),
+    ("geom_solref", "scale", None),
+    ("geom_solmix", "scale", None),
+    ("geom_margin", "add", None),
+    ("geom_gap", "add", None),
+    ("geom_rgba", "unit01", None),
+    ("site_size", "scale", None),
+    ("site_pos", "add", None),
+    ("site_quat", "quat", None),
+    ("site_rgba", "unit01", None),
+    ("cam_pos", "add", None),
+    ("cam_quat", "quat", None),
+    ("cam_fovy", "add", None),
+    ("light_pos", "add", None),
+    ("light_diffuse", "unit01", None),
+    ("mat_rgba", "unit01", None),
+    ("mat_specular", "unit01", None),
+    ("pair_friction", "scale", None),
+    ("pair_margin", "add", None),
+    ("eq_solref", "scale", None),
+    ("tendon_range", "widen", _limited_tendons),
+    ("tendon_stiffness", "add", None),
+    ("tendon_damping", "add", None),
+    ("tendon_width", "add", None),
+    ("actuator_gainprm", "scale", None),
+    ("actuator_biasprm", "scale", None),
+    ("actuator_dynprm", "scale", None),
+    ("actuator_ctrlrange", "widen", _limited_ctrl),
+    ("actuator_gear", "scale", None),
+    ("sensor_noise", "add", None),
+    ("sensor_cutoff", "add", None),
+    ("key_qpos", "add", None),
+    ("key_ctrl", "add", None),
+)
+
+
+def _tiphys_put(m):
+    params = set(tiphys.PARAM_FIELDS)
+
+    def put(name, value):
+        if name in params:
+            tiphys.set_param(m, name, value.reshape(tiphys.param_shape(m, name)))
+        else:  # (fields set_param does not give: the host copy, as copy_back reads it)
+            setattr(m.arrays, name, value.reshape(np.shape(getattr(m.arrays, name))))
+    return put
+
+
+def run_both(path, seed=0, fields=None, opt=None):
+    """(MjModel of MuJoCo's copy-back XML, MjModel and tiphys arrays of tiphys's)."""
+    spec_mj = mujoco.MjSpec.from_file(path)
+    mjm = spec_mj.compile()
+    spec = tiphys.load_spec(path)
+    m = tiphys.compile_model(spec)
+    edits = Edits(mjm, seed, fields)
+    edits.apply(lambda n: getattr(mjm, n),
+                lambda n, v: np.copyto(getattr(mjm, n), v.reshape(getattr(mjm, n).shape)))
+    edits.apply(lambda n: np.asarray(getattr(m.arrays, n)), _tiphys_put(m))
+    for name, value in (opt or {}).items():
+        setattr(mjm.opt, name, value)
+        setattr(m.opt, name, value)
+    ref_xml = mujoco_copy_back_xml(spec_mj, mjm)
+    tiphys.copy_back(spec, m)
+    xml = spec.to_xml()
+    ref = _compile_next_to(path, ref_xml, "ref", "mujoco")
+    ours_mj = _compile_next_to(path, xml, "ours", "mujoco")
+    ours = _compile_next_to(path, xml, "ours", "tiphys")
+    return ref, ours_mj, ours, edits
+
+
+def compare(arrays, ref, skip=()) -> list[str]:
+    """Every field; those MuJoCo keeps in float32 (colours, lights, materials) to its
+    precision (an edit is rounded to float32 once in MuJoCo's model, once when MuJoCo
+    reads tiphys's XML)."""
+    f32 = tuple(name for name, _, _, _ in MODEL_FIELDS
+                if np.asarray(getattr(ref, name)).dtype == np.float32)
+    errors = compare_model(arrays, ref, rtol=RTOL, atol=ATOL, skip=tuple(skip) + f32)
+    errors += [e for e in compare_model(arrays, ref, rtol=2e-6, atol=1e-7,
+                                        skip=tuple(skip) + tuple(
+                                            n for n, _, _, _ in MODEL_FIELDS if n not in f32))
+               if not e.startswith(("opt.", "stat."))]
+    return errors
+
+
+def check_same(path, seed=0, fields=None, skip=(), opt=None):
+    ref, ours_mj, ours, edits = run_both(path, seed, fields, opt)
+    assert edits.ops, "no edits drawn"
+    errors = compare(ours.arrays, ref, skip)
+    errors += [f"(MuJoCo compiling tiphys's XML) {e}" for e in
+               compare(model_arrays_from_mujoco(ours_mj), ref, skip)]
+    assert not errors, "\n".join(errors[:20])
+    return edits

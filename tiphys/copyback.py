@@ -1,0 +1,779 @@
+"""mj_copyBack: write a compiled Model's real-valued parameters back into its Spec.
+
+MuJoCo's mj_copyBack (mjCModel::CopyBack, src/user/user_model.cc at 3.4.0) copies the
+parameters a user may edit in an mjModel into the elements of the spec it was compiled
+from: options, runtime statistics, qpos0/qpos_spring (joint ref/springref, free bodies'
+pose), body frames and inertials, joint and dof parameters, geom/site/camera/light
+frames and parameters, material colours, contact pairs, equality data, tendon and
+actuator parameters, sensor noise/cutoff, user data, numeric/tuple data, user-given
+height fields and keyframes. MuJoCo then writes the spec (mj_saveXML) from those
+values, in its own canonical form: frames flattened, radians, quaternions.
+
+``copy_back(spec, m)`` writes the same values into tiphys's Spec, but keeps the tree the
+user wrote: it compiles ``spec`` again and writes an element's attribute only where
+``m``'s value differs from that compile, expressed as the element's own text says
+it: inside its ``<frame>``\\ s, in degrees where ``<compiler angle="degree">`` and the
+attribute is an angle, a quaternion in place of any other orientation form (euler,
+axisangle, xyaxes, zaxis), pos/quat/size in place of a geom's or site's ``fromto``, a
+mesh geom's pose before its mesh's offset, an actuator shortcut (position, velocity,
+...) turned into the ``<general>`` it stands for when its dyn/gain/bias parameters
+change. An attribute written on an element beats its default class. So compiling
+``spec.to_xml()`` (with tiphys or MuJoCo) gives the model MuJoCo gets from its own spec
+after mj_copyBack and mj_saveXML (tests/test_copyback.py compares the two).
+
+Where MuJoCo's writer drops a copied-back value, so does copy_back (the result is the
+same model): a body's mass and inertia are written only when the body has an
+``<inertial>`` and ``inertiafromgeom`` is not "true" (otherwise compiling computes
+them from the geoms again); mesh and height-field geoms have no size; connect and weld
+constraints between sites keep no data; a height field's elevation is written only
+when the spec gave it as ``elevation``; the mesh offsets (mesh_pos/quat) move the
+mesh geoms' written poses only.
+
+Refused: a model whose parameters are given per world (which world's value?), a spec
+that does not compile to a model of ``m``'s sizes and names (ValueError), and, with
+NotImplementedError naming the element, a changed value of an element the spec does
+not hold one-to-one: made by ``<replicate>``, ``<attach>``/``<asset><model>``,
+``<composite>`` or ``<flexcomp>``, a key padded by ``<size nkey>``, a plugin actuator,
+a primitive geom fitted to a mesh, or a free body aligned to its inertia
+(``alignfree``).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import fields as dc_fields
+from typing import Optional
+
+import numpy as np
+
+from .compiler import rotation as rot
+from .model import Model, check_model
+
+# geom type -> how many size values MJCF gives it (mjGEOMINFO)
+_GEOM_NSIZE = {0: 3, 1: 3, 2: 1, 3: 2, 4: 3, 5: 2, 6: 3, 7: 0, 8: 0}
+_ORIENT_ALT = ("axisangle", "xyaxes", "zaxis", "euler")
+_JNT_FREE, _JNT_BALL, _JNT_SLIDE, _JNT_HINGE = 0, 1, 2, 3
+
+
+def _txt(values) -> str:
+    """Numbers as MJCF text, every double kept (repr is the shortest exact form)."""
+    v = np.asarray(values, dtype=np.float64).reshape(-1)
+    return " ".join(repr(float(x)) for x in v)
+
+
+def _txt_int(values) -> str:
+    return " ".join(str(int(x)) for x in np.asarray(values).reshape(-1))
+
+
+class _Walk:
+    """Where each element of the spec's bodies sits: the accumulated <frame> pose it
+    is written in (None outside frames), and which elements are inside <replicate>."""
+
+    def __init__(self, spec, builder):
+        self.frame = {}  # id(element) -> (pos, quat) or None
+        self.replicated = set()  # ids of elements inside <replicate>
+        self.builder = builder
+        from .compiler.attrs import Attrs
+        self._attrs = Attrs
+        for w in spec.sections("worldbody"):
+            self._children(w, None, False)
+
+    def _children(self, el, frame, replicated):
+        for c in el.children:
+            tag = c.tag
+            if replicated:
+                self.replicated.add(id(c))
+            if tag == "frame":
+                a = self._attrs(c, {})
+                pos = a.floats("pos", 3, (0, 0, 0))
+                quat = self.builder.orientation(a)
+                if frame is not None:
+                    pos, quat = rot.frame_accum(frame[0], frame[1], pos, quat)
+                self._children(c, (pos, quat), replicated)
+            elif tag == "replicate":
+                self._children(c, frame, True)
+            elif tag == "body":
+                self.frame[id(c)] = frame
+                self._children(c, None, replicated)
+            elif tag in ("joint", "freejoint", "geom", "site", "camera", "light"):
+                self.frame[id(c)] = frame
+            else:
+                self._children(c, frame, True)  # composite, flexcomp, attach, ...
+
+
+class _CopyBack:
+    def __init__(self, spec, m: Model, base):
+        from .compiler.compile import _compiler_options
+        from .compiler.defaults import DefaultTree
+        from .compiler.tree import TreeBuilder
+
+        self.spec, self.m, self.a, self.b = spec, m, m.arrays, base
+        self.ctx = _compiler_options(spec)
+        builder = TreeBuilder(spec, DefaultTree(spec), self.ctx)
+        self.walk = _Walk(spec, builder)
+        self.in_spec = {id(el) for el in spec.root.iter()} - self.walk.replicated
+
+    # -- helpers ---------------------------------------------------------------------
+    def changed(self, name: str, i: Optional[int] = None) -> bool:
+        new, old = np.asarray(getattr(self.a, name)), np.asarray(getattr(self.b, name))
+        if i is not None:
+            new, old = new[i], old[i]
+        return not np.array_equal(new, old, equal_nan=True)
+
+    def val(self, name, i=None):
+        v = np.asarray(getattr(self.a, name))
+        return v if i is None else v[i]
+
+    def element(self, el, what: str, i: int):
+        """``el`` when the spec holds it one-to-one; else NotImplementedError."""
+        if el is not None and id(el) in self.in_spec:
+            return el
+        name = (self.a.names.get(what) or [""] * (i + 1))[i] if hasattr(self.a, "names") \
+            else ""
+        label = f"{what} {i}" + (f" '{name}'" if name else "")
+        where = ""
+        if el is not None and getattr(el, "xml_line", None) is not None:
+            where = f" (<{el.tag}> at {el.xml_file or '<string>'}:{el.xml_line})"
+        raise NotImplementedError(
+            f"copy_back: {label}{where} has changed values, but it was made by "
+            f"<replicate>, <attach>, <composite> or <flexcomp> (or another expansion): "
+            f"the spec holds no element of its own to write them to")
+
+    @staticmethod
+    def local(frame, pos, quat):
+        """(pos, quat) of a pose given in the body frame, expressed in ``frame``."""
+        if frame is None:
+            return np.asarray(pos, dtype=np.float64), np.asarray(quat, dtype=np.float64)
+        ipos, iquat = rot.frame_invert(frame[0], frame[1])
+        return rot.frame_accum(ipos, iquat, pos, quat)
+
+    @staticmethod
+    def set_quat(el, quat):
+        for k in _ORIENT_ALT:
+            if el.get_attr(k) is not None:
+                el.set(k, None)
+        el.set("quat", _txt(quat))
+
+    def angle(self, values):
+        return np.asarray(values) * (180.0 / math.pi) if self.ctx.degree else values
+
+    # -- sections --------------------------------------------------------------------
+    def run(self):
+        self.option()
+        self.statistic()
+        self.bodies()
+        self.joints()
+        self.geoms()
+        self.sites()
+        self.cameras()
+        self.lights()
+        self.materials()
+        self.pairs()
+        self.equalities()
+        self.tendons()
+        self.actuators()
+        self.sensors()
+        self.custom()
+        self.hfields()
+        self.keys()
+
+    def option(self):
+        from .compiler.options import (CONES, DISABLE_FLAGS, ENABLE_FLAGS, INTEGRATORS,
+                                       JACOBIANS, SOLVERS, Option)
+        new, old = self.m.opt.frozen, self.b.opt
+        keywords = {"integrator": INTEGRATORS, "cone": CONES, "jacobian": JACOBIANS,
+                    "solver": SOLVERS}
+        changes = {}
+        for f in dc_fields(Option):
+            v, v0 = getattr(new, f.name), getattr(old, f.name)
+            if v == v0:
+                continue
+            changes[f.name] = (v, v0)
+        if not changes:
+            return
+        sections = self.spec.sections("option")
+        el = sections[-1] if sections else self.spec.root.add("option")
+        for name, (v, v0) in changes.items():
+            if name in keywords:
+                el.set(name, {c: k for k, c in keywords[name].items()}[int(v)])
+            elif name in ("disableflags", "enableflags"):
+                names = DISABLE_FLAGS if name == "disableflags" else ENABLE_FLAGS
+                flag = el.first("flag") or el.add("flag")
+                for bit, fname in enumerate(names):
+                    if (v ^ v0) >> bit & 1:
+                        on = bool(v >> bit & 1)
+                        word = ("disable" if on else "enable") if name == "disableflags" \
+                            else ("enable" if on else "disable")
+                        flag.set(fname, word)
+            elif name == "disableactuator":
+                groups = [str(g) for g in range(31) if v >> g & 1]
+                el.set("actuatorgroupdisable", " ".join(groups) if groups else None)
+            elif isinstance(v, tuple):
+                el.set(name, _txt(v))
+            elif isinstance(v, int):
+                el.set(name, str(v))
+            else:
+                el.set(name, repr(float(v)))
+
+    def statistic(self):
+        new, old = self.m.stat, self.b.stat
+        changes = {}
+        for name in ("meaninertia", "meanmass", "meansize", "extent"):
+            if float(getattr(new, name)) != float(getattr(old, name)):
+                changes[name] = repr(float(getattr(new, name)))
+        if not np.array_equal(np.asarray(new.center), np.asarray(old.center)):
+            changes["center"] = _txt(new.center)
+        if not changes:
+            return
+        sections = self.spec.sections("statistic")
+        el = sections[-1] if sections else self.spec.root.add("statistic")
+        for k, v in changes.items():
+            el.set(k, v)
+
+    def bodies(self):
+        a, b = self.a, self.b
+        # free joints: qpos0 is the body's pose (MuJoCo copies it, then the body's own
+        # body_pos/quat over it: the latter wins)
+        for i in range(1, len(b.body_els)):
+            pos_changed = self.changed("body_pos", i)
+            quat_changed = self.changed("body_quat", i)
+            inert = any(self.changed(f, i) for f in ("body_ipos", "body_iquat", "body_mass",
+                                                     "body_inertia"))
+            user = self.changed("body_user", i) if np.asarray(a.body_user).size else False
+            if not (pos_changed or quat_changed or inert or user):
+                continue
+            el = self.element(b.body_els[i], "body", i)
+            if (pos_changed or quat_changed or inert) and self._aligned(el):
+                raise NotImplementedError(
+                    f"copy_back: body '{el.get_attr('name') or i}' has a free joint aligned "
+                    f"to its inertia (alignfree): its written frame is not its compiled one")
+            frame = self.walk.frame.get(id(el))
+            if pos_changed or quat_changed:
+                pos, quat = self.local(frame, a.body_pos[i], a.body_quat[i])
+                if pos_changed or frame is not None:
+                    el.set("pos", _txt(pos))
+                if quat_changed or frame is not None:
+                    self.set_quat(el, quat)
+            if inert:
+                self._inertial(el, i)
+            if user:
+                el.set("user", _txt(a.body_user[i]))
+
+    def _aligned(self, el) -> bool:
+        free = [c for c in el.children if c.tag in ("joint", "freejoint")]
+        if len(free) != 1 or any(c.tag == "body" for c in el.children):
+            return False
+        j = free[0]
+        if j.tag == "joint" and j.get_attr("type") != "free":
+            return False
+        align = j.get_attr("align")
+        return align == "true" or (align in (None, "auto") and self.ctx.alignfree)
+
+    def _inertial(self, el, i):
+        from .kernels.consts import INERTIAFROMGEOM_TRUE
+        inertial = el.first("inertial")
+        if inertial is None or self.ctx.inertiafromgeom == INERTIAFROMGEOM_TRUE:
+            return  # compiled from the geoms again, as after MuJoCo's copy-back
+        a = self.a
+        inertial.set("fullinertia", None)
+        inertial.set("pos", _txt(a.body_ipos[i]))
+        self.set_quat(inertial, a.body_iquat[i])
+        inertial.set("mass", repr(float(a.body_mass[i])))
+        inertial.set("diaginertia", _txt(a.body_inertia[i]))
+
+    def joints(self):
+        a, b = self.a, self.b
+        qpos_fields = ("qpos0", "qpos_spring")
+        for i, el0 in enumerate(b.joint_els):
+            jtype = int(a.jnt_type[i])
+            qadr, dadr = int(a.jnt_qposadr[i]), int(a.jnt_dofadr[i])
+            jfields = ["jnt_pos", "jnt_axis", "jnt_stiffness", "jnt_range", "jnt_solref",
+                       "jnt_solimp", "jnt_margin"]
+            dfields = ["dof_solref", "dof_solimp", "dof_armature", "dof_damping",
+                       "dof_frictionloss"]
+            ch = {f for f in jfields if self.changed(f, i)}
+            ch |= {f for f in dfields if self.changed(f, dadr)}
+            if np.asarray(a.jnt_user).size and self.changed("jnt_user", i):
+                ch.add("jnt_user")
+            if jtype in (_JNT_SLIDE, _JNT_HINGE):
+                ch |= {f for f in qpos_fields if self.changed(f, qadr)}
+            if not ch:
+                continue
+            if jtype == _JNT_FREE:
+                ch -= {"jnt_pos", "jnt_axis"}  # (always zero and z: MuJoCo writes none)
+            elif jtype == _JNT_BALL:
+                ch.discard("jnt_axis")
+            if not ch:
+                continue
+            el = self.element(el0, "joint", i)
+            frame = self.walk.frame.get(id(el))
+            if el.tag == "freejoint":
+                # a <freejoint> takes no parameters: it becomes <joint type="free">
+                el = self._free_joint(el, i)
+            if "jnt_pos" in ch and jtype != _JNT_FREE:
+                pos = a.jnt_pos[i] if frame is None else \
+                    rot.local_pos(a.jnt_pos[i], frame[0], frame[1])
+                el.set("pos", _txt(pos))
+            if "jnt_axis" in ch and jtype not in (_JNT_FREE, _JNT_BALL):
+                axis = a.jnt_axis[i] if frame is None else \
+                    rot.quat2mat(frame[1]).T @ np.asarray(a.jnt_axis[i])
+                el.set("axis", _txt(axis))
+            if "jnt_stiffness" in ch:
+                el.set("stiffness", repr(float(a.jnt_stiffness[i])))
+                el.set("springdamper", None) if el.get_attr("springdamper") else None
+            if "jnt_range" in ch:
+                rng = np.array(a.jnt_range[i], dtype=np.float64)
+                if jtype in (_JNT_HINGE, _JNT_BALL):
+                    rng = self.angle(rng)
+                el.set("range", _txt(rng))
+            if "jnt_solref" in ch:
+                el.set("solreflimit", _txt(a.jnt_solref[i]))
+            if "jnt_solimp" in ch:
+                el.set("solimplimit", _txt(a.jnt_solimp[i]))
+            if "jnt_margin" in ch:
+                el.set("margin", repr(float(a.jnt_margin[i])))
+            if "jnt_user" in ch:
+                el.set("user", _txt(a.jnt_user[i]))
+            if "dof_solref" in ch:
+                el.set("solreffriction", _txt(a.dof_solref[dadr]))
+            if "dof_solimp" in ch:
+                el.set("solimpfriction", _txt(a.dof_solimp[dadr]))
+            if "dof_armature" in ch:
+                el.set("armature", repr(float(a.dof_armature[dadr])))
+            if "dof_damping" in ch:
+                el.set("damping", repr(float(a.dof_damping[dadr])))
+                el.set("springdamper", None) if el.get_attr("springdamper") else None
+            if "dof_frictionloss" in ch:
+                el.set("frictionloss", repr(float(a.dof_frictionloss[dadr])))
+            if "qpos0" in ch:
+                ref = float(a.qpos0[qadr])
+                el.set("ref", repr(float(self.angle(ref)) if jtype == _JNT_HINGE else ref))
+            if "qpos_spring" in ch:
+                ref = float(a.qpos_spring[qadr])
+                el.set("springref", repr(float(self.angle(ref)) if jtype == _JNT_HINGE
+                                         else ref))
+        # free joints' qpos0 is the body pose: written by bodies() (body_pos/quat)
+
+    def _free_joint(self, el, i):
+        """Replace <freejoint> ``el`` by a <joint type="free"> with every parameter
+        given (a <freejoint> takes no default class; a <joint> would)."""
+        a = self.a
+        new = self._replace(el, "joint")
+        new.set("type", "free")
+        for k in ("name", "group", "align"):
+            if el.get_attr(k) is not None:
+                new.set(k, el.get_attr(k))
+        dadr = int(a.jnt_dofadr[i])
+        new.set("group", str(int(a.jnt_group[i])))
+        new.set("stiffness", repr(float(a.jnt_stiffness[i])))
+        new.set("margin", repr(float(a.jnt_margin[i])))
+        new.set("solreflimit", _txt(a.jnt_solref[i]))
+        new.set("solimplimit", _txt(a.jnt_solimp[i]))
+        new.set("solreffriction", _txt(a.dof_solref[dadr]))
+        new.set("solimpfriction", _txt(a.dof_solimp[dadr]))
+        new.set("armature", repr(float(a.dof_armature[dadr])))
+        new.set("damping", repr(float(a.dof_damping[dadr])))
+        new.set("frictionloss", repr(float(a.dof_frictionloss[dadr])))
+        new.set("actuatorgravcomp", "true" if int(a.jnt_actgravcomp[i]) else "false")
+        if np.asarray(a.jnt_user).size:
+            new.set("user", _txt(a.jnt_user[i]))
+        return new
+
+    def _replace(self, el, tag):
+        """A new <tag> element in ``el``'s place (``el`` leaves the tree)."""
+        parent = self._parent_of(el)
+        idx = next(k for k, c in enumerate(parent.children) if c is el)
+        new = parent.add(tag)
+        parent.children.pop()
+        parent.children[idx] = new
+        new.xml_file, new.xml_line = el.xml_file, el.xml_line
+        self.walk.frame[id(new)] = self.walk.frame.get(id(el))
+        self.in_spec.add(id(new))
+        return new
+
+    def _parent_of(self, el):
+        for p in self.spec.root.iter():
+            for c in p.children:
+                if c is el:
+                    return p
+        raise ValueError("element not in spec")  # (checked by element() before)
+
+    def _pose(self, el, kind, i, pos, quat, mesh_pose=None):
+        """Write a geom's/site's/camera's compiled pose in the element's own terms."""
+        frame = self.walk.frame.get(id(el))
+        if mesh_pose is not None:  # compiled = frame * local * mesh offset
+            mpos, mquat = rot.frame_invert(*mesh_pose)
+            pos, quat = rot.frame_accum(pos, quat, mpos, mquat)
+        p, q = self.local(frame, pos, quat)
+        if el.get_attr("fromto") is not None:
+            el.set("fromto", None)
+        el.set("pos", _txt(p))
+        self.set_quat(el, q)
+
+    def geoms(self):
+        a, b = self.a, self.b
+        simple = ("geom_friction", "geom_solref", "geom_solimp", "geom_rgba", "geom_solmix",
+                  "geom_margin", "geom_gap")
+        for i, el0 in enumerate(b.geom_els):
+            gtype = int(a.geom_type[i])
+            mesh = int(a.geom_dataid[i]) if gtype in (7, 8) else -1
+            nsize = _GEOM_NSIZE.get(gtype, 0)
+            size_ch = nsize > 0 and self.changed("geom_size", i)
+            pose_ch = self.changed("geom_pos", i) or self.changed("geom_quat", i) or (
+                mesh >= 0 and (self.changed("mesh_pos", mesh) or
+                               self.changed("mesh_quat", mesh)))
+            ch = {f for f in simple if self.changed(f, i)}
+            if np.asarray(a.geom_user).size and self.changed("geom_user", i):
+                ch.add("geom_user")
+            if not (ch or size_ch or pose_ch):
+                continue
+            el = self.element(el0, "geom", i)
+            fromto = el.get_attr("fromto") is not None
+            if (size_ch or pose_ch) and gtype not in (7, 8) and el.get_attr("mesh"):
+                raise NotImplementedError(
+                    f"copy_back: geom '{el.get_attr('name') or i}' "
+                    f"({el.xml_file or '<string>'}:{el.xml_line}) is a primitive fitted to "
+                    f"mesh '{el.get_attr('mesh')}': its size and pose come from the mesh")
+            if pose_ch or (fromto and size_ch):
+                mesh_pose = (a.mesh_pos[mesh], a.mesh_quat[mesh]) if mesh >= 0 else None
+                self._pose(el, "geom", i, a.geom_pos[i], a.geom_quat[i], mesh_pose)
+            if size_ch or (fromto and pose_ch):
+                el.set("size", _txt(a.geom_size[i][:nsize]))
+            names = {"geom_friction": "friction", "geom_solref": "solref",
+                     "geom_solimp": "solimp", "geom_rgba": "rgba", "geom_solmix": "solmix",
+                     "geom_margin": "margin", "geom_gap": "gap", "geom_user": "user"}
+            for f in ch:
+                el.set(names[f], _txt(getattr(a, f)[i]))
+
+    def sites(self):
+        a, b = self.a, self.b
+        for i, el0 in enumerate(b.site_els):
+            stype = int(a.site_type[i])
+            nsize = _GEOM_NSIZE.get(stype, 0)
+            size_ch = nsize > 0 and self.changed("site_size", i)
+            pose_ch = self.changed("site_pos", i) or self.changed("site_quat", i)
+            rgba_ch = self.changed("site_rgba", i)
+            user_ch = np.asarray(a.site_user).size and self.changed("site_user", i)
+            if not (size_ch or pose_ch or rgba_ch or user_ch):
+                continue
+            el = self.element(el0, "site", i)
+            fromto = el.get_attr("fromto") is not None
+            if pose_ch or (fromto and size_ch):
+                self._pose(el, "site", i, a.site_pos[i], a.site_quat[i])
+            if size_ch or (fromto and pose_ch):
+                el.set("size", _txt(a.site_size[i][:nsize]))
+            if rgba_ch:
+                el.set("rgba", _txt(a.site_rgba[i]))
+            if user_ch:
+                el.set("user", _txt(a.site_user[i]))
+
+    def cameras(self):
+        a, b = self.a, self.b
+        for i, el0 in enumerate(b.cam_els):
+            pose_ch = self.changed("cam_pos", i) or self.changed("cam_quat", i)
+            ch = {f for f in ("cam_fovy", "cam_ipd", "cam_resolution", "cam_intrinsic")
+                  if self.changed(f, i)}
+            if np.asarray(a.cam_user).size and self.changed("cam_user", i):
+                ch.add("cam_user")
+            if not (pose_ch or ch):
+                continue
+            el = self.element(el0, "camera", i)
+            if pose_ch:
+                frame = self.walk.frame.get(id(el))
+                p, q = self.local(frame, a.cam_pos[i], a.cam_quat[i])
+                el.set("pos", _txt(p))
+                self.set_quat(el, q)
+            if "cam_fovy" in ch:
+                el.set("fovy", repr(float(a.cam_fovy[i])))
+            if "cam_ipd" in ch:
+                el.set("ipd", repr(float(a.cam_ipd[i])))
+            if "cam_resolution" in ch:
+                el.set("resolution", _txt_int(a.cam_resolution[i]))
+            if "cam_intrinsic" in ch:
+                if a.cam_sensorsize[i][0] > 0 and a.cam_sensorsize[i][1] > 0:
+                    el.set("focalpixel", None)
+                    el.set("principalpixel", None)
+                    el.set("focal", _txt(a.cam_intrinsic[i][:2]))
+                    el.set("principal", _txt(a.cam_intrinsic[i][2:]))
+                # (without a sensor size the intrinsics are not used nor written)
+            if "cam_user" in ch:
+                el.set("user", _txt(a.cam_user[i]))
+
+    def lights(self):
+        a, b = self.a, self.b
+        names = {"light_attenuation": "attenuation", "light_cutoff": "cutoff",
+                 "light_exponent": "exponent", "light_ambient": "ambient",
+                 "light_diffuse": "diffuse", "light_specular": "specular"}
+        for i, el0 in enumerate(b.light_els):
+            pos_ch, dir_ch = self.changed("light_pos", i), self.changed("light_dir", i)
+            ch = [f for f in names if self.changed(f, i)]
+            if not (pos_ch or dir_ch or ch):
+                continue
+            el = self.element(el0, "light", i)
+            frame = self.walk.frame.get(id(el))
+            if pos_ch:
+                pos = a.light_pos[i] if frame is None else \
+                    rot.local_pos(a.light_pos[i], frame[0], frame[1])
+                el.set("pos", _txt(pos))
+            if dir_ch:
+                d = a.light_dir[i] if frame is None else \
+                    rot.quat2mat(frame[1]).T @ np.asarray(a.light_dir[i])
+                el.set("dir", _txt(d))
+            for f in ch:
+                el.set(names[f], _txt(getattr(a, f)[i]))
+
+    def materials(self):
+        a, b = self.a, self.b
+        names = {"mat_texrepeat": "texrepeat", "mat_emission": "emission",
+                 "mat_specular": "specular", "mat_shininess": "shininess",
+                 "mat_reflectance": "reflectance", "mat_rgba": "rgba"}
+        for i, el0 in enumerate(getattr(b, "mat_els", None) or ()):
+            ch = [f for f in names if self.changed(f, i)]
+            if ch:
+                el = self.element(el0, "material", i)
+                for f in ch:
+                    el.set(names[f], _txt(getattr(a, f)[i]))
+
+    def pairs(self):
+        names = {"pair_solref": "solref", "pair_solreffriction": "solreffriction",
+                 "pair_solimp": "solimp", "pair_margin": "margin", "pair_gap": "gap",
+                 "pair_friction": "friction"}
+        self._simple("pair_els", "pair", names)
+
+    def _simple(self, els_name, kind, names, skip=None):
+        a, b = self.a, self.b
+        for i, el0 in enumerate(getattr(b, els_name, None) or ()):
+            ch = [f for f in names if self.changed(f, i)]
+            if ch and skip is not None and el0 is not None:
+                ch = [f for f in ch if f not in skip(el0)]
+            if ch:
+                el = self.element(el0, kind, i)
+                for f in ch:
+                    el.set(names[f], _txt(getattr(a, f)[i]))
+
+    def equalities(self):
+        a, b = self.a, self.b
+        from .kernels.consts import EQ_CONNECT, EQ_JOINT, EQ_TENDON, EQ_WELD
+        for i, el0 in enumerate(b.eq_els):
+            ch = [f for f in ("eq_data", "eq_solref", "eq_solimp") if self.changed(f, i)]
+            if not ch:
+                continue
+            el = self.element(el0, "equality", i)
+            if "eq_solref" in ch:
+                el.set("solref", _txt(a.eq_solref[i]))
+            if "eq_solimp" in ch:
+                el.set("solimp", _txt(a.eq_solimp[i]))
+            if "eq_data" not in ch:
+                continue
+            data = np.asarray(a.eq_data[i], dtype=np.float64)
+            etype = int(a.eq_type[i])
+            by_site = int(a.eq_objtype[i]) == 6  # mjOBJ_SITE
+            if etype == EQ_CONNECT and not by_site:
+                el.set("anchor", _txt(data[:3]))
+            elif etype == EQ_WELD:
+                if not by_site:
+                    el.set("anchor", _txt(data[:3]))
+                    el.set("relpose", _txt(data[3:10]))
+                el.set("torquescale", repr(float(data[10])))
+            elif etype in (EQ_JOINT, EQ_TENDON):
+                el.set("polycoef", _txt(data[:5]))
+            # (connect/weld between sites: MuJoCo writes no data for them)
+
+    def tendons(self):
+        names = {"tendon_range": "range", "tendon_actfrcrange": "actuatorfrcrange",
+                 "tendon_solref_lim": "solreflimit", "tendon_solimp_lim": "solimplimit",
+                 "tendon_solref_fri": "solreffriction", "tendon_solimp_fri": "solimpfriction",
+                 "tendon_rgba": "rgba", "tendon_width": "width", "tendon_margin": "margin",
+                 "tendon_stiffness": "stiffness", "tendon_damping": "damping",
+                 "tendon_armature": "armature", "tendon_frictionloss": "frictionloss"}
+        if np.asarray(self.a.tendon_user).size:
+            names["tendon_user"] = "user"
+        self._simple("tendon_els", "tendon", names,
+                     # a fixed tendon takes no width nor colour (MuJoCo writes none)
+                     skip=lambda el: ("tendon_width", "tendon_rgba") if el.tag == "fixed"
+                     else ())
+
+    def actuators(self):
+        a, b = self.a, self.b
+        names = {"actuator_ctrlrange": "ctrlrange", "actuator_forcerange": "forcerange",
+                 "actuator_actrange": "actrange", "actuator_lengthrange": "lengthrange",
+                 "actuator_gear": "gear", "actuator_cranklength": "cranklength"}
+        if np.asarray(a.actuator_user).size:
+            names["actuator_user"] = "user"
+        prm = ("actuator_dynprm", "actuator_gainprm", "actuator_biasprm")
+        for i, el0 in enumerate(b.actuator_els):
+            ch = [f for f in names if self.changed(f, i)]
+            prm_ch = any(self.changed(f, i) for f in prm)
+            if not (ch or prm_ch):
+                continue
+            el = self.element(el0, "actuator", i)
+            if el.tag == "plugin":
+                raise NotImplementedError(
+                    f"copy_back: actuator {i} ({el.xml_file or '<string>'}:{el.xml_line}) "
+                    f"is a plugin actuator: its parameters are the plugin's configuration")
+            if prm_ch:
+                if el.tag != "general":
+                    el = self._general(el, i)
+                el.set("dynprm", _txt(a.actuator_dynprm[i]))
+                el.set("gainprm", _txt(a.actuator_gainprm[i]))
+                el.set("biasprm", _txt(a.actuator_biasprm[i]))
+            for f in ch:
+                el.set(names[f], _txt(getattr(a, f)[i]))
+
+    def _general(self, el, i):
+        """Replace the actuator shortcut ``el`` by the <general> it compiles to."""
+        from .compiler.actuator import BIAS, DYN, GAIN
+        a = self.a
+        new = self._replace(el, "general")
+        for k in ("name", "class", "group", "joint", "jointinparent", "tendon", "slidersite",
+                  "cranksite", "site", "refsite", "body", "user"):
+            if el.get_attr(k) is not None:
+                new.set(k, el.get_attr(k))
+        tf = {0: "false", 1: "true"}
+        new.set("ctrllimited", tf[int(a.actuator_ctrllimited[i])])
+        new.set("forcelimited", tf[int(a.actuator_forcelimited[i])])
+        new.set("actlimited", tf[int(a.actuator_actlimited[i])])
+        for f, k in (("actuator_ctrlrange", "ctrlrange"), ("actuator_forcerange", "forcerange"),
+                     ("actuator_actrange", "actrange"), ("actuator_lengthrange", "lengthrange"),
+                     ("actuator_gear", "gear")):
+            new.set(k, _txt(getattr(a, f)[i]))
+        if float(a.actuator_cranklength[i]):  # (only a slider-crank takes one)
+            new.set("cranklength", repr(float(a.actuator_cranklength[i])))
+        new.set("actearly", tf[int(a.actuator_actearly[i])])
+        if int(a.actuator_actnum[i]) != (0 if int(a.actuator_dyntype[i]) == 0 else 1):
+            new.set("actdim", str(int(a.actuator_actnum[i])))
+        for f, table, k in (("actuator_dyntype", DYN, "dyntype"),
+                            ("actuator_gaintype", GAIN, "gaintype"),
+                            ("actuator_biastype", BIAS, "biastype")):
+            new.set(k, {v: n for n, v in table.items()}[int(getattr(a, f)[i])])
+        return new
+
+    def sensors(self):
+        names = {"sensor_cutoff": "cutoff", "sensor_noise": "noise"}
+        if np.asarray(self.a.sensor_user).size:
+            names["sensor_user"] = "user"
+        self._simple("sensor_els", "sensor", names)
+
+    def custom(self):
+        a, b = self.a, self.b
+        numerics = [c for s in self.spec.sections("custom") for c in s.children
+                    if c.tag == "numeric"]
+        for i in range(int(a.sizes.get("nnumeric", 0))):
+            adr, n = int(a.numeric_adr[i]), int(a.numeric_size[i])
+            new = np.asarray(a.numeric_data)[adr:adr + n]
+            if np.array_equal(new, np.asarray(b.numeric_data)[adr:adr + n]):
+                continue
+            el = numerics[i] if i < len(numerics) and id(numerics[i]) in self.in_spec \
+                else None
+            el = self.element(el, "numeric", i)
+            el.set("data", _txt(new))
+            if el.get_attr("size") is not None:
+                el.set("size", str(n))
+        for i, el0 in enumerate(getattr(b, "tuple_els", None) or ()):
+            adr, n = int(a.tuple_adr[i]), int(a.tuple_size[i])
+            new = np.asarray(a.tuple_objprm)[adr:adr + n]
+            if np.array_equal(new, np.asarray(b.tuple_objprm)[adr:adr + n]):
+                continue
+            el = self.element(el0, "tuple", i)
+            elements = [c for c in el.children if c.tag == "element"]
+            for k, e in enumerate(elements):
+                if new[k] != np.asarray(b.tuple_objprm)[adr + k]:
+                    e.set("prm", repr(float(new[k])))
+
+    def hfields(self):
+        a, b = self.a, self.b
+        for i, el0 in enumerate(getattr(b, "hfield_els", None) or ()):
+            adr = int(a.hfield_adr[i])
+            nrow, ncol = int(a.hfield_nrow[i]), int(a.hfield_ncol[i])
+            new = np.asarray(a.hfield_data)[adr:adr + nrow * ncol]
+            if np.array_equal(new, np.asarray(b.hfield_data)[adr:adr + nrow * ncol]):
+                continue
+            el = self.element(el0, "hfield", i)
+            if el.get_attr("elevation") is None:
+                continue  # from a file: MuJoCo writes no elevation for it either
+            # the elevation is written top row first (MuJoCo flips the rows back)
+            el.set("elevation", _txt(new.reshape(nrow, ncol)[::-1]))
+
+    def keys(self):
+        a, b = self.a, self.b
+        nkey = int(a.sizes.get("nkey", 0))
+        if not nkey:
+            return
+        keys = [c for s in self.spec.sections("keyframe") for c in s.children
+                if c.tag == "key"]
+        fields = [(f, k) for f, k in (("key_time", "time"), ("key_qpos", "qpos"),
+                                      ("key_qvel", "qvel"), ("key_act", "act"),
+                                      ("key_mpos", "mpos"), ("key_mquat", "mquat"),
+                                      ("key_ctrl", "ctrl"))
+                  if np.asarray(getattr(a, f)).size]
+        # a key that does not give qpos (mpos, mquat) takes qpos0 (the mocap bodies'
+        # pose): where those change, the key keeps its compiled values, as MuJoCo's
+        mocap = [i for i in range(len(a.body_mocapid)) if int(a.body_mocapid[i]) >= 0]
+        implied = set()
+        if self.changed("qpos0"):
+            implied.add("key_qpos")
+        if any(self.changed("body_pos", i) for i in mocap):
+            implied.add("key_mpos")
+        if any(self.changed("body_quat", i) for i in mocap):
+            implied.add("key_mquat")
+        changed = [[f for f, _ in fields if self.changed(f, i)] for i in range(nkey)]
+        if len(keys) < nkey and (implied or any(changed[len(keys):])):
+            # keys <size nkey> pads with: written out, each value given
+            sections = self.spec.sections("keyframe")
+            section = sections[-1] if sections else self.spec.root.add("keyframe")
+            for i in range(len(keys), nkey):
+                el = section.add("key")
+                self.in_spec.add(id(el))
+                keys.append(el)
+                changed[i] = [f for f, _ in fields]
+        for i in range(nkey):
+            el = keys[i] if i < len(keys) and id(keys[i]) in self.in_spec else None
+            ch = changed[i] + [f for f, k in fields if f in implied and el is not None
+                               and el.get_attr(k) is None and f not in changed[i]]
+            if not changed[i] and not (implied and el is None and i < len(keys)):
+                if not ch:
+                    continue
+            el = self.element(el, "key", i)
+            for f, k in fields:
+                if f in ch:
+                    el.set(k, _txt(getattr(a, f)[i]))
+
+
+def copy_back(spec, m: Model) -> None:
+    """mj_copyBack: write ``m``'s current parameters into ``spec``, the Spec it was
+    compiled from, so that compiling ``spec`` (or its ``to_xml()``) gives ``m``'s
+    values. See the module's docstring for what is written and how."""
+    from .compiler.compile import compile_spec
+    from .lengthrange import set_length_range
+    from .setconst import _check_host_copy
+    from .spec import Spec
+
+    check_model(m, "copy_back")
+    if not isinstance(spec, Spec):
+        raise TypeError(f"copy_back: expected a tiphys.Spec, got {type(spec).__name__}")
+    per_world = m.param_worlds()
+    if per_world:
+        fields = ", ".join(f"{k} ({n} worlds)" for k, n in sorted(per_world.items()))
+        raise ValueError(f"copy_back: {fields} given per world; a spec holds one model: "
+                         f"give these fields one value for all worlds (tiphys.set_param "
+                         f"with the field's shape) before copy_back")
+    _check_host_copy(m, "copy_back")
+    base = compile_spec(spec)
+    if getattr(base, "lengthrange_pending", None):
+        mb = Model(base)  # the length ranges compiling computes, to compare with
+        set_length_range(mb)
+        base = mb.arrays
+    _check_match(base, m.arrays)
+    _CopyBack(spec, m, base).run()
+
+
+def _check_match(base, a) -> None:
+    diff = [f"{k} {a.sizes.get(k)} in the model, {v} from the spec"
+            for k, v in base.sizes.items() if a.sizes.get(k) != v]
+    if diff:
+        raise ValueError("copy_back: the spec does not compile to a model of the same "
+                         "sizes (was it compiled from this spec, and has the spec changed "
+                         "since?): " + "; ".join(diff[:6]))
+    for kind, names in base.names.items():
+        if list(names) != list(a.names.get(kind, names)):
+            raise ValueError(f"copy_back: the spec's {kind} names differ from the model's "
+                             f"(was it compiled from this spec?)")
