@@ -103,6 +103,8 @@ class Edits:
                 v[rows] = v[rows] + delta
             elif kind == "scale":
                 v[rows] = v[rows] * (1 + delta)
+            elif kind == "scale_row":  # one factor per row (inertia stays valid)
+                v[rows] = v[rows] * (1 + delta[:, :1])
             elif kind == "quat":
                 v[rows] = _unit(v[rows] + delta)
             elif kind == "widen":  # a limit range, kept ordered
@@ -133,6 +135,10 @@ def _limited_ctrl(m):
     return [u for u in range(m.nu) if m.actuator_ctrllimited[u]]
 
 
+def _cutoff_sensors(m):
+    return [s for s in range(m.nsensor) if m.sensor_cutoff[s] > 0]
+
+
 def _moving_bodies(m):
     return list(range(1, m.nbody))
 
@@ -148,7 +154,7 @@ _EDITS = (
     ("body_quat", "quat", _moving_bodies),
     ("body_ipos", "add", _moving_bodies),
     ("body_mass", "scale", _moving_bodies),
-    ("body_inertia", "scale", _moving_bodies),
+    ("body_inertia", "scale_row", _moving_bodies),
     ("jnt_pos", "add", _hinge_slide),
     ("jnt_axis", "quat", _hinge_slide),  # (a unit vector: normalised as a quaternion)
     ("jnt_stiffness", "add", None),
@@ -193,7 +199,7 @@ _EDITS = (
     ("actuator_ctrlrange", "widen", _limited_ctrl),
     ("actuator_gear", "scale", None),
     ("sensor_noise", "add", None),
-    ("sensor_cutoff", "add", None),
+    ("sensor_cutoff", "add", _cutoff_sensors),
     ("key_qpos", "add", None),
     ("key_ctrl", "add", None),
 )
@@ -246,11 +252,30 @@ def compare(arrays, ref, skip=()) -> list[str]:
     return errors
 
 
+_NSIZE = {0: 3, 1: 3, 2: 1, 3: 2, 4: 3, 5: 2, 6: 3, 7: 0, 8: 0}
+
+
+def _used_sizes(a):
+    """geom/site sizes with the values their type does not use zeroed: MuJoCo's writer
+    writes a sphere's one size (a capsule's two), so its copy-back resets the others
+    to the default class's whether edited or not (the same model for the engine)."""
+    for kind in ("geom", "site"):
+        size = np.array(getattr(a, kind + "_size"), dtype=np.float64)
+        for i, t in enumerate(np.asarray(getattr(a, kind + "_type"))):
+            if _NSIZE.get(int(t), 3):
+                size[i, _NSIZE[int(t)]:] = 0
+        setattr(a, kind + "_size", size)
+    return a
+
+
 def check_same(path, seed=0, fields=None, skip=(), opt=None):
     ref, ours_mj, ours, edits = run_both(path, seed, fields, opt)
     assert edits.ops, "no edits drawn"
-    errors = compare(ours.arrays, ref, skip)
+    ref_a = _used_sizes(model_arrays_from_mujoco(ref))
+    for kind in ("geom", "site"):
+        np.copyto(getattr(ref, kind + "_size"), getattr(ref_a, kind + "_size"))
+    errors = compare(_used_sizes(ours.arrays), ref, skip)
     errors += [f"(MuJoCo compiling tiphys's XML) {e}" for e in
-               compare(model_arrays_from_mujoco(ours_mj), ref, skip)]
+               compare(_used_sizes(model_arrays_from_mujoco(ours_mj)), ref, skip)]
     assert not errors, "\n".join(errors[:20])
     return edits

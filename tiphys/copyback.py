@@ -70,14 +70,15 @@ class _Walk:
 
     def __init__(self, spec, builder):
         self.frame = {}  # id(element) -> (pos, quat) or None
+        self.childclass = {}  # id(element) -> the childclass in effect there
         self.replicated = set()  # ids of elements inside <replicate>
         self.builder = builder
         from .compiler.attrs import Attrs
         self._attrs = Attrs
         for w in spec.sections("worldbody"):
-            self._children(w, None, False)
+            self._children(w, None, False, None)
 
-    def _children(self, el, frame, replicated):
+    def _children(self, el, frame, replicated, cc):
         for c in el.children:
             tag = c.tag
             if replicated:
@@ -88,16 +89,17 @@ class _Walk:
                 quat = self.builder.orientation(a)
                 if frame is not None:
                     pos, quat = rot.frame_accum(frame[0], frame[1], pos, quat)
-                self._children(c, (pos, quat), replicated)
+                self._children(c, (pos, quat), replicated, c.get_attr("childclass") or cc)
             elif tag == "replicate":
-                self._children(c, frame, True)
+                self._children(c, frame, True, c.get_attr("childclass") or cc)
             elif tag == "body":
                 self.frame[id(c)] = frame
-                self._children(c, None, replicated)
+                self._children(c, None, replicated, c.get_attr("childclass") or cc)
             elif tag in ("joint", "freejoint", "geom", "site", "camera", "light"):
                 self.frame[id(c)] = frame
+                self.childclass[id(c)] = cc
             else:
-                self._children(c, frame, True)  # composite, flexcomp, attach, ...
+                self._children(c, frame, True, cc)  # composite, flexcomp, attach, ...
 
 
 class _CopyBack:
@@ -397,6 +399,11 @@ class _CopyBack:
                     return p
         raise ValueError("element not in spec")  # (checked by element() before)
 
+    def _has_fromto(self, el) -> bool:
+        text = self.walk.builder._attrs(el, el.tag,
+                                        self.walk.childclass.get(id(el))).text("fromto")
+        return text is not None and not text.split()[0].lower().startswith("nan")
+
     def _pose(self, el, kind, i, pos, quat, mesh_pose=None):
         """Write a geom's/site's/camera's compiled pose in the element's own terms."""
         frame = self.walk.frame.get(id(el))
@@ -406,6 +413,9 @@ class _CopyBack:
         p, q = self.local(frame, pos, quat)
         if el.get_attr("fromto") is not None:
             el.set("fromto", None)
+        attrs = self.walk.builder._attrs(el, el.tag, self.walk.childclass.get(id(el)))
+        if attrs.text("fromto") is not None:  # its default class gives one: hidden
+            el.set("fromto", "nan nan nan nan nan nan")
         el.set("pos", _txt(p))
         self.set_quat(el, q)
 
@@ -427,7 +437,7 @@ class _CopyBack:
             if not (ch or size_ch or pose_ch):
                 continue
             el = self.element(el0, "geom", i)
-            fromto = el.get_attr("fromto") is not None
+            fromto = self._has_fromto(el)
             if (size_ch or pose_ch) and gtype not in (7, 8) and el.get_attr("mesh"):
                 raise NotImplementedError(
                     f"copy_back: geom '{el.get_attr('name') or i}' "
@@ -456,7 +466,7 @@ class _CopyBack:
             if not (size_ch or pose_ch or rgba_ch or user_ch):
                 continue
             el = self.element(el0, "site", i)
-            fromto = el.get_attr("fromto") is not None
+            fromto = self._has_fromto(el)
             if pose_ch or (fromto and size_ch):
                 self._pose(el, "site", i, a.site_pos[i], a.site_quat[i])
             if size_ch or (fromto and pose_ch):
