@@ -279,3 +279,209 @@ def check_same(path, seed=0, fields=None, skip=(), opt=None):
                compare(_used_sizes(model_arrays_from_mujoco(ours_mj)), ref, skip)]
     assert not errors, "\n".join(errors[:20])
     return edits
+
+
+# -- corpus models --------------------------------------------------------------------
+CORPUS = (
+    "gym/humanoid.xml",  # degree angles, <size nkey> padding keys, fromto capsules
+    "gym/ant.xml",  # degree angles, motors
+    "dmc/walker.xml",  # defaults, fromto
+    "dmc/quadruped.xml",  # fromto given by default classes, tendons, sensors
+    "dmc/finger.xml",  # <frame>, position actuators, sensors
+    "dmc/fish.xml",  # position actuators, ellipsoids, tendons
+    "dmc/swimmer.xml",  # <frame> with childclass
+    "mjwarp/aloha_pot/scene.xml",  # Menagerie's ALOHA: meshes, position actuators, keys
+    "robosuite/robots/ur5e/robot.xml",  # meshes
+    "gymrobotics/hand/manipulate_block.xml",  # tendons, position actuators, meshes
+)
+
+
+def _corpus(rel):
+    path = os.path.join(corpus_dir(), rel)
+    if not os.path.exists(path):
+        pytest.skip(f"corpus model {rel} not present")  # (the corpus is fetched by make)
+    return path
+
+
+@pytest.mark.parametrize("rel", CORPUS)
+@pytest.mark.parametrize("seed", (0, 1))
+def test_copy_back_matches_mujoco_on_corpus(rel, seed):
+    edits = check_same(_corpus(rel), seed)
+    assert len(edits.ops) > 20
+
+
+# -- snippets ---------------------------------------------------------------------------
+SNIPPET = """
+<mujoco>
+  <compiler angle="degree" eulerseq="zyx"/>
+  <option timestep="0.004"/>
+  <default>
+    <geom friction=".7 .1 .1" rgba=".2 .3 .4 1"/>
+    <default class="limb"><joint damping="3" range="-30 40"/><geom type="capsule" size=".05"/>
+    </default>
+  </default>
+  <asset><material name="mat" rgba=".5 .5 .5 1" specular=".3"/></asset>
+  <worldbody>
+    <light name="l" pos="0 0 3" dir="0 0 -1"/>
+    <camera name="c" pos="1 1 1" xyaxes="0 -1 0 .5 0 1"/>
+    <frame pos="0 0 1" euler="10 20 30" childclass="limb">
+      <body name="a" pos=".1 0 0" axisangle="0 1 0 15">
+        <freejoint name="free"/>
+        <geom name="ga" fromto="0 0 0 .3 0 0"/>
+        <frame pos="0 .1 0" zaxis="0 1 1">
+          <site name="s" pos=".1 0 0" size=".02"/>
+          <body name="b" pos="0 0 .1">
+            <joint name="hinge"/>
+            <joint name="slide" type="slide" axis="1 0 0" range="-.1 .2"/>
+            <geom name="gb" size=".05 .1 .02" euler="0 90 0" type="box" material="mat"/>
+            <body name="c" pos="0 0 .3">
+              <inertial pos="0 0 .1" mass="2" fullinertia=".3 .2 .1 0 0 0"/>
+              <joint name="ball" type="ball" range="0 60"/>
+              <geom name="gc" type="ellipsoid" size=".1 .05 .04"/>
+            </body>
+          </body>
+        </frame>
+      </body>
+    </frame>
+    <body name="mocap" mocap="true" pos="1 0 0"><geom size=".1" contype="0"/></body>
+  </worldbody>
+  <tendon><fixed name="t" range="-1 1"><joint joint="hinge" coef="1"/></fixed></tendon>
+  <equality><joint joint1="hinge" joint2="slide" polycoef="0 1 0 0 0"/>
+    <connect body1="c" body2="mocap" anchor="0 0 0"/></equality>
+  <actuator>
+    <position name="p" joint="hinge" kp="10" kv="1" ctrlrange="-1 1"/>
+    <velocity name="v" joint="slide" kv="3"/>
+    <intvelocity name="iv" joint="hinge" kp="5" actrange="-1 1"/>
+    <motor name="m" tendon="t" gear="2"/>
+  </actuator>
+  <sensor><jointpos joint="hinge" noise=".1"/><touch site="s"/></sensor>
+  <keyframe><key name="k" qpos="0 0 1 1 0 0 0 .1 .05 1 0 0 0" ctrl="0 0 0 1"/></keyframe>
+</mujoco>
+"""
+
+
+@pytest.fixture
+def snippet(tmp_path):
+    path = tmp_path / "snippet.xml"
+    path.write_text(SNIPPET)
+    return str(path)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_copy_back_snippet_every_form(snippet, seed):
+    """Degrees and eulerseq, every orientation form, nested frames with childclass,
+    fromto from the element, a freejoint, fullinertia, defaults, actuator shortcuts
+    turned into <general>, equality data, keys, options."""
+    check_same(snippet, seed, opt={"timestep": 0.003, "gravity": np.array([0, 0, -5.0]),
+                                   "integrator": 3})
+
+
+def test_copy_back_without_edits_leaves_the_spec_as_it_was(snippet):
+    spec = tiphys.load_spec(snippet)
+    before = spec.to_xml()
+    tiphys.copy_back(spec, tiphys.compile_model(spec))
+    assert spec.to_xml() == before
+
+
+def test_copy_back_writes_in_the_elements_own_terms(snippet):
+    spec = tiphys.load_spec(snippet)
+    m = tiphys.compile_model(spec)
+    rng = np.array(m.arrays.jnt_range)
+    j = m.names["joint"].index("hinge")
+    rng[j] = np.radians([-45.0, 50.0])
+    tiphys.set_param(m, "jnt_range", rng)
+    damping = np.array(m.arrays.dof_damping)
+    damping[int(m.arrays.jnt_dofadr[j])] = 7.0
+    tiphys.set_param(m, "dof_damping", damping)
+    gain = np.array(m.arrays.actuator_gainprm)
+    gain[0, 0] = 20.0
+    tiphys.set_param(m, "actuator_gainprm", gain)
+    tiphys.copy_back(spec, m)
+    hinge = spec.find("joint", "hinge")
+    assert [float(x) for x in hinge.get_attr("range").split()] == pytest.approx([-45, 50])
+    assert float(hinge.get_attr("damping")) == 7.0
+    assert spec.find("position", "p") is None  # (its gains changed: now a <general>)
+    general = spec.find("general", "p")
+    assert general is not None and general.get_attr("joint") == "hinge"
+    assert float(general.get_attr("gainprm").split()[0]) == 20.0
+    assert spec.find("velocity", "v") is not None  # (unchanged: left as written)
+
+
+# -- bad input ----------------------------------------------------------------------
+def test_copy_back_refuses_per_world_parameters(snippet):
+    spec = tiphys.load_spec(snippet)
+    m = tiphys.compile_model(spec)
+    mass = np.repeat(np.asarray(m.arrays.body_mass)[None], 3, axis=0)
+    tiphys.set_param(m, "body_mass", mass)
+    with pytest.raises(ValueError, match=r"copy_back: body_mass \(3 worlds\) given per world"):
+        tiphys.copy_back(spec, m)
+
+
+def test_copy_back_refuses_a_spec_of_another_model(snippet, tmp_path):
+    spec = tiphys.load_spec(snippet)
+    m = tiphys.compile_model(spec)
+    spec.find("body", "c").add("geom", type="sphere", size="0.1")
+    with pytest.raises(ValueError, match="copy_back: the spec does not compile to a model "
+                                         "of the same sizes.*ngeom"):
+        tiphys.copy_back(spec, m)
+    other = tiphys.parse_xml(SNIPPET.replace('name="gb"', 'name="gx"'))
+    with pytest.raises(ValueError, match="copy_back: the spec's geom names differ"):
+        tiphys.copy_back(other, tiphys.compile_model(tiphys.load_spec(snippet)))
+
+
+def test_copy_back_refuses_wrong_types(snippet):
+    spec = tiphys.load_spec(snippet)
+    with pytest.raises(TypeError, match="copy_back: expected a tiphys.Model"):
+        tiphys.copy_back(spec, spec)
+    with pytest.raises(TypeError, match="copy_back: expected a tiphys.Spec"):
+        tiphys.copy_back(SNIPPET, tiphys.compile_model(spec))
+
+
+def test_copy_back_refuses_a_device_array_written_alone(snippet):
+    spec = tiphys.load_spec(snippet)
+    m = tiphys.compile_model(spec)
+    values = m.body_mass.to_numpy()
+    values[..., 1] += 1.0
+    m.body_mass.from_numpy(values)
+    with pytest.raises(ValueError, match="copy_back: the device array body_mass differs"):
+        tiphys.copy_back(spec, m)
+
+
+REPLICATED = """
+<mujoco>
+  <worldbody>
+    <replicate count="3" offset=".5 0 0">
+      <body name="r" pos="0 0 1"><joint/><geom name="g" size=".1"/></body>
+    </replicate>
+    <body name="plain"><geom name="p" size=".1"/></body>
+  </worldbody>
+</mujoco>
+"""
+
+
+def test_copy_back_refuses_changed_replicated_elements():
+    spec = tiphys.parse_xml(REPLICATED)
+    m = tiphys.compile_model(spec)
+    friction = np.array(m.arrays.geom_friction)
+    last = m.names["geom"].index("p")
+    friction[last, 0] = 0.5  # an element of its own: written
+    tiphys.set_param(m, "geom_friction", friction)
+    tiphys.copy_back(spec, m)
+    assert spec.find("geom", "p").get_attr("friction") == "0.5 0.005 0.0001"
+    friction[1, 0] = 0.3  # a copy made by <replicate>: refused
+    tiphys.set_param(m, "geom_friction", friction)
+    with pytest.raises(NotImplementedError, match=r"copy_back: geom 1 'g1'.*<replicate>"):
+        tiphys.copy_back(spec, m)
+
+
+def test_copy_back_refuses_a_plugin_or_mesh_fitted_change(tmp_path):
+    xml = """<mujoco><asset><mesh name="box" vertex="0 0 0 1 0 0 0 1 0 0 0 1"/></asset>
+      <worldbody><body><joint/><geom name="fit" type="box" mesh="box"/></body></worldbody>
+    </mujoco>"""
+    spec = tiphys.parse_xml(xml)
+    m = tiphys.compile_model(spec)
+    size = np.array(m.arrays.geom_size)
+    size[0] *= 2
+    tiphys.set_param(m, "geom_size", size)
+    with pytest.raises(NotImplementedError, match="copy_back: geom 'fit'.*fitted to mesh"):
+        tiphys.copy_back(spec, m)

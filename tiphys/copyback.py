@@ -376,6 +376,8 @@ class _CopyBack:
         new.set("damping", repr(float(a.dof_damping[dadr])))
         new.set("frictionloss", repr(float(a.dof_frictionloss[dadr])))
         new.set("actuatorgravcomp", "true" if int(a.jnt_actgravcomp[i]) else "false")
+        new.set("range", _txt(a.jnt_range[i]))
+        new.set("actuatorfrcrange", _txt(a.jnt_actfrcrange[i]))
         if np.asarray(a.jnt_user).size:
             new.set("user", _txt(a.jnt_user[i]))
         return new
