@@ -17,7 +17,8 @@ attribute is an angle, a quaternion in place of any other orientation form (eule
 axisangle, xyaxes, zaxis), pos/quat/size in place of a geom's or site's ``fromto``, a
 mesh geom's pose before its mesh's offset, an actuator shortcut (position, velocity,
 ...) turned into the ``<general>`` it stands for when its dyn/gain/bias parameters
-change. An attribute written on an element beats its default class. So compiling
+change, and, as MuJoCo's writer, an actuator length range the compiler computed
+(muscles) written out, so that compiling again keeps it. An attribute written on an element beats its default class. So compiling
 ``spec.to_xml()`` (with tiphys or MuJoCo) gives the model MuJoCo gets from its own spec
 after mj_copyBack and mj_saveXML (tests/test_copyback.py compares the two).
 
@@ -482,8 +483,9 @@ class _CopyBack:
         a, b = self.a, self.b
         for i, el0 in enumerate(b.cam_els):
             pose_ch = self.changed("cam_pos", i) or self.changed("cam_quat", i)
-            ch = {f for f in ("cam_fovy", "cam_ipd", "cam_resolution", "cam_intrinsic")
-                  if self.changed(f, i)}
+            # (cam_intrinsic: MuJoCo copies it back, but writes the focal and principal
+            # values the spec gave, so an edit is lost there: left out here too)
+            ch = {f for f in ("cam_fovy", "cam_ipd", "cam_resolution") if self.changed(f, i)}
             if np.asarray(a.cam_user).size and self.changed("cam_user", i):
                 ch.add("cam_user")
             if not (pose_ch or ch):
@@ -494,19 +496,13 @@ class _CopyBack:
                 p, q = self.local(frame, a.cam_pos[i], a.cam_quat[i])
                 el.set("pos", _txt(p))
                 self.set_quat(el, q)
-            if "cam_fovy" in ch:
+            sensor = a.cam_sensorsize[i][0] > 0 and a.cam_sensorsize[i][1] > 0
+            if "cam_fovy" in ch and not sensor:  # (with a sensor size, from intrinsics)
                 el.set("fovy", repr(float(a.cam_fovy[i])))
             if "cam_ipd" in ch:
                 el.set("ipd", repr(float(a.cam_ipd[i])))
             if "cam_resolution" in ch:
                 el.set("resolution", _txt_int(a.cam_resolution[i]))
-            if "cam_intrinsic" in ch:
-                if a.cam_sensorsize[i][0] > 0 and a.cam_sensorsize[i][1] > 0:
-                    el.set("focalpixel", None)
-                    el.set("principalpixel", None)
-                    el.set("focal", _txt(a.cam_intrinsic[i][:2]))
-                    el.set("principal", _txt(a.cam_intrinsic[i][2:]))
-                # (without a sensor size the intrinsics are not used nor written)
             if "cam_user" in ch:
                 el.set("user", _txt(a.cam_user[i]))
 
@@ -614,6 +610,8 @@ class _CopyBack:
         prm = ("actuator_dynprm", "actuator_gainprm", "actuator_biasprm")
         for i, el0 in enumerate(b.actuator_els):
             ch = [f for f in names if self.changed(f, i)]
+            if "actuator_lengthrange" not in ch and self._computed_lengthrange(el0, i):
+                ch.append("actuator_lengthrange")
             prm_ch = any(self.changed(f, i) for f in prm)
             if not (ch or prm_ch):
                 continue
@@ -622,14 +620,29 @@ class _CopyBack:
                 raise NotImplementedError(
                     f"copy_back: actuator {i} ({el.xml_file or '<string>'}:{el.xml_line}) "
                     f"is a plugin actuator: its parameters are the plugin's configuration")
+            # a shortcut that lacks an attribute to write (adhesion: gear) becomes the
+            # <general> it stands for, as one whose dyn/gain/bias parameters change
+            missing = any(names[f] not in el.attr_names for f in ch)
+            if (prm_ch or missing) and el.tag != "general":
+                el = self._general(el, i)
+                prm_ch = True
             if prm_ch:
-                if el.tag != "general":
-                    el = self._general(el, i)
                 el.set("dynprm", _txt(a.actuator_dynprm[i]))
                 el.set("gainprm", _txt(a.actuator_gainprm[i]))
                 el.set("biasprm", _txt(a.actuator_biasprm[i]))
             for f in ch:
                 el.set(names[f], _txt(getattr(a, f)[i]))
+
+    def _computed_lengthrange(self, el, i) -> bool:
+        """Whether actuator i's length range was computed by the compiler (from its
+        joint's or tendon's limits, or simulated): MuJoCo copies it back and writes it,
+        so that compiling again keeps it whatever else changed (an edited joint range,
+        tendon path, ...); so is it here."""
+        lr = np.asarray(self.a.actuator_lengthrange[i], dtype=np.float64)
+        if not lr.any() or el is None or el.tag == "plugin" or id(el) not in self.in_spec:
+            return False
+        given = self.walk.builder._attrs(el, el.tag, None).floats("lengthrange", 2, (0, 0))
+        return not np.array_equal(given, lr)
 
     def _general(self, el, i):
         """Replace the actuator shortcut ``el`` by the <general> it compiles to."""
