@@ -26,8 +26,8 @@ Where MuJoCo's writer drops a copied-back value, so does copy_back (the result i
 same model): a body's mass and inertia are written only when the body has an
 ``<inertial>`` and ``inertiafromgeom`` is not "true" (otherwise compiling computes
 them from the geoms again); mesh and height-field geoms have no size; connect and weld
-constraints between sites keep no data; a height field's elevation is written only
-when the spec gave it as ``elevation``; the mesh offsets (mesh_pos/quat) move the
+constraints between sites keep no data; a height field read from a file keeps the
+file's elevation; the mesh offsets (mesh_pos/quat) move the
 mesh geoms' written poses only.
 
 Refused: a model whose parameters are given per world (which world's value?), a spec
@@ -72,6 +72,7 @@ class _Walk:
     def __init__(self, spec, builder):
         self.frame = {}  # id(element) -> (pos, quat) or None
         self.childclass = {}  # id(element) -> the childclass in effect there
+        self.body = {}  # id(element) -> the <body> element it is in (None: the world)
         self.replicated = set()  # ids of elements inside <replicate>
         self.builder = builder
         from .compiler.attrs import Attrs
@@ -79,7 +80,7 @@ class _Walk:
         for w in spec.sections("worldbody"):
             self._children(w, None, False, None)
 
-    def _children(self, el, frame, replicated, cc):
+    def _children(self, el, frame, replicated, cc, body=None):
         for c in el.children:
             tag = c.tag
             if replicated:
@@ -90,17 +91,19 @@ class _Walk:
                 quat = self.builder.orientation(a)
                 if frame is not None:
                     pos, quat = rot.frame_accum(frame[0], frame[1], pos, quat)
-                self._children(c, (pos, quat), replicated, c.get_attr("childclass") or cc)
+                self._children(c, (pos, quat), replicated, c.get_attr("childclass") or cc,
+                               body)
             elif tag == "replicate":
-                self._children(c, frame, True, c.get_attr("childclass") or cc)
+                self._children(c, frame, True, c.get_attr("childclass") or cc, body)
             elif tag == "body":
                 self.frame[id(c)] = frame
-                self._children(c, None, replicated, c.get_attr("childclass") or cc)
+                self._children(c, None, replicated, c.get_attr("childclass") or cc, c)
             elif tag in ("joint", "freejoint", "geom", "site", "camera", "light"):
                 self.frame[id(c)] = frame
                 self.childclass[id(c)] = cc
-            else:
-                self._children(c, frame, True, cc)  # composite, flexcomp, attach, ...
+                self.body[id(c)] = body
+            else:  # composite, flexcomp, attach, ...
+                self._children(c, frame, True, cc, body)
 
 
 class _CopyBack:
@@ -114,6 +117,9 @@ class _CopyBack:
         builder = TreeBuilder(spec, DefaultTree(spec), self.ctx)
         self.walk = _Walk(spec, builder)
         self.in_spec = {id(el) for el in spec.root.iter()} - self.walk.replicated
+        self.aligned = {i for i, el in enumerate(base.body_els)
+                        if i and el is not None and id(el) in self.in_spec
+                        and self._aligned(el)}
 
     # -- helpers ---------------------------------------------------------------------
     def changed(self, name: str, i: Optional[int] = None) -> bool:
@@ -140,6 +146,23 @@ class _CopyBack:
             f"copy_back: {label}{where} has changed values, but it was made by "
             f"<replicate>, <attach>, <composite> or <flexcomp> (or another expansion): "
             f"the spec holds no element of its own to write them to")
+
+    def owned(self, el, kind: str, i: int, bodyid: int):
+        """``el``, when its compiled pose is still given in the frame of the body it is
+        written in: not so for what fusestatic moved to a parent body, or what
+        alignfree re-expressed in a free body's inertial frame."""
+        body = self.b.body_els[bodyid]
+        if self.walk.body.get(id(el), body) is not body:
+            raise NotImplementedError(
+                f"copy_back: {kind} {i} ({el.xml_file or '<string>'}:{el.xml_line}) has "
+                f"a changed pose, but fusestatic moved it to another body: the spec's "
+                f"element is written in its own body's frame")
+        if bodyid in self.aligned:
+            raise NotImplementedError(
+                f"copy_back: {kind} {i} ({el.xml_file or '<string>'}:{el.xml_line}) has "
+                f"a changed pose on a free body aligned to its inertia (alignfree): its "
+                f"compiled frame is not the one the spec writes it in")
+        return el
 
     @staticmethod
     def local(frame, pos, quat):
@@ -308,6 +331,8 @@ class _CopyBack:
             if not ch:
                 continue
             el = self.element(el0, "joint", i)
+            if ch & {"jnt_pos", "jnt_axis"}:
+                self.owned(el, "joint", i, int(a.jnt_bodyid[i]))
             frame = self.walk.frame.get(id(el))
             if el.tag == "freejoint":
                 # a <freejoint> takes no parameters: it becomes <joint type="free">
@@ -440,6 +465,8 @@ class _CopyBack:
             if not (ch or size_ch or pose_ch):
                 continue
             el = self.element(el0, "geom", i)
+            if pose_ch or size_ch:
+                self.owned(el, "geom", i, int(a.geom_bodyid[i]))
             fromto = self._has_fromto(el)
             if (size_ch or pose_ch) and gtype not in (7, 8) and el.get_attr("mesh"):
                 raise NotImplementedError(
@@ -469,6 +496,8 @@ class _CopyBack:
             if not (size_ch or pose_ch or rgba_ch or user_ch):
                 continue
             el = self.element(el0, "site", i)
+            if pose_ch or size_ch:
+                self.owned(el, "site", i, int(a.site_bodyid[i]))
             fromto = self._has_fromto(el)
             if pose_ch or (fromto and size_ch):
                 self._pose(el, "site", i, a.site_pos[i], a.site_quat[i])
@@ -491,6 +520,8 @@ class _CopyBack:
             if not (pose_ch or ch):
                 continue
             el = self.element(el0, "camera", i)
+            if pose_ch:
+                self.owned(el, "camera", i, int(a.cam_bodyid[i]))
             if pose_ch:
                 frame = self.walk.frame.get(id(el))
                 p, q = self.local(frame, a.cam_pos[i], a.cam_quat[i])
@@ -517,6 +548,8 @@ class _CopyBack:
             if not (pos_ch or dir_ch or ch):
                 continue
             el = self.element(el0, "light", i)
+            if pos_ch or dir_ch:
+                self.owned(el, "light", i, int(a.light_bodyid[i]))
             frame = self.walk.frame.get(id(el))
             if pos_ch:
                 pos = a.light_pos[i] if frame is None else \
@@ -713,7 +746,7 @@ class _CopyBack:
             if np.array_equal(new, np.asarray(b.hfield_data)[adr:adr + nrow * ncol]):
                 continue
             el = self.element(el0, "hfield", i)
-            if el.get_attr("elevation") is None:
+            if el.get_attr("file") is not None:
                 continue  # from a file: MuJoCo writes no elevation for it either
             # the elevation is written top row first (MuJoCo flips the rows back)
             el.set("elevation", _txt(new.reshape(nrow, ncol)[::-1]))
@@ -752,12 +785,12 @@ class _CopyBack:
                 changed[i] = [f for f, _ in fields]
         for i in range(nkey):
             el = keys[i] if i < len(keys) and id(keys[i]) in self.in_spec else None
-            ch = changed[i] + [f for f, k in fields if f in implied and el is not None
-                               and el.get_attr(k) is None and f not in changed[i]]
-            if not changed[i] and not (implied and el is None and i < len(keys)):
-                if not ch:
-                    continue
-            el = self.element(el, "key", i)
+            if el is None:
+                if changed[i] or implied:  # (an attached model's key)
+                    self.element(None, "key", i)
+                continue
+            ch = changed[i] + [f for f, k in fields if f in implied and f not in changed[i]
+                               and el.get_attr(k) is None]
             for f, k in fields:
                 if f in ch:
                     el.set(k, _txt(getattr(a, f)[i]))
