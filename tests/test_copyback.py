@@ -393,6 +393,7 @@ SNIPPET = """
   <default>
     <geom friction=".7 .1 .1" rgba=".2 .3 .4 1"/>
     <default class="limb"><joint damping="3" range="-30 40"/><geom type="capsule" size=".05"/>
+      <default class="springy"><joint springdamper=".3 .5"/></default>
     </default>
   </default>
   <asset><material name="mat" rgba=".5 .5 .5 1" specular=".3"/></asset>
@@ -407,11 +408,12 @@ SNIPPET = """
           <site name="s" pos=".1 0 0" size=".02"/>
           <body name="b" pos="0 0 .1">
             <joint name="hinge"/>
-            <joint name="slide" type="slide" axis="1 0 0" range="-.1 .2"/>
+            <joint name="slide" type="slide" axis="1 0 0" range="-.1 .2"
+                   springdamper=".5 1"/>
             <geom name="gb" size=".05 .1 .02" euler="0 90 0" type="box" material="mat"/>
             <body name="c" pos="0 0 .3">
               <inertial pos="0 0 .1" mass="2" fullinertia=".3 .2 .1 0 0 0"/>
-              <joint name="ball" type="ball" range="0 60"/>
+              <joint name="ball" type="ball" range="0 60" class="springy"/>
               <geom name="gc" type="ellipsoid" size=".1 .05 .04"/>
             </body>
           </body>

@@ -1,42 +1,48 @@
-"""mj_copyBack: write a compiled Model's real-valued parameters back into its Spec.
+"""mj_copyBack: write a compiled Model's parameters back into the Spec it came from.
 
 MuJoCo's mj_copyBack (mjCModel::CopyBack, src/user/user_model.cc at 3.4.0) copies the
-parameters a user may edit in an mjModel into the elements of the spec it was compiled
-from: options, runtime statistics, qpos0/qpos_spring (joint ref/springref, free bodies'
-pose), body frames and inertials, joint and dof parameters, geom/site/camera/light
-frames and parameters, material colours, contact pairs, equality data, tendon and
-actuator parameters, sensor noise/cutoff, user data, numeric/tuple data, user-given
-height fields and keyframes. MuJoCo then writes the spec (mj_saveXML) from those
-values, in its own canonical form: frames flattened, radians, quaternions.
+values a user may edit in an mjModel into the spec it was compiled from: options,
+statistics, qpos0/qpos_spring (joint ref/springref), body frames and inertials, joint
+and dof parameters, geom/site/camera/light frames and parameters, material colours,
+contact pairs, equality data, tendon and actuator parameters, sensor noise/cutoff, user
+data, numeric/tuple data, height fields and keyframes. mj_saveXML then writes the spec
+in MuJoCo's canonical form: frames flattened, radians, quaternions.
 
-``copy_back(spec, m)`` writes the same values into tiphys's Spec, but keeps the tree the
-user wrote: it compiles ``spec`` again and writes an element's attribute only where
-``m``'s value differs from that compile, expressed as the element's own text says
-it: inside its ``<frame>``\\ s, in degrees where ``<compiler angle="degree">`` and the
-attribute is an angle, a quaternion in place of any other orientation form (euler,
-axisangle, xyaxes, zaxis), pos/quat/size in place of a geom's or site's ``fromto``, a
-mesh geom's pose before its mesh's offset, an actuator shortcut (position, velocity,
-...) turned into the ``<general>`` it stands for when its dyn/gain/bias parameters
-change, and, as MuJoCo's writer, an actuator length range the compiler computed
-(muscles) written out, so that compiling again keeps it. An attribute written on an element beats its default class. So compiling
-``spec.to_xml()`` (with tiphys or MuJoCo) gives the model MuJoCo gets from its own spec
-after mj_copyBack and mj_saveXML (tests/test_copyback.py compares the two).
+``copy_back(spec, m)`` writes the same values into a tiphys Spec but keeps the tree as
+the user wrote it. It compiles ``spec`` again and writes an attribute only where
+``m``'s value differs from that compile, in the element's own terms: inside its
+``<frame>``\ s, in degrees where ``<compiler angle="degree">`` says so, a quaternion in
+place of euler/axisangle/xyaxes/zaxis, pos/quat/size in place of a geom's or site's
+``fromto`` (an element's own ``fromto="nan ..."`` hides one its default class gives, as
+in MuJoCo), a mesh geom's pose before its mesh's offset, a ``<freejoint>`` or actuator
+shortcut that must take a parameter it has no attribute for as the ``<joint
+type="free">`` or ``<general>`` it stands for (every value given). An attribute on an
+element beats its default class. Compiling ``spec.to_xml()`` with tiphys or MuJoCo then
+gives the model MuJoCo gets after mj_copyBack and mj_saveXML on its own spec
+(tests/test_copyback.py).
 
-Where MuJoCo's writer drops a copied-back value, so does copy_back (the result is the
-same model): a body's mass and inertia are written only when the body has an
-``<inertial>`` and ``inertiafromgeom`` is not "true" (otherwise compiling computes
-them from the geoms again); mesh and height-field geoms have no size; connect and weld
-constraints between sites keep no data; a height field read from a file keeps the
-file's elevation; the mesh offsets (mesh_pos/quat) move the
-mesh geoms' written poses only.
+Values are read from ``m.opt``, ``m.stat`` and the host copy ``m.arrays``: what
+``tiphys.set_param`` writes, and, for the fields it does not take (materials, lights,
+keyframes, user data, ...), ``m.arrays`` as the user changed it.
 
-Refused: a model whose parameters are given per world (which world's value?), a spec
-that does not compile to a model of ``m``'s sizes and names (ValueError), and, with
-NotImplementedError naming the element, a changed value of an element the spec does
-not hold one-to-one: made by ``<replicate>``, ``<attach>``/``<asset><model>``,
-``<composite>`` or ``<flexcomp>``, a key padded by ``<size nkey>``, a plugin actuator,
-a primitive geom fitted to a mesh, or a free body aligned to its inertia
-(``alignfree``).
+As MuJoCo, which writes these from the spec and not from the copied-back values (the
+result is the same model): a body's mass and inertia are written only when it has an
+``<inertial>`` and ``inertiafromgeom`` is not "true" (otherwise compiling computes them
+from the geoms again); mesh and height-field geoms take no size, and a sphere's (a
+capsule's) other size values come from the default class again; camera intrinsics
+(and the fovy of a camera with a sensor size), connect and weld data between sites,
+and a fixed tendon's width and colour are not written; a height field read from a
+file keeps the file's; mesh offsets (mesh_pos/quat) move only the poses written for
+mesh geoms. And as MuJoCo's writer, a length range the compiler computed (muscles) is
+written out, so that compiling again keeps it.
+
+Refused, with ValueError: parameters given per world (which world's value?), a spec
+that does not compile to a model of ``m``'s sizes and names, a device array written
+without its host copy. With NotImplementedError naming the element: a changed value of
+an element the spec does not hold one-to-one (made by ``<replicate>``, ``<attach>`` or
+``<asset><model>``, ``<composite>``, ``<flexcomp>``), a changed pose of an element that
+fusestatic moved to another body or alignfree re-expressed, a plugin actuator's
+parameters, a primitive geom fitted to a mesh.
 """
 from __future__ import annotations
 
@@ -47,12 +53,17 @@ from typing import Optional
 import numpy as np
 
 from .compiler import rotation as rot
+from .kernels.consts import (EQ_CONNECT, EQ_JOINT, EQ_TENDON, EQ_WELD, GEOM_BOX,
+                             GEOM_CAPSULE, GEOM_CYLINDER, GEOM_ELLIPSOID, GEOM_HFIELD,
+                             GEOM_MESH, GEOM_PLANE, GEOM_SDF, GEOM_SPHERE,
+                             INERTIAFROMGEOM_TRUE, JNT_BALL, JNT_FREE, JNT_HINGE, JNT_SLIDE,
+                             OBJ_SITE)
 from .model import Model, check_model
 
-# geom type -> how many size values MJCF gives it (mjGEOMINFO)
-_GEOM_NSIZE = {0: 3, 1: 3, 2: 1, 3: 2, 4: 3, 5: 2, 6: 3, 7: 0, 8: 0}
+# geom type -> how many size values MuJoCo writes for it (mjGEOMINFO)
+_GEOM_NSIZE = {GEOM_PLANE: 3, GEOM_HFIELD: 0, GEOM_SPHERE: 1, GEOM_CAPSULE: 2,
+               GEOM_ELLIPSOID: 3, GEOM_CYLINDER: 2, GEOM_BOX: 3, GEOM_MESH: 0, GEOM_SDF: 0}
 _ORIENT_ALT = ("axisangle", "xyaxes", "zaxis", "euler")
-_JNT_FREE, _JNT_BALL, _JNT_SLIDE, _JNT_HINGE = 0, 1, 2, 3
 
 
 def _txt(values) -> str:
@@ -117,6 +128,11 @@ class _CopyBack:
         builder = TreeBuilder(spec, DefaultTree(spec), self.ctx)
         self.walk = _Walk(spec, builder)
         self.in_spec = {id(el) for el in spec.root.iter()} - self.walk.replicated
+        # what the inertia at qpos0 comes from (springdamper joints are computed from it)
+        self.inertia_changed = any(self.changed(f) for f in (
+            "body_pos", "body_quat", "body_ipos", "body_iquat", "body_mass", "body_inertia",
+            "jnt_pos", "jnt_axis", "qpos0", "dof_armature", "geom_size", "geom_pos",
+            "geom_quat", "mesh_pos", "mesh_quat"))
         self.aligned = {i for i, el in enumerate(base.body_els)
                         if i and el is not None and id(el) in self.in_spec
                         and self._aligned(el)}
@@ -127,10 +143,6 @@ class _CopyBack:
         if i is not None:
             new, old = new[i], old[i]
         return not np.array_equal(new, old, equal_nan=True)
-
-    def val(self, name, i=None):
-        v = np.asarray(getattr(self.a, name))
-        return v if i is None else v[i]
 
     def element(self, el, what: str, i: int):
         """``el`` when the spec holds it one-to-one; else NotImplementedError."""
@@ -295,7 +307,6 @@ class _CopyBack:
         return align == "true" or (align in (None, "auto") and self.ctx.alignfree)
 
     def _inertial(self, el, i):
-        from .kernels.consts import INERTIAFROMGEOM_TRUE
         inertial = el.first("inertial")
         if inertial is None or self.ctx.inertiafromgeom == INERTIAFROMGEOM_TRUE:
             return  # compiled from the geoms again, as after MuJoCo's copy-back
@@ -320,15 +331,17 @@ class _CopyBack:
             ch |= {f for f in dfields if self.changed(f, dadr)}
             if np.asarray(a.jnt_user).size and self.changed("jnt_user", i):
                 ch.add("jnt_user")
-            if jtype in (_JNT_SLIDE, _JNT_HINGE):
+            if jtype in (JNT_SLIDE, JNT_HINGE):
                 ch |= {f for f in qpos_fields if self.changed(f, qadr)}
-            if not ch:
+            # (a springdamper joint's stiffness and damping come from the inertia)
+            sd = self.inertia_changed and el0 is not None and self._springdamper(el0)
+            if not ch and not sd:
                 continue
-            if jtype == _JNT_FREE:
+            if jtype == JNT_FREE:
                 ch -= {"jnt_pos", "jnt_axis"}  # (always zero and z: MuJoCo writes none)
-            elif jtype == _JNT_BALL:
+            elif jtype == JNT_BALL:
                 ch.discard("jnt_axis")
-            if not ch:
+            if not ch and not sd:
                 continue
             el = self.element(el0, "joint", i)
             if ch & {"jnt_pos", "jnt_axis"}:
@@ -337,20 +350,24 @@ class _CopyBack:
             if el.tag == "freejoint":
                 # a <freejoint> takes no parameters: it becomes <joint type="free">
                 el = self._free_joint(el, i)
-            if "jnt_pos" in ch and jtype != _JNT_FREE:
+            if "jnt_pos" in ch and jtype != JNT_FREE:
                 pos = a.jnt_pos[i] if frame is None else \
                     rot.local_pos(a.jnt_pos[i], frame[0], frame[1])
                 el.set("pos", _txt(pos))
-            if "jnt_axis" in ch and jtype not in (_JNT_FREE, _JNT_BALL):
+            if "jnt_axis" in ch and jtype not in (JNT_FREE, JNT_BALL):
                 axis = a.jnt_axis[i] if frame is None else \
                     rot.quat2mat(frame[1]).T @ np.asarray(a.jnt_axis[i])
                 el.set("axis", _txt(axis))
+            if sd or (ch & {"jnt_stiffness", "dof_damping"} and self._springdamper(el)):
+                # stiffness and damping computed from the joint's inertia at qpos0:
+                # kept as compiled (MuJoCo writes them, never springdamper)
+                self._hide(el, "springdamper", "0 0")
+                ch |= {"jnt_stiffness", "dof_damping"}
             if "jnt_stiffness" in ch:
                 el.set("stiffness", repr(float(a.jnt_stiffness[i])))
-                el.set("springdamper", None) if el.get_attr("springdamper") else None
             if "jnt_range" in ch:
                 rng = np.array(a.jnt_range[i], dtype=np.float64)
-                if jtype in (_JNT_HINGE, _JNT_BALL):
+                if jtype in (JNT_HINGE, JNT_BALL):
                     rng = self.angle(rng)
                 el.set("range", _txt(rng))
             if "jnt_solref" in ch:
@@ -369,17 +386,31 @@ class _CopyBack:
                 el.set("armature", repr(float(a.dof_armature[dadr])))
             if "dof_damping" in ch:
                 el.set("damping", repr(float(a.dof_damping[dadr])))
-                el.set("springdamper", None) if el.get_attr("springdamper") else None
             if "dof_frictionloss" in ch:
                 el.set("frictionloss", repr(float(a.dof_frictionloss[dadr])))
             if "qpos0" in ch:
                 ref = float(a.qpos0[qadr])
-                el.set("ref", repr(float(self.angle(ref)) if jtype == _JNT_HINGE else ref))
+                el.set("ref", repr(float(self.angle(ref)) if jtype == JNT_HINGE else ref))
             if "qpos_spring" in ch:
                 ref = float(a.qpos_spring[qadr])
-                el.set("springref", repr(float(self.angle(ref)) if jtype == _JNT_HINGE
+                el.set("springref", repr(float(self.angle(ref)) if jtype == JNT_HINGE
                                          else ref))
         # free joints' qpos0 is the body pose: written by bodies() (body_pos/quat)
+
+    def _springdamper(self, el) -> bool:
+        if el.tag != "joint":
+            return False
+        attrs = self.walk.builder._attrs(el, "joint", self.walk.childclass.get(id(el)))
+        sd = attrs.floats("springdamper", 2, (0, 0))
+        return bool(sd[0] or sd[1])
+
+    def _hide(self, el, attr, neutral):
+        """Take ``attr`` off ``el``; where its default class gives one, hide that with
+        ``neutral`` (a value the compiler reads as not given)."""
+        el.set(attr, None)
+        attrs = self.walk.builder._attrs(el, el.tag, self.walk.childclass.get(id(el)))
+        if attrs.text(attr) is not None:
+            el.set(attr, neutral)
 
     def _free_joint(self, el, i):
         """Replace <freejoint> ``el`` by a <joint type="free"> with every parameter
@@ -439,11 +470,7 @@ class _CopyBack:
             mpos, mquat = rot.frame_invert(*mesh_pose)
             pos, quat = rot.frame_accum(pos, quat, mpos, mquat)
         p, q = self.local(frame, pos, quat)
-        if el.get_attr("fromto") is not None:
-            el.set("fromto", None)
-        attrs = self.walk.builder._attrs(el, el.tag, self.walk.childclass.get(id(el)))
-        if attrs.text("fromto") is not None:  # its default class gives one: hidden
-            el.set("fromto", "nan nan nan nan nan nan")
+        self._hide(el, "fromto", "nan nan nan nan nan nan")  # (MuJoCo: NaN, not given)
         el.set("pos", _txt(p))
         self.set_quat(el, q)
 
@@ -453,7 +480,7 @@ class _CopyBack:
                   "geom_margin", "geom_gap")
         for i, el0 in enumerate(b.geom_els):
             gtype = int(a.geom_type[i])
-            mesh = int(a.geom_dataid[i]) if gtype in (7, 8) else -1
+            mesh = int(a.geom_dataid[i]) if gtype in (GEOM_MESH, GEOM_SDF) else -1
             nsize = _GEOM_NSIZE.get(gtype, 0)
             size_ch = nsize > 0 and self.changed("geom_size", i)
             pose_ch = self.changed("geom_pos", i) or self.changed("geom_quat", i) or (
@@ -468,7 +495,8 @@ class _CopyBack:
             if pose_ch or size_ch:
                 self.owned(el, "geom", i, int(a.geom_bodyid[i]))
             fromto = self._has_fromto(el)
-            if (size_ch or pose_ch) and gtype not in (7, 8) and el.get_attr("mesh"):
+            if (size_ch or pose_ch) and gtype not in (GEOM_MESH, GEOM_SDF) \
+                    and el.get_attr("mesh"):
                 raise NotImplementedError(
                     f"copy_back: geom '{el.get_attr('name') or i}' "
                     f"({el.xml_file or '<string>'}:{el.xml_line}) is a primitive fitted to "
@@ -593,7 +621,6 @@ class _CopyBack:
 
     def equalities(self):
         a, b = self.a, self.b
-        from .kernels.consts import EQ_CONNECT, EQ_JOINT, EQ_TENDON, EQ_WELD
         for i, el0 in enumerate(b.eq_els):
             ch = [f for f in ("eq_data", "eq_solref", "eq_solimp") if self.changed(f, i)]
             if not ch:
@@ -607,7 +634,7 @@ class _CopyBack:
                 continue
             data = np.asarray(a.eq_data[i], dtype=np.float64)
             etype = int(a.eq_type[i])
-            by_site = int(a.eq_objtype[i]) == 6  # mjOBJ_SITE
+            by_site = int(a.eq_objtype[i]) == OBJ_SITE
             if etype == EQ_CONNECT and not by_site:
                 el.set("anchor", _txt(data[:3]))
             elif etype == EQ_WELD:
