@@ -469,7 +469,8 @@ SNIPPET_ASSETS = """
   </custom>
   <asset>
     <mesh name="tet" vertex="0 0 0 1 0 0 0 1 0 0 0 1" scale=".2 .2 .2"/>
-    <hfield name="hf" nrow="3" ncol="4" size="1 1 .2 .1" elevation="0 1 2 3 4 5 6 7 8 9 10 11"/>
+    <hfield name="hf" nrow="3" ncol="4" size="1 1 .2 .1"
+            elevation="0 1 2 3 4 5 6 7 8 9 10 11"/>
     <texture name="tex" type="2d" builtin="checker" width="8" height="8"/>
     <material name="m1" texture="tex" texrepeat="2 2" emission=".1" shininess=".3"/>
   </asset>
@@ -478,7 +479,8 @@ SNIPPET_ASSETS = """
     <light name="lf" pos="0 0 3" dir="0 0 -1" cutoff="30" attenuation="1 0 0"/>
     <frame pos="0 0 1" quat="0.9 0 0.3 0.1">
       <light name="lin" pos="0 1 0" dir="0 1 -1"/>
-      <camera name="cam" pos="0 -1 0" euler="1 0 0" sensorsize="1 1" focal=".5 .5" resolution="64 48"/>
+      <camera name="cam" pos="0 -1 0" euler="1 0 0" sensorsize="1 1" focal=".5 .5"
+              resolution="64 48"/>
     </frame>
     <body name="a" pos="0 0 1" user="3">
       <inertial pos="0 0 0" mass="1" diaginertia=".1 .1 .1"/>
@@ -496,7 +498,9 @@ SNIPPET_ASSETS = """
     </body>
     <body name="w" pos="1 0 1"><joint name="j3" type="ball"/><geom name="ws" size=".1"/>
       <site name="s4"/></body>
-    <body name="mc" mocap="true" pos="0 2 0"><geom size=".05" contype="0" conaffinity="0"/></body>
+    <body name="mc" mocap="true" pos="0 2 0">
+      <geom size=".05" contype="0" conaffinity="0"/>
+    </body>
   </worldbody>
   <contact>
     <pair name="p" geom1="box" geom2="ws" friction=".5 .5 .01 .001 .001" margin=".01"/>
@@ -529,7 +533,7 @@ SNIPPET_ASSETS = """
 """
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(4))
 def test_copy_back_snippet_assets_and_the_rest(tmp_path, seed):
     """inertiafromgeom="true" with an <inertial> (not written back), user data of every
     kind, a mesh geom and its mesh's offset, a height field's elevation, materials,
@@ -686,5 +690,6 @@ def test_copy_back_refuses_changed_copies_in_a_corpus_model():
     damping = np.array(m.arrays.dof_damping)
     damping[7] += 1.0
     tiphys.set_param(m, "dof_damping", damping)
-    with pytest.raises(NotImplementedError, match="copy_back: joint 2 '_abdomen_y-0'.*<replicate>"):
+    with pytest.raises(NotImplementedError,
+                       match="copy_back: joint 2 '_abdomen_y-0'.*<replicate>"):
         tiphys.copy_back(spec, m)

@@ -9,17 +9,16 @@ data, numeric/tuple data, height fields and keyframes. mj_saveXML then writes th
 in MuJoCo's canonical form: frames flattened, radians, quaternions.
 
 ``copy_back(spec, m)`` writes the same values into a tiphys Spec but keeps the tree as
-the user wrote it. It compiles ``spec`` again and writes an attribute only where
-``m``'s value differs from that compile, in the element's own terms: inside its
-``<frame>``\ s, in degrees where ``<compiler angle="degree">`` says so, a quaternion in
-place of euler/axisangle/xyaxes/zaxis, pos/quat/size in place of a geom's or site's
-``fromto`` (an element's own ``fromto="nan ..."`` hides one its default class gives, as
-in MuJoCo), a mesh geom's pose before its mesh's offset, a ``<freejoint>`` or actuator
-shortcut that must take a parameter it has no attribute for as the ``<joint
-type="free">`` or ``<general>`` it stands for (every value given). An attribute on an
-element beats its default class. Compiling ``spec.to_xml()`` with tiphys or MuJoCo then
-gives the model MuJoCo gets after mj_copyBack and mj_saveXML on its own spec
-(tests/test_copyback.py).
+the user wrote it. It compiles ``spec`` again and writes an attribute only where ``m``'s
+value differs from that compile, in the element's own terms: inside its ``<frame>``
+elements, in degrees where ``<compiler angle="degree">`` says so, a quaternion in place
+of euler/axisangle/xyaxes/zaxis, pos/quat/size in place of a geom's or site's ``fromto``
+(an element's own ``fromto="nan ..."`` hides one its default class gives, as in MuJoCo),
+a mesh geom's pose before its mesh's offset, a ``<freejoint>`` or actuator shortcut that
+must take a parameter it has no attribute for as the ``<joint type="free">`` or
+``<general>`` it stands for (every value given). An attribute on an element beats its
+default class. Compiling ``spec.to_xml()`` with tiphys or MuJoCo then gives the model
+MuJoCo gets after mj_copyBack and mj_saveXML on its own spec (tests/test_copyback.py).
 
 Values are read from ``m.opt``, ``m.stat`` and the host copy ``m.arrays``: what
 ``tiphys.set_param`` writes, and, for the fields it does not take (materials, lights,
@@ -33,8 +32,13 @@ capsule's) other size values come from the default class again; camera intrinsic
 (and the fovy of a camera with a sensor size), connect and weld data between sites,
 and a fixed tendon's width and colour are not written; a height field read from a
 file keeps the file's; mesh offsets (mesh_pos/quat) move only the poses written for
-mesh geoms. And as MuJoCo's writer, a length range the compiler computed (muscles) is
-written out, so that compiling again keeps it.
+mesh geoms. And as MuJoCo's writer, compiled values the compiler derived are written
+out so that compiling again keeps them: a length range it computed (muscles), and the
+stiffness and damping of a ``springdamper`` joint (in place of springdamper) when the
+inertia they came from changed.
+
+Cost: one compile of ``spec`` (and, for muscles, its length-range simulation), as
+tiphys.compile_model.
 
 Refused, with ValueError: parameters given per world (which world's value?), a spec
 that does not compile to a model of ``m``'s sizes and names, a device array written
@@ -709,17 +713,19 @@ class _CopyBack:
         from .compiler.actuator import BIAS, DYN, GAIN
         a = self.a
         new = self._replace(el, "general")
-        for k in ("name", "class", "group", "joint", "jointinparent", "tendon", "slidersite",
+        for k in ("name", "class", "joint", "jointinparent", "tendon", "slidersite",
                   "cranksite", "site", "refsite", "body", "user"):
             if el.get_attr(k) is not None:
                 new.set(k, el.get_attr(k))
         tf = {0: "false", 1: "true"}
+        new.set("group", str(int(a.actuator_group[i])))
         new.set("ctrllimited", tf[int(a.actuator_ctrllimited[i])])
         new.set("forcelimited", tf[int(a.actuator_forcelimited[i])])
         new.set("actlimited", tf[int(a.actuator_actlimited[i])])
-        for f, k in (("actuator_ctrlrange", "ctrlrange"), ("actuator_forcerange", "forcerange"),
-                     ("actuator_actrange", "actrange"), ("actuator_lengthrange", "lengthrange"),
-                     ("actuator_gear", "gear")):
+        for f, k in (("actuator_ctrlrange", "ctrlrange"),
+                     ("actuator_forcerange", "forcerange"),
+                     ("actuator_actrange", "actrange"),
+                     ("actuator_lengthrange", "lengthrange"), ("actuator_gear", "gear")):
             new.set(k, _txt(getattr(a, f)[i]))
         if float(a.actuator_cranklength[i]):  # (only a slider-crank takes one)
             new.set("cranklength", repr(float(a.actuator_cranklength[i])))
