@@ -693,3 +693,32 @@ def test_copy_back_refuses_changed_copies_in_a_corpus_model():
     with pytest.raises(NotImplementedError,
                        match="copy_back: joint 2 '_abdomen_y-0'.*<replicate>"):
         tiphys.copy_back(spec, m)
+
+
+def test_copy_back_then_recompile_keeps_the_state(snippet):
+    """A <freejoint> or actuator shortcut that copy_back rewrites stays the same spec
+    element, so tiphys.recompile carries its state over."""
+    spec = tiphys.load_spec(snippet)
+    m = tiphys.compile_model(spec)
+    d = tiphys.make_data(m, 2)
+    qpos = d.numpy("qpos")
+    qpos[:, :3] += [[0.1, 0.2, 0.3], [0.4, 0.5, 0.6]]
+    tiphys.set_state(m, d, qpos, tiphys.State.QPOS)
+    ctrl = np.array([[0.5, 0.1, 0.2, 0.3], [0.6, 0.2, 0.3, 0.4]])
+    tiphys.set_state(m, d, ctrl, tiphys.State.CTRL)
+    damping = np.array(m.arrays.dof_damping)
+    damping[:6] = 0.25  # the free joint's dofs
+    tiphys.set_param(m, "dof_damping", damping)
+    gain = np.array(m.arrays.actuator_gainprm)
+    gain[0, 0] = 20.0  # the position actuator's kp
+    tiphys.set_param(m, "actuator_gainprm", gain)
+    joint = spec.find("freejoint", "free")
+    actuator = spec.find("position", "p")
+    tiphys.copy_back(spec, m)
+    assert joint.tag == "joint" and joint.get_attr("type") == "free"
+    assert actuator.tag == "general" and spec.find("general", "p") is actuator
+    m2, d2 = tiphys.recompile(spec, m, d)
+    np.testing.assert_array_equal(d2.numpy("qpos"), d.numpy("qpos"))
+    np.testing.assert_array_equal(d2.numpy("ctrl"), d.numpy("ctrl"))
+    np.testing.assert_allclose(np.asarray(m2.arrays.dof_damping)[:6], 0.25)
+    assert np.asarray(m2.arrays.actuator_gainprm)[0, 0] == 20.0

@@ -16,7 +16,8 @@ of euler/axisangle/xyaxes/zaxis, pos/quat/size in place of a geom's or site's ``
 (an element's own ``fromto="nan ..."`` hides one its default class gives, as in MuJoCo),
 a mesh geom's pose before its mesh's offset, a ``<freejoint>`` or actuator shortcut that
 must take a parameter it has no attribute for as the ``<joint type="free">`` or
-``<general>`` it stands for (every value given). An attribute on an element beats its
+``<general>`` it stands for (every value given; the same element object, so that
+tiphys.recompile carries its state over). An attribute on an element beats its
 default class. Compiling ``spec.to_xml()`` with tiphys or MuJoCo then gives the model
 MuJoCo gets after mj_copyBack and mj_saveXML on its own spec (tests/test_copyback.py).
 
@@ -27,8 +28,10 @@ keyframes, user data, ...), ``m.arrays`` as the user changed it.
 As MuJoCo, which writes these from the spec and not from the copied-back values (the
 result is the same model): a body's mass and inertia are written only when it has an
 ``<inertial>`` and ``inertiafromgeom`` is not "true" (otherwise compiling computes them
-from the geoms again); mesh and height-field geoms take no size, and a sphere's (a
-capsule's) other size values come from the default class again; camera intrinsics
+from the geoms again); mesh and height-field geoms take no size, and a geom or site
+gets only the size values its type uses (MuJoCo's writer drops the others from every
+element, so they come from the default class again: values no stage reads); camera
+intrinsics
 (and the fovy of a camera with a sensor size), connect and weld data between sites,
 and a fixed tendon's width and colour are not written; a height field read from a
 file keeps the file's; mesh offsets (mesh_pos/quat) move only the poses written for
@@ -417,14 +420,15 @@ class _CopyBack:
             el.set(attr, neutral)
 
     def _free_joint(self, el, i):
-        """Replace <freejoint> ``el`` by a <joint type="free"> with every parameter
-        given (a <freejoint> takes no default class; a <joint> would)."""
+        """<freejoint> ``el`` made a <joint type="free"> with every parameter given (a
+        <freejoint> takes no default class; a <joint> would)."""
         a = self.a
+        given = {k: el.get_attr(k) for k in ("name", "align")}
         new = self._replace(el, "joint")
         new.set("type", "free")
-        for k in ("name", "group", "align"):
-            if el.get_attr(k) is not None:
-                new.set(k, el.get_attr(k))
+        for k, v in given.items():
+            if v is not None:
+                new.set(k, v)
         dadr = int(a.jnt_dofadr[i])
         new.set("group", str(int(a.jnt_group[i])))
         new.set("stiffness", repr(float(a.jnt_stiffness[i])))
@@ -444,16 +448,17 @@ class _CopyBack:
         return new
 
     def _replace(self, el, tag):
-        """A new <tag> element in ``el``'s place (``el`` leaves the tree)."""
+        """``el`` made a <tag> element, in place: the same object (tiphys.recompile
+        carries the state of a joint or actuator over by element), its attributes
+        cleared but for its children."""
         parent = self._parent_of(el)
-        idx = next(k for k, c in enumerate(parent.children) if c is el)
-        new = parent.add(tag)
+        probe = parent.add(tag)  # (the class the reader makes for <tag> there)
         parent.children.pop()
-        parent.children[idx] = new
-        new.xml_file, new.xml_line = el.xml_file, el.xml_line
-        self.walk.frame[id(new)] = self.walk.frame.get(id(el))
-        self.in_spec.add(id(new))
-        return new
+        keep = ("children", "xml_file", "xml_line", "xml_incdir")
+        for key in [k for k in el.__dict__ if k not in keep]:
+            del el.__dict__[key]
+        el.__class__ = type(probe)
+        return el
 
     def _parent_of(self, el):
         for p in self.spec.root.iter():
@@ -709,14 +714,16 @@ class _CopyBack:
         return not np.array_equal(given, lr)
 
     def _general(self, el, i):
-        """Replace the actuator shortcut ``el`` by the <general> it compiles to."""
+        """The actuator shortcut ``el`` made the <general> it compiles to."""
         from .compiler.actuator import BIAS, DYN, GAIN
         a = self.a
+        given = {k: el.get_attr(k) for k in (
+            "name", "class", "joint", "jointinparent", "tendon", "slidersite", "cranksite",
+            "site", "refsite", "body", "user")}
         new = self._replace(el, "general")
-        for k in ("name", "class", "joint", "jointinparent", "tendon", "slidersite",
-                  "cranksite", "site", "refsite", "body", "user"):
-            if el.get_attr(k) is not None:
-                new.set(k, el.get_attr(k))
+        for k, v in given.items():
+            if v is not None:
+                new.set(k, v)
         tf = {0: "false", 1: "true"}
         new.set("group", str(int(a.actuator_group[i])))
         new.set("ctrllimited", tf[int(a.actuator_ctrllimited[i])])
