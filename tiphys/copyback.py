@@ -12,7 +12,8 @@ in MuJoCo's canonical form: frames flattened, radians, quaternions.
 the user wrote it. It compiles ``spec`` again and writes an attribute only where ``m``'s
 value differs from that compile, in the element's own terms: inside its ``<frame>``
 elements, in degrees where ``<compiler angle="degree">`` says so, a quaternion in place
-of euler/axisangle/xyaxes/zaxis, pos/quat/size in place of a geom's or site's ``fromto``
+of euler/axisangle/xyaxes/zaxis (an axisangle where the default class gives one of
+those: it would beat a quat), pos/quat/size in place of a geom's or site's ``fromto``
 (an element's own ``fromto="nan ..."`` hides one its default class gives, as in MuJoCo),
 a mesh geom's pose before its mesh's offset, a ``<freejoint>`` or actuator shortcut that
 must take a parameter it has no attribute for as the ``<joint type="free">`` or
@@ -191,12 +192,26 @@ class _CopyBack:
         ipos, iquat = rot.frame_invert(frame[0], frame[1])
         return rot.frame_accum(ipos, iquat, pos, quat)
 
-    @staticmethod
-    def set_quat(el, quat):
+    def set_quat(self, el, quat):
+        """Give ``el`` the orientation ``quat``: a quat attribute in place of its own
+        alternative (euler, axisangle, ...); an axisangle where its default class gives
+        an alternative, which would beat a quat (as in MuJoCo)."""
         for k in _ORIENT_ALT:
             if el.get_attr(k) is not None:
                 el.set(k, None)
-        el.set("quat", _txt(quat))
+        inherited = el.tag in ("geom", "site", "camera") and any(
+            self.walk.builder._attrs(el, el.tag, self.walk.childclass.get(id(el))).text(k)
+            is not None for k in _ORIENT_ALT)
+        if not inherited:
+            el.set("quat", _txt(quat))
+            return
+        q = np.asarray(quat, dtype=np.float64)
+        q = q / np.linalg.norm(q)
+        n = float(np.linalg.norm(q[1:]))
+        axis = q[1:] / n if n > 0 else np.array([0.0, 0.0, 1.0])
+        angle = 2.0 * math.atan2(n, float(q[0]))
+        el.set("quat", None)
+        el.set("axisangle", _txt(np.append(axis, self.angle(angle))))
 
     def angle(self, values):
         return np.asarray(values) * (180.0 / math.pi) if self.ctx.degree else values

@@ -112,6 +112,13 @@ class TreeBuilder:
             raise a.error(f"multiple orientation specifiers: {', '.join(explicit)}",
                           explicit[1])
         kind = explicit[0] if explicit else (given[-1] if given else None)
+        if kind == "quat":
+            # MuJoCo keeps an alternative (euler, axisangle, ...) apart from the quat,
+            # and an alternative resolved at compile time replaces the quat: one a
+            # default class gives beats the element's own quat
+            inherited = [k for k in given if k != "quat"]
+            if inherited:
+                kind = inherited[-1]
         # conversions in MuJoCo's order of operations (ResolveOrientation), so that
         # frames come out with the same bits (see rot.eig3 for why bits matter)
         if kind is None or kind == "quat":
