@@ -365,6 +365,7 @@ CORPUS = (
     "dmc/finger.xml",  # <frame>, position actuators, sensors
     "dmc/fish.xml",  # position actuators, ellipsoids, tendons
     "dmc/swimmer.xml",  # <frame> with childclass
+    "dmc/stacker.xml",  # sites whose default classes give euler (written as axisangle)
     "mjwarp/aloha_pot/scene.xml",  # Menagerie's ALOHA: meshes, position actuators, keys
     "robosuite/robots/ur5e/robot.xml",  # meshes
     "gymrobotics/hand/manipulate_block.xml",  # tendons, position actuators, meshes
