@@ -152,6 +152,10 @@ def _slidercrank(m):
     return [u for u in range(m.nu) if m.actuator_trntype[u] == 2]
 
 
+def _tendons_with_armature(m):
+    return [t for t in range(m.ntendon) if m.tendon_armature[t] > 0]
+
+
 def _cutoff_sensors(m):
     return [s for s in range(m.nsensor) if m.sensor_cutoff[s] > 0]
 
@@ -260,7 +264,7 @@ _EDITS = (
     ("tendon_solref_fri", "scale", None),
     ("tendon_solimp_fri", "unit01", None),
     ("tendon_margin", "add", None),
-    ("tendon_armature", "add", None),
+    ("tendon_armature", "add", _tendons_with_armature),  # (not with geom wrapping)
     ("tendon_frictionloss", "add", None),
     ("tendon_rgba", "unit01", None),
     ("actuator_forcerange", "widen", _forcelimited),
