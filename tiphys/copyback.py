@@ -487,8 +487,8 @@ class _CopyBack:
                                         self.walk.childclass.get(id(el))).text("fromto")
         return text is not None and not text.split()[0].lower().startswith("nan")
 
-    def _pose(self, el, kind, i, pos, quat, mesh_pose=None):
-        """Write a geom's/site's/camera's compiled pose in the element's own terms."""
+    def _pose(self, el, pos, quat, mesh_pose=None):
+        """Write a geom's or site's compiled pose in the element's own terms."""
         frame = self.walk.frame.get(id(el))
         if mesh_pose is not None:  # compiled = frame * local * mesh offset
             mpos, mquat = rot.frame_invert(*mesh_pose)
@@ -527,7 +527,7 @@ class _CopyBack:
                     f"mesh '{el.get_attr('mesh')}': its size and pose come from the mesh")
             if pose_ch or (fromto and size_ch):
                 mesh_pose = (a.mesh_pos[mesh], a.mesh_quat[mesh]) if mesh >= 0 else None
-                self._pose(el, "geom", i, a.geom_pos[i], a.geom_quat[i], mesh_pose)
+                self._pose(el, a.geom_pos[i], a.geom_quat[i], mesh_pose)
             if size_ch or (fromto and pose_ch):
                 el.set("size", _txt(a.geom_size[i][:nsize]))
             names = {"geom_friction": "friction", "geom_solref": "solref",
@@ -552,7 +552,7 @@ class _CopyBack:
                 self.owned(el, "site", i, int(a.site_bodyid[i]))
             fromto = self._has_fromto(el)
             if pose_ch or (fromto and size_ch):
-                self._pose(el, "site", i, a.site_pos[i], a.site_quat[i])
+                self._pose(el, a.site_pos[i], a.site_quat[i])
             if size_ch or (fromto and pose_ch):
                 el.set("size", _txt(a.site_size[i][:nsize]))
             if rgba_ch:
