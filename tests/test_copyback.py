@@ -727,3 +727,27 @@ def test_copy_back_then_recompile_keeps_the_state(snippet):
     np.testing.assert_array_equal(d2.numpy("ctrl"), d.numpy("ctrl"))
     np.testing.assert_allclose(np.asarray(m2.arrays.dof_damping)[:6], 0.25)
     assert np.asarray(m2.arrays.actuator_gainprm)[0, 0] == 20.0
+
+
+def test_copy_back_visual(snippet):
+    """mj_copyBack copies the visual options too (tiphys.Model keeps <visual> as
+    nested dicts, ``m.vis``)."""
+    spec_mj = mujoco.MjSpec.from_file(snippet)
+    mjm = spec_mj.compile()
+    spec = tiphys.load_spec(snippet)
+    m = tiphys.compile_model(spec)
+    mjm.vis.map.znear, m.vis["map"]["znear"] = 0.02, 0.02
+    mjm.vis.global_.fovy, m.vis["global"]["fovy"] = 60.0, 60.0
+    mjm.vis.global_.offwidth, m.vis["global"]["offwidth"] = 800, 800
+    mjm.vis.headlight.diffuse, m.vis["headlight"]["diffuse"] = (0.2, 0.3, 0.4), \
+        (0.2, 0.3, 0.4)
+    ref = _compile_next_to(snippet, mujoco_copy_back_xml(spec_mj, mjm), "ref", "mujoco")
+    tiphys.copy_back(spec, m)
+    ours = _compile_next_to(snippet, spec.to_xml(), "ours", "mujoco")
+    ours_t = _compile_next_to(snippet, spec.to_xml(), "ours", "tiphys")
+    for model in (ref, ours):
+        assert model.vis.map.znear == pytest.approx(0.02)
+        assert model.vis.global_.fovy == 60.0 and model.vis.global_.offwidth == 800
+        np.testing.assert_allclose(model.vis.headlight.diffuse, (0.2, 0.3, 0.4), rtol=1e-6)
+    assert ours_t.vis["map"]["znear"] == 0.02 and ours_t.vis["global"]["offwidth"] == 800
+    assert ours_t.vis["headlight"]["diffuse"] == (0.2, 0.3, 0.4)

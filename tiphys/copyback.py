@@ -22,7 +22,7 @@ tiphys.recompile carries its state over). An attribute on an element beats its
 default class. Compiling ``spec.to_xml()`` with tiphys or MuJoCo then gives the model
 MuJoCo gets after mj_copyBack and mj_saveXML on its own spec (tests/test_copyback.py).
 
-Values are read from ``m.opt``, ``m.stat`` and the host copy ``m.arrays``: what
+Values are read from ``m.opt``, ``m.vis``, ``m.stat`` and the host copy ``m.arrays``: what
 ``tiphys.set_param`` writes, and, for the fields it does not take (materials, lights,
 keyframes, user data, ...), ``m.arrays`` as the user changed it.
 
@@ -219,6 +219,7 @@ class _CopyBack:
     # -- sections --------------------------------------------------------------------
     def run(self):
         self.option()
+        self.visual()
         self.statistic()
         self.bodies()
         self.joints()
@@ -273,6 +274,26 @@ class _CopyBack:
                 el.set(name, str(v))
             else:
                 el.set(name, repr(float(v)))
+
+    def visual(self):
+        changes = [(section, name, value)
+                   for section, table in self.m.vis.items()
+                   for name, value in table.items()
+                   if value != self.b.vis.get(section, {}).get(name)]
+        if not changes:
+            return
+        sections = self.spec.sections("visual")
+        vis = sections[-1] if sections else self.spec.root.add("visual")
+        for section, name, value in changes:
+            el = vis.first(section) or vis.add(section)
+            if isinstance(value, bool):
+                el.set(name, "true" if value else "false")
+            elif isinstance(value, (int, np.integer)):
+                el.set(name, str(int(value)))
+            elif isinstance(value, (tuple, list, np.ndarray)):
+                el.set(name, _txt(value))
+            else:
+                el.set(name, repr(float(value)))
 
     def statistic(self):
         new, old = self.m.stat, self.b.stat
