@@ -348,11 +348,13 @@ def compile_texture(a, read) -> Texture:
         else:
             rgb = builtin_cube(builtin, rgb1, rgb2, mark, markrgb, random, width)
         # MuJoCo writes the pattern with a stride of 3 bytes whatever nchannel is
-        data = np.zeros(nchannel * size, dtype=np.uint8)
         flat = rgb.reshape(-1)
+        if nchannel == 3:  # the pattern is the data (rgb: a new array, of this texture)
+            return Texture(ttype, colorspace, width, height, nchannel, flat)
+        data = np.zeros(nchannel * size, dtype=np.uint8)
         n = min(flat.size, data.size)
         data[:n] = flat[:n]
-        return _texture(ttype, colorspace, width, height, nchannel, data)
+        return Texture(ttype, colorspace, width, height, nchannel, data)
 
     fname = a.str("file")
     if fname:
