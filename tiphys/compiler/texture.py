@@ -65,6 +65,15 @@ def _byte(x) -> np.ndarray:
     return np.trunc(255.0 * np.asarray(x, dtype=np.float64)).astype(np.uint8)
 
 
+def _fill(img: np.ndarray, rgb) -> None:
+    """img[...] = rgb for a C-contiguous (..., width, 3) uint8 image. numpy broadcasts
+    a 3-byte colour pixel by pixel (about 1 ms for a 127-wide cube texture); one row
+    of the colour, tiled once and copied row by row, fills the same bytes ~20x faster."""
+    assert img.flags.c_contiguous  # (so that the reshape below is a view of img)
+    width = img.shape[-2]
+    img.reshape(-1, 3 * width)[:] = np.tile(np.asarray(rgb, np.uint8), width)
+
+
 def _interp(rgb1, rgb2, pos):
     """MuJoCo's sigmoid blend of two colours by pos in (-1, 1); pos may be an array.
     alpha = 0.5 * (1 + pos / sqrt(1 + pos^2) / (1 / sqrt(2))), clipped to [0, 1], then
@@ -209,7 +218,7 @@ def builtin_2d(builtin, rgb1, rgb2, mark, markrgb, random, width, height) -> np.
     elif builtin == BUILTIN_CHECKER:
         img[:] = _checker(_byte(rgb1), _byte(rgb2), width, height)
     elif builtin == BUILTIN_FLAT:
-        img[:] = _byte(rgb1)
+        _fill(img, _byte(rgb1))
     _marks(img, mark, markrgb, random, 1)
     return img
 
@@ -238,8 +247,8 @@ def builtin_cube(builtin, rgb1, rgb2, mark, markrgb, random, width) -> np.ndarra
         for k in range(6):
             faces[k] = _checker(b1, b2, w, w) if k < 4 else _checker(b2, b1, w, w)
     elif builtin == BUILTIN_FLAT:
-        faces[:] = _byte(rgb1)
-        faces[3] = _byte(rgb2)
+        _fill(faces, _byte(rgb1))
+        _fill(faces[3], _byte(rgb2))
     _marks(img, mark, markrgb, random, 6)
     return img
 
@@ -370,11 +379,13 @@ def compile_texture(a, read) -> Texture:
         else:
             rgb = builtin_cube(builtin, rgb1, rgb2, mark, markrgb, random, width)
         # MuJoCo writes the pattern with a stride of 3 bytes whatever nchannel is
-        data = np.zeros(nchannel * size, dtype=np.uint8)
         flat = rgb.reshape(-1)
+        if nchannel == 3:  # the pattern is the data (rgb: a new array, of this texture)
+            return Texture(ttype, colorspace, width, height, nchannel, flat)
+        data = np.zeros(nchannel * size, dtype=np.uint8)
         n = min(flat.size, data.size)
         data[:n] = flat[:n]
-        return _texture(ttype, colorspace, width, height, nchannel, data)
+        return Texture(ttype, colorspace, width, height, nchannel, data)
 
     fname = a.str("file")
     if fname:
@@ -414,7 +425,7 @@ def compile_texture(a, read) -> Texture:
             loaded[face] = True
         for face in range(6):
             if not loaded[face]:
-                faces[face] = _byte(rgb1)
+                _fill(faces[face], _byte(rgb1))
         data = np.zeros(nchannel * 6 * size * size, dtype=np.uint8)
         data[:faces.size] = faces.reshape(-1)[:data.size]
         return _texture(ttype, colorspace, size, 6 * size, nchannel, data)
