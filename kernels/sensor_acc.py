@@ -680,8 +680,8 @@ def _tactile_shapes(m, tactile):
               if gtype[g] == GEOM_MESH and dataid[g] >= 0 and octadr[dataid[g]] >= 0]
     if octree and ti.lang.impl.current_cfg().arch in (ti.vulkan, ti.metal):
         raise NotImplementedError("sensor_acc: tactile sensors near mesh geoms with "
-                                  "octrees on SPIR-V backends (Vulkan, Metal), as octree "
-                                  "collisions (kernels/collide_sdf.py)")
+                                  "octrees on SPIR-V backends (Vulkan, Metal): not checked "
+                                  "against the CPU there yet")
     for g in octree:
         shape[g] = octadr[dataid[g]]
     return shape, bool(octree)
