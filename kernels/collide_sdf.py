@@ -22,6 +22,12 @@ MuJoCo:
   along the normal, in the world frame; at most one contact per start point (and at
   most mjMAXCONPAIR). The margin is not used (MuJoCo's mjc_SDF ignores it).
 
+The work runs in two passes (narrow_sdf): one thread per start point does its
+descent and stores the result, then one thread per world takes each pair's results in
+start order as above. The arithmetic is that of one loop over the start points, so
+results do not change with the split; no thread runs a long loop (Mesa's lavapipe cuts
+a thread's loops after 65535 iterations in all).
+
 The distances and gradients of primitive geoms are MuJoCo's (geomDistance /
 geomGradient: boxes inside use a radial field that turns into the face normals), those
 of plugin shapes come from kernels/sdf.py. The descent is sensitive to rounding (the
@@ -475,17 +481,14 @@ def _contact_point(worldid, s, x0, niter, rays: ti.template(), meshes: ti.templa
 
 
 @ti.func
-def _sdf_pair(worldid, cand, g1, g2, ninit, niter, record: ti.template(),
-              best: ti.template(), geom_type: ti.template(),
-              geom_size: ti.template(), geom_aabb: ti.template(), sdf_kind: ti.template(),
-              sdf_attr: ti.template(), sdf_oct: ti.template(), geom_xpos: ti.template(),
-              geom_xmat: ti.template(), points: ti.template(), row, rays: ti.template(),
-              meshes: ti.template(), octs: ti.template(), ncon: ti.template(),
-              contact_dist: ti.template(), contact_pos: ti.template(),
-              contact_frame: ti.template(), contact_key: ti.template()):
-    """mjc_SDF for the pair (g1, g2) of world ``worldid``: its contacts emitted with
-    keys of candidate ``cand``, or with ``record`` only the deepest one below
-    best.dist kept in ``best`` (mj_geomDistance)."""
+def _pair_setup(worldid, g1, g2, geom_type: ti.template(), geom_size: ti.template(),
+                geom_aabb: ti.template(), sdf_kind: ti.template(), sdf_attr: ti.template(),
+                sdf_oct: ti.template(), geom_xpos: ti.template(), geom_xmat: ti.template()):
+    """mjc_SDF's set-up for the pair (g1, g2) of world ``worldid``: whether the boxes
+    overlap, their intersection (lo, hi) in g1's frame, the pair for _pair_eval, the two
+    maps a start point takes (g1's frame to itself, then into g2's: MuJoCo's round trip)
+    and g2's pose (quat2, pos2) that contacts are reported in. Both passes (_descend,
+    _accept) compute it, with the same arithmetic."""
     sw = worldid % geom_size.shape[0]
     pos1 = geom_xpos[worldid, g1]
     pos2 = geom_xpos[worldid, g2]
@@ -510,29 +513,72 @@ def _sdf_pair(worldid, cand, g1, g2, ninit, niter, record: ti.template(),
             hi2[k] = ti.max(hi2[k], v[k])
     lo = ti.Vector([ti.max(lo1[k], lo2[k]) for k in ti.static(range(3))])
     hi = ti.Vector([ti.min(hi1[k], hi2[k]) for k in ti.static(range(3))])
-    if not (hi[0] < lo[0] or hi[1] < lo[1] or hi[2] < lo[2]):
-        s = _new_pair(g2, geom_type[g2], geom_size[sw, g2], sdf_kind[g2], sdf_attr[g2],
-                      sdf_oct[g2], g1, geom_type[g1], geom_size[sw, g1], sdf_kind[g1],
-                      sdf_attr[g1], sdf_oct[g1], offset21, rotation21)
+    overlap = not (hi[0] < lo[0] or hi[1] < lo[1] or hi[2] < lo[2])
+    s = _new_pair(g2, geom_type[g2], geom_size[sw, g2], sdf_kind[g2], sdf_attr[g2],
+                  sdf_oct[g2], g1, geom_type[g1], geom_size[sw, g1], sdf_kind[g1],
+                  sdf_attr[g1], sdf_oct[g1], offset21, rotation21)
+    return overlap, lo, hi, s, rotation2, offset2, rotation12, offset12, quat2, pos2
+
+
+@ti.func
+def _descend(worldid, slot, start, g1, g2, niter, geom_type: ti.template(),
+             geom_size: ti.template(), geom_aabb: ti.template(), sdf_kind: ti.template(),
+             sdf_attr: ti.template(), sdf_oct: ti.template(), geom_xpos: ti.template(),
+             geom_xmat: ti.template(), descents: ti.template(), rays: ti.template(),
+             meshes: ti.template(), octs: ti.template()):
+    """mjc_SDF's descent from start point ``start`` of the pair (g1, g2): the Halton
+    point over the boxes' intersection, _contact_point from it, and its result (distance,
+    point, gradient) stored in descents[worldid, slot, start] (nothing when the boxes do
+    not overlap)."""
+    overlap, lo, hi, s, rotation2, offset2, rotation12, offset12, _q, _p = _pair_setup(
+        worldid, g1, g2, geom_type, geom_size, geom_aabb, sdf_kind, sdf_attr, sdf_oct,
+        geom_xpos, geom_xmat)
+    if overlap:
+        x = ti.Vector([lo[0] + (hi[0] - lo[0]) * _halton(start, 2),
+                       lo[1] + (hi[1] - lo[1]) * _halton(start, 3),
+                       lo[2] + (hi[2] - lo[2]) * _halton(start, 5)])
+        y = _mat_vec(rotation2, x) + offset2
+        x = _mat_vec(rotation12, y) + offset12
+        dist, x, grad = _contact_point(worldid, s, x, niter, rays, meshes, octs)
+        descents[worldid, slot, start] = ti.Vector([dist, x[0], x[1], x[2], grad[0],
+                                                    grad[1], grad[2]])
+
+
+@ti.func
+def _accept(worldid, cand, slot, g1, g2, ninit, record: ti.template(), best: ti.template(),
+            geom_type: ti.template(), geom_size: ti.template(), geom_aabb: ti.template(),
+            sdf_kind: ti.template(), sdf_attr: ti.template(), sdf_oct: ti.template(),
+            geom_xpos: ti.template(), geom_xmat: ti.template(), descents: ti.template(),
+            points: ti.template(), ncon: ti.template(), contact_dist: ti.template(),
+            contact_pos: ti.template(), contact_frame: ti.template(),
+            contact_key: ti.template()):
+    """mjc_SDF's contacts of the pair (g1, g2) from its descents (_descend), in start
+    order: a point that ended inside both geoms (distance <= 0) and is new (no earlier
+    accepted point within mjMINVAL) is a contact, at most MAXCONPAIR of them; emitted with
+    keys of candidate ``cand``, or with ``record`` only the deepest one below best.dist
+    kept in ``best`` (mj_geomDistance). The accepted points so far are kept in the
+    world's row of ``points``."""
+    overlap, _lo, _hi, _s, _r2, _o2, _r12, _o12, quat2, pos2 = _pair_setup(
+        worldid, g1, g2, geom_type, geom_size, geom_aabb, sdf_kind, sdf_attr, sdf_oct,
+        geom_xpos, geom_xmat)
+    if overlap:
         cnt = 0
         for start in range(ninit):
-            x = ti.Vector([lo[0] + (hi[0] - lo[0]) * _halton(start, 2),
-                           lo[1] + (hi[1] - lo[1]) * _halton(start, 3),
-                           lo[2] + (hi[2] - lo[2]) * _halton(start, 5)])
-            y = _mat_vec(rotation2, x) + offset2
-            x = _mat_vec(rotation12, y) + offset12
-            dist, x, grad = _contact_point(worldid, s, x, niter, rays, meshes, octs)
+            r = descents[worldid, slot, start]
+            dist = r[0]
+            x = ti.Vector([r[1], r[2], r[3]])
+            grad = ti.Vector([r[4], r[5], r[6]])
             known = False
-            for i in range(MAXCONPAIR):  # (a fixed trip count: see _narrow_sdf)
+            for i in range(MAXCONPAIR):  # (a fixed trip count)
                 if i < cnt:
-                    q = points[row, i]
+                    q = points[worldid, i]
                     d0 = x[0] - q[0]
                     d1 = x[1] - q[1]
                     d2 = x[2] - q[2]
                     if ti.sqrt(d0 * d0 + d1 * d1 + d2 * d2) < MINVAL:
                         known = True
             if not dist > 0 and not known and cnt < MAXCONPAIR:
-                points[row, cnt] = x
+                points[worldid, cnt] = x
                 normal = _rot_vec_quat(-grad, quat2)
                 pos = _rot_vec_quat(x, quat2) + pos2
                 pos = pos + normal * (-dist / 2)
@@ -549,11 +595,30 @@ def _sdf_pair(worldid, cand, g1, g2, ninit, niter, record: ti.template(),
                 cnt += 1
 
 
+@ti.func
+def _slot_pair(worldid, k, override: ti.template(), o_margin, cand_geom: ti.template(),
+               cand_pair: ti.template(), lists: ti.template(), counts: ti.template(),
+               all_lists: ti.template(), geom_type: ti.template(),
+               geom_rbound: ti.template(), geom_margin: ti.template(),
+               pair_margin_arr: ti.template(), geom_xpos: ti.template(),
+               geom_xmat: ti.template(), world_mask: ti.template()):
+    """(cand, g1, g2, live) of the world's k-th SDF candidate: live when it exists, its
+    bounding spheres are near and g1 is no height field (mjc_HFieldSDF: no contacts, as
+    in MuJoCo 3.4.0)."""
+    cand, g1, g2, live = 0, 0, 0, False
+    if k < list_count(worldid, KIND_SDF, counts, world_mask):
+        cand = list_entry(worldid, KIND_SDF, k, lists, counts, all_lists)
+        g1, g2, _, near = near_pair(worldid, cand, cand_geom, cand_pair, geom_type,
+                                    geom_rbound, geom_margin, pair_margin_arr, geom_xpos,
+                                    geom_xmat, override, o_margin)
+        live = near and geom_type[g1] != GEOM_HFIELD
+    return cand, g1, g2, live
+
+
 @ti.kernel
-def _narrow_sdf(
+def _narrow_sdf_descend(
     override: ti.template(), meshes: ti.template(), octrees: ti.template(),
-    o_margin: float, ninit: ti.i32,
-    niter: ti.i32,
+    o_margin: float, niter: ti.i32, slot0: ti.i32,
     # candidates: lists[l, KIND_SDF, k] for k < counts[l, KIND_SDF], l = world or 0
     cand_geom: ND, cand_pair: ND, lists: ND, counts: ND, all_lists: ND,
     # model
@@ -563,32 +628,53 @@ def _narrow_sdf(
     oct_child: ND, oct_aabb: ND, oct_coeff: ND,
     # meshes (mjc_MeshSDF's rays: ray.py's tables)
     geom_int: ND, mesh_vert: ND, tri_vert: ND, bvh_box: ND, bvh_node: ND,
-    # scratch: the pair's contact points so far, per world
-    points: ND,
     # data
     geom_xpos: ND, geom_xmat: ND, world_mask: ND,
+    # out: per (world, candidate slot - slot0, start point) the descent's result
+    descents: ND,
+):
+    for worldid, slot, start in ti.ndrange(geom_xpos.shape[0], descents.shape[1],
+                                           descents.shape[2]):
+        _, g1, g2, live = _slot_pair(worldid, slot0 + slot, override, o_margin, cand_geom,
+                                     cand_pair, lists, counts, all_lists, geom_type,
+                                     geom_rbound, geom_margin, pair_margin_arr, geom_xpos,
+                                     geom_xmat, world_mask)
+        if live:
+            _descend(worldid, slot, start, g1, g2, niter, geom_type, geom_size, geom_aabb,
+                     sdf_kind, sdf_attr, sdf_oct, geom_xpos, geom_xmat, descents,
+                     (geom_int, geom_size, geom_xpos, geom_xmat, mesh_vert, tri_vert,
+                      bvh_box, bvh_node), meshes, (octrees, oct_child, oct_aabb, oct_coeff))
+
+
+@ti.kernel
+def _narrow_sdf_emit(
+    override: ti.template(), o_margin: float, slot0: ti.i32,
+    cand_geom: ND, cand_pair: ND, lists: ND, counts: ND, all_lists: ND,
+    # model
+    geom_type: ND, geom_size: ND, geom_aabb: ND, geom_rbound: ND, geom_margin: ND,
+    pair_margin_arr: ND, sdf_kind: ND, sdf_attr: ND, sdf_oct: ND,
+    # data
+    geom_xpos: ND, geom_xmat: ND, world_mask: ND, descents: ND, points: ND,
     ncon: ND, contact_dist: ND, contact_pos: ND, contact_frame: ND, contact_key: ND,
 ):
-    nworld = geom_xpos.shape[0]
-    # (one thread per world, its candidates in turn: with the other narrowphases'
-    # (world, lane) threads, lavapipe's SPIR-V lost a pair's contacts after its second)
-    for worldid in range(nworld):
-        n = list_count(worldid, KIND_SDF, counts, world_mask)
-        for k in range(n):
-            cand = list_entry(worldid, KIND_SDF, k, lists, counts, all_lists)
-            g1, g2, margin, near = near_pair(worldid, cand, cand_geom, cand_pair, geom_type,
-                                             geom_rbound, geom_margin, pair_margin_arr,
-                                             geom_xpos, geom_xmat, override, o_margin)
-            # (mjc_HFieldSDF: no contacts, as in MuJoCo 3.4.0)
-            if near and geom_type[g1] != GEOM_HFIELD:
+    # (one thread per world, its candidates in order: the redo pass of worlds whose
+    # emission buffer overflowed needs that order; and on lavapipe a (world, lane)
+    # variant whose threads walked their candidates in a while loop stopped after a
+    # pair's second or third start point)
+    nslot = descents.shape[1]
+    for worldid in range(geom_xpos.shape[0]):
+        for slot in range(nslot):
+            cand, g1, g2, live = _slot_pair(worldid, slot0 + slot, override, o_margin,
+                                            cand_geom, cand_pair, lists, counts, all_lists,
+                                            geom_type, geom_rbound, geom_margin,
+                                            pair_margin_arr, geom_xpos, geom_xmat,
+                                            world_mask)
+            if live:
                 best = _new_best(0.0)  # (unused: contacts are emitted)
-                _sdf_pair(worldid, cand, g1, g2, ninit, niter, False, best, geom_type,
-                          geom_size, geom_aabb, sdf_kind, sdf_attr, sdf_oct, geom_xpos,
-                          geom_xmat, points, worldid,
-                          (geom_int, geom_size, geom_xpos, geom_xmat, mesh_vert,
-                           tri_vert, bvh_box, bvh_node), meshes,
-                          (octrees, oct_child, oct_aabb, oct_coeff), ncon,
-                          contact_dist, contact_pos, contact_frame, contact_key)
+                _accept(worldid, cand, slot, g1, g2, descents.shape[2], False, best,
+                        geom_type, geom_size, geom_aabb, sdf_kind, sdf_attr, sdf_oct,
+                        geom_xpos, geom_xmat, descents, points, ncon, contact_dist,
+                        contact_pos, contact_frame, contact_key)
 
 
 def geom_octrees(arrays):
@@ -619,13 +705,9 @@ def geom_octrees(arrays):
     return root
 
 
-def sdf_arrays(m, d):
-    """Per geom, its SDF plugin's shape (kernels/sdf.py kind, -1 for other geoms), its
-    attributes (defaults applied) and the root of the octree it is evaluated on
-    (geom_octrees), as device arrays made once per Model and Data."""
-    have = d.scratch.sdf_geom
-    if have is not None and have[0] is m.arrays:
-        return have[1:4]
+def sdf_shapes(m):
+    """Per geom (at least one entry), its SDF plugin's shape (kernels/sdf.py kind, -1
+    for other geoms) and its attributes (defaults applied), as numpy arrays."""
     import numpy as np
 
     ngeom = int(m.ngeom)
@@ -635,6 +717,19 @@ def sdf_arrays(m, d):
         for g, (shape, values) in getattr(plugin, "sdf_geoms", {}).items():
             kind[g] = shape
             attr[g] = values
+    return kind, attr
+
+
+def sdf_arrays(m, d):
+    """Per geom, its SDF plugin's shape (kernels/sdf.py kind, -1 for other geoms), its
+    attributes (defaults applied) and the root of the octree it is evaluated on
+    (geom_octrees), as device arrays made once per Model and Data."""
+    have = d.scratch.sdf_geom
+    if have is not None and have[0] is m.arrays:
+        return have[1:4]
+    import numpy as np
+
+    kind, attr = sdf_shapes(m)
     root = geom_octrees(m.arrays)
     from .config import float_dtype
     kind_arr = d.scratch.tag(ti.ndarray(ti.i32, shape=kind.shape))
@@ -650,9 +745,10 @@ def sdf_arrays(m, d):
 
 def _mesh_pairs(m, pairs) -> bool:
     """Whether mesh-sdf pairs are collided (a collision plan's candidates, or a set of
-    two geoms): only then is the mesh's ray casting compiled in. On SPIR-V (Vulkan,
-    Metal) the ray's BVH stack, a dynamically indexed local array, corrupted the other
-    pairs' descent on lavapipe: those backends refuse mesh-sdf pairs."""
+    two geoms): only then is the mesh's ray casting compiled in. (Vulkan once refused
+    them: lavapipe lost contacts, which was its loop limit cutting a thread that ran all
+    of a world's descents, see narrow_sdf; on the corpus' mesh.xml lavapipe's f32
+    contacts now equal the CPU's.)"""
     import numpy as np
     cached = getattr(pairs, "sdf_meshes", None)
     if cached is not None:
@@ -665,9 +761,6 @@ def _mesh_pairs(m, pairs) -> bool:
     else:
         found = bool(any(int(gtype[g1]) == GEOM_MESH and int(gtype[g2]) == GEOM_SDF
                          for g1, g2, _ in pairs.cand_host if g2 >= 0))
-    if found and ti.lang.impl.current_cfg().arch in (ti.vulkan, ti.metal):
-        raise NotImplementedError("collision: mesh-sdf pairs on SPIR-V backends (Vulkan, "
-                                  "Metal)")
     if not isinstance(pairs, set):
         pairs.sdf_meshes = found  # (once per collision plan)
     return found
@@ -676,15 +769,9 @@ def _mesh_pairs(m, pairs) -> bool:
 def _octree_pairs(m, d) -> bool:
     """Whether the model has geoms evaluated on octrees (geom_octrees): only then is
     the octree's code compiled in (on lavapipe's SPIR-V its presence alone moved the
-    plugin shapes' f32 descent). SPIR-V backends (Vulkan, Metal) refuse such models:
-    on lavapipe the octree descent lost about a quarter of the contacts that the CPU
-    finds in f32 (tests/test_collide_octree_sdf.py)."""
+    plugin shapes' f32 descent)."""
     sdf_arrays(m, d)
-    found = d.scratch.sdf_geom[4]
-    if found and ti.lang.impl.current_cfg().arch in (ti.vulkan, ti.metal):
-        raise NotImplementedError("collision: sdf geoms on mesh octrees (sdf geoms without "
-                                  "a plugin) on SPIR-V backends (Vulkan, Metal)")
-    return found
+    return d.scratch.sdf_geom[4]
 
 
 def _ray_tables(m) -> dict:
@@ -695,10 +782,29 @@ def _ray_tables(m) -> dict:
             "bvh_node": t.bvh_node}
 
 
+DESCENT_ENTRIES = 1 << 20  # descents scratch entries (7 floats each) to aim for, at most
+
+
+def _descents(d, nslot, ninit):
+    """The descents scratch: per (world, candidate slot, start point) the distance,
+    point and gradient of one start's descent (_descend), read by _accept. Sized for
+    ``nslot`` slots, or as many as keep it near DESCENT_ENTRIES entries (then the
+    candidates run in chunks of that many slots); returns (array, slots per chunk)."""
+    chunk = int(max(1, min(nslot, DESCENT_ENTRIES // max(1, d.nworld * ninit))))
+    shape = (d.nworld, chunk, max(1, ninit))
+    if d.scratch.sdf_descents is None:
+        d.scratch.sdf_descents = {}
+    arr = d.scratch.sdf_descents.get(shape)
+    if arr is None:
+        from .config import float_dtype
+        arr = d.scratch.sdf_descents[shape] = d.scratch.tag(
+            ti.Vector.ndarray(7, float_dtype(), shape=shape))
+    return arr, chunk
+
+
 def _points(d):
-    """The per-world contact points scratch (global rather than a local array: SPIR-V
-    lost writes to dynamically indexed local arrays in loops, and lavapipe compiles
-    those slowly: tests/spirv.py)."""
+    """The per-world contact points scratch of _accept (one thread per world walks its
+    pairs in turn)."""
     points = d.scratch.sdf_points
     if points is None:
         from .config import float_dtype
@@ -708,7 +814,15 @@ def _points(d):
 
 
 def narrow_sdf(m, d, plan, sweep):
-    """SDF pairs of the worlds in ``sweep.mask`` (one launch), as mjc_SDF.
+    """SDF pairs of the worlds in ``sweep.mask``, as mjc_SDF, in two launches: every
+    start point's descent (_narrow_sdf_descend: one thread per world, candidate and
+    start point), then each pair's contacts from its descents in start order
+    (_narrow_sdf_emit: one thread per world, over its candidates in order); in chunks
+    of candidates where the descents scratch would be large (_descents). No thread runs
+    long loops: Mesa's lavapipe cuts a thread's loops after 65535 iterations in all
+    (solver.loop_limit), and one thread per world running every descent of its pairs
+    passed that (the gem octree against a sphere, 40 start points: the 37th start
+    point's descent was cut, and the contacts of the later ones lost).
 
     Reads geom_xpos/geom_xmat and the model's geom, pair and plugin fields; appends
     contacts (dist, pos, normal, sort key) like kernels/collision.py's ``emit``
@@ -716,40 +830,57 @@ def narrow_sdf(m, d, plan, sweep):
     if plan.sdf_count == 0:
         return
     opt = m.opt
-    lists, counts, _, all_lists = sweep.lists  # (one thread per world: no lanes)
+    lists, counts, _, all_lists = sweep.lists  # (one emitting thread per world)
+    # candidate slots: the model's SDF candidates, or the dynamic broadphase's list
+    nslot = int(lists.shape[2]) if plan.dynamic else int(plan.sdf_count)
+    ninit = int(opt.sdf_initpoints)
+    if ninit <= 0:
+        return
     dist, pos, frame, key = sweep.emit
     kind, attr, root = sdf_arrays(m, d)
-    points = _points(d)
+    descents, chunk = _descents(d, nslot, ninit)
+    common = dict(override=bool(opt.enabled("override")), o_margin=float(opt.o_margin),
+                  cand_geom=sweep.cand[0], cand_pair=sweep.cand[1], lists=lists,
+                  counts=counts, all_lists=all_lists, pair_margin_arr=m.pair_margin,
+                  sdf_kind=kind, sdf_attr=attr, sdf_oct=root, world_mask=sweep.mask,
+                  descents=descents)
+    meshes, octrees = _mesh_pairs(m, plan), _octree_pairs(m, d)
     with _light_compile():
-        launch(_narrow_sdf, m, d, override=bool(opt.enabled("override")),
-               meshes=_mesh_pairs(m, plan), octrees=_octree_pairs(m, d),
-               o_margin=float(opt.o_margin),
-               ninit=int(opt.sdf_initpoints), niter=int(opt.sdf_iterations),
-               cand_geom=sweep.cand[0], cand_pair=sweep.cand[1], lists=lists,
-               counts=counts, all_lists=all_lists, pair_margin_arr=m.pair_margin,
-               sdf_kind=kind, sdf_attr=attr, sdf_oct=root, points=points,
-               **_ray_tables(m),
-               world_mask=sweep.mask, contact_dist=dist, contact_pos=pos,
-               contact_frame=frame, contact_key=key)
+        for slot0 in range(0, nslot, chunk):
+            launch(_narrow_sdf_descend, m, d, meshes=meshes, octrees=octrees,
+                   niter=int(opt.sdf_iterations), slot0=slot0, **_ray_tables(m), **common)
+            launch(_narrow_sdf_emit, m, d, slot0=slot0, points=_points(d),
+                   contact_dist=dist, contact_pos=pos, contact_frame=frame,
+                   contact_key=key, **common)
+
+
+@ti.kernel
+def _sdf_distance_descend(
+    meshes: ti.template(), octrees: ti.template(), g1: ti.i32, g2: ti.i32, niter: ti.i32,
+    geom_type: ND, geom_size: ND, geom_aabb: ND, sdf_kind: ND, sdf_attr: ND, sdf_oct: ND,
+    oct_child: ND, oct_aabb: ND, oct_coeff: ND,
+    geom_int: ND, mesh_vert: ND, tri_vert: ND, bvh_box: ND, bvh_node: ND,
+    geom_xpos: ND, geom_xmat: ND, descents: ND,
+):
+    for worldid, start in ti.ndrange(geom_xpos.shape[0], descents.shape[2]):
+        _descend(worldid, 0, start, g1, g2, niter, geom_type, geom_size, geom_aabb,
+                 sdf_kind, sdf_attr, sdf_oct, geom_xpos, geom_xmat, descents,
+                 (geom_int, geom_size, geom_xpos, geom_xmat, mesh_vert, tri_vert, bvh_box,
+                  bvh_node), meshes, (octrees, oct_child, oct_aabb, oct_coeff))
 
 
 @ti.kernel
 def _sdf_distance(
-    meshes: ti.template(), octrees: ti.template(), g1: ti.i32, g2: ti.i32, flip: ti.i32,
-    distmax: float, ninit: ti.i32, niter: ti.i32,
+    g1: ti.i32, g2: ti.i32, flip: ti.i32, distmax: float, ninit: ti.i32,
     geom_type: ND, geom_size: ND, geom_aabb: ND, sdf_kind: ND, sdf_attr: ND, sdf_oct: ND,
-    oct_child: ND, oct_aabb: ND, oct_coeff: ND, points: ND,
-    geom_int: ND, mesh_vert: ND, tri_vert: ND, bvh_box: ND, bvh_node: ND,
-    geom_xpos: ND, geom_xmat: ND, dist_out: ND, fromto_out: ND,
+    geom_xpos: ND, geom_xmat: ND, descents: ND, points: ND, dist_out: ND, fromto_out: ND,
     ncon: ND, contact_dist: ND, contact_pos: ND, contact_frame: ND, contact_key: ND,
 ):
     for worldid in range(geom_xpos.shape[0]):
         best = _new_best(distmax)
-        _sdf_pair(worldid, -1, g1, g2, ninit, niter, True, best, geom_type, geom_size,
-                  geom_aabb, sdf_kind, sdf_attr, sdf_oct, geom_xpos, geom_xmat, points,
-                  worldid, (geom_int, geom_size, geom_xpos, geom_xmat, mesh_vert, tri_vert,
-                            bvh_box, bvh_node), meshes, (octrees, oct_child, oct_aabb, oct_coeff),
-                  ncon, contact_dist, contact_pos, contact_frame, contact_key)
+        _accept(worldid, -1, 0, g1, g2, ninit, True, best, geom_type, geom_size,
+                geom_aabb, sdf_kind, sdf_attr, sdf_oct, geom_xpos, geom_xmat, descents,
+                points, ncon, contact_dist, contact_pos, contact_frame, contact_key)
         fromto = ti.Vector.zero(float, 6)
         if best.n > 0:
             sign = -1.0 if flip else 1.0
@@ -764,14 +895,19 @@ def _sdf_distance(
 def sdf_pair_distance(m, d, g1, g2, flip, distmax, dist, fromto):
     """geom_distance for an sdf pair (geoms ordered by type, the sdf second): MuJoCo
     calls mjc_SDF (which ignores the margin: only overlaps give contacts) and keeps
-    the deepest contact below distmax. Writes ``dist`` (nworld,) and ``fromto``
-    (nworld, 6 vectors)."""
+    the deepest contact below distmax (the descents and then the pair's contacts, as
+    narrow_sdf). Writes ``dist`` (nworld,) and ``fromto`` (nworld, 6 vectors)."""
     opt = m.opt
     kind, attr, root = sdf_arrays(m, d)
+    ninit = max(0, int(opt.sdf_initpoints))
+    descents, _ = _descents(d, 1, ninit)
+    common = dict(g1=int(g1), g2=int(g2), sdf_kind=kind, sdf_attr=attr, sdf_oct=root,
+                  descents=descents)
     with _light_compile():
-        launch(_sdf_distance, m, d, meshes=_mesh_pairs(m, {g1, g2}),
-               octrees=_octree_pairs(m, d), g1=int(g1),
-               g2=int(g2), flip=int(flip),
-               distmax=float(distmax), ninit=int(opt.sdf_initpoints),
-               niter=int(opt.sdf_iterations), sdf_kind=kind, sdf_attr=attr,
-               sdf_oct=root, points=_points(d), **_ray_tables(m), dist_out=dist, fromto_out=fromto)
+        if ninit > 0:
+            launch(_sdf_distance_descend, m, d, meshes=_mesh_pairs(m, {g1, g2}),
+                   octrees=_octree_pairs(m, d), niter=int(opt.sdf_iterations),
+                   **_ray_tables(m), **common)
+        launch(_sdf_distance, m, d, points=_points(d), flip=int(flip),
+               distmax=float(distmax), ninit=ninit, dist_out=dist, fromto_out=fromto,
+               **common)

@@ -32,6 +32,8 @@ SCRATCH = {
                  "one device array: multiccd.py's pack_poly_ints) (collide_convex.py)",
     "sdf_geom": "(model arrays, each geom's SDF plugin shape and attributes) "
                 "(collide_sdf.py)",
+    "sdf_descents": "{shape: array}: per (world, candidate slot, start point) the "
+                    "result of one SDF descent (collide_sdf.py)",
     "sdf_points": "per world, the contact points of its SDF pair so far "
                   "(collide_sdf.py)",
     "efc_adr": "(rows then first row, sparse row width) of every constraint element "

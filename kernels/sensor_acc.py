@@ -49,7 +49,7 @@ from .consts import (CNSTR_LIMIT_JOINT, CNSTR_LIMIT_TENDON, CONE_PYRAMIDAL, GEOM
 from .math import inside_geom, mul_mat_t, normalize3, quat2mat, rot_vec_quat, transform_motion
 from .ray import ray_primitive
 from .rne_post import contact_force_local, rne_post_constraint
-from .sdf import sdf_distance
+from .sdf import oct_eval, sdf_distance
 from .sensor import clip_sensor, plugin_sensors, sensor_plan, sensor_user
 
 ND = ti.types.ndarray()
@@ -528,13 +528,16 @@ def _add_unique(worldid, t, geomid, tac_geom: ti.template(), tac_ngeom: ti.templ
 
 @ti.kernel
 def _tactile(
+    octrees: ti.template(),
     # model
     tactile_ids: ND, taxel_sensor: ND, taxel_vert: ND, acc_int: ND, sensor_cutoff: ND,
     body_rootid: ND, body_weldid: ND, geom_type: ND, geom_bodyid: ND, geom_size: ND,
     geom_dataid: ND, mesh_vertadr: ND, mesh_vertnum: ND, mesh_normaladr: ND, mesh_vert: ND,
     mesh_normal: ND, mesh_quat: ND, mesh_pos: ND,
-    # sdf geoms' plugin shapes (kernels/collide_sdf.py's sdf_arrays)
-    sdf_kind: ND, sdf_attr: ND,
+    # per geom, the shape it is evaluated on (_tactile_shapes: an sdf geom's plugin
+    # shape, a mesh geom's octree root, else -1), the plugin shapes' attributes
+    # (kernels/collide_sdf.py's sdf_arrays) and the octrees
+    tac_shape: ND, sdf_attr: ND, oct_child: ND, oct_aabb: ND, oct_coeff: ND,
     # data in
     geom_xpos: ND, geom_xmat: ND, subtree_com: ND, cvel: ND, ncon: ND, contact_geom: ND,
     # scratch: per (world, tactile sensor) the geoms touching its body, in order
@@ -550,8 +553,10 @@ def _tactile(
     |relative velocity . tangent| (the vertex's normal and tangents rotated by
     mesh_quat); other taxels read 0. Distances of primitive geoms use MuJoCo's SDFs,
     those of sdf geoms their plugin's (at the taxel in the geom's frame moved into its
-    mesh's original frame); mesh geoms are skipped (MuJoCo skips meshes without an
-    octree, which only SDF meshes get)."""
+    mesh's original frame), those of mesh geoms whose mesh has an octree (a mesh that
+    an sdf geom uses too) the octree's (oct_distance at the taxel in the geom's frame;
+    compiled in with ``octrees`` only); other mesh geoms and height fields are skipped
+    (MuJoCo skips meshes without an octree)."""
     nworld = sensordata.shape[0]
     # the other geom of every contact of the sensor geom's weld body, first seen first
     for worldid, t in ti.ndrange(nworld, tactile_ids.shape[0]):
@@ -583,15 +588,22 @@ def _tactile(
         for gi in range(tac_ngeom[worldid, t]):
             other = tac_geom[worldid, t, gi]
             gtype = geom_type[other]
-            # meshes: no octree
-            if gtype != GEOM_MESH and gtype != GEOM_HFIELD:
+            use = gtype != GEOM_MESH and gtype != GEOM_HFIELD
+            if ti.static(octrees):
+                if gtype == GEOM_MESH and tac_shape[other] >= 0:
+                    use = True
+            if use:
                 lpos = mul_mat_t(geom_xmat[worldid, other], xpos - geom_xpos[worldid, other])
                 size = geom_size[worldid % geom_size.shape[0], other]
                 dist = 0.0
                 if gtype == GEOM_SDF:
                     mid = geom_dataid[other]
                     lpos = quat2mat(mesh_quat[mid]) @ lpos + mesh_pos[mid]
-                    dist = sdf_distance(sdf_kind[other], sdf_attr[other], lpos)
+                    dist = sdf_distance(tac_shape[other], sdf_attr[other], lpos)
+                elif gtype == GEOM_MESH:
+                    if ti.static(octrees):
+                        dist, _ = oct_eval(tac_shape[other], lpos, False, oct_child,
+                                           oct_aabb, oct_coeff)
                 else:
                     dist = _primitive_distance(gtype, size, lpos)
                 depth = ti.min(dist, 0.0)
@@ -624,22 +636,55 @@ def _tactile(
 
 # ---------------------------------------------------------------- host
 
-def _check_tactile_octrees(a) -> None:
-    """NotImplementedError where a tactile sensor could touch a geom that MuJoCo
-    evaluates on a mesh octree (a mesh geom whose mesh has one) or an sdf geom without
-    a plugin (where MuJoCo 3.4.0's tactile sensor looks up a plugin that is not there)."""
-    ngeom = int(a.sizes.get("ngeom", 0))
-    gtype = np.asarray(a.geom_type).reshape(-1)[:ngeom]
-    plugin = np.asarray(a.geom_plugin).reshape(-1)[:ngeom]
-    dataid = np.asarray(a.geom_dataid).reshape(-1)[:ngeom]
+def _tactile_shapes(m, tactile):
+    """(per geom, at least one entry, what a tactile sensor evaluates it on: an sdf
+    geom's plugin shape (kernels/sdf.py kind), the root node of a mesh geom's mesh
+    octree where the mesh has one (MuJoCo 3.4.0's mjSENS_TACTILE reads mesh_octadr of
+    geom_dataid, and geomDistance then oct_distance), else -1; whether a mesh geom
+    has an octree).
+
+    An sdf geom without a plugin (whose distance is its mesh's octree in collisions)
+    that can touch a tactile sensor's body (its contype/conaffinity match those of a
+    geom welded to that body, or a <pair> names them) is refused: there MuJoCo 3.4.0's
+    tactile sensor asks mjc_getSDF for the plugin of instance -1, reading before the
+    start of mjModel.plugin, and stops with a FatalError ("Plugin is not a signed
+    distance field") once such a geom touches the sensor's body."""
+    from .collide_sdf import sdf_shapes
+    a = m.arrays
+
+    def ints(name, n):
+        return np.asarray(getattr(a, name)).reshape(-1)[:n]
+    ngeom, npair = int(a.sizes.get("ngeom", 0)), int(a.sizes.get("npair", 0))
+    gtype, plugin, dataid = (ints(f, ngeom) for f in ("geom_type", "geom_plugin",
+                                                      "geom_dataid"))
+    contype, conaffinity = ints("geom_contype", ngeom), ints("geom_conaffinity", ngeom)
+    weld = ints("body_weldid", int(a.sizes["nbody"]))[ints("geom_bodyid", ngeom)]
     octadr = np.asarray(a.mesh_octadr).reshape(-1)
+    pairs = set(zip(ints("pair_geom1", npair).tolist(), ints("pair_geom2", npair).tolist()))
+    refid = ints("sensor_refid", int(m.nsensor))
+    for u in (g for g in range(ngeom) if gtype[g] == GEOM_SDF and plugin[g] == -1):
+        for i in tactile:
+            sensor_weld = weld[refid[i]]
+            if weld[u] == sensor_weld:
+                continue
+            for g in np.flatnonzero(weld == sensor_weld).tolist():
+                if (contype[u] & conaffinity[g]) or (contype[g] & conaffinity[u]) or \
+                        (u, g) in pairs or (g, u) in pairs:
+                    raise NotImplementedError(
+                        f"sensor_acc: tactile sensor {i} next to sdf geom {u}, which has no "
+                        f"plugin and can touch geom {g} of the sensor's body: there MuJoCo "
+                        f"3.4.0 stops with a FatalError (its tactile sensor looks up the "
+                        f"geom's plugin)")
+    shape = sdf_shapes(m)[0]
     octree = [g for g in range(ngeom)
-              if (gtype[g] == GEOM_SDF and plugin[g] == -1)
-              or (gtype[g] == GEOM_MESH and octadr[dataid[g]] >= 0)]
-    if octree:
-        raise NotImplementedError(f"sensor_acc: tactile sensors in a model with geoms on "
-                                  f"mesh octrees (geoms {octree}: sdf geoms without a "
-                                  f"plugin, or meshes with an octree)")
+              if gtype[g] == GEOM_MESH and dataid[g] >= 0 and octadr[dataid[g]] >= 0]
+    if octree and ti.lang.impl.current_cfg().arch in (ti.vulkan, ti.metal):
+        raise NotImplementedError("sensor_acc: tactile sensors near mesh geoms with "
+                                  "octrees on SPIR-V backends (Vulkan, Metal): not checked "
+                                  "against the CPU there yet")
+    for g in octree:
+        shape[g] = octadr[dataid[g]]
+    return shape, bool(octree)
 
 
 def _plan(m):
@@ -667,8 +712,7 @@ def _plan(m):
         return arr
 
     tactile = [i for i in acc if stype[i] == SENS_TACTILE]
-    if tactile:
-        _check_tactile_octrees(a)
+    shapes, octrees = _tactile_shapes(m, tactile) if tactile else (None, False)
     taxel_sensor, taxel_vert = [], []
     vertnum = np.asarray(a.mesh_vertnum).reshape(-1)
     objid = np.asarray(a.sensor_objid).reshape(-1)
@@ -689,6 +733,8 @@ def _plan(m):
         motion=ids(MOTION_FORCE), contacts=ids(CONTACTS), tactile=ids(TACTILES),
         ntactile=len(tactile), taxel_sensor=device(taxel_sensor) if taxel_sensor else None,
         taxel_vert=device(taxel_vert) if taxel_vert else None,
+        tac_shape=device(shapes) if tactile else None,
+        octrees=octrees,
         # (MuJoCo runs mj_rnePostConstraint for an acc-stage sensor plugin too)
         rne=any(stype[i] in NEEDS_RNE_POST for i in acc) or
         bool(sensor_plan(m).acc.plugin_hooks),
@@ -763,10 +809,11 @@ def sensor_acc(m, d, qacc=None) -> None:
     if plan.taxel_sensor is not None:
         tac_geom, tac_ngeom = _tactile_scratch(m, d, plan.ntactile)
         from .collide_sdf import sdf_arrays
-        sdf_kind, sdf_attr, _ = sdf_arrays(m, d)
-        launch(_tactile, m, d, tactile_ids=plan.tactile, taxel_sensor=plan.taxel_sensor,
-               taxel_vert=plan.taxel_vert, acc_int=plan.acc_int, tac_geom=tac_geom,
-               tac_ngeom=tac_ngeom, sdf_kind=sdf_kind, sdf_attr=sdf_attr)
+        _, sdf_attr, _ = sdf_arrays(m, d)
+        launch(_tactile, m, d, octrees=plan.octrees, tactile_ids=plan.tactile,
+               taxel_sensor=plan.taxel_sensor, taxel_vert=plan.taxel_vert,
+               acc_int=plan.acc_int, tac_geom=tac_geom, tac_ngeom=tac_ngeom,
+               tac_shape=plan.tac_shape, sdf_attr=sdf_attr)
     if plan.user:
         sensor_user(m, d, STAGE_ACC)
     plugin_sensors(m, d, STAGE_ACC)

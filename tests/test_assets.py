@@ -50,6 +50,34 @@ def obj_cube(k: int) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
+def stl_cube(k: int) -> bytes:
+    """A binary STL of obj_cube(k)'s box (12 triangles)."""
+    h = 0.1 * (k + 1)
+    v = [(x, y, z) for x in (-h, h) for y in (-2 * h, 2 * h) for z in (-3 * h, 3 * h)]
+    quads = [(0, 2, 3, 1), (4, 5, 7, 6), (0, 1, 5, 4), (2, 6, 7, 3), (0, 4, 6, 2),
+             (1, 3, 7, 5)]
+    tris = [t for a, b, c, d in quads for t in ((a, b, c), (a, c, d))]
+    out = b"\0" * 80 + struct.pack("<I", len(tris))
+    for t in tris:
+        out += struct.pack("<3f", 0, 0, 0)
+        for i in t:
+            out += struct.pack("<3f", *v[i])
+        out += b"\0\0"
+    return out
+
+
+def gmsh_tets(k: int) -> bytes:
+    """An ASCII GMSH 4.1 file with two tetrahedra, scaled by which copy it is."""
+    h = 0.1 * (k + 1)
+    points = [(0, 0, 0), (h, 0, 0), (0, h, 0), (0, 0, h), (h, h, h)]
+    tets = [(1, 2, 3, 4), (2, 3, 4, 5)]
+    lines = ["$MeshFormat", "4.1 0 8", "$EndMeshFormat", "$Nodes", "1 5 1 5", "3 1 0 5"]
+    lines += [str(i + 1) for i in range(5)] + [" ".join(map(str, p)) for p in points]
+    lines += ["$EndNodes", "$Elements", "1 2 1 2", "3 1 4 2"]
+    lines += [" ".join(map(str, (i + 1,) + t)) for i, t in enumerate(tets)]
+    return "\n".join(lines + ["$EndElements", ""]).encode()
+
+
 def png(width: int, height: int, seed: int, mode: str = "L") -> bytes:
     rng = np.random.default_rng(seed)
     shape = (height, width) if mode == "L" else (height, width, 3)
@@ -68,6 +96,7 @@ class Kind:
     geom: str                  # a geom using it
     content: object            # copy index -> bytes
     fields: tuple              # compiled arrays compared
+    section: str = "asset"     # where ``asset`` goes (a flexcomp: in <worldbody>)
 
 
 FACES = ("fileright", "fileleft", "fileup", "filedown", "filefront", "fileback")
@@ -91,6 +120,15 @@ KINDS = {
                  '<geom size="0.1" material="mat"/>',
                  lambda k: png(k + 1, k + 1, 200 + k, "RGB"),
                  ("tex_width", "tex_height", "tex_data")),
+    "skin": Kind("s.skn", '<skin name="s" file="{file}"/>', "", lambda k: skn(scale=k + 1),
+                 ("skin_vertnum", "skin_vert")),
+    # a flexcomp's file: its points become the bodies' positions
+    "flexcomp-obj": Kind("box.obj", '<flexcomp name="f" type="mesh" file="{file}" dim="2" '
+                         'radius="0.01"/>', "", obj_cube, ("body_pos",), "worldbody"),
+    "flexcomp-stl": Kind("box.stl", '<flexcomp name="f" type="mesh" file="{file}" dim="2" '
+                         'radius="0.01"/>', "", stl_cube, ("body_pos",), "worldbody"),
+    "flexcomp-gmsh": Kind("tets.msh", '<flexcomp name="f" type="gmsh" file="{file}" '
+                          'radius="0.01"/>', "", gmsh_tets, ("body_pos",), "worldbody"),
 }
 
 
@@ -148,6 +186,12 @@ LAYOUTS = {
                                              include="sub/inc.xml"),
     "include-sub-assetdir-only-there": Layout(("sub", "sub/a"), 'assetdir="a"',
                                               include="sub/inc.xml"),
+    # a copy in the model directory and in the including file's directory only: a name
+    # probed in the model directory alone (a flexcomp's) is kept, then not found in meshdir
+    "include-sub-meshdir-top-copy": Layout(("", "sub"), 'meshdir="m" texturedir="t"',
+                                           include="sub/inc.xml"),
+    "include-sub-assetdir-top-copy": Layout(("", "sub"), 'assetdir="a"',
+                                            include="sub/inc.xml"),
     "include-sets-dirs": Layout(DIRS, include="sub/inc.xml",
                                 inc_compiler='meshdir="m" texturedir="t"'),
     "include-sets-dirs-only-sub": Layout(("sub", "sub/m", "sub/t"), include="sub/inc.xml",
@@ -180,7 +224,7 @@ def build(tmp_path, kind: Kind, layout: Layout):
     compiler = f"<compiler {layout.compiler.format(**fmt)}/>" if layout.compiler else ""
     if layout.include:
         inc_compiler = f"<compiler {layout.inc_compiler}/>" if layout.inc_compiler else ""
-        body = f"<asset>{asset}</asset>"
+        body = f"<{kind.section}>{asset}</{kind.section}>"
         if layout.nested:
             inner = tmp_path / layout.model_dir / layout.include
             inner = inner.parent / layout.nested
@@ -192,7 +236,7 @@ def build(tmp_path, kind: Kind, layout: Layout):
         inc.write_text(f"<{layout.root}>\n  {inc_compiler}\n  {body}\n</{layout.root}>\n")
         decl = f'<include file="{layout.include.format(**fmt)}"/>'
     else:
-        decl = f"<asset>{asset}</asset>"
+        decl = f"<{kind.section}>{asset}</{kind.section}>"
     model = tmp_path / layout.model_dir / "model.xml"
     model.parent.mkdir(parents=True, exist_ok=True)
     model.write_text(f"<mujoco>\n  {compiler}\n  {decl}\n  <worldbody>\n    "
@@ -234,7 +278,7 @@ def test_asset_file_lookup_matches_mujoco(tmp_path, kind, layout):
 
 
 @pytest.mark.parametrize("layout", list(LAYOUTS))
-@pytest.mark.parametrize("kind", ["mesh", "hfield"])
+@pytest.mark.parametrize("kind", ["mesh", "hfield", "flexcomp-obj"])
 def test_asset_lookup_from_string_matches_mujoco(tmp_path, monkeypatch, kind, layout):
     """Text without a file name: names start from the working directory, and names
     taken relative to an included file stay relative (so meshdir goes in front)."""
@@ -278,6 +322,37 @@ def test_hfield_lookup_rules(tmp_path, layout, expected):
     assert (mjm.hfield_nrow[0], mjm.hfield_ncol[0]) == (img.height, img.width)
     assert (arrays.hfield_nrow[0], arrays.hfield_ncol[0]) == (img.height, img.width)
     np.testing.assert_allclose(arrays.hfield_data, mjm.hfield_data, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("layout, expected", [
+    ("meshdir", "m"),
+    ("assetdir", "a"),
+    ("include-sub", ""),                # in an included file: the model directory first
+    ("include-sub-meshdir", "m"),       # probed there without meshdir, opened in meshdir
+    ("include-sub-meshdir-top-copy", None),   # so a copy there alone fails to load
+    ("include-sub-assetdir-top-copy", None),
+    ("include-sub-meshdir-only-there", "sub"),  # else the including file's directory,
+    ("include-sub-assetdir-only-there", "sub"),  # not put under meshdir or assetdir
+    ("include-sets-dirs", "m"),
+    ("nested-include", "sub/inner"),
+    ("strippath", "m"),
+])
+@pytest.mark.parametrize("kind", ["flexcomp-obj", "flexcomp-gmsh"])
+def test_flexcomp_file_lookup_rules(tmp_path, kind, layout, expected):
+    """Which copy a <flexcomp file> loads (MuJoCo 3.4.0 mjXReader::OneFlexcomp probes
+    the bare model directory, mjCFlexcomp::MakeMesh/MakeGMSH put meshdir in front)."""
+    lay = LAYOUTS[layout]
+    path = build(tmp_path, KINDS[kind], lay)
+    theirs, ours = load_both(path, ("body_pos",))
+    if expected is None:
+        assert isinstance(theirs, ValueError) and "Error opening file" in str(theirs)
+        assert isinstance(ours, ModelError) and ours.element == "flexcomp", ours
+        assert os.path.join(str(tmp_path), "m" if "meshdir" in layout else "a") in str(ours)
+        return
+    k = lay.copies.index(expected)
+    extent = 0.1 * (k + 1) * (3 if kind == "flexcomp-obj" else 1)  # largest coordinate
+    assert np.isclose(np.abs(theirs["body_pos"]).max(), extent)
+    np.testing.assert_allclose(ours["body_pos"], theirs["body_pos"], atol=1e-7)
 
 
 def test_include_sub_with_meshdir_keeps_include_dir_for_hfield_only(tmp_path):
@@ -386,9 +461,10 @@ def test_zipped_model_with_assetdir_loads_from_assets_dict():
 
 # -- skins ------------------------------------------------------------------------------
 
-def skn(nvert=4) -> bytes:
-    """A SKN skin file: a tetrahedron bound to the world body with one bone."""
-    vert = [0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1]
+def skn(nvert=4, scale=1) -> bytes:
+    """A SKN skin file: a tetrahedron (edge ``scale``) bound to the world body with one
+    bone."""
+    vert = [scale * x for x in (0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1)]
     face = [0, 2, 1, 0, 1, 3, 0, 3, 2, 1, 2, 3]
     out = struct.pack("<4i", nvert, 0, 4, 1) + struct.pack(f"<{3 * nvert}f", *vert)
     out += struct.pack("<12i", *face)

@@ -53,3 +53,23 @@ def test_orientations_match_mujoco(angle, seq):
     xml = _model(rng, angle, seq)
     mjm = mujoco.MjModel.from_xml_string(xml)
     assert not compare_model(compile_spec(parse_xml(xml)), mjm)
+
+
+@pytest.mark.parametrize("given", [
+    '<geom size=".1" quat="0 0 1 0"/>',  # the default's euler beats the element's quat
+    '<geom size=".1" class="q"/>',  # ... and a child class's quat
+    '<geom size=".1" class="q" euler="0 0 10"/>',  # the element's own alternative wins
+    '<geom size=".1" axisangle="1 0 0 30"/>',
+    '<site quat="0 0 1 0"/>',
+    '<camera quat="0 0 1 0"/>',
+])
+def test_default_class_alternative_beats_an_elements_quat(given):
+    """MuJoCo keeps a default class's euler/axisangle/... apart from the quat; resolved
+    when compiling, it replaces the element's own quat (only an alternative on the
+    element beats it)."""
+    xml = f"""<mujoco><default><geom euler="0 15 0"/><site euler="0 15 0"/>
+      <camera euler="0 15 0"/><default class="q"><geom quat="0 1 0 0"/></default>
+      </default><worldbody><body>{given}</body></worldbody></mujoco>"""
+    mjm = mujoco.MjModel.from_xml_string(xml)
+    errors = compare_model(compile_spec(parse_xml(xml)), mjm)
+    assert not errors, errors

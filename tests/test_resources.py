@@ -7,7 +7,10 @@ gmsh flexcomp - is compiled by tiphys from files, from the assets dict, from a
 registered in-memory provider and from data: URIs, and every Model field is compared
 with MuJoCo's compile of the files. Then registration (MuJoCo's rules) and each kind
 of bad input: an unknown scheme, a provider whose open says no, a provider that
-raises, a missing file, a name climbing out of a provider's root with "..".
+raises, a missing file, a name climbing out of a provider's root with "..". Last,
+``modified``: whether a mesh, height-field or texture file read before is read
+again, counted in tiphys and in MuJoCo (a provider registered in MuJoCo's library,
+in a process of its own).
 Compile only: no device Model is made.
 """
 from __future__ import annotations
@@ -562,3 +565,246 @@ def test_simple_provider_missing_name_does_not_open():
         str(exc)
     arrays = compile_spec(tiphys.parse_xml(_mesh_model(f"{prefix}:a.obj")))
     assert np.isclose(np.abs(arrays.mesh_vert).max(), 0.3)
+
+
+# -- modified: reusing what was read (MuJoCo's asset cache) ---------------------------------
+
+# MuJoCo's side runs in a process of its own: its asset cache, once sized 0 (as this
+# file does at import, for the field comparisons above), stays off for good, and a
+# provider registered in MuJoCo stays registered. MuJoCo's Python API registers no
+# provider, so the script registers one in MuJoCo's library through ctypes.
+MJ_PROVIDER_SCRIPT = r"""
+import base64, collections, ctypes as c, json, os, sys
+import mujoco
+
+lib = c.CDLL(os.path.join(os.path.dirname(mujoco.__file__),
+                          f"libmujoco.so.{mujoco.__version__}"))
+
+
+class Res(c.Structure):
+    _fields_ = [("name", c.c_char_p), ("data", c.c_void_p),
+                ("timestamp", c.c_char * 512), ("provider", c.c_void_p)]
+
+
+OPEN = c.CFUNCTYPE(c.c_int, c.POINTER(Res))
+READ = c.CFUNCTYPE(c.c_int, c.POINTER(Res), c.POINTER(c.c_void_p))
+CLOSE = c.CFUNCTYPE(None, c.POINTER(Res))
+GETDIR = c.CFUNCTYPE(None, c.POINTER(Res), c.POINTER(c.c_char_p), c.POINTER(c.c_int))
+MODIFIED = c.CFUNCTYPE(c.c_int, c.POINTER(Res), c.c_char_p)
+
+
+class Provider(c.Structure):
+    _fields_ = [("prefix", c.c_char_p), ("open", OPEN), ("read", READ), ("close", CLOSE),
+                ("getdir", GETDIR), ("modified", MODIFIED), ("data", c.c_void_p)]
+
+
+KEEP = []
+
+
+def run_case(n, files, modified, new_files):
+    state = {"stamp": "v1", "reads": collections.Counter(), "asked": []}
+    buffers = {}
+
+    def key(res):  # ("pv0:/box.obj": MuJoCo joins "pv0:" and "box.obj" so)
+        return res.contents.name.decode().split(":", 1)[1].lstrip("/")
+
+    def open_(res):
+        if key(res) not in files:
+            return 0
+        res.contents.timestamp = state["stamp"].encode()
+        return 1
+
+    def read(res, buf):
+        state["reads"][key(res)] += 1
+        data = buffers[key(res)] = c.create_string_buffer(files[key(res)])
+        buf[0] = c.cast(data, c.c_void_p)
+        return len(files[key(res)])
+
+    def getdir(res, out, size):
+        name = res.contents.name
+        out[0] = name
+        size[0] = max(name.rfind(b"/"), name.find(b":")) + 1
+
+    def changed(res, stamp):
+        state["asked"].append([key(res), stamp.decode()])
+        return MODIFIERS[modified](stamp.decode())
+
+    prefix = f"pv{n}"
+    struct = Provider(prefix.encode(), OPEN(open_), READ(read), CLOSE(lambda res: None),
+                      GETDIR(getdir), MODIFIED(changed) if modified else MODIFIED(), None)
+    KEEP.append((struct, buffers))
+    assert lib.mjp_registerResourceProvider(c.byref(struct)) > 0
+    for k in range(2):
+        if k == 1 and new_files is not None:
+            files.update(new_files)
+            state["stamp"] = "v2"
+        mjm = mujoco.MjModel.from_xml_path(f"{prefix}:model.xml")
+    return {"reads": state["reads"], "asked": state["asked"],
+            **{f: getattr(mjm, f).tolist() for f in ("mesh_vert", "hfield_data", "tex_data")}}
+
+
+cases = json.load(sys.stdin)
+MODIFIERS = {name: eval(code) for name, code in cases["modifiers"].items()}
+first, second = ({k: base64.b64decode(v) for k, v in cases[w].items()}
+                 for w in ("files", "new_files"))
+out = {}
+for n, (name, (modified, new)) in enumerate(cases["cases"].items()):
+    mujoco.mj_clearCache(mujoco.mj_getCache())
+    out[name] = run_case(n, dict(first), modified, second if new else None)
+print(json.dumps(out))
+"""
+
+
+class StampedMemProvider(MemProvider):
+    """MemProvider whose resources get the timestamp ``self.stamp`` on open, and with
+    ``modified`` (None: no callback)."""
+
+    def __init__(self, files, modified):
+        self.stamp, self.asked = "v1", []
+        super().__init__(files)
+        if modified is not None:
+            def changed(res, stamp):
+                self.asked.append((self.key(res), stamp))
+                return modified(stamp)
+            self.provider.modified = changed
+
+    def open(self, res: Resource) -> bool:
+        ok = super().open(res)
+        res.timestamp = self.stamp
+        return ok
+
+
+ASSET_MODEL = b"""<mujoco><asset><mesh name="m" file="box.obj"/>
+  <hfield name="h" file="terrain.png" size="1 1 1 1"/>
+  <texture name="t" type="2d" file="tex.png"/><material name="mat" texture="t"/></asset>
+  <worldbody><geom type="mesh" mesh="m"/><geom type="hfield" hfield="h"/>
+    <geom size=".1" material="mat"/></worldbody></mujoco>"""
+ASSET_FILES = {"model.xml": ASSET_MODEL, "box.obj": obj_cube(0), "terrain.png": png(5, 4, 1),
+               "tex.png": png(3, 4, 2, "RGB")}
+# what the second load finds in the "new" cases (with the timestamp "v2")
+NEW_FILES = {"box.obj": obj_cube(4), "terrain.png": png(6, 5, 3), "tex.png": png(4, 2, 4, "RGB")}
+DECODED = ("box.obj", "terrain.png", "tex.png")
+# modified callbacks by name (source text: MuJoCo's side evaluates the same)
+MODIFIERS = {"zero": "lambda stamp: 0", "one": "lambda stamp: 1", "minus": "lambda stamp: -1",
+             "since-v1": "lambda stamp: int(stamp != 'v1')",
+             "since-v2": "lambda stamp: int(stamp != 'v2')"}
+# name: (modified, whether the second load finds NEW_FILES, reads of each decoded
+# file, tiphys's mesh compiles) over two loads
+MODIFIED_CASES = {
+    # "not modified": the mesh, height field and image are reused, each file read once
+    "unmodified": ("zero", False, 1, 1),
+    # "modified": read again (tiphys decodes again only when the bytes differ)
+    "modified-same-bytes": ("one", False, 2, 1),
+    "modified-new-bytes": ("one", True, 2, 2),
+    "older": ("minus", True, 2, 2),
+    # no modified callback: MuJoCo assumes modified
+    "no-callback": (None, False, 2, 1),
+    "no-callback-new-bytes": (None, True, 2, 2),
+    # a provider that compares timestamps: the new version is read, the same one not
+    "timestamps-unchanged": ("since-v1", False, 1, 1),
+    "timestamps-changed": ("since-v2", True, 2, 2),
+    # a provider saying "not modified" of new bytes gets the old assets, in both
+    "stale-by-its-word": ("zero", True, 1, 1),
+}
+
+
+@pytest.fixture(scope="module")
+def mujoco_reuse():
+    """MuJoCo's two loads of every MODIFIED_CASES case (in a process of its own)."""
+    import json
+    import subprocess
+    import sys
+
+    def b64(files):
+        return {k: base64.b64encode(v).decode() for k, v in files.items()}
+    cases = {"modifiers": MODIFIERS, "files": b64(ASSET_FILES), "new_files": b64(NEW_FILES),
+             "cases": {name: (mod, new) for name, (mod, new, _, _) in MODIFIED_CASES.items()}}
+    done = subprocess.run([sys.executable, "-c", MJ_PROVIDER_SCRIPT], input=json.dumps(cases),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+@pytest.fixture
+def fresh_mesh_cache():
+    clear_mesh_cache()
+    yield
+    clear_mesh_cache()
+
+
+@pytest.mark.parametrize("case", list(MODIFIED_CASES))
+def test_modified_decides_whether_an_asset_is_read_again_as_in_mujoco(
+        mujoco_reuse, fresh_mesh_cache, case):
+    """A mesh, a height field and a texture from a provider, loaded twice: which files
+    are read again, what modified is asked, and the assets, against MuJoCo's cache."""
+    import tiphys.compiler.mesh as mesh_module
+    modified, new, reads, compiles = MODIFIED_CASES[case]
+    files = dict(ASSET_FILES)
+    ours = StampedMemProvider(files, eval(MODIFIERS[modified]) if modified else None)
+    compiled = []
+    real = mesh_module._compile_mesh
+
+    def counting(**kw):
+        compiled.append(kw["file_name"])
+        return real(**kw)
+    mesh_module._compile_mesh = counting
+    try:
+        for k in range(2):
+            if k == 1 and new:
+                files.update(NEW_FILES)
+                ours.stamp = "v2"
+            arrays = compile_spec(load_spec(f"{ours.prefix}:model.xml"))
+    finally:
+        mesh_module._compile_mesh = real
+    ours.assert_balanced()
+    theirs = mujoco_reuse[case]
+    for name in DECODED:
+        assert theirs["reads"][name] == ours.reads[name] == reads, name
+    assert theirs["reads"]["model.xml"] == ours.reads["model.xml"] == 2
+    # modified is asked once per file, on the second load, with the first load's
+    # timestamp
+    want = sorted([name, "v1"] for name in DECODED) if modified is not None else []
+    assert sorted(theirs["asked"]) == sorted(list(a) for a in ours.asked) == want
+    assert len(compiled) == compiles
+    for field in ("mesh_vert", "hfield_data", "tex_data"):
+        np.testing.assert_array_equal(np.asarray(getattr(arrays, field)).reshape(-1),
+                                      np.asarray(theirs[field]).reshape(-1), field)
+    old = not new or case == "stale-by-its-word"
+    assert np.isclose(np.abs(np.asarray(theirs["mesh_vert"])).max(), 0.3 if old else 1.5)
+
+
+def test_modified_mesh_reuse_keeps_its_compile_inputs(fresh_mesh_cache):
+    """A mesh reused by its provider's word still compiles anew when its attributes
+    differ (MuJoCo's cached mesh must match scale, inertia and maxhullvert): the file
+    is then read again."""
+    files = dict(ASSET_FILES)
+    ours = StampedMemProvider(files, lambda stamp: 0)
+    compile_spec(load_spec(f"{ours.prefix}:model.xml"))
+    files["model.xml"] = ASSET_MODEL.replace(b'file="box.obj"', b'file="box.obj" scale="2 1 1"')
+    arrays = compile_spec(load_spec(f"{ours.prefix}:model.xml"))
+    assert ours.reads["box.obj"] == 2
+    assert np.isclose(np.abs(arrays.mesh_vert[:, 0]).max(), 0.2)
+    arrays = compile_spec(load_spec(f"{ours.prefix}:model.xml"))
+    assert ours.reads["box.obj"] == 2  # (that one is cached now)
+    clear_mesh_cache()  # forgets what was read too
+    compile_spec(load_spec(f"{ours.prefix}:model.xml"))
+    assert ours.reads["box.obj"] == 3
+    ours.assert_balanced()
+
+
+@pytest.mark.parametrize("answer, words", [
+    (RuntimeError("clock gone"), "failed modified for"),
+    ("0", "modified gave str, not int"),
+])
+def test_modified_failing_is_a_provider_error(fresh_mesh_cache, answer, words):
+    def modified(stamp):
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+    ours = StampedMemProvider(dict(ASSET_FILES), modified)
+    compile_spec(load_spec(f"{ours.prefix}:model.xml"))
+    with pytest.raises(ModelError, match=words) as info:
+        compile_spec(load_spec(f"{ours.prefix}:model.xml"))
+    assert info.value.element == "mesh" and info.value.attribute == "file"
+    assert ours.prefix in str(info.value)
+    ours.assert_balanced()

@@ -44,6 +44,7 @@ from .support import (angmom_mat, check_acc, check_pos, check_vel, differentiate
 from .printing import print_data, print_model, print_schema
 from .params import PARAM_FIELDS, get_param, param_shape, set_param
 from .setconst import set_const
+from .copyback import copy_back
 from .components import (constraint_update, fwd_kinematics, fwd_position, fwd_velocity,
                          implicit, inv_constraint, inv_position, inv_velocity,
                          project_constraint, runge_kutta)
@@ -66,7 +67,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "init", "load_model", "load_model_from_string", "load_spec", "compile_model",
-    "put_model", "copy_model", "recompile", "set_const", "make_data", "reset_data", "kinematics", "com_pos", "camlight",
+    "put_model", "copy_model", "recompile", "set_const", "copy_back", "make_data", "reset_data", "kinematics", "com_pos", "camlight",
     "flex", "flex_velocity",
     "name2id", "id2name", "Model", "Data", "Spec", "parse_xml", "ModelError",
     "Resource", "ResourceProvider", "register_provider", "get_provider", "plugin",

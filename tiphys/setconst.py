@@ -77,8 +77,8 @@ def set_const(m: Model, d: Optional[Data] = None) -> None:
     m.forget_plans()
 
 
-def _check_host_copy(m: Model) -> None:
-    """set_const computes from the host copy ``m.arrays``, which set_param (and every
+def _check_host_copy(m: Model, func: str = "set_const") -> None:
+    """set_const (and copy_back) compute from the host copy ``m.arrays``, which set_param (and every
     setter built on it) keeps equal to the device arrays: a parameter written to its
     device array alone would be missed, so that is refused."""
     from .params import PARAM_FIELDS
@@ -91,7 +91,7 @@ def _check_host_copy(m: Model) -> None:
         dev = getattr(m, name)
         values = dev.to_numpy().reshape(-1)[:host.size]
         if not np.array_equal(values, host.reshape(-1).astype(_np_dtype(dev)), equal_nan=True):
-            raise ValueError(f"set_const: the device array {name} differs from the host copy "
+            raise ValueError(f"{func}: the device array {name} differs from the host copy "
                              f"m.arrays.{name} (written to the device array directly?): give "
                              f"model fields with tiphys.set_param, which writes both")
 

@@ -14,8 +14,8 @@ from ..kernels.consts import (GEOM_HFIELD, GEOM_MESH, GEOM_SDF, TEXROLE_EMISSIVE
 from . import mesh_builtin
 from . import rotation as rot
 from .attrs import BOOL, Attrs
-from .hfield import compile_hfield
-from .mesh import compile_mesh
+from .hfield import compile_hfield, hfield_cached
+from .mesh import compile_mesh, mesh_cached
 from .polygons import polygon_arrays
 from .texture import compile_texture
 from .empty import replay_empty
@@ -59,20 +59,28 @@ class AssetFiles:
        the main file). The reader directory is the last value, in document order and
        counting included files, of meshdir (meshes) or texturedir (textures, cube
        faces), either falling back to assetdir when empty; height fields and skins
-       use assetdir alone (mjXReader::MeshDir/TextureDir/AssetDir).
+       use assetdir alone (mjXReader::MeshDir/TextureDir/AssetDir), and a
+       ``<flexcomp file>`` none: it is probed as model directory + name
+       (mjXReader::OneFlexcomp passes the bare model directory).
     2. When the asset compiles (mjCMesh/mjCHField/mjCSkin/mjCTexture::Compile in
-       src/user/user_mesh.cc and user_objects.cc), strippath keeps only the file
-       name, then the compiler's meshdir (meshes, height fields, skins) or texturedir
+       src/user/user_mesh.cc and user_objects.cc; mjCFlexcomp::MakeMesh/MakeGMSH in
+       user_flexcomp.cc), strippath keeps only the file name, then the compiler's
+       meshdir (meshes, height fields, skins, flexcomp files) or texturedir
        (textures) is put in front unless the name is absolute, and the result is
        opened relative to the model directory (mju_openResource). Here the
        compiler's directories are those of the <compiler> elements applied in order,
        assetdir setting both and meshdir/texturedir overriding it.
 
+    So a flexcomp file in an included file, with meshdir "m", is read from
+    model directory + "m/" + name when model directory + name exists (even if that
+    one does not: then loading fails), else from the including file's directory +
+    name, where meshdir is not put in front of an absolute including directory.
+
     Every name is reduced ("a/./b/../c" -> "a/c") as MuJoCo's FilePath does.
     """
 
     COMPILE_DIR = {"mesh": "meshdir", "hfield": "meshdir", "skin": "meshdir",
-                   "texture": "texturedir"}
+                   "flexcomp": "meshdir", "texture": "texturedir"}
 
     def __init__(self, spec, ctx):
         self.reader = spec.reader()
@@ -87,9 +95,10 @@ class AssetFiles:
         self.parse_dir = {"mesh": (mesh_attr, last[mesh_attr]),
                           "texture": (tex_attr, last[tex_attr]),
                           "hfield": ("assetdir", last["assetdir"]),
-                          "skin": ("assetdir", last["assetdir"])}
+                          "skin": ("assetdir", last["assetdir"]),
+                          "flexcomp": ("", "")}
         self.compile_dir = {"mesh": ctx.meshdir, "hfield": ctx.meshdir, "skin": ctx.meshdir,
-                            "texture": ctx.texturedir}
+                            "flexcomp": ctx.meshdir, "texture": ctx.texturedir}
 
     def stored(self, el, file: str, kind: str, notes=None) -> str:
         """The name MuJoCo keeps for ``file`` of ``el`` (step 1 and strippath: its
@@ -98,14 +107,16 @@ class AssetFiles:
         if not is_abs(name):
             attr, pdir = self.parse_dir[kind]
             first = join_path(join_path(self.reader.modeldir, pdir), name)
+            incdir = getattr(el, "xml_incdir", "") or ""
+            where = f"model directory + {attr}='{pdir}'" if pdir else "model directory"
             if not self.reader.exists(first):
-                incdir = getattr(el, "xml_incdir", "") or ""
                 if incdir and notes is not None:
-                    where = f"model directory + {attr}='{pdir}'" if pdir else \
-                        "model directory"
                     notes.append(f"not found as '{first}' ({where}), so taken relative to "
                                  f"the including file's directory '{incdir}'")
                 name = join_path(incdir, name)
+            elif incdir and notes is not None:
+                notes.append(f"found as '{first}' ({where}), so not taken relative to the "
+                             f"including file's directory '{incdir}'")
         if self.strippath:
             name = base_part(name)
         return name
@@ -124,14 +135,19 @@ class AssetFiles:
 
     def read(self, el, attr: str, file: str, kind: str) -> bytes:
         """Bytes of the file named by attribute ``attr`` (value ``file``) of ``el``."""
+        return self.load(el, attr, file, kind).content
+
+    def load(self, el, attr: str, file: str, kind: str, reuse=None):
+        """The Loaded file named by attribute ``attr`` (value ``file``) of ``el``;
+        ``reuse``: see ResourceReader.open (its content None: not read again)."""
         name, note = self.name(el, file, kind)
         try:
-            res, tried = self.reader.open(name)
+            res, tried = self.reader.open(name, reuse=reuse)
         except ModelError as exc:  # an ambiguous assets-dict name, a provider failing
             raise error_at(el, exc.detail, attr) from exc.__cause__
         if res is None:
             raise missing(file, tried, (el, attr), note)
-        return res.content
+        return res
 
 
 class AssetCompiler:
@@ -189,9 +205,9 @@ class AssetCompiler:
         el = self.mesh_els[mid]
         cls = _class_of(el, self.defaults)
         a = Attrs(el, self.defaults.get(cls, "mesh", el))
-        data = fname = None
-        # the builtin's attribute checks come before the file is read, as in MuJoCo's
-        # reader (which only names the file)
+        data = digest = fname = None
+        # the attribute checks come before the file is read, as in MuJoCo (whose
+        # reader only names the file)
         builtin = a.keyword("builtin", {k: k for k in mesh_builtin.BUILTINS})
         params = a.floats("params") if builtin is not None else None
         if builtin is not None and params is None:
@@ -200,7 +216,6 @@ class AssetCompiler:
             fname = a.str("file")
             if builtin is not None:
                 raise a.error("builtin cannot be used with a mesh file", "builtin")
-            data = self.files.read(el, "file", fname, "mesh")
         inertia = a.keyword("inertia", {k: k for k in MESH_INERTIA}, "legacy")
         maxhull = a.int("maxhullvert", -1)
         scale = a.floats("scale", 3, (1, 1, 1))
@@ -224,15 +239,23 @@ class AssetCompiler:
         if el.find("plugin") and fname is None and given["vertex"] is None:
             # LoadSDF: the plugin's surface (a mesh with data of its own keeps it)
             given, reorient = self._sdf_mesh(el, mid, scale), False
+        inputs = dict(given, file_name=fname,
+                      content_type=a.str("content_type") or _data_uri_type(fname),
+                      texcoord=a.floats("texcoord"), scale=scale,
+                      refpos=a.floats("refpos", 3, (0, 0, 0)),
+                      refquat=a.floats("refquat", 4, (1, 0, 0, 0)), inertia=inertia,
+                      maxhullvert=maxhull, smoothnormal=bool(a.bool("smoothnormal", 0)),
+                      needhull=needhull, reorient=reorient)
+        if fname is not None:
+            # a provider that says the file has not changed since it was read lets the
+            # mesh compiled from it then be taken without reading it again (MuJoCo's
+            # asset cache)
+            loaded = self.files.load(el, "file", fname, "mesh",
+                                     reuse=lambda d: mesh_cached(file_digest=d, **inputs))
+            data, digest = loaded.content, loaded.digest
         try:
-            cm = compile_mesh(
-                name=self.mesh_names[mid], file_bytes=data, file_name=fname,
-                content_type=a.str("content_type") or _data_uri_type(fname),
-                **given, texcoord=a.floats("texcoord"),
-                scale=scale, refpos=a.floats("refpos", 3, (0, 0, 0)),
-                refquat=a.floats("refquat", 4, (1, 0, 0, 0)), inertia=inertia,
-                maxhullvert=maxhull, smoothnormal=bool(a.bool("smoothnormal", 0)),
-                needhull=needhull, reorient=reorient)
+            cm = compile_mesh(name=self.mesh_names[mid], file_bytes=data,
+                              file_digest=digest, **inputs)
         except ModelError as exc:
             if exc.line is not None:
                 raise
@@ -267,18 +290,23 @@ class AssetCompiler:
             return self._hfields[hid]
         el = self.hfield_els[hid]
         a = Attrs(el)
-        data = fname = None
+        data = digest = fname = None
+        ctype = None
         if a.str("file"):  # MuJoCo: file="" is no file
             fname = a.str("file")
-            data = self.files.read(el, "file", fname, "hfield")
+            ctype = a.str("content_type") or _data_uri_type(fname)
+            # (a provider's "not modified" lets the decoded file be reused unread)
+            loaded = self.files.load(el, "file", fname, "hfield",
+                                     reuse=lambda d: hfield_cached(d, fname, ctype))
+            data, digest = loaded.content, loaded.digest
         size = a.floats("size", 4)
         if size is None:
             raise a.error("missing required attribute", "size")
         try:
             hf = compile_hfield(name=self.hfield_names[hid], file_bytes=data, file_name=fname,
-                                content_type=a.str("content_type") or _data_uri_type(fname), nrow=a.int("nrow", 0),
+                                content_type=ctype, nrow=a.int("nrow", 0),
                                 ncol=a.int("ncol", 0), size=size,
-                                elevation=a.floats("elevation"))
+                                elevation=a.floats("elevation"), file_digest=digest)
         except ModelError as exc:
             if exc.line is not None:
                 raise
@@ -411,8 +439,8 @@ class AssetCompiler:
         """tex_* arrays; tex_data (uint8) stays on the host (the renderer samples it)."""
         texs = []
         for el in self.tex_els:
-            def read(name, attr, el=el):
-                return self.files.read(el, attr, name, "texture")
+            def read(name, attr, reuse=None, el=el):
+                return self.files.load(el, attr, name, "texture", reuse)
             try:
                 texs.append(compile_texture(Attrs(el), read))
             except ModelError as exc:

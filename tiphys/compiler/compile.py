@@ -168,6 +168,8 @@ def _compile_spec(spec) -> ModelArrays:
     size = read_size(spec)
     _assemble(out, builder, ctx, size)
     ctx.assets.fill(out)
+    # the elements the materials and height fields came from (tiphys.copy_back)
+    out.mat_els, out.hfield_els = list(ctx.assets.mat_els), list(ctx.assets.hfield_els)
     compile_tendons_and_actuators(spec, defaults, builder, ctx, out, size)
     _flexes(spec, builder, out)
     _skins(spec, builder, ctx, out)
@@ -1063,6 +1065,9 @@ def _names(spec, builder, assets, out):
     # the elements the joints and bodies came from (tiphys.recompile carries the state
     # of those still in the edited spec over, as mj_recompile)
     out.joint_els, out.body_els = objects["joint"], objects["body"]
+    # (and those of the other body children: tiphys.copy_back writes to them)
+    out.geom_els, out.site_els = objects["geom"], objects["site"]
+    out.cam_els, out.light_els = objects["camera"], objects["light"]
     for kind, lst in names.items():
         seen = {}
         for i, n in enumerate(lst):

@@ -484,7 +484,7 @@ class _Fcomp:
         from .gmsh import GmshError, load_gmsh
         if not self.file:
             raise self.fail("File is required")
-        data = builder.ctx.assets.files.read(self.el, "file", self.file, "mesh")
+        data = builder.ctx.assets.files.read(self.el, "file", self.file, "flexcomp")
         try:
             dim, point, element = load_gmsh(data)
         except GmshError as exc:
@@ -671,7 +671,7 @@ def _load_mesh(builder, el, file):
     readers: (vertices, faces, texcoords or None, face texcoords)."""
     from ..errors import ModelError
     from .mesh_io import _content_type, _dedup_vertices, _read_obj_full, _read_stl
-    data = builder.ctx.assets.files.read(el, "file", file, "mesh")
+    data = builder.ctx.assets.files.read(el, "file", file, "flexcomp")
     ctype = _content_type(file, None)
     try:
         if ctype == "model/stl":

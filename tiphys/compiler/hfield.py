@@ -14,10 +14,11 @@ import numpy as np
 
 from ..errors import ModelError
 from ..kernels.consts import EPS
+from . import decoded
 from .mesh_io import _content_type
 from .mesh_math import _F32
 
-__all__ = ["CompiledHfield", "compile_hfield"]
+__all__ = ["CompiledHfield", "compile_hfield", "hfield_cached"]
 
 
 @dataclass
@@ -76,22 +77,55 @@ def _png_grey(data: bytes, fname: str) -> np.ndarray:
     return np.asarray(rgb.getchannel(0)).astype(np.uint8)
 
 
+def _file_type(file_name, content_type) -> str:
+    """The height field file's content type (MuJoCo's custom format when unknown)."""
+    return _content_type(file_name, content_type) or "image/vnd.mujoco.hfield"
+
+
+def hfield_cached(file_digest: bytes, file_name, content_type) -> bool:
+    """Whether the elevations of the file with this digest are decoded already
+    (tiphys/compiler/decoded.py)."""
+    return decoded.cached(("hfield", file_digest, _file_type(file_name, content_type)))
+
+
+def _decode(buf: bytes, fname: str, ctype: str):
+    """(nrow, ncol, elevations bottom row first) of a PNG or MuJoCo's binary file."""
+    if ctype == "image/png":
+        img = _png_grey(buf, fname)
+        nrow, ncol = int(img.shape[0]), int(img.shape[1])
+        return nrow, ncol, img[::-1].astype(np.float32).ravel()
+    if len(buf) < 1:
+        raise ModelError(f"could not read hfield file '{fname}'")
+    if len(buf) < 8:
+        raise ModelError(f"hfield missing header '{fname}'")
+    nrow, ncol = (int(x) for x in np.frombuffer(buf, dtype="<i4", count=2))
+    if nrow < 1 or ncol < 1:
+        raise ModelError(f"non-positive hfield dimensions in file '{fname}'")
+    if len(buf) != nrow * ncol * 4 + 8:
+        raise ModelError(f"unexpected file size in file '{fname}'")
+    return nrow, ncol, np.frombuffer(buf, dtype="<f4", count=nrow * ncol,
+                                     offset=8).astype(np.float32)
+
+
 def compile_hfield(*, name: str = "", file_bytes: Optional[bytes] = None,
                    file_name: Optional[str] = None, content_type: Optional[str] = None,
                    nrow: int = 0, ncol: int = 0, size=(0, 0, 0, 0),
-                   elevation=None) -> CompiledHfield:
+                   elevation=None, file_digest: Optional[bytes] = None) -> CompiledHfield:
     """Compile one height field as MuJoCo 3.4.0 does.
 
     ``elevation`` is the inline attribute, row-major with the *first* row at
     the top (largest y), as in MJCF; it is flipped so that hfield_data row 0
-    is the bottom row.  Without file and elevation, nrow x ncol zeros.
+    is the bottom row.  Without file and elevation, nrow x ncol zeros. A file's
+    elevations are decoded once per contents (tiphys/compiler/decoded.py);
+    ``file_digest`` (tiphys.io.resources.content_digest of the contents) may stand
+    for ``file_bytes`` when hfield_cached says so.
     """
     size = np.asarray(size, dtype=np.float64).reshape(-1)
     if size.size != 4:
         raise ModelError("hfield size must have 4 values")
     nrow = int(nrow or 0)
     ncol = int(ncol or 0)
-    has_file = file_name is not None or file_bytes is not None
+    has_file = file_name is not None or file_bytes is not None or file_digest is not None
     data = None
     if not has_file and nrow > 0 and ncol > 0:
         if elevation is not None and np.asarray(elevation).size:
@@ -111,27 +145,21 @@ def compile_hfield(*, name: str = "", file_bytes: Optional[bytes] = None,
     if has_file:
         nrow = ncol = 0
         fname = file_name or "<hfield>"
-        ctype = _content_type(file_name, content_type) or "image/vnd.mujoco.hfield"
+        ctype = _file_type(file_name, content_type)
         if ctype not in ("image/png", "image/vnd.mujoco.hfield"):
             raise ModelError(f"unsupported content type: '{ctype}'")
-        if file_bytes is None:
+        if file_bytes is not None and file_digest is None:
+            from ..io.resources import content_digest
+            file_digest = content_digest(file_bytes)
+        key = ("hfield", file_digest, ctype)
+        hit = decoded.get(key) if file_digest is not None else None
+        if hit is not None:
+            nrow, ncol, data = hit
+        elif file_bytes is None:
             raise ModelError(f"could not read hfield file '{fname}'")
-        buf = bytes(file_bytes)
-        if ctype == "image/png":
-            img = _png_grey(buf, fname)
-            nrow, ncol = int(img.shape[0]), int(img.shape[1])
-            data = img[::-1].astype(np.float32).ravel()
         else:
-            if len(buf) < 1:
-                raise ModelError(f"could not read hfield file '{fname}'")
-            if len(buf) < 8:
-                raise ModelError(f"hfield missing header '{fname}'")
-            nrow, ncol = (int(x) for x in np.frombuffer(buf, dtype="<i4", count=2))
-            if nrow < 1 or ncol < 1:
-                raise ModelError(f"non-positive hfield dimensions in file '{fname}'")
-            if len(buf) != nrow * ncol * 4 + 8:
-                raise ModelError(f"unexpected file size in file '{fname}'")
-            data = np.frombuffer(buf, dtype="<f4", count=nrow * ncol, offset=8).astype(np.float32)
+            nrow, ncol, data = _decode(bytes(file_bytes), fname, ctype)
+            decoded.put(key, (nrow, ncol, data))
 
     if nrow < 1 or ncol < 1 or data is None or data.size == 0:
         raise ModelError("hfield not specified")

@@ -142,6 +142,33 @@ def _make_normals(vert: np.ndarray, face: np.ndarray, smooth: bool):
     return out.ravel()
 
 
+_PAIRS = ((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2))
+_PAIR_A, _PAIR_B = [a for a, _ in _PAIRS], [b for _, b in _PAIRS]
+_ROWS_AT_ONCE = 4096  # faces up to which the six products are made in one pass
+
+
+def _inertia_products(D, E, F, wc) -> list:
+    """The six sums over faces of wc * (the triangle's second-moment term) for the
+    index pairs _PAIRS, each summed in face order. ``D``, ``E``, ``F``: the faces'
+    corners (nface, 3); ``wc``: the faces' weights divided by the denominator."""
+    def term(Da, Db, Ea, Eb, Fa, Fb):
+        return (2 * (Da * Db + Ea * Eb + Fa * Fb)
+                + Da * Eb + Db * Ea
+                + Da * Fb + Db * Fa
+                + Ea * Fb + Eb * Fa)
+
+    if len(wc) <= _ROWS_AT_ONCE:
+        # small meshes: the six pairs as six rows of one array (the same operations
+        # element by element, fewer numpy calls); larger ones pair by pair, whose
+        # arrays stay in the cache
+        Dt, Et, Ft = D.T, E.T, F.T
+        a, b = _PAIR_A, _PAIR_B
+        return _seqsum(wc[None, :] * term(Dt[a], Dt[b], Et[a], Et[b], Ft[a], Ft[b]),
+                       axis=1).tolist()
+    return [float(_seqsum(wc * term(D[:, a], D[:, b], E[:, a], E[:, b], F[:, a], F[:, b])))
+            for a, b in _PAIRS]
+
+
 # ----------------------------------------------------------------------------
 # compiled mesh
 
@@ -303,14 +330,21 @@ def _as_flat(x, dtype):
 # again, or another model with the same mesh files, skips the mesh pipeline. Keyed by
 # a digest of every input but the name (file contents, not paths or times, so an
 # edited file is compiled anew); least recently used entries go first past the size.
+# A resource provider with ``modified`` saying a file has not changed lets the file go
+# unread too (tiphys/io/resources.py).
 MESH_CACHE_BYTES = 256 << 20
 _mesh_cache: collections.OrderedDict = collections.OrderedDict()  # key -> (mesh, nbytes)
 
 
 def clear_mesh_cache() -> None:
-    """Forget every compiled mesh (the next load compiles its meshes anew), SDF
-    plugins' surfaces included."""
+    """Forget every compiled mesh (the next load compiles its meshes anew, reading
+    every file), SDF plugins' surfaces and decoded height-field and texture files
+    included."""
     _mesh_cache.clear()
+    from ..io.resources import forget_resources
+    forget_resources()
+    from .decoded import clear_decoded
+    clear_decoded()
     from .sdf_mesh import clear_sdf_cache
     clear_sdf_cache()
 
@@ -351,7 +385,24 @@ def _copy_mesh(cm: CompiledMesh, name: str) -> CompiledMesh:
     return dataclasses.replace(cm, name=name, **arrays)
 
 
+def _cache_inputs(file_digest, inputs: dict) -> dict:
+    """compile_mesh's inputs as its cache keys them: the file by its digest."""
+    if inputs.get("inertia") == "convex":  # the hull is built anyway: one entry for both
+        inputs = dict(inputs, needhull=True)
+    return dict(inputs, file_digest=file_digest)
+
+
+def mesh_cached(*, file_digest: bytes, **inputs) -> bool:
+    """Whether compile_mesh would take the mesh of a file with this digest (and these
+    other inputs, compile_mesh's but the name and the bytes) from the cache."""
+    if MESH_CACHE_BYTES <= 0:
+        return False
+    key = _mesh_key(_cache_inputs(file_digest, inputs))
+    return key is not None and key in _mesh_cache
+
+
 def compile_mesh(*, name: str = "", file_bytes: Optional[bytes] = None,
+                 file_digest: Optional[bytes] = None,
                  file_name: Optional[str] = None, content_type: Optional[str] = None,
                  vertex=None, face=None, normal=None, texcoord=None,
                  scale: Sequence[float] = (1, 1, 1), refpos: Sequence[float] = (0, 0, 0),
@@ -362,7 +413,9 @@ def compile_mesh(*, name: str = "", file_bytes: Optional[bytes] = None,
     the same inputs were compiled before; see MESH_CACHE_BYTES).
 
     ``file_bytes``/``file_name`` give the file contents and its name (the name
-    picks the format unless ``content_type`` is given).  ``vertex``, ``face``,
+    picks the format unless ``content_type`` is given); ``file_digest``, when known,
+    is tiphys.io.resources.content_digest of the contents, and without the contents
+    names a file whose mesh is cached (mesh_cached).  ``vertex``, ``face``,
     ``normal``, ``texcoord`` are the inline attributes as flat sequences.
     ``needhull`` says whether the convex hull graph is wanted (MuJoCo builds
     it when a mesh geom using it can collide - contype or conaffinity nonzero
@@ -375,17 +428,23 @@ def compile_mesh(*, name: str = "", file_bytes: Optional[bytes] = None,
     progress.step(f"mesh {name}" if name else "mesh")
     if inertia == "convex":  # the hull is built anyway: one cache entry for both asks
         needhull = True
-    inputs = {"file_bytes": file_bytes, "file_name": file_name,
+    inputs = {"file_name": file_name,
               "content_type": content_type, "vertex": vertex, "face": face,
               "normal": normal, "texcoord": texcoord, "scale": scale, "refpos": refpos,
               "refquat": refquat, "inertia": inertia, "maxhullvert": maxhullvert,
               "smoothnormal": smoothnormal, "needhull": needhull, "reorient": reorient}
-    key = _mesh_key(inputs) if MESH_CACHE_BYTES > 0 else None
+    if file_bytes is not None and file_digest is None:
+        from ..io.resources import content_digest
+        file_digest = content_digest(file_bytes)
+    key = _mesh_key(_cache_inputs(file_digest, inputs)) if MESH_CACHE_BYTES > 0 else None
     hit = _mesh_cache.get(key) if key is not None else None
     if hit is not None:
         _mesh_cache.move_to_end(key)
         return _copy_mesh(hit[0], name)
-    cm = _compile_mesh(name=name, **inputs)
+    if file_bytes is None and file_digest is not None:
+        raise RuntimeError(f"compile_mesh: the mesh of file '{file_name}' is no longer "
+                           f"cached: pass its bytes")
+    cm = _compile_mesh(name=name, file_bytes=file_bytes, **inputs)
     if key is not None:
         nbytes = _mesh_nbytes(cm)
         if nbytes <= MESH_CACHE_BYTES:
@@ -644,14 +703,7 @@ def _compile_mesh(*, name, file_bytes, file_name, content_type, vertex, face, no
     if inertia == "legacy":
         w = np.abs(w)
     total = float(_seqsum(w))
-    kk = [(0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2)]
-    P = []
-    for a, b in kk:
-        term = (2 * (D[:, a] * D[:, b] + E[:, a] * E[:, b] + F[:, a] * F[:, b])
-                + D[:, a] * E[:, b] + D[:, b] * E[:, a]
-                + D[:, a] * F[:, b] + D[:, b] * F[:, a]
-                + E[:, a] * F[:, b] + E[:, b] * F[:, a])
-        P.append(float(_seqsum(w / C * term)))
+    P = _inertia_products(D, E, F, w / C)
     inert = [P[1] + P[2], P[0] + P[2], P[0] + P[1], -P[3], -P[4], -P[5]]
     if inertia == "shell":
         surface = total

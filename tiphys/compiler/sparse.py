@@ -75,31 +75,36 @@ def _body_dof(nbody: int, dofnum: list, parent: list, dofadr: list):
 def fill_sparse(out) -> None:
     """D_*, B_*, M_*, mapM2D, mapD2M, mapM2M and the sizes nB, nC, nD into ``out``."""
     i32 = np.int32
-    parent = [int(x) for x in np.asarray(out.dof_parentid).reshape(-1)]
-    simple = [int(x) for x in np.asarray(out.dof_simplenum).reshape(-1)]
-    madr = [int(x) for x in np.asarray(out.dof_Madr).reshape(-1)]
+
+    def ints(a) -> list:  # (tolist: Python ints at once; iterating numpy ints is slow)
+        return np.asarray(a).reshape(-1).tolist()
+
+    parent, simple, madr = ints(out.dof_parentid), ints(out.dof_simplenum), ints(out.dof_Madr)
     nv = len(parent)
     d_nnz, d_adr, d_col = _dofdof(nv, parent, simple, reduced=False, upper=True)
     m_nnz, m_adr, m_col = _dofdof(nv, parent, simple, reduced=True, upper=False)
     diag = [d_col[d_adr[i]:d_adr[i] + d_nnz[i]].index(i) for i in range(nv)]
-    b_nnz, b_adr, b_col = _body_dof(
-        len(np.asarray(out.body_parentid).reshape(-1)),
-        [int(x) for x in np.asarray(out.body_dofnum).reshape(-1)],
-        [int(x) for x in np.asarray(out.body_parentid).reshape(-1)],
-        [int(x) for x in np.asarray(out.body_dofadr).reshape(-1)])
+    body_parent = ints(out.body_parentid)
+    b_nnz, b_adr, b_col = _body_dof(len(body_parent), ints(out.body_dofnum), body_parent,
+                                    ints(out.body_dofadr))
+    # (row, col) pairs keyed as row * nv + col: ints hash faster than tuples
     # mapM2D: for each D entry, the M entry of the same (row, col) or its mirror
     where_m = {}
     for i in range(nv):
+        row = i * nv
         for k in range(m_adr[i], m_adr[i] + m_nnz[i]):
-            where_m[(i, m_col[k])] = k
-    map_m2d = [where_m.get((i, j) if j <= i else (j, i), -1)
+            where_m[row + m_col[k]] = k
+    get_m = where_m.get
+    map_m2d = [get_m(i * nv + j if j <= i else j * nv + i, -1)
                for i in range(nv) for j in d_col[d_adr[i]:d_adr[i] + d_nnz[i]]]
     # mapD2M: for each M entry, the D entry of the same (row, col)
     where_d = {}
     for i in range(nv):
+        row = i * nv
         for k in range(d_adr[i], d_adr[i] + d_nnz[i]):
-            where_d[(i, d_col[k])] = k
-    map_d2m = [where_d[(i, j)] for i in range(nv) for j in m_col[m_adr[i]:m_adr[i] + m_nnz[i]]]
+            where_d[row + d_col[k]] = k
+    map_d2m = [where_d[i * nv + j] for i in range(nv)
+               for j in m_col[m_adr[i]:m_adr[i] + m_nnz[i]]]
     # mapM2M: qM's legacy entry (dof_Madr: the diagonal, then the ancestors nearest
     # first) of each M entry
     map_m2m = [-1] * len(m_col)

@@ -112,6 +112,13 @@ class TreeBuilder:
             raise a.error(f"multiple orientation specifiers: {', '.join(explicit)}",
                           explicit[1])
         kind = explicit[0] if explicit else (given[-1] if given else None)
+        if kind == "quat":
+            # MuJoCo keeps an alternative (euler, axisangle, ...) apart from the quat,
+            # and an alternative resolved at compile time replaces the quat: one a
+            # default class gives beats the element's own quat
+            inherited = [k for k in given if k != "quat"]
+            if inherited:
+                kind = inherited[-1]
         # conversions in MuJoCo's order of operations (ResolveOrientation), so that
         # frames come out with the same bits (see rot.eig3 for why bits matter)
         if kind is None or kind == "quat":
@@ -530,7 +537,7 @@ class TreeBuilder:
         g.fitscale = a.float("fitscale", 1.0)
         g.fluidshape = a.keyword("fluidshape", FLUID_SHAPES, 0)
         g.fluidcoef = a.floats("fluidcoef", 5, (0.5, 0.25, 1.5, 1.0, 1.0), exact=False)
-        fromto = a.floats("fromto", 6)
+        fromto = _fromto_given(a)
         g.pos = a.floats("pos", 3, (0, 0, 0))
         if fromto is not None:
             if g.type not in (GEOM_CAPSULE, GEOM_ELLIPSOID, GEOM_CYLINDER, GEOM_BOX):
@@ -596,7 +603,7 @@ class TreeBuilder:
         s.material = a.str("material")
         s.size = a.floats("size", 3, (0.005, 0.005, 0.005), exact=False)
         s.rgba = a.floats("rgba", 4, (0.5, 0.5, 0.5, 1))
-        fromto = a.floats("fromto", 6)
+        fromto = _fromto_given(a)
         s.pos = a.floats("pos", 3, (0, 0, 0))
         if fromto is not None:
             if s.type not in (GEOM_CAPSULE, GEOM_ELLIPSOID, GEOM_CYLINDER, GEOM_BOX):
@@ -846,6 +853,18 @@ def _accumulate_inertia(par: Body, b: Body) -> None:
         raise error_at(b.el, "error 'inertia must have positive eigenvalues' in fusing static "
                              "body inertias")
     par.mass, par.ipos, par.iquat, par.inertia = total, com, quat, ev
+
+
+def _fromto_given(a: Attrs):
+    """fromto, or None where it is not given. As MuJoCo's, a fromto whose first value
+    is NaN is not defined: an element's own "nan ..." hides its default class's
+    (tiphys.copy_back writes that where it gives a pose instead)."""
+    fromto = a.floats("fromto", 6, finite=False)
+    if fromto is None or np.isnan(fromto[0]):
+        return None
+    if not np.isfinite(fromto).all():
+        return a.floats("fromto", 6)  # (the reader's error for a value not finite)
+    return fromto
 
 
 def _orientation_syntax(a: Attrs):

@@ -47,13 +47,31 @@ Where tiphys deviates, on purpose:
   never made to read outside what it was given unless the user asks. Plain file
   names may climb (Menagerie's ``meshdir="../assets"``): the file system is the
   user's own;
-- ``modified`` is accepted and never needed: tiphys reads a resource's bytes on
-  every compile and its compiled-mesh cache is keyed by those bytes (not by name
-  and time, as MuJoCo's mjCache), so a changed resource is never served stale.
+- the file system and the assets dict have no ``modified``: their resources are read
+  on every compile (MuJoCo's file provider compares modification times in whole
+  seconds, and its VFS a hash of the contents). Reading costs little next to
+  decoding, and tiphys's caches of compiled meshes and decoded files are keyed by a
+  digest of the bytes read, so a file rewritten within the same second (or with its
+  time restored) is never served stale.
+
+Reusing what a provider gave before (MuJoCo 3.4.0's asset cache, src/user/
+user_cache.cc ``mjCCache::PopulateData``, called from ``mjCMesh::TryCompile`` in
+user_mesh.cc): after a resource is opened, if it was read before under the same name
+from the same provider and that provider has ``modified``, tiphys calls
+``modified(resource, timestamp)`` with the timestamp the resource had when it was
+read; 0 ("not modified") lets the caller reuse what it made from those bytes (a
+compiled mesh) without reading them again. Any other answer, a provider without
+``modified`` (MuJoCo: "assume modified"), or nothing reusable, reads the resource;
+its timestamp and a digest of its bytes are then remembered (``remembered``). A
+provider that says "not modified" of changed bytes gets what it made from the old
+ones, as in MuJoCo. tiphys asks this for mesh, height-field and texture files, as
+MuJoCo's cache holds those (tiphys/compiler/mesh.py, tiphys/compiler/decoded.py).
 """
 from __future__ import annotations
 
 import base64
+import collections
+import hashlib
 import os
 import urllib.parse
 from dataclasses import dataclass
@@ -89,8 +107,11 @@ class ResourceProvider:
     ``open`` returned False or raised. ``getdir(resource) -> str`` (optional): the
     directory part of the name, which relative names inside the resource (an
     included file's meshes) start from; without it they start from "".
-    ``modified(resource, timestamp) -> int`` (optional, MuJoCo's sign convention;
-    tiphys never needs to call it, see the module docstring).
+    ``modified(resource, timestamp) -> int`` (optional): 0 when the resource, just
+    opened, is the one that had ``timestamp`` (a string its ``open`` set before),
+    nonzero when it changed (MuJoCo's sign convention: > 0 newer, < 0 older); with
+    it, a mesh read before is not read again while the answer is 0 (see the module
+    docstring).
     ``data``: the provider's own value, the same for every resource
     (``resource.provider.data``). ``allow_parent``: let names climb above the root of
     the provider's names with "..".
@@ -367,12 +388,68 @@ FILE_PROVIDER = ResourceProvider("file", _file_open, _file_read, _file_close,
 class Loaded:
     """A resource read: the name it was found under, its bytes, its directory (what
     relative names inside it start from) and the provider that read it
-    (VFS_PROVIDER, FILE_PROVIDER or a registered one)."""
+    (VFS_PROVIDER, FILE_PROVIDER or a registered one). When the open was asked to
+    reuse (``ResourceReader.open``'s ``reuse``) and did, ``content`` is None and
+    ``digest`` names the bytes read before; ``digest`` is also set after a read that
+    was remembered."""
 
     name: str
-    content: bytes
+    content: Optional[bytes]
     dir: str
     provider: ResourceProvider
+    digest: Optional[bytes] = None
+
+
+def content_digest(data) -> bytes:
+    """The digest that names a resource's bytes (keys of the compiled-mesh cache)."""
+    return hashlib.sha1(data, usedforsecurity=False).digest()
+
+
+# What was read from providers with ``modified``: full name -> (provider, the
+# resource's timestamp when read, digest of its bytes); least recently used first.
+_REMEMBERED: collections.OrderedDict = collections.OrderedDict()
+REMEMBERED_ENTRIES = 4096
+
+
+def remembered(name: str):
+    """(timestamp, digest) remembered for resource ``name`` (its full name), or None."""
+    entry = _REMEMBERED.get(name)
+    return None if entry is None else entry[1:]
+
+
+def forget_resources() -> None:
+    """Forget every remembered resource: the next compile reads each one."""
+    _REMEMBERED.clear()
+
+
+def _unchanged(res: Resource, reuse) -> Optional[bytes]:
+    """The digest of the bytes read before under ``res.name`` when ``res``'s provider
+    says, through ``modified``, that it has not changed since, and ``reuse`` takes that
+    digest; else None."""
+    provider = res.provider
+    entry = _REMEMBERED.get(res.name)
+    if entry is None or entry[0] is not provider:
+        return None
+    try:
+        changed = provider.modified(res, entry[1])
+    except Exception as exc:
+        raise _provider_error(provider, res.name, "failed modified for", exc) from exc
+    if isinstance(changed, bool) or not isinstance(changed, int):
+        raise _provider_error(provider, res.name,
+                              f"modified gave {type(changed).__name__}, not int, for")
+    if changed != 0 or not reuse(entry[2]):
+        return None
+    _REMEMBERED.move_to_end(res.name)
+    return entry[2]
+
+
+def _remember(res: Resource, content: bytes) -> bytes:
+    digest = content_digest(content)
+    _REMEMBERED[res.name] = (res.provider, str(res.timestamp or ""), digest)
+    _REMEMBERED.move_to_end(res.name)
+    while len(_REMEMBERED) > REMEMBERED_ENTRIES:
+        _REMEMBERED.popitem(last=False)
+    return digest
 
 
 def _provider_error(provider, name, what, exc=None) -> ModelError:
@@ -382,11 +459,12 @@ def _provider_error(provider, name, what, exc=None) -> ModelError:
     return ModelError(msg)
 
 
-def _load(res: Resource, probe: bool) -> Optional[Loaded]:
+def _load(res: Resource, probe: bool, reuse=None) -> Optional[Loaded]:
     """Open, read (unless ``probe``), get the directory of and close ``res``; None when
     the provider's open says no. Whatever happens after ``open`` is called, ``close``
     is called once. A provider that raises, or reads no bytes-like object, is a
-    ModelError (the exception chained)."""
+    ModelError (the exception chained). ``reuse(digest) -> bool``: see
+    ResourceReader.open."""
     provider = res.provider
     try:
         try:
@@ -398,7 +476,13 @@ def _load(res: Resource, probe: bool) -> Optional[Loaded]:
         if not ok:
             return None
         content = b""
-        if not probe:
+        digest = None
+        stamped = reuse is not None and not probe and provider.modified is not None
+        if stamped:
+            digest = _unchanged(res, reuse)
+            if digest is not None:
+                content = None
+        if not probe and content is not None:
             try:
                 data = provider.read(res)
             except Exception as exc:
@@ -412,6 +496,8 @@ def _load(res: Resource, probe: bool) -> Optional[Loaded]:
                 raise _provider_error(provider, res.name,
                                       f"read {type(data).__name__}, not bytes, for") \
                     from exc
+            if stamped:
+                digest = _remember(res, content)
         rdir = ""
         if provider.getdir is not None:
             try:
@@ -422,7 +508,7 @@ def _load(res: Resource, probe: bool) -> Optional[Loaded]:
             if not isinstance(rdir, str):
                 raise _provider_error(provider, res.name,
                                       f"getdir gave {type(rdir).__name__}, not str, for")
-        return Loaded(res.name, content, rdir, provider)
+        return Loaded(res.name, content, rdir, provider, digest)
     finally:
         try:
             provider.close(res)
@@ -474,10 +560,15 @@ class ResourceReader:
         """Where a file name resolves outside the VFS (model directory + name)."""
         return _combine(self.modeldir, name)
 
-    def open(self, name: str, directory: Optional[str] = None, probe: bool = False):
+    def open(self, name: str, directory: Optional[str] = None, probe: bool = False,
+             reuse: Optional[Callable[[bytes], bool]] = None):
         """The Loaded resource ``name`` (relative to ``directory``, by default the model
         directory), or None; the second result lists what was tried. With ``probe``
         the resource is opened and closed, not read (its content is b"").
+        ``reuse(digest) -> bool``: whether the caller still has what it made from the
+        bytes of that digest; asked when the provider says, through ``modified``, that
+        the resource has not changed since it was read (see the module docstring):
+        then it is not read again and the Loaded's content is None.
 
         A ModelError when a registered provider matches and fails: its open says no
         (unless ``probe``), it raises, or the name climbs above its root."""
@@ -502,7 +593,7 @@ class ResourceReader:
                         f"'{provider.prefix}' with '..'; register the provider with "
                         f"allow_parent=True to let it")
                 full = reduce_path(full)
-            got = _load(Resource(full, provider), probe)
+            got = _load(Resource(full, provider), probe, reuse)
             if got is None and probe:  # (not there: the caller may look elsewhere)
                 tried.append(f"resource provider '{provider.prefix}' ('{full}': its open "
                              f"returned False)")

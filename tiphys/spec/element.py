@@ -133,7 +133,8 @@ EXTRA_CHILDREN = {
                   "children": None},
 }
 
-_CLASSES: dict[tuple, type] = {}
+_CLASSES: dict[tuple, type] = {}  # path -> class
+_DATACLASSES: dict[tuple, type] = {}  # (last two tags of the path, attributes) -> dataclass
 
 
 def _class_name(path: tuple) -> str:
@@ -145,15 +146,24 @@ def element_class(path: tuple, attrs: tuple) -> type:
     cls = _CLASSES.get(path)  # (made once per path: one lookup after that)
     if cls is not None:
         return cls
-    spec_fields = [(pyname(a), Optional[str], field(default=None)) for a in attrs]
-    spec_fields += [("children", list, field(default_factory=list, repr=False)),
-                    ("xml_file", Optional[str], field(default=None, repr=False)),
-                    ("xml_line", Optional[int], field(default=None, repr=False))]
-    cls = make_dataclass(_class_name(path), spec_fields, bases=(Element,), eq=False)
-    cls.tag = path[-1]
-    cls.attr_names = tuple(attrs)
-    cls._fields_of = {a: pyname(a) for a in attrs}
-    cls._attr_of = {pyname(a): a for a in attrs}
+    key = (path[-2:], tuple(attrs))
+    base = _DATACLASSES.get(key)
+    if base is None:
+        spec_fields = [(pyname(a), Optional[str], field(default=None)) for a in attrs]
+        spec_fields += [("children", list, field(default_factory=list, repr=False)),
+                        ("xml_file", Optional[str], field(default=None, repr=False)),
+                        ("xml_line", Optional[int], field(default=None, repr=False))]
+        base = make_dataclass(_class_name(path), spec_fields, bases=(Element,), eq=False)
+        base.tag = path[-1]
+        base.attr_names = tuple(attrs)
+        base._fields_of = {a: pyname(a) for a in attrs}
+        base._attr_of = {pyname(a): a for a in attrs}
+        _DATACLASSES[key] = base
+    # each path has a class of its own (the reader keeps the path's schema node on
+    # it): a plain subclass of the dataclass of its last two tags, as make_dataclass
+    # (a few hundred microseconds) would make the same class again for each depth of
+    # a nested body
+    cls = type(base.__name__, (base,), {"__qualname__": base.__qualname__})
     _CLASSES[path] = cls
     return cls
 
