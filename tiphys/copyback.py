@@ -878,18 +878,13 @@ def copy_back(spec, m: Model) -> None:
     values. See the module's docstring for what is written and how."""
     from .compiler.compile import compile_spec
     from .lengthrange import set_length_range
-    from .setconst import _check_host_copy
+    from .setconst import _check_host_copy, refuse_per_world
     from .spec import Spec
 
     check_model(m, "copy_back")
     if not isinstance(spec, Spec):
         raise TypeError(f"copy_back: expected a tiphys.Spec, got {type(spec).__name__}")
-    per_world = m.param_worlds()
-    if per_world:
-        fields = ", ".join(f"{k} ({n} worlds)" for k, n in sorted(per_world.items()))
-        raise ValueError(f"copy_back: {fields} given per world; a spec holds one model: "
-                         f"give these fields one value for all worlds (tiphys.set_param "
-                         f"with the field's shape) before copy_back")
+    refuse_per_world(m, "copy_back", "a spec holds one model")
     _check_host_copy(m, "copy_back")
     base = compile_spec(spec)
     if getattr(base, "lengthrange_pending", None):

@@ -45,6 +45,17 @@ SET_CONST_FIELDS = (
 _IN_PLACE = ("actuator_biasprm", "eq_data", "tendon_lengthspring")
 
 
+def refuse_per_world(m: Model, func: str, why: str) -> None:
+    """ValueError naming the fields of ``m`` set per world: ``func`` works on one model
+    (``why``)."""
+    per_world = m.param_worlds()
+    if per_world:
+        fields = ", ".join(f"{k} ({n} worlds)" for k, n in sorted(per_world.items()))
+        raise ValueError(f"{func}: {fields} given per world; {why}: give these fields one "
+                         f"value for all worlds (tiphys.set_param with the field's shape) "
+                         f"before {func}")
+
+
 def set_const(m: Model, d: Optional[Data] = None) -> None:
     """mj_setConst: recompute ``m``'s derived constants from its current fields (see
     the module's docstring for the list) and write them to ``m`` (host and device).
@@ -54,12 +65,7 @@ def set_const(m: Model, d: Optional[Data] = None) -> None:
     check_model(m, "set_const")
     if d is not None:
         check_pair(m, d, "set_const")
-    per_world = m.param_worlds()
-    if per_world:
-        fields = ", ".join(f"{k} ({n} worlds)" for k, n in sorted(per_world.items()))
-        raise ValueError(f"set_const: {fields} given per world; mj_setConst computes one "
-                         f"model's constants: give these fields one value for all worlds "
-                         f"(tiphys.set_param with the field's shape) before set_const")
+    refuse_per_world(m, "set_const", "mj_setConst computes one model's constants")
     _check_host_copy(m)
     a = ModelArrays(**vars(m.arrays))
     for name in _IN_PLACE:
