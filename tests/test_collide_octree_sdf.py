@@ -21,7 +21,8 @@ import spirv
 import subproc
 import tiphys
 from oracle import corpus_dir, random_free_qpos
-from test_collide_sdf import F32_SCRIPT, _trajectory, check_f32_worlds, compare_worlds
+from test_collide_sdf import (F32_SCRIPT, _trajectory, check_f32_worlds,
+                              check_tactile_worlds, compare_worlds)
 from tiphys.kernels.collide_sdf import geom_octrees
 
 NWORLD = 8
@@ -314,28 +315,8 @@ def test_tactile_on_mesh_octree_matches_mujoco():
     qvel."""
     xml = TACTILE.format(contype=0)
     mjm = mujoco.MjModel.from_xml_string(xml)
-    m = tiphys.load_model_from_string(xml)
     assert mjm.mesh_octadr[0] == 0 and mjm.mesh_octadr[1] == -1
-    rng = np.random.default_rng(0)
-    qpos = np.tile(mjm.qpos0, (NWORLD, 1))
-    qpos[:, :3] += rng.uniform(-.03, .03, (NWORLD, 3))
-    quat = qpos[:, 3:7] + rng.normal(scale=.1, size=(NWORLD, 4))
-    qpos[:, 3:7] = quat / np.linalg.norm(quat, axis=1, keepdims=True)
-    qvel = rng.normal(scale=.3, size=(NWORLD, mjm.nv))
-    d = tiphys.make_data(m, NWORLD)
-    d.qpos.from_numpy(qpos)
-    d.qvel.from_numpy(qvel)
-    tiphys.forward(m, d)
-    ours = d.numpy("sensordata")
-    pressed = 0
-    mjd = mujoco.MjData(mjm)
-    for w in range(NWORLD):
-        mjd.qpos[:] = qpos[w]
-        mjd.qvel[:] = qvel[w]
-        mujoco.mj_forward(mjm, mjd)
-        np.testing.assert_allclose(ours[w], mjd.sensordata, rtol=1e-9, atol=1e-12,
-                                   err_msg=f"world {w}")
-        pressed += np.count_nonzero(mjd.sensordata[:36])
+    pressed = check_tactile_worlds(xml, seed=0, spread=.03, ntaxel=36)
     assert pressed >= 2 * NWORLD, pressed
 
 

@@ -510,14 +510,16 @@ TACTILE = """<mujoco>
 </mujoco>"""
 
 
-def test_tactile_on_sdf_geom_matches_mujoco():
-    """A taxel cube pressed into a torus: its corners' pressures from the torus' SDF
-    and the tangential speeds, against MuJoCo (the same qpos and qvel)."""
-    mjm = mujoco.MjModel.from_xml_string(TACTILE)
-    m = tiphys.load_model_from_string(TACTILE)
-    rng = np.random.default_rng(6)
+def check_tactile_worlds(xml: str, seed: int, spread: float, ntaxel: int) -> int:
+    """Taxel sensordata of ``xml`` (a free body carrying the taxel geom) against
+    MuJoCo's in NWORLD worlds: the body moved by up to ``spread`` and turned at random,
+    random velocities, the same qpos and qvel in both. Returns how many of the first
+    ``ntaxel`` pressures are non-zero over all worlds (MuJoCo's)."""
+    mjm = mujoco.MjModel.from_xml_string(xml)
+    m = tiphys.load_model_from_string(xml)
+    rng = np.random.default_rng(seed)
     qpos = np.tile(mjm.qpos0, (NWORLD, 1))
-    qpos[:, :3] += rng.uniform(-.02, .02, (NWORLD, 3))
+    qpos[:, :3] += rng.uniform(-spread, spread, (NWORLD, 3))
     quat = qpos[:, 3:7] + rng.normal(scale=.1, size=(NWORLD, 4))
     qpos[:, 3:7] = quat / np.linalg.norm(quat, axis=1, keepdims=True)
     qvel = rng.normal(scale=.3, size=(NWORLD, mjm.nv))
@@ -532,8 +534,16 @@ def test_tactile_on_sdf_geom_matches_mujoco():
         mjd.qpos[:] = qpos[w]
         mjd.qvel[:] = qvel[w]
         mujoco.mj_forward(mjm, mjd)
-        np.testing.assert_allclose(ours[w], mjd.sensordata, rtol=1e-9, atol=1e-12)
-        pressed += np.count_nonzero(mjd.sensordata[:8])
+        np.testing.assert_allclose(ours[w], mjd.sensordata, rtol=1e-9, atol=1e-12,
+                                   err_msg=f"world {w}")
+        pressed += np.count_nonzero(mjd.sensordata[:ntaxel])
+    return pressed
+
+
+def test_tactile_on_sdf_geom_matches_mujoco():
+    """A taxel cube pressed into a torus: its corners' pressures from the torus' SDF
+    and the tangential speeds, against MuJoCo (the same qpos and qvel)."""
+    pressed = check_tactile_worlds(TACTILE, seed=6, spread=.02, ntaxel=8)
     assert pressed >= 2 * NWORLD, pressed
 
 
