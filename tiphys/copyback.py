@@ -80,6 +80,14 @@ def _txt(values) -> str:
     return " ".join(repr(float(x)) for x in v)
 
 
+def _write_rows(el, changed, a, rows) -> None:
+    """For each (field, attribute, row) whose field is in ``changed``: that row of the
+    field as the element's attribute (numbers as _txt writes them)."""
+    for field, attr, row in rows:
+        if field in changed:
+            el.set(attr, _txt(getattr(a, field)[row]))
+
+
 def _txt_int(values) -> str:
     return " ".join(str(int(x)) for x in np.asarray(values).reshape(-1))
 
@@ -413,24 +421,12 @@ class _CopyBack:
                 if jtype in (JNT_HINGE, JNT_BALL):
                     rng = self.angle(rng)
                 el.set("range", _txt(rng))
-            if "jnt_solref" in ch:
-                el.set("solreflimit", _txt(a.jnt_solref[i]))
-            if "jnt_solimp" in ch:
-                el.set("solimplimit", _txt(a.jnt_solimp[i]))
-            if "jnt_margin" in ch:
-                el.set("margin", repr(float(a.jnt_margin[i])))
-            if "jnt_user" in ch:
-                el.set("user", _txt(a.jnt_user[i]))
-            if "dof_solref" in ch:
-                el.set("solreffriction", _txt(a.dof_solref[dadr]))
-            if "dof_solimp" in ch:
-                el.set("solimpfriction", _txt(a.dof_solimp[dadr]))
-            if "dof_armature" in ch:
-                el.set("armature", repr(float(a.dof_armature[dadr])))
-            if "dof_damping" in ch:
-                el.set("damping", repr(float(a.dof_damping[dadr])))
-            if "dof_frictionloss" in ch:
-                el.set("frictionloss", repr(float(a.dof_frictionloss[dadr])))
+            _write_rows(el, ch, a, (
+                ("jnt_solref", "solreflimit", i), ("jnt_solimp", "solimplimit", i),
+                ("jnt_margin", "margin", i), ("jnt_user", "user", i),
+                ("dof_solref", "solreffriction", dadr),
+                ("dof_solimp", "solimpfriction", dadr), ("dof_armature", "armature", dadr),
+                ("dof_damping", "damping", dadr), ("dof_frictionloss", "frictionloss", dadr)))
             if "qpos0" in ch:
                 ref = float(a.qpos0[qadr])
                 el.set("ref", repr(float(self.angle(ref)) if jtype == JNT_HINGE else ref))
