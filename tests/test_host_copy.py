@@ -22,7 +22,7 @@ def test_upload_download_zero_match_taichi(index):
     tiphys.backend.ensure_init()
     ours, theirs = _arrays()[index], _arrays()[index]
     shape = tuple(ours.arr.total_shape())
-    kind = np.int32 if ours.dtype == ti.i32 else np.dtype(backend._NUMPY_DTYPES[ours.dtype])
+    kind = backend.numpy_dtype(ours)
     rng = np.random.default_rng(index)
     host = (rng.integers(-9, 9, size=shape) if kind == np.int32
             else rng.standard_normal(shape)).astype(kind)

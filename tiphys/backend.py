@@ -217,7 +217,13 @@ def init(arch: str = "cpu", precision: str = "f64", *, reinit: bool = False,
 # Bulk allocation and upload of Model/Data arrays
 # ---------------------------------------------------------------------------------------
 
-_NUMPY_DTYPES = {ti.f64: np.float64, ti.f32: np.float32, ti.i32: np.int32}
+def numpy_dtype(arr):
+    """The numpy dtype of an ndarray's numbers (f64, f32 or i32; the element type of a
+    vector or matrix ndarray)."""
+    dtype = arr.dtype
+    if hasattr(dtype, "dtype"):  # vector/matrix ndarray element type
+        dtype = dtype.dtype
+    return np.float64 if dtype == ti.f64 else np.float32 if dtype == ti.f32 else np.int32
 
 
 def _host_backend() -> bool:
@@ -276,7 +282,7 @@ def download(arr) -> np.ndarray:
     address = _host_address(arr)
     if not address:
         return arr.to_numpy()
-    host = np.empty(tuple(arr.arr.total_shape()), dtype=_NUMPY_DTYPES[arr.dtype])
+    host = np.empty(tuple(arr.arr.total_shape()), dtype=numpy_dtype(arr))
     ctypes.memmove(host.ctypes.data, address, host.nbytes)
     return host
 

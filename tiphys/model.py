@@ -60,11 +60,7 @@ def _fill(array_dev, array: np.ndarray, shape: str, sizes: dict, nworld=1, nbatc
     backend.upload(array_dev, array.astype(_np_dtype(array_dev)))
 
 
-def _np_dtype(arr):
-    dtype = arr.dtype
-    if hasattr(dtype, "dtype"):  # vector/matrix ndarray element type
-        dtype = dtype.dtype
-    return np.float64 if dtype == ti.f64 else np.float32 if dtype == ti.f32 else np.int32
+_np_dtype = backend.numpy_dtype
 
 
 class ModelOptions:
