@@ -845,11 +845,12 @@ def narrow_sdf(m, d, plan, sweep):
                   sdf_kind=kind, sdf_attr=attr, sdf_oct=root, world_mask=sweep.mask,
                   descents=descents)
     meshes, octrees = _mesh_pairs(m, plan), _octree_pairs(m, d)
+    rays, points = _ray_tables(m), _points(d)
     with _light_compile():
         for slot0 in range(0, nslot, chunk):
             launch(_narrow_sdf_descend, m, d, meshes=meshes, octrees=octrees,
-                   niter=int(opt.sdf_iterations), slot0=slot0, **_ray_tables(m), **common)
-            launch(_narrow_sdf_emit, m, d, slot0=slot0, points=_points(d),
+                   niter=int(opt.sdf_iterations), slot0=slot0, **rays, **common)
+            launch(_narrow_sdf_emit, m, d, slot0=slot0, points=points,
                    contact_dist=dist, contact_pos=pos, contact_frame=frame,
                    contact_key=key, **common)
 
