@@ -31,7 +31,6 @@ depend on the order, e.g. normals are computed on the raw vertices):
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import hashlib
 import math
@@ -44,6 +43,7 @@ import numpy as np
 from ..errors import ModelError
 from ..kernels.consts import EPS, MINVAL
 from . import progress
+from .decoded import ByteLRU
 from .hull import _make_graph
 from .mesh_io import _content_type, _read_msh, _read_obj_full, _read_stl
 from .mesh_math import (_F32, _cross, _dot3, _eig3, _mulmat, _mulmatT, _normvec, _quat2mat,
@@ -333,7 +333,7 @@ def _as_flat(x, dtype):
 # A resource provider with ``modified`` saying a file has not changed lets the file go
 # unread too (tiphys/io/resources.py).
 MESH_CACHE_BYTES = 256 << 20
-_mesh_cache: collections.OrderedDict = collections.OrderedDict()  # key -> (mesh, nbytes)
+_mesh_cache = ByteLRU(MESH_CACHE_BYTES)  # key -> the compiled mesh
 
 
 def clear_mesh_cache() -> None:
@@ -439,8 +439,7 @@ def compile_mesh(*, name: str = "", file_bytes: Optional[bytes] = None,
     key = _mesh_key(_cache_inputs(file_digest, inputs)) if MESH_CACHE_BYTES > 0 else None
     hit = _mesh_cache.get(key) if key is not None else None
     if hit is not None:
-        _mesh_cache.move_to_end(key)
-        return _copy_mesh(hit[0], name)
+        return _copy_mesh(hit, name)
     if file_bytes is None and file_digest is not None:
         raise RuntimeError(f"compile_mesh: the mesh of file '{file_name}' is no longer "
                            f"cached: pass its bytes")
@@ -448,10 +447,7 @@ def compile_mesh(*, name: str = "", file_bytes: Optional[bytes] = None,
     if key is not None:
         nbytes = _mesh_nbytes(cm)
         if nbytes <= MESH_CACHE_BYTES:
-            _mesh_cache[key] = (_copy_mesh(cm, ""), nbytes)
-            total = sum(n for _, n in _mesh_cache.values())
-            while total > MESH_CACHE_BYTES:
-                total -= _mesh_cache.popitem(last=False)[1][1]
+            _mesh_cache.put(key, _copy_mesh(cm, ""), nbytes)
     return cm
 
 
