@@ -38,7 +38,7 @@ vulkan:
 # worker (--dist loadfile) and keeps its shared Model/Data fixtures
 TEST_WORKERS ?= 4
 test: $(STAMP) corpus vulkan
-	$(PY) -m pytest -q -n auto --maxprocesses=$(TEST_WORKERS) --dist loadfile --durations=25 tests
+	$(PY) -m pytest -q -n auto --maxprocesses=$(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=25 tests
 
 run: $(STAMP)
 	$(PY) -m tiphys.cli run

@@ -17,8 +17,10 @@ def pytest_configure(config):
 
 # The files that take longest on a 2-core machine with empty caches (the --durations
 # of a cold `make test`, 2026-11-27), run first: `make test` hands whole files to its
-# pytest-xdist workers in collection order, so a long file collected last keeps one
-# worker busy while the other has nothing left to do. Order only: every test runs.
+# pytest-xdist workers in collection order (--no-loadscope-reorder: pytest-xdist 3.6+
+# otherwise sorts the files by their number of tests, which undid this order and ran
+# the render files near the end), so a long file collected last keeps one worker busy
+# while the other has nothing left to do. Order only: every test runs.
 #
 # Before them, the files that draw with GGUI: in full runs, after a worker had run
 # thousands of other tests, GGUI's segmentation frames came back without some or all
