@@ -215,7 +215,7 @@ def test_sdf_geoms_render_as_their_mesh_like_mujoco(monkeypatch):
     mjd = mujoco.MjData(mjm)
     mujoco.mj_forward(mjm, mjd)
     d = tiphys.make_data(m, 1)
-    tiphys.forward(m, d)
+    tiphys.fwd_kinematics(m, d)  # what the renderer draws from (mjv_updateScene)
     mjr = _mujoco_renderer(mjm, monkeypatch)
     ours_r = Renderer(m, W, H)
     try:

@@ -84,7 +84,7 @@ def scene():
     d = tiphys.make_data(m, NWORLD)
     d.qpos.from_numpy(np.stack([x.qpos for x in mjds]))
     d.qvel.from_numpy(np.stack([x.qvel for x in mjds]))
-    tiphys.forward(m, d)
+    tiphys.fwd_kinematics(m, d)  # what the renderer draws from (mjv_updateScene)
     assert np.allclose(d.numpy("flexvert_xpos").reshape(NWORLD, -1, 3),
                        np.stack([x.flexvert_xpos for x in mjds]), atol=1e-9)
     monkeypatch = pytest.MonkeyPatch()

@@ -98,7 +98,7 @@ def test_skins_follow_the_bodies(scene):
     qpos = d.numpy("qpos")[:1].copy()
     qpos[0, -1] += 1.0  # bend the hinge: the upper bone turns
     d2.qpos.from_numpy(qpos)
-    tiphys.forward(m, d2)
+    tiphys.fwd_kinematics(m, d2)
     after = r.segment(d2, "front", 0)
     inline = lambda s: (s[..., 0] == 0) & (s[..., 1] == OBJ_SKIN)  # noqa: E731
     assert inline(before).sum() > 30 and inline(after).sum() > 30
@@ -125,7 +125,7 @@ def test_dog_skin_matches_mujoco_renderer(monkeypatch):
     m = tiphys.load_model(path)
     d = tiphys.make_data(m, 1)
     d.qpos.from_numpy(mjd.qpos[None].copy())
-    tiphys.forward(m, d)
+    tiphys.fwd_kinematics(m, d)  # what the renderer draws from (mjv_updateScene)
     r = Renderer(m, W, H)
     mjr = _mujoco_renderer(mjm, monkeypatch)
     try:
@@ -163,7 +163,7 @@ def test_box_cable_skin_matches_mujoco_renderer(monkeypatch, subgrid):
     m = tiphys.load_model_from_string(xml)
     d = tiphys.make_data(m, 1)
     d.qpos.from_numpy(mjd.qpos[None].copy())
-    tiphys.forward(m, d)
+    tiphys.fwd_kinematics(m, d)
     r = Renderer(m, W, H)
     mjr = _mujoco_renderer(mjm, monkeypatch)
     try:

@@ -36,7 +36,7 @@ def _scene():
     mujoco.mj_forward(mjm, mjd)
     m = tiphys.load_model_from_string(XML)
     d = tiphys.make_data(m, 1)
-    tiphys.forward(m, d)
+    tiphys.fwd_kinematics(m, d)  # what the renderer draws from (mjv_updateScene)
     return mjm, mjd, m, d
 
 

@@ -91,7 +91,8 @@ DEFORMABLE = f"""<skin vertex="{BOX_VERT}" face="{BOX_FACE}" rgba="1 0 0 1">
 def posed_worlds(mjm, m, nworld: int, seed: int):
     """MuJoCo's MjData and a tiphys Data of ``nworld`` worlds in the same random poses
     of two_body's model (the free body moved and turned, the hinge bent), after
-    forward in both."""
+    MuJoCo's forward and tiphys's fwd_kinematics (all that skins and the renderer
+    read)."""
     d = tiphys.make_data(m, nworld)
     rng = np.random.default_rng(seed)
     mjds = []
@@ -103,7 +104,7 @@ def posed_worlds(mjm, m, nworld: int, seed: int):
         mujoco.mj_forward(mjm, mjd)
         mjds.append(mjd)
     d.qpos.from_numpy(np.stack([x.qpos for x in mjds]))
-    tiphys.forward(m, d)
+    tiphys.fwd_kinematics(m, d)
     return mjds, d
 
 
