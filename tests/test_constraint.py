@@ -20,7 +20,7 @@ import subproc
 import spirv
 
 import tiphys
-from tiphys.model import _np_dtype
+from tiphys.backend import numpy_dtype
 from corpus_xfail import corpus_params, not_yet, stage_models
 from oracle import StrippedModel, corpus_dir, mujoco_contacts, random_free_qpos
 
@@ -232,7 +232,7 @@ def random_state(mjm, seed, nworld=NWORLD, spread=0.3, center=(0, 0, 0)):
 def _full(arr, value):
     """A numpy array the shape and dtype of a (padded) device array, filled."""
     return np.full(arr.shape + tuple(getattr(arr, "element_shape", ())), value,
-                   dtype=_np_dtype(arr))
+                   dtype=numpy_dtype(arr))
 
 
 def _set(arr, values):

@@ -141,9 +141,9 @@ def random_state(mjm, rel, seed, nworld=NWORLD, free_world=None):
 
 
 def _full(arr, value):
-    from tiphys.model import _np_dtype
+    from tiphys.backend import numpy_dtype
     shape = arr.shape + tuple(getattr(arr, "element_shape", ()) or ())
-    return np.full(shape, value, dtype=_np_dtype(arr))
+    return np.full(shape, value, dtype=numpy_dtype(arr))
 
 
 def poison(d):

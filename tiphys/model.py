@@ -57,10 +57,8 @@ def _fill(array_dev, array: np.ndarray, shape: str, sizes: dict, nworld=1, nbatc
     array = np.asarray(array).reshape(want)
     if 0 in want[:len(parse_shape(shape)[0])]:
         return
-    backend.upload(array_dev, array.astype(_np_dtype(array_dev)))
+    backend.upload(array_dev, array.astype(backend.numpy_dtype(array_dev)))
 
-
-_np_dtype = backend.numpy_dtype
 
 
 class ModelOptions:
@@ -724,7 +722,7 @@ def reset_state_arrays(m: Model, d: Data, keyframe=None) -> dict:
 
 def _set_padded(field, value: np.ndarray) -> None:
     full = np.zeros(tuple(field.shape) + value.shape[len(field.shape):],
-                    dtype=_np_dtype(field))
+                    dtype=backend.numpy_dtype(field))
     full[tuple(slice(0, n) for n in value.shape)] = value
     backend.upload(field, full)
 

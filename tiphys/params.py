@@ -29,7 +29,8 @@ import difflib
 
 import numpy as np
 
-from .model import Model, _fill, _make_array, _np_dtype, check_model
+from . import backend
+from .model import Model, _fill, _make_array, check_model
 from .types import MODEL_FIELDS, numpy_shape
 
 PARAM_FIELDS = tuple(name for name, shape, _, _ in MODEL_FIELDS if shape.startswith("*"))
@@ -88,7 +89,7 @@ def set_param(m: Model, name: str, value) -> None:
     if arr.shape[0] != n:
         arr = _make_array(shape, "f", sizes, nbatch=n)
         setattr(m, name, arr)
-    _fill(arr, values.astype(_np_dtype(arr)), shape, sizes, nbatch=n)
+    _fill(arr, values.astype(backend.numpy_dtype(arr)), shape, sizes, nbatch=n)
     if n == 1:
         setattr(m.arrays, name, values[0].astype(np.asarray(getattr(m.arrays, name)).dtype))
         m._params = {k: v for k, v in m._params.items() if k != name}

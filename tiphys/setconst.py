@@ -88,7 +88,7 @@ def _check_host_copy(m: Model, func: str = "set_const") -> None:
     setter built on it) keeps equal to the device arrays: a parameter written to its
     device array alone would be missed, so that is refused."""
     from .params import PARAM_FIELDS
-    from .model import _np_dtype
+    from .backend import numpy_dtype
 
     for name in PARAM_FIELDS:
         host = np.asarray(getattr(m.arrays, name))
@@ -96,7 +96,7 @@ def _check_host_copy(m: Model, func: str = "set_const") -> None:
             continue
         dev = getattr(m, name)
         values = dev.to_numpy().reshape(-1)[:host.size]
-        if not np.array_equal(values, host.reshape(-1).astype(_np_dtype(dev)), equal_nan=True):
+        if not np.array_equal(values, host.reshape(-1).astype(numpy_dtype(dev)), equal_nan=True):
             raise ValueError(f"{func}: the device array {name} differs from the host copy "
                              f"m.arrays.{name} (written to the device array directly?): give "
                              f"model fields with tiphys.set_param, which writes both")
