@@ -47,8 +47,6 @@ def open_window(title: str, width: int, height: int, show: bool):
         raise RenderError("no display to open a window on (DISPLAY and WAYLAND_DISPLAY are "
                           "unset); render images headless instead: `tiphys render MODEL -o "
                           "frame.png` or tiphys.render(m, d)")
-    if not _ALL_WINDOWS and backend.arch() != "vulkan":
-        _rasterize_in_submitting_thread()
     try:
         with imgui_cwd():
             window = ti.ui.Window(title, (int(width), int(height)), vsync=False,
@@ -72,22 +70,6 @@ def _keep_past_exit(window) -> None:
     never given back keeps each window until the process ends; the operating system
     takes its memory back then."""
     ctypes.pythonapi.Py_IncRef(ctypes.py_object(window))
-
-
-def _rasterize_in_submitting_thread() -> None:
-    """Make Mesa's software Vulkan (lavapipe) finish each frame before GGUI frees it.
-
-    Taichi 1.7.4's GGUI frees a frame's renderables (their vertex and uniform buffers)
-    right after it submits the frame, and lavapipe shades the pixels afterwards on
-    llvmpipe's rasterizer threads, which may then read freed memory. With
-    ``LP_NUM_THREADS=0`` llvmpipe rasterizes inside the submission, before the free.
-    (Read from Taichi's source, not seen to fix anything: the objects missing from
-    some segmentation frames in full test runs went on going missing with it; see the
-    guard mesh in Renderer.draw.) Only llvmpipe reads the variable; a value the user
-    set is kept. It is read when the first Vulkan device is made, so this runs before
-    the first window; with ``arch="vulkan"`` Taichi made that device already (and its
-    compute shaders would lose their threads), so that case is left alone."""
-    os.environ.setdefault("LP_NUM_THREADS", "0")
 
 
 def _ggui_dir() -> str:
@@ -305,9 +287,16 @@ def _field_info(buf, start: int = 0, stop: Optional[int] = None):
     return info
 
 
-# one degenerate triangle (three vertices at the origin), drawn first in each frame
-_GUARD_VBO = np.zeros((3, 12), dtype=np.float32)
-_GUARD_INDEX = np.array([0, 1, 2], dtype=np.int32)
+# The model matrix of every mesh tiphys draws: one instance, the identity. Taichi
+# 1.7.4's GGUI gives each mesh an instance-transform buffer and, for a mesh drawn
+# without transforms, leaves it unwritten; its vertex shader still reads it
+# (model = I * (1 - has_attribute) + transform * has_attribute, has_attribute = 0),
+# so garbage there that happens to be NaN or Inf (memory a freed buffer held)
+# turns the mesh's every vertex into NaN and the mesh vanishes, in that frame and in
+# every later one that gets the same memory. That was the objects (floor, sky, skins,
+# whole frames) missing from images in full test runs. With the identity as the
+# transform GGUI writes the buffer each draw: model = 0 * I + 1 * I = I exactly.
+_IDENTITY_TRANSFORM = np.eye(4, dtype=np.float32)[None]
 
 
 class _Buffer:
@@ -661,8 +650,9 @@ class Renderer:
             vbo_info = _field_info(data)
             offset = start
         count = (stop if stop is not None else len(data)) - start
-        self.scene.scene.mesh(vbo_info, True, _field_info(indices), (0.5, 0.5, 0.5), False,
-                              len(indices), 0, count, offset, False)
+        self.scene.scene.mesh_instance(vbo_info, True, _field_info(indices), (0.5, 0.5, 0.5),
+                                       False, _field_info(_IDENTITY_TRANSFORM), 1, 0,
+                                       len(indices), 0, count, offset, False)
 
     def draw(self, d, pose: CameraPose, options: Optional[RenderOptions] = None,
              segmentation: bool = False, extra_lines: Optional[np.ndarray] = None) -> None:
@@ -704,10 +694,6 @@ class Renderer:
         self._set_camera(pose)
         self.canvas.set_background_color((0.0, 0.0, 0.0))
         self.scene.ambient_light((1.0, 1.0, 1.0))
-        # a first mesh that covers no pixel, every frame: in full test runs (never
-        # alone) the first mesh of a segmentation frame, where no sky comes first,
-        # was missing from the image now and then (cause inside GGUI not found)
-        self._mesh(_GUARD_VBO, 0, None, _GUARD_INDEX)
         if not segmentation and options.skybox and self.sky_colour is not None:
             radius = 0.9 * float(self.vis["map"]["zfar"]) * float(self.m.stat.extent)
             self.sky_vbo[:, 0:3] = pose.pos + radius * self.sky_unit
