@@ -132,9 +132,14 @@ def test_dog_skin_matches_mujoco_renderer(monkeypatch):
         for cam in range(min(2, mjm.ncam)):  # (two of dog's cameras: the whole skin)
             mjr.enable_segmentation_rendering()
             mjr.update_scene(mjd, camera=cam)
-            count, iou = _iou(mjr.render(), r.segment(d, cam, 0), 0)
-            if count >= 30:
-                assert iou > 0.97, (cam, iou)
+            theirs, ours = mjr.render(), r.segment(d, cam, 0)
+            count, iou = _iou(theirs, ours, 0)
+            if count >= 30:  # (the message: what each image holds, if it fails)
+                assert iou > 0.97, dict(
+                    cam=cam, iou=iou, mujoco_skin=int(count),
+                    tiphys_skin=int(((ours[..., 0] == 0) & (ours[..., 1] == OBJ_SKIN)).sum()),
+                    tiphys_objects=int((ours[..., 0] >= 0).sum()),
+                    mujoco_objects=int((theirs[..., 0] >= 0).sum()))
         # the lit skin: the texture's skin tone (red over green over blue)
         seg = r.segment(d, 1, 0)
         mask = (seg[..., 1] == OBJ_SKIN)
