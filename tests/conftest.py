@@ -22,13 +22,14 @@ def pytest_configure(config):
 # the render files near the end), so a long file collected last keeps one worker busy
 # while the other has nothing left to do. Order only: every test runs.
 #
-# Before them, the files that draw with GGUI: in full runs GGUI's frames came back
-# without some of their objects (test_render_textures' floor, 2026-11-26 and 27; four
-# test_render_skin tests late in a worker, 2026-11-27), mostly after a worker had run
-# thousands of other tests, once (the lit skybox, 2026-11-27) in a worker's second
-# file; never when those files ran alone or together in one process. The cause in
-# GGUI/lavapipe is not found (README, "Viewer"); run early, they draw in a young
-# worker, which makes it rarer but does not prevent it.
+# Before them, the files that draw with GGUI. Most objects missing from frames of
+# full runs were GGUI's unwritten instance-transform buffer (fixed in the renderer,
+# 2026-11-28; test_render's test_meshes_survive_nan_left_in_freed_ggui_memory). One
+# failure is left: late in a worker (after ~4000 tests, test_render_skin's dog, the
+# one 53 MB vertex buffer of the suite), a segmentation frame came back drawn from
+# stale vertex data (2 of 2 full runs without this order, 2026-11-28; never in a
+# young worker, never alone). Its cause in GGUI/lavapipe is not found (README,
+# "Viewer"); run early, these files draw in young workers.
 RENDER_FIRST = ("test_render_skin", "test_render_textures", "test_render",
                 "test_render_flex", "test_render_flex_flags")
 LONG_FIRST = RENDER_FIRST + ("test_sparse_jacobian", "test_collide_sdf", "test_sensor_acc",
