@@ -11,6 +11,12 @@ import tiphys  # noqa: E402
 
 
 def pytest_configure(config):
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        # the pytest-xdist controller, before its workers start: MuJoCo's verdict on
+        # every corpus model, asked once on all cores and kept (corpus_xfail.TABLE),
+        # instead of in each worker's collection
+        from corpus_xfail import fill_accepts_table
+        fill_accepts_table(os.cpu_count() or 1)
     # here, not at import: the f32 scripts some test files run in a subprocess import
     # this module (for ``record``) and then initialise Taichi in f32 themselves
     tiphys.init(arch="cpu", precision="f64", **({"debug": True} if os.environ.get("TIPHYS_TEST_DEBUG") else {}))

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import os
 import re
 
@@ -119,8 +120,15 @@ def not_yet(test: str, group: str, rel: str):
         raise
 
 
-@functools.cache
-def _accepts(path: str, sections: tuple | None) -> bool:
+# The section sets the stage tests strip before asking MuJoCo (stage_models'
+# LATER_SECTIONS; test_constraint's and test_trajectory_corpus's)
+ACCEPT_VARIANTS = (None, LATER_SECTIONS, ("sensor", "deformable", "extension"))
+# MuJoCo's answers, kept next to the corpus: every pytest process collects every test
+# file, and asking MuJoCo anew cost each one ~40 s (447 compiles)
+TABLE = ".mujoco_accepts.json"
+
+
+def _compile_accepts(path: str, sections: tuple | None) -> bool:
     try:
         if sections is None:
             mujoco_model(path)
@@ -130,6 +138,85 @@ def _accepts(path: str, sections: tuple | None) -> bool:
     except ValueError:
         return False
     return True
+
+
+def _table_key(rel: str, sections: tuple | None) -> str:
+    return rel + "|" + ("" if sections is None else ",".join(sorted(sections)))
+
+
+def _stamp(path: str) -> str:
+    st = os.stat(path)
+    return f"{st.st_size}:{st.st_mtime_ns}"
+
+
+@functools.cache
+def _table() -> dict:
+    """The kept answers {key: [file stamp, accepted]} for this MuJoCo version."""
+    import mujoco
+    try:
+        with open(os.path.join(corpus_dir(), TABLE)) as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    return data.get("entries", {}) if data.get("mujoco") == mujoco.__version__ else {}
+
+
+@functools.cache
+def _accepts(path: str, sections: tuple | None) -> bool:
+    rel = os.path.relpath(path, corpus_dir())
+    kept = _table().get(_table_key(rel, sections))
+    if kept is not None and kept[0] == _stamp(path):
+        return kept[1]
+    return _compile_accepts(path, sections)
+
+
+def _answer(job):
+    rel, sections = job
+    path = os.path.join(corpus_dir(), rel)
+    try:
+        return _table_key(rel, sections), [_stamp(path), _compile_accepts(path, sections)]
+    except Exception:  # noqa: BLE001 - left to the test process, which raises it there
+        return None
+
+
+def fill_accepts_table(processes: int) -> None:
+    """Ask MuJoCo, on ``processes`` processes, about every corpus model (as written and
+    with each of ACCEPT_VARIANTS' sections stripped) not yet in the kept table, and
+    keep the answers. Run once before the test processes collect (conftest.py)."""
+    import multiprocessing
+
+    import mujoco
+    entries = dict(_table())
+    root = corpus_dir()
+    if not os.path.isdir(root):
+        return
+    fresh = {key: value for key, value in entries.items()
+             if os.path.exists(os.path.join(root, key.split("|")[0])) and
+             value[0] == _stamp(os.path.join(root, key.split("|")[0]))}
+
+    def missing(jobs):
+        return [job for job in jobs if _table_key(*job) not in fresh]
+
+    def run(jobs):
+        if not jobs:
+            return
+        if processes > 1 and len(jobs) > 1:
+            with multiprocessing.get_context("spawn").Pool(processes) as pool:
+                results = pool.map(_answer, jobs, chunksize=4)
+        else:
+            results = [_answer(job) for job in jobs]
+        fresh.update(result for result in results if result is not None)
+
+    run(missing([(rel, None) for rel in corpus_models(True)]))
+    written = [rel for rel in corpus_models() if fresh.get(_table_key(rel, None), [0, 0])[1]]
+    run(missing([(rel, tuple(v)) for rel in written for v in ACCEPT_VARIANTS[1:]]))
+    if fresh == entries:
+        return
+    tmp = os.path.join(root, f"{TABLE}.{os.getpid()}")
+    with open(tmp, "w") as f:
+        json.dump({"mujoco": mujoco.__version__, "entries": fresh}, f)
+    os.replace(tmp, os.path.join(root, TABLE))
+    _table.cache_clear()
 
 
 def mujoco_accepts(rel: str, sections: tuple | None = None) -> bool:
