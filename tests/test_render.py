@@ -458,6 +458,37 @@ def test_meshes_survive_nan_left_in_freed_ggui_memory(scene, renderer, monkeypat
         assert np.array_equal(renderer.segment(d, 0, 0), before)
 
 
+def test_corrupt_segmentation_frames_are_drawn_again_then_an_error(scene, renderer,
+                                                                  monkeypatch):
+    """A segmentation frame with colours of no object (what GGUI returned once, late in
+    a full test run) is drawn again; if every try is corrupt, RenderError, never a
+    wrong segmentation."""
+    from tiphys.viewer import renderer as rmod
+
+    mjm, mjds, m, d = scene
+    good = renderer.segment(d, 0, 0)
+    real_read = Renderer.read
+    frames = {"n": 0, "corrupt": 1}
+
+    def read(self):
+        img = real_read(self)
+        frames["n"] += 1
+        if frames["n"] <= frames["corrupt"]:
+            img = img.copy()
+            img[:20, :20, :3] = np.array([38, 78, 116]) / 255.0  # a lit colour
+        return img
+
+    monkeypatch.setattr(Renderer, "read", read)
+    plain = Renderer.render  # one frame per try (SteadyRenderer draws two)
+    monkeypatch.setattr(SteadyRenderer, "render", plain)
+    assert np.array_equal(renderer.segment(d, 0, 0), good)
+    assert frames["n"] == 2  # the corrupt frame and the one drawn again
+    frames.update(n=0, corrupt=10 ** 6)
+    with pytest.raises(RenderError, match="pixels of no object"):
+        renderer.segment(d, 0, 0)
+    assert frames["n"] == rmod.SEGMENT_TRIES
+
+
 def test_render_errors(scene):
     _, _, m, d = scene
     with pytest.raises(ValueError, match="unknown camera 'nope'.*front, top"):

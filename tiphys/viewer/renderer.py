@@ -297,6 +297,7 @@ def _field_info(buf, start: int = 0, stop: Optional[int] = None):
 # whole frames) missing from images in full test runs. With the identity as the
 # transform GGUI writes the buffer each draw: model = 0 * I + 1 * I = I exactly.
 _IDENTITY_TRANSFORM = np.eye(4, dtype=np.float32)[None]
+SEGMENT_TRIES = 3  # segmentation frames drawn before a corrupt one is an error
 
 
 class _Buffer:
@@ -763,10 +764,31 @@ class Renderer:
                 worlds: Optional[Sequence[int]] = None) -> np.ndarray:
         """Per-pixel (object id, object type, world) like MuJoCo's segmentation
         rendering: (H, W, 3) int32 of geom/site/flex/skin id, mjtObj type (5 geom,
-        6 site, 9 flex, 11 skin) and the world drawn there; -1 on the background."""
-        img = self.render(d, camera, world, options=options, segmentation=True,
-                          worlds=worlds)
-        return self.decode_segmentation(img)
+        6 site, 9 flex, 11 skin) and the world drawn there; -1 on the background.
+
+        Every pixel of a segmentation frame is the background or the colour of an
+        object of a shown world. A frame with any other colour did not come from
+        tiphys's buffers (GGUI/lavapipe returned a corrupt frame: README, "Viewer"):
+        it is drawn again, SEGMENT_TRIES frames in all, and then a RenderError says
+        so; a wrong segmentation is never returned."""
+        bad = 0
+        for _ in range(SEGMENT_TRIES):
+            img = self.render(d, camera, world, options=options, segmentation=True,
+                              worlds=worlds)
+            bad = self._foreign_pixels(img)
+            if not bad:
+                return self.decode_segmentation(img)
+        raise RenderError(
+            f"segmentation: {SEGMENT_TRIES} frames in a row came back with pixels of no "
+            f"object ({bad} in the last), so GGUI's frame is not what tiphys drew; "
+            f"a new Renderer (or process) may draw it right")
+
+    def _foreign_pixels(self, img: np.ndarray) -> int:
+        """Pixels of a segmentation frame whose colour is no object's of the shown
+        worlds (nor the background's)."""
+        code = img[..., 0].astype(np.int64) + 256 * img[..., 1].astype(np.int64) + \
+            65536 * img[..., 2].astype(np.int64) - 1
+        return int(np.count_nonzero(code >= max(1, self.template.nobj) * len(self.worlds)))
 
     def decode_segmentation(self, img: np.ndarray) -> np.ndarray:
         code = img[..., 0].astype(np.int64) + 256 * img[..., 1].astype(np.int64) + \
