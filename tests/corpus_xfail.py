@@ -213,9 +213,12 @@ def fill_accepts_table(processes: int) -> None:
     if fresh == entries:
         return
     tmp = os.path.join(root, f"{TABLE}.{os.getpid()}")
-    with open(tmp, "w") as f:
-        json.dump({"mujoco": mujoco.__version__, "entries": fresh}, f)
-    os.replace(tmp, os.path.join(root, TABLE))
+    try:
+        with open(tmp, "w") as f:
+            json.dump({"mujoco": mujoco.__version__, "entries": fresh}, f)
+        os.replace(tmp, os.path.join(root, TABLE))
+    except OSError:  # a read-only corpus: each process asks MuJoCo itself, as before
+        return
     _table.cache_clear()
 
 
