@@ -783,16 +783,21 @@ class Renderer:
             f"object ({bad} in the last), so GGUI's frame is not what tiphys drew; "
             f"a new Renderer (or process) may draw it right")
 
+    @staticmethod
+    def _segment_codes(img: np.ndarray) -> np.ndarray:
+        """Each pixel's (tile * nobj + object) code (segment_colour's inverse), -1 on the
+        background."""
+        return img[..., 0].astype(np.int64) + 256 * img[..., 1].astype(np.int64) + \
+            65536 * img[..., 2].astype(np.int64) - 1
+
     def _foreign_pixels(self, img: np.ndarray) -> int:
         """Pixels of a segmentation frame whose colour is no object's of the shown
         worlds (nor the background's)."""
-        code = img[..., 0].astype(np.int64) + 256 * img[..., 1].astype(np.int64) + \
-            65536 * img[..., 2].astype(np.int64) - 1
+        code = self._segment_codes(img)
         return int(np.count_nonzero(code >= max(1, self.template.nobj) * len(self.worlds)))
 
     def decode_segmentation(self, img: np.ndarray) -> np.ndarray:
-        code = img[..., 0].astype(np.int64) + 256 * img[..., 1].astype(np.int64) + \
-            65536 * img[..., 2].astype(np.int64) - 1
+        code = self._segment_codes(img)
         t = self.template
         nobj = max(1, t.nobj)
         obj, tile = code % nobj, code // nobj
