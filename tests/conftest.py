@@ -17,6 +17,9 @@ def pytest_configure(config):
         # instead of in each worker's collection
         from corpus_xfail import fill_accepts_table
         fill_accepts_table(os.cpu_count() or 1)
+        # which device backends run, decided here once for every worker (spirv.ARCHS_ENV)
+        import spirv
+        spirv.device_archs()
     # here, not at import: the f32 scripts some test files run in a subprocess import
     # this module (for ``record``) and then initialise Taichi in f32 themselves
     tiphys.init(arch="cpu", precision="f64", **({"debug": True} if os.environ.get("TIPHYS_TEST_DEBUG") else {}))

@@ -19,6 +19,8 @@ compile: only analytic collision pairs (no pair that needs the convex narrowphas
 and upstream results taken from MuJoCo where the stage under test reads them.
 """
 import functools
+import glob
+import os
 import subprocess
 import sys
 
@@ -26,21 +28,63 @@ import sys
 PRIMITIVE_TYPES = ("plane", "sphere", "capsule", "box")
 
 
-def _probe(arch: str) -> bool:
+# The archs found, decided once per test run: the pytest-xdist controller probes before
+# its workers start (conftest.pytest_configure) and hands the answer to them in this
+# variable. Each worker probing on its own once made two workers collect different
+# tests (one found lavapipe, the other did not, under the load of collection), which
+# fails the whole run before a test starts (CI, 2026-11-28).
+ARCHS_ENV = "TIPHYS_TEST_DEVICE_ARCHS"
+PROBE_TRIES = 3
+
+
+def _probe(arch: str) -> tuple:
+    """(whether Taichi starts on `arch` in a fresh process, what that process printed)."""
     probe = f"import taichi as ti; ti.init(arch=ti.{arch}); import sys; " \
             f"sys.exit(0 if ti.lang.impl.current_cfg().arch == ti.{arch} else 1)"
-    return subprocess.run([sys.executable, "-c", probe], capture_output=True).returncode == 0
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    return run.returncode == 0, run.stdout + run.stderr
 
 
-@functools.lru_cache(maxsize=None)
-def vulkan_available() -> bool:
-    return _probe("vulkan")
-
-
-@functools.lru_cache(maxsize=None)
-def cuda_available() -> bool:
+def _lavapipe_installed() -> bool:
+    """Mesa's software Vulkan and the loader, as `make vulkan` installs them."""
     import ctypes.util
-    return ctypes.util.find_library("cuda") is not None and _probe("cuda")
+    return bool(glob.glob("/usr/share/vulkan/icd.d/lvp_icd*.json")) and \
+        ctypes.util.find_library("vulkan") is not None
+
+
+def _starts(arch: str, expected: bool) -> bool:
+    """Whether Taichi starts on `arch`, asked up to PROBE_TRIES times. A device this
+    machine has (`expected`) that never starts is an error naming what Taichi printed,
+    not a silent skip of every test on it."""
+    for _ in range(PROBE_TRIES):
+        ok, printed = _probe(arch)
+        if ok:
+            return True
+    if expected:
+        raise RuntimeError(f"this machine has a {arch} driver but Taichi did not start on "
+                           f"{arch} in {PROBE_TRIES} tries; the last printed:\n{printed}")
+    return False
+
+
+@functools.lru_cache(maxsize=None)
+def _device_archs() -> tuple:
+    if ARCHS_ENV in os.environ:
+        return tuple(arch for arch in os.environ[ARCHS_ENV].split(",") if arch)
+    import ctypes.util
+    found = tuple(arch for arch, present in (
+        ("vulkan", _starts("vulkan", expected=_lavapipe_installed())),
+        ("cuda", ctypes.util.find_library("cuda") is not None and _starts("cuda", expected=False)))
+        if present)
+    os.environ[ARCHS_ENV] = ",".join(found)
+    return found
+
+
+def vulkan_available() -> bool:
+    return "vulkan" in _device_archs()
+
+
+def cuda_available() -> bool:
+    return "cuda" in _device_archs()
 
 
 def archs() -> list:

@@ -25,11 +25,6 @@ def test_kinematics_f32_on_cpu_matches_mujoco_to_single_precision():
         assert err < 5e-5, f"{model}: relative error {err}"
 
 
-def _vulkan_available() -> bool:
-    import spirv
-    return spirv.vulkan_available()
-
-
 @pytest.mark.parametrize("arch", spirv.device_archs())
 def test_kinematics_on_other_backends(arch):
     """The SPIR-V path (Metal, Vulkan GPUs) on Mesa's software Vulkan (lavapipe), and
@@ -38,3 +33,15 @@ def test_kinematics_on_other_backends(arch):
     errors = _run(arch, "f32")
     for model, err in errors.items():
         assert err < 5e-5, f"{model}: relative error {err}"
+
+
+def test_device_probe_retries_then_names_what_taichi_printed(monkeypatch):
+    """A driver this machine has that Taichi never starts on is an error, not a silent
+    skip of every test on that backend; one failed start among the tries is not."""
+    answers = iter([(False, "first"), (True, "")])
+    monkeypatch.setattr(spirv, "_probe", lambda arch: next(answers))
+    assert spirv._starts("vulkan", expected=True)
+    monkeypatch.setattr(spirv, "_probe", lambda arch: (False, "VK_ERROR_INITIALIZATION_FAILED"))
+    assert not spirv._starts("vulkan", expected=False)
+    with pytest.raises(RuntimeError, match="(?s)vulkan driver.*3 tries.*VK_ERROR_INITIALIZATION_FAILED"):
+        spirv._starts("vulkan", expected=True)
