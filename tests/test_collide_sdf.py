@@ -38,21 +38,21 @@ POSE_TOL = 1e-12
 CONTACT_FIELDS = ("dist", "pos", "frame", "friction", "solref", "solimp",
                   "includemargin")
 
-SHAPES = """<extension>
-    <plugin plugin="mujoco.sdf.torus"><instance name="torus"/></plugin>
-    <plugin plugin="mujoco.sdf.bowl"><instance name="bowl"/></plugin>
-    <plugin plugin="mujoco.sdf.gear"><instance name="gear">
-      <config key="diameter" value="1"/></instance></plugin>
-    <plugin plugin="mujoco.sdf.nut"><instance name="nut"/></plugin>
-    <plugin plugin="mujoco.sdf.bolt"><instance name="bolt"/></plugin>
-  </extension>
-  <asset>
-    <mesh name="torus"><plugin instance="torus"/></mesh>
-    <mesh name="bowl"><plugin instance="bowl"/></mesh>
-    <mesh name="gear"><plugin instance="gear"/></mesh>
-    <mesh name="nut"><plugin instance="nut"/></mesh>
-    <mesh name="bolt"><plugin instance="bolt"/></mesh>
-  </asset>"""
+PLUGIN_CONFIG = {"gear": '<config key="diameter" value="1"/>'}
+
+
+def shapes(*names: str) -> str:
+    """The plugin instances and meshes of the named shapes, and no others: MuJoCo builds
+    every plugin mesh of a model when it compiles (marching cubes over the SDF), so a
+    model that carried all five for one geom paid for four it never used."""
+    plugins = "".join(f'<plugin plugin="mujoco.sdf.{n}"><instance name="{n}">'
+                      f'{PLUGIN_CONFIG.get(n, "")}</instance></plugin>' for n in names)
+    meshes = "".join(f'<mesh name="{n}"><plugin instance="{n}"/></mesh>' for n in names)
+    return f"<extension>{plugins}</extension><asset>{meshes}</asset>"
+
+
+PLUGIN_SHAPES = ("torus", "bowl", "gear", "nut", "bolt")
+SHAPES = shapes(*PLUGIN_SHAPES)
 PAIR = """<mujoco><option sdf_iterations="10" sdf_initpoints="40"/>
   {shapes}
   <worldbody>
@@ -65,7 +65,6 @@ PAIR = """<mujoco><option sdf_iterations="10" sdf_initpoints="40"/>
 </mujoco>"""
 SIZES = {"sphere": ".2", "capsule": ".1 .2", "ellipsoid": ".2 .15 .1",
          "cylinder": ".15 .1", "box": ".2 .15 .1"}
-PLUGIN_SHAPES = ("torus", "bowl", "gear", "nut", "bolt")
 
 
 def _mujoco_collide(mjm, qpos):
@@ -126,7 +125,7 @@ def test_sdf_against_primitives_matches_mujoco(shape):
     plane = 0
     for other, size in SIZES.items():
         where = "0 0 -.7" if shape == "bowl" else ".2 0 .5"  # (the bowl's shell)
-        xml = PAIR.format(shapes=SHAPES, shape=shape, other=other, size=size, where=where)
+        xml = PAIR.format(shapes=shapes(shape), shape=shape, other=other, size=size, where=where)
         mjm = mujoco.MjModel.from_xml_string(xml)
         m = tiphys.load_model_from_string(xml)
         qpos = random_free_qpos(mjm, np.random.default_rng(1), NWORLD, spread=0.25)
@@ -149,7 +148,7 @@ SDF_SDF = """<mujoco><option sdf_iterations="6" sdf_initpoints="20"/>
 
 @pytest.mark.parametrize("a,b", [("torus", "torus"), ("torus", "gear"), ("nut", "bowl")])
 def test_sdf_against_sdf_matches_mujoco(a, b):
-    xml = SDF_SDF.format(shapes=SHAPES, a=a, b=b)
+    xml = SDF_SDF.format(shapes=shapes(*dict.fromkeys((a, b))), a=a, b=b)
     mjm = mujoco.MjModel.from_xml_string(xml)
     m = tiphys.load_model_from_string(xml)
     qpos = random_free_qpos(mjm, np.random.default_rng(2), NWORLD, spread=0.2)
@@ -362,7 +361,7 @@ def test_sdf_collision_runs_in_f32(arch, shape):
     sphere against the torus (analytic gradient) and the nut (a forward difference,
     with f32's step), six worlds; the deepest contact against MuJoCo's (f64)."""
     res = subproc.run(["-c", F32_SCRIPT, arch], key=f"{arch}-f32",
-                      input=F32_PAIR.format(shapes=SHAPES, shape=shape))
+                      input=F32_PAIR.format(shapes=shapes(shape), shape=shape))
     assert res.returncode == 0, res.stderr[-3000:]
     check_f32_worlds(res.stdout)
 
@@ -429,7 +428,7 @@ def test_geom_distance_on_sdf_pairs_matches_mujoco():
     """mj_geomDistance on sdf pairs (mjc_SDF: overlaps only, the deepest contact), in
     both geom orders, on the same geom poses; the plane-sdf pair through the mesh."""
     for shape in ("torus", "nut"):
-        xml = PAIR.format(shapes=SHAPES, shape=shape, other="capsule", size=".1 .2",
+        xml = PAIR.format(shapes=shapes(shape), shape=shape, other="capsule", size=".1 .2",
                           where=".2 0 .5")
         mjm = mujoco.MjModel.from_xml_string(xml)
         m = tiphys.load_model_from_string(xml)
@@ -471,7 +470,7 @@ SENSOR_MODEL = """<mujoco><option sdf_iterations="10" sdf_initpoints="40"/>
 def test_distance_sensors_on_sdf_geoms_match_mujoco():
     """Distance, normal and fromto sensors of a torus-sphere pair (sensor_pos) in worlds
     that overlap and worlds that do not (then: the cutoff)."""
-    xml = SENSOR_MODEL.format(shapes=SHAPES)
+    xml = SENSOR_MODEL.format(shapes=shapes("torus"))
     mjm = mujoco.MjModel.from_xml_string(xml)
     m = tiphys.load_model_from_string(xml)
     qpos = random_free_qpos(mjm, np.random.default_rng(5), NWORLD, spread=0.1)
