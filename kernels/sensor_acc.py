@@ -678,10 +678,6 @@ def _tactile_shapes(m, tactile):
     shape = sdf_shapes(m)[0]
     octree = [g for g in range(ngeom)
               if gtype[g] == GEOM_MESH and dataid[g] >= 0 and octadr[dataid[g]] >= 0]
-    if octree and ti.lang.impl.current_cfg().arch in (ti.vulkan, ti.metal):
-        raise NotImplementedError("sensor_acc: tactile sensors near mesh geoms with "
-                                  "octrees on SPIR-V backends (Vulkan, Metal): not checked "
-                                  "against the CPU there yet")
     for g in octree:
         shape[g] = octadr[dataid[g]]
     return shape, bool(octree)

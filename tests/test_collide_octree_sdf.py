@@ -5,8 +5,8 @@ MuJoCo's mj_collision runs on tiphys' geom_xpos/geom_xmat), forward at random st
 a short trajectory of the corpus' cow.xml within MuJoCo's own round-off spread, and
 rays, tactile sensors on mesh geoms with octrees, and the refusals of what is not
 done (a tactile sensor that an sdf geom without a plugin can touch, where MuJoCo
-stops; an sdf geom whose mesh has no octree). f64 on the CPU; f32 on the CPU and on
-Vulkan (Mesa's lavapipe) where a device exists.
+stops; an sdf geom whose mesh has no octree). f64 on the CPU; f32 (collisions and
+tactile sensors) on the CPU and on Vulkan (Mesa's lavapipe) where a device exists.
 """
 from __future__ import annotations
 
@@ -400,3 +400,82 @@ def test_octree_sdf_collision_runs_in_f32(arch):
     assert res.returncode == 0, res.stderr[-3000:]
     check_f32_worlds(res.stdout)
     _check_f32_counts(res.stdout)
+
+
+# A taxel plate on a free body that an sdf geom (a pyramid's octree) presses onto a
+# mesh geom whose mesh has an octree (the same pyramid): the contact comes from the
+# SDF descent, so no pair needs the convex narrowphase (tests/spirv.py); the taxels
+# lie inside the target pyramid, where its octree gives their pressures.
+TACTILE_PRESS = """<mujoco><option sdf_iterations="10" sdf_initpoints="30"/>
+  <asset>
+    <mesh name="plain" vertex="-.1 -.1 -.05  .1 -.1 -.05  .1 .1 -.05  -.1 .1 -.05  0 0 .1"/>
+    <mesh name="plate" builtin="plate" params="6 6" scale=".1 .1 .05"/>
+  </asset>
+  <worldbody>
+    <geom name="target" type="mesh" mesh="plain" euler="0 0 20"/>
+    <body name="finger" pos="0 0 .14"><freejoint/>
+      <geom type="sdf" mesh="plain"/>
+      <geom name="pad" type="mesh" mesh="plate" pos="0 0 -.14" contype="0" conaffinity="0"
+            mass="0"/>
+    </body>
+  </worldbody>
+  <sensor><tactile geom="pad" mesh="plate"/></sensor>
+</mujoco>"""
+
+
+def test_tactile_pressed_by_an_sdf_geom_on_a_mesh_octree_matches_mujoco():
+    xml = TACTILE_PRESS
+    mjm = mujoco.MjModel.from_xml_string(xml)
+    assert mjm.mesh_octadr[0] == 0 and mjm.mesh_octadr[1] == -1
+    pressed = check_tactile_worlds(xml, seed=0, spread=.01, ntaxel=36)
+    assert pressed >= 4 * NWORLD, pressed
+
+
+TACTILE_F32_SCRIPT = """
+import json, sys
+import mujoco, numpy as np, tiphys
+from tiphys.kernels.sensor_acc import sensor_acc
+tiphys.init(arch=sys.argv[-1], precision="f32")
+xml = sys.stdin.read()
+m = tiphys.load_model_from_string(xml)
+mjm = mujoco.MjModel.from_xml_string(xml)
+rng = np.random.default_rng(7)
+nworld = 6
+qpos = np.tile(mjm.qpos0, (nworld, 1))
+qpos[:, :3] += rng.uniform(-.01, .01, (nworld, 3))
+quat = qpos[:, 3:7] + rng.normal(scale=.05, size=(nworld, 4))
+qpos[:, 3:7] = quat / np.linalg.norm(quat, axis=1, keepdims=True)
+qvel = rng.normal(scale=.3, size=(nworld, mjm.nv))
+d = tiphys.make_data(m, nworld)
+d.qpos.from_numpy(qpos.astype(np.float32))
+d.qvel.from_numpy(qvel.astype(np.float32))
+# the stages a tactile sensor reads (contacts, cvel); the solver is not compiled
+tiphys.fwd_position(m, d)
+tiphys.fwd_velocity(m, d)
+sensor_acc(m, d)
+ours, ncon = d.numpy("sensordata"), d.numpy("ncon")
+out = []
+for w in range(nworld):
+    mjd = mujoco.MjData(mjm)
+    mjd.qpos[:] = qpos[w]
+    mjd.qvel[:] = qvel[w]
+    mujoco.mj_forward(mjm, mjd)
+    out.append([int(ncon[w]), int(mjd.ncon), ours[w].tolist(), mjd.sensordata.tolist()])
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("arch", ["cpu"] + spirv.device_archs()[:1])
+def test_tactile_on_a_mesh_octree_runs_in_f32(arch):
+    """TACTILE_PRESS in f32 (the CPU, and Vulkan where a device exists: SPIR-V, Metal's
+    path) against MuJoCo in f64 on the same states: every world touches in both, and
+    every taxel's pressure and tangential speeds agree to f32 precision."""
+    res = subproc.run(["-c", TACTILE_F32_SCRIPT, arch], key=f"{arch}-f32",
+                      input=TACTILE_PRESS)
+    assert res.returncode == 0, res.stderr[-3000:]
+    pressed = 0
+    for w, (ncon, mj_ncon, ours, theirs) in enumerate(json.loads(res.stdout.strip().splitlines()[-1])):
+        assert ncon > 0 and mj_ncon > 0, (w, ncon, mj_ncon)
+        np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-5, err_msg=f"world {w}")
+        pressed += int(np.count_nonzero(np.asarray(theirs)[:36]))
+    assert pressed >= 24, pressed
