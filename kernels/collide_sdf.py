@@ -44,6 +44,7 @@ from .collision import KEY_STRIDE, ND, emit_one, list_count, list_entry, near_pa
 from .consts import (GEOM_BOX, GEOM_CAPSULE, GEOM_CYLINDER, GEOM_ELLIPSOID, GEOM_HFIELD,
                      GEOM_MESH, GEOM_PLANE, GEOM_SDF, GEOM_SPHERE, MAXCONPAIR, MAXVAL,
                      MINVAL)
+from .loop_limit import limit_reached, probe as loop_probe
 from .math import mul_mat_t, normalize3, quat_mul, quat_normalize
 from .ray import ray_mesh
 from .sdf import SDF_NATTR, SDF_TORUS, fd_eps, oct_eval, sdf_distance, torus_gradient
@@ -618,7 +619,7 @@ def _slot_pair(worldid, k, override: ti.template(), o_margin, cand_geom: ti.temp
 @ti.kernel
 def _narrow_sdf_descend(
     override: ti.template(), meshes: ti.template(), octrees: ti.template(),
-    o_margin: float, niter: ti.i32, slot0: ti.i32,
+    o_margin: float, niter: ti.i32, slot0: ti.i32, probe: ti.i32,
     # candidates: lists[l, KIND_SDF, k] for k < counts[l, KIND_SDF], l = world or 0
     cand_geom: ND, cand_pair: ND, lists: ND, counts: ND, all_lists: ND,
     # model
@@ -630,8 +631,9 @@ def _narrow_sdf_descend(
     geom_int: ND, mesh_vert: ND, tri_vert: ND, bvh_box: ND, bvh_node: ND,
     # data
     geom_xpos: ND, geom_xmat: ND, world_mask: ND,
-    # out: per (world, candidate slot - slot0, start point) the descent's result
-    descents: ND,
+    # out: per (world, candidate slot - slot0, start point) the descent's result; the
+    # threads a loop limiter cut (kernels/loop_limit.py)
+    descents: ND, loop_cut: ND,
 ):
     for worldid, slot, start in ti.ndrange(geom_xpos.shape[0], descents.shape[1],
                                            descents.shape[2]):
@@ -644,11 +646,13 @@ def _narrow_sdf_descend(
                      sdf_kind, sdf_attr, sdf_oct, geom_xpos, geom_xmat, descents,
                      (geom_int, geom_size, geom_xpos, geom_xmat, mesh_vert, tri_vert,
                       bvh_box, bvh_node), meshes, (octrees, oct_child, oct_aabb, oct_coeff))
+        if limit_reached(probe):
+            ti.atomic_add(loop_cut[worldid], 1)
 
 
 @ti.kernel
 def _narrow_sdf_emit(
-    override: ti.template(), o_margin: float, slot0: ti.i32,
+    override: ti.template(), o_margin: float, slot0: ti.i32, probe: ti.i32,
     cand_geom: ND, cand_pair: ND, lists: ND, counts: ND, all_lists: ND,
     # model
     geom_type: ND, geom_size: ND, geom_aabb: ND, geom_rbound: ND, geom_margin: ND,
@@ -656,6 +660,7 @@ def _narrow_sdf_emit(
     # data
     geom_xpos: ND, geom_xmat: ND, world_mask: ND, descents: ND, points: ND,
     ncon: ND, contact_dist: ND, contact_pos: ND, contact_frame: ND, contact_key: ND,
+    loop_cut: ND,
 ):
     # (one thread per world, its candidates in order: the redo pass of worlds whose
     # emission buffer overflowed needs that order; and on lavapipe a (world, lane)
@@ -675,6 +680,8 @@ def _narrow_sdf_emit(
                         geom_type, geom_size, geom_aabb, sdf_kind, sdf_attr, sdf_oct,
                         geom_xpos, geom_xmat, descents, points, ncon, contact_dist,
                         contact_pos, contact_frame, contact_key)
+        if limit_reached(probe):
+            ti.atomic_add(loop_cut[worldid], 1)
 
 
 def geom_octrees(arrays):
@@ -843,7 +850,7 @@ def narrow_sdf(m, d, plan, sweep):
                   cand_geom=sweep.cand[0], cand_pair=sweep.cand[1], lists=lists,
                   counts=counts, all_lists=all_lists, pair_margin_arr=m.pair_margin,
                   sdf_kind=kind, sdf_attr=attr, sdf_oct=root, world_mask=sweep.mask,
-                  descents=descents)
+                  descents=descents, probe=loop_probe())
     meshes, octrees = _mesh_pairs(m, plan), _octree_pairs(m, d)
     rays, points = _ray_tables(m), _points(d)
     with _light_compile():
@@ -858,16 +865,19 @@ def narrow_sdf(m, d, plan, sweep):
 @ti.kernel
 def _sdf_distance_descend(
     meshes: ti.template(), octrees: ti.template(), g1: ti.i32, g2: ti.i32, niter: ti.i32,
+    probe: ti.i32,
     geom_type: ND, geom_size: ND, geom_aabb: ND, sdf_kind: ND, sdf_attr: ND, sdf_oct: ND,
     oct_child: ND, oct_aabb: ND, oct_coeff: ND,
     geom_int: ND, mesh_vert: ND, tri_vert: ND, bvh_box: ND, bvh_node: ND,
-    geom_xpos: ND, geom_xmat: ND, descents: ND,
+    geom_xpos: ND, geom_xmat: ND, descents: ND, loop_cut: ND,
 ):
     for worldid, start in ti.ndrange(geom_xpos.shape[0], descents.shape[2]):
         _descend(worldid, 0, start, g1, g2, niter, geom_type, geom_size, geom_aabb,
                  sdf_kind, sdf_attr, sdf_oct, geom_xpos, geom_xmat, descents,
                  (geom_int, geom_size, geom_xpos, geom_xmat, mesh_vert, tri_vert, bvh_box,
                   bvh_node), meshes, (octrees, oct_child, oct_aabb, oct_coeff))
+        if limit_reached(probe):
+            ti.atomic_add(loop_cut[worldid], 1)
 
 
 @ti.kernel
@@ -876,6 +886,7 @@ def _sdf_distance(
     geom_type: ND, geom_size: ND, geom_aabb: ND, sdf_kind: ND, sdf_attr: ND, sdf_oct: ND,
     geom_xpos: ND, geom_xmat: ND, descents: ND, points: ND, dist_out: ND, fromto_out: ND,
     ncon: ND, contact_dist: ND, contact_pos: ND, contact_frame: ND, contact_key: ND,
+    probe: ti.i32, loop_cut: ND,
 ):
     for worldid in range(geom_xpos.shape[0]):
         best = _new_best(distmax)
@@ -891,6 +902,8 @@ def _sdf_distance(
                 fromto[3 + i] = best.pos[i] + normal[i] * (0.5 * sign * best.dist)
         dist_out[worldid] = best.dist
         fromto_out[worldid] = fromto
+        if limit_reached(probe):
+            ti.atomic_add(loop_cut[worldid], 1)
 
 
 def sdf_pair_distance(m, d, g1, g2, flip, distmax, dist, fromto):
@@ -903,7 +916,7 @@ def sdf_pair_distance(m, d, g1, g2, flip, distmax, dist, fromto):
     ninit = max(0, int(opt.sdf_initpoints))
     descents, _ = _descents(d, 1, ninit)
     common = dict(g1=int(g1), g2=int(g2), sdf_kind=kind, sdf_attr=attr, sdf_oct=root,
-                  descents=descents)
+                  descents=descents, probe=loop_probe())
     with _light_compile():
         if ninit > 0:
             launch(_sdf_distance_descend, m, d, meshes=_mesh_pairs(m, {g1, g2}),

@@ -85,6 +85,7 @@ from .consts import (CNSTR_CONTACT_ELLIPTIC, CNSTRSTATE_CONE, CNSTRSTATE_LINEARN
                      CONE_ELLIPTIC, MINVAL, NSOLVER, SOL_CG, SOL_NEWTON, SOL_PGS)
 from .hessian import (chol_factor_sparse, chol_solve_sparse, chol_update_sparse, hess_sizes,
                       hess_view)
+from .loop_limit import limit_reached as _limit_reached, loop_limit
 
 ND = ti.types.ndarray()
 # Newton iterations of the friction QCQPs (MuJoCo's constant), passed to the kernel as
@@ -375,60 +376,13 @@ def _chol_update(w, k, u, dmap: ti.template(), H: ti.template(), sv: ti.template
     return rank
 
 
-# ---------------------------------------------------------------------------------------
-# the loop limiter of Mesa's software Vulkan (lavapipe / llvmpipe)
-# ---------------------------------------------------------------------------------------
-#
-# lavapipe compiles a shader with one loop counter per invocation, shared by every loop
-# in it: each loop back-edge decrements it from 65535 (gallivm's
-# LP_MAX_TGSI_LOOP_ITERATIONS), and once it reaches zero every loop exits after its
-# current iteration, silently. A solver launch that runs all iterations of a world in
-# one thread passes that many back-edges after a few dozen iterations (PGS: 32 sweeps
-# of a 24-row, 18-dof world), and its loops then stop early: wrong qacc, or none. So
-# on such a backend the iteration kernels run a bounded number of passes per launch
-# and keep each world's progress in sw; a loop with a runtime trip count of 2 at the
-# end of each launch (_limit_reached) tells whether the counter ran out, and then
-# solve starts over with fewer passes per launch.
-
-LOOP_PROBE = 1 << 17  # longer than any known per-invocation loop limit
-
-
-@ti.kernel
-def _loop_limit_probe(n: ti.i32, out: ND):
-    for _ in range(1):
-        count = 0
-        while count < n:
-            count += 1
-        out[0] = count
-
-
-_LOOP_LIMIT = {}
-
-
-def loop_limit():
-    """The number of loop iterations one kernel thread may run on this backend before
-    its loops are cut short (lavapipe: 65535), or None where there is no such limit
-    (measured once per Taichi initialisation; CPU and CUDA have none)."""
-    key = config.generation()
-    if key not in _LOOP_LIMIT:
-        limit = None
-        if config.arch() not in ("cpu", "cuda"):
-            out = ti.ndarray(ti.i32, (1,))
-            _loop_limit_probe(LOOP_PROBE, out)
-            count = int(out.to_numpy()[0])
-            limit = count if count < LOOP_PROBE else None
-        _LOOP_LIMIT[key] = limit
-    return _LOOP_LIMIT[key]
-
-
-@ti.func
-def _limit_reached(probe):
-    """1 if this thread's loops are being cut short by a loop limiter: a loop of
-    ``probe`` (2; 0 where there is no limiter) iterations that ran fewer."""
-    count = 0
-    for _ in range(probe):
-        count += 1
-    return count < probe
+# The loop limiter of Mesa's software Vulkan (kernels/loop_limit.py): a solver launch
+# that ran all iterations of a world in one thread passed lavapipe's 65535 back-edges
+# after a few dozen iterations (PGS: 32 sweeps of a 24-row, 18-dof world), and its
+# loops then stopped early: wrong qacc, or none. So on such a backend the iteration
+# kernels run a bounded number of passes per launch and keep each world's progress in
+# sw; _limit_reached at the end of each launch tells whether the counter ran out, and
+# then solve starts over with fewer passes per launch.
 
 
 # ---------------------------------------------------------------------------------------

@@ -382,6 +382,51 @@ def check_f32_worlds(stdout: str) -> None:
     assert touching >= 3, worlds
 
 
+
+LOOP_CUT_SCRIPT = """
+import json, os, sys, warnings
+import mujoco, numpy as np, tiphys
+tiphys.init(arch=sys.argv[-1], precision="f32")
+from tiphys.kernels.collision_driver import collision
+out = []
+for initpoints in (40, 1500):
+    xml = sys.stdin.read() if not out else xml
+    m = tiphys.load_model_from_string(xml.replace('sdf_initpoints="40"',
+                                                  f'sdf_initpoints="{initpoints}"'))
+    d = tiphys.make_data(m, 2)
+    qpos = np.tile(np.asarray(m.arrays.qpos0).reshape(-1)[:m.nq], (2, 1))
+    qpos[:, 7:10] = [.38, 0, .05]
+    d.qpos.from_numpy(qpos.astype(np.float32))
+    tiphys.kinematics(m, d)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        collision(m, d)
+        ncon = d.numpy("ncon")
+    out.append([initpoints, ncon.tolist(), [str(w.message) for w in caught]])
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("arch", ["cpu"] + spirv.device_archs()[:1])
+def test_sdf_threads_cut_by_a_loop_limit_are_reported(arch):
+    """Mesa's lavapipe cuts a thread's loops after 65535 iterations, silently
+    (kernels/loop_limit.py). A torus-sphere pair with 1500 start points: the thread that
+    takes the pair's descents in start order (1500 x 51 iterations) is cut there, and
+    reading the results warns, naming the limit; with MuJoCo's default 40 start points
+    nothing is cut. On the CPU (no limit) neither warns."""
+    res = subproc.run(["-c", LOOP_CUT_SCRIPT, arch], key=f"{arch}-f32",
+                      input=F32_PAIR.format(shapes=shapes("torus"), shape="torus"))
+    assert res.returncode == 0, res.stderr[-3000:]
+    (n0, ncon0, caught0), (n1, ncon1, caught1) = json.loads(res.stdout.strip().splitlines()[-1])
+    assert (n0, n1) == (40, 1500) and min(ncon0 + ncon1) > 0
+    cut = [msg for msg in caught1 if "cuts a kernel thread's loops short" in msg]
+    assert not [msg for msg in caught0 if "loops short" in msg], caught0
+    if arch == "cpu":
+        assert not cut, caught1
+    else:
+        assert len(cut) == 1 and "65535 iterations" in cut[0] and "in 2 world(s)" in cut[0], \
+            caught1
+
 # -------------------------------------------------------------------------------- rays
 
 RAY_SCENE = """<mujoco>{shapes}<worldbody>

@@ -504,6 +504,7 @@ class Data:
         self._steps_since_report, self._reported_warnings = 0, None
         self._reported_hessian = None  # efc_H_overflow counts reported
         self._reported_broadphase = None  # broadphase_overflow counts reported
+        self._reported_loop_cut = None  # loop_cut counts reported
 
     def _make_reset_state(self, m: Model) -> dict:
         """The reset state autoreset restores (kernels/check.py makes it on first use,

@@ -91,6 +91,35 @@ def _report_broadphase(d, stacklevel: int) -> bool:
     return True
 
 
+# a loop-limiting backend cut SDF collision threads short (kernels/loop_limit.py)
+_LOOP_TEXT = ("collision: this backend cuts a kernel thread's loops short after {limit} "
+              "iterations (Mesa's lavapipe), and it did so in {n} SDF collision thread(s) "
+              "in {k} world(s) (world {w}): their contacts may be missing or wrong; lower "
+              "the model's sdf_iterations / sdf_initpoints or the SDF pairs per world, or "
+              "run on the CPU or a GPU")
+
+
+def _report_loop_cut(d, stacklevel: int) -> bool:
+    """Warn about SDF collision threads cut by a loop limiter since the last report."""
+    from .kernels.loop_limit import loop_limit
+    limit = loop_limit()
+    if limit is None:
+        return False  # (no limiter: nothing is ever counted)
+    cut = download(d.loop_cut)[:d.nworld]
+    seen = getattr(d, "_reported_loop_cut", None)
+    if seen is None or seen.shape != cut.shape:
+        seen = np.zeros_like(cut)
+    new = np.where(cut < seen, cut, cut - seen)
+    d._reported_loop_cut = cut.copy()
+    worlds = np.nonzero(new > 0)[0]
+    if not len(worlds):
+        return False
+    warnings.warn(_LOOP_TEXT.format(limit=limit, n=int(new.sum()), k=len(worlds),
+                                    w=int(worlds[0])), RuntimeWarning,
+                  stacklevel=stacklevel + 1)
+    return True
+
+
 def report(d, stacklevel: int = 3) -> dict:
     """Warn about the overflows counted since the last report; returns
     {warning id: worlds (array) with new counts} for those that were new."""
@@ -121,6 +150,7 @@ def report(d, stacklevel: int = 3) -> dict:
         _report_hessian(d, stacklevel)
     if getattr(d, "nbroadmax", 0):
         _report_broadphase(d, stacklevel)
+    _report_loop_cut(d, stacklevel)
     return out
 
 

@@ -1,0 +1,62 @@
+"""The loop limiter of Mesa's software Vulkan (lavapipe / llvmpipe).
+
+lavapipe compiles a shader with one loop counter per invocation, shared by every loop
+in it: each loop back-edge decrements it from 65535 (gallivm's
+LP_MAX_TGSI_LOOP_ITERATIONS), and once it reaches zero every loop exits after its
+current iteration, silently. A kernel thread that runs long loops there computes
+something else than it says. ``loop_limit()`` measures the limit once per Taichi
+initialisation; a kernel passed ``probe()`` (2 where there is a limit, else 0) ends a
+thread with ``limit_reached(probe)`` (a loop of that many iterations that ran fewer)
+to learn whether its loops were cut. The solver then runs fewer iterations per launch
+(kernels/solver.py); the SDF collisions count the cut threads in ``d.loop_cut``, which
+tiphys/report.py turns into a warning.
+"""
+import taichi as ti
+
+from . import config
+
+LOOP_PROBE = 1 << 17  # longer than any known per-invocation loop limit
+
+
+@ti.kernel
+def _loop_limit_probe(n: ti.i32, out: ti.types.ndarray()):
+    for _ in range(1):
+        count = 0
+        while count < n:
+            count += 1
+        out[0] = count
+
+
+_LOOP_LIMIT = {}
+
+
+def loop_limit():
+    """The number of loop iterations one kernel thread may run on this backend before
+    its loops are cut short (lavapipe: 65535), or None where there is no such limit
+    (measured once per Taichi initialisation; CPU and CUDA have none)."""
+    key = config.generation()
+    if key not in _LOOP_LIMIT:
+        limit = None
+        if config.arch() not in ("cpu", "cuda"):
+            out = ti.ndarray(ti.i32, (1,))
+            _loop_limit_probe(LOOP_PROBE, out)
+            count = int(out.to_numpy()[0])
+            limit = count if count < LOOP_PROBE else None
+        _LOOP_LIMIT[key] = limit
+    return _LOOP_LIMIT[key]
+
+
+def probe() -> int:
+    """The ``probe`` argument of a kernel that checks its threads: 2 on a backend with a
+    loop limit, 0 (no check, no cost) elsewhere."""
+    return 0 if loop_limit() is None else 2
+
+
+@ti.func
+def limit_reached(probe):
+    """1 if this thread's loops are being cut short by a loop limiter: a loop of
+    ``probe`` (2; 0 where there is no limiter) iterations that ran fewer."""
+    count = 0
+    for _ in range(probe):
+        count += 1
+    return count < probe
