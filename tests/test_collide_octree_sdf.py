@@ -434,18 +434,14 @@ def test_tactile_pressed_by_an_sdf_geom_on_a_mesh_octree_matches_mujoco():
 TACTILE_F32_SCRIPT = """
 import json, sys
 import mujoco, numpy as np, tiphys
-from tiphys.kernels.sensor_acc import sensor_acc
 tiphys.init(arch=sys.argv[-1], precision="f32")
+from test_collide_sdf import tactile_state
+from tiphys.kernels.sensor_acc import sensor_acc
 xml = sys.stdin.read()
 m = tiphys.load_model_from_string(xml)
 mjm = mujoco.MjModel.from_xml_string(xml)
-rng = np.random.default_rng(7)
 nworld = 6
-qpos = np.tile(mjm.qpos0, (nworld, 1))
-qpos[:, :3] += rng.uniform(-.01, .01, (nworld, 3))
-quat = qpos[:, 3:7] + rng.normal(scale=.05, size=(nworld, 4))
-qpos[:, 3:7] = quat / np.linalg.norm(quat, axis=1, keepdims=True)
-qvel = rng.normal(scale=.3, size=(nworld, mjm.nv))
+qpos, qvel = tactile_state(mjm, nworld, seed=7, spread=.01, tilt=.05)
 d = tiphys.make_data(m, nworld)
 d.qpos.from_numpy(qpos.astype(np.float32))
 d.qvel.from_numpy(qvel.astype(np.float32))

@@ -554,6 +554,19 @@ TACTILE = """<mujoco>
 </mujoco>"""
 
 
+def tactile_state(mjm, nworld: int, seed: int, spread: float, tilt: float):
+    """(qpos, qvel) of ``nworld`` worlds of a model whose first joint is the free joint
+    of the body carrying the taxels: moved by up to ``spread``, turned by a quaternion
+    noise of scale ``tilt``, random velocities."""
+    rng = np.random.default_rng(seed)
+    qpos = np.tile(mjm.qpos0, (nworld, 1))
+    qpos[:, :3] += rng.uniform(-spread, spread, (nworld, 3))
+    quat = qpos[:, 3:7] + rng.normal(scale=tilt, size=(nworld, 4))
+    qpos[:, 3:7] = quat / np.linalg.norm(quat, axis=1, keepdims=True)
+    qvel = rng.normal(scale=.3, size=(nworld, mjm.nv))
+    return qpos, qvel
+
+
 def check_tactile_worlds(xml: str, seed: int, spread: float, ntaxel: int) -> int:
     """Taxel sensordata of ``xml`` (a free body carrying the taxel geom) against
     MuJoCo's in NWORLD worlds: the body moved by up to ``spread`` and turned at random,
@@ -561,12 +574,7 @@ def check_tactile_worlds(xml: str, seed: int, spread: float, ntaxel: int) -> int
     ``ntaxel`` pressures are non-zero over all worlds (MuJoCo's)."""
     mjm = mujoco.MjModel.from_xml_string(xml)
     m = tiphys.load_model_from_string(xml)
-    rng = np.random.default_rng(seed)
-    qpos = np.tile(mjm.qpos0, (NWORLD, 1))
-    qpos[:, :3] += rng.uniform(-spread, spread, (NWORLD, 3))
-    quat = qpos[:, 3:7] + rng.normal(scale=.1, size=(NWORLD, 4))
-    qpos[:, 3:7] = quat / np.linalg.norm(quat, axis=1, keepdims=True)
-    qvel = rng.normal(scale=.3, size=(NWORLD, mjm.nv))
+    qpos, qvel = tactile_state(mjm, NWORLD, seed, spread, tilt=.1)
     d = tiphys.make_data(m, NWORLD)
     d.qpos.from_numpy(qpos)
     d.qvel.from_numpy(qvel)
