@@ -44,6 +44,17 @@ _NNZ_TEXT = ("make_constraint: njnnz={cap} sparse Jacobian non-zeros were not en
              "nworld, njnnz=...)")
 
 
+def _new_since_report(d, seen_attr: str, counts: np.ndarray) -> np.ndarray:
+    """Per world, the counts in ``counts`` that are new since the last report, which
+    kept them in ``d.<seen_attr>`` (now replaced by these): a count below the kept one
+    was reset to 0 since (reset_data), and all of it is new."""
+    seen = getattr(d, seen_attr, None)
+    if seen is None or seen.shape != counts.shape:
+        seen = np.zeros_like(counts)
+    setattr(d, seen_attr, counts.copy())
+    return np.where(counts < seen, counts, counts - seen)
+
+
 # Newton's sparse Hessian factor ran out of non-zeros (tiphys's own count)
 _HESSIAN_TEXT = ("solve: nhnnz={cap} sparse Newton Hessian non-zeros were not enough in {k} "
                  "world(s) (world {w}: its islands' factors needed at least {n}; the "
@@ -54,11 +65,7 @@ _HESSIAN_TEXT = ("solve: nhnnz={cap} sparse Newton Hessian non-zeros were not en
 def _report_hessian(d, stacklevel: int) -> bool:
     """Warn about sparse Hessian overflows counted since the last report."""
     over = download(d.efc_H_overflow)[:d.nworld]
-    seen = d._reported_hessian
-    if seen is None or seen.shape != over[:, 0].shape:
-        seen = np.zeros_like(over[:, 0])
-    new = np.where(over[:, 0] < seen, over[:, 0], over[:, 0] - seen)
-    d._reported_hessian = over[:, 0].copy()
+    new = _new_since_report(d, "_reported_hessian", over[:, 0])
     worlds = np.nonzero(new > 0)[0]
     if not len(worlds):
         return False
@@ -77,11 +84,7 @@ _BROAD_TEXT = ("collision: nbroadmax={cap} broadphase pair slots were not enough
 def _report_broadphase(d, stacklevel: int) -> bool:
     """Warn about dynamic-broadphase overflows counted since the last report."""
     over = download(d.broadphase_overflow)[:d.nworld]
-    seen = getattr(d, "_reported_broadphase", None)
-    if seen is None or seen.shape != over[:, 0].shape:
-        seen = np.zeros_like(over[:, 0])
-    new = np.where(over[:, 0] < seen, over[:, 0], over[:, 0] - seen)
-    d._reported_broadphase = over[:, 0].copy()
+    new = _new_since_report(d, "_reported_broadphase", over[:, 0])
     worlds = np.nonzero(new > 0)[0]
     if not len(worlds):
         return False
@@ -105,12 +108,7 @@ def _report_loop_cut(d, stacklevel: int) -> bool:
     limit = loop_limit()
     if limit is None:
         return False  # (no limiter: nothing is ever counted)
-    cut = download(d.loop_cut)[:d.nworld]
-    seen = getattr(d, "_reported_loop_cut", None)
-    if seen is None or seen.shape != cut.shape:
-        seen = np.zeros_like(cut)
-    new = np.where(cut < seen, cut, cut - seen)
-    d._reported_loop_cut = cut.copy()
+    new = _new_since_report(d, "_reported_loop_cut", download(d.loop_cut)[:d.nworld])
     worlds = np.nonzero(new > 0)[0]
     if not len(worlds):
         return False
@@ -125,12 +123,7 @@ def report(d, stacklevel: int = 3) -> dict:
     {warning id: worlds (array) with new counts} for those that were new."""
     d._steps_since_report = 0
     number = download(d.warning_number)[:d.nworld]  # warnings_of, without a launch
-    seen = d._reported_warnings
-    if seen is None or seen.shape != number.shape:
-        seen = np.zeros_like(number)
-    # a reset sets the counts back to 0: what is there now is all new
-    new = np.where(number < seen, number, number - seen)
-    d._reported_warnings = number
+    new = _new_since_report(d, "_reported_warnings", number)
     out = {}
     for warning, (text, option) in _TEXTS.items():
         worlds = np.nonzero(new[:, warning] > 0)[0]
