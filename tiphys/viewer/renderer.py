@@ -775,9 +775,10 @@ class Renderer:
         for _ in range(SEGMENT_TRIES):
             img = self.render(d, camera, world, options=options, segmentation=True,
                               worlds=worlds)
-            bad = self._foreign_pixels(img)
+            code = self._segment_codes(img)
+            bad = self._foreign_pixels(code)
             if not bad:
-                return self.decode_segmentation(img)
+                return self._decode_codes(code)
         raise RenderError(
             f"segmentation: {SEGMENT_TRIES} frames in a row came back with pixels of no "
             f"object ({bad} in the last), so GGUI's frame is not what tiphys drew; "
@@ -790,18 +791,20 @@ class Renderer:
         return img[..., 0].astype(np.int64) + 256 * img[..., 1].astype(np.int64) + \
             65536 * img[..., 2].astype(np.int64) - 1
 
-    def _foreign_pixels(self, img: np.ndarray) -> int:
-        """Pixels of a segmentation frame whose colour is no object's of the shown
-        worlds (nor the background's)."""
-        code = self._segment_codes(img)
+    def _foreign_pixels(self, code: np.ndarray) -> int:
+        """Pixels of a segmentation frame (its _segment_codes) whose colour is no
+        object's of the shown worlds (nor the background's)."""
         return int(np.count_nonzero(code >= max(1, self.template.nobj) * len(self.worlds)))
 
     def decode_segmentation(self, img: np.ndarray) -> np.ndarray:
-        code = self._segment_codes(img)
+        return self._decode_codes(self._segment_codes(img))
+
+    def _decode_codes(self, code: np.ndarray) -> np.ndarray:
+        """(object id, object type, world) of each pixel from its _segment_codes."""
         t = self.template
         nobj = max(1, t.nobj)
         obj, tile = code % nobj, code // nobj
-        out = np.full(img.shape[:2] + (3,), -1, dtype=np.int32)
+        out = np.full(code.shape[:2] + (3,), -1, dtype=np.int32)
         valid = (code >= 0) & (tile < len(self.worlds))
         out[valid, 0] = t.obj_id[obj[valid]]
         kind = t.obj_kind[obj[valid]]
