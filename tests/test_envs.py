@@ -144,42 +144,40 @@ def test_per_world_parameters_match_gymnasium_envs_with_those_parameters():
     assert np.ptp(rt) > 1e-6  # the worlds really differ
 
 
-def test_the_readme_gymnasium_example_runs():
+def readme_block(title: str) -> str:
+    """The first Python code block of the README section headed ``### title``."""
     import os
     import re
     text = open(os.path.join(os.path.dirname(__file__), "..", "README.md")).read()
-    section = text[text.index("### Gymnasium"):]
-    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    section = text[text.index(f"### {title}"):]
+    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+
+
+def test_the_readme_gymnasium_example_runs():
     scope: dict = {}
-    exec(compile(code, "README.md (Gymnasium)", "exec"), scope)
+    exec(compile(readme_block("Gymnasium"), "README.md (Gymnasium)", "exec"), scope)
     assert scope["obs"].shape == (16, 105)
     import tiphys
     assert tiphys.get_param(scope["envs"].model, "geom_friction").shape[0] == 16
 
 
 def test_the_readme_mujoco_example_runs_and_agrees():
-    import os
-    import re
-    text = open(os.path.join(os.path.dirname(__file__), "..", "README.md")).read()
-    section = text[text.index("### Coming from MuJoCo"):]
-    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     scope: dict = {}
-    exec(compile(code, "README.md (Coming from MuJoCo)", "exec"), scope)
+    exec(compile(readme_block("Coming from MuJoCo"), "README.md (Coming from MuJoCo)",
+                 "exec"), scope)
     mjd, d = scope["mjd"], scope["d"]
     assert abs(mjd.qpos[0]) > 0.1  # it swung
     np.testing.assert_allclose(d.numpy("qpos")[:, 0], mjd.qpos[0], rtol=1e-9, atol=1e-12)
 
 
+# the README's MJX block (on stdin), run in f64; prints both engines' states
 MJX_README_SCRIPT = """
-import json, os, re, sys
+import json, sys
 import numpy as np
 import tiphys
 tiphys.init(arch="cpu", precision="f64")
-text = open(os.path.join(sys.argv[1], "README.md")).read()
-section = text[text.index("### Coming from MJX"):]
-code = re.search(r"```python\\n(.*?)```", section, re.S).group(1)
 scope = {}
-exec(compile(code, "README.md (Coming from MJX)", "exec"), scope)
+exec(compile(sys.stdin.read(), "README.md (Coming from MJX)", "exec"), scope)
 dx, d = scope["dx"], scope["d"]
 print(json.dumps({"heights": np.asarray(scope["heights"]).tolist(),
                   "dtype": str(np.asarray(dx.qpos).dtype),
@@ -194,12 +192,11 @@ def test_the_readme_mjx_example_runs_and_agrees():
     its own: JAX starts threads (a later fork in this worker would warn) and its x64
     switch is global."""
     import json
-    import os
     import subprocess
     import sys
-    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-    res = subprocess.run([sys.executable, "-c", MJX_README_SCRIPT, root],
-                         capture_output=True, text=True, timeout=600)
+    res = subprocess.run([sys.executable, "-c", MJX_README_SCRIPT],
+                         input=readme_block("Coming from MJX"), capture_output=True,
+                         text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
     out = json.loads(res.stdout.strip().splitlines()[-1])
     ours, theirs = (np.array(out[k][0]) for k in ("tiphys", "mjx"))
