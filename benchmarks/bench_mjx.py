@@ -30,6 +30,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+from bench_contact import _best_rate, _cpu, corpus_path  # noqa: E402
 from results_md import write_section  # noqa: E402
 
 MARK = "<!-- bench_mjx.py -->"
@@ -41,14 +42,6 @@ TIMEOUT_S = 900  # per worker process
 SCAN = 10  # MJX steps per jitted call
 
 
-def _path(rel: str) -> str:
-    root = os.environ.get("TIPHYS_CORPUS") or os.path.join(HERE, "..", ".cache", "corpus")
-    path = os.path.join(root, rel)
-    if not os.path.isfile(path):
-        raise SystemExit(f"{path}: not found (make corpus, or set TIPHYS_CORPUS)")
-    return path
-
-
 def _start(mjm, nworld: int, seed: int = 0):
     rng = np.random.default_rng(seed)
     qpos = np.tile(mjm.qpos0, (nworld, 1))
@@ -57,28 +50,12 @@ def _start(mjm, nworld: int, seed: int = 0):
     return qpos, qvel
 
 
-def _best(run, nstep: int, seconds: float) -> float:
-    """Steps per second: the best of 3 batches of >= ``seconds`` of ``run()`` calls,
-    each advancing ``nstep`` steps."""
-    best = 0.0
-    for _ in range(3):
-        n, start = 0, time.perf_counter()
-        while True:
-            run()
-            n += nstep
-            elapsed = time.perf_counter() - start
-            if elapsed >= seconds:
-                break
-        best = max(best, n / elapsed)
-    return best
-
-
 def tiphys_worker(rel: str, nworlds, seconds: float) -> dict:
     import mujoco
     import taichi as ti
     import tiphys
     tiphys.init(arch="cpu", precision="f64")
-    path = _path(rel)
+    path = corpus_path(rel)
     mjm = mujoco.MjModel.from_xml_path(path)
     m = tiphys.load_model(path)
     m.opt.solver = "Newton"  # (MJX has no PGS)
@@ -96,7 +73,8 @@ def tiphys_worker(rel: str, nworlds, seconds: float) -> dict:
         def run():
             tiphys.step(m, d)
             ti.sync()
-        rate = _best(run, 1, seconds) * nworld
+            return 1
+        rate = _best_rate(run, nworld, 3, min_s=seconds)
         ncon = float(np.mean(d.numpy("ncon")))
         rows.append(dict(nworld=nworld, rate=rate, first=first, ncon=ncon))
     return dict(rows=rows)
@@ -108,7 +86,7 @@ def mjx_worker(rel: str, nworlds, seconds: float, x64: bool) -> dict:
         jax.config.update("jax_enable_x64", True)
     import mujoco
     from mujoco import mjx
-    mjm = mujoco.MjModel.from_xml_path(_path(rel))
+    mjm = mujoco.MjModel.from_xml_path(corpus_path(rel))
     mjm.opt.solver = mujoco.mjtSolver.mjSOL_NEWTON  # (MJX has no PGS)
     mx = mjx.put_model(mjm)
 
@@ -135,9 +113,9 @@ def mjx_worker(rel: str, nworlds, seconds: float, x64: bool) -> dict:
         def run():
             state["dx"] = steps(state["dx"])
             jax.block_until_ready(state["dx"].qpos)
-        rate = _best(run, SCAN, seconds) * nworld
-        rows.append(dict(nworld=nworld, rate=rate, first=first,
-                         dtype=str(np.asarray(state["dx"].qpos).dtype)))
+            return SCAN
+        rate = _best_rate(run, nworld, 3, min_s=seconds)
+        rows.append(dict(nworld=nworld, rate=rate, first=first))
     return dict(rows=rows)
 
 
@@ -175,7 +153,6 @@ def main():
         print(json.dumps(out))
         return
     import mujoco
-    from bench_contact import _cpu
     t0 = time.perf_counter()
     lines = [
         MARK,
