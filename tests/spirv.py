@@ -18,6 +18,7 @@ So each Vulkan test exercises its own stage on a scene whose other stages are ch
 compile: only analytic collision pairs (no pair that needs the convex narrowphase),
 and upstream results taken from MuJoCo where the stage under test reads them.
 """
+import ctypes.util
 import functools
 import glob
 import os
@@ -47,7 +48,6 @@ def _probe(arch: str) -> tuple:
 
 def _lavapipe_installed() -> bool:
     """Mesa's software Vulkan and the loader, as `make vulkan` installs them."""
-    import ctypes.util
     return bool(glob.glob("/usr/share/vulkan/icd.d/lvp_icd*.json")) and \
         ctypes.util.find_library("vulkan") is not None
 
@@ -70,7 +70,6 @@ def _starts(arch: str, expected: bool) -> bool:
 def _device_archs() -> tuple:
     if ARCHS_ENV in os.environ:
         return tuple(arch for arch in os.environ[ARCHS_ENV].split(",") if arch)
-    import ctypes.util
     found = tuple(arch for arch, present in (
         ("vulkan", _starts("vulkan", expected=_lavapipe_installed())),
         ("cuda", ctypes.util.find_library("cuda") is not None and _starts("cuda", expected=False)))

@@ -382,15 +382,14 @@ def check_f32_worlds(stdout: str) -> None:
     assert touching >= 3, worlds
 
 
-
 LOOP_CUT_SCRIPT = """
-import json, os, sys, warnings
-import mujoco, numpy as np, tiphys
+import json, sys, warnings
+import numpy as np, tiphys
 tiphys.init(arch=sys.argv[-1], precision="f32")
 from tiphys.kernels.collision_driver import collision
+xml = sys.stdin.read()
 out = []
 for initpoints in (40, 1500):
-    xml = sys.stdin.read() if not out else xml
     m = tiphys.load_model_from_string(xml.replace('sdf_initpoints="40"',
                                                   f'sdf_initpoints="{initpoints}"'))
     d = tiphys.make_data(m, 2)
