@@ -3,8 +3,10 @@
     python benchmarks/bench_flex.py                      # 1 and 64 worlds; writes RESULTS.md
     python benchmarks/bench_flex.py --nworld 1 64 1024 --steps 50
     python benchmarks/bench_flex.py --scenes rope --quick
+    python benchmarks/bench_flex.py --arch cuda --precision f32 --nworld 1 64 1024 8192
 
-Scenes (written here, f64 on the CPU):
+Scenes (written here; tiphys f64 on the CPU unless ``--arch``/``--precision`` say
+otherwise, each backend in its own section of RESULTS.md):
 - ``cloth``: a 30 x 30 cloth (flexcomp grid, dim 2, 2700 dofs, edge equality rows) falling
   on a sphere and a box;
 - ``cube``: a 6 x 6 x 6 soft cube (flexcomp grid, dim 3, elasticity) dropped on a plane;
@@ -101,7 +103,9 @@ def tiphys_rate(m, mjd, nworld: int, nstep: int):
     for name in ("qpos", "qvel", "act", "qacc_warmstart"):
         value = getattr(mjd, name)
         if value.size:
-            getattr(d, name).from_numpy(np.repeat(value[None], nworld, axis=0))
+            field = getattr(d, name)
+            field.from_numpy(np.repeat(value[None], nworld, axis=0).astype(
+                field.to_numpy().dtype))
     for _ in range(3):
         tiphys.step(m, d)
     ti.sync()
@@ -121,6 +125,19 @@ def tiphys_rate(m, mjd, nworld: int, nstep: int):
             _device_bytes(m, d))
 
 
+def device_name(arch: str) -> str:
+    """", <GPU name>" on CUDA (nvidia-smi's name), else ""."""
+    if arch != "cuda":
+        return ""
+    import subprocess
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        out = ""
+    return f", GPU {out or 'unknown'}"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nworld", type=int, nargs="*", default=[1, 64])
@@ -128,10 +145,15 @@ def main():
     ap.add_argument("--settle", type=int, default=300)
     ap.add_argument("--scenes", nargs="*", default=sorted(SCENES))
     ap.add_argument("--quick", action="store_true", help="short settling; nothing written")
+    ap.add_argument("--arch", default="cpu", help="tiphys backend (MuJoCo runs on the CPU)")
+    ap.add_argument("--precision", default="f64")
     args = ap.parse_args()
     import mujoco
     import tiphys
-    tiphys.init(arch="cpu", precision="f64")
+    tiphys.init(arch=args.arch, precision=args.precision)
+    mark = MARK if (args.arch, args.precision) == ("cpu", "f64") else \
+        f"<!-- bench_flex.py {args.arch} {args.precision} -->"
+    device = device_name(args.arch)
     settle = 50 if args.quick else args.settle
     rows, refused = [], {}
     for name in args.scenes:
@@ -162,9 +184,11 @@ def main():
                   f"({rate / mj:.3f}x); ncon {ncon:.0f} vs {mjd.ncon}, nefc {nefc:.0f} vs "
                   f"{mjd.nefc}; {launches} launches, host {host_ms:.2f} ms/step",
                   file=sys.stderr, flush=True)
-    lines = [MARK, "## Flex scenes against MuJoCo C (`benchmarks/bench_flex.py`)", "",
+    title = "" if mark == MARK else f" on {args.arch} {args.precision}"
+    lines = [mark, f"## Flex scenes against MuJoCo C{title} (`benchmarks/bench_flex.py`)", "",
              f"- date: {datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')}",
-             f"- machine: {os.cpu_count()} CPU cores ({platform.platform()}); tiphys cpu f64, "
+             f"- machine: {os.cpu_count()} CPU cores ({platform.platform()}){device}; "
+             f"tiphys {args.arch} {args.precision}, "
              f"MuJoCo 3.4.0 `rollout` on all cores; both from MuJoCo's state after "
              f"{settle} steps", "",
              "| scene | nv | worlds | tiphys | MuJoCo | ratio | contacts (tiphys / MuJoCo) | "
@@ -180,7 +204,7 @@ def main():
     text = "\n".join(lines) + "\n"
     print(text)
     if not args.quick:
-        write_section(MARK, text)
+        write_section(mark, text)
 
 
 if __name__ == "__main__":

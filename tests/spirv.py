@@ -94,6 +94,12 @@ def archs() -> list:
         (["cuda"] if cuda_available() else [])
 
 
+def cpu_and_cuda() -> list:
+    """cpu, and cuda where an NVIDIA GPU is present: for checks too slow to compile on
+    lavapipe in the suite's time (a GPU machine runs them on CUDA)."""
+    return ["cpu"] + (["cuda"] if cuda_available() else [])
+
+
 def device_archs() -> list:
     """The backends other than the CPU that this machine has."""
     return [arch for arch in archs() if arch != "cpu"]

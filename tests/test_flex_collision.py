@@ -20,6 +20,7 @@ import mujoco
 import numpy as np
 import pytest
 
+import spirv
 import subproc
 import tiphys
 from oracle import compare_contacts, contact_arrays, mujoco_contacts, tiphys_contacts
@@ -214,8 +215,10 @@ def test_contacts_keep_mujoco_order_with_geom_pairs():
         assert compare_contacts(tiphys_contacts(d, w, arrays), mujoco_contacts(md)) == []
 
 
-def test_flex_collisions_f32_close_to_mujoco():
-    """f32 on the CPU (a subprocess: the precision is per process): plane-vertex,
+@pytest.mark.parametrize("arch", spirv.cpu_and_cuda())
+def test_flex_collisions_f32_close_to_mujoco(arch):
+    """f32 on the CPU, and on CUDA where present (a subprocess: the precision is per
+    process): plane-vertex,
     geom-element (analytic and ccd), rope-rope and a rope's SAP self-collision contacts
     and their forward accelerations. (Triangle-triangle ccd pairs are left out: in f32
     the ccd may miss a pair MuJoCo's f64 finds.)"""
@@ -223,7 +226,7 @@ def test_flex_collisions_f32_close_to_mujoco():
 import sys
 sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
 import numpy as np, tiphys
-tiphys.init(arch="cpu", precision="f32")
+tiphys.init(arch={arch!r}, precision="f32")
 import test_flex_collision as t
 from oracle import contact_arrays, tiphys_contacts, mujoco_contacts
 out = {{}}
@@ -260,8 +263,9 @@ for text in (t.xml("box"), t.elem_xml("cloth", "sphere"), t.elem_xml("soft", "bo
     out[len(out)] = worst
 print("OK", out)
 """
-    res = subproc.run(["-c", script], key="cpu-f32")
+    res = subproc.run(["-c", script], key=f"{arch}-f32")
     assert res.returncode == 0 and "OK" in res.stdout, (res.stdout + res.stderr)[-3000:]
+    print(res.stdout.strip().splitlines()[-1])
 
 
 # ------------------------------------------------------------------ refusals

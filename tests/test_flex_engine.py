@@ -19,6 +19,7 @@ import pytest
 
 import tiphys
 from oracle import corpus_dir
+import spirv
 import subproc
 from test_flex_compiler import _GMSH_TETS, _cube_obj, _gmsh41
 
@@ -363,14 +364,16 @@ def test_flex_energy_matches_mujoco(tmp_path):
         assert rel_err(d.numpy("energy")[w], np.array(md.energy)) <= RTOL
 
 
-def test_flex_f32_steps_close_to_mujoco(tmp_path):
-    """f32 on the CPU (a subprocess: the precision is per process): the soft box's and
-    the cloth with edge equalities' stages and short trajectories."""
+@pytest.mark.parametrize("arch", spirv.cpu_and_cuda())
+def test_flex_f32_steps_close_to_mujoco(arch, tmp_path):
+    """f32 on the CPU, and on CUDA where present (a subprocess: the precision is per
+    process): the soft box's and the cloth with edge equalities' stages and short
+    trajectories."""
     script = f"""
 import sys, pathlib
 sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
 import numpy as np, tiphys
-tiphys.init(arch="cpu", precision="f32")
+tiphys.init(arch={arch!r}, precision="f32")
 import test_flex_engine as t
 tmp = pathlib.Path({str(tmp_path)!r})
 out = {{}}
@@ -383,7 +386,7 @@ for case in ("box", "cloth_eq"):
     out[case] = (max(errors.values()), err)
 print("OK", out)
 """
-    res = subproc.run(["-c", script], key="cpu-f32")
+    res = subproc.run(["-c", script], key=f"{arch}-f32")
     assert res.returncode == 0 and "OK" in res.stdout, (res.stdout + res.stderr)[-3000:]
     print(res.stdout.strip().splitlines()[-1])
 

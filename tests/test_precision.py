@@ -45,3 +45,18 @@ def test_device_probe_retries_then_names_what_taichi_printed(monkeypatch):
     assert not spirv._starts("vulkan", expected=False)
     with pytest.raises(RuntimeError, match="(?s)vulkan driver.*3 tries.*VK_ERROR_INITIALIZATION_FAILED"):
         spirv._starts("vulkan", expected=True)
+
+
+def test_cuda_runs_without_fast_math_unless_asked():
+    """On CUDA Taichi's fast math swaps sine, cosine, division and square root for
+    approximations, which put test_sensor_acc's f32 torque sensors 1.15e-4 off MuJoCo
+    (4.6e-6 without it; H200, 2026-11-28): tiphys turns it off there. A user may still
+    ask for it; the CPU and SPIR-V backends keep Taichi's default."""
+    from tiphys import backend
+    assert backend.taichi_options("cuda", {})["fast_math"] is False
+    assert backend.taichi_options("cuda", {"fast_math": True})["fast_math"] is True
+    for arch in ("cpu", "vulkan", "metal"):
+        assert "fast_math" not in backend.taichi_options(arch, {})
+    cpu = backend.taichi_options("cpu", {"offline_cache": False})
+    assert cpu["offline_cache"] is False and cpu["random_seed"] == 0
+    assert cpu["advanced_optimization"] is False and cpu["cpu_max_num_threads"] >= 1

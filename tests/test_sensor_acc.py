@@ -699,6 +699,9 @@ def _f32_main(arch):
         try:
             errs = _errors(mjm, d.numpy("sensordata"), theirs, float("inf"), "f32")
             out[name] = max(errs.values())
+            worst = sorted(errs.items(), key=lambda item: -item[1])[:4]
+            print(f"{arch} {name}: " + ", ".join(f"{k} {v:.3g}" for k, v in worst),
+                  file=sys.stderr)
         except AssertionError:  # NaN: an entry left unwritten
             out[name] = float("inf")
     print(json.dumps(out))

@@ -159,11 +159,35 @@ _ARCHS = {"cpu": "cpu", "cuda": "cuda", "vulkan": "vulkan", "metal": "metal", "g
 # (pass advanced_optimization=True to have them). CUDA and Metal keep Taichi's default
 # until measured there.
 QUICK_COMPILE_ARCHS = frozenset({"cpu", "vulkan"})
+# Backends where Taichi's fast math is off unless ``fast_math=True`` is given. On CUDA it
+# swaps sine, cosine, division and square root for approximations: in f32 against
+# MuJoCo's f64 the torque sensors of test_sensor_acc's pyramidal scene were off by
+# 1.15e-4 (relative) with it and 4.6e-6 without (H200, 2026-11-28); the CPU and
+# Vulkan (lavapipe) give 9.5e-6 with Taichi's default fast math.
+EXACT_MATH_ARCHS = frozenset({"cuda"})
 
 
 def _describe(arch: str, precision: str, options: dict) -> str:
     extra = "".join(f", {k}={v!r}" for k, v in sorted(options.items()))
     return f"arch={arch!r}, precision={precision!r}{extra}"
+
+
+def taichi_options(arch: str, given: dict) -> dict:
+    """The keyword arguments ``init`` passes to ``ti.init`` on ``arch``: ``given`` with
+    tiphys's defaults filled in where absent (offline cache on, Taichi quiet, seed 0,
+    no IR optimisation passes on QUICK_COMPILE_ARCHS, no fast math on
+    EXACT_MATH_ARCHS, every core on the CPU)."""
+    out = dict(given)
+    out.setdefault("offline_cache", True)
+    out.setdefault("log_level", os.environ.get("TIPHYS_TI_LOG", "warn"))
+    out.setdefault("random_seed", 0)
+    if arch in QUICK_COMPILE_ARCHS:
+        out.setdefault("advanced_optimization", False)
+    if arch in EXACT_MATH_ARCHS:
+        out.setdefault("fast_math", False)
+    if arch == "cpu":
+        out.setdefault("cpu_max_num_threads", os.cpu_count() or 1)
+    return out
 
 
 def init(arch: str = "cpu", precision: str = "f64", *, reinit: bool = False,
@@ -179,6 +203,7 @@ def init(arch: str = "cpu", precision: str = "f64", *, reinit: bool = False,
     cache is kept on so that kernels compile once per machine. On the backends of
     QUICK_COMPILE_ARCHS Taichi's IR optimisation passes are off unless
     ``advanced_optimization=True`` is given (compiles ~3x faster, same speed there).
+    On CUDA fast math is off unless ``fast_math=True`` is given (EXACT_MATH_ARCHS).
     ``serial_worlds`` (or the environment's TIPHYS_SERIAL_WORLDS): on a CPU backend,
     calls on at most this many worlds run kernels whose loops are serial, which skips
     Taichi's thread-pool wake-up (~45 µs per loop); default
@@ -194,13 +219,8 @@ def init(arch: str = "cpu", precision: str = "f64", *, reinit: bool = False,
     if serial_worlds is not None and (isinstance(serial_worlds, bool) or
                                       not isinstance(serial_worlds, int) or serial_worlds < 0):
         raise ValueError(f"serial_worlds must be an int >= 0, not {serial_worlds!r}")
-    kwargs.setdefault("offline_cache", True)
-    log_level = kwargs.setdefault("log_level", os.environ.get("TIPHYS_TI_LOG", "warn"))
-    kwargs.setdefault("random_seed", 0)
-    if arch in QUICK_COMPILE_ARCHS:
-        kwargs.setdefault("advanced_optimization", False)
-    if arch == "cpu":
-        kwargs.setdefault("cpu_max_num_threads", os.cpu_count() or 1)
+    kwargs = taichi_options(arch, kwargs)
+    log_level = kwargs["log_level"]
     if serial_worlds is None:
         serial_worlds = launch.default_serial_worlds(kwargs.get("cpu_max_num_threads", 1))
     options = dict(kwargs)  # the effective settings: defaults given explicitly match
