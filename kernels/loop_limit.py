@@ -3,7 +3,9 @@
 lavapipe compiles a shader with one loop counter per invocation, shared by every loop
 in it: each loop back-edge decrements it from 65535 (gallivm's
 LP_MAX_TGSI_LOOP_ITERATIONS), and once it reaches zero every loop exits after its
-current iteration, silently. A kernel thread that runs long loops there computes
+current iteration, silently. The invocations lavapipe runs together as the lanes of one
+SIMD vector share the counter, so a long thread cuts its neighbours short too
+(tests/test_ray.py's terrain rays). A kernel thread that runs long loops there computes
 something else than it says. ``loop_limit()`` measures the limit once per Taichi
 initialisation; a kernel passed ``probe()`` (2 where there is a limit, else 0) ends a
 thread with ``limit_reached(probe)`` (a loop of that many iterations that ran fewer)

@@ -38,6 +38,7 @@ import taichi as ti
 
 from . import config
 from .math import quat2mat, quat_z2vec
+from .loop_limit import limit_reached
 from .sdf import SDF_NATTR, SDF_OCTREE, oct_eval, sdf_distance
 from .consts import (EPS, GEOM_BOX, GEOM_CAPSULE, GEOM_CYLINDER, GEOM_ELLIPSOID, GEOM_HFIELD,
                      GEOM_MESH, GEOM_PLANE, GEOM_SDF, GEOM_SPHERE, MINVAL, NGROUP, PI)
@@ -465,6 +466,7 @@ def ray_hfield(worldid, geomid, pnt, vec, geom_int: ti.template(), geom_xpos: ti
 # ---------------------------------------------------------------- sdf
 
 SDF_MARCH = 40  # ray_sdf's steps
+RAY_CUT = -2  # _ray_batch's geomid of a ray whose thread a loop limiter cut short
 SDF_HIT = 1e-7  # its kMinDist (f64)
 SDF_HIT_F32 = 1e-5  # tiphys' in f32, where 1e-7 is below a coordinate's rounding step
 SDF_FAR = 1e6  # a distance past which it gives up
@@ -623,8 +625,10 @@ def _ray_batch(
     hfield_data: ND,
     # rays: pnts, vecs (nworld or 1, nray, 3); options
     pnts: ND, vecs: ND, groupmask: ti.i32, flg_static: ti.i32, bodyexclude: ti.i32,
-    single: ti.i32,
-    # out (nworld, nray)
+    single: ti.i32, probe: ti.i32,
+    # out (nworld, nray); geomid RAY_CUT where a loop limiter cut the ray's thread
+    # short (kernels/loop_limit.py; a ray the cut thread never reached keeps the value
+    # the caller filled in)
     dist: ND, geomid: ND,
 ):
     for worldid, rayid in ti.ndrange(dist.shape[0], dist.shape[1]):
@@ -650,6 +654,8 @@ def _ray_batch(
                 if x >= 0.0 and (x < best or best < 0.0):
                     best = x
                     hit = g
+        if limit_reached(probe):
+            hit = RAY_CUT
         dist[worldid, rayid] = best
         geomid[worldid, rayid] = hit
 
@@ -677,12 +683,13 @@ def _ray_flex(flexvert_xpos: ND, flex_dim: ND, flex_vertadr: ND, flex_vertnum: N
               flex_elemadr: ND, flex_elemnum: ND, flex_elemdataadr: ND, flex_elem: ND,
               flex_elemlayer: ND, flexid: ti.i32, flex_layer: ti.i32, flg_vert: ti.i32,
               flg_edge: ti.i32, flg_face: ti.i32, flg_skin: ti.i32, pnts: ND, vecs: ND,
-              dist: ND, vertid: ND):
+              probe: ti.i32, dist: ND, vertid: ND):
     """mju_rayFlex of flex ``flexid`` in every world: the distance to the nearest hit
     of its edges' capsules (drawn edges, or a 2D/3D skin), else its vertices' spheres
     (drawn vertices), and of its faces (drawn faces or skin; of a 3D flex the surface
     layer with the skin, else layer ``flex_layer``), with the flex vertex nearest
-    that hit (-1 and -1: missed, or outside the flex's bounding box)."""
+    that hit (-1 and -1: missed, or outside the flex's bounding box; vertid RAY_CUT
+    where a loop limiter cut the thread short, as in _ray_batch)."""
     for worldid in range(dist.shape[0]):
         pnt = ti.Vector([pnts[worldid, k] for k in ti.static(range(3))])
         vec = ti.Vector([vecs[worldid, k] for k in ti.static(range(3))])
@@ -767,6 +774,8 @@ def _ray_flex(flexvert_xpos: ND, flex_dim: ND, flex_vertadr: ND, flex_vertnum: N
                                     vid = e1
                                 else:
                                     vid = e2
+        if limit_reached(probe):
+            vid = RAY_CUT
         dist[worldid] = x
         vertid[worldid] = vid
 

@@ -65,6 +65,7 @@ from .consts import (CNSTR_LIMIT_JOINT, CNSTR_LIMIT_TENDON, DATATYPE_POSITIVE, D
 from .energy import energy_pos, energy_vel
 from .epa import Polytope, polytope_capacity, polytope_scratch
 from .geom_distance import pair_distance
+from .loop_limit import limit_reached, probe as loop_probe
 from .math import inside_geom, mul_mat_t, normalize3, quat_mul, transform_motion
 from .ray import GROUP_ALL, ray_scene, ray_tables
 
@@ -470,8 +471,8 @@ def _sensor_extra(
     ne: ND, nf: ND, nefc: ND, efc_type: ND, efc_id: ND, efc_pos: ND, efc_margin: ND,
     efc_vel: ND, geom_xpos: ND, geom_xmat: ND, site_xpos: ND, site_xmat: ND,
     pair_dist: ND, pair_fromto: ND,
-    # data out
-    sensordata: ND,
+    # data out; rangefinder threads a loop limiter cut (kernels/loop_limit.py)
+    sensordata: ND, loop_cut: ND, probe: ti.i32,
     # compile time: rangefinders, geom distance sensors present
     has_ray: ti.template(), has_geom: ti.template(),
 ):
@@ -494,6 +495,8 @@ def _sensor_extra(
                                     geom_xpos, geom_xmat, mesh_vert, tri_vert, bvh_box,
                                     bvh_node, hfield_size, hfield_data)
                 out[0] = dist
+                if limit_reached(probe):
+                    ti.atomic_add(loop_cut[worldid][1], 1)
         elif stype == SENS_JOINTLIMITPOS or stype == SENS_TENDONLIMITPOS or \
                 stype == SENS_JOINTLIMITVEL or stype == SENS_TENDONLIMITVEL:
             ctype = CNSTR_LIMIT_JOINT
@@ -777,7 +780,8 @@ def _extra(m, d, plan, st) -> None:
                     tri_vert=plan.dummy_f, bvh_box=plan.dummy_f, bvh_node=plan.dummy_f,
                     hfield_size=plan.dummy_f, hfield_data=plan.dummy_f)
     launch(_sensor_extra, m, d, ids=st.extra_ids, sint=plan.sint, pair_dist=pair_dist,
-           pair_fromto=pair_fromto, has_ray=ray, has_geom=geom, **rays)
+           pair_fromto=pair_fromto, has_ray=ray, has_geom=geom,
+           probe=loop_probe() if ray else 0, **rays)
 
 
 def sensor_pos(m, d) -> None:

@@ -13,6 +13,7 @@ own (a tie between touching geoms, decided by round-off).
 
 Run as a script (``python tests/test_ray.py f32``) it prints the f32 errors.
 """
+import json
 import os
 import sys
 
@@ -23,6 +24,8 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tiphys  # noqa: E402
 from oracle import corpus_dir  # noqa: E402
+import spirv  # noqa: E402
+import subproc  # noqa: E402
 from tiphys.ray import (MAXVAL, multi_ray, ray, ray_batch, ray_geom, ray_hfield,  # noqa: E402
                         ray_mesh)
 
@@ -411,6 +414,85 @@ def _f32_report():
         print(f"{name}: f32 max distance error {worst:.2e}, hit/miss disagreements {wrong}"
               f" of {NRAY * NWORLD}")
 
+
+# --------------------------------------------------------------- loop-limited backends
+
+# a 300 x 300 height field (a terrain), a rangefinder looking across it from one corner
+# (its segment through the field's top box spans ~280 x 280 cells) and one looking
+# down; elevations are written by the script
+TERRAIN = """<mujoco>
+  <asset><hfield name="terrain" nrow="300" ncol="300" size="4 4 .5 .1"/></asset>
+  <worldbody>
+    <geom type="hfield" hfield="terrain"/>
+    <body name="eyes">
+      <site name="across" pos="-3.9 -3.9 .52" zaxis="1 1 -.065"/>
+      <site name="down" pos=".3 .2 2" zaxis="0 0 -1"/>
+    </body>
+  </worldbody>
+  <sensor><rangefinder site="across"/><rangefinder site="down"/></sensor>
+</mujoco>"""
+
+LIMITED_RAYS_SCRIPT = """
+import json, sys, warnings
+import mujoco, numpy as np, tiphys
+tiphys.init(arch=sys.argv[-1], precision="f32")
+from tiphys.ray import ray_batch
+xml = sys.stdin.read()
+mjm = mujoco.MjModel.from_xml_string(xml)
+r, c = np.meshgrid(np.arange(300), np.arange(300), indexing="ij")
+mjm.hfield_data[:] = (0.5 + 0.25 * np.sin(r / 7.0) * np.cos(c / 11.0)).reshape(-1)
+m = tiphys.put_model(mjm)
+d = tiphys.make_data(m, 2)
+mjd = mujoco.MjData(mjm)
+mujoco.mj_forward(mjm, mjd)
+tiphys.kinematics(m, d)
+pnts = np.array([mjd.site_xpos[0], mjd.site_xpos[1]])
+vecs = np.array([mjd.site_xmat[0].reshape(3, 3)[:, 2], mjd.site_xmat[1].reshape(3, 3)[:, 2]])
+out = {"mujoco": mjd.sensordata.tolist()}
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    dist, geomid = ray_batch(m, d, pnts, vecs)
+out["ray"] = [[None if np.isnan(x) else float(x) for x in row] for row in dist]
+out["ray_warnings"] = [str(w.message) for w in caught]
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    tiphys.sensor_pos(m, d)
+    out["sensor"] = d.numpy("sensordata").tolist()
+out["sensor_warnings"] = [str(w.message) for w in caught]
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("arch", ["cpu"] + spirv.device_archs()[:1])
+def test_rays_cut_by_a_loop_limit_are_reported(arch):
+    """Mesa's lavapipe cuts a thread's loops after 65535 iterations, silently
+    (kernels/loop_limit.py). A ray across a 300 x 300 height field tests the ~90,000
+    cells under it: on lavapipe its thread is cut, so ``ray_batch`` returns NaN for it
+    with a warning naming the limit, and a rangefinder looking the same way warns when
+    sensordata is read. The ray looking down is short: right, or cut and NaN with the
+    long one when lavapipe runs the two in one SIMD vector (whose lanes share the loop
+    counter). On the CPU both match MuJoCo and nothing warns."""
+    res = subproc.run(["-c", LIMITED_RAYS_SCRIPT, arch], key=f"{arch}-f32", input=TERRAIN)
+    assert res.returncode == 0, res.stderr[-3000:]
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    across, down = out["mujoco"]
+    assert across > 1.0 and down > 0.5  # both hit the terrain
+    if arch == "cpu":
+        assert not out["ray_warnings"] and not out["sensor_warnings"]
+        for w in range(2):
+            assert out["ray"][w] == pytest.approx([across, down], abs=1e-4)
+            assert out["sensor"][w] == pytest.approx([across, down], abs=1e-4)
+    else:
+        assert [row[0] for row in out["ray"]] == [None, None]
+        # the short rays are right, or cut with the long one that shares their SIMD lanes
+        for w in range(2):
+            assert out["ray"][w][1] is None or out["ray"][w][1] == pytest.approx(down, abs=1e-4)
+        ncut = sum(x is None for row in out["ray"] for x in row)
+        assert len(out["ray_warnings"]) == 1
+        assert "65535 iterations" in out["ray_warnings"][0]
+        assert f"for {ncut} of 4 ray(s)" in out["ray_warnings"][0]
+        cut = [msg for msg in out["sensor_warnings"] if "rangefinder thread(s)" in msg]
+        assert len(cut) == 1 and "in 2 world(s)" in cut[0], out["sensor_warnings"]
 
 if __name__ == "__main__":
     tiphys.init(arch="cpu", precision=sys.argv[1] if len(sys.argv) > 1 else "f32")

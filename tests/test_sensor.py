@@ -251,7 +251,11 @@ def test_forward_sensors_match_mujoco(scene):
 
 
 def test_rangefinders_hit_and_miss(scene):
+    """On test_forward_sensors_match_mujoco's states (set here too: -k may run this
+    test alone)."""
     mjm, m, d = scene
+    _put(d, *_state(mjm, NWORLD, 1))
+    tiphys.forward(m, d)
     got = d.numpy("sensordata")
     rf = [mjm.sensor_adr[s] for s in range(mjm.nsensor)
           if mjm.sensor_type[s] == mujoco.mjtSensor.mjSENS_RANGEFINDER]

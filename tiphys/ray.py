@@ -8,12 +8,14 @@ The scene functions read geom_xpos / geom_xmat (multi_ray also xipos): run
 """
 from __future__ import annotations
 
+import warnings
 from typing import Optional, Sequence
 
 import numpy as np
 import taichi as ti
 
 from .kernels import ray as _k
+from .kernels.loop_limit import loop_limit, probe as loop_probe
 from .kernels.consts import (GEOM_BOX, GEOM_CAPSULE, GEOM_CYLINDER, GEOM_ELLIPSOID, GEOM_HFIELD,
                              GEOM_MESH, GEOM_PLANE, GEOM_SPHERE, GEOM_TYPE_NAMES, MAXVAL, MINVAL,
                              NGROUP)
@@ -107,9 +109,30 @@ def _cast(m, d, pnts: np.ndarray, vecs: np.ndarray, groupmask: int, flg_static: 
     dtype = _fdtype(m)
     dist = ti.ndarray(dtype, (nworld, nray))
     geomid = ti.ndarray(ti.i32, (nworld, nray))
+    probe = loop_probe()
+    if probe:
+        geomid.fill(_k.RAY_CUT)  # what a thread that a limiter stopped never reached
     _k._ray_batch(*_k.ray_args(m, d), _device(pnts, dtype), _device(vecs, dtype),
-                  groupmask, flg_static, bodyexclude, single, dist, geomid)
-    return dist.to_numpy().astype(np.float64), geomid.to_numpy()
+                  groupmask, flg_static, bodyexclude, single, probe, dist, geomid)
+    return _flag_cut(dist.to_numpy().astype(np.float64), geomid.to_numpy(), "ray")
+
+
+def _flag_cut(dist: np.ndarray, ids: np.ndarray, what: str, stacklevel: int = 4):
+    """Rays whose kernel thread a loop limiter cut short (id RAY_CUT: kernels/ray.py)
+    get distance NaN and id -1, with a warning; the arrays, so changed."""
+    cut = ids == _k.RAY_CUT
+    if cut.any():
+        dist[cut] = np.nan
+        ids[cut] = -1
+        first = np.argwhere(cut)[0]
+        where = f"world {first[0]}" + (f", ray {first[1]}" if len(first) > 1 else "")
+        warnings.warn(
+            f"{what}: this backend cuts a kernel thread's loops short after {loop_limit()} "
+            f"iterations (Mesa's lavapipe), and it did so for {int(cut.sum())} of "
+            f"{cut.size} ray(s) (first: {where}): their distances are NaN; shorten what "
+            f"the rays cross (large height fields, meshes and flexes cost most), or run on "
+            f"the CPU or a GPU", RuntimeWarning, stacklevel=stacklevel)
+    return dist, ids
 
 
 def ray(m, d, pnt, vec, geomgroup: Optional[Sequence[int]] = None, flg_static: bool = True,
@@ -224,10 +247,14 @@ def ray_flex(m, d, flex_layer: int, flg_vert, flg_edge, flg_face, flg_skin, flex
                          f"flex(es))")
     io = _one_ray_per_world(m, d, pnt, vec)
     from .kernels.bind import launch
+    probe = loop_probe()
+    if probe:
+        io["vertid"].fill(_k.RAY_CUT)
     launch(_k._ray_flex, m, d, flexid=int(flexid), flex_layer=int(flex_layer),
            flg_vert=int(bool(flg_vert)), flg_edge=int(bool(flg_edge)),
-           flg_face=int(bool(flg_face)), flg_skin=int(bool(flg_skin)), **io)
-    return io["dist"].to_numpy().astype(np.float64), io["vertid"].to_numpy()
+           flg_face=int(bool(flg_face)), flg_skin=int(bool(flg_skin)), probe=probe, **io)
+    return _flag_cut(io["dist"].to_numpy().astype(np.float64), io["vertid"].to_numpy(),
+                     "ray_flex", stacklevel=3)
 
 
 def _one_ray_per_world(m, d, pnt, vec) -> dict:

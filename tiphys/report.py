@@ -94,28 +94,36 @@ def _report_broadphase(d, stacklevel: int) -> bool:
     return True
 
 
-# a loop-limiting backend cut SDF collision threads short (kernels/loop_limit.py)
-_LOOP_TEXT = ("collision: this backend cuts a kernel thread's loops short after {limit} "
-              "iterations (Mesa's lavapipe), and it did so in {n} SDF collision thread(s) "
-              "in {k} world(s) (world {w}): their contacts may be missing or wrong; lower "
-              "the model's sdf_iterations / sdf_initpoints or the SDF pairs per world, or "
-              "run on the CPU or a GPU")
+# a loop-limiting backend cut threads short (kernels/loop_limit.py): per loop_cut column
+_LOOP_TEXT = "this backend cuts a kernel thread's loops short after {limit} iterations " \
+    "(Mesa's lavapipe), and it did so in {n} {what} thread(s) in {k} world(s) (world {w}): " \
+    "{harm}; {fix}, or run on the CPU or a GPU"
+_LOOP_KINDS = (
+    ("collision: ", "SDF collision or distance", "their contacts or distances may be "
+     "missing or wrong", "lower the model's sdf_iterations / sdf_initpoints or the SDF "
+     "pairs per world"),
+    ("sensor: ", "rangefinder", "their readings may be wrong", "shorten what a "
+     "rangefinder's ray crosses (large height fields and meshes cost most)"),
+)
 
 
 def _report_loop_cut(d, stacklevel: int) -> bool:
-    """Warn about SDF collision threads cut by a loop limiter since the last report."""
+    """Warn about threads cut by a loop limiter since the last report."""
     from .kernels.loop_limit import loop_limit
     limit = loop_limit()
     if limit is None:
         return False  # (no limiter: nothing is ever counted)
     new = _new_since_report(d, "_reported_loop_cut", download(d.loop_cut)[:d.nworld])
-    worlds = np.nonzero(new > 0)[0]
-    if not len(worlds):
-        return False
-    warnings.warn(_LOOP_TEXT.format(limit=limit, n=int(new.sum()), k=len(worlds),
-                                    w=int(worlds[0])), RuntimeWarning,
-                  stacklevel=stacklevel + 1)
-    return True
+    warned = False
+    for column, (stage, what, harm, fix) in enumerate(_LOOP_KINDS):
+        worlds = np.nonzero(new[:, column] > 0)[0]
+        if len(worlds):
+            warnings.warn(stage + _LOOP_TEXT.format(
+                limit=limit, n=int(new[:, column].sum()), what=what, k=len(worlds),
+                w=int(worlds[0]), harm=harm, fix=fix), RuntimeWarning,
+                stacklevel=stacklevel + 1)
+            warned = True
+    return warned
 
 
 def report(d, stacklevel: int = 3) -> dict:

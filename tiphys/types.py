@@ -602,9 +602,10 @@ DATA_EXTRA_FIELDS = (
     ("broadphase_overflow", "nworld 2", "i",
      "dynamic broadphase: collisions whose pairs did not fit nbroadmax, and the pairs "
      "the last one needed (0: it fit)"),
-    ("loop_cut", "nworld", "i",
-     "SDF collision threads whose loops a loop-limiting backend cut short (Mesa's "
-     "lavapipe: 65535 iterations per thread, kernels/loop_limit.py); 0 elsewhere"),
+    ("loop_cut", "nworld 2", "i",
+     "threads whose loops a loop-limiting backend cut short (Mesa's lavapipe: 65535 "
+     "iterations per thread, kernels/loop_limit.py): SDF collisions and distances, "
+     "rangefinders; 0 elsewhere"),
     # constraint rows (mjData's efc_* fields, dense Jacobian), njmax rows per world; the
     # first nefc[w] are world w's rows: equality, friction, limit, contact, as MuJoCo
     ("solver_niter", "nworld 20", "i",
