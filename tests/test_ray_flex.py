@@ -3,11 +3,14 @@ block (3D) after they moved, in several worlds, with many rays aimed at each fle
 (hits, misses, grazing rays) and every combination of the vertex, edge, face and skin
 flags and of the 3D layer; distances to 1e-9 and the same nearest vertex. f64 CPU."""
 import itertools
+import json
 
 import mujoco
 import numpy as np
 import pytest
 
+import spirv
+import subproc
 import tiphys
 
 NWORLD = 3
@@ -99,3 +102,59 @@ def test_ray_flex_rejects_bad_input(scene):
         tiphys.ray_flex(m, d, 0, 0, 1, 0, 1, 0, [0, 0, 0], [0, 0, 0])
     with pytest.raises(ValueError, match="shape"):
         tiphys.ray_flex(m, d, 0, 0, 1, 0, 1, 0, [0, 0], [1, 0, 0])
+
+
+# --------------------------------------------------------------- loop-limited backends
+
+# rigid: no dofs (the ray reads only vertex positions; 43,200 dofs would cost gigabytes)
+BIG_CLOTH = """<mujoco><worldbody>
+  <flexcomp name="cloth" type="grid" count="120 120 1" spacing=".01 .01 .01" pos="0 0 .5"
+            dim="2" radius=".002" mass="1" rigid="true">
+    <contact contype="0" conaffinity="0"/>
+  </flexcomp>
+</worldbody></mujoco>"""
+
+LIMITED_SCRIPT = """
+import json, sys, warnings
+import mujoco, numpy as np, tiphys
+tiphys.init(arch=sys.argv[-1], precision="f32")
+from tiphys.ray import ray_flex
+xml = sys.stdin.read()
+mjm = mujoco.MjModel.from_xml_string(xml)
+mjd = mujoco.MjData(mjm)
+mujoco.mj_forward(mjm, mjd)
+m = tiphys.load_model_from_string(xml)
+d = tiphys.make_data(m, 2)
+d.flexvert_xpos.from_numpy(np.repeat(mjd.flexvert_xpos[None], 2, 0).astype(np.float32))
+pnt, vec = np.array([.203, .297, 1.0]), np.array([0.0, 0.0, -1.0])
+vert = np.zeros(1, np.int32)
+want = mujoco.mju_rayFlex(mjm, mjd, 0, 0, 1, 1, 0, 0, pnt, vec, vert)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    dist, vertid = ray_flex(m, d, 0, 0, 1, 1, 0, 0, pnt, vec)
+print(json.dumps({"mujoco": [want, int(vert[0])], "dist": [None if np.isnan(x) else float(x)
+                  for x in dist], "vertid": vertid.tolist(),
+                  "warnings": [str(w.message) for w in caught]}))
+"""
+
+
+@pytest.mark.parametrize("arch", ["cpu"] + spirv.device_archs()[:1])
+def test_flex_rays_cut_by_a_loop_limit_are_reported(arch):
+    """Mesa's lavapipe cuts a thread's loops after 65535 iterations, silently
+    (kernels/loop_limit.py). A ray at a 120 x 120 cloth's edges and faces walks its
+    14,400 vertices (bounding box), 28,322 edges and 28,322 triangles: on lavapipe the
+    thread is cut, and ray_flex returns NaN and vertex -1 with a warning naming the
+    limit. On the CPU it matches mju_rayFlex and nothing warns."""
+    res = subproc.run(["-c", LIMITED_SCRIPT, arch], key=f"{arch}-f32", input=BIG_CLOTH)
+    assert res.returncode == 0, res.stderr[-3000:]
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    want, vert = out["mujoco"]
+    assert want == pytest.approx(0.5, abs=0.01)
+    if arch == "cpu":
+        assert not out["warnings"]
+        assert out["dist"] == pytest.approx([want, want], abs=1e-5)
+        assert out["vertid"] == [vert, vert]
+    else:
+        assert out["dist"] == [None, None] and out["vertid"] == [-1, -1]
+        assert len(out["warnings"]) == 1 and "65535 iterations" in out["warnings"][0]
+        assert out["warnings"][0].startswith("ray_flex: ")
