@@ -10,6 +10,7 @@ field is compared by plugin name.
 """
 from __future__ import annotations
 
+import functools
 import os
 
 import mujoco
@@ -69,13 +70,20 @@ def pair(request):
             mujoco.MjModel.from_xml_string(xml))
 
 
-def _slot_names(mjm) -> list:
-    """MuJoCo's plugin of each instance, by name (its slots are global: looked up by
-    compiling one model per plugin)."""
+@functools.lru_cache(maxsize=None)
+def _slot_table() -> dict:
+    """MuJoCo's plugin slot -> plugin name, for the SDF plugins (slots are global to the
+    process: found once, by compiling one model per plugin, ~7 s)."""
     names = {}
     for cls in SDF_PLUGINS:
         xml = model_xml(next(k for k, v in CONFIGS.items() if v[0] == cls.name))
         names[int(mujoco.MjModel.from_xml_string(xml).plugin[0])] = cls.name
+    return names
+
+
+def _slot_names(mjm) -> list:
+    """MuJoCo's plugin of each instance, by name."""
+    names = _slot_table()
     return [names[int(s)] for s in mjm.plugin]
 
 
