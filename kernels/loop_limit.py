@@ -10,8 +10,10 @@ something else than it says. ``loop_limit()`` measures the limit once per Taichi
 initialisation; a kernel passed ``probe()`` (2 where there is a limit, else 0) ends a
 thread with ``limit_reached(probe)`` (a loop of that many iterations that ran fewer)
 to learn whether its loops were cut. The solver then runs fewer iterations per launch
-(kernels/solver.py); the SDF collisions count the cut threads in ``d.loop_cut``, which
-tiphys/report.py turns into a warning.
+(kernels/solver.py); the SDF collisions and distances (``d.loop_cut[:, 0]``),
+rangefinders and tactile sensors (``d.loop_cut[:, 1]``) count the cut threads, which
+tiphys/report.py turns into warnings; the ray functions (tiphys/ray.py) return NaN for
+a cut ray, with a warning.
 """
 import taichi as ti
 

@@ -23,7 +23,7 @@ SCRATCH = {
                "nhnnz), with per-dof row addresses and buffers (solver.py, hessian.py)",
     "noslip_minvjt": "noslip's M^-1 J' by rows when the solver is not PGS (noslip.py)",
     "derivative": "analytic derivatives' body, dof and qDeriv work arrays (derivative.py)",
-    "tactile": "touch-grid sensors' candidate geoms (sensor_acc.py)",
+    "tactile": "tactile sensors' touching geoms: how many, then which (sensor_acc.py)",
     "geom_pairs": "geom distance sensors' pair lists (sensor.py)",
     "contact_emit": "{capacity: narrowphase output buffers} (collision.py)",
     "epa": "{polytope capacity: (slots, floats per slot, (floats, ints))}: one EPA "

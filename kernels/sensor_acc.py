@@ -47,6 +47,7 @@ from .consts import (CNSTR_LIMIT_JOINT, CNSTR_LIMIT_TENDON, CONE_PYRAMIDAL, GEOM
                      SENS_PLUGIN, SENS_TACTILE, SENS_TENDONACTFRC, SENS_TENDONLIMITFRC,
                      SENS_TORQUE, SENS_TOUCH, SENS_USER, STAGE_ACC, TRN_TENDON)
 from .math import inside_geom, mul_mat_t, normalize3, quat2mat, rot_vec_quat, transform_motion
+from .loop_limit import limit_reached, probe as loop_probe
 from .ray import ray_primitive
 from .rne_post import contact_force_local, rne_post_constraint
 from .sdf import oct_eval, sdf_distance
@@ -515,15 +516,17 @@ def _primitive_distance(gtype, size, x):
 
 
 @ti.func
-def _add_unique(worldid, t, geomid, tac_geom: ti.template(), tac_ngeom: ti.template()):
-    n = tac_ngeom[worldid, t]
+def _add_unique(worldid, t, geomid, tac_geom: ti.template()):
+    """Append geomid to (world, tactile sensor) t's list (tac_geom[w, t, 0]: its length;
+    the geoms from index 1) unless it is there."""
+    n = tac_geom[worldid, t, 0]
     seen = False
     for i in range(n):
-        if tac_geom[worldid, t, i] == geomid:
+        if tac_geom[worldid, t, 1 + i] == geomid:
             seen = True
-    if not seen and n < tac_geom.shape[2]:
-        tac_geom[worldid, t, n] = geomid
-        tac_ngeom[worldid, t] = n + 1
+    if not seen and n < tac_geom.shape[2] - 1:
+        tac_geom[worldid, t, 1 + n] = geomid
+        tac_geom[worldid, t, 0] = n + 1
 
 
 @ti.kernel
@@ -540,10 +543,11 @@ def _tactile(
     tac_shape: ND, sdf_attr: ND, oct_child: ND, oct_aabb: ND, oct_coeff: ND,
     # data in
     geom_xpos: ND, geom_xmat: ND, subtree_com: ND, cvel: ND, ncon: ND, contact_geom: ND,
-    # scratch: per (world, tactile sensor) the geoms touching its body, in order
-    tac_geom: ND, tac_ngeom: ND,
-    # data out
-    sensordata: ND,
+    # scratch: per (world, tactile sensor) the number of geoms touching its body, then
+    # those geoms in order
+    tac_geom: ND,
+    # data out; threads a loop limiter cut (kernels/loop_limit.py)
+    sensordata: ND, loop_cut: ND, probe: ti.i32,
 ):
     """Tactile sensors as MuJoCo 3.4.0's: the taxels are the vertices of the sensor's
     mesh placed in its geom's frame; the geoms in contact with the geom's weld body
@@ -561,15 +565,17 @@ def _tactile(
     # the other geom of every contact of the sensor geom's weld body, first seen first
     for worldid, t in ti.ndrange(nworld, tactile_ids.shape[0]):
         weld = acc_int[tactile_ids[t]][C_WELD]
-        tac_ngeom[worldid, t] = 0
+        tac_geom[worldid, t, 0] = 0
         for conid in range(ncon[worldid]):
             g1 = contact_geom[worldid, conid][0]
             g2 = contact_geom[worldid, conid][1]
             if g1 >= 0 and g2 >= 0:
                 if body_weldid[geom_bodyid[g1]] == weld:
-                    _add_unique(worldid, t, g2, tac_geom, tac_ngeom)
+                    _add_unique(worldid, t, g2, tac_geom)
                 if body_weldid[geom_bodyid[g2]] == weld:
-                    _add_unique(worldid, t, g1, tac_geom, tac_ngeom)
+                    _add_unique(worldid, t, g1, tac_geom)
+        if limit_reached(probe):
+            ti.atomic_add(loop_cut[worldid][1], 1)
     # one taxel (mesh vertex): the last of those geoms it penetrates sets its pressure
     # and the tangential speeds along its two tangents
     for worldid, x in ti.ndrange(nworld, taxel_sensor.shape[0]):
@@ -585,8 +591,8 @@ def _tactile(
         xpos = geom_xmat[worldid, geomid] @ mesh_vert[mesh_vertadr[meshid] + j] + \
             geom_xpos[worldid, geomid]
         out = ti.Vector.zero(float, 3)
-        for gi in range(tac_ngeom[worldid, t]):
-            other = tac_geom[worldid, t, gi]
+        for gi in range(tac_geom[worldid, t, 0]):
+            other = tac_geom[worldid, t, 1 + gi]
             gtype = geom_type[other]
             use = gtype != GEOM_MESH and gtype != GEOM_HFIELD
             if ti.static(octrees):
@@ -632,6 +638,8 @@ def _tactile(
             if c < nchannel:
                 sensordata[worldid, si[C_ADR] + c * nvert + j] = \
                     clip_sensor(out[c], cutoff, datatype)
+        if limit_reached(probe):
+            ti.atomic_add(loop_cut[worldid][1], 1)
 
 
 # ---------------------------------------------------------------- host
@@ -803,25 +811,23 @@ def sensor_acc(m, d, qacc=None) -> None:
         launch(_contacts, m, d, ids=plan.contacts, acc_int=plan.acc_int,
                pyramidal=m.opt.cone == CONE_PYRAMIDAL)
     if plan.taxel_sensor is not None:
-        tac_geom, tac_ngeom = _tactile_scratch(m, d, plan.ntactile)
+        tac_geom = _tactile_scratch(m, d, plan.ntactile)
         from .collide_sdf import sdf_arrays
         _, sdf_attr, _ = sdf_arrays(m, d)
         launch(_tactile, m, d, octrees=plan.octrees, tactile_ids=plan.tactile,
                taxel_sensor=plan.taxel_sensor, taxel_vert=plan.taxel_vert,
-               acc_int=plan.acc_int, tac_geom=tac_geom, tac_ngeom=tac_ngeom,
-               tac_shape=plan.tac_shape, sdf_attr=sdf_attr)
+               acc_int=plan.acc_int, tac_geom=tac_geom, tac_shape=plan.tac_shape,
+               sdf_attr=sdf_attr, probe=loop_probe())
     if plan.user:
         sensor_user(m, d, STAGE_ACC)
     plugin_sensors(m, d, STAGE_ACC)
 
 
 def _tactile_scratch(m, d, ntactile):
-    """Per (world, tactile sensor) lists of touching geoms (at most ngeom each), kept
-    on the Data."""
+    """Per (world, tactile sensor) the number of touching geoms, then the geoms (at
+    most ngeom), kept on the Data."""
     cached = d.scratch.tactile
-    if cached is None or cached[0].shape[:2] != (d.nworld, ntactile):
-        tag = d.scratch.tag
-        cached = d.scratch.tactile = (
-            tag(ti.ndarray(ti.i32, shape=(d.nworld, ntactile, max(1, m.ngeom)))),
-            tag(ti.ndarray(ti.i32, shape=(d.nworld, ntactile))))
+    if cached is None or cached.shape[:2] != (d.nworld, ntactile):
+        cached = d.scratch.tactile = d.scratch.tag(
+            ti.ndarray(ti.i32, shape=(d.nworld, ntactile, 1 + max(1, m.ngeom))))
     return cached

@@ -491,7 +491,8 @@ def test_rays_cut_by_a_loop_limit_are_reported(arch):
         assert len(out["ray_warnings"]) == 1
         assert "65535 iterations" in out["ray_warnings"][0]
         assert f"for {ncut} of 4 ray(s)" in out["ray_warnings"][0]
-        cut = [msg for msg in out["sensor_warnings"] if "rangefinder thread(s)" in msg]
+        cut = [msg for msg in out["sensor_warnings"]
+               if "rangefinder or tactile sensor thread(s)" in msg]
         assert len(cut) == 1 and "in 2 world(s)" in cut[0], out["sensor_warnings"]
 
 if __name__ == "__main__":

@@ -102,8 +102,9 @@ _LOOP_KINDS = (
     ("collision: ", "SDF collision or distance", "their contacts or distances may be "
      "missing or wrong", "lower the model's sdf_iterations / sdf_initpoints or the SDF "
      "pairs per world"),
-    ("sensor: ", "rangefinder", "their readings may be wrong", "shorten what a "
-     "rangefinder's ray crosses (large height fields and meshes cost most)"),
+    ("sensor: ", "rangefinder or tactile sensor", "their readings may be wrong",
+     "shorten what a rangefinder's ray crosses (large height fields and meshes cost "
+     "most) or lower the contacts of a tactile sensor's body"),
 )
 
 

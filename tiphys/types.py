@@ -605,7 +605,7 @@ DATA_EXTRA_FIELDS = (
     ("loop_cut", "nworld 2", "i",
      "threads whose loops a loop-limiting backend cut short (Mesa's lavapipe: 65535 "
      "iterations per thread, kernels/loop_limit.py): SDF collisions and distances, "
-     "rangefinders; 0 elsewhere"),
+     "rangefinders and tactile sensors; 0 elsewhere"),
     # constraint rows (mjData's efc_* fields, dense Jacobian), njmax rows per world; the
     # first nefc[w] are world w's rows: equality, friction, limit, contact, as MuJoCo
     ("solver_niter", "nworld 20", "i",
