@@ -53,16 +53,29 @@ def shapes(*names: str) -> str:
 
 PLUGIN_SHAPES = ("torus", "bowl", "gear", "nut", "bolt")
 SHAPES = shapes(*PLUGIN_SHAPES)
-PAIR = """<mujoco><option sdf_iterations="10" sdf_initpoints="40"/>
+# a plugin shape on a free body above the plane, and {others}: the bodies it meets
+# (test_sdf_against_primitives_matches_mujoco puts one of each primitive type there in
+# one model: MuJoCo compiles a plugin's mesh by marching cubes, ~3.5 s for the torus,
+# so one compile per shape, not per pair)
+AROUND = """<mujoco><option sdf_iterations="10" sdf_initpoints="40"/>
   {shapes}
   <worldbody>
     <geom type="plane" size="5 5 .1"/>
     <body pos="0 0 .3"><freejoint/>
       <geom type="sdf" mesh="{shape}" friction=".7"><plugin instance="{shape}"/></geom>
     </body>
-    <body pos="{where}"><freejoint/><geom type="{other}" size="{size}"/></body>
+    {others}
   </worldbody>
 </mujoco>"""
+
+
+def pair_xml(shape: str, other: str, size: str, where: str) -> str:
+    """The shape and one primitive geom (its type and size) on a free body at ``where``."""
+    return AROUND.format(shapes=shapes(shape), shape=shape,
+                         others=f'<body pos="{where}"><freejoint/>'
+                                f'<geom type="{other}" size="{size}"/></body>')
+
+
 SIZES = {"sphere": ".2", "capsule": ".1 .2", "ellipsoid": ".2 .15 .1",
          "cylinder": ".15 .1", "box": ".2 .15 .1"}
 
@@ -118,26 +131,12 @@ def compare_worlds(m, mjm, qpos, nconmax=None):
     return ncon
 
 
-# the plugin shape and one body per primitive type in one model (MuJoCo compiles a
-# plugin's mesh by marching cubes, ~3.5 s for the torus: one compile per shape, not per
-# pair); the primitives collide with the shape and the plane, not with each other
-AROUND = """<mujoco><option sdf_iterations="10" sdf_initpoints="40"/>
-  {shapes}
-  <worldbody>
-    <geom type="plane" size="5 5 .1"/>
-    <body pos="0 0 .3"><freejoint/>
-      <geom type="sdf" mesh="{shape}" friction=".7"><plugin instance="{shape}"/></geom>
-    </body>
-    {others}
-  </worldbody>
-</mujoco>"""
-
-
 @pytest.mark.parametrize("shape", PLUGIN_SHAPES)
 def test_sdf_against_primitives_matches_mujoco(shape):
     """Each plugin shape against a sphere, capsule, ellipsoid, cylinder and box (and
     the plane, through its mesh), random poses around contact."""
     where = "0 0 -.7" if shape == "bowl" else ".2 0 .5"  # (the bowl's shell)
+    # the primitives collide with the shape and the plane, not with each other
     others = "".join(f'<body pos="{where}"><freejoint/><geom type="{other}" size="{size}" '
                      f'contype="2" conaffinity="1"/></body>' for other, size in SIZES.items())
     xml = AROUND.format(shapes=shapes(shape), shape=shape, others=others)
@@ -487,8 +486,7 @@ def test_geom_distance_on_sdf_pairs_matches_mujoco():
     """mj_geomDistance on sdf pairs (mjc_SDF: overlaps only, the deepest contact), in
     both geom orders, on the same geom poses; the plane-sdf pair through the mesh."""
     for shape in ("torus", "nut"):
-        xml = PAIR.format(shapes=shapes(shape), shape=shape, other="capsule", size=".1 .2",
-                          where=".2 0 .5")
+        xml = pair_xml(shape, "capsule", ".1 .2", ".2 0 .5")
         mjm = mujoco.MjModel.from_xml_string(xml)
         m = tiphys.load_model_from_string(xml)
         qpos = random_free_qpos(mjm, np.random.default_rng(1), NWORLD, spread=0.25)
