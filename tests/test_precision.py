@@ -53,7 +53,8 @@ def test_cuda_runs_without_fast_math_unless_asked():
     (4.6e-6 without it; H200, 2026-11-28): tiphys turns it off there. A user may still
     ask for it; the CPU and SPIR-V backends keep Taichi's default."""
     from tiphys import backend
-    assert backend.taichi_options("cuda", {})["fast_math"] is False
+    for arch in ("cuda", "gpu"):  # ("gpu" picks CUDA where there is one)
+        assert backend.taichi_options(arch, {})["fast_math"] is False
     assert backend.taichi_options("cuda", {"fast_math": True})["fast_math"] is True
     for arch in ("cpu", "vulkan", "metal"):
         assert "fast_math" not in backend.taichi_options(arch, {})

@@ -163,8 +163,8 @@ QUICK_COMPILE_ARCHS = frozenset({"cpu", "vulkan"})
 # swaps sine, cosine, division and square root for approximations: in f32 against
 # MuJoCo's f64 the torque sensors of test_sensor_acc's pyramidal scene were off by
 # 1.15e-4 (relative) with it and 4.6e-6 without (H200, 2026-11-28); the CPU and
-# Vulkan (lavapipe) give 9.5e-6 with Taichi's default fast math.
-EXACT_MATH_ARCHS = frozenset({"cuda"})
+# Vulkan (lavapipe) give 9.5e-6 with Taichi's default fast math. ("gpu" may pick CUDA.)
+EXACT_MATH_ARCHS = frozenset({"cuda", "gpu"})
 
 
 def _describe(arch: str, precision: str, options: dict) -> str:
@@ -203,7 +203,8 @@ def init(arch: str = "cpu", precision: str = "f64", *, reinit: bool = False,
     cache is kept on so that kernels compile once per machine. On the backends of
     QUICK_COMPILE_ARCHS Taichi's IR optimisation passes are off unless
     ``advanced_optimization=True`` is given (compiles ~3x faster, same speed there).
-    On CUDA fast math is off unless ``fast_math=True`` is given (EXACT_MATH_ARCHS).
+    On CUDA (and "gpu") fast math is off unless ``fast_math=True`` is given
+    (EXACT_MATH_ARCHS).
     ``serial_worlds`` (or the environment's TIPHYS_SERIAL_WORLDS): on a CPU backend,
     calls on at most this many worlds run kernels whose loops are serial, which skips
     Taichi's thread-pool wake-up (~45 µs per loop); default
