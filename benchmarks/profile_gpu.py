@@ -4,7 +4,8 @@ against ``mujoco.rollout`` on all cores (same start states and controls as
 bench_contact.py).
 
     python benchmarks/profile_gpu.py --arch cuda --precision f32 \
-        --scene humanoid:8192 ant:8192 humanoid3:4096 [--profile] [--steps 10]
+        --scene humanoid:8192 ant:8192 humanoid3:4096 [--profile] [--steps 10] \
+        [--fast-math]
 
 Without ``--profile`` it prints world-steps/s of tiphys and MuJoCo and the ratio; with
 it (a separate process: the profiler times every launch) the kernels sorted by total
@@ -120,9 +121,14 @@ def main():
                                                     "humanoid3:4096"])
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--fast-math", action="store_true",
+                    help="Taichi's fast math on (tiphys turns it off on CUDA): what exact "
+                         "math costs")
     args = ap.parse_args()
     import tiphys
     kwargs = {"kernel_profiler": True} if args.profile else {}
+    if args.fast_math:
+        kwargs["fast_math"] = True
     tiphys.init(arch=args.arch, precision=args.precision, **kwargs)
     for item in args.scene:
         name, nworld = item.split(":")

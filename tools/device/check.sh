@@ -5,6 +5,7 @@
 #   tests    - the CUDA checks of the suite (-k cuda)
 #   sensor   - test_sensor_acc's f32 worker on CUDA, with Taichi's fast math and without
 #   flex     - bench_flex.py on CUDA in f32
+#   fastmath - profile_gpu.py's rates with tiphys's exact math and with Taichi's fast math
 # chosen by the first argument (default: profile bench tests). Output under $OUT.
 set -u
 what=${1:-profile bench tests}
@@ -59,6 +60,14 @@ if [[ $what == *tests* ]]; then
   wait
   cat /tmp/cuda_tests/*.log > $OUT/cuda_tests.log
   echo "tests:"; grep -h -E "(PASSED|FAILED|ERROR)( |$)|^FAILED" /tmp/cuda_tests/*.log
+fi
+if [[ $what == *fastmath* ]]; then
+  for flag in "" --fast-math; do
+    timeout ${FASTMATH_S:-150} python3 benchmarks/profile_gpu.py --scene $scenes $flag \
+      >> $OUT/fastmath.txt 2>&1
+    echo "rates ${flag:-exact math} rc $?"
+  done
+  grep ratio $OUT/fastmath.txt
 fi
 if [[ $what == *flex* ]]; then
   timeout ${FLEX_S:-200} python3 benchmarks/bench_flex.py --arch cuda --precision f32 \
