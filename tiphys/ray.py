@@ -109,12 +109,20 @@ def _cast(m, d, pnts: np.ndarray, vecs: np.ndarray, groupmask: int, flg_static: 
     dtype = _fdtype(m)
     dist = ti.ndarray(dtype, (nworld, nray))
     geomid = ti.ndarray(ti.i32, (nworld, nray))
-    probe = loop_probe()
-    if probe:
-        geomid.fill(_k.RAY_CUT)  # what a thread that a limiter stopped never reached
+    probe = _loop_probe(geomid)
     _k._ray_batch(*_k.ray_args(m, d), _device(pnts, dtype), _device(vecs, dtype),
                   groupmask, flg_static, bodyexclude, single, probe, dist, geomid)
     return _flag_cut(dist.to_numpy().astype(np.float64), geomid.to_numpy(), "ray")
+
+
+def _loop_probe(ids) -> int:
+    """The ray kernels' ``probe`` argument (kernels/loop_limit.py); where the backend
+    limits a thread's loops, ``ids`` (a device array) is first filled with RAY_CUT, the
+    mark of a ray that a stopped thread never reached."""
+    probe = loop_probe()
+    if probe:
+        ids.fill(_k.RAY_CUT)
+    return probe
 
 
 def _flag_cut(dist: np.ndarray, ids: np.ndarray, what: str, stacklevel: int = 4):
@@ -247,9 +255,7 @@ def ray_flex(m, d, flex_layer: int, flg_vert, flg_edge, flg_face, flg_skin, flex
                          f"flex(es))")
     io = _one_ray_per_world(m, d, pnt, vec)
     from .kernels.bind import launch
-    probe = loop_probe()
-    if probe:
-        io["vertid"].fill(_k.RAY_CUT)
+    probe = _loop_probe(io["vertid"])
     launch(_k._ray_flex, m, d, flexid=int(flexid), flex_layer=int(flex_layer),
            flg_vert=int(bool(flg_vert)), flg_edge=int(bool(flg_edge)),
            flg_face=int(bool(flg_face)), flg_skin=int(bool(flg_skin)), probe=probe, **io)
