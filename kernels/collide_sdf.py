@@ -44,7 +44,7 @@ from .collision import KEY_STRIDE, ND, emit_one, list_count, list_entry, near_pa
 from .consts import (GEOM_BOX, GEOM_CAPSULE, GEOM_CYLINDER, GEOM_ELLIPSOID, GEOM_HFIELD,
                      GEOM_MESH, GEOM_PLANE, GEOM_SDF, GEOM_SPHERE, MAXCONPAIR, MAXVAL,
                      MINVAL)
-from .loop_limit import limit_reached, probe as loop_probe
+from .loop_limit import CUT_COLLISION, limit_reached, probe as loop_probe
 from .math import mul_mat_t, normalize3, quat_mul, quat_normalize
 from .ray import ray_mesh
 from .sdf import SDF_NATTR, SDF_TORUS, fd_eps, oct_eval, sdf_distance, torus_gradient
@@ -647,7 +647,7 @@ def _narrow_sdf_descend(
                      (geom_int, geom_size, geom_xpos, geom_xmat, mesh_vert, tri_vert,
                       bvh_box, bvh_node), meshes, (octrees, oct_child, oct_aabb, oct_coeff))
         if limit_reached(probe):
-            ti.atomic_add(loop_cut[worldid][0], 1)
+            ti.atomic_add(loop_cut[worldid][CUT_COLLISION], 1)
 
 
 @ti.kernel
@@ -681,7 +681,7 @@ def _narrow_sdf_emit(
                         geom_xpos, geom_xmat, descents, points, ncon, contact_dist,
                         contact_pos, contact_frame, contact_key)
         if limit_reached(probe):
-            ti.atomic_add(loop_cut[worldid][0], 1)
+            ti.atomic_add(loop_cut[worldid][CUT_COLLISION], 1)
 
 
 def geom_octrees(arrays):
@@ -877,7 +877,7 @@ def _sdf_distance_descend(
                  (geom_int, geom_size, geom_xpos, geom_xmat, mesh_vert, tri_vert, bvh_box,
                   bvh_node), meshes, (octrees, oct_child, oct_aabb, oct_coeff))
         if limit_reached(probe):
-            ti.atomic_add(loop_cut[worldid][0], 1)
+            ti.atomic_add(loop_cut[worldid][CUT_COLLISION], 1)
 
 
 @ti.kernel
@@ -903,7 +903,7 @@ def _sdf_distance(
         dist_out[worldid] = best.dist
         fromto_out[worldid] = fromto
         if limit_reached(probe):
-            ti.atomic_add(loop_cut[worldid][0], 1)
+            ti.atomic_add(loop_cut[worldid][CUT_COLLISION], 1)
 
 
 def sdf_pair_distance(m, d, g1, g2, flip, distmax, dist, fromto):

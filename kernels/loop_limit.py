@@ -10,9 +10,9 @@ something else than it says. ``loop_limit()`` measures the limit once per Taichi
 initialisation; a kernel passed ``probe()`` (2 where there is a limit, else 0) ends a
 thread with ``limit_reached(probe)`` (a loop of that many iterations that ran fewer)
 to learn whether its loops were cut. The solver then runs fewer iterations per launch
-(kernels/solver.py); the SDF collisions and distances (``d.loop_cut[:, 0]``),
-rangefinders and tactile sensors (``d.loop_cut[:, 1]``) count the cut threads, which
-tiphys/report.py turns into warnings; the ray functions (tiphys/ray.py) return NaN for
+(kernels/solver.py); the SDF collisions and distances (column CUT_COLLISION of
+``d.loop_cut``), rangefinders and tactile sensors (CUT_SENSOR) count the cut threads,
+which tiphys/report.py turns into warnings; the ray functions (tiphys/ray.py) return NaN for
 a cut ray, with a warning.
 """
 import taichi as ti
@@ -20,6 +20,8 @@ import taichi as ti
 from . import config
 
 LOOP_PROBE = 1 << 17  # longer than any known per-invocation loop limit
+CUT_COLLISION, CUT_SENSOR = 0, 1  # d.loop_cut's columns: SDF collisions and distances;
+#                                   rangefinders and tactile sensors
 
 
 @ti.kernel

@@ -65,7 +65,7 @@ from .consts import (CNSTR_LIMIT_JOINT, CNSTR_LIMIT_TENDON, DATATYPE_POSITIVE, D
 from .energy import energy_pos, energy_vel
 from .epa import Polytope, polytope_capacity, polytope_scratch
 from .geom_distance import pair_distance
-from .loop_limit import limit_reached, probe as loop_probe
+from .loop_limit import CUT_SENSOR, limit_reached, probe as loop_probe
 from .math import inside_geom, mul_mat_t, normalize3, quat_mul, transform_motion
 from .ray import GROUP_ALL, ray_scene, ray_tables
 
@@ -496,7 +496,7 @@ def _sensor_extra(
                                     bvh_node, hfield_size, hfield_data)
                 out[0] = dist
                 if limit_reached(probe):
-                    ti.atomic_add(loop_cut[worldid][1], 1)
+                    ti.atomic_add(loop_cut[worldid][CUT_SENSOR], 1)
         elif stype == SENS_JOINTLIMITPOS or stype == SENS_TENDONLIMITPOS or \
                 stype == SENS_JOINTLIMITVEL or stype == SENS_TENDONLIMITVEL:
             ctype = CNSTR_LIMIT_JOINT

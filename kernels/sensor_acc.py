@@ -47,7 +47,7 @@ from .consts import (CNSTR_LIMIT_JOINT, CNSTR_LIMIT_TENDON, CONE_PYRAMIDAL, GEOM
                      SENS_PLUGIN, SENS_TACTILE, SENS_TENDONACTFRC, SENS_TENDONLIMITFRC,
                      SENS_TORQUE, SENS_TOUCH, SENS_USER, STAGE_ACC, TRN_TENDON)
 from .math import inside_geom, mul_mat_t, normalize3, quat2mat, rot_vec_quat, transform_motion
-from .loop_limit import limit_reached, probe as loop_probe
+from .loop_limit import CUT_SENSOR, limit_reached, probe as loop_probe
 from .ray import ray_primitive
 from .rne_post import contact_force_local, rne_post_constraint
 from .sdf import oct_eval, sdf_distance
@@ -575,7 +575,7 @@ def _tactile(
                 if body_weldid[geom_bodyid[g2]] == weld:
                     _add_unique(worldid, t, g1, tac_geom)
         if limit_reached(probe):
-            ti.atomic_add(loop_cut[worldid][1], 1)
+            ti.atomic_add(loop_cut[worldid][CUT_SENSOR], 1)
     # one taxel (mesh vertex): the last of those geoms it penetrates sets its pressure
     # and the tangential speeds along its two tangents
     for worldid, x in ti.ndrange(nworld, taxel_sensor.shape[0]):
@@ -639,7 +639,7 @@ def _tactile(
                 sensordata[worldid, si[C_ADR] + c * nvert + j] = \
                     clip_sensor(out[c], cutoff, datatype)
         if limit_reached(probe):
-            ti.atomic_add(loop_cut[worldid][1], 1)
+            ti.atomic_add(loop_cut[worldid][CUT_SENSOR], 1)
 
 
 # ---------------------------------------------------------------- host

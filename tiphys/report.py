@@ -20,6 +20,7 @@ import numpy as np
 
 from .backend import download
 from .kernels.consts import WARN_CNSTRFULL, WARN_CONTACTFULL
+from .kernels.loop_limit import CUT_COLLISION, CUT_SENSOR, loop_limit
 from .model import checks_model_data
 
 REPORT_EVERY = 1000  # steps between reports at the latest
@@ -98,25 +99,24 @@ def _report_broadphase(d, stacklevel: int) -> bool:
 _LOOP_TEXT = "this backend cuts a kernel thread's loops short after {limit} iterations " \
     "(Mesa's lavapipe), and it did so in {n} {what} thread(s) in {k} world(s) (world {w}): " \
     "{harm}; {fix}, or run on the CPU or a GPU"
-_LOOP_KINDS = (
-    ("collision: ", "SDF collision or distance", "their contacts or distances may be "
-     "missing or wrong", "lower the model's sdf_iterations / sdf_initpoints or the SDF "
-     "pairs per world"),
-    ("sensor: ", "rangefinder or tactile sensor", "their readings may be wrong",
-     "shorten what a rangefinder's ray crosses (large height fields and meshes cost "
-     "most) or lower the contacts of a tactile sensor's body"),
-)
+_LOOP_KINDS = {
+    CUT_COLLISION: ("collision: ", "SDF collision or distance", "their contacts or "
+                    "distances may be missing or wrong", "lower the model's "
+                    "sdf_iterations / sdf_initpoints or the SDF pairs per world"),
+    CUT_SENSOR: ("sensor: ", "rangefinder or tactile sensor", "their readings may be "
+                 "wrong", "shorten what a rangefinder's ray crosses (large height fields "
+                 "and meshes cost most) or lower the contacts of a tactile sensor's body"),
+}
 
 
 def _report_loop_cut(d, stacklevel: int) -> bool:
     """Warn about threads cut by a loop limiter since the last report."""
-    from .kernels.loop_limit import loop_limit
     limit = loop_limit()
     if limit is None:
         return False  # (no limiter: nothing is ever counted)
     new = _new_since_report(d, "_reported_loop_cut", download(d.loop_cut)[:d.nworld])
     warned = False
-    for column, (stage, what, harm, fix) in enumerate(_LOOP_KINDS):
+    for column, (stage, what, harm, fix) in _LOOP_KINDS.items():
         worlds = np.nonzero(new[:, column] > 0)[0]
         if len(worlds):
             warnings.warn(stage + _LOOP_TEXT.format(
