@@ -46,6 +46,7 @@ from .consts import MINVAL
 HI_ROWS = ("jtadr", "jtnnz", "hadr", "hnnz", "ladr", "lnnz", "head", "next", "mark",
            "tmp", "xi", "xb", "chain", "cadr", "cnnz", "twin", "loc")
 TWIN_GROUP = 6  # rows whose updates the factor applies in one pass, at most
+UPDATE_GROUP = 4  # pivots of consecutive chain rows a rank-one update applies in one pass
 HI_N = len(HI_ROWS)
 # float rows by position: a dense accumulator, a sparse update vector and its merge
 # buffer, a solve's vector, and L'J of a cone (6 rows)
@@ -189,6 +190,32 @@ def chol_solve_sparse(w, o, n, slot, HS: ti.template()):
 
 
 @ti.func
+def _rotation(w, diag, xv, flg_plus, HS: ti.template()):
+    """One pivot of mju_cholUpdateSparse: the row's new diagonal (written at ``diag``
+    in the floats) from its old one and x's entry ``xv``; returns (c, s, sa, sb, lost):
+    the rotation, the scales of the row's update L(p, :) sa + sb x, and 1 where the
+    diagonal fell below MINVAL (a rank lost)."""
+    lkk = HS.fv[w, diag]
+    tmp = lkk * lkk - xv * xv
+    if flg_plus:
+        tmp = lkk * lkk + xv * xv
+    lost = 0
+    if tmp < MINVAL:
+        tmp = MINVAL
+        lost = 1
+    r = ti.sqrt(tmp)
+    c = r / lkk
+    s = xv / lkk
+    HS.fv[w, diag] = r
+    # the row: L(p, :) / c +/- (s / c) x where both are non-zero
+    sa = 1.0 / c
+    sb = -s / c
+    if flg_plus:
+        sb = s / c
+    return c, s, sa, sb, lost
+
+
+@ti.func
 def chol_update_sparse(w, o, n, slot, xnnz, flg_plus, HS: ti.template()):
     """L'L +/- x x' in place on L[slot] (x: the xnnz values fx at the local columns xi,
     ascending, from the unit's first position; destroyed), as mju_cholUpdateSparse;
@@ -202,28 +229,21 @@ def chol_update_sparse(w, o, n, slot, xnnz, flg_plus, HS: ti.template()):
     rank = n
     i = xnnz - 1
     same = -1  # whether x's pattern is the next row's: 1, 0, or -1 (not known)
+    # rotations of chain rows waiting for a later pivot's pass through x (at most
+    # UPDATE_GROUP - 1), in pivot order: their terms and rows' value addresses
+    npend = 0
+    pc = ti.Vector.zero(float, UPDATE_GROUP - 1)
+    ps = ti.Vector.zero(float, UPDATE_GROUP - 1)
+    psa = ti.Vector.zero(float, UPDATE_GROUP - 1)
+    psb = ti.Vector.zero(float, UPDATE_GROUP - 1)
+    padr = ti.Vector.zero(ti.i32, UPDATE_GROUP - 1)
     while i >= 0:
         p = o + HS.iv[w, xi + i]
         adr = L + HS.iv[w, HS.ladr + p]  # row p's values; its columns at cadr
         cadr = HS.lcol + HS.iv[w, HS.ladr + p]
         nnz = HS.iv[w, HS.lnnz + p]
-        lkk = HS.fv[w, adr + nnz - 1]
-        xv = HS.fv[w, x + i]
-        tmp = lkk * lkk - xv * xv
-        if flg_plus:
-            tmp = lkk * lkk + xv * xv
-        if tmp < MINVAL:
-            tmp = MINVAL
-            rank -= 1
-        r = ti.sqrt(tmp)
-        c = r / lkk
-        s = xv / lkk
-        HS.fv[w, adr + nnz - 1] = r
-        # the row: L(p, :) / c +/- (s / c) x where both are non-zero
-        sa = 1.0 / c
-        sb = -s / c
-        if flg_plus:
-            sb = s / c
+        c, s, sa, sb, lost = _rotation(w, adr + nnz - 1, HS.fv[w, x + i], flg_plus, HS)
+        rank -= lost
         # x's pattern (left of p) is often the row's own (the columns a row passes to
         # its parent in the elimination tree): then both updates are plain loops, as
         # MuJoCo's identical-pattern case (same arithmetic as the merges below). Known
@@ -236,10 +256,44 @@ def chol_update_sparse(w, o, n, slot, xnnz, flg_plus, HS: ti.template()):
                         same = 0
                         break
         if same:
-            for t in range(i):
-                v = HS.fv[w, adr + t] * sa + sb * HS.fv[w, x + t]
+            if (i >= 1) & (HS.iv[w, HS.chain + p] != 0) & (npend < UPDATE_GROUP - 1):
+                # a chain row: its parent, the next pivot, has x's pattern less this
+                # entry, so the row's rotation waits for the parent's pass. Its last
+                # entry now, after the waiting rotations (the parent's needs it)
+                t = i - 1
+                xt = HS.fv[w, x + t]
+                for j in ti.static(range(UPDATE_GROUP - 1)):
+                    if j < npend:
+                        v = HS.fv[w, padr[j] + t] * psa[j] + psb[j] * xt
+                        HS.fv[w, padr[j] + t] = v
+                        xt = pc[j] * xt + (-ps[j]) * v
+                v = HS.fv[w, adr + t] * sa + sb * xt
                 HS.fv[w, adr + t] = v
-                HS.fv[w, x + t] = c * HS.fv[w, x + t] + (-s) * v
+                HS.fv[w, x + t] = c * xt + (-s) * v
+                for j in ti.static(range(UPDATE_GROUP - 1)):
+                    if j == npend:
+                        pc[j], ps[j], psa[j], psb[j], padr[j] = c, s, sa, sb, adr
+                npend += 1
+            elif npend > 0:
+                # the waiting rotations, then this one, in one pass through x: each
+                # entry gets the operations their own passes would give it, in the
+                # same order, and x is read and written once
+                for t in range(i):
+                    xt = HS.fv[w, x + t]
+                    for j in ti.static(range(UPDATE_GROUP - 1)):
+                        if j < npend:
+                            v = HS.fv[w, padr[j] + t] * psa[j] + psb[j] * xt
+                            HS.fv[w, padr[j] + t] = v
+                            xt = pc[j] * xt + (-ps[j]) * v
+                    v = HS.fv[w, adr + t] * sa + sb * xt
+                    HS.fv[w, adr + t] = v
+                    HS.fv[w, x + t] = c * xt + (-s) * v
+                npend = 0
+            else:
+                for t in range(i):
+                    v = HS.fv[w, adr + t] * sa + sb * HS.fv[w, x + t]
+                    HS.fv[w, adr + t] = v
+                    HS.fv[w, x + t] = c * HS.fv[w, x + t] + (-s) * v
             i -= 1
             same = -1
             if HS.iv[w, HS.chain + p]:

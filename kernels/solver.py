@@ -141,8 +141,9 @@ SOLVER_NAMES = {SOL_PGS: "PGS", SOL_CG: "CG", SOL_NEWTON: "Newton"}
 class Unit:
     """What one CG / Newton thread solves: a whole world (island 0: dofs 0 .. nv-1,
     rows 0 .. nefc-1) or one island of it (island 1: the idofs dofadr .. dofadr+nv-1
-    and iefcs efcadr .. efcadr+nefc-1, read through map_idof2dof and map_iefc2efc).
-    Scratch vectors stay indexed by dof and row (islands never share one); an
+    and iefcs efcadr .. efcadr+nefc-1, read through map_idof2dof and map_iefc2efc;
+    island 0 too when a world's one island holds all its dofs and rows, whose maps are
+    then the identity). Scratch vectors stay indexed by dof and row (islands never share one); an
     island's Hessian is its block at (dofadr, dofadr) in idof order."""
     island: ti.i32
     dofadr: ti.i32
@@ -777,8 +778,13 @@ def _primal_start(
                     for i in range(nv):
                         qacc[w, i] = sv[w, V_QACC, i]
                         qfrc_constraint[w, i] = 0.0
+                    # one island holding every dof and row (most robots, a cloth): its
+                    # maps are the identity (idofs and iefcs keep dof and row order
+                    # within an island), so its unit reads dofs and rows directly
+                    mapped = ti.cast((nunit > 1) | (island_nv[w, 0] != nv) |
+                                     (island_nefc[w, 0] != n), ti.i32)
                     for k in range(nunit):
-                        u = Unit(island=1, dofadr=island_idofadr[w, k],
+                        u = Unit(island=mapped, dofadr=island_idofadr[w, k],
                                  nv=island_nv[w, k], efcadr=island_iefcadr[w, k],
                                  nefc=island_nefc[w, k])
                         # 1 / the island's inertia: the sum of its M diagonal
