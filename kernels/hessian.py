@@ -216,6 +216,23 @@ def _rotation(w, diag, xv, flg_plus, HS: ti.template()):
 
 
 @ti.func
+def _rotate_entry(w, xa, t, npend, pc, ps, psa, psb, padr, adr, c, s, sa, sb,
+                  HS: ti.template()):
+    """Entry t of the rows and of x (at float ``xa``) through the ``npend`` waiting
+    rotations (terms pc, ps, psa, psb, rows at padr), in order, then the pivot's (c, s,
+    sa, sb, row at adr): each row entry L(t) sa + sb x(t), then x(t) c - s L(t)."""
+    xt = HS.fv[w, xa]
+    for j in ti.static(range(UPDATE_GROUP - 1)):
+        if j < npend:
+            v = HS.fv[w, padr[j] + t] * psa[j] + psb[j] * xt
+            HS.fv[w, padr[j] + t] = v
+            xt = pc[j] * xt + (-ps[j]) * v
+    v = HS.fv[w, adr + t] * sa + sb * xt
+    HS.fv[w, adr + t] = v
+    HS.fv[w, xa] = c * xt + (-s) * v
+
+
+@ti.func
 def chol_update_sparse(w, o, n, slot, xnnz, flg_plus, HS: ti.template()):
     """L'L +/- x x' in place on L[slot] (x: the xnnz values fx at the local columns xi,
     ascending, from the unit's first position; destroyed), as mju_cholUpdateSparse;
@@ -260,16 +277,8 @@ def chol_update_sparse(w, o, n, slot, xnnz, flg_plus, HS: ti.template()):
                 # a chain row: its parent, the next pivot, has x's pattern less this
                 # entry, so the row's rotation waits for the parent's pass. Its last
                 # entry now, after the waiting rotations (the parent's needs it)
-                t = i - 1
-                xt = HS.fv[w, x + t]
-                for j in ti.static(range(UPDATE_GROUP - 1)):
-                    if j < npend:
-                        v = HS.fv[w, padr[j] + t] * psa[j] + psb[j] * xt
-                        HS.fv[w, padr[j] + t] = v
-                        xt = pc[j] * xt + (-ps[j]) * v
-                v = HS.fv[w, adr + t] * sa + sb * xt
-                HS.fv[w, adr + t] = v
-                HS.fv[w, x + t] = c * xt + (-s) * v
+                _rotate_entry(w, x + i - 1, i - 1, npend, pc, ps, psa, psb, padr, adr, c,
+                              s, sa, sb, HS)
                 for j in ti.static(range(UPDATE_GROUP - 1)):
                     if j == npend:
                         pc[j], ps[j], psa[j], psb[j], padr[j] = c, s, sa, sb, adr
@@ -279,15 +288,8 @@ def chol_update_sparse(w, o, n, slot, xnnz, flg_plus, HS: ti.template()):
                 # entry gets the operations their own passes would give it, in the
                 # same order, and x is read and written once
                 for t in range(i):
-                    xt = HS.fv[w, x + t]
-                    for j in ti.static(range(UPDATE_GROUP - 1)):
-                        if j < npend:
-                            v = HS.fv[w, padr[j] + t] * psa[j] + psb[j] * xt
-                            HS.fv[w, padr[j] + t] = v
-                            xt = pc[j] * xt + (-ps[j]) * v
-                    v = HS.fv[w, adr + t] * sa + sb * xt
-                    HS.fv[w, adr + t] = v
-                    HS.fv[w, x + t] = c * xt + (-s) * v
+                    _rotate_entry(w, x + t, t, npend, pc, ps, psa, psb, padr, adr, c, s,
+                                  sa, sb, HS)
                 npend = 0
             else:
                 for t in range(i):
