@@ -291,7 +291,7 @@ def chol_update_sparse(w, o, n, slot, xnnz, flg_plus, HS: ti.template()):
                     _rotate_entry(w, x + t, t, npend, pc, ps, psa, psb, padr, adr, c, s,
                                   sa, sb, HS)
                 npend = 0
-            else:
+            else:  # (no rotation waiting: _rotate_entry's loop without its branches)
                 for t in range(i):
                     v = HS.fv[w, adr + t] * sa + sb * HS.fv[w, x + t]
                     HS.fv[w, adr + t] = v

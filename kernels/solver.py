@@ -143,8 +143,8 @@ class Unit:
     rows 0 .. nefc-1) or one island of it (island 1: the idofs dofadr .. dofadr+nv-1
     and iefcs efcadr .. efcadr+nefc-1, read through map_idof2dof and map_iefc2efc;
     island 0 too when a world's one island holds all its dofs and rows, whose maps are
-    then the identity). Scratch vectors stay indexed by dof and row (islands never share one); an
-    island's Hessian is its block at (dofadr, dofadr) in idof order."""
+    then the identity). Scratch vectors stay indexed by dof and row (islands never
+    share one); an island's Hessian is its block at (dofadr, dofadr) in idof order."""
     island: ti.i32
     dofadr: ti.i32
     nv: ti.i32
