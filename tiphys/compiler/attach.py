@@ -41,13 +41,16 @@ with its own model's), the subtree sits in an identity ``<frame>`` carrying them
 carry them too (``element_ctx``). A child's own ``<replicate>``s stay in the copied
 tree (the tree builder makes the copies, names prefixed then suffixed, as the child's
 replication then the attach name them; replicate.py only counts their names), and
-its section elements are taken as its replication leaves them. The child's
+its section elements are taken as its replication leaves them. A child's own
+``<model>``/``<attach>`` are made first, as MuJoCo's reader makes them when it parses
+the child (the attached names prefixed twice, each subtree with its own model's
+``<compiler>``, its assets from its own model's directories). The child's
 ``<asset><skin>``s are appended after the model's own skins, their bones' bodies
 prefixed (their names and materials are not, as in MuJoCo). Refused with
-NotImplementedError: a child holding <attach>, <composite>, <flexcomp>, a body
-<plugin>, <deformable>, <extension> or <model>, a child with skins attached inside a
-<replicate>, keyframes together with a
-<replicate>, or a keyframe with ``act``; a second attach of a body attached before
+NotImplementedError: a child holding <composite>, <flexcomp>, a body <plugin>,
+<deformable> or <extension>, a child with skins attached inside a <replicate>,
+keyframes together with a <replicate>, or a keyframe with ``act``; a child whose own
+attached models have keyframes (MuJoCo 3.4.0 warns that it names them wrongly); a second attach of a body attached before
 (MuJoCo moves the first copy); parent keyframes shorter than the model (MuJoCo pads
 them at each attach with values that are not qpos0); a <replicate> ending after an
 attach of a model with keyframes in a model with keyframes of its own (their order
@@ -113,16 +116,14 @@ class _Child:
     def __init__(self, spec, el):
         from .compile import _compiler_options
         from .defaults import DefaultTree
-        self.spec, self.el = spec, el
         self.refused = None  # (element, what) that an <attach> of this model refuses
+        self.refused_error = None  # or the error its own attachments raised
+        spec = self._expanded(spec)
+        self.spec, self.el = spec, el
         for tag in _CHILD_SECTIONS_REFUSED:
             for section in spec.sections(tag):
                 if section.children and self.refused is None:
                     self.refused = (section.children[0], f"<{tag}>")
-        for section in spec.sections("asset"):
-            for c in section.children:
-                if c.tag == "model" and self.refused is None:
-                    self.refused = (c, f"<asset><{c.tag}>")
         self.ctx = _compiler_options(spec)
         self.defaults = DefaultTree(spec)
         self.cls = {}  # id(element) -> its default class in the child
@@ -133,6 +134,36 @@ class _Child:
         self.files = AssetFiles(spec, self.ctx)
         self.state = {}  # id(element) -> key name -> values it carries (attach.py keys)
         self._key_elements = None
+        self._resolved = None
+
+    def _expanded(self, spec):
+        """The child with its own <attach>es made, as MuJoCo's reader makes them when
+        it parses the child (mj_parse): an <attach> of it then copies the attached
+        elements too, their names prefixed twice. What those attachments cannot do
+        yet is raised when the child is attached, not when it is read."""
+        models = [c for s in spec.sections("asset") for c in s.children if c.tag == "model"]
+        attaches = _find_attach(spec.sections("worldbody"))
+        if not models and attaches is None:
+            return spec
+        try:
+            expanded = _Expansion(spec, models).run()
+        except NotImplementedError as exc:
+            self.refused_error = exc
+            return spec
+        if expanded.attached_keys:
+            # the grandchild's keyframes are pending keyframes of the child: MuJoCo
+            # 3.4.0 warns that it will not namespace them correctly, and names them
+            # in the first attach only
+            self.refused = (attaches, "keyframes of a model attached by <attach>")
+        return expanded
+
+    def resolved(self):
+        """The child with its section elements as its replication and attachments
+        leave them (made once: the keyframe values follow these elements)."""
+        if self._resolved is None:
+            from .replicate import expand_replicated_references
+            self._resolved = expand_replicated_references(self.spec)
+        return self._resolved
 
     def key_elements(self):
         """(joints as (element, nq, nv), mocap bodies, actuators) in MuJoCo's order."""
@@ -140,7 +171,9 @@ class _Child:
             joints, mocaps = [], []
             for wb in self.spec.sections("worldbody"):
                 self._key_walk(wb, joints, mocaps)
-            actuators = [el for s in self.spec.sections("actuator") for el in s.children]
+            # (with the actuators of the child's own <attach>es and <replicate>s)
+            actuators = [el for s in self.resolved().sections("actuator")
+                         for el in s.children]
             self._key_elements = joints, mocaps, actuators
         return self._key_elements
 
@@ -177,6 +210,9 @@ class _Child:
             if keys:
                 # its own <replicate> makes the child's keyframes pending in the child
                 self.refused = (keys[0], "<keyframe> with <replicate>")
+        if self.refused_error is not None:
+            raise NotImplementedError(f"{self.refused_error} (in a model used by <attach> at "
+                                      f"{_where(attach_el)})")
         if self.refused is not None:
             el, what = self.refused
             raise NotImplementedError(f"{_where(el)}: {what} in a model used by <attach> "
@@ -184,10 +220,10 @@ class _Child:
 
     def _classes(self, el, childclass):
         for c in el.children:
-            if c.tag in ("attach", "composite", "flexcomp", "plugin") and self.refused is None:
+            if c.tag in ("composite", "flexcomp", "plugin") and self.refused is None:
                 self.refused = (c, f"<{c.tag}>")
-            if c.tag == "replicate":
-                self.has_replicate = True
+            if c.tag == "replicate" and not c.__dict__.get("attached_replicate"):
+                self.has_replicate = True  # (its own: an attached model's was made there)
             own = c.get_attr("class")
             self.cls[id(c)] = own if own is not None else (childclass or "main")
             if c.tag in ("body", "frame", "replicate"):
@@ -206,14 +242,39 @@ def element_ctx(el, ctx):
     return replace(ctx, **own) if own else ctx
 
 
-def _has_attach(elements) -> bool:
-    stack = list(elements)
+def _enclosing_compilers(spec, target) -> list:
+    """The ``attach_compiler`` settings of the elements enclosing ``target`` in
+    ``spec``'s body tree, outermost first (frames made by the child's own <attach>)."""
+    def path(el):
+        if el is target:
+            return []
+        for c in el.children:
+            found = path(c)
+            if found is not None:
+                return [c] + found
+        return None
+
+    for wb in spec.sections("worldbody"):
+        found = path(wb)
+        if found is not None:
+            return [own for own in (e.__dict__.get("attach_compiler") for e in found[:-1])
+                    if own]
+    return []
+
+
+def _find_attach(elements):
+    """The first <attach> among the elements and their descendants, or None."""
+    stack = list(reversed(elements))
     while stack:
         el = stack.pop()
         if el.tag == "attach":
-            return True
-        stack.extend(el.children)
-    return False
+            return el
+        stack.extend(reversed(el.children))
+    return None
+
+
+def _has_attach(elements) -> bool:
+    return _find_attach(elements) is not None
 
 
 def expand_attachments(spec):
@@ -326,6 +387,9 @@ class _Expansion:
             if src is None:
                 raise error_at(el, f"could not find body '{bodyname}'", "body")
             roots = [src]
+            # a body the child attached itself keeps its own model's <compiler>
+            for frame_own in _enclosing_compilers(child.spec, src):
+                own = {**own, **frame_own}
         else:
             roots = [c for w in child.spec.sections("worldbody") for c in w.children]
         copier = _Copier(child, prefix, el, own)
@@ -463,6 +527,8 @@ class _Copier:
             new.set("childclass", self.cname(el.get_attr("childclass")))
         if el.tag == "replicate":  # replicated in the child: its copies' names only
             new.__dict__["attached_replicate"] = True
+        # a frame of the child's own <attach>: its items come with the child's (items)
+        new.__dict__.pop("attach_items", None)
         if el.tag == "body" and el.get_attr("name"):
             self.body_names.add(self.p + el.get_attr("name"))
         if el.tag in ("joint", "freejoint", "body"):
@@ -542,9 +608,15 @@ class _Copier:
 
     def _set_file(self, el, new, attr: str, kind: str) -> None:
         """``new``'s file attribute: the child's file as the parent must open it, and
-        (``file``) the name the child's reader kept, for ``paths``."""
+        (``file``) the name the child's reader kept, for ``paths``. An asset the child
+        took from a model it attached has both already (its model's directories)."""
+        if el.__dict__.get("attach_file_resolved"):
+            if self.parent_strippath:
+                self._file(el, el.get_attr(attr))  # (refused, as below)
+            return
         value = el.get_attr(attr)
         new.set(attr, self._file(el, value))
+        new.__dict__["attach_file_resolved"] = True
         if attr == "file":
             new.__dict__["xml_stored_file"] = self.child.files.stored(el, value, kind)
 
@@ -573,8 +645,8 @@ class _Copier:
     def items(self) -> dict:
         """The child's pairs ... tuples as replicate bookkeeping items, not yet
         resolved (their references still the child's)."""
-        from .replicate import _items, expand_replicated_references
-        out = _items(expand_replicated_references(self.child.spec))
+        from .replicate import _items
+        out = _items(self.child.resolved())
         for kind, items in out.items():
             for item in items:
                 el = item.el
@@ -585,8 +657,9 @@ class _Copier:
                     new.children = [copy.copy(c) for c in el.children]
                 if kind == "actuator":
                     new.__dict__["attach_source"] = id(el)
-                if self.compiler:
-                    new.__dict__["attach_compiler"] = self.compiler
+                inner = el.__dict__.get("attach_compiler")  # (attached into the child)
+                if self.compiler or inner:
+                    new.__dict__["attach_compiler"] = {**self.compiler, **(inner or {})}
                 item.el = new
         return out
 
