@@ -1,6 +1,6 @@
 """Benchmark: tiphys against MJX (MuJoCo's JAX port) on the same CPU cores.
 
-    python benchmarks/bench_mjx.py                   # humanoid and ant, 1 and 64 worlds
+    python benchmarks/bench_mjx.py                   # humanoid and ant, 1, 64 and 1024 worlds
     python benchmarks/bench_mjx.py --nworld 1 64 --quick   # shorter; nothing written
 
 Both engines step a batch of worlds of the same corpus model (gym humanoid, gym ant:
@@ -35,9 +35,15 @@ from results_md import write_section  # noqa: E402
 
 MARK = "<!-- bench_mjx.py -->"
 MODELS = (("gym humanoid", "gym/humanoid.xml"), ("gym ant", "gym/ant.xml"))
-# (1024 worlds: MJX f64 on the humanoid stopped making progress on this machine,
-# 2026-11-28, every thread of the process waiting, after 6 minutes of CPU time)
-NWORLDS = (1, 64)
+NWORLDS = (1, 64, 1024)
+# Above this many worlds MJX steps the batch as chunks of CHUNK worlds (``jax.lax.map``
+# over ``jax.vmap``d chunks). With jaxlib 0.10.2 a batch of 1024 humanoid worlds
+# deadlocked on this 2-core machine (2026-11-28): gdb showed two batched LAPACK
+# kernels of the Newton solver (Cholesky, triangular solve) each waiting in
+# ``jax::ParallelBatchMap`` for tasks that no idle thread of the pool picked up;
+# ``--xla_cpu_multi_thread_eigen=false`` and synchronous CPU dispatch did not help.
+# Chunks of 128 run.
+CHUNK = 128
 TIMEOUT_S = 900  # per worker process
 SCAN = 10  # MJX steps per jitted call
 
@@ -92,11 +98,20 @@ def mjx_worker(rel: str, nworlds, seconds: float, x64: bool) -> dict:
 
     vstep = jax.vmap(mjx.step, in_axes=(None, 0))
 
-    def steps(dx):
-        return jax.lax.scan(lambda dx, _: (vstep(mx, dx), None), dx, None, length=SCAN)[0]
-    steps = jax.jit(steps)
     rows = []
     for nworld in nworlds:
+        step = vstep
+        if nworld > CHUNK and nworld % CHUNK == 0:
+            def step(mx, dx, n=nworld):
+                split = jax.tree.map(lambda x: x.reshape((n // CHUNK, CHUNK) + x.shape[1:]),
+                                     dx)
+                out = jax.lax.map(lambda d: vstep(mx, d), split)
+                return jax.tree.map(lambda x: x.reshape((n,) + x.shape[2:]), out)
+
+        def steps(dx, step=step):
+            return jax.lax.scan(lambda dx, _: (step(mx, dx), None), dx, None,
+                                length=SCAN)[0]
+        steps = jax.jit(steps)
         qpos, qvel = _start(mjm, nworld)
         base = mjx.make_data(mx)
         dx = jax.vmap(lambda q, v: base.replace(qpos=q, qvel=v))(qpos, qvel)
@@ -165,7 +180,8 @@ def main():
         "",
         "Solver Newton in both (MJX has no PGS; the corpus humanoid's own is PGS), "
         "otherwise the corpus files' options. World-steps/s (best of 3 batches); *first call*: Taichi's kernel load / MJX's XLA "
-        f"compile for that batch size (MJX: {SCAN} steps per jitted call). ncon: mean "
+        f"compile for that batch size (MJX: {SCAN} steps per jitted call; above {CHUNK} "
+        f"worlds the batch is stepped in chunks of {CHUNK}, see CHUNK in the script). ncon: mean "
         "contacts per world after the timed steps (tiphys).",
         "",
         "| model | nworld | tiphys f64 | MJX f64 | MJX f32 | tiphys / MJX f64 | tiphys / MJX f32 "

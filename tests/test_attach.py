@@ -807,3 +807,36 @@ def test_keyframes_of_a_nested_attach_raise(tmp_path):
     assert arrays.names["key"] == ["home", "g/open", "spare/open"]
     with pytest.raises(NotImplementedError, match="keyframes of a model attached by <attach>"):
         tiphys.load_model(str(scene))
+
+
+def test_keyframe_act_follows_the_attached_actuators(tmp_path):
+    """<key act> of an attached child: split by its actuators' activation counts
+    (filter, intvelocity, a user dyntype with actdim 2; a motor has none) and placed at
+    the copies' actadr, as MuJoCo's SaveState/RestoreState place it; an attach of part
+    of the child keeps the values of the actuators it copies."""
+    (tmp_path / "child.xml").write_text("""<mujoco>
+  <worldbody>
+    <body name="b"><joint name="j1"/><geom size=".1"/>
+      <body name="c" pos="0 0 .3"><joint name="j2"/><geom size=".1"/></body>
+    </body>
+  </worldbody>
+  <actuator>
+    <motor joint="j1"/>
+    <general name="f" joint="j1" dyntype="filter" dynprm="0.1"/>
+    <intvelocity name="iv" joint="j2" kp="3" actrange="-1 1"/>
+    <general name="u" joint="j2" dyntype="user" actdim="2"/>
+  </actuator>
+  <keyframe><key name="k" qpos="0.1 0.2" act="0.5 0.6 0.7 0.8" ctrl="1 2 3 4"/>
+    <key name="noact" qpos="0.3 0.4"/></keyframe>
+</mujoco>""")
+    arrays, mjm = _check(_write(tmp_path, "scene.xml", """<mujoco>
+  <asset><model name="c" file="child.xml"/></asset>
+  <worldbody><body name="p"><joint name="pj"/><geom size=".1"/></body>
+    <attach model="c" body="b" prefix="A"/>
+    <frame pos="1 0 0"><attach model="c" body="c" prefix="B"/></frame>
+  </worldbody>
+  <actuator><general joint="pj" dyntype="integrator"/></actuator>
+  <keyframe><key name="own" act="9"/></keyframe>
+</mujoco>"""))
+    assert arrays.names["key"] == ["own", "Ak", "Anoact", "Bk", "Bnoact"]
+    np.testing.assert_array_equal(arrays.key_act[3], [0, 0, 0, 0, 0, 0.6, 0.7, 0.8])

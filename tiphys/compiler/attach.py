@@ -28,7 +28,8 @@ frame holding its bodies, geoms, sites, cameras and lights. The copy:
   source carries and the source forgets it): an element left out by one attach keeps
   that attach's values and hands them to the next attach of the same child, only the
   first <replicate> copy of an element gets them, and a <replicate>'s deletion of its
-  template makes every actuator forget its values. Entries no element carries take
+  template makes every actuator forget its values. ``act`` is split by the child's
+  actuators' activation counts (the child compiled once to know them). Entries no element carries take
   qpos0, the body pose or zero.
 
 ``expand_attachments(spec)`` rewrites a Spec into one without ``<model>``/``<attach>``:
@@ -49,7 +50,7 @@ the child (the attached names prefixed twice, each subtree with its own model's
 prefixed (their names and materials are not, as in MuJoCo). Refused with
 NotImplementedError: a child holding <composite>, <flexcomp>, a body <plugin>,
 <deformable> or <extension>, a child with skins attached inside a <replicate>,
-keyframes together with a <replicate>, or a keyframe with ``act``; a child whose own
+keyframes together with a <replicate>; a child whose own
 attached models have keyframes (MuJoCo 3.4.0 warns that it names them wrongly); a second attach of a body attached before
 (MuJoCo moves the first copy); parent keyframes shorter than the model (MuJoCo pads
 them at each attach with values that are not qpos0); a <replicate> ending after an
@@ -135,6 +136,7 @@ class _Child:
         self.state = {}  # id(element) -> key name -> values it carries (attach.py keys)
         self._key_elements = None
         self._resolved = None
+        self._actdims = None
 
     def _expanded(self, spec):
         """The child with its own <attach>es made, as MuJoCo's reader makes them when
@@ -164,6 +166,14 @@ class _Child:
             from .replicate import expand_replicated_references
             self._resolved = expand_replicated_references(self.spec)
         return self._resolved
+
+    def actdims(self) -> list:
+        """The activation count of each of the child's actuators (in key_elements'
+        order), as the child compiles them: its keyframes' act is split by them."""
+        if self._actdims is None:
+            from .compile import compile_spec
+            self._actdims = compile_spec(self.spec).actuator_actnum.tolist()
+        return self._actdims
 
     def key_elements(self):
         """(joints as (element, nq, nv), mocap bodies, actuators) in MuJoCo's order."""
@@ -675,13 +685,12 @@ class _Copier:
         joints, mocaps, actuators = child.key_elements()
         sizes = {"qpos": sum(n for _, n, _ in joints), "qvel": sum(n for _, _, n in joints),
                  "ctrl": len(actuators), "mpos": 3 * len(mocaps), "mquat": 4 * len(mocaps)}
+        if any(Attrs(k).floats("act") is not None for k in keys):
+            sizes["act"] = sum(child.actdims())
         out = []
         for k in keys:
             a = Attrs(k)
             name = k.get_attr("name") or ""
-            if a.floats("act") is not None:
-                raise NotImplementedError(f"{_where(k)}: <key act> in a model used by "
-                                          f"<attach> is not supported yet")
             vals = {}
             for attr, n in sizes.items():
                 v = a.floats(attr)
@@ -693,7 +702,7 @@ class _Copier:
                 vals[attr] = np.asarray(v, dtype=np.float64)
             self.key_names.append((self.p + name, vals))
             out.append(AttachedKey(self.p + name, a.float("time", 0.0),
-                                   {attr: attr in vals for attr in sizes}))
+                                   {attr: attr in vals for attr in (*sizes, "act")}))
         return out
 
     def attached(self, actuator_copies) -> None:
@@ -720,10 +729,16 @@ class _Copier:
                         entry["mpos"] = vals["mpos"][3 * i:3 * i + 3]
                     if "mquat" in vals:
                         entry["mquat"] = vals["mquat"][4 * i:4 * i + 4]
+                actdims = child.actdims() if "act" in vals else ()
+                actadr = 0
                 for i, el in enumerate(actuators):
                     if "ctrl" in vals:
                         entry = child.state.setdefault(id(el), {}).setdefault(full, {})
                         entry["ctrl"] = vals["ctrl"][i]
+                    if "act" in vals and actdims[i]:
+                        entry = child.state.setdefault(id(el), {}).setdefault(full, {})
+                        entry["act"] = vals["act"][actadr:actadr + actdims[i]]
+                    actadr += actdims[i] if actdims else 0
         copies = list(self.tree_copies) + [(el, el.__dict__["attach_source"])
                                            for el in actuator_copies]
         for new, source in copies:
@@ -778,6 +793,9 @@ def fill_attached_keys(keys, builder, out, row0: int) -> None:
             entry = (vals or {}).get(key.name)
             if entry and key.given["ctrl"] and "ctrl" in entry:
                 out.key_ctrl[i, aid] = entry["ctrl"]
+            if entry and key.given["act"] and "act" in entry:
+                adr = out.actuator_actadr[aid]
+                out.key_act[i, adr:adr + len(entry["act"])] = entry["act"]
 
 
 __all__ = ["expand_attachments", "fill_attached_keys", "AttachedKey"]
