@@ -840,3 +840,30 @@ def test_keyframe_act_follows_the_attached_actuators(tmp_path):
 </mujoco>"""))
     assert arrays.names["key"] == ["own", "Ak", "Anoact", "Bk", "Bnoact"]
     np.testing.assert_array_equal(arrays.key_act[3], [0, 0, 0, 0, 0, 0.6, 0.7, 0.8])
+
+
+@pytest.mark.parametrize("child_strip", ["false", "true"])
+@pytest.mark.parametrize("parent_strip", ["false", "true"])
+def test_attached_asset_files_follow_the_parents_strippath(tmp_path, child_strip,
+                                                           parent_strip):
+    """An attached child's mesh compiles in the parent: the parent's strippath keeps
+    the file name alone (then found in the child's meshdir), the child's own does not
+    apply; the kept path follows the same rule."""
+    (tmp_path / "sub" / "meshes" / "deep").mkdir(parents=True)
+    (tmp_path / "sub" / "meshes" / "tet.obj").write_text(TET)
+    big = "\n".join(" ".join(str(float(x) * 10) for x in line.split()[1:]).join(("v ", ""))
+                    if line.startswith("v ") else line for line in TET.splitlines())
+    (tmp_path / "sub" / "meshes" / "deep" / "tet.obj").write_text(big)
+    (tmp_path / "sub" / "child.xml").write_text(f"""<mujoco>
+  <compiler meshdir="meshes" strippath="{child_strip}"/>
+  <asset><mesh name="t" file="deep/tet.obj"/></asset>
+  <worldbody><body name="b"><joint/><geom type="mesh" mesh="t"/></body></worldbody>
+</mujoco>""")
+    arrays, mjm = _check(_write(tmp_path, "scene.xml", f"""<mujoco>
+  <compiler strippath="{parent_strip}"/>
+  <asset><model name="c" file="sub/child.xml"/></asset>
+  <worldbody><attach model="c" body="b" prefix="A"/></worldbody>
+</mujoco>"""))
+    small = parent_strip == "true"
+    assert (arrays.mesh_vert.max() < 0.1) == small
+    assert bytes(mjm.paths).rstrip(b"\0") == (b"tet.obj" if small else b"deep/tet.obj")

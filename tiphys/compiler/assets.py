@@ -100,9 +100,11 @@ class AssetFiles:
         self.compile_dir = {"mesh": ctx.meshdir, "hfield": ctx.meshdir, "skin": ctx.meshdir,
                             "flexcomp": ctx.meshdir, "texture": ctx.texturedir}
 
-    def stored(self, el, file: str, kind: str, notes=None) -> str:
+    def stored(self, el, file: str, kind: str, notes=None, strippath=None) -> str:
         """The name MuJoCo keeps for ``file`` of ``el`` (step 1 and strippath: its
-        ``paths`` entry), before the compiler's directory is put in front."""
+        ``paths`` entry), before the compiler's directory is put in front.
+        ``strippath``: the setting of the model that compiles the asset, if not this
+        one's (an <attach>ed model's assets compile with the parent's)."""
         name = reduce_path(file)
         if not is_abs(name):
             attr, pdir = self.parse_dir[kind]
@@ -117,14 +119,17 @@ class AssetFiles:
             elif incdir and notes is not None:
                 notes.append(f"found as '{first}' ({where}), so not taken relative to the "
                              f"including file's directory '{incdir}'")
-        if self.strippath:
+        if self.strippath if strippath is None else strippath:
             name = base_part(name)
         return name
 
-    def name(self, el, file: str, kind: str):
-        """(the name MuJoCo opens, a note on how it was found) for ``file`` of ``el``."""
+    def name(self, el, file: str, kind: str, strippath=None):
+        """(the name MuJoCo opens, a note on how it was found) for ``file`` of ``el``
+        (``strippath``: as for ``stored``)."""
+        if el.__dict__.get("attach_file_resolved"):  # (attach.py: found as its model does)
+            return file, "the file of an <attach>ed model, from that model's directories"
         notes = []
-        name = self.stored(el, file, kind, notes)
+        name = self.stored(el, file, kind, notes, strippath)
         cdir = self.compile_dir[kind]
         if cdir and not is_abs(name):
             notes.append(f"{self.COMPILE_DIR[kind]}='{cdir}'")

@@ -55,7 +55,7 @@ attached models have keyframes (MuJoCo 3.4.0 warns that it names them wrongly); 
 (MuJoCo moves the first copy); parent keyframes shorter than the model (MuJoCo pads
 them at each attach with values that are not qpos0); a <replicate> ending after an
 attach of a model with keyframes in a model with keyframes of its own (their order
-changes); child asset files with the parent's ``strippath``; parent elements after an
+changes); parent elements after an
 attach whose prefixed class names take different classes' names (MuJoCo gives them
 the attached classes).
 """
@@ -499,7 +499,7 @@ class _Copier:
     def __init__(self, child: _Child, prefix: str, attach_el, compiler: dict):
         self.child, self.p, self.attach_el = child, prefix, attach_el
         self.compiler = compiler  # the child's own compiler settings, where they differ
-        self.parent_strippath = False
+        self.parent_strippath = False  # (the parent's <compiler strippath>)
         self.tag = f" (attached at {_where(attach_el)})"
         self.body_names = set()
         self.tree_copies = []  # (copy, id of the child's element): joints and bodies
@@ -618,28 +618,21 @@ class _Copier:
 
     def _set_file(self, el, new, attr: str, kind: str) -> None:
         """``new``'s file attribute: the child's file as the parent must open it, and
-        (``file``) the name the child's reader kept, for ``paths``. An asset the child
-        took from a model it attached has both already (its model's directories)."""
-        if el.__dict__.get("attach_file_resolved"):
-            if self.parent_strippath:
-                self._file(el, el.get_attr(attr))  # (refused, as below)
-            return
-        value = el.get_attr(attr)
-        new.set(attr, self._file(el, value))
+        (``file``) the name kept for ``paths``. Found with the child's directories (an
+        asset the child took from a model it attached: with that model's), stripped
+        with the parent's ``strippath`` (MuJoCo compiles the asset in the parent: the
+        child's own setting does not apply)."""
+        sources = dict(el.__dict__.get("attach_file_sources", {}))
+        files, orig, value = sources.setdefault(attr, (self.child.files, el, el.get_attr(attr)))
+        name, _ = files.name(orig, value, kind, strippath=self.parent_strippath)
+        if not is_abs(name):
+            name = join_path(files.reader.modeldir, name)
+        new.set(attr, name)
+        new.__dict__["attach_file_sources"] = sources
         new.__dict__["attach_file_resolved"] = True
         if attr == "file":
-            new.__dict__["xml_stored_file"] = self.child.files.stored(el, value, kind)
-
-    def _file(self, el, value):
-        if self.parent_strippath:
-            # the parent's compile would strip the directories found here
-            raise NotImplementedError(
-                f"{_where(self.attach_el)}: <attach> of a model with asset files into a "
-                f"model with <compiler strippath=\"true\"> is not supported yet")
-        name, _ = self.child.files.name(el, value, el.tag)
-        if not is_abs(name):
-            name = join_path(self.child.files.reader.modeldir, name)
-        return name
+            new.__dict__["xml_stored_file"] = files.stored(orig, value, kind,
+                                                           strippath=self.parent_strippath)
 
     def custom(self) -> list:
         out = []
