@@ -556,10 +556,11 @@ def test_unsupported_attachments_raise(models_dir):
         '<asset><model name="r" file="child/arm.xml"/></asset>'
         '<worldbody><attach model="r" body="link1" prefix="a"/></worldbody>'
         '<keyframe><key qpos="1"/></keyframe>': "<key qpos> shorter",
-        # the second attach of a body moves the first copy in MuJoCo
+        # a second attach of a body, inside a <replicate>
         '<asset><model name="r" file="child/arm.xml"/></asset>'
-        '<worldbody><attach model="r" body="link1" prefix="a"/>'
-        '<attach model="r" body="link1" prefix="a"/></worldbody>': "attached before",
+        '<worldbody><attach model="r" body="link1" prefix="a"/><replicate count="2">'
+        '<attach model="r" body="link1" prefix="a"/></replicate></worldbody>':
+            "attached before",
         # a child's own <replicate> makes its keyframes pending in the child
         '<asset><model name="r" file="child/withkeys.xml"/></asset>'
         '<worldbody><attach model="r" body="hub" prefix="a"/></worldbody>':
@@ -867,3 +868,46 @@ def test_attached_asset_files_follow_the_parents_strippath(tmp_path, child_strip
     small = parent_strip == "true"
     assert (arrays.mesh_vert.max() < 0.1) == small
     assert bytes(mjm.paths).rstrip(b"\0") == (b"tet.obj" if small else b"deep/tet.obj")
+
+
+def test_a_second_attach_moves_the_body(tmp_path):
+    """<attach> of a body attached before copies nothing: the body takes the new
+    attach's frames (nested, in the parent's angle units; the child's own compiler
+    still applies inside), keeping its place in the tree, again at a third attach; a
+    root of a whole-world attach moves too. A body under another parent is MuJoCo's
+    error."""
+    (tmp_path / "child.xml").write_text("""<mujoco><compiler angle="radian"/>
+  <worldbody><body name="b" pos="0 0 1" euler="0 0 0.5"><joint name="j" range="-1 1"/>
+    <geom size=".1"/><body name="c" pos="0 0 .5"><joint/><geom size=".1"/></body></body>
+  </worldbody>
+  <actuator><motor joint="j"/></actuator>
+</mujoco>""")
+    arrays, mjm = _check(_write(tmp_path, "scene.xml", """<mujoco>
+  <asset><model name="c" file="child.xml"/></asset>
+  <worldbody>
+    <attach model="c" prefix="W"/>
+    <frame euler="0 0 30" pos="1 0 0"><frame pos="0 1 0" euler="10 0 0">
+      <attach model="c" body="b" prefix="W"/></frame></frame>
+    <body name="p" pos="1 0 0">
+      <attach model="c" body="b" prefix="A"/>
+      <frame pos="0 0 2" euler="0 0 90"><attach model="c" body="b" prefix="A"/></frame>
+      <geom size=".1"/>
+      <frame pos="0 3 0"><attach model="c" body="b" prefix="A"/></frame>
+    </body>
+  </worldbody>
+</mujoco>"""))
+    assert arrays.names["body"] == ["world", "Wb", "Wc", "p", "Ab", "Ac"]
+    assert len(arrays.actuator_trnid) == mjm.nu == 2  # (a move copies nothing)
+    np.testing.assert_allclose(arrays.body_pos[4], [0, 3, 1])
+    for body in ("Wc", "Wb"):
+        path = _write(tmp_path, "bad.xml", f"""<mujoco>
+  <asset><model name="c" file="child.xml"/></asset>
+  <worldbody><attach model="c" prefix="W"/>
+    <body name="q"><geom size=".1"/><attach model="c" body="{body[1:]}" prefix="W"/></body>
+  </worldbody>
+</mujoco>""")
+        with pytest.raises(ValueError, match="mismatched parents"):
+            mujoco.MjModel.from_xml_path(str(path))
+        with pytest.raises(tiphys.ModelError, match=f"bad.xml:4.*Frame and body '{body}' "
+                                                    f"have mismatched parents"):
+            tiphys.load_model(str(path))

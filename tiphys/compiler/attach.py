@@ -50,14 +50,18 @@ the child (the attached names prefixed twice, each subtree with its own model's
 prefixed (their names and materials are not, as in MuJoCo). Refused with
 NotImplementedError: a child holding <composite>, <flexcomp>, a body <plugin>,
 <deformable> or <extension>, a child with skins attached inside a <replicate>,
-keyframes together with a <replicate>; a child whose own
-attached models have keyframes (MuJoCo 3.4.0 warns that it names them wrongly); a second attach of a body attached before
-(MuJoCo moves the first copy); parent keyframes shorter than the model (MuJoCo pads
-them at each attach with values that are not qpos0); a <replicate> ending after an
-attach of a model with keyframes in a model with keyframes of its own (their order
-changes); parent elements after an
-attach whose prefixed class names take different classes' names (MuJoCo gives them
-the attached classes).
+keyframes together with a <replicate>; a child whose own attached models have
+keyframes (MuJoCo 3.4.0 warns that it names them wrongly); a second attach, inside a
+<replicate>, of a body attached before; parent keyframes shorter than the model
+(MuJoCo pads them at each attach with values that are not qpos0); a <replicate>
+ending after an attach of a model with keyframes in a model with keyframes of its
+own (their order changes); parent elements after an attach whose prefixed class
+names take different classes' names (MuJoCo gives them the attached classes).
+
+A second <attach> of a body attached before (the same prefixed name) copies nothing:
+as MuJoCo's reader does (mjs_setFrame), it gives that body the second attach's frame
+in place of its first one, the body keeping its place in the tree; a body of another
+parent is MuJoCo's "mismatched parents" error.
 """
 from __future__ import annotations
 
@@ -316,6 +320,10 @@ class _Expansion:
         self.in_replicate = 0
         self.custom = []
         self.attached_names = set()
+        # attached root bodies by name: [container, element in it, enclosing body, the
+        # <compiler> settings they compile with] (an <attach> of one moves it)
+        self.attached_roots = {}
+        self.path = []  # the elements being rewritten, outermost first
         self.own_keys = any(s.children for s in spec.sections("keyframe"))
         from .defaults import DefaultTree
         self.own_classes = DefaultTree(spec).classes
@@ -355,9 +363,12 @@ class _Expansion:
         new = copy.copy(el)
         new.children = []
         self.in_replicate += el.tag == "replicate"
+        self.path.append(el)
         for c in el.children:
             if c.tag == "attach":
-                new.children.append(self._attach(c))
+                top = self._attach(c, new)
+                if top is not None:
+                    new.children.append(top)
                 continue
             if self.shadowed is not None:
                 raise NotImplementedError(
@@ -366,6 +377,7 @@ class _Expansion:
                     f"not supported yet (MuJoCo gives the later elements the attached "
                     f"classes)")
             new.children.append(self._rewrite(c))
+        self.path.pop()
         self.in_replicate -= el.tag == "replicate"
         if el.tag == "replicate" and self.keys and self.own_keys:
             # the template's deletion makes the model's own keyframes pending too,
@@ -375,7 +387,52 @@ class _Expansion:
                 f"keyframes, in a model with its own <keyframe>s, is not supported yet")
         return new
 
-    def _attach(self, el):
+    def _enclosing(self):
+        """(the body or worldbody the element being rewritten is in, the <frame>s
+        between them, outermost first)."""
+        for i in range(len(self.path) - 1, -1, -1):
+            if self.path[i].tag in ("body", "worldbody"):
+                return self.path[i], self.path[i + 1:]
+        return None, []
+
+    def _move(self, el, name: str) -> None:
+        """<attach> of a body attached before: MuJoCo (mjs_setFrame) gives that body
+        the frame of this <attach> (its enclosing <frame>s, or an identity frame), in
+        place of the one it had; the body keeps its place in the tree."""
+        container, current, moved, parent, own = self.attached_roots[name]
+        body, frames = self._enclosing()
+        if body is not parent:
+            raise error_at(el, f"Frame and body '{name}' have mismatched parents")
+        if any(f.tag != "frame" for f in frames):
+            raise NotImplementedError(f"{_where(el)}: <attach> inside <replicate> of a body "
+                                      f"attached before ('{name}') is not supported yet")
+        cls = element_class(("mujoco", "worldbody", "frame"),
+                            EXTRA_CHILDREN["frame"]["attrs"])
+
+        def frame(children, compiler):
+            f = new_element(cls, el.xml_file, el.xml_line)
+            f.__dict__["xml_incdir"] = getattr(el, "xml_incdir", "")
+            f.__dict__["attach_compiler"] = compiler
+            f.children = children
+            return f
+
+        # an identity frame with the body's own <compiler>, inside copies of this
+        # attach's frames, inside a frame that drops the frames around the old place
+        # and compiles the new ones with this model's <compiler>
+        inner = [frame([moved], own)]
+        for f in reversed(frames):
+            c = copy.copy(f)
+            c.children = inner
+            inner = [c]
+        outer = frame(inner, {k: getattr(self.ctx, k) for k in _PER_ELEMENT_COMPILER})
+        outer.__dict__["attach_reset_frame"] = True
+        for i, c in enumerate(container.children):
+            if c is current:
+                container.children[i] = outer
+                break
+        self.attached_roots[name][1] = outer
+
+    def _attach(self, el, container):
         model = el.get_attr("model")
         prefix = el.get_attr("prefix")
         if model is None:
@@ -388,10 +445,13 @@ class _Expansion:
             raise error_at(el, f"could not find model '{model}'", "model")
         child.check_attachable(el)
         own = child.compiler_overrides(self.ctx)
+        if prefix + bodyname in self.attached_roots and bodyname:
+            self._move(el, prefix + bodyname)
+            return None
         if prefix + bodyname in self.attached_names and bodyname:
-            # MuJoCo then moves the body attached before into this frame
-            raise NotImplementedError(f"{_where(el)}: <attach> of a body attached before "
-                                      f"('{prefix + bodyname}') is not supported yet")
+            # (a body inside an attached subtree: its parent is not here)
+            raise error_at(el, f"Frame and body '{prefix + bodyname}' have mismatched "
+                               f"parents")
         if bodyname:
             src = child.spec.find("body", bodyname)
             if src is None:
@@ -415,6 +475,12 @@ class _Expansion:
             top.__dict__["attach_compiler"] = own
             top.children = copies
         self.attached_names |= copier.body_names
+        if not self.in_replicate:
+            body, _ = self._enclosing()
+            for c in copies:
+                if c.tag == "body" and c.get_attr("name"):
+                    holder = container if c is top else top
+                    self.attached_roots[c.get_attr("name")] = [holder, c, c, body, own]
         # the section elements: defaults, assets, custom now; the rest resolved where
         # the reader meets the subtree (replicate.expand_replicated_references)
         for name, table in copier.default_tables().items():

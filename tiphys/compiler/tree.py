@@ -336,6 +336,8 @@ class TreeBuilder:
         a = Attrs(el, {})
         pos = a.floats("pos", 3, (0, 0, 0))
         quat = self.orientation(a)
+        if el.__dict__.get("attach_reset_frame"):
+            frame = None  # (attach.py: a body moved by a second <attach> of it)
         if frame is not None:
             pos, quat = rot.frame_accum(frame.pos, frame.quat, pos, quat)
         inner = Frame(pos, quat, cc or (frame.childclass if frame else None))
