@@ -552,10 +552,6 @@ def test_unsupported_attachments_raise(models_dir):
         LEGS.replace("</mujoco>", '<keyframe><key qpos="0 0 1 1 0 0 0 0 0 0"/></keyframe>'
                                   "</mujoco>"))
     cases = {
-        # a parent keyframe padded at each attach from values that are not qpos0
-        '<asset><model name="r" file="child/arm.xml"/></asset>'
-        '<worldbody><attach model="r" body="link1" prefix="a"/></worldbody>'
-        '<keyframe><key qpos="1"/></keyframe>': "<key qpos> shorter",
         # a second attach of a body, inside a <replicate>
         '<asset><model name="r" file="child/arm.xml"/></asset>'
         '<worldbody><attach model="r" body="link1" prefix="a"/><replicate count="2">'
@@ -911,3 +907,34 @@ def test_a_second_attach_moves_the_body(tmp_path):
         with pytest.raises(tiphys.ModelError, match=f"bad.xml:4.*Frame and body '{body}' "
                                                     f"have mismatched parents"):
             tiphys.load_model(str(path))
+
+
+def test_short_parent_keyframes_are_padded_as_mujoco_pads_them(tmp_path):
+    """A parent keyframe shorter than the model with attached elements: padded from
+    the spec as written (free joints 0 0 0 1 0 0 0, ball joints 1 0 0 0, hinges and
+    slides their ``ref`` unconverted, mocap bodies their ``pos``/``quat``), for the
+    attached joints and mocap bodies and the parent's later ones alike; the child's
+    own keyframes follow."""
+    (tmp_path / "child.xml").write_text("""<mujoco>
+  <worldbody><body name="b" pos="0 0 1" quat="0 1 0 0"><freejoint name="f"/><geom size=".1"/>
+    <body name="c" pos=".2 0 0"><joint name="h" ref="0.3"/><geom size=".1" pos=".1 0 0"/>
+      <body name="d" pos=".2 0 0"><joint name="s" type="slide" ref="0.2"/><geom size=".1"/>
+        <body name="e" pos=".2 0 0"><joint name="ball" type="ball"/>
+          <geom size=".1" pos=".1 .1 0"/></body></body></body></body>
+    <body name="m" mocap="true" pos="1 2 3"><geom size=".1"/></body>
+  </worldbody>
+  <keyframe><key name="home" qpos="1 2 3 1 0 0 0 0.5 0.6 0 1 0 0" mpos="7 7 7"/></keyframe>
+</mujoco>""")
+    arrays, mjm = _check(_write(tmp_path, "scene.xml", """<mujoco>
+  <asset><model name="c" file="child.xml"/></asset>
+  <worldbody><body name="p"><joint name="pj" ref="0.1"/><geom size=".1"/></body>
+    <attach model="c" body="b" prefix="A"/>
+    <body name="late" pos="0 0 3"><joint name="lj" ref="0.4" type="slide"/><geom size=".1"/></body>
+    <body name="pm" mocap="true" pos="4 4 4"><geom size=".1"/></body>
+    <frame pos="1 1 1"><attach model="c" prefix="B"/></frame>
+  </worldbody>
+  <keyframe><key name="k" qpos="0.7 1 2 3"/>
+    <key name="k3" qpos="0.7 1 2 3 1 0 0 0 .1 .2 1 0 0 0 .9" mpos="1 1 1 2 2 2"/></keyframe>
+</mujoco>"""))
+    assert arrays.names["key"] == ["k", "k3", "Ahome", "Bhome"]
+    assert not np.allclose(arrays.key_qpos[0], arrays.qpos0)

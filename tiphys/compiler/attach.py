@@ -52,8 +52,7 @@ NotImplementedError: a child holding <composite>, <flexcomp>, a body <plugin>,
 <deformable> or <extension>, a child with skins attached inside a <replicate>,
 keyframes together with a <replicate>; a child whose own attached models have
 keyframes (MuJoCo 3.4.0 warns that it names them wrongly); a second attach, inside a
-<replicate>, of a body attached before; parent keyframes shorter than the model
-(MuJoCo pads them at each attach with values that are not qpos0); a <replicate>
+<replicate>, of a body attached before; a <replicate>
 ending after an attach of a model with keyframes in a model with keyframes of its
 own (their order changes); parent elements after an attach whose prefixed class
 names take different classes' names (MuJoCo gives them the attached classes).

@@ -802,12 +802,6 @@ def _keyframes(spec, out, nkey_size=0, builder=None):
                 continue
             if len(v) > n:
                 raise a.error(f"invalid {attr} size, expected length {n}", attr)
-            if len(v) < n and attr in ("qpos", "mpos", "mquat") and attached is not None:
-                # MuJoCo pads it when each <attach> is made, from values that are not
-                # the compiled qpos0 / body poses
-                raise NotImplementedError(
-                    f"{k.xml_file or '<string>'}:{k.xml_line}: <key {attr}> shorter than "
-                    f"the model's in a model with <attach> is not supported yet")
             # MuJoCo 3.4 pads a short vector (mjCModel::ExpandKeyframe) from the spec as
             # written, not from the compiled model: qpos from its reference (free
             # joints 0 0 0 1 0 0 0, ball joints 1 0 0 0, hinges and slides their `ref`
