@@ -552,6 +552,10 @@ def test_unsupported_attachments_raise(models_dir):
         LEGS.replace("</mujoco>", '<keyframe><key qpos="0 0 1 1 0 0 0 0 0 0"/></keyframe>'
                                   "</mujoco>"))
     cases = {
+        # an attach naming a body of the model itself (MuJoCo gives it the frame)
+        '<asset><model name="r" file="child/arm.xml"/></asset>'
+        '<worldbody><body name="alink1"/><attach model="r" body="link1" prefix="a"/>'
+        '</worldbody>': "model's own body 'alink1'",
         # a second attach of a body, inside a <replicate>
         '<asset><model name="r" file="child/arm.xml"/></asset>'
         '<worldbody><attach model="r" body="link1" prefix="a"/><replicate count="2">'

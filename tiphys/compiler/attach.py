@@ -29,8 +29,8 @@ frame holding its bodies, geoms, sites, cameras and lights. The copy:
   that attach's values and hands them to the next attach of the same child, only the
   first <replicate> copy of an element gets them, and a <replicate>'s deletion of its
   template makes every actuator forget its values. ``act`` is split by the child's
-  actuators' activation counts (the child compiled once to know them). Entries no element carries take
-  qpos0, the body pose or zero.
+  actuators' activation counts (the child compiled once to know them). Entries no
+  element carries take qpos0, the body pose or zero.
 
 ``expand_attachments(spec)`` rewrites a Spec into one without ``<model>``/``<attach>``:
 the attached elements sit in the body tree where the ``<attach>`` was, renamed and
@@ -52,10 +52,11 @@ NotImplementedError: a child holding <composite>, <flexcomp>, a body <plugin>,
 <deformable> or <extension>, a child with skins attached inside a <replicate>,
 keyframes together with a <replicate>; a child whose own attached models have
 keyframes (MuJoCo 3.4.0 warns that it names them wrongly); a second attach, inside a
-<replicate>, of a body attached before; a <replicate>
-ending after an attach of a model with keyframes in a model with keyframes of its
-own (their order changes); parent elements after an attach whose prefixed class
-names take different classes' names (MuJoCo gives them the attached classes).
+<replicate>, of a body attached before, or an attach naming one of the model's own
+bodies; a <replicate> ending after an attach of a model with keyframes in a model
+with keyframes of its own (their order changes); parent elements after an attach
+whose prefixed class names take different classes' names (MuJoCo gives them the
+attached classes).
 
 A second <attach> of a body attached before (the same prefixed name) copies nothing:
 as MuJoCo's reader does (mjs_setFrame), it gives that body the second attach's frame
@@ -255,6 +256,17 @@ def element_ctx(el, ctx):
     return replace(ctx, **own) if own else ctx
 
 
+def _new_frame(el, children, compiler: dict):
+    """An identity <frame> made for ``el`` (an <attach>) around ``children``, whose
+    elements compile with the <compiler> settings ``compiler`` (tree.py)."""
+    cls = element_class(("mujoco", "worldbody", "frame"), EXTRA_CHILDREN["frame"]["attrs"])
+    frame = new_element(cls, el.xml_file, el.xml_line)
+    frame.__dict__["xml_incdir"] = getattr(el, "xml_incdir", "")
+    frame.__dict__["attach_compiler"] = compiler
+    frame.children = children
+    return frame
+
+
 def _enclosing_compilers(spec, target) -> list:
     """The ``attach_compiler`` settings of the elements enclosing ``target`` in
     ``spec``'s body tree, outermost first (frames made by the child's own <attach>)."""
@@ -319,8 +331,9 @@ class _Expansion:
         self.in_replicate = 0
         self.custom = []
         self.attached_names = set()
-        # attached root bodies by name: [container, element in it, enclosing body, the
-        # <compiler> settings they compile with] (an <attach> of one moves it)
+        # attached root bodies by name: [the element holding it, what it holds in its
+        # place (it, or the frames of a move), the body, the body or worldbody the
+        # attach was in, the <compiler> settings it compiles with] (see _move)
         self.attached_roots = {}
         self.path = []  # the elements being rewritten, outermost first
         self.own_keys = any(s.children for s in spec.sections("keyframe"))
@@ -405,25 +418,15 @@ class _Expansion:
         if any(f.tag != "frame" for f in frames):
             raise NotImplementedError(f"{_where(el)}: <attach> inside <replicate> of a body "
                                       f"attached before ('{name}') is not supported yet")
-        cls = element_class(("mujoco", "worldbody", "frame"),
-                            EXTRA_CHILDREN["frame"]["attrs"])
-
-        def frame(children, compiler):
-            f = new_element(cls, el.xml_file, el.xml_line)
-            f.__dict__["xml_incdir"] = getattr(el, "xml_incdir", "")
-            f.__dict__["attach_compiler"] = compiler
-            f.children = children
-            return f
-
         # an identity frame with the body's own <compiler>, inside copies of this
         # attach's frames, inside a frame that drops the frames around the old place
         # and compiles the new ones with this model's <compiler>
-        inner = [frame([moved], own)]
+        inner = [_new_frame(el, [moved], own)]
         for f in reversed(frames):
             c = copy.copy(f)
             c.children = inner
             inner = [c]
-        outer = frame(inner, {k: getattr(self.ctx, k) for k in _PER_ELEMENT_COMPILER})
+        outer = _new_frame(el, inner, {k: getattr(self.ctx, k) for k in _PER_ELEMENT_COMPILER})
         outer.__dict__["attach_reset_frame"] = True
         for i, c in enumerate(container.children):
             if c is current:
@@ -439,11 +442,8 @@ class _Expansion:
         if prefix is None:
             raise error_at(el, "missing required attribute", "prefix")
         bodyname = el.get_attr("body") or ""
-        child = self.children.get(model)
-        if child is None:
-            raise error_at(el, f"could not find model '{model}'", "model")
-        child.check_attachable(el)
-        own = child.compiler_overrides(self.ctx)
+        # a body of that name already: MuJoCo's reader gives it this frame (the model is
+        # not looked at)
         if prefix + bodyname in self.attached_roots and bodyname:
             self._move(el, prefix + bodyname)
             return None
@@ -451,6 +451,14 @@ class _Expansion:
             # (a body inside an attached subtree: its parent is not here)
             raise error_at(el, f"Frame and body '{prefix + bodyname}' have mismatched "
                                f"parents")
+        if bodyname and self.spec.find("body", prefix + bodyname) is not None:
+            raise NotImplementedError(f"{_where(el)}: <attach> naming the model's own body "
+                                      f"'{prefix + bodyname}' is not supported yet")
+        child = self.children.get(model)
+        if child is None:
+            raise error_at(el, f"could not find model '{model}'", "model")
+        child.check_attachable(el)
+        own = child.compiler_overrides(self.ctx)
         if bodyname:
             src = child.spec.find("body", bodyname)
             if src is None:
@@ -467,12 +475,7 @@ class _Expansion:
         if bodyname and not own:
             top = copies[0]
         else:  # the child's world frame, or a frame that gives the child's <compiler>
-            cls = element_class(("mujoco", "worldbody", "frame"),
-                                EXTRA_CHILDREN["frame"]["attrs"])
-            top = new_element(cls, el.xml_file, el.xml_line)
-            top.__dict__["xml_incdir"] = getattr(el, "xml_incdir", "")
-            top.__dict__["attach_compiler"] = own
-            top.children = copies
+            top = _new_frame(el, copies, own)
         self.attached_names |= copier.body_names
         if not self.in_replicate:
             body, _ = self._enclosing()
