@@ -34,7 +34,7 @@ from .sensor import compile_sensors, fuse_blocking_bodies, sensor_geom_names, se
 from .names import fill_names, fill_paths
 from .sleep import fill_sleep_policy
 from .sparse import fill_sparse
-from .setconst import cameras0, kinematics_of, lights0, set_stat, subtree_com, subtree_mass
+from .setconst import cameras0, lights0, set_stat, subtree_com, subtree_mass
 from .skin import _fill_skins, compile_skins, skin_elements
 from .tree import TreeBuilder
 
@@ -179,7 +179,7 @@ def _compile_spec(spec) -> ModelArrays:
     fill_octree(out, ctx.assets.compiled_meshes, _sdf_meshes(out, ctx.assets))
     compile_contact(spec, defaults, builder, out)
     compile_equality(spec, defaults, builder, out)
-    k0 = out.__dict__.pop("_kinematics0")
+    del out._kinematics0
     compile_sensors(spec, defaults, builder, out, size)
     compile_plugins(spec, out, builder)  # (after the sensors: plugin sensors' dims, as
     # CopyPlugins)
@@ -200,7 +200,8 @@ def _compile_spec(spec) -> ModelArrays:
     fill_sparse(out)
     _texts_and_tuples(out)
     out.model_name = spec.model_name
-    set_stat(out, out.stat, kin=kinematics_of(out, k0))  # (qpos0's, made once)
+    set_stat(out, out.stat)  # (its own qpos0 kinematics: MuJoCo's bits more often than
+    # HostKinematics', measured over the corpus)
     fill_sleep_policy(builder, out)
     check_plugins(out)
     _levels(out)

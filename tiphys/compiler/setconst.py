@@ -198,7 +198,7 @@ def _flex_body_sizes(a, body, xpos) -> None:
             body[b2] = max(body[b2], a.flexedge_length0[e])
 
 
-def kinematics_of(a, k0):
+def _kinematics_of(a, k0):
     """_qpos0_kinematics's tuple from tendon.HostKinematics at qpos0 (any qpos0: free
     and ball joints placed by it), geoms and sites in their bodies' frames as
     mj_local2global places them."""
@@ -324,5 +324,5 @@ def model_constants(a) -> None:
     com = subtree_com(k0.xipos, a.body_mass, a.body_parentid)
     cameras0(a, k0.xpos, k0.xquat, com)
     lights0(a, k0.xpos, k0.xquat, com)
-    set_stat(a, Statistic(), start=a.stat, kin=kinematics_of(a, k0))
+    set_stat(a, Statistic(), start=a.stat, kin=_kinematics_of(a, k0))
     spring_lengths(a, c.L0)
