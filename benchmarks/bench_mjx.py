@@ -179,10 +179,11 @@ def main():
         "CPU backend in f64",
         "",
         "Solver Newton in both (MJX has no PGS; the corpus humanoid's own is PGS), "
-        "otherwise the corpus files' options. World-steps/s (best of 3 batches); *first call*: Taichi's kernel load / MJX's XLA "
-        f"compile for that batch size (MJX: {SCAN} steps per jitted call; above {CHUNK} "
-        f"worlds the batch is stepped in chunks of {CHUNK}, see CHUNK in the script). ncon: mean "
-        "contacts per world after the timed steps (tiphys).",
+        "otherwise the corpus files' options. World-steps/s (best of 3 batches); "
+        "*first call*: Taichi's kernel load / MJX's XLA compile for that batch size "
+        f"(MJX: {SCAN} steps per jitted call; above {CHUNK} worlds the batch is stepped "
+        f"in chunks of {CHUNK}, see CHUNK in the script). ncon: mean contacts per world "
+        "after the timed steps (tiphys).",
         "",
         "| model | nworld | tiphys f64 | MJX f64 | MJX f32 | tiphys / MJX f64 | tiphys / MJX f32 "
         "| first call tiphys / MJX f64 / MJX f32 | ncon |",

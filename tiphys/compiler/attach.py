@@ -225,8 +225,8 @@ class _Child:
                 # its own <replicate> makes the child's keyframes pending in the child
                 self.refused = (keys[0], "<keyframe> with <replicate>")
         if self.refused_error is not None:
-            raise NotImplementedError(f"{self.refused_error} (in a model used by <attach> at "
-                                      f"{_where(attach_el)})")
+            raise NotImplementedError(f"{self.refused_error} (in a model used by <attach> "
+                                      f"at {_where(attach_el)})")
         if self.refused is not None:
             el, what = self.refused
             raise NotImplementedError(f"{_where(el)}: {what} in a model used by <attach> "
@@ -416,8 +416,9 @@ class _Expansion:
         if body is not parent:
             raise error_at(el, f"Frame and body '{name}' have mismatched parents")
         if any(f.tag != "frame" for f in frames):
-            raise NotImplementedError(f"{_where(el)}: <attach> inside <replicate> of a body "
-                                      f"attached before ('{name}') is not supported yet")
+            raise NotImplementedError(f"{_where(el)}: <attach> inside <replicate> of a "
+                                      f"body attached before ('{name}') is not supported "
+                                      f"yet")
         # an identity frame with the body's own <compiler>, inside copies of this
         # attach's frames, inside a frame that drops the frames around the old place
         # and compiles the new ones with this model's <compiler>
@@ -426,7 +427,8 @@ class _Expansion:
             c = copy.copy(f)
             c.children = inner
             inner = [c]
-        outer = _new_frame(el, inner, {k: getattr(self.ctx, k) for k in _PER_ELEMENT_COMPILER})
+        mine = {k: getattr(self.ctx, k) for k in _PER_ELEMENT_COMPILER}
+        outer = _new_frame(el, inner, mine)
         outer.__dict__["attach_reset_frame"] = True
         for i, c in enumerate(container.children):
             if c is current:
@@ -691,7 +693,8 @@ class _Copier:
         with the parent's ``strippath`` (MuJoCo compiles the asset in the parent: the
         child's own setting does not apply)."""
         sources = dict(el.__dict__.get("attach_file_sources", {}))
-        files, orig, value = sources.setdefault(attr, (self.child.files, el, el.get_attr(attr)))
+        files, orig, value = sources.setdefault(attr, (self.child.files, el,
+                                                       el.get_attr(attr)))
         name, _ = files.name(orig, value, kind, strippath=self.parent_strippath)
         if not is_abs(name):
             name = join_path(files.reader.modeldir, name)
