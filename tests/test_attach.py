@@ -565,12 +565,6 @@ def test_unsupported_attachments_raise(models_dir):
         '<asset><model name="r" file="child/withkeys.xml"/></asset>'
         '<worldbody><attach model="r" body="hub" prefix="a"/></worldbody>':
             "<keyframe> with <replicate>",
-        # the child's main class takes the name of the parent's: MuJoCo then compiles
-        # the parent's later elements with it
-        '<default><geom size=".3"/></default>'
-        '<asset><model name="r" file="child/arm.xml"/></asset>'
-        '<worldbody><attach model="r" body="link1" prefix=""/>'
-        '<body name="after"><geom/></body></worldbody>': "element after <attach>",
     }
     for body, message in cases.items():
         path = _write(models_dir, "unsupported.xml", f"<mujoco>{body}</mujoco>")
@@ -942,3 +936,50 @@ def test_short_parent_keyframes_are_padded_as_mujoco_pads_them(tmp_path):
 </mujoco>"""))
     assert arrays.names["key"] == ["k", "k3", "Ahome", "Bhome"]
     assert not np.allclose(arrays.key_qpos[0], arrays.qpos0)
+
+
+def test_later_elements_take_the_classes_mujoco_gives_them(tmp_path):
+    """After an <attach> whose classes take names the model has (the child's main with
+    an empty prefix, "a" + "rm" against the model's "arm"), an element without
+    ``class`` takes the newest class of its body's or frame's class name (the attached
+    one: def_map), one with ``class`` the model's own (FindDefault), and the actuators
+    the model's own main; elements before the attach keep the model's classes."""
+    (tmp_path / "child.xml").write_text("""<mujoco model="c">
+  <default>
+    <geom type="sphere" size=".05" rgba="1 0 0 1"/><joint damping="3"/><motor gear="7"/>
+    <default class="rm"><geom type="box" size=".1 .1 .1" rgba="0 1 0 1"/>
+      <joint damping="5"/></default>
+    <default class="only"><geom type="capsule" size=".02 .3" rgba="0 0 1 1"/></default>
+  </default>
+  <worldbody><body name="b"><joint name="cj"/><geom/><geom class="rm"/></body></worldbody>
+  <actuator><motor joint="cj"/></actuator>
+</mujoco>""")
+    arrays, mjm = _check(_write(tmp_path, "scene.xml", """<mujoco>
+  <default>
+    <geom size=".3" rgba=".5 .5 .5 1"/><joint damping="1"/><motor gear="2"/>
+    <default class="arm"><geom type="cylinder" size=".2 .4" rgba="1 1 0 1"/>
+      <joint damping="9"/></default>
+  </default>
+  <asset><model name="c" file="child.xml"/></asset>
+  <worldbody>
+    <geom name="before"/>
+    <body name="pre" childclass="arm"><joint name="pj0"/><geom name="pre_g"/></body>
+    <attach model="c" body="b" prefix=""/>
+    <attach model="c" body="b" prefix="a"/>
+    <geom name="after_world"/>
+    <geom name="after_explicit_arm" class="arm"/>
+    <geom name="after_only" class="only"/>
+    <body name="post" childclass="arm" pos="1 0 0"><joint name="pj"/><geom name="post_g"/>
+      <body name="post2" pos="0 1 0"><joint name="pj2"/><geom name="post2_g"/></body></body>
+    <frame childclass="arm" pos="0 0 1"><geom name="frame_g"/></frame>
+    <body name="plain" pos="2 0 0"><joint name="pl"/><geom name="plain_g"/></body>
+  </worldbody>
+  <actuator><motor name="late" joint="pj"/><motor name="late_arm" joint="pj2" class="arm"/>
+  </actuator>
+</mujoco>"""))
+    names = arrays.names["geom"]
+    rgba = {n: tuple(arrays.geom_rgba[names.index(n)]) for n in
+            ("before", "after_world", "after_explicit_arm", "post2_g", "plain_g")}
+    assert rgba == {"before": (.5, .5, .5, 1), "after_world": (1, 0, 0, 1),
+                    "after_explicit_arm": (1, 1, 0, 1), "post2_g": (0, 1, 0, 1),
+                    "plain_g": (1, 0, 0, 1)}

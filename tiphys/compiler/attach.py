@@ -54,9 +54,12 @@ keyframes together with a <replicate>; a child whose own attached models have
 keyframes (MuJoCo 3.4.0 warns that it names them wrongly); a second attach, inside a
 <replicate>, of a body attached before, or an attach naming one of the model's own
 bodies; a <replicate> ending after an attach of a model with keyframes in a model
-with keyframes of its own (their order changes); parent elements after an attach
-whose prefixed class names take different classes' names (MuJoCo gives them the
-attached classes).
+with keyframes of its own (their order changes).
+
+Elements after an <attach> take their default class as MuJoCo's reader gives it: one
+without ``class`` the newest class of its body's or frame's class name (an attached
+class of that name, e.g. the child's ``main`` after an attach with an empty prefix),
+one with ``class`` the first class of that name (the model's own).
 
 A second <attach> of a body attached before (the same prefixed name) copies nothing:
 as MuJoCo's reader does (mjs_setFrame), it gives that body the second attach's frame
@@ -337,9 +340,9 @@ class _Expansion:
         self.attached_roots = {}
         self.path = []  # the elements being rewritten, outermost first
         self.own_keys = any(s.children for s in spec.sections("keyframe"))
-        from .defaults import DefaultTree
-        self.own_classes = DefaultTree(spec).classes
-        self.shadowed = None  # an <attach> whose classes took names the model had
+        # class name -> the newest attached class of that name, which MuJoCo gives the
+        # later elements that take the class from their body or frame (_reclass)
+        self.implicit = {}
 
     def run(self):
         spec = self.spec
@@ -368,10 +371,14 @@ class _Expansion:
         return out
 
     # -- the body tree ---------------------------------------------------------------
-    def _rewrite(self, el):
-        """``el`` with its <attach>es made (a copy when anything inside changes)."""
-        if not _has_attach([el]):
+    def _rewrite(self, el, cls="main"):
+        """``el`` with its <attach>es made (a copy when anything inside changes).
+        ``cls``: the default class ``el``'s container gives elements without one."""
+        if not self.implicit and not _has_attach([el]):
             return el
+        if el.tag not in ("worldbody", "body", "frame", "replicate"):
+            return self._reclass(el, cls)
+        inner = el.get_attr("childclass") or cls
         new = copy.copy(el)
         new.children = []
         self.in_replicate += el.tag == "replicate"
@@ -382,13 +389,7 @@ class _Expansion:
                 if top is not None:
                     new.children.append(top)
                 continue
-            if self.shadowed is not None:
-                raise NotImplementedError(
-                    f"{_where(c)}: an element after <attach> ({_where(self.shadowed)}) whose "
-                    f"prefixed default classes take the names of classes the model has is "
-                    f"not supported yet (MuJoCo gives the later elements the attached "
-                    f"classes)")
-            new.children.append(self._rewrite(c))
+            new.children.append(self._rewrite(c, inner))
         self.path.pop()
         self.in_replicate -= el.tag == "replicate"
         if el.tag == "replicate" and self.keys and self.own_keys:
@@ -397,6 +398,18 @@ class _Expansion:
             raise NotImplementedError(
                 f"{_where(el)}: <replicate> ending after an <attach> of a model with "
                 f"keyframes, in a model with its own <keyframe>s, is not supported yet")
+        return new
+
+    def _reclass(self, el, cls: str):
+        """An element after an <attach> that brought a class named ``cls``: MuJoCo's
+        reader gives an element without ``class`` the newest class of its container's
+        class name (``def_map``: the attached one), and one with ``class`` the first
+        class of that name (``FindDefault``: the model's own, as here)."""
+        attached = self.implicit.get(cls)
+        if attached is None or "class" not in el._fields_of or el.get_attr("class"):
+            return el
+        new = copy.copy(el)
+        new.set("class", attached)
         return new
 
     def _enclosing(self):
@@ -488,10 +501,9 @@ class _Expansion:
         # the section elements: defaults, assets, custom now; the rest resolved where
         # the reader meets the subtree (replicate.expand_replicated_references)
         for name, table in copier.default_tables().items():
-            had = self.defaults.get(name, self.own_classes.get(name))
-            if had is not None and had != table:
-                self.shadowed = el
             self.defaults.setdefault(name, table)
+        for name in child.defaults.classes:
+            self.implicit[prefix + name] = copier.cname(name)  # (see _reclass)
         from .actuator import default_actuators
         for name, st in default_actuators(child.spec).items():
             self.actuator_defaults[copier.cname(name)] = st
