@@ -983,3 +983,31 @@ def test_later_elements_take_the_classes_mujoco_gives_them(tmp_path):
     assert rgba == {"before": (.5, .5, .5, 1), "after_world": (1, 0, 0, 1),
                     "after_explicit_arm": (1, 1, 0, 1), "post2_g": (0, 1, 0, 1),
                     "plain_g": (1, 0, 0, 1)}
+
+
+def test_nested_attach_of_corpus_robots(tmp_path):
+    """Published models composed two levels deep: robosuite's Panda arm and its gripper
+    attached by one model, that model attached twice by a scene (126 meshes)."""
+    root = os.path.join(corpus_dir(), "robosuite")
+    if not os.path.isdir(root):
+        pytest.skip("corpus not present")
+    _write(tmp_path, "armgrip.xml", f"""<mujoco model="armgrip">
+  <asset>
+    <model name="panda" file="{root}/robots/panda/robot.xml"/>
+    <model name="grip" file="{root}/grippers/panda_gripper.xml"/>
+  </asset>
+  <worldbody>
+    <body name="mount" pos="0 0 0.9"><attach model="panda" body="base" prefix="arm_"/></body>
+    <body name="tool" pos="0.5 0 1.2"><freejoint/>
+      <attach model="grip" body="right_gripper" prefix="g_"/></body>
+  </worldbody>
+</mujoco>""")
+    arrays, mjm = _check(_write(tmp_path, "scene.xml", """<mujoco model="scene">
+  <asset><model name="ag" file="armgrip.xml"/></asset>
+  <worldbody>
+    <geom name="floor" type="plane" size="3 3 .1"/>
+    <frame pos="1 0 0"><attach model="ag" prefix="L/"/></frame>
+    <frame pos="-1 0 0" euler="0 0 180"><attach model="ag" prefix="R/"/></frame>
+  </worldbody>
+</mujoco>"""))
+    assert mjm.nmesh == 126 and "R/g_gripper_finger_joint2" in arrays.names["actuator"]
