@@ -552,10 +552,6 @@ def test_unsupported_attachments_raise(models_dir):
         LEGS.replace("</mujoco>", '<keyframe><key qpos="0 0 1 1 0 0 0 0 0 0"/></keyframe>'
                                   "</mujoco>"))
     cases = {
-        # an attach naming a body of the model itself (MuJoCo gives it the frame)
-        '<asset><model name="r" file="child/arm.xml"/></asset>'
-        '<worldbody><body name="alink1"/><attach model="r" body="link1" prefix="a"/>'
-        '</worldbody>': "model's own body 'alink1'",
         # a second attach of a body, inside a <replicate>
         '<asset><model name="r" file="child/arm.xml"/></asset>'
         '<worldbody><attach model="r" body="link1" prefix="a"/><replicate count="2">'
@@ -1011,3 +1007,47 @@ def test_nested_attach_of_corpus_robots(tmp_path):
   </worldbody>
 </mujoco>"""))
     assert mjm.nmesh == 126 and "R/g_gripper_finger_joint2" in arrays.names["actuator"]
+
+
+def test_an_attach_naming_a_body_of_the_model_moves_it(tmp_path):
+    """An <attach> whose prefixed body name is a body the model defined before (in
+    the same body, directly or inside frames) copies nothing and gives that body its
+    frame, as MuJoCo's reader does; one in another body is MuJoCo's "mismatched
+    parents"; one defined after is a repeated name; a replicated body's copies have
+    other names, so the model is attached."""
+    (tmp_path / "child.xml").write_text("""<mujoco><compiler angle="radian"/>
+  <worldbody><body name="b" pos="0 0 1"><joint name="j"/><geom size=".1"/></body>
+  </worldbody>
+  <actuator><motor joint="j"/></actuator>
+</mujoco>""")
+    arrays, mjm = _check(_write(tmp_path, "scene.xml", """<mujoco>
+  <asset><model name="c" file="child.xml"/></asset>
+  <worldbody>
+    <body name="Ab" pos="0 0 1"><joint/><geom size=".1"/></body>
+    <frame pos="1 0 0"><body name="Bb" pos="0 0 2" euler="0 0 30"><geom size=".1"/></body>
+    </frame>
+    <geom size=".2"/>
+    <frame pos="0 3 0" euler="0 0 90"><attach model="c" body="b" prefix="A"/></frame>
+    <attach model="c" body="b" prefix="B"/>
+    <frame pos="5 0 0"><attach model="c" body="b" prefix="A"/></frame>
+    <body name="p"><geom size=".1"/>
+      <frame pos="0 0 .5"><body name="Cb"><geom size=".1"/></body></frame>
+      <attach model="c" body="b" prefix="C"/></body>
+    <replicate count="2" offset="1 0 0"><body name="Db"><geom size=".1"/></body></replicate>
+    <attach model="c" body="b" prefix="D"/>
+  </worldbody>
+</mujoco>"""))
+    assert arrays.names["body"] == ["world", "Ab", "Bb", "p", "Cb", "Db0", "Db1", "Db"]
+    np.testing.assert_allclose(arrays.body_pos[1], [5, 0, 1])
+    errors = {'<body name="Ab"><geom size=".1"/></body><body name="q"><geom size=".1"/>'
+              '<attach model="c" body="b" prefix="A"/></body>':
+                  "Frame and body 'Ab' have mismatched parents",
+              '<attach model="c" body="b" prefix="A"/><body name="Ab"><geom size=".1"/>'
+              '</body>': "repeated name 'Ab'"}
+    for body, message in errors.items():
+        path = _write(tmp_path, "bad.xml", '<mujoco><asset><model name="c" file="child.xml"/>'
+                                           f'</asset><worldbody>{body}</worldbody></mujoco>')
+        with pytest.raises(ValueError, match=message):
+            mujoco.MjModel.from_xml_path(str(path))
+        with pytest.raises(tiphys.ModelError, match=message):
+            tiphys.load_model(str(path))

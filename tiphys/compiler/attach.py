@@ -52,19 +52,18 @@ NotImplementedError: a child holding <composite>, <flexcomp>, a body <plugin>,
 <deformable> or <extension>, a child with skins attached inside a <replicate>,
 keyframes together with a <replicate>; a child whose own attached models have
 keyframes (MuJoCo 3.4.0 warns that it names them wrongly); a second attach, inside a
-<replicate>, of a body attached before, or an attach naming one of the model's own
-bodies; a <replicate> ending after an attach of a model with keyframes in a model
-with keyframes of its own (their order changes).
+<replicate>, of a body attached before; a <replicate> ending after an attach of a
+model with keyframes in a model with keyframes of its own (their order changes).
 
 Elements after an <attach> take their default class as MuJoCo's reader gives it: one
 without ``class`` the newest class of its body's or frame's class name (an attached
 class of that name, e.g. the child's ``main`` after an attach with an empty prefix),
 one with ``class`` the first class of that name (the model's own).
 
-A second <attach> of a body attached before (the same prefixed name) copies nothing:
-as MuJoCo's reader does (mjs_setFrame), it gives that body the second attach's frame
-in place of its first one, the body keeping its place in the tree; a body of another
-parent is MuJoCo's "mismatched parents" error.
+An <attach> whose prefixed body name is a body met before (attached before, or the
+model's own) copies nothing: as MuJoCo's reader does (mjs_setFrame), it gives that
+body the attach's frame in place of its own, the body keeping its place in the tree;
+a body of another parent is MuJoCo's "mismatched parents" error.
 """
 from __future__ import annotations
 
@@ -290,6 +289,20 @@ def _enclosing_compilers(spec, target) -> list:
     return []
 
 
+def _in_replicate(spec, target) -> bool:
+    """Whether ``target`` lies inside a <replicate> of ``spec``'s body tree."""
+    def walk(el, inside):
+        if el is target:
+            return inside
+        for c in el.children:
+            found = walk(c, inside or c.tag == "replicate")
+            if found is not None:
+                return found
+        return None
+
+    return any(walk(wb, False) for wb in spec.sections("worldbody"))
+
+
 def _find_attach(elements):
     """The first <attach> among the elements and their descendants, or None."""
     stack = list(reversed(elements))
@@ -339,6 +352,16 @@ class _Expansion:
         # attach was in, the <compiler> settings it compiles with] (see _move)
         self.attached_roots = {}
         self.path = []  # the elements being rewritten, outermost first
+        # the model's own bodies by name, found where an <attach> may move them:
+        # [element holding them, the frames and body down from it, their body]
+        self.own_bodies = {}
+        # document order of the body tree's elements (bodies MuJoCo's reader has met)
+        self.order = {}
+        stack = list(reversed(spec.sections("worldbody")))
+        while stack:
+            node = stack.pop()
+            self.order[id(node)] = len(self.order)
+            stack.extend(reversed(node.children))
         self.own_keys = any(s.children for s in spec.sections("keyframe"))
         # class name -> the newest attached class of that name, which MuJoCo gives the
         # later elements that take the class from their body or frame (_reclass)
@@ -389,7 +412,10 @@ class _Expansion:
                 if top is not None:
                     new.children.append(top)
                 continue
-            new.children.append(self._rewrite(c, inner))
+            rc = self._rewrite(c, inner)
+            new.children.append(rc)
+            if not self.in_replicate and rc.tag in ("body", "frame"):
+                self._register(new, rc)
         self.path.pop()
         self.in_replicate -= el.tag == "replicate"
         if el.tag == "replicate" and self.keys and self.own_keys:
@@ -399,6 +425,36 @@ class _Expansion:
                 f"{_where(el)}: <replicate> ending after an <attach> of a model with "
                 f"keyframes, in a model with its own <keyframe>s, is not supported yet")
         return new
+
+    def _register(self, container, child) -> None:
+        """The model's own bodies reachable from ``child`` (just put in ``container``)
+        through frames: an <attach> naming one later in the same body moves it."""
+        parent, _ = self._enclosing()
+
+        def walk(node, path):
+            if "attach_compiler" in node.__dict__:
+                return  # (what an <attach> made: _attach registers its roots)
+            if node.tag == "body":
+                if node.get_attr("name"):
+                    self.own_bodies[node.get_attr("name")] = [container, path + [node],
+                                                              parent]
+            elif node.tag == "frame":
+                for c in node.children:
+                    walk(c, path + [node])
+
+        walk(child, [])
+
+    def _own_to_move(self, name: str) -> None:
+        """Make a registered own body movable as an attached root (_move): the frames
+        between its container and it are copied (they may be the spec's own)."""
+        container, path, parent = self.own_bodies.pop(name)
+        holder = container
+        for f in path[:-1]:
+            fc = copy.copy(f)
+            fc.children = list(f.children)
+            holder.children[[id(c) for c in holder.children].index(id(f))] = fc
+            holder = fc
+        self.attached_roots[name] = [holder, path[-1], path[-1], parent, {}]
 
     def _reclass(self, el, cls: str):
         """An element after an <attach> that brought a class named ``cls``: MuJoCo's
@@ -466,9 +522,17 @@ class _Expansion:
             # (a body inside an attached subtree: its parent is not here)
             raise error_at(el, f"Frame and body '{prefix + bodyname}' have mismatched "
                                f"parents")
-        if bodyname and self.spec.find("body", prefix + bodyname) is not None:
-            raise NotImplementedError(f"{_where(el)}: <attach> naming the model's own body "
-                                      f"'{prefix + bodyname}' is not supported yet")
+        if bodyname and prefix + bodyname in self.own_bodies:
+            self._own_to_move(prefix + bodyname)  # (a body of the model itself)
+            self._move(el, prefix + bodyname)
+            return None
+        own_body = self.spec.find("body", prefix + bodyname) if bodyname else None
+        if (own_body is not None and self.order[id(own_body)] < self.order[id(el)]
+                and not _in_replicate(self.spec, own_body)):
+            # defined before (MuJoCo's reader finds it), but not in this body (a
+            # replicated body has its copies' names: not found, the model is attached)
+            raise error_at(el, f"Frame and body '{prefix + bodyname}' have mismatched "
+                               f"parents")
         child = self.children.get(model)
         if child is None:
             raise error_at(el, f"could not find model '{model}'", "model")
