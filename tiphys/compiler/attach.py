@@ -269,9 +269,9 @@ def _new_frame(el, children, compiler: dict):
     return frame
 
 
-def _enclosing_compilers(spec, target) -> list:
-    """The ``attach_compiler`` settings of the elements enclosing ``target`` in
-    ``spec``'s body tree, outermost first (frames made by the child's own <attach>)."""
+def _enclosing_elements(spec, target) -> list:
+    """The elements of ``spec``'s body tree that enclose ``target``, outermost first
+    (below the worldbody)."""
     def path(el):
         if el is target:
             return []
@@ -284,23 +284,24 @@ def _enclosing_compilers(spec, target) -> list:
     for wb in spec.sections("worldbody"):
         found = path(wb)
         if found is not None:
-            return [own for own in (e.__dict__.get("attach_compiler") for e in found[:-1])
-                    if own]
+            return found[:-1]
     return []
 
 
-def _in_replicate(spec, target) -> bool:
-    """Whether ``target`` lies inside a <replicate> of ``spec``'s body tree."""
-    def walk(el, inside):
-        if el is target:
-            return inside
-        for c in el.children:
-            found = walk(c, inside or c.tag == "replicate")
-            if found is not None:
-                return found
-        return None
+def _enclosing_compilers(spec, target) -> list:
+    """The ``attach_compiler`` settings of the elements enclosing ``target``, outermost
+    first (frames made by the child's own <attach>)."""
+    return [own for own in (e.__dict__.get("attach_compiler")
+                            for e in _enclosing_elements(spec, target)) if own]
 
-    return any(walk(wb, False) for wb in spec.sections("worldbody"))
+
+def _replace_child(holder, old, new) -> None:
+    """Put ``new`` in place of the child ``old`` (by identity) of ``holder``."""
+    for i, c in enumerate(holder.children):
+        if c is old:
+            holder.children[i] = new
+            return
+    raise ValueError("not a child")  # (a bug: callers pass what they put there)
 
 
 def _find_attach(elements):
@@ -355,13 +356,6 @@ class _Expansion:
         # the model's own bodies by name, found where an <attach> may move them:
         # [element holding them, the frames and body down from it, their body]
         self.own_bodies = {}
-        # document order of the body tree's elements (bodies MuJoCo's reader has met)
-        self.order = {}
-        stack = list(reversed(spec.sections("worldbody")))
-        while stack:
-            node = stack.pop()
-            self.order[id(node)] = len(self.order)
-            stack.extend(reversed(node.children))
         self.own_keys = any(s.children for s in spec.sections("keyframe"))
         # class name -> the newest attached class of that name, which MuJoCo gives the
         # later elements that take the class from their body or frame (_reclass)
@@ -452,9 +446,18 @@ class _Expansion:
         for f in path[:-1]:
             fc = copy.copy(f)
             fc.children = list(f.children)
-            holder.children[[id(c) for c in holder.children].index(id(f))] = fc
+            _replace_child(holder, f, fc)
             holder = fc
         self.attached_roots[name] = [holder, path[-1], path[-1], parent, {}]
+
+    def _before(self, a, b) -> bool:
+        """Whether element ``a`` comes before ``b`` in the body tree (document order:
+        what MuJoCo's reader has met when it reads ``b``)."""
+        for wb in self.spec.sections("worldbody"):
+            for node in wb.iter():
+                if node is a or node is b:
+                    return node is a
+        return False
 
     def _reclass(self, el, cls: str):
         """An element after an <attach> that brought a class named ``cls``: MuJoCo's
@@ -499,10 +502,7 @@ class _Expansion:
         mine = {k: getattr(self.ctx, k) for k in _PER_ELEMENT_COMPILER}
         outer = _new_frame(el, inner, mine)
         outer.__dict__["attach_reset_frame"] = True
-        for i, c in enumerate(container.children):
-            if c is current:
-                container.children[i] = outer
-                break
+        _replace_child(container, current, outer)
         self.attached_roots[name][1] = outer
 
     def _attach(self, el, container):
@@ -527,8 +527,9 @@ class _Expansion:
             self._move(el, prefix + bodyname)
             return None
         own_body = self.spec.find("body", prefix + bodyname) if bodyname else None
-        if (own_body is not None and self.order[id(own_body)] < self.order[id(el)]
-                and not _in_replicate(self.spec, own_body)):
+        if (own_body is not None and self._before(own_body, el)
+                and all(e.tag != "replicate"
+                        for e in _enclosing_elements(self.spec, own_body))):
             # defined before (MuJoCo's reader finds it), but not in this body (a
             # replicated body has its copies' names: not found, the model is attached)
             raise error_at(el, f"Frame and body '{prefix + bodyname}' have mismatched "
