@@ -1039,6 +1039,15 @@ def test_an_attach_naming_a_body_of_the_model_moves_it(tmp_path):
 </mujoco>"""))
     assert arrays.names["body"] == ["world", "Ab", "Bb", "p", "Cb", "Db0", "Db1", "Db"]
     np.testing.assert_allclose(arrays.body_pos[1], [5, 0, 1])
+    # the attach's frame gives a pose only: the moved body's geoms keep their class
+    arrays, mjm = _check(_write(tmp_path, "cc.xml", """<mujoco>
+  <default><geom size=".1"/><default class="X"><geom size=".3"/></default></default>
+  <asset><model name="c" file="child.xml"/></asset>
+  <worldbody><body name="Ab" pos="0 0 1"><geom name="g"/></body>
+    <frame childclass="X" pos="1 0 0"><attach model="c" body="b" prefix="A"/></frame>
+  </worldbody>
+</mujoco>"""))
+    assert arrays.geom_size[0, 0] == 0.1
     errors = {'<body name="Ab"><geom size=".1"/></body><body name="q"><geom size=".1"/>'
               '<attach model="c" body="b" prefix="A"/></body>':
                   "Frame and body 'Ab' have mismatched parents",

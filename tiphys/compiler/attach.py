@@ -498,6 +498,8 @@ class _Expansion:
         for f in reversed(frames):
             c = copy.copy(f)
             c.children = inner
+            if c.get_attr("childclass"):  # (poses only: the body keeps its classes)
+                c.set("childclass", None)
             inner = [c]
         mine = {k: getattr(self.ctx, k) for k in _PER_ELEMENT_COMPILER}
         outer = _new_frame(el, inner, mine)
