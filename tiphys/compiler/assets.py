@@ -126,7 +126,7 @@ class AssetFiles:
     def name(self, el, file: str, kind: str, strippath=None):
         """(the name MuJoCo opens, a note on how it was found) for ``file`` of ``el``
         (``strippath``: as for ``stored``)."""
-        if el.__dict__.get("attach_file_resolved"):  # (attach.py: found as its model does)
+        if "attach_file_sources" in el.__dict__:  # (attach.py: found as its model does)
             return file, "the file of an <attach>ed model, from that model's directories"
         notes = []
         name = self.stored(el, file, kind, notes, strippath)

@@ -778,8 +778,7 @@ class _Copier:
         if not is_abs(name):
             name = join_path(files.reader.modeldir, name)
         new.set(attr, name)
-        new.__dict__["attach_file_sources"] = sources
-        new.__dict__["attach_file_resolved"] = True
+        new.__dict__["attach_file_sources"] = sources  # (assets.py: found already)
         if attr == "file":
             new.__dict__["xml_stored_file"] = files.stored(orig, value, kind,
                                                            strippath=self.parent_strippath)
@@ -872,16 +871,16 @@ class _Copier:
                         entry["mpos"] = vals["mpos"][3 * i:3 * i + 3]
                     if "mquat" in vals:
                         entry["mquat"] = vals["mquat"][4 * i:4 * i + 4]
-                actdims = child.actdims() if "act" in vals else ()
+                actdims = child.actdims() if "act" in vals else [0] * len(actuators)
                 actadr = 0
                 for i, el in enumerate(actuators):
                     if "ctrl" in vals:
                         entry = child.state.setdefault(id(el), {}).setdefault(full, {})
                         entry["ctrl"] = vals["ctrl"][i]
-                    if "act" in vals and actdims[i]:
+                    if actdims[i]:
                         entry = child.state.setdefault(id(el), {}).setdefault(full, {})
                         entry["act"] = vals["act"][actadr:actadr + actdims[i]]
-                    actadr += actdims[i] if actdims else 0
+                    actadr += actdims[i]
         copies = list(self.tree_copies) + [(el, el.__dict__["attach_source"])
                                            for el in actuator_copies]
         for new, source in copies:
