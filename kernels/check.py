@@ -25,6 +25,7 @@ import taichi as ti
 from . import config
 from .bind import launch
 from .consts import MAXVAL, WARN_BADQACC, WARN_BADQPOS, WARN_BADQVEL
+from .sleep import AWAKE as SLEEP_AWAKE
 
 ND = ti.types.ndarray()
 
@@ -72,7 +73,7 @@ def _check(warn: ti.template(), autoreset: ti.template(), n: ti.i32, values: ND,
            nbody: ti.i32, time: ND, qpos: ND, qvel: ND, act: ND, ctrl: ND, mocap_pos: ND,
            mocap_quat: ND, qacc_warmstart: ND, qfrc_applied: ND, xfrc_applied: ND, qacc: ND,
            qfrc_smooth: ND, qfrc_constraint: ND, npluginstate: ti.i32, plugin_state: ND,
-           r_plugin_state: ND):
+           r_plugin_state: ND, ntree: ti.i32, tree_asleep: ND):
     for worldid in range(values.shape[0]):
         bad = -1
         for i in range(n):
@@ -110,6 +111,8 @@ def _check(warn: ti.template(), autoreset: ti.template(), n: ti.i32, values: ND,
                     xfrc_applied[worldid, i] = ti.Vector.zero(float, 6)
                 for i in range(npluginstate):  # as the plugins' reset hooks left it
                     plugin_state[worldid, i] = r_plugin_state[worldid, i]
+                for i in range(ntree):  # every tree awake (the awake arrays follow in
+                    tree_asleep[worldid, i] = SLEEP_AWAKE  # the next kinematics)
 
 
 def _reset_state(m, d):

@@ -47,6 +47,7 @@ from .consts import (CNSTR_CONTACT_ELLIPTIC, CNSTR_CONTACT_FRICTIONLESS, CNSTR_C
                      WARN_CNSTRFULL)
 from .flex import chain_count, edge_row_nonempty, flex_eq_rows
 from .math import quat_mul
+from .sleep import asleep_rows
 from .tendon import check_sparse_data, last_dof
 
 ND = ti.types.ndarray()
@@ -527,12 +528,16 @@ def _flex_eq_rowadr(
 def _scan(
     eq_on: ti.template(), fric_on: ti.template(), lim_on: ti.template(),
     con_on: ti.template(), elliptic: ti.template(), sparse: ti.template(),
+    sleep: ti.template(),
     nv: ti.i32, neq: ti.i32, ntendon: ti.i32, njnt: ti.i32, nconmax: ti.i32, njmax: ti.i32,
     njnnz: ti.i32,
     # model
     dof_frictionloss: ND, tendon_frictionloss: ND, jnt_type: ND, jnt_limited: ND,
     jnt_qposadr: ND, jnt_range: ND, jnt_margin: ND, tendon_limited: ND, tendon_range: ND,
     tendon_margin: ND, eq_type: ND,
+    # sleep: the equalities, frictional dofs and joints of sleeping trees make no rows
+    # (as MuJoCo's instantiate functions skip them): kernels/sleep.py's asleep_rows
+    row_asleep: ND,
     # data in (efc_wid: sparse row widths of every element, from _sparse_widths; of a
     # flex equality: all its non-zeros)
     qpos: ND, ten_J: ND, ten_length: ND, ncon: ND, contact_dim: ND, efc_wid: ND,
@@ -561,12 +566,18 @@ def _scan(
                 group = 0
                 if ti.static(eq_on):
                     n = efc_adr[worldid, elem]
+                    if ti.static(sleep):
+                        if row_asleep[worldid, elem] != 0:
+                            n = 0
             elif elem < neq + nv:
                 group = 1
                 if ti.static(fric_on):
                     dofid = elem - neq
                     if dof_frictionloss[worldid % dof_frictionloss.shape[0], dofid] != 0:
                         n = 1
+                        if ti.static(sleep):
+                            if row_asleep[worldid, elem] != 0:
+                                n = 0
             elif elem < neq + nv + ntendon:
                 group = 1
                 if ti.static(fric_on):
@@ -580,8 +591,11 @@ def _scan(
             elif elem < neq + nv + ntendon + njnt:
                 group = 2
                 jntid = elem - neq - nv - ntendon
+                asleep = False
+                if ti.static(sleep):
+                    asleep = row_asleep[worldid, neq + nv + jntid] != 0
                 if ti.static(lim_on):
-                    if jnt_limited[jntid] != 0:
+                    if jnt_limited[jntid] != 0 and not asleep:
                         rng = jnt_range[worldid % jnt_range.shape[0], jntid]
                         margin = jnt_margin[worldid % jnt_margin.shape[0], jntid]
                         jtype = jnt_type[jntid]
@@ -1572,6 +1586,7 @@ def make_constraint(m, d) -> None:
     timestep = float(opt.timestep)
     nside = _nside(m) if flags["con"] else 2
     con_body, con_weight = _con_bodies(m, d, nside)
+    sleeping = bool(opt.enabled("sleep"))
     if flags["con"] and d.nconmax > 0:
         launch(_contact_bodies, m, d, nside=nside, con_body=con_body, con_weight=con_weight)
     if sparse:
@@ -1580,7 +1595,8 @@ def make_constraint(m, d) -> None:
     elif flags["eq"]:
         launch(_count_equality, m, d, efc_adr=adr)
     launch(_scan, m, d, eq_on=flags["eq"], fric_on=flags["fric"], lim_on=flags["lim"],
-           con_on=flags["con"], elliptic=elliptic, sparse=sparse, nconmax=d.nconmax,
+           con_on=flags["con"], elliptic=elliptic, sparse=sparse, sleep=sleeping,
+           row_asleep=asleep_rows(m, d) if sleeping else adr, nconmax=d.nconmax,
            njmax=d.njmax, njnnz=d.njnnz, efc_wid=wid, efc_adr=adr)
     if sparse and flags["eq_flex"]:
         launch(_flex_eq_rowadr, m, d, efc_adr=adr)

@@ -6,7 +6,7 @@ import taichi as ti
 from .actuation import advance_activation
 from .bind import launch
 from .config import per_options
-from .consts import JNT_BALL, JNT_FREE
+from .consts import INT_EULER, INT_IMPLICIT, INT_IMPLICITFAST, JNT_BALL, JNT_FREE
 from .derivative import smooth_vel, velocity_dependent
 from .math import quat_integrate
 from .smooth import ld_factor, ld_solve, row_end
@@ -51,6 +51,9 @@ def _damped_step(
     qpos: ND, qvel: ND, time: ND,
     # data out
     qH: ND, qHDiagInv: ND, qacc_warmstart: ND,
+    # the integrated acceleration (qacc_warmstart: overwritten by qacc after use);
+    # acc_only: only compute it (sleeping trees: integrate_awake applies it)
+    qacc_int: ND, acc_only: ti.template(),
 ):
     nworld = qpos.shape[0]
     for worldid, treeid in ti.ndrange(nworld, ntree):
@@ -63,7 +66,6 @@ def _damped_step(
             for i in range(nv):
                 if dof_damping[worldid % dof_damping.shape[0], i] > 0.0:
                     damped = 1
-        # qacc_warmstart holds the integrated acceleration until it gets qacc below
         if damped != 0 and num > 0:
             for adr in range(dof_Madr[start], row_end(start + num - 1, dof_Madr, nv, nM)):
                 qH[worldid, adr] = qM[worldid, adr]
@@ -74,21 +76,23 @@ def _damped_step(
             ld_factor(worldid, start, num, qH, qHDiagInv, dof_parentid, dof_Madr,
                       dof_simplenum, nv, nM)
             for i in range(start, start + num):
-                qacc_warmstart[worldid, i] = qfrc_smooth[worldid, i] + \
+                qacc_int[worldid, i] = qfrc_smooth[worldid, i] + \
                     qfrc_constraint[worldid, i]
-            ld_solve(worldid, start, num, qH, qHDiagInv, qacc_warmstart, dof_parentid,
+            ld_solve(worldid, start, num, qH, qHDiagInv, qacc_int, dof_parentid,
                      dof_Madr, dof_simplenum)
         else:
             for i in range(start, start + num):
+                qacc_int[worldid, i] = qacc[worldid, i]
+        if ti.static(not acc_only):
+            for i in range(start, start + num):
+                qvel[worldid, i] += timestep * qacc_int[worldid, i]
                 qacc_warmstart[worldid, i] = qacc[worldid, i]
-        for i in range(start, start + num):
-            qvel[worldid, i] += timestep * qacc_warmstart[worldid, i]
-            qacc_warmstart[worldid, i] = qacc[worldid, i]
-    for worldid, jntid in ti.ndrange(nworld, njnt):
-        _integrate_joint(worldid, jntid, jnt_type, jnt_qposadr, jnt_dofadr, qpos, qvel,
-                         timestep)
-    for worldid in range(nworld):
-        time[worldid] += timestep
+    if ti.static(not acc_only):
+        for worldid, jntid in ti.ndrange(nworld, njnt):
+            _integrate_joint(worldid, jntid, jnt_type, jnt_qposadr, jnt_dofadr, qpos,
+                             qvel, timestep)
+        for worldid in range(nworld):
+            time[worldid] += timestep
 
 
 def plugin_advance(m, d):
@@ -124,9 +128,13 @@ def _damping_on(m) -> bool:
         np.any(m.param("dof_damping") > 0)))
 
 
-def _velocity_step(m, d, implicit: bool, add_damping: bool):
+def _velocity_step(m, d, implicit: bool, add_damping: bool, qacc_int=None):
+    """The Euler / implicitfast update (qacc_int given: only its acceleration, into
+    qacc_int)."""
     launch(_damped_step, m, d, timestep=float(m.opt.timestep), implicit=int(implicit),
-           add_damping=int(add_damping), qH=d.qH_tree)
+           add_damping=int(add_damping), qH=d.qH_tree,
+           qacc_int=d.qacc_warmstart if qacc_int is None else qacc_int,
+           acc_only=qacc_int is not None)
 
 
 # RK4 Butcher tableau (MuJoCo's RK4_A, RK4_B): stage i uses A[i-1] times earlier stages
@@ -246,6 +254,8 @@ def _implicit_step(
     fac_lo: ND, fac_up: ND, diaginv: ND, qacc_warmstart: ND,
     # LU of the full matrix (implicit) or L'DL of its lower part (implicitfast)
     lu: ti.template(),
+    # the integrated acceleration, and whether to only compute it (see _damped_step)
+    qacc_int: ND, acc_only: ti.template(),
 ):
     nworld = qpos.shape[0]
     for worldid, treeid in ti.ndrange(nworld, ntree):
@@ -266,25 +276,27 @@ def _implicit_step(
                         value -= timestep * qDeriv_lo[worldid, adr]
                     fac_lo[worldid, adr] = value
             for i in range(start, start + num):
-                qacc_warmstart[worldid, i] = qfrc_smooth[worldid, i] + \
+                qacc_int[worldid, i] = qfrc_smooth[worldid, i] + \
                     qfrc_constraint[worldid, i]
             if ti.static(lu):
                 _lu_factor(worldid, start, num, fac_lo, fac_up, dof_parentid, dof_Madr)
-                _lu_solve(worldid, start, num, fac_lo, fac_up, qacc_warmstart,
+                _lu_solve(worldid, start, num, fac_lo, fac_up, qacc_int,
                           dof_parentid, dof_Madr)
             else:
                 ld_factor(worldid, start, num, fac_lo, diaginv, dof_parentid, dof_Madr,
                           dof_simplenum, nv, nM)
-                ld_solve(worldid, start, num, fac_lo, diaginv, qacc_warmstart,
+                ld_solve(worldid, start, num, fac_lo, diaginv, qacc_int,
                          dof_parentid, dof_Madr, dof_simplenum)
-        for i in range(start, start + num):
-            qvel[worldid, i] += timestep * qacc_warmstart[worldid, i]
-            qacc_warmstart[worldid, i] = qacc[worldid, i]
-    for worldid, jntid in ti.ndrange(nworld, njnt):
-        _integrate_joint(worldid, jntid, jnt_type, jnt_qposadr, jnt_dofadr, qpos, qvel,
-                         timestep)
-    for worldid in range(nworld):
-        time[worldid] += timestep
+        if ti.static(not acc_only):
+            for i in range(start, start + num):
+                qvel[worldid, i] += timestep * qacc_int[worldid, i]
+                qacc_warmstart[worldid, i] = qacc[worldid, i]
+    if ti.static(not acc_only):
+        for worldid, jntid in ti.ndrange(nworld, njnt):
+            _integrate_joint(worldid, jntid, jnt_type, jnt_qposadr, jnt_dofadr, qpos,
+                             qvel, timestep)
+        for worldid in range(nworld):
+            time[worldid] += timestep
 
 
 @ti.func
@@ -367,7 +379,65 @@ def _deriv_step(m, d, flg_bias: bool):
         fac_lo, fac_up = d.qH_tree, d.qH_tree
     launch(_implicit_step, m, d, timestep=float(m.opt.timestep), qDeriv_lo=qderiv_lo,
            qDeriv_up=qderiv_up, fac_lo=fac_lo, fac_up=fac_up, diaginv=d.qHDiagInv,
-           lu=bool(flg_bias))
+           lu=bool(flg_bias), qacc_int=d.qacc_warmstart, acc_only=False)
+    plugin_advance(m, d)
+
+
+def integration_acc(m, d, qacc_int) -> None:
+    """The acceleration the model's integrator (Euler, implicitfast, implicit) would
+    integrate, into ``qacc_int``, without advancing anything: with sleeping trees the
+    step advances activations, puts trees to sleep and recomputes forces before it
+    integrates (integrate_awake), as mj_advance."""
+    integrator = m.opt.integrator
+    if integrator == INT_EULER:
+        eulerdamp = not (m.opt.disabled("eulerdamp") or m.opt.disabled("damper"))
+        _velocity_step(m, d, implicit=False, add_damping=eulerdamp and _damping_on(m),
+                       qacc_int=qacc_int)
+    elif integrator == INT_IMPLICITFAST and not velocity_dependent(m):
+        _velocity_step(m, d, implicit=True, add_damping=not m.opt.disabled("damper"),
+                       qacc_int=qacc_int)
+    else:
+        lu = integrator == INT_IMPLICIT
+        qderiv_lo, qderiv_up = smooth_vel(m, d, lu)
+        fac_lo, fac_up = _lu_scratch(m, d) if lu else (d.qH_tree, d.qH_tree)
+        launch(_implicit_step, m, d, timestep=float(m.opt.timestep), qDeriv_lo=qderiv_lo,
+               qDeriv_up=qderiv_up, fac_lo=fac_lo, fac_up=fac_up, diaginv=d.qHDiagInv,
+               lu=lu, qacc_int=qacc_int, acc_only=True)
+
+
+@ti.kernel
+def _integrate_awake(
+    # model
+    tree_dofadr: ND, tree_dofnum: ND, jnt_type: ND, jnt_qposadr: ND, jnt_dofadr: ND,
+    jnt_bodyid: ND, ntree: ti.i32, nv: ti.i32, njnt: ti.i32, timestep: float,
+    # data in
+    qacc_int: ND, qacc: ND, tree_awake: ND, body_awake: ND,
+    # data in/out
+    qpos: ND, qvel: ND, time: ND,
+    # data out
+    qacc_warmstart: ND,
+):
+    """mj_advance after mj_sleep: qvel += h qacc_int on the awake trees, qpos
+    integrated on the joints of awake bodies, time += h, qacc_warmstart = qacc."""
+    nworld = qpos.shape[0]
+    for worldid, treeid in ti.ndrange(nworld, ntree):
+        if tree_awake[worldid, treeid] != 0:
+            for i in range(tree_dofadr[treeid], tree_dofadr[treeid] + tree_dofnum[treeid]):
+                qvel[worldid, i] += timestep * qacc_int[worldid, i]
+    for worldid, jntid in ti.ndrange(nworld, njnt):
+        if body_awake[worldid, jnt_bodyid[jntid]] == 1:  # mjS_AWAKE
+            _integrate_joint(worldid, jntid, jnt_type, jnt_qposadr, jnt_dofadr, qpos,
+                             qvel, timestep)
+    for worldid, i in ti.ndrange(nworld, nv):
+        qacc_warmstart[worldid, i] = qacc[worldid, i]
+    for worldid in range(nworld):
+        time[worldid] += timestep
+
+
+def integrate_awake(m, d, qacc_int) -> None:
+    """The second half of mj_advance with sleeping trees (see integration_acc), then
+    the plugins' advance hooks."""
+    launch(_integrate_awake, m, d, timestep=float(m.opt.timestep), qacc_int=qacc_int)
     plugin_advance(m, d)
 
 

@@ -51,6 +51,8 @@ SCRATCH = {
     "replay": "{function name: Recording} of step and forward replays (tiphys/replay.py)",
     "skin_pose": "{vertices per skin: (verts, normals)} float32 (nworld, n, 3): a posed "
                  "skin (kernels/ray_skin.py, tiphys.ray.skin_vertices / ray_skin)",
+    "sleep": "sleeping trees' poses before kinematics, per-world flags, saved sensor "
+             "values and activations, the integrator's acceleration (sleep.py)",
     "reset_world": "{(keyframe, set_param count, row): one world's reset state} of "
                    "reset_data(world=k) (tiphys/model.py)",
 }

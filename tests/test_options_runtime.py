@@ -114,20 +114,28 @@ def test_switching_jacobian_applies_to_new_data_and_old_data_says_so():
     assert d2.is_sparse
 
 
-@pytest.mark.parametrize("how", ["xml", "runtime"])
-def test_sleep_is_refused_not_ignored(how):
-    """MuJoCo 3.4.0 puts resting trees to sleep with <flag sleep="enable"/> (their qvel
-    zeroed, their stages skipped); tiphys does not implement it, so forward and every
-    step entry refuse the flag instead of stepping every tree awake."""
-    if how == "xml":
-        m = tiphys.load_model_from_string(
-            XML.replace("<worldbody>", '<option><flag sleep="enable"/></option><worldbody>', 1))
-    else:
-        m = tiphys.load_model_from_string(XML)
-        m.opt.enableflags = int(m.opt.enableflags) | int(mujoco.mjtEnableBit.mjENBL_SLEEP)
+def test_sleep_flag_turned_on_and_off_at_run_time():
+    """<flag sleep> set in m.opt.enableflags at run time: resting trees fall asleep as
+    in MuJoCo with the same change; turned off again, every tree wakes (mj_wake) and
+    steps on as MuJoCo's (the hinge's motor keeps its tree awake throughout)."""
+    mjm = mujoco.MjModel.from_xml_string(XML)
+    mjd = mujoco.MjData(mjm)
+    m = tiphys.load_model_from_string(XML)
     d = tiphys.make_data(m, 2)
-    for fn in (tiphys.forward, tiphys.step, tiphys.step1, tiphys.step2):
-        with pytest.raises(NotImplementedError, match="sleep"):
-            fn(m, d)
-    m.opt.enableflags = int(m.opt.enableflags) & ~int(mujoco.mjtEnableBit.mjENBL_SLEEP)
-    tiphys.step(m, d)
+    bit = int(mujoco.mjtEnableBit.mjENBL_SLEEP)
+    asleep = []
+    for step in range(700):
+        if step in (0, 600):
+            on = step == 0
+            mjm.opt.enableflags = (mjm.opt.enableflags | bit) if on else \
+                (mjm.opt.enableflags & ~bit)
+            m.opt.enableflags = (int(m.opt.enableflags) | bit) if on else \
+                (int(m.opt.enableflags) & ~bit)
+        mujoco.mj_step(mjm, mjd)
+        tiphys.step(m, d)
+        for w in range(2):
+            np.testing.assert_array_equal(d.numpy("tree_asleep")[w], mjd.tree_asleep)
+            np.testing.assert_array_equal(d.numpy("body_awake")[w], mjd.body_awake)
+            np.testing.assert_allclose(d.numpy("qpos")[w], mjd.qpos, atol=1e-8)
+        asleep.append(int(np.sum(mjd.tree_asleep >= 0)))
+    assert max(asleep[:600]) == 2 and asleep[-1] == 0  # box and capsule slept, then woke

@@ -1,6 +1,6 @@
 """<body sleep> and tree_sleep_policy compiled as MuJoCo 3.4.0 compiles them (the
 user's policy on movable root bodies, then setFixed's automatic choice), with its
-errors; the engine refuses <flag sleep="enable"/> (tests/test_options_runtime.py)."""
+errors; sleeping itself is tests/test_sleep.py."""
 import re
 
 import mujoco

@@ -135,6 +135,13 @@ def _run_columns(m, d, kinds, index, sign, eps, centered, max_worlds, evaluate, 
         gather(de, c0)
 
 
+def _check_no_sleep(m: Model, func: str) -> None:
+    if m.opt.enabled("sleep"):
+        raise NotImplementedError(
+            f"{func} with <option><flag sleep=\"enable\"/> is not supported yet "
+            "(sleeping trees in the nudged evaluations)")
+
+
 def transition_fd(m: Model, d: Data, eps: Optional[float] = None, flg_centered: bool = False,
                   outputs: str = "ABCD", max_worlds: Optional[int] = None) -> TransitionFD:
     """Finite-differenced transition matrices of every world, as mjd_transitionFD:
@@ -154,6 +161,7 @@ def transition_fd(m: Model, d: Data, eps: Optional[float] = None, flg_centered: 
     if m.opt.integrator == INT_RK4:
         raise ValueError("transition_fd: RK4 integrator is not supported (as "
                          "mjd_transitionFD)")
+    _check_no_sleep(m, "transition_fd")
     outputs = str(outputs).upper()
     if set(outputs) - set("ABCD"):
         raise ValueError(f"transition_fd: outputs must be letters of 'ABCD', got {outputs!r}")
@@ -230,6 +238,7 @@ def inverse_fd(m: Model, d: Data, eps: Optional[float] = None, flg_actuation: bo
         raise ValueError("inverse_fd: RK4 integrator is not supported (as mjd_inverseFD)")
     if m.opt.noslip_iterations:
         raise ValueError("inverse_fd: noslip solver is not supported (as mjd_inverseFD)")
+    _check_no_sleep(m, "inverse_fd")
     outputs = tuple(outputs)
     unknown = set(outputs) - set(_INVERSE_OUTPUTS)
     if unknown:

@@ -29,9 +29,12 @@ from .kernels.energy import energy_pos, energy_vel
 from .kernels.flex import flex, flex_velocity
 from .kernels.forward import fwd_acceleration
 from .kernels.island import clear_islands, island
-from .kernels.integrate import RK4_A, RK4_B, euler, implicit, implicitfast, rk4_stage
+from .kernels.integrate import (RK4_A, RK4_B, euler, implicit, implicitfast, integrate_awake,
+                                integration_acc, rk4_stage)
+from .kernels import sleep
 from .kernels.inverse import (DISCRETE_NONE, compare_inverse, discrete_mode,
                               inverse_acceleration)
+from .kernels.actuation import advance_activation
 from .kernels.passive import passive
 from .kernels.sensor import energy_sensor, sensor_plan, sensor_pos, sensor_vel
 from .kernels.smooth import camlight, com_pos, com_vel, crb, factor_m, kinematics, rne
@@ -96,18 +99,37 @@ def fwd_position(m: Model, d: Data) -> None:
     collision, make_constraint, island
     and transmission (sensors are not part of it, as in MuJoCo)."""
     rows = constraint_rows_possible(m)
+    sleeping = m.opt.enabled("sleep")
+    if sleeping:
+        sleep.save_poses(m, d)
+        d._sleep_used = True
+    elif d._sleep_used:  # the flag was turned off: mj_wake wakes every tree
+        sleep.wake_all(m, d)
+        d._sleep_used = False
     kinematics(m, d)
+    if sleeping:
+        sleep.wake_moved(m, d)  # mj_kinematics: trees the user moved or pushed
     com_pos(m, d)
     camlight(m, d)
     flex(m, d)
     tendon(m, d)
+    if sleeping:
+        sleep.wake_tendons(m, d)
     crb(m, d)
     factor_m(m, d)
     if rows:
         if contacts_possible(m):
             collision(m, d)
+            if sleeping:
+                # contacts with sleeping trees wake them; their contacts are made again
+                # (the same contacts where no tree woke)
+                sleep.wake_contacts(m, d)
+                collision(m, d)
         else:
             d.ncon.fill(0)
+    if sleeping:
+        sleep.wake_equalities(m, d)
+    if rows:
         make_constraint(m, d)
         island(m, d)
     transmission(m, d, contacts=rows)
@@ -184,19 +206,26 @@ def _acceleration(m: Model, d: Data) -> None:
         d.qacc.copy_from(d.qacc_smooth)
 
 
-def _forward(m: Model, d: Data, skipstage: int = 0, skipsensor: bool = False) -> None:
-    """mj_forwardSkip."""
+def _forward(m: Model, d: Data, skipstage: int = 0, skipsensor: bool = False,
+             control: bool = True) -> None:
+    """mj_forwardSkip (``control``: call the control callback). With sleeping trees,
+    sleeping sensors keep their values (sleep.keep_sensors)."""
+    keep = not skipsensor and m.opt.enabled("sleep")
+    if keep:
+        sleep.save_sensors(m, d)
     if skipstage < STAGE_POS:
         fwd_position(m, d)
         _position_sensors(m, d, skipsensor)
     if skipstage < STAGE_VEL:
         fwd_velocity(m, d)
         _velocity_sensors(m, d, skipsensor)
-    if not m.opt.disabled("actuation"):
+    if control and not m.opt.disabled("actuation"):
         callbacks.run("control", m, d)  # mjcb_control
     _acceleration(m, d)
     if not skipsensor:
         _acc_sensors(m, d)
+    if keep:
+        sleep.keep_sensors(m, d)
 
 
 @checks_model_data
@@ -226,19 +255,16 @@ def _step(m: Model, d: Data) -> None:
         _integrate(m, d)
 
 
-def _check_sleep(m: Model) -> None:
-    """MuJoCo 3.4.0's sleeping trees (<flag sleep="enable"/>: mj_updateSleep, mj_sleep
-    and the awake-index filters of every stage) are not implemented: refused, never
-    silently stepped awake."""
+def _check_sleep(m: Model, stepping: bool = False) -> None:
+    """What tiphys does not simulate with sleeping trees yet (<flag sleep="enable"/>):
+    refused, never silently stepped awake (see tiphys/sleep.py)."""
     if m.opt.enabled("sleep"):
-        raise NotImplementedError(
-            "<option><flag sleep=\"enable\"/> (sleeping trees, mj_sleep) is not "
-            "supported yet: disable the flag (m.opt.enableflags) to simulate every tree "
-            "awake")
+        from .sleep import check_supported
+        check_supported(m, stepping)
 
 
 def _check_integrator(m: Model) -> None:
-    _check_sleep(m)
+    _check_sleep(m, stepping=True)
     integrator = m.opt.integrator
     if integrator not in _INTEGRATOR_NAMES:
         name = _INTEGRATOR_NAMES.get(integrator, integrator)
@@ -290,6 +316,9 @@ def step2(m: Model, d: Data) -> None:
 def _integrate(m: Model, d: Data) -> None:
     """The integration after the acceleration stages: implicitfast, implicit, or Euler
     (for Euler and, as in mj_step2, for RK4)."""
+    if m.opt.enabled("sleep"):
+        _advance_sleeping(m, d)
+        return
     integrator = m.opt.integrator
     if integrator == INT_IMPLICITFAST:
         implicitfast(m, d)
@@ -319,10 +348,14 @@ def inverse(m: Model, d: Data) -> None:
 
 
 def _inverse(m: Model, d: Data, skipstage: int, skipsensor: bool) -> None:
-    """mj_inverseSkip."""
+    """mj_inverseSkip (with sleeping trees, sleeping sensors keep their values)."""
     discrete = discrete_mode(m)  # bad options fail before any work
+    _check_sleep(m)
     rows = constraint_rows_possible(m)
     energy = m.opt.enabled("energy")
+    keep = not skipsensor and m.opt.enabled("sleep")
+    if keep:
+        sleep.save_sensors(m, d)
     if skipstage < STAGE_POS:
         fwd_position(m, d)
         if not skipsensor:
@@ -348,6 +381,8 @@ def _inverse(m: Model, d: Data, skipstage: int, skipsensor: bool) -> None:
         # mj_discreteAcc (d.qacc keeps the given one)
         _acc_sensors(m, d, d.scratch.inverse["qacc"] if discrete != DISCRETE_NONE
                      else None)
+    if keep:
+        sleep.keep_sensors(m, d)
 
 
 @checks_model_data
@@ -390,6 +425,7 @@ def forward_skip(m: Model, d: Data, skipstage: int = STAGE_NONE,
     skips sensor_pos, sensor_vel and sensor_acc (the energies are still computed with
     <flag energy="enable"/>; without it they are zeroed), as MuJoCo.
     """
+    _check_sleep(m)
     _forward(m, d, _skipstage("forward_skip", skipstage), bool(skipsensor))
 
 
@@ -400,3 +436,32 @@ def inverse_skip(m: Model, d: Data, skipstage: int = STAGE_NONE,
     ``skipstage`` and ``skipsensor`` as in forward_skip (the position stages of
     inverse are mj_invPosition's, the velocity stages mj_invVelocity's)."""
     _inverse(m, d, _skipstage("inverse_skip", skipstage), bool(skipsensor))
+
+
+def _advance_sleeping(m: Model, d: Data) -> None:
+    """The integrator's step with sleeping trees, in mj_advance's order: the
+    acceleration to integrate (computed first, as mj_Euler / mj_implicit do),
+    activations advance, mj_sleep puts trees to sleep (their qvel and qacc zeroed), the
+    velocity-dependent stages run again (mj_forwardSkip(mjSTAGE_POS), without the
+    control callback), the awake arrays are updated, then the awake trees are
+    integrated.
+
+    MuJoCo runs the second pass only when some tree fell asleep; tiphys runs it in every
+    world (no data-dependent branch on the host), with the activations of before the
+    step where no tree fell asleep: there it recomputes what the first pass computed,
+    bit for bit."""
+    s = sleep.scratch(m, d)
+    integration_acc(m, d, s.qacc_int)
+    acts = m.na > 0 and not m.opt.disabled("actuation")
+    if acts:
+        sleep.copy_rows(m, d, d.act, s.act_pre)
+    advance_activation(m, d)
+    slept = sleep.sleep(m, d)
+    if acts:
+        sleep.copy_rows(m, d, d.act, s.act_new)
+        sleep.select_rows(m, d, slept, s.act_new, s.act_pre, d.act)
+    _forward(m, d, skipstage=STAGE_POS, control=False)
+    if acts:
+        sleep.copy_rows(m, d, s.act_new, d.act)
+    sleep.update_sleep(m, d)
+    integrate_awake(m, d, s.qacc_int)

@@ -13,6 +13,7 @@ import taichi as ti
 from . import backend
 from .kernels.config import BOUND_NAMES_ATTR, tag_worlds
 from .kernels.consts import JAC_AUTO, JAC_SPARSE
+from .kernels.sleep import AWAKE as SLEEP_AWAKE
 from .kernels.scratch import Plans, Scratch
 from .types import DATA_EXTRA_FIELDS, DATA_FIELDS, MODEL_EXTRA_FIELDS, MODEL_FIELDS, \
     MODEL_SIZES, numpy_shape, parse_shape
@@ -499,6 +500,7 @@ class Data:
         self._energy_set = False
         self._constrained = False
         self._islands_set = False  # island fields hold islands (kernels/island.py)
+        self._sleep_used = False  # stepped with the sleep flag on (tiphys/forward.py)
         # steps since the warnings were last reported, and the counts reported then
         # (tiphys/report.py)
         self._steps_since_report, self._reported_warnings = 0, None
@@ -617,6 +619,7 @@ def reset_data(m: Model, d: Data, keyframe=None, world: Optional[int] = None) ->
         "eq_active": np.tile(np.asarray(a.eq_active0).reshape(-1)[:m.neq], (nw, 1)),
         "mocap_pos": np.tile(a.mocap_pos0, (nw, 1, 1)),
         "mocap_quat": np.tile(a.mocap_quat0, (nw, 1, 1)),
+        "tree_asleep": np.full((nw, m.ntree), SLEEP_AWAKE),  # every tree awake
     }
     if keyframe is not None:
         k = keyframe if isinstance(keyframe, (int, np.integer)) else name2id(m, "key", keyframe)
@@ -629,16 +632,18 @@ def reset_data(m: Model, d: Data, keyframe=None, world: Optional[int] = None) ->
                      mocap_quat=np.tile(a.key_mquat[k].reshape(-1, 4), (nw, 1, 1)))
     if world is not None:
         _reset_world(m, d, keyframe, int(world), state)
-        return
-    d._reset_keyframe = keyframe
-    d._reset_state = d._make_reset_state(m)
-    for name, _, _, _ in DATA_FIELDS + DATA_EXTRA_FIELDS:
-        field = getattr(d, name)
-        if name in state:
-            _set_padded(field, state[name])
-        else:
-            backend.zero(field)  # on the device: no host array as large as the field
-    _reset_plugins(m, d, None)
+    else:
+        d._reset_keyframe = keyframe
+        d._reset_state = d._make_reset_state(m)
+        for name, _, _, _ in DATA_FIELDS + DATA_EXTRA_FIELDS:
+            field = getattr(d, name)
+            if name in state:
+                _set_padded(field, state[name])
+            else:
+                backend.zero(field)  # on the device: no host array as large as the field
+        _reset_plugins(m, d, None)
+    from .sleep import reset_sleep
+    reset_sleep(m, d, world)
 
 
 def _reset_plugins(m: Model, d: Data, world: Optional[int]) -> None:

@@ -92,7 +92,7 @@ def _plugins_replayable(m) -> bool:
 
 def _key(m, d, name: str):
     return (name, m, options_of(m), m.plans, m.fields_set, d.fields_set, d._constrained,
-            d._energy_set, d._islands_set, sensor_callback(), callbacks.installed(),
+            d._energy_set, d._islands_set, d._sleep_used, sensor_callback(), callbacks.installed(),
             _launch.SERIAL["worlds"])
 
 

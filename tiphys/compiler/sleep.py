@@ -6,9 +6,8 @@ damping, and trees holding flex bodies never sleep (AUTO_NEVER), and the other A
 trees may (AUTO_ALLOWED). A tree the user allowed to sleep on such a tendon is an
 error, as in MuJoCo.
 
-tiphys compiles the policy; the engine does not simulate sleeping (forward and step
-refuse <flag sleep="enable"/>, tiphys/forward.py), exactly as MuJoCo ignores the
-policy while the flag is off."""
+The engine reads the policy when <flag sleep="enable"/> is on (kernels/sleep.py);
+MuJoCo ignores it while the flag is off."""
 from __future__ import annotations
 
 import numpy as np

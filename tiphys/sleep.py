@@ -1,0 +1,110 @@
+"""Sleeping trees on the host side: what tiphys refuses with <flag sleep="enable"/>, and
+the sleep state at reset (mj_resetData's part). The engine side is kernels/sleep.py;
+forward.py calls its stages where MuJoCo 3.4.0 calls them."""
+from __future__ import annotations
+
+import numpy as np
+
+from .kernels.consts import (EQ_FLEX, EQ_TENDON, INT_RK4, TRN_BODY, TRN_JOINT,
+                             TRN_JOINTINPARENT, TRN_SITE, TRN_SLIDERCRANK, TRN_TENDON,
+                             WRAP_CYLINDER, WRAP_JOINT, WRAP_SITE, WRAP_SPHERE)
+from .kernels import sleep as ksleep
+
+POLICY_INIT = ksleep.POLICY_INIT
+# policies of trees that may fall asleep: AUTO_ALLOWED, ALLOWED, INIT
+_MAY_SLEEP = (2, 4, POLICY_INIT)
+
+
+def _ints(a) -> list:
+    return [int(x) for x in np.asarray(a).reshape(-1)]
+
+
+def _actuator_trees(m, i: int) -> list:
+    """The trees an actuator's transmission moves (as setFixed reads them)."""
+    a = m.arrays
+    body_tree = _ints(a.body_treeid)
+    kind = int(np.asarray(a.actuator_trntype).reshape(-1)[i])
+    tid = int(np.asarray(a.actuator_trnid).reshape(-1, 2)[i, 0])
+    if kind in (TRN_JOINT, TRN_JOINTINPARENT):
+        return [body_tree[_ints(a.jnt_bodyid)[tid]]]
+    if kind in (TRN_SITE, TRN_SLIDERCRANK):
+        ids = np.asarray(a.actuator_trnid).reshape(-1, 2)[i]
+        sites = [tid] + ([int(ids[1])] if kind == TRN_SLIDERCRANK else [])
+        return [body_tree[_ints(a.site_bodyid)[s]] for s in sites]
+    if kind == TRN_BODY:
+        return [body_tree[tid]]
+    if kind == TRN_TENDON:
+        wtype, wobj = _ints(a.wrap_type), _ints(a.wrap_objid)
+        adr, num = _ints(a.tendon_adr)[tid], _ints(a.tendon_num)[tid]
+        bodies = {WRAP_JOINT: _ints(a.jnt_bodyid), WRAP_SITE: _ints(a.site_bodyid),
+                  WRAP_SPHERE: _ints(a.geom_bodyid), WRAP_CYLINDER: _ints(a.geom_bodyid)}
+        return [body_tree[bodies[wtype[k]][wobj[k]]] for k in range(adr, adr + num)
+                if wtype[k] in bodies]
+    return []
+
+
+def check_supported(m, stepping: bool = False) -> None:
+    """NotImplementedError for what tiphys does not simulate with sleeping trees yet,
+    and for what MuJoCo 3.4.0 itself stops on (tendon and flex equalities)."""
+    opt = m.opt
+    flag = '<option><flag sleep="enable"/>'
+    if stepping and opt.integrator == INT_RK4:
+        raise NotImplementedError(f"{flag} with the RK4 integrator is not supported yet")
+    if opt.enabled("energy"):
+        raise NotImplementedError(
+            f"{flag} with <flag energy=\"enable\"/> is not supported yet (MuJoCo leaves "
+            "sleeping bodies' springs out of the potential energy)")
+    eq_type = _ints(m.arrays.eq_type)[:m.neq]
+    for kind, name in ((EQ_TENDON, "tendon"), (EQ_FLEX, "flex")):
+        if kind in eq_type:
+            raise NotImplementedError(
+                f"{flag} with a <{name}> equality (equality {eq_type.index(kind)}): "
+                f"MuJoCo 3.4.0 stops with \"{name} equality does not yet support "
+                "sleeping\"")
+    policy = _ints(m.arrays.tree_sleep_policy)[:m.ntree]
+    for i in range(m.nu):
+        trees = [t for t in _actuator_trees(m, i) if t >= 0]
+        if trees and all(policy[t] in _MAY_SLEEP for t in trees):
+            raise NotImplementedError(
+                f"{flag}: actuator {i} moves only trees allowed to sleep (<body sleep>): "
+                "sleeping actuators (no force, frozen act_dot) are not supported yet")
+
+
+def reset_sleep(m, d, world=None) -> None:
+    """mj_resetData's sleep part: every tree awake (reset_data set tree_asleep), the
+    awake arrays updated; with sleep enabled and trees whose policy is "init"
+    (<body sleep="init">), a forward pass and mj_sleep put those trees to sleep, an
+    error naming the first that could not (as MuJoCo's)."""
+    ninit = 0
+    if m.opt.enabled("sleep") and m.ntree:
+        policy = np.asarray(m.arrays.tree_sleep_policy).reshape(-1)[:m.ntree]
+        ninit = int(np.sum(policy == POLICY_INIT))
+    if ninit == 0:
+        ksleep.update_sleep(m, d)
+        return
+    if world is not None:
+        raise NotImplementedError(
+            "reset_data(world=k) of a model with <body sleep=\"init\"> trees and sleep "
+            "enabled is not supported yet (reset every world)")
+    check_supported(m)
+    from .forward import _forward
+    ksleep.update_sleep(m, d, staticawake=True)
+    _forward(m, d)
+    asleep = np.where(policy == POLICY_INIT, -1, ksleep.AWAKE).astype(np.int32)
+    d.tree_asleep.from_numpy(np.tile(asleep, (d.nworld, 1)).reshape(d.tree_asleep.shape))
+    slept = ksleep.sleep(m, d).to_numpy()
+    bad = np.nonzero(slept != ninit)[0]
+    if len(bad):
+        states = d.tree_asleep.to_numpy()[bad[0]]
+        tree = next(i for i in range(m.ntree) if policy[i] == POLICY_INIT and states[i] < 0)
+        root = int(np.asarray(m.arrays.tree_bodyadr).reshape(-1)[tree])
+        from .model import id2name
+        raise ValueError(
+            f"{ninit} trees were marked as sleep='init' but only {int(slept[bad[0]])} could "
+            f"be slept (world {int(bad[0])}). Body '{id2name(m, 'body', root) or ''}' "
+            f"(id={root}) is the root of the first tree that could not be slept.")
+    for name in ("qacc_smooth", "qfrc_smooth"):
+        getattr(d, name).fill(0)
+    for name in ("ne", "nf", "nl", "nefc", "nJ", "nisland", "nidof"):
+        getattr(d, name).fill(0)
+    ksleep.update_sleep(m, d)
