@@ -4,9 +4,10 @@ One scene holds what sleeps and wakes in different ways: a stack of two boxes (a
 island of two trees), a sphere dropped on it much later (wakes the stack by contact),
 a damped hinge pendulum with a joint limit, two spheres tied by a connect equality (an
 island through an equality row), a box on two slides with friction loss, and sensors
-on sleeping and awake bodies (a touch sensor under the stack). Each world gets its own
-perturbations, mirrored in its own MuJoCo data: a push through xfrc_applied, a qpos
-edit, a qvel edit, all on sleeping trees. Compared every step: the sleep state and the
+on sleeping and awake bodies (a touch sensor under the stack); a limited tendon and an
+inactive joint equality join the pendulum and the box. Each world gets its own
+perturbations, mirrored in its own MuJoCo data: a push through xfrc_applied, qpos and
+qvel edits on sleeping trees, the equality switched on between two sleeping trees. Compared every step: the sleep state and the
 awake lists exactly, contact, row and island counts exactly, qpos, qvel and sensordata
 to 1e-6 (the dropped sphere's bounce is what drifts, as without sleep).
 """
@@ -38,7 +39,14 @@ SCENE = """
       <joint name="fx" type="slide" axis="1 0 0" frictionloss=".1"/>
       <joint type="slide" axis="0 0 1"/><geom type="box" size=".1 .1 .1"/></body>
   </worldbody>
-  <equality><connect body1="c1" body2="c2" anchor="-.15 0 0"/></equality>
+  <equality>
+    <connect body1="c1" body2="c2" anchor="-.15 0 0"/>
+    <joint joint1="fx" joint2="h" active="false"/>
+  </equality>
+  <tendon>
+    <fixed limited="true" range="-0.1 0.01"><joint joint="h" coef="1"/>
+      <joint joint="fx" coef="1"/></fixed>
+  </tendon>
   <sensor>
     <framepos objtype="body" objname="b2"/>
     <touch site="s1"/>
@@ -88,6 +96,9 @@ PERTURB = [
     (230, 2, "qvel", 31, 0.3),          # the friction box, asleep since step 205
     (250, 1, "xfrc_applied", (1, 2), 3.0),  # pushes the sleeping stack for 5 steps
     (255, 1, "xfrc_applied", (1, 2), 0.0),
+    (260, 0, "eq_active", 1, 1),        # ties two sleeping trees: both wake
+    (280, 1, "qvel", 31, 0.5),          # the box slides until the tendon's limit wakes the
+    (300, 2, "eq_active", 1, 1),        # pendulum (step 295); both awake here
 ]
 
 
