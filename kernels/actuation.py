@@ -470,6 +470,9 @@ def _actuation(
     # data out
     act_dot: ND, actuator_force: ND, warning_number: ND, warning_lastinfo: ND,
     part: ti.template(),
+    # sleep: actuators of sleeping trees (sleep_asleep[w, i] != 0, kernels/sleep.py)
+    # keep their act_dot and give no force, as mj_fwdActuation skips them
+    sleep: ti.template(), sleep_asleep: ND,
 ):
     """Activation derivatives and unclamped actuator forces (gain * ctrl/act + bias);
     plugin actuators get act_dot of their built-in dynamics only (on their last
@@ -501,10 +504,13 @@ def _actuation(
         actadr = actuator_actadr[actid]
         actlast = actadr + actuator_actnum[actid] - 1
         adot = 0.0
+        asleep = False
+        if ti.static(sleep):
+            asleep = sleep_asleep[worldid, actid] != 0
         if ti.static(part == ACT_FORCE):
             if actadr >= 0:
                 adot = act_dot[worldid, actlast]
-        elif actadr >= 0:
+        elif actadr >= 0 and not asleep:
             for k in range(actuator_actnum[actid]):
                 act_dot[worldid, actadr + k] = 0.0
             a = act[worldid, actlast]
@@ -519,7 +525,7 @@ def _actuation(
         # a plugin's actuators get their forces from its compute hook (ACT_DOT: the
         # force is not stored, and the compiler drops its computation)
         if actuator_disabled(actuator_group[actid], disableactuator) == 0 and \
-                actuator_plugin[actid] < 0:
+                actuator_plugin[actid] < 0 and not asleep:
             length = actuator_length[worldid, actid]
             vel = actuator_velocity[worldid, actid]
             lrange = actuator_lengthrange[actid]
@@ -559,13 +565,17 @@ def _actuation(
 
 @ti.kernel
 def _set_user_act_dot(actuator_actadr: ND, actuator_actnum: ND, ids: ND, nids: ti.i32,
-                      values: ND, act_dot: ND):
+                      values: ND, act_dot: ND, sleep: ti.template(), sleep_asleep: ND):
     """act_dot of the last activation of each listed actuator with one activation:
-    the user-dynamics callback's value (mjcb_act_dyn's return)."""
+    the user-dynamics callback's value (mjcb_act_dyn's return); not of sleeping
+    actuators (``sleep``, as _actuation)."""
     nworld = act_dot.shape[0]
     for worldid, k in ti.ndrange(nworld, nids):
         actid = ids[k]
-        if actuator_actnum[actid] == 1:
+        asleep = False
+        if ti.static(sleep):
+            asleep = sleep_asleep[worldid, actid] != 0
+        if actuator_actnum[actid] == 1 and not asleep:
             act_dot[worldid, actuator_actadr[actid]] = values[worldid % values.shape[0], k]
 
 
@@ -743,6 +753,11 @@ def actuation(m, d):
     flags = dict(clampctrl=int(not opt.disabled("clampctrl")),
                  disableactuator=int(opt.disableactuator), timestep=float(opt.timestep),
                  user_col=user.user_col)
+    if opt.enabled("sleep"):
+        from .sleep import asleep_actuators
+        flags.update(sleep=True, sleep_asleep=asleep_actuators(m, d))
+    else:
+        flags.update(sleep=False, sleep_asleep=user.user_col)
     if not (dyn_cb or gain_cb or bias_cb):
         launch(_actuation, m, d, user_gain=user.ones, user_bias=user.zeros, part=ACT_ALL,
                **flags)
@@ -756,7 +771,8 @@ def actuation(m, d):
             values = callbacks.values("act_dyn", m, d, plan.dyn_ids, fdt, allow_none=True)
             if values is not None:
                 launch(_set_user_act_dot, m, d, ids=user.dyn_ids, nids=len(plan.dyn_ids),
-                       values=values)
+                       values=values, sleep=flags["sleep"],
+                       sleep_asleep=flags["sleep_asleep"])
         gain = callbacks.values("act_gain", m, d, plan.gain_ids, fdt) if gain_cb \
             else user.ones
         bias = callbacks.values("act_bias", m, d, plan.bias_ids, fdt) if bias_cb \

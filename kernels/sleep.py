@@ -706,6 +706,34 @@ def asleep_rows(m, d):
 
 
 @ti.kernel
+def _asleep_actuators(
+    nu: ti.i32,
+    # model
+    jnt_bodyid: ND, dof_bodyid: ND, geom_bodyid: ND, site_bodyid: ND, cam_bodyid: ND,
+    light_bodyid: ND, tendon_treenum: ND, tendon_treeid: ND, actuator_trntype: ND,
+    actuator_trnid: ND,
+    # data in
+    body_awake: ND, tree_awake: ND,
+    # out: 1 for each actuator that sleeps
+    asleep: ND,
+):
+    """mj_sleepState(mjOBJ_ACTUATOR) == ASLEEP of every actuator, per world."""
+    for w, i in ti.ndrange(asleep.shape[0], nu):
+        state = object_state(w, OBJ_ACTUATOR, i, body_awake, jnt_bodyid, dof_bodyid,
+                             geom_bodyid, site_bodyid, cam_bodyid, light_bodyid,
+                             tendon_treenum, tendon_treeid, tree_awake, actuator_trntype,
+                             actuator_trnid)
+        asleep[w, i] = 1 if state == S_ASLEEP else 0
+
+
+def asleep_actuators(m, d):
+    """The (nworld, nu) flags of _asleep_actuators, for actuation."""
+    s = scratch(m, d)
+    launch(_asleep_actuators, m, d, asleep=s.act_asleep)
+    return s.act_asleep
+
+
+@ti.kernel
 def _select_rows(mask: ND, when_set: ND, otherwise: ND, out: ND):
     """out[w] = when_set[w] where mask[w] != 0, else otherwise[w] (2-d arrays)."""
     for w, i in ti.ndrange(out.shape[0], out.shape[1]):
@@ -732,7 +760,8 @@ def scratch(m, d):
             act_pre=tag(ti.ndarray(fdt, shape=tuple(d.act.shape))),
             act_new=tag(ti.ndarray(fdt, shape=tuple(d.act.shape))),
             qacc_int=tag(ti.ndarray(fdt, shape=tuple(d.qvel.shape))),
-            row_asleep=tag(ti.ndarray(ti.i32, shape=(nw, max(1, m.neq + m.nv + m.njnt)))))
+            row_asleep=tag(ti.ndarray(ti.i32, shape=(nw, max(1, m.neq + m.nv + m.njnt)))),
+            act_asleep=tag(ti.ndarray(ti.i32, shape=(nw, max(1, m.nu)))))
     return s
 
 

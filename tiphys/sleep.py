@@ -5,42 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .kernels.consts import (EQ_FLEX, EQ_TENDON, INT_RK4, TRN_BODY, TRN_JOINT,
-                             TRN_JOINTINPARENT, TRN_SITE, TRN_SLIDERCRANK, TRN_TENDON,
-                             WRAP_CYLINDER, WRAP_JOINT, WRAP_SITE, WRAP_SPHERE)
+from .kernels.consts import EQ_FLEX, EQ_TENDON, INT_RK4
 from .kernels import sleep as ksleep
 
 POLICY_INIT = ksleep.POLICY_INIT
-# policies of trees that may fall asleep: AUTO_ALLOWED, ALLOWED, INIT
-_MAY_SLEEP = (2, 4, POLICY_INIT)
-
-
-def _ints(a) -> list:
-    return [int(x) for x in np.asarray(a).reshape(-1)]
-
-
-def _actuator_trees(m, i: int) -> list:
-    """The trees an actuator's transmission moves (as setFixed reads them)."""
-    a = m.arrays
-    body_tree = _ints(a.body_treeid)
-    kind = int(np.asarray(a.actuator_trntype).reshape(-1)[i])
-    tid = int(np.asarray(a.actuator_trnid).reshape(-1, 2)[i, 0])
-    if kind in (TRN_JOINT, TRN_JOINTINPARENT):
-        return [body_tree[_ints(a.jnt_bodyid)[tid]]]
-    if kind in (TRN_SITE, TRN_SLIDERCRANK):
-        ids = np.asarray(a.actuator_trnid).reshape(-1, 2)[i]
-        sites = [tid] + ([int(ids[1])] if kind == TRN_SLIDERCRANK else [])
-        return [body_tree[_ints(a.site_bodyid)[s]] for s in sites]
-    if kind == TRN_BODY:
-        return [body_tree[tid]]
-    if kind == TRN_TENDON:
-        wtype, wobj = _ints(a.wrap_type), _ints(a.wrap_objid)
-        adr, num = _ints(a.tendon_adr)[tid], _ints(a.tendon_num)[tid]
-        bodies = {WRAP_JOINT: _ints(a.jnt_bodyid), WRAP_SITE: _ints(a.site_bodyid),
-                  WRAP_SPHERE: _ints(a.geom_bodyid), WRAP_CYLINDER: _ints(a.geom_bodyid)}
-        return [body_tree[bodies[wtype[k]][wobj[k]]] for k in range(adr, adr + num)
-                if wtype[k] in bodies]
-    return []
 
 
 def check_supported(m, stepping: bool = False) -> None:
@@ -54,20 +22,13 @@ def check_supported(m, stepping: bool = False) -> None:
         raise NotImplementedError(
             f"{flag} with <flag energy=\"enable\"/> is not supported yet (MuJoCo leaves "
             "sleeping bodies' springs out of the potential energy)")
-    eq_type = _ints(m.arrays.eq_type)[:m.neq]
+    eq_type = [int(t) for t in np.asarray(m.arrays.eq_type).reshape(-1)[:m.neq]]
     for kind, name in ((EQ_TENDON, "tendon"), (EQ_FLEX, "flex")):
         if kind in eq_type:
             raise NotImplementedError(
                 f"{flag} with a <{name}> equality (equality {eq_type.index(kind)}): "
                 f"MuJoCo 3.4.0 stops with \"{name} equality does not yet support "
                 "sleeping\"")
-    policy = _ints(m.arrays.tree_sleep_policy)[:m.ntree]
-    for i in range(m.nu):
-        trees = [t for t in _actuator_trees(m, i) if t >= 0]
-        if trees and all(policy[t] in _MAY_SLEEP for t in trees):
-            raise NotImplementedError(
-                f"{flag}: actuator {i} moves only trees allowed to sleep (<body sleep>): "
-                "sleeping actuators (no force, frozen act_dot) are not supported yet")
 
 
 def reset_sleep(m, d, world=None) -> None:
