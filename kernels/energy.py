@@ -21,6 +21,7 @@ from .bind import launch
 from .consts import JNT_BALL, JNT_FREE
 from .flex import flex_of
 from .math import sub_quat
+from .sleep import S_AWAKE, tendon_state
 
 ND = ti.types.ndarray()
 
@@ -40,6 +41,10 @@ def _energy_pos(
     energy: ND,
     # compile-time: gravity and springs enabled
     gravity: ti.template(), springs: ti.template(),
+    # sleep: where some body sleeps, springs of joints of bodies and of tendons that are
+    # not awake are left out (mj_energyPos)
+    sleep: ti.template(), jnt_bodyid: ND, body_awake: ND, nbody_awake: ND,
+    tendon_treenum: ND, tendon_treeid: ND, tree_awake: ND,
 ):
     nworld = energy.shape[0]
     for worldid in range(nworld):
@@ -53,6 +58,10 @@ def _energy_pos(
     if ti.static(springs):
         for worldid, jntid in ti.ndrange(nworld, njnt):
             stiffness = jnt_stiffness[worldid % jnt_stiffness.shape[0], jntid]
+            if ti.static(sleep):
+                if nbody_awake[worldid] < nbody and \
+                        body_awake[worldid, jnt_bodyid[jntid]] != S_AWAKE:
+                    stiffness = 0.0
             if stiffness != 0.0:
                 padr = jnt_qposadr[jntid]
                 jtype = jnt_type[jntid]
@@ -82,6 +91,11 @@ def _energy_pos(
                 displacement = spring[1] - length
             elif length < spring[0]:
                 displacement = spring[0] - length
+            if ti.static(sleep):
+                if nbody_awake[worldid] < nbody and tendon_state(
+                        worldid, tenid, tendon_treenum, tendon_treeid,
+                        tree_awake) != S_AWAKE:
+                    displacement = 0.0
             if displacement != 0.0:
                 energy[worldid][0] += 0.5 * stiffness * displacement * displacement
         # edge springs of 1D flexes (MuJoCo leaves out the 2D/3D elasticity)
@@ -137,7 +151,8 @@ def energy_pos(m, d) -> None:
     gravity = not opt.disabled("gravity")
     springs = not opt.disabled("spring")
     gx, gy, gz = (float(x) for x in opt.gravity)
-    launch(_energy_pos, m, d, gx=gx, gy=gy, gz=gz, gravity=gravity, springs=springs)
+    launch(_energy_pos, m, d, gx=gx, gy=gy, gz=gz, gravity=gravity, springs=springs,
+           sleep=bool(opt.enabled("sleep")))
 
 
 def energy_vel(m, d) -> None:

@@ -18,10 +18,6 @@ def check_supported(m, stepping: bool = False) -> None:
     flag = '<option><flag sleep="enable"/>'
     if stepping and opt.integrator == INT_RK4:
         raise NotImplementedError(f"{flag} with the RK4 integrator is not supported yet")
-    if opt.enabled("energy"):
-        raise NotImplementedError(
-            f"{flag} with <flag energy=\"enable\"/> is not supported yet (MuJoCo leaves "
-            "sleeping bodies' springs out of the potential energy)")
     eq_type = [int(t) for t in np.asarray(m.arrays.eq_type).reshape(-1)[:m.neq]]
     for kind, name in ((EQ_TENDON, "tendon"), (EQ_FLEX, "flex")):
         if kind in eq_type:
