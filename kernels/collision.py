@@ -685,41 +685,6 @@ def finalize(m, d, cand, emit, order=None):
 
 
 @ti.kernel
-def _drop_asleep(geom_bodyid: ND, body_awake: ND, cand_geom: ND, ncon: ND, emit_key: ND,
-                 emit_dist: ND, emit_pos: ND, emit_frame: ND):
-    """With sleeping trees: the emitted contacts of geom pairs whose bodies are both
-    asleep or static go (MuJoCo's broadphase and explicit-pair filters leave such
-    pairs out), one thread per world compacting its buffer (finalize orders by key)."""
-    cap = emit_key.shape[1]
-    for worldid in range(ncon.shape[0]):
-        n = ti.min(ncon[worldid], cap)
-        cw = worldid % cand_geom.shape[0]
-        kept = 0
-        for i in range(n):
-            cand = emit_key[worldid, i] // KEY_STRIDE
-            g1 = cand_geom[cw, cand, 0]
-            g2 = cand_geom[cw, cand, 1]
-            drop = False
-            if g1 >= 0 and g2 >= 0:
-                drop = body_awake[worldid, geom_bodyid[g1]] != 1 and \
-                    body_awake[worldid, geom_bodyid[g2]] != 1  # neither mjS_AWAKE
-            if not drop:
-                if kept != i:
-                    emit_key[worldid, kept] = emit_key[worldid, i]
-                    emit_dist[worldid, kept] = emit_dist[worldid, i]
-                    emit_pos[worldid, kept] = emit_pos[worldid, i]
-                    emit_frame[worldid, kept] = emit_frame[worldid, i]
-                kept += 1
-        ncon[worldid] = kept + ncon[worldid] - n
-
-
-def drop_asleep(m, d, cand, emit) -> None:
-    dist, pos, frame, key = emit
-    launch(_drop_asleep, m, d, cand_geom=cand[0], emit_key=key, emit_dist=dist,
-           emit_pos=pos, emit_frame=frame)
-
-
-@ti.kernel
 def _flag_overflow(ncon: ND, emit_key: ND, redo: ND):
     """After the parallel narrowphase: a world that emitted more contacts than its
     emission buffer holds (its threads raced for the last slots) is marked for the

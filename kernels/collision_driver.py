@@ -715,8 +715,6 @@ def collision(m, d) -> None:
         # candidate order, so that they keep the same contacts whatever the timing
         kc.flag_overflow(d, first.emit, redo.mask)
         _narrow(m, d, p, redo)
-    if m.opt.enabled("sleep"):
-        kc.drop_asleep(m, d, first.cand, first.emit)
     kc.finalize(m, d, first.cand, first.emit, first.order)
     if p.nflexcand:
         from .collide_flex import finalize_flex

@@ -368,6 +368,50 @@ def _wake_contacts(
                           nbody_awake, nparent_awake, nv_awake)
 
 
+@ti.kernel
+def _drop_asleep_contacts(
+    geom_bodyid: ND, body_awake: ND, ncon: ND, contact_dist: ND, contact_pos: ND,
+    contact_frame: ND, contact_includemargin: ND, contact_friction: ND,
+    contact_solref: ND, contact_solreffriction: ND, contact_solimp: ND, contact_mu: ND,
+    contact_dim: ND, contact_geom: ND, contact_flex: ND, contact_elem: ND,
+    contact_vert: ND, contact_exclude: ND, contact_efc_address: ND, contact_key: ND,
+):
+    """Contacts between geoms whose bodies are both asleep or static go (MuJoCo's
+    broadphase and explicit-pair filters leave such pairs out), the others keep their
+    order; one thread per world."""
+    for w in range(ncon.shape[0]):
+        n = ti.min(ncon[w], contact_dist.shape[1])
+        kept = 0
+        for c in range(n):
+            g1 = contact_geom[w, c][0]
+            g2 = contact_geom[w, c][1]
+            drop = False
+            if g1 >= 0 and g2 >= 0:
+                drop = body_awake[w, geom_bodyid[g1]] != S_AWAKE and \
+                    body_awake[w, geom_bodyid[g2]] != S_AWAKE
+            if not drop:
+                if kept != c:
+                    contact_dist[w, kept] = contact_dist[w, c]
+                    contact_pos[w, kept] = contact_pos[w, c]
+                    contact_frame[w, kept] = contact_frame[w, c]
+                    contact_includemargin[w, kept] = contact_includemargin[w, c]
+                    contact_friction[w, kept] = contact_friction[w, c]
+                    contact_solref[w, kept] = contact_solref[w, c]
+                    contact_solreffriction[w, kept] = contact_solreffriction[w, c]
+                    contact_solimp[w, kept] = contact_solimp[w, c]
+                    contact_mu[w, kept] = contact_mu[w, c]
+                    contact_dim[w, kept] = contact_dim[w, c]
+                    contact_geom[w, kept] = contact_geom[w, c]
+                    contact_flex[w, kept] = contact_flex[w, c]
+                    contact_elem[w, kept] = contact_elem[w, c]
+                    contact_vert[w, kept] = contact_vert[w, c]
+                    contact_exclude[w, kept] = contact_exclude[w, c]
+                    contact_efc_address[w, kept] = contact_efc_address[w, c]
+                    contact_key[w, kept] = contact_key[w, c]
+                kept += 1
+        ncon[w] = kept
+
+
 @ti.func
 def _object_tree(objtype, objid, body_treeid: ti.template(), site_bodyid: ti.template()):
     tree = body_treeid[objid]
@@ -784,8 +828,13 @@ def wake_tendons(m, d) -> None:
 
 
 def wake_contacts(m, d) -> None:
-    """After collision (mj_wakeCollision); the caller makes the contacts again."""
+    """After collision, which made the contacts of every candidate pair: mj_wakeCollision
+    on the contacts MuJoCo's first pass makes (those with an awake body: the others
+    wake nothing), then the contacts its second pass would not make go (both bodies
+    asleep or static, with the trees woken counted awake). The same contacts as
+    MuJoCo's two collision passes, in one."""
     launch(_wake_contacts, m, d, woke=scratch(m, d).woke)
+    launch(_drop_asleep_contacts, m, d)
 
 
 def wake_equalities(m, d) -> None:

@@ -121,10 +121,9 @@ def fwd_position(m: Model, d: Data) -> None:
         if contacts_possible(m):
             collision(m, d)
             if sleeping:
-                # contacts with sleeping trees wake them; their contacts are made again
-                # (the same contacts where no tree woke)
+                # contacts of awake trees with sleeping ones wake those; then the
+                # contacts between bodies that are neither awake go
                 sleep.wake_contacts(m, d)
-                collision(m, d)
         else:
             d.ncon.fill(0)
     if sleeping:
