@@ -36,6 +36,16 @@ def _integrate_joint(worldid, jntid, jnt_type: ti.template(), jnt_qposadr: ti.te
         qpos[worldid, padr] += dt * qvel[worldid, vadr]
 
 
+@ti.func
+def _velocity_update(worldid, start, num, timestep, qacc_int: ti.template(),
+                     qacc: ti.template(), qvel: ti.template(),
+                     qacc_warmstart: ti.template()):
+    """qvel += h qacc_int on one tree's dofs, and qacc_warmstart = qacc."""
+    for i in range(start, start + num):
+        qvel[worldid, i] += timestep * qacc_int[worldid, i]
+        qacc_warmstart[worldid, i] = qacc[worldid, i]
+
+
 @ti.kernel
 def _damped_step(
     # model
@@ -84,9 +94,8 @@ def _damped_step(
             for i in range(start, start + num):
                 qacc_int[worldid, i] = qacc[worldid, i]
         if ti.static(not acc_only):
-            for i in range(start, start + num):
-                qvel[worldid, i] += timestep * qacc_int[worldid, i]
-                qacc_warmstart[worldid, i] = qacc[worldid, i]
+            _velocity_update(worldid, start, num, timestep, qacc_int, qacc, qvel,
+                             qacc_warmstart)
     if ti.static(not acc_only):
         for worldid, jntid in ti.ndrange(nworld, njnt):
             _integrate_joint(worldid, jntid, jnt_type, jnt_qposadr, jnt_dofadr, qpos,
@@ -288,9 +297,8 @@ def _implicit_step(
                 ld_solve(worldid, start, num, fac_lo, diaginv, qacc_int,
                          dof_parentid, dof_Madr, dof_simplenum)
         if ti.static(not acc_only):
-            for i in range(start, start + num):
-                qvel[worldid, i] += timestep * qacc_int[worldid, i]
-                qacc_warmstart[worldid, i] = qacc[worldid, i]
+            _velocity_update(worldid, start, num, timestep, qacc_int, qacc, qvel,
+                             qacc_warmstart)
     if ti.static(not acc_only):
         for worldid, jntid in ti.ndrange(nworld, njnt):
             _integrate_joint(worldid, jntid, jnt_type, jnt_qposadr, jnt_dofadr, qpos,

@@ -12,7 +12,7 @@ cycle, so that a sleeping island wakes whole); ``tree_awake``, ``body_awake``
 (mjtSleepState) and the awake index lists follow from it (mj_updateSleep).
 
 tiphys computes every stage for every tree, asleep or not; the sleep state decides
-what MuJoCo's does differently: the contacts kept (collision_driver.drop_asleep),
+what MuJoCo's does differently: the contacts kept (wake_contacts),
 the constraint rows made (constraint._scan), which sensors keep their value
 (keep_sensors), and which trees the integrator moves (integrate.py). Positions and
 velocities of sleeping trees are unchanged, so what MuJoCo leaves stale equals what
@@ -228,21 +228,18 @@ def _save_poses(nbody: ti.i32, xpos: ND, xquat: ND, pose: ND):
 
 @ti.kernel
 def _wake_moved(
-    ntree: ti.i32, nbody: ti.i32, nv: ti.i32,
+    ntree: ti.i32, nbody: ti.i32,
     # model
-    body_jntnum: ND, body_treeid: ND, body_parentid: ND, body_rootid: ND, body_mocapid: ND,
-    dof_bodyid: ND, tree_sleep_policy: ND, tree_bodyadr: ND, tree_bodynum: ND,
-    tree_dofadr: ND, tree_dofnum: ND, dof_length: ND,
+    body_jntnum: ND, body_treeid: ND, tree_sleep_policy: ND, tree_bodyadr: ND,
+    tree_bodynum: ND, tree_dofadr: ND, tree_dofnum: ND, dof_length: ND,
     # data in
     xpos: ND, xquat: ND, qvel: ND, xfrc_applied: ND, qfrc_applied: ND, pose: ND,
+    body_awake: ND,
     # data in/out
-    tree_asleep: ND, tree_awake: ND, body_awake: ND, body_awake_ind: ND,
-    parent_awake_ind: ND, dof_awake_ind: ND, ntree_awake: ND, nbody_awake: ND,
-    nparent_awake: ND, nv_awake: ND,
+    tree_asleep: ND, tree_awake: ND,
 ):
     """mj_kinematics1's pose check of sleeping bodies with joints, then mj_wake (trees
-    moved or pushed by the user, or no longer allowed to sleep), then mj_updateSleep
-    where a tree woke."""
+    moved or pushed by the user, or no longer allowed to sleep)."""
     for w in range(tree_asleep.shape[0]):
         for i in range(1, nbody):
             if body_jntnum[i] > 0 and body_awake[w, i] == S_ASLEEP:
@@ -255,18 +252,12 @@ def _wake_moved(
                         same = False
                 if not same:
                     tree_awake[w, body_treeid[i]] = 1
-        nwoke = 0
         for i in range(ntree):
             if tree_asleep[w, i] >= 0:
                 if tree_awake[w, i] != 0 or not _can_sleep(
                         w, i, 0.0, qvel, tree_sleep_policy, tree_bodyadr, tree_bodynum,
                         tree_dofadr, tree_dofnum, dof_length, xfrc_applied, qfrc_applied):
-                    nwoke += _wake_tree(w, i, AWAKE, ntree, tree_asleep)
-        if nwoke > 0:
-            _update_world(w, 0, ntree, nbody, nv, body_treeid, body_parentid, body_rootid,
-                          body_mocapid, dof_bodyid, tree_asleep, tree_awake, body_awake,
-                          body_awake_ind, parent_awake_ind, dof_awake_ind, ntree_awake,
-                          nbody_awake, nparent_awake, nv_awake)
+                    _wake_tree(w, i, AWAKE, ntree, tree_asleep)
 
 
 @ti.kernel
@@ -286,22 +277,18 @@ def wake_all(m, d) -> None:
 
 @ti.kernel
 def _wake_tendons(
-    ntree: ti.i32, nbody: ti.i32, nv: ti.i32, ntendon: ti.i32,
+    ntree: ti.i32, ntendon: ti.i32,
     # model
-    body_treeid: ND, body_parentid: ND, body_rootid: ND, body_mocapid: ND, dof_bodyid: ND,
     tendon_treenum: ND, tendon_treeid: ND, tendon_limited: ND, tendon_range: ND,
     tendon_margin: ND,
     # data in
-    ten_length: ND,
+    ten_length: ND, tree_awake: ND,
     # data in/out
-    tree_asleep: ND, tree_awake: ND, body_awake: ND, body_awake_ind: ND,
-    parent_awake_ind: ND, dof_awake_ind: ND, ntree_awake: ND, nbody_awake: ND,
-    nparent_awake: ND, nv_awake: ND,
+    tree_asleep: ND,
 ):
     """mj_wakeTendon: a limited tendon at its limit between an awake and a sleeping
     tree wakes the sleeping one."""
     for w in range(tree_asleep.shape[0]):
-        nwoke = 0
         for i in range(ntendon):
             if tendon_treenum[i] == 2 and tendon_limited[i] != 0:
                 rng = tendon_range[w % tendon_range.shape[0], i]
@@ -320,33 +307,22 @@ def _wake_tendons(
                     if a1 != a2:
                         sleeping = t2 if a1 != 0 else t1
                         wakeval = tree_asleep[w, t1] if a1 != 0 else tree_asleep[w, t2]
-                        nwoke += _wake_tree(w, sleeping, wakeval, ntree, tree_asleep)
-        if nwoke > 0:
-            _update_world(w, 0, ntree, nbody, nv, body_treeid, body_parentid, body_rootid,
-                          body_mocapid, dof_bodyid, tree_asleep, tree_awake, body_awake,
-                          body_awake_ind, parent_awake_ind, dof_awake_ind, ntree_awake,
-                          nbody_awake, nparent_awake, nv_awake)
+                        _wake_tree(w, sleeping, wakeval, ntree, tree_asleep)
 
 
 @ti.kernel
 def _wake_contacts(
-    ntree: ti.i32, nbody: ti.i32, nv: ti.i32,
+    ntree: ti.i32,
     # model
-    body_treeid: ND, body_parentid: ND, body_rootid: ND, body_mocapid: ND, dof_bodyid: ND,
-    geom_bodyid: ND,
+    body_treeid: ND, geom_bodyid: ND,
     # data in
-    ncon: ND, contact_geom: ND,
+    ncon: ND, contact_geom: ND, tree_awake: ND,
     # data in/out
-    tree_asleep: ND, tree_awake: ND, body_awake: ND, body_awake_ind: ND,
-    parent_awake_ind: ND, dof_awake_ind: ND, ntree_awake: ND, nbody_awake: ND,
-    nparent_awake: ND, nv_awake: ND,
-    # out: 1 where a tree woke (its contacts are made again)
-    woke: ND,
+    tree_asleep: ND,
 ):
     """mj_wakeCollision: a contact between geoms of an awake and a sleeping tree wakes
     the sleeping tree (and its cycle) with the awake tree's counter, in contact order."""
     for w in range(tree_asleep.shape[0]):
-        nwoke = 0
         for c in range(ti.min(ncon[w], contact_geom.shape[1])):
             g1 = contact_geom[w, c][0]
             g2 = contact_geom[w, c][1]
@@ -359,13 +335,7 @@ def _wake_contacts(
                     if (a1 != 0) != (a2 != 0):
                         sleeping = t2 if a1 != 0 else t1
                         wakeval = tree_asleep[w, t1] if a1 != 0 else tree_asleep[w, t2]
-                        nwoke += _wake_tree(w, sleeping, wakeval, ntree, tree_asleep)
-        woke[w] = 1 if nwoke > 0 else 0
-        if nwoke > 0:
-            _update_world(w, 0, ntree, nbody, nv, body_treeid, body_parentid, body_rootid,
-                          body_mocapid, dof_bodyid, tree_asleep, tree_awake, body_awake,
-                          body_awake_ind, parent_awake_ind, dof_awake_ind, ntree_awake,
-                          nbody_awake, nparent_awake, nv_awake)
+                        _wake_tree(w, sleeping, wakeval, ntree, tree_asleep)
 
 
 @ti.kernel
@@ -422,24 +392,20 @@ def _object_tree(objtype, objid, body_treeid: ti.template(), site_bodyid: ti.tem
 
 @ti.kernel
 def _wake_equalities(
-    ntree: ti.i32, nbody: ti.i32, nv: ti.i32, neq: ti.i32,
+    ntree: ti.i32, neq: ti.i32,
     # model
-    body_treeid: ND, body_parentid: ND, body_rootid: ND, body_mocapid: ND, dof_bodyid: ND,
-    eq_type: ND, eq_obj1id: ND, eq_obj2id: ND, eq_objtype: ND, site_bodyid: ND,
-    jnt_bodyid: ND,
+    body_treeid: ND, eq_type: ND, eq_obj1id: ND, eq_obj2id: ND, eq_objtype: ND,
+    site_bodyid: ND, jnt_bodyid: ND,
     # data in
-    eq_active: ND,
+    eq_active: ND, tree_awake: ND,
     # data in/out
-    tree_asleep: ND, tree_awake: ND, body_awake: ND, body_awake_ind: ND,
-    parent_awake_ind: ND, dof_awake_ind: ND, ntree_awake: ND, nbody_awake: ND,
-    nparent_awake: ND, nv_awake: ND,
+    tree_asleep: ND,
 ):
     """mj_wakeEquality: an active connect, weld or joint equality between a sleeping
     tree and an awake one wakes the sleeping tree; between two sleeping trees of
     different sleep cycles, both (tendon and flex equalities are refused with sleep on
     the host, as MuJoCo stops with an error on them)."""
     for w in range(tree_asleep.shape[0]):
-        nwoke = 0
         for i in range(neq):
             etype = eq_type[i]
             if eq_active[w, i] != 0 and (etype == EQ_CONNECT or etype == EQ_WELD or
@@ -468,16 +434,11 @@ def _wake_equalities(
                         c1 = _cycle_min(w, t1, ntree, tree_asleep)
                         c2 = _cycle_min(w, t2, ntree, tree_asleep)
                         if c1 != c2:
-                            nwoke += _wake_tree(w, t1, AWAKE, ntree, tree_asleep)
-                            nwoke += _wake_tree(w, t2, AWAKE, ntree, tree_asleep)
+                            _wake_tree(w, t1, AWAKE, ntree, tree_asleep)
+                            _wake_tree(w, t2, AWAKE, ntree, tree_asleep)
                     else:
                         sleeping = t1 if s1 == S_ASLEEP else t2
-                        nwoke += _wake_tree(w, sleeping, AWAKE, ntree, tree_asleep)
-        if nwoke > 0:
-            _update_world(w, 0, ntree, nbody, nv, body_treeid, body_parentid, body_rootid,
-                          body_mocapid, dof_bodyid, tree_asleep, tree_awake, body_awake,
-                          body_awake_ind, parent_awake_ind, dof_awake_ind, ntree_awake,
-                          nbody_awake, nparent_awake, nv_awake)
+                        _wake_tree(w, sleeping, AWAKE, ntree, tree_asleep)
 
 
 # ---------------------------------------------------------------------------------------
@@ -799,7 +760,6 @@ def scratch(m, d):
         s = d.scratch.sleep = SimpleNamespace(
             pose=tag(ti.ndarray(fdt, shape=(nw, max(1, m.nbody), 7))),
             slept=tag(ti.ndarray(ti.i32, shape=(nw,))),
-            woke=tag(ti.ndarray(ti.i32, shape=(nw,))),
             sensordata=tag(ti.ndarray(fdt, shape=tuple(d.sensordata.shape))),
             act_pre=tag(ti.ndarray(fdt, shape=tuple(d.act.shape))),
             act_new=tag(ti.ndarray(fdt, shape=tuple(d.act.shape))),
@@ -822,9 +782,11 @@ def wake_moved(m, d) -> None:
 
 
 def wake_tendons(m, d) -> None:
-    """After the tendons (mj_wakeTendon)."""
+    """After the tendons (mj_wakeTendon), then mj_updateSleep (in every world: where no
+    tree woke it changes nothing)."""
     if m.ntendon:
         launch(_wake_tendons, m, d)
+        update_sleep(m, d)
 
 
 def wake_contacts(m, d) -> None:
@@ -833,14 +795,16 @@ def wake_contacts(m, d) -> None:
     wake nothing), then the contacts its second pass would not make go (both bodies
     asleep or static, with the trees woken counted awake). The same contacts as
     MuJoCo's two collision passes, in one."""
-    launch(_wake_contacts, m, d, woke=scratch(m, d).woke)
+    launch(_wake_contacts, m, d)
+    update_sleep(m, d)
     launch(_drop_asleep_contacts, m, d)
 
 
 def wake_equalities(m, d) -> None:
-    """After collision (mj_wakeEquality)."""
+    """After collision (mj_wakeEquality), then mj_updateSleep."""
     if m.neq:
         launch(_wake_equalities, m, d)
+        update_sleep(m, d)
 
 
 def sleep(m, d):
