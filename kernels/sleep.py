@@ -16,9 +16,10 @@ what MuJoCo's does differently: the contacts kept (wake_contacts),
 the constraint rows made (constraint._scan), which sensors keep their value
 (keep_sensors), and which trees the integrator moves (integrate.py). Positions and
 velocities of sleeping trees are unchanged, so what MuJoCo leaves stale equals what
-tiphys recomputes there, except forces of sleeping dofs (qfrc_passive,
-qfrc_constraint, qfrc_smooth, qacc_smooth, qacc), which MuJoCo keeps from the step
-the tree fell asleep and tiphys recomputes.
+tiphys recomputes there (checked: qfrc_bias, qfrc_constraint, qacc_smooth, qacc),
+except where MuJoCo's stale values are not those of a state at rest: mj_inverse's
+qfrc_inverse of sleeping dofs is whatever it held before (its RNE skips them), tiphys
+computes it.
 
 Each world's sleep bookkeeping is serial (one thread per world), as MuJoCo's.
 """
