@@ -55,6 +55,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_compile.py
 	$(PY) benchmarks/bench_plugin.py
 	$(PY) benchmarks/bench_flex.py
+	$(PY) benchmarks/bench_sleep.py
 
 # the README's picture: the bundled scene after 1 s of trotting, rendered headless
 picture: $(STAMP) vulkan
