@@ -24,7 +24,7 @@ def corpus_dir() -> str:
 # Corpus sources read only by the tests that ask for them (the compiler and sensor
 # corpus tests): the dm_control suite adds ~30 robots with sensors, too many for every
 # stage test's Taichi compiles within the suite's time budget.
-EXTRA_SOURCES = ("dmc", "menagerie", "metaworld", "robosuite", "gymrobotics")
+EXTRA_SOURCES = ("dmc", "menagerie", "metaworld", "robosuite", "gymrobotics", "loco")
 
 
 def corpus_models(include_extra: bool = False) -> list[str]:

@@ -11,6 +11,9 @@
   Adroit, mazes, kitchen)                                       -> <dest>/gymrobotics
 - robosuite==1.5.2 wheel: robosuite/models/assets (robots, grippers, arenas, objects;
   157 MB download, 525 MB unpacked)                              -> <dest>/robosuite
+- loco-mujoco==0.4.1 source archive (its only distribution with the models; 30 MB):
+  loco_mujoco/environments/data (Atlas, Talos, Unitree H1/G1/A1, a torque and a muscle
+  humanoid, the MyoSkeleton)                                     -> <dest>/loco
 - Menagerie robots, through the mujoco-menagerie==2026.10.4 package (a 30 kB wheel
   whose registry pins each robot's archive; the archives come from the Menagerie
   GitHub releases): each robot folder's XML files and asset folders
@@ -155,6 +158,47 @@ def fetch_urdf(dest: str, tmp: str) -> None:
     print(f"corpus: {n} URDF and mesh files from {req} -> {target}")
 
 
+# sources published only as a source archive: (requirement, folder inside the archive)
+SDISTS = {
+    "loco": ("loco-mujoco==0.4.1", "loco_mujoco/environments/data/"),
+}
+
+
+def _extract_sdist(archive: str, prefix: str, dest: str) -> int:
+    """The files under ``prefix`` (below the archive's top folder) of a .tar.gz source
+    archive, without its Python files."""
+    import tarfile
+    n = 0
+    with tarfile.open(archive) as t:
+        for member in t.getmembers():
+            name = member.name.split("/", 1)[1] if "/" in member.name else ""
+            if not member.isfile() or not name.startswith(prefix) or \
+                    name.endswith((".py", ".pyc")):
+                continue
+            out = os.path.join(dest, name[len(prefix):])
+            os.makedirs(os.path.dirname(out), exist_ok=True)
+            with t.extractfile(member) as src, open(out, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+            n += 1
+    return n
+
+
+def fetch_sdists(dest: str, tmp: str) -> None:
+    for key, (req, prefix) in SDISTS.items():
+        target = os.path.join(dest, key)
+        if os.path.isdir(target) and os.listdir(target):
+            continue
+        subprocess.check_call([sys.executable, "-m", "pip", "download", "-q", "--no-deps",
+                               "--no-binary=:all:", "-d", tmp, req])
+        name = req.split("==")[0]
+        archive = [f for f in os.listdir(tmp) if f.replace("_", "-").startswith(name + "-")
+                   and f.endswith(".tar.gz")]
+        if not archive:
+            raise SystemExit(f"no source archive downloaded for {req}")
+        n = _extract_sdist(os.path.join(tmp, archive[0]), prefix, target)
+        print(f"corpus: {n} files from {req} -> {target}")
+
+
 def main(dest: str, menagerie: str | None = None) -> None:
     os.makedirs(dest, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
@@ -171,6 +215,7 @@ def main(dest: str, menagerie: str | None = None) -> None:
             n = _extract(os.path.join(tmp, wheel[0]), prefix, target)
             print(f"corpus: {n} files from {req} -> {target}")
         fetch_urdf(dest, tmp)
+        fetch_sdists(dest, tmp)
     import mujoco
     src = os.path.join(os.path.dirname(mujoco.__file__), "testdata")
     target = os.path.join(dest, "mjtest")
