@@ -462,12 +462,21 @@ def test_attached_model_skin_errors_like_mujoco(tmp_path):
         compile_spec(tiphys.load_spec(path))
 
 
-def test_attached_skins_not_supported_yet_say_so(tmp_path):
+def test_attached_skins_inside_replicate_fail_as_in_mujoco(tmp_path):
+    """Inside <replicate> the attached skin's bones name the child's bodies without the
+    copies' suffixes: MuJoCo 3.4.0 stops on the unknown body, and so does tiphys, at the
+    bone."""
     inside = ('<replicate count="2" offset="3 0 0"><body name="h">'
               '<attach model="child" prefix="a-"/></body></replicate>')
     path = _attach_model(tmp_path, inside)
-    with pytest.raises(NotImplementedError, match="skins inside <replicate>"):
+    with pytest.raises(ValueError, match="unknown body 'a-b' in skin"):
+        mujoco.MjModel.from_xml_path(path)
+    with pytest.raises(ModelError, match=r"child.xml:\d+: <bone>: body: unknown body 'a-b' "
+                                         r"in skin"):
         compile_spec(tiphys.load_spec(path))
+
+
+def test_attached_skins_not_supported_yet_say_so(tmp_path):
     cable = ('<body name="h"><attach model="child" prefix="a-"/></body>'
              '<composite type="cable" prefix="z" curve="s" count="5 1 1" size="1">'
              '<geom type="box" size=".02 .05 .01"/></composite>')

@@ -49,8 +49,7 @@ the child (the attached names prefixed twice, each subtree with its own model's
 ``<asset><skin>``s are appended after the model's own skins, their bones' bodies
 prefixed (their names and materials are not, as in MuJoCo). Refused with
 NotImplementedError: a child holding <composite>, <flexcomp>, a body <plugin>,
-<deformable> or <extension>, a child with skins attached inside a <replicate>,
-keyframes together with a <replicate>; a child whose own attached models have
+<deformable> or <extension>, keyframes together with a <replicate>; a child whose own attached models have
 keyframes (MuJoCo 3.4.0 warns that it names them wrongly); a second attach, inside a
 <replicate>, of a body attached before; a <replicate> ending after an attach of a
 model with keyframes in a model with keyframes of its own (their order changes).
@@ -576,12 +575,9 @@ class _Expansion:
             self.actuator_defaults[copier.cname(name)] = st
             self.actuator_defaults.setdefault(prefix + name, st)
         self.assets += copier.assets()
-        skins = copier.skins()
-        if skins and self.in_replicate:
-            raise NotImplementedError(
-                f"{_where(el)}: <attach> of a model with skins inside <replicate> is not "
-                f"supported yet")
-        self.skins += skins
+        # (inside a <replicate> the skins' bones still name the bodies without the
+        # copies' suffixes: "unknown body" when the skins are compiled, as in MuJoCo)
+        self.skins += copier.skins()
         self.custom += copier.custom()
         top.__dict__["attach_items"] = ((prefix, ""), copier.items(), copier.attached)
         self.keys += copier.keys()
