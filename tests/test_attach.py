@@ -552,11 +552,6 @@ def test_unsupported_attachments_raise(models_dir):
         LEGS.replace("</mujoco>", '<keyframe><key qpos="0 0 1 1 0 0 0 0 0 0"/></keyframe>'
                                   "</mujoco>"))
     cases = {
-        # a second attach of a body, inside a <replicate>
-        '<asset><model name="r" file="child/arm.xml"/></asset>'
-        '<worldbody><attach model="r" body="link1" prefix="a"/><replicate count="2">'
-        '<attach model="r" body="link1" prefix="a"/></replicate></worldbody>':
-            "attached before",
         # a child's own <replicate> makes its keyframes pending in the child
         '<asset><model name="r" file="child/withkeys.xml"/></asset>'
         '<worldbody><attach model="r" body="hub" prefix="a"/></worldbody>':
@@ -565,6 +560,23 @@ def test_unsupported_attachments_raise(models_dir):
     for body, message in cases.items():
         path = _write(models_dir, "unsupported.xml", f"<mujoco>{body}</mujoco>")
         with pytest.raises(NotImplementedError, match=message):
+            tiphys.load_model(str(path))
+
+
+def test_second_attach_inside_replicate_fails_as_in_mujoco(models_dir):
+    """A second attach of a body attached before, inside a <replicate>: MuJoCo 3.4.0
+    gives the replicate's copies parents of their own, hence mismatched parents."""
+    for inner in ('<attach model="r" body="link1" prefix="a"/>',
+                  '<frame pos="0 0 1"><attach model="r" body="link1" prefix="a"/></frame>'):
+        path = _write(models_dir, "again.xml", f"""<mujoco>
+  <asset><model name="r" file="child/arm.xml"/></asset>
+  <worldbody><attach model="r" body="link1" prefix="a"/>
+    <replicate count="2" offset="1 0 0">{inner}</replicate></worldbody>
+</mujoco>""")
+        with pytest.raises(ValueError, match="Frame and body 'alink1' have mismatched"):
+            mujoco.MjModel.from_xml_path(str(path))
+        with pytest.raises(tiphys.ModelError, match=r"again.xml:4: <attach>: Frame and body "
+                                                    r"'alink1' have mismatched parents"):
             tiphys.load_model(str(path))
 
 

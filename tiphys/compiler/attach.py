@@ -49,10 +49,12 @@ the child (the attached names prefixed twice, each subtree with its own model's
 ``<asset><skin>``s are appended after the model's own skins, their bones' bodies
 prefixed (their names and materials are not, as in MuJoCo). Refused with
 NotImplementedError: a child holding <composite>, <flexcomp>, a body <plugin>,
-<deformable> or <extension>, keyframes together with a <replicate>; a child whose own attached models have
-keyframes (MuJoCo 3.4.0 warns that it names them wrongly); a second attach, inside a
-<replicate>, of a body attached before; a <replicate> ending after an attach of a
-model with keyframes in a model with keyframes of its own (their order changes).
+<deformable> or <extension>, keyframes together with a <replicate>; a child whose own
+attached models have keyframes (MuJoCo 3.4.0 warns that it names them wrongly); a
+<replicate> ending after an attach of a model with keyframes in a model with keyframes
+of its own (their order changes). A child's skins attached inside a <replicate>, and a
+second attach inside a <replicate> of a body attached before, fail as MuJoCo 3.4.0
+fails (unknown body; mismatched parents).
 
 Elements after an <attach> take their default class as MuJoCo's reader gives it: one
 without ``class`` the newest class of its body's or frame's class name (an attached
@@ -487,9 +489,8 @@ class _Expansion:
         if body is not parent:
             raise error_at(el, f"Frame and body '{name}' have mismatched parents")
         if any(f.tag != "frame" for f in frames):
-            raise NotImplementedError(f"{_where(el)}: <attach> inside <replicate> of a "
-                                      f"body attached before ('{name}') is not supported "
-                                      f"yet")
+            # MuJoCo 3.4.0 gives a <replicate>'s copies parents of their own
+            raise error_at(el, f"Frame and body '{name}' have mismatched parents")
         # an identity frame with the body's own <compiler>, inside copies of this
         # attach's frames, inside a frame that drops the frames around the old place
         # and compiles the new ones with this model's <compiler>
