@@ -47,3 +47,25 @@ def test_short_keyframes_pad_as_mujoco(xml):
         ours = np.asarray(getattr(a, name), dtype=np.float64).reshape(-1)
         np.testing.assert_allclose(ours, getattr(mjm, name).reshape(-1), rtol=0,
                                    atol=1e-12, err_msg=name)
+
+
+REPLICATED = """<mujoco><worldbody>
+  <replicate count="2" offset=".3 0 0">
+    <body name="r"><joint name="j"/><geom size=".05" pos="1 0 0"/></body>
+  </replicate></worldbody>
+  <keyframe><key name="k" qpos="0.5"/></keyframe>
+</mujoco>"""
+
+
+def test_keyframes_with_replicate_are_refused_not_compiled_differently():
+    """MuJoCo 3.4.0 reads <keyframe> before <worldbody> and copies each keyframe for
+    every replicated copy (k0, k1, then k; each copy's joint takes the template's value,
+    the others qpos0); tiphys does not do that yet, so it refuses instead of compiling
+    one keyframe."""
+    mjm = mujoco.MjModel.from_xml_string(REPLICATED)
+    names = [mujoco.mj_id2name(mjm, mujoco.mjtObj.mjOBJ_KEY, i) for i in range(mjm.nkey)]
+    assert names == ["k0", "k1", "k"]
+    np.testing.assert_array_equal(mjm.key_qpos, [[0.5, 0], [0, 0.5], [0, 0]])
+    with pytest.raises(NotImplementedError, match=r"<string>:5: <key> in a model with "
+                                                  r"<replicate> \(line 2\)"):
+        tiphys.load_model_from_string(REPLICATED)

@@ -349,6 +349,8 @@ class _Expander:
             for item in items:
                 self.model.append(item)
         self.changed = False
+        self.own_key = next((k for sec in spec.sections("keyframe") for k in sec.children),
+                            None)
 
     def walk(self, el) -> list:
         """Register the tree elements under ``el``; returns (kind, name) of each."""
@@ -411,6 +413,14 @@ class _Expander:
             for kind, name in template:
                 model.tree[kind][name] -= 1
             return made
+        if self.own_key is not None:
+            key = self.own_key
+            raise NotImplementedError(
+                f"{key.xml_file or '<string>'}:{key.xml_line}: <key> in a model with "
+                f"<replicate> (line {el.xml_line}) is not supported yet: MuJoCo 3.4.0 "
+                f"copies every keyframe for each replicated copy (names with the "
+                f"suffix, values following the copied joints) and sizes it to the model "
+                f"as read up to the <replicate>")
         for i in range(count):
             s = sep + str(i).zfill(digits)
             for kind, name in template:
