@@ -136,6 +136,24 @@ def test_sleep_and_wake_match_mujoco(integrator, solver, cone, island):
         assert slept == 0 and woke == 0, (slept, woke)
 
 
+def test_step1_step2_with_sleeping_trees():
+    """mj_step1 / mj_step2 with sleep: the same states and sensors as MuJoCo's (the
+    accelerometer under the stack keeps its value once the stack sleeps, step 158)."""
+    xml = SCENE.format(integrator="Euler", solver="Newton", cone="pyramidal",
+                       island="enable")
+    mjm = mujoco.MjModel.from_xml_string(xml)
+    mjd = mujoco.MjData(mjm)
+    m = tiphys.load_model_from_string(xml)
+    d = tiphys.make_data(m, 1)
+    for step in range(170):
+        mujoco.mj_step1(mjm, mjd)
+        mujoco.mj_step2(mjm, mjd)
+        tiphys.step1(m, d)
+        tiphys.step2(m, d)
+        _compare(d, 0, mjd, step)
+    assert np.sum(mjd.tree_asleep >= 0) >= 5
+
+
 INIT = """
 <mujoco>
   <option><flag sleep="enable"/></option>

@@ -289,12 +289,17 @@ def step1(m: Model, d: Data) -> None:
     Set ctrl, qfrc_applied or xfrc_applied afterwards, then call step2.
     """
     _check_sleep(m)
+    keep = m.opt.enabled("sleep")
+    if keep:  # sleeping sensors keep their values (see _forward)
+        sleep.save_sensors(m, d)
     check(m, d, "pos")
     check(m, d, "vel")
     fwd_position(m, d)
     _position_sensors(m, d, False)
     fwd_velocity(m, d)
     _velocity_sensors(m, d, False)
+    if keep:
+        sleep.keep_sensors(m, d)
     callbacks.run("control", m, d)  # mjcb_control, as mj_step1 (whatever the flags)
 
 
@@ -303,8 +308,13 @@ def step2(m: Model, d: Data) -> None:
     """Second half of step, as mj_step2: acceleration, then Euler, or the implicit
     integrators (RK4 uses Euler here, as MuJoCo)."""
     _check_integrator(m)
+    keep = m.opt.enabled("sleep")
+    if keep:
+        sleep.save_sensors(m, d)
     _acceleration(m, d)
     _acc_sensors(m, d)
+    if keep:
+        sleep.keep_sensors(m, d)
     check(m, d, "acc")
     if m.opt.enabled("fwdinv"):
         compare_fwd_inv(m, d)
