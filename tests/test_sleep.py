@@ -83,6 +83,13 @@ def _compare(d, w, mjd, step):
     assert not errors, f"world {w}, step {step}: {errors}"
 
 
+def _pair(xml, nworld=1):
+    """MuJoCo's model and data, tiphys's model and data of ``nworld`` worlds."""
+    mjm = mujoco.MjModel.from_xml_string(xml)
+    m = tiphys.load_model_from_string(xml)
+    return mjm, mujoco.MjData(mjm), m, tiphys.make_data(m, nworld)
+
+
 def _set(d, name, w, index, value):
     a = d.numpy(name)
     a[(w,) + tuple(np.atleast_1d(index))] = value
@@ -141,10 +148,7 @@ def test_step1_step2_with_sleeping_trees():
     accelerometer under the stack keeps its value once the stack sleeps, step 158)."""
     xml = SCENE.format(integrator="Euler", solver="Newton", cone="pyramidal",
                        island="enable")
-    mjm = mujoco.MjModel.from_xml_string(xml)
-    mjd = mujoco.MjData(mjm)
-    m = tiphys.load_model_from_string(xml)
-    d = tiphys.make_data(m, 1)
+    mjm, mjd, m, d = _pair(xml)
     for step in range(170):
         mujoco.mj_step1(mjm, mjd)
         mujoco.mj_step2(mjm, mjd)
@@ -174,10 +178,7 @@ def test_trees_that_start_asleep():
     """sleep="init": reset puts the tree to sleep (a forward pass, then mj_sleep); the
     sphere falling on it later wakes it."""
     xml = INIT.format(other="init", extra="")
-    mjm = mujoco.MjModel.from_xml_string(xml)
-    mjd = mujoco.MjData(mjm)
-    m = tiphys.load_model_from_string(xml)
-    d = tiphys.make_data(m, 2)
+    mjm, mjd, m, d = _pair(xml, 2)
     for w in range(2):
         _compare(d, w, mjd, "reset")
     assert list(mjd.tree_asleep[:2]) == [0, 1]
@@ -210,10 +211,7 @@ def test_awake_arrays_after_reset_match_mujoco():
       <body mocap="true" pos="1 0 0"><geom size=".1"/></body>
       <body pos="0 1 1"><freejoint/><geom size=".1"/>
         <body><joint/><geom size=".1"/></body></body></worldbody></mujoco>"""
-    mjm = mujoco.MjModel.from_xml_string(xml)
-    mjd = mujoco.MjData(mjm)
-    m = tiphys.load_model_from_string(xml)
-    d = tiphys.make_data(m, 2)
+    mjm, mjd, m, d = _pair(xml, 2)
     for w in range(2):
         _compare(d, w, mjd, "reset")
     assert list(mjd.body_awake) == [-1, -1, 1, 1, 1]
@@ -244,10 +242,7 @@ def test_actuators_of_sleeping_trees():
     """Actuators on trees allowed to sleep (<body sleep="allowed">): asleep, they give
     no force and keep their act_dot (the activation keeps integrating the value it had
     when the tree fell asleep), and a new control does not wake them, as in MuJoCo."""
-    mjm = mujoco.MjModel.from_xml_string(ACTUATED)
-    mjd = mujoco.MjData(mjm)
-    m = tiphys.load_model_from_string(ACTUATED)
-    d = tiphys.make_data(m, 1)
+    mjm, mjd, m, d = _pair(ACTUATED)
     mjd.ctrl[0] = 0.3  # act_dot of the integrator (its force is zero: gain 0)
     d.ctrl.from_numpy(np.array([[0.3, 0.0]]))
     asleep = []
@@ -286,10 +281,7 @@ SPRINGS = """
 def test_energy_leaves_out_sleeping_springs():
     """<flag energy>: the springs of sleeping trees are not in the potential energy
     (mj_energyPos), here a box held off its spring's rest length by friction loss."""
-    mjm = mujoco.MjModel.from_xml_string(SPRINGS)
-    mjd = mujoco.MjData(mjm)
-    m = tiphys.load_model_from_string(SPRINGS)
-    d = tiphys.make_data(m, 1)
+    mjm, mjd, m, d = _pair(SPRINGS)
     for step in range(60):
         mujoco.mj_step(mjm, mjd)
         tiphys.step(m, d)
