@@ -19,7 +19,7 @@ import numpy as np
 
 from .kernels import callbacks
 from .kernels.collision_driver import collision
-from .kernels.actuation import actuation, transmission, velocity
+from .kernels.actuation import actuation, advance_activation, transmission, velocity
 from .kernels.check import check
 from .kernels.config import per_options
 from .kernels.constraint import make_constraint, reference_constraint
@@ -31,12 +31,11 @@ from .kernels.forward import fwd_acceleration
 from .kernels.island import clear_islands, island
 from .kernels.integrate import (RK4_A, RK4_B, euler, implicit, implicitfast, integrate_awake,
                                 integration_acc, rk4_stage)
-from .kernels import sleep
 from .kernels.inverse import (DISCRETE_NONE, compare_inverse, discrete_mode,
                               inverse_acceleration)
-from .kernels.actuation import advance_activation
 from .kernels.passive import passive
 from .kernels.sensor import energy_sensor, sensor_plan, sensor_pos, sensor_vel
+from .kernels import sleep
 from .kernels.smooth import camlight, com_pos, com_vel, crb, factor_m, kinematics, rne
 from .kernels.solver import solve
 from .kernels.tendon import tendon
