@@ -753,8 +753,8 @@ def actuation(m, d):
     flags = dict(clampctrl=int(not opt.disabled("clampctrl")),
                  disableactuator=int(opt.disableactuator), timestep=float(opt.timestep),
                  user_col=user.user_col)
-    if opt.enabled("sleep"):
-        from .sleep import asleep_actuators
+    from .sleep import active, asleep_actuators
+    if active(m):
         flags.update(sleep=True, sleep_asleep=asleep_actuators(m, d))
     else:
         flags.update(sleep=False, sleep_asleep=user.user_col)

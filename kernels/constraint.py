@@ -47,7 +47,7 @@ from .consts import (CNSTR_CONTACT_ELLIPTIC, CNSTR_CONTACT_FRICTIONLESS, CNSTR_C
                      WARN_CNSTRFULL)
 from .flex import chain_count, edge_row_nonempty, flex_eq_rows
 from .math import quat_mul
-from .sleep import asleep_rows
+from .sleep import active, asleep_rows
 from .tendon import check_sparse_data, last_dof
 
 ND = ti.types.ndarray()
@@ -1586,7 +1586,7 @@ def make_constraint(m, d) -> None:
     timestep = float(opt.timestep)
     nside = _nside(m) if flags["con"] else 2
     con_body, con_weight = _con_bodies(m, d, nside)
-    sleeping = bool(opt.enabled("sleep"))
+    sleeping = active(m)
     if flags["con"] and d.nconmax > 0:
         launch(_contact_bodies, m, d, nside=nside, con_body=con_body, con_weight=con_weight)
     if sparse:

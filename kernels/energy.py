@@ -21,7 +21,7 @@ from .bind import launch
 from .consts import JNT_BALL, JNT_FREE
 from .flex import flex_of
 from .math import sub_quat
-from .sleep import S_AWAKE, tendon_state
+from .sleep import S_AWAKE, active, tendon_state
 
 ND = ti.types.ndarray()
 
@@ -152,7 +152,7 @@ def energy_pos(m, d) -> None:
     springs = not opt.disabled("spring")
     gx, gy, gz = (float(x) for x in opt.gravity)
     launch(_energy_pos, m, d, gx=gx, gy=gy, gz=gz, gravity=gravity, springs=springs,
-           sleep=bool(opt.enabled("sleep")))
+           sleep=active(m))
 
 
 def energy_vel(m, d) -> None:

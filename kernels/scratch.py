@@ -72,6 +72,7 @@ PLANS = {
     "subtree_vel_sensors": "whether subtree velocity sensors exist (sensor.py)",
     "sensor_acc": "acceleration and touch sensor plan (sensor_acc.py)",
     "ray_tables": "RayTables: geom and body bounds of mj_ray (ray.py)",
+    "sleep_active": "(options, whether a tree can fall asleep) (sleep.py)",
     "renderers": "{(width, height, ...): Renderer} (tiphys/viewer/renderer.py)",
 }
 

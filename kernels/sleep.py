@@ -25,10 +25,12 @@ Each world's sleep bookkeeping is serial (one thread per world), as MuJoCo's.
 """
 from types import SimpleNamespace
 
+import numpy as np
 import taichi as ti
 
 from . import config
 from .bind import launch
+from .config import per_options
 from .consts import (EQ_CONNECT, EQ_JOINT, EQ_TENDON, EQ_WELD, OBJ_ACTUATOR, OBJ_BODY,
                      OBJ_CAMERA, OBJ_DOF, OBJ_GEOM, OBJ_JOINT, OBJ_LIGHT, OBJ_SITE,
                      OBJ_TENDON, OBJ_UNKNOWN, OBJ_XBODY, SENS_CONTACT, SENS_PLUGIN,
@@ -41,7 +43,7 @@ MINAWAKE = 10  # mjMINAWAKE: steps a tree must stay slow before it may sleep
 AWAKE = -(1 + MINAWAKE)  # tree_asleep of a fully awake tree
 S_STATIC, S_ASLEEP, S_AWAKE = -1, 0, 1  # mjtSleepState
 # mjtSleepPolicy values of trees that never sleep
-POLICY_AUTO_NEVER, POLICY_NEVER, POLICY_INIT = 1, 3, 5
+POLICY_AUTO_NEVER, POLICY_AUTO_ALLOWED, POLICY_NEVER, POLICY_ALLOWED, POLICY_INIT = 1, 2, 3, 4, 5
 
 
 # ---------------------------------------------------------------------------------------
@@ -749,6 +751,21 @@ def _select_rows(mask: ND, when_set: ND, otherwise: ND, out: ND):
 # ---------------------------------------------------------------------------------------
 # host side: the launches, their scratch
 # ---------------------------------------------------------------------------------------
+
+def active(m) -> bool:
+    """Whether a tree can fall asleep: the sleep flag on and some tree's policy allows
+    it (automatic or the user's "allowed" / "init"). Otherwise MuJoCo's sleep functions
+    keep every tree awake and change nothing, and tiphys runs the stages as with the
+    flag off (a robot whose actuated trees never sleep pays nothing for the flag)."""
+    return per_options(m, "sleep_active", _active)
+
+
+def _active(m) -> bool:
+    if not m.opt.enabled("sleep") or not m.ntree:
+        return False
+    policy = np.asarray(m.arrays.tree_sleep_policy).reshape(-1)[:m.ntree]
+    return bool(np.isin(policy, (POLICY_AUTO_ALLOWED, POLICY_ALLOWED, POLICY_INIT)).any())
+
 
 def scratch(m, d):
     """This Data's sleep work arrays (made once): poses before kinematics, per-world

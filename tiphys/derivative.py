@@ -136,7 +136,8 @@ def _run_columns(m, d, kinds, index, sign, eps, centered, max_worlds, evaluate, 
 
 
 def _check_no_sleep(m: Model, func: str) -> None:
-    if m.opt.enabled("sleep"):
+    from .kernels.sleep import active
+    if active(m):
         raise NotImplementedError(
             f"{func} with <option><flag sleep=\"enable\"/> is not supported yet "
             "(sleeping trees in the nudged evaluations)")

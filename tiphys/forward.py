@@ -98,7 +98,7 @@ def fwd_position(m: Model, d: Data) -> None:
     collision, make_constraint, island
     and transmission (sensors are not part of it, as in MuJoCo)."""
     rows = constraint_rows_possible(m)
-    sleeping = m.opt.enabled("sleep")
+    sleeping = sleep.active(m)
     if sleeping:
         sleep.save_poses(m, d)
         d._sleep_used = True
@@ -208,7 +208,7 @@ def _forward(m: Model, d: Data, skipstage: int = 0, skipsensor: bool = False,
              control: bool = True) -> None:
     """mj_forwardSkip (``control``: call the control callback). With sleeping trees,
     sleeping sensors keep their values (sleep.keep_sensors)."""
-    keep = not skipsensor and m.opt.enabled("sleep")
+    keep = not skipsensor and sleep.active(m)
     if keep:
         sleep.save_sensors(m, d)
     if skipstage < STAGE_POS:
@@ -256,7 +256,7 @@ def _step(m: Model, d: Data) -> None:
 def _check_sleep(m: Model, stepping: bool = False) -> None:
     """What tiphys does not simulate with sleeping trees yet (<flag sleep="enable"/>):
     refused, never silently stepped awake (see tiphys/sleep.py)."""
-    if m.opt.enabled("sleep"):
+    if sleep.active(m):
         from .sleep import check_supported
         check_supported(m, stepping)
 
@@ -288,7 +288,7 @@ def step1(m: Model, d: Data) -> None:
     Set ctrl, qfrc_applied or xfrc_applied afterwards, then call step2.
     """
     _check_sleep(m)
-    keep = m.opt.enabled("sleep")
+    keep = sleep.active(m)
     if keep:  # sleeping sensors keep their values (see _forward)
         sleep.save_sensors(m, d)
     check(m, d, "pos")
@@ -307,7 +307,7 @@ def step2(m: Model, d: Data) -> None:
     """Second half of step, as mj_step2: acceleration, then Euler, or the implicit
     integrators (RK4 uses Euler here, as MuJoCo)."""
     _check_integrator(m)
-    keep = m.opt.enabled("sleep")
+    keep = sleep.active(m)
     if keep:
         sleep.save_sensors(m, d)
     _acceleration(m, d)
@@ -324,7 +324,7 @@ def step2(m: Model, d: Data) -> None:
 def _integrate(m: Model, d: Data) -> None:
     """The integration after the acceleration stages: implicitfast, implicit, or Euler
     (for Euler and, as in mj_step2, for RK4)."""
-    if m.opt.enabled("sleep"):
+    if sleep.active(m):
         _advance_sleeping(m, d)
         return
     integrator = m.opt.integrator
@@ -361,7 +361,7 @@ def _inverse(m: Model, d: Data, skipstage: int, skipsensor: bool) -> None:
     _check_sleep(m)
     rows = constraint_rows_possible(m)
     energy = m.opt.enabled("energy")
-    keep = not skipsensor and m.opt.enabled("sleep")
+    keep = not skipsensor and sleep.active(m)
     if keep:
         sleep.save_sensors(m, d)
     if skipstage < STAGE_POS:
