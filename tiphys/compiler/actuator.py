@@ -963,15 +963,22 @@ def _simple_diagonal(M, simplenum) -> None:
     """mj_crb: the row (and column) of M of a simple dof (dof_simplenum > 0) holds only
     its diagonal, dof_M0, whatever the current joint frames make of the rest (zero as
     compiled; not after jnt_axis or jnt_pos of such a body is changed)."""
+    simple = {}  # tree -> its simple dofs' rows in the tree's block
     for d, n in enumerate(simplenum):
         if n:
             t = M.tree_of[d]
-            k = d - M.los[t]
-            blk = M.blocks[t]
-            v = blk[k, k]
-            blk[k, :] = 0.0
-            blk[:, k] = 0.0
-            blk[k, k] = v
+            simple.setdefault(t, []).append(d - M.los[t])
+    for t, rows in simple.items():
+        blk = M.blocks[t]
+        if len(rows) == len(blk):  # (a tree of simple dofs only: a free body, most often)
+            v = blk.diagonal().copy()
+            blk[...] = 0.0
+            blk.reshape(-1)[::len(blk) + 1] = v
+            continue
+        v = blk[rows, rows]
+        blk[rows, :] = 0.0
+        blk[:, rows] = 0.0
+        blk[rows, rows] = v
 
 
 def spring_lengths(out, L0) -> None:
