@@ -37,6 +37,17 @@ def _quat2mat(q):
     return rot.quat2mat(np.asarray(q, dtype=np.float64))
 
 
+def _norm(v) -> float:
+    """np.linalg.norm of a float64 vector with its own arithmetic (x.dot(x) on the
+    raveled vector, then a correctly rounded square root), without its per-call checks
+    (a few microseconds each, in loops over tendon segments)."""
+    x = np.asarray(v)
+    if x.dtype != np.float64:
+        return float(np.linalg.norm(x))
+    x = x.ravel(order="K")
+    return math.sqrt(x.dot(x))
+
+
 def _chain_block(chain):
     """Index of the rows and columns of a dof chain (decreasing dof ids): a reversed
     slice when the dofs are consecutive (most chains: np.ix_ is slow), else np.ix_."""
@@ -224,6 +235,14 @@ class HostKinematics:
         if chain:
             jp[:, chain], jr[:, chain] = self.chain_jac(point, chain)
         return jp, jr
+
+    def jac_pos(self, point, body):
+        """The translational Jacobian of :meth:`jac` alone."""
+        jp = np.zeros((3, len(self.a.dof_bodyid)))
+        chain = self.chain(body)
+        if chain:
+            jp[:, chain] = self.chain_jac(point, chain)[0]
+        return jp
 
     def chain_jac(self, point, chain):
         """The Jacobians' columns of the dofs in ``chain`` (the others are zero), as
@@ -537,12 +556,12 @@ def wrap(x0, x1, xpos, xmat, radius, wtype, side):
     """mju_wrap: (length or -1, two 3D tangent points in the global frame)."""
     p0 = xmat.T @ (x0 - xpos)
     p1 = xmat.T @ (x1 - xpos)
-    if np.linalg.norm(p0) < MINVAL or np.linalg.norm(p1) < MINVAL:
+    if _norm(p0) < MINVAL or _norm(p1) < MINVAL:
         return -1.0, None
     if wtype == WRAP_SPHERE:
-        ax0 = p0 / np.linalg.norm(p0)
+        ax0 = p0 / _norm(p0)
         normal = np.cross(p0, p1)
-        nrm = np.linalg.norm(normal)
+        nrm = _norm(normal)
         if nrm < MINVAL:
             i = 0
             if abs(ax0[1]) > abs(ax0[0]) and abs(ax0[1]) > abs(ax0[2]):
@@ -552,11 +571,11 @@ def wrap(x0, x1, xpos, xmat, radius, wtype, side):
             ax1 = np.ones(3)
             ax1[i] = 0
             normal = np.cross(ax0, ax1)
-            normal = normal / max(np.linalg.norm(normal), MINVAL)
+            normal = normal / max(_norm(normal), MINVAL)
         else:
             normal = normal / nrm
         ax1 = np.cross(normal, ax0)
-        ax1 = ax1 / max(np.linalg.norm(ax1), MINVAL)
+        ax1 = ax1 / max(_norm(ax1), MINVAL)
     else:
         ax0, ax1 = np.array([1.0, 0, 0]), np.array([0.0, 1, 0])
     d = np.array([p0 @ ax0, p0 @ ax1, p1 @ ax0, p1 @ ax1])
@@ -564,7 +583,7 @@ def wrap(x0, x1, xpos, xmat, radius, wtype, side):
     if side is not None:
         s = xmat.T @ (side - xpos)
         sd = _normalize2(np.array([s @ ax0, s @ ax1])) * radius
-    if side is not None and np.linalg.norm(s) < radius:
+    if side is not None and _norm(s) < radius:
         wlen, pnt = _wrap_inside(d, radius)
     else:
         wlen, pnt = _wrap_circle(d, sd, radius)
@@ -584,10 +603,10 @@ def wrap(x0, x1, xpos, xmat, radius, wtype, side):
 def _point_jac(k: HostKinematics, point, body, site, cache: dict):
     """The translational Jacobian of a point on ``body``; a site's is made once."""
     if site is None:
-        return k.jac(point, body)[0]
+        return k.jac_pos(point, body)
     jp = cache.get(site)
     if jp is None:
-        jp = cache[site] = k.jac(point, body)[0]
+        jp = cache[site] = k.jac_pos(point, body)
     return jp
 
 
@@ -635,18 +654,18 @@ def tendon_kinematics(a, k: HostKinematics):
                 pts = [p0, k.site_xpos[id1]]
                 bodies = [site_bodyid[id0], site_bodyid[id1]]
                 sites = [id0, id1]
-                L[i] += np.linalg.norm(pts[1] - pts[0]) / divisor
+                L[i] += _norm(pts[1] - pts[0]) / divisor
             else:
                 pts = [p0, tang[0], tang[1], k.site_xpos[id1]]
                 gb = int(a.geom_bodyid[wrapid])
                 bodies = [site_bodyid[id0], gb, gb, site_bodyid[id1]]
                 sites = [id0, None, None, id1]
-                L[i] += (np.linalg.norm(pts[1] - pts[0]) + wlen
-                         + np.linalg.norm(pts[3] - pts[2])) / divisor
+                L[i] += (_norm(pts[1] - pts[0]) + wlen
+                         + _norm(pts[3] - pts[2])) / divisor
             for s in range(len(pts) - 1):
                 if bodies[s] != bodies[s + 1]:
                     dif = pts[s + 1] - pts[s]
-                    n = np.linalg.norm(dif)
+                    n = _norm(dif)
                     dif = dif / n if n >= MINVAL else np.array([1.0, 0, 0])
                     j1 = _point_jac(k, pts[s], bodies[s], sites[s], site_jacs)
                     j2 = _point_jac(k, pts[s + 1], bodies[s + 1], sites[s + 1], site_jacs)
