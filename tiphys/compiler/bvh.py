@@ -398,14 +398,16 @@ def _ranges(start, cnt):
 
 def _rot(quat, vec):
     """Rotate vectors (..., 3) by quaternions (..., 4), as mjuu_rotVecQuat."""
-    w, x, y, z = (quat[..., i] for i in range(4))
+    w, x, y, z = quat[..., 0], quat[..., 1], quat[..., 2], quat[..., 3]
     v0, v1, v2 = vec[..., 0], vec[..., 1], vec[..., 2]
     t0 = w * v0 + y * v2 - z * v1
     t1 = w * v1 + z * v0 - x * v2
     t2 = w * v2 + x * v1 - y * v0
-    return np.stack([v0 + 2 * (y * t2 - z * t1),
-                     v1 + 2 * (z * t0 - x * t2),
-                     v2 + 2 * (x * t1 - y * t0)], axis=-1)
+    out = np.empty(t0.shape + (3,))
+    out[..., 0] = v0 + 2 * (y * t2 - z * t1)
+    out[..., 1] = v1 + 2 * (z * t0 - x * t2)
+    out[..., 2] = v2 + 2 * (x * t1 - y * t0)
+    return out
 
 
 def _rows(a, n, width):
@@ -426,9 +428,13 @@ def geom_elements(ipos, iquat, pos, quat, box):
     blo, bhi = box[:, :3] - box[:, 3:], box[:, :3] + box[:, 3:]
     corner = np.where(_CORNER[None], bhi[:, None, :], blo[:, None, :])  # (k, 8, 3)
     rel = pos - ipos
-    frame = _rot(np.repeat(quat[:, None], 8, axis=1), corner) + rel[:, None, :]
-    frame = _rot(np.repeat(qinv[:, None], 8, axis=1), frame)
-    return frame.min(axis=1), frame.max(axis=1), _rot(qinv, rel)
+    frame = _rot(quat[:, None], corner) + rel[:, None, :]
+    # the corners and the position rotated back in one call (elementwise: the same
+    # numbers as two calls); the corners' min/max on a (k, 8, 3) array of their own,
+    # the layout numpy's reduction had (its pick between 0.0 and -0.0 may follow it)
+    both = _rot(qinv[:, None], np.concatenate([frame, rel[:, None, :]], axis=1))
+    frame = np.ascontiguousarray(both[:, :8])
+    return frame.min(axis=1), frame.max(axis=1), np.ascontiguousarray(both[:, 8])
 
 
 _FEW_GEOMS = 4  # up to this many geoms, their corners on Python floats (measured)
