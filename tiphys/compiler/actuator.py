@@ -907,6 +907,10 @@ def compile_tendons_and_actuators(spec, defaults, builder, ctx, out, size):
     out.actuator_els = [s.el for s in acts]
 
     # constants at qpos0 (setConst: set0) and qpos_spring (setSpring)
+    if not len(out.dof_bodyid) and not tendons and not acts:
+        _constants_without_dofs(out)
+        length_ranges(out, acts, read_lropt(spec))
+        return
     k0 = ten.HostKinematics(out, out.qpos0)
     out._kinematics0 = k0  # (for compile_equality; removed when the compile ends)
     c = tendon_constants(out, k0)
@@ -914,6 +918,22 @@ def compile_tendons_and_actuators(spec, defaults, builder, ctx, out, size):
     actuator_constants(out, k0, c.Minv_dense, c.dof_M0, c.L0, c.J0)
     length_ranges(out, acts, read_lropt(spec))
     spring_lengths(out, c.L0)
+
+
+def _constants_without_dofs(out) -> None:
+    """What tendon_constants and actuator_constants compute for a model without dofs,
+    tendons and actuators (a static scene, an object's model), without its kinematics:
+    empty arrays, and zero inverse weights for the bodies (all welded to the world).
+    out._kinematics0 is None: compile_equality and compile_flexes make the kinematics
+    when they need them."""
+    out._kinematics0 = None
+    out.tendon_length0 = np.zeros(0)
+    out.tendon_invweight0 = np.zeros(0)
+    out.dof_M0 = np.zeros(0)
+    out.dof_invweight0 = np.zeros(0)
+    out.body_invweight0 = np.zeros((len(out.body_parentid), 2))
+    out.actuator_length0 = np.zeros(0)
+    out.actuator_acc0 = np.zeros(0)
 
 
 def tendon_constants(out, k0) -> SimpleNamespace:
