@@ -53,28 +53,24 @@ def _dof_patterns(parent: list, simple: list):
 
 
 def _body_dof(nbody: int, dofnum: list, parent: list, dofadr: list):
-    rownnz = [0] * nbody
+    """B (rownnz, rowadr, colind): each body's row holds its ancestors' dofs, then its
+    subtree's, which are consecutive (bodies in depth-first order; the world's row
+    holds every dof)."""
+    count = list(dofnum)  # dofs in each body's subtree
     for i in range(nbody - 1, 0, -1):
-        rownnz[i] += dofnum[i]
-        rownnz[parent[i]] += rownnz[i]
+        count[parent[i]] += count[i]
+    rownnz, rowadr, colind = [0] * nbody, [0] * nbody, []
+    above = [[] for _ in range(nbody)]  # the ancestors' dofs, root first
+    start = 0  # the first dof of body i's subtree
     for i in range(nbody):
-        j = parent[i]
-        while j > 0:
-            rownnz[i] += dofnum[j]
-            j = parent[j]
-    rowadr = [0] * nbody
-    for i in range(1, nbody):
-        rowadr[i] = rowadr[i - 1] + rownnz[i - 1]
-    rows = [[] for _ in range(nbody)]
-    for i in range(nbody - 1, 0, -1):
-        rows[i].extend(range(dofadr[i], dofadr[i] + dofnum[i]))
-        rows[parent[i]].extend(rows[i])
-    for i in range(nbody):
-        j = parent[i]
-        while j > 0:
-            rows[i].extend(range(dofadr[j], dofadr[j] + dofnum[j]))
-            j = parent[j]
-    colind = [c for row in rows for c in sorted(row)]
+        p = parent[i]
+        if i > 0 and p > 0:
+            above[i] = above[p] + list(range(dofadr[p], dofadr[p] + dofnum[p]))
+        rowadr[i] = len(colind)
+        rownnz[i] = len(above[i]) + count[i]
+        colind += above[i]
+        colind += range(start, start + count[i])
+        start += dofnum[i]
     return rownnz, rowadr, colind
 
 
