@@ -17,15 +17,16 @@ from typing import Optional
 import numpy as np
 
 from ..errors import error_at
-from ..kernels.consts import (GEOM_CYLINDER, GEOM_SPHERE, JNT_FREE, LIMITED_AUTO, LIMITED_FALSE,
-                              LIMITED_TRUE, MINVAL, WRAP_CYLINDER, WRAP_JOINT, WRAP_NONE,
-                              WRAP_PULLEY, WRAP_SITE, WRAP_SPHERE)
+from ..kernels.consts import (GEOM_CYLINDER, GEOM_SPHERE, JNT_BALL, JNT_FREE, JNT_SLIDE,
+                              LIMITED_AUTO, LIMITED_FALSE, LIMITED_TRUE, MINVAL, WRAP_CYLINDER,
+                              WRAP_JOINT, WRAP_NONE, WRAP_PULLEY, WRAP_SITE, WRAP_SPHERE)
 from . import rotation as rot
 from .attach import element_ctx
 from .attrs import LIMITED, Attrs
 from .empty import replay_empty
 
 SOLREF0 = (0.02, 1.0)
+_FEW_DOFS = 48  # up to this many dofs (or Jacobian chain entries): Python lists
 SOLIMP0 = (0.9, 0.95, 0.001, 0.5, 2.0)
 
 
@@ -177,6 +178,9 @@ class HostKinematics:
         (rows copied from the joint frames: gathered per kind, set in a few calls)."""
         a = self.a
         nv = len(a.dof_bodyid)
+        if nv <= _FEW_DOFS:
+            self._few_dof_axes(nv)
+            return
         self.dof_ang = np.zeros((nv, 3))
         self.dof_lin = np.zeros((nv, 3))
         self.dof_anchor = np.zeros((nv, 3))
@@ -219,6 +223,32 @@ class HostKinematics:
             self.dof_lin[slide_d] = self.xaxis[slide_j]
         if anc_d:
             self.dof_anchor[anc_d] = self.xanchor[anc_j]
+
+    def _few_dof_axes(self, nv: int) -> None:
+        """_dof_axes for a few dofs: the rows gathered as Python lists (copies of the
+        same numbers), each array made at once."""
+        a = self.a
+        xmat, xaxis, xanchor = self.xmat.tolist(), self.xaxis.tolist(), self.xanchor.tolist()
+        zero = [0.0, 0.0, 0.0]
+        ang, lin, anchor = [zero] * nv, [zero] * nv, [zero] * nv
+        for j, (jt, d, b) in enumerate(zip(a.jnt_type.tolist(), a.jnt_dofadr.tolist(),
+                                           a.jnt_bodyid.tolist())):
+            if jt in (JNT_FREE, JNT_BALL):
+                m = xmat[b]
+                cols = [[m[0][k], m[1][k], m[2][k]] for k in range(3)]
+                r = d + 3 if jt == JNT_FREE else d  # the rotational dofs
+                ang[r:r + 3] = cols
+                anchor[r:r + 3] = [xanchor[j]] * 3
+                if jt == JNT_FREE:
+                    lin[d:d + 3] = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
+            elif jt == JNT_SLIDE:
+                lin[d] = xaxis[j]
+            else:
+                ang[d] = xaxis[j]
+                anchor[d] = xanchor[j]
+        self.dof_ang = np.array(ang, dtype=np.float64).reshape(nv, 3)
+        self.dof_lin = np.array(lin, dtype=np.float64).reshape(nv, 3)
+        self.dof_anchor = np.array(anchor, dtype=np.float64).reshape(nv, 3)
 
     def chain(self, body):
         """Dofs that move ``body`` (mj_jac's ancestor chain; the list is shared)."""
@@ -299,7 +329,9 @@ class HostKinematics:
         for b in bodies:
             groups.setdefault(len(self.chain(b)), []).append(b)
         out = {}
-        if bodies:
+        if bodies and sum(len(self.chain(b)) for b in bodies) <= _FEW_DOFS:
+            self._few_body_jacs(groups, out)
+        elif bodies:
             flat = [d for b in bodies for d in self.chain(b)]
             owner = [b for b in bodies for _ in self.chain(b)]
             w = self.dof_ang[flat]
@@ -319,6 +351,31 @@ class HostKinematics:
                           np.ascontiguousarray(w[idx].transpose(0, 2, 1)))
         self._body_jacs = out
         return out
+
+    def _few_body_jacs(self, groups: dict, out: dict) -> None:
+        """body_jacs on Python floats (for few chain entries, where numpy's per-call
+        cost dominates): the same elementwise operations, each stack made at once."""
+        ang, anchor = self.dof_ang.tolist(), self.dof_anchor.tolist()
+        lin, xipos = self.dof_lin.tolist(), self.xipos.tolist()
+        for n, group in groups.items():
+            jps, jrs = [], []
+            for b in group:
+                p = xipos[b]
+                jp, jr = ([], [], []), ([], [], [])
+                for d in self.chain(b):
+                    w, a, li = ang[d], anchor[d], lin[d]
+                    v0, v1, v2 = p[0] - a[0], p[1] - a[1], p[2] - a[2]
+                    jp[0].append((w[1] * v2 - w[2] * v1) + li[0])
+                    jp[1].append((w[2] * v0 - w[0] * v2) + li[1])
+                    jp[2].append((w[0] * v1 - w[1] * v0) + li[2])
+                    jr[0].append(w[0])
+                    jr[1].append(w[1])
+                    jr[2].append(w[2])
+                jps.append(jp)
+                jrs.append(jr)
+            shape = (len(group), 3, n)
+            out[n] = (group, np.array(jps, dtype=np.float64).reshape(shape),
+                      np.array(jrs, dtype=np.float64).reshape(shape))
 
     def mass_blocks(self) -> "TreeBlocks":
         """M at this pose, tree by tree: body inertias + dof armature (no tendon
