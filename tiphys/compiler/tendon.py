@@ -67,6 +67,7 @@ class HostKinematics:
         self.qpos = np.asarray(qpos, dtype=np.float64)
         self._chains = None
         self._body_jacs = None
+        self._axes_lists = None  # dof_ang, dof_anchor, dof_lin as lists (jac_pos)
         nbody = len(a.body_parentid)
         njnt = len(a.jnt_type)
         xpos = np.zeros((nbody, 3))
@@ -267,11 +268,26 @@ class HostKinematics:
         return jp, jr
 
     def jac_pos(self, point, body):
-        """The translational Jacobian of :meth:`jac` alone."""
+        """The translational Jacobian of :meth:`jac` alone (a short chain's columns on
+        Python floats: chain_jac's elementwise operations, without its arrays)."""
         jp = np.zeros((3, len(self.a.dof_bodyid)))
         chain = self.chain(body)
-        if chain:
+        if len(chain) > _FEW_DOFS:
             jp[:, chain] = self.chain_jac(point, chain)[0]
+        elif chain:
+            if self._axes_lists is None:
+                self._axes_lists = (self.dof_ang.tolist(), self.dof_anchor.tolist(),
+                                    self.dof_lin.tolist())
+            ang, anchor, lin = self._axes_lists
+            p0, p1, p2 = np.asarray(point, dtype=np.float64).tolist()
+            cols = ([], [], [])
+            for d in chain:
+                w, a, li = ang[d], anchor[d], lin[d]
+                v0, v1, v2 = p0 - a[0], p1 - a[1], p2 - a[2]
+                cols[0].append((w[1] * v2 - w[2] * v1) + li[0])
+                cols[1].append((w[2] * v0 - w[0] * v2) + li[1])
+                cols[2].append((w[0] * v1 - w[1] * v0) + li[2])
+            jp[:, chain] = cols
         return jp
 
     def chain_jac(self, point, chain):
