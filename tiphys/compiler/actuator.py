@@ -10,7 +10,7 @@ own element the same way. :class:`ActState` is that object (mjsActuator) and
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from types import SimpleNamespace
 
 import numpy as np
@@ -94,10 +94,16 @@ class ActState:
         new = object.__new__(ActState)  # (copy.copy's reduce protocol is slow here)
         d = new.__dict__
         d.update(self.__dict__)
-        for k, v in d.items():
+        for k in _ACT_ARRAYS:
+            v = d[k]
             if type(v) is np.ndarray:
                 d[k] = v.copy()
         return new
+
+
+# the fields of ActState that hold arrays (those made by a default factory; no other
+# field is ever given one)
+_ACT_ARRAYS = tuple(f.name for f in fields(ActState) if f.default_factory is not MISSING)
 
 
 def _read_values(a: Attrs, name, n, exact=True):
