@@ -10,7 +10,7 @@ own element the same way. :class:`ActState` is that object (mjsActuator) and
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from types import SimpleNamespace
 
 import numpy as np
@@ -94,10 +94,16 @@ class ActState:
         new = object.__new__(ActState)  # (copy.copy's reduce protocol is slow here)
         d = new.__dict__
         d.update(self.__dict__)
-        for k, v in d.items():
+        for k in _ACT_ARRAYS:
+            v = d[k]
             if type(v) is np.ndarray:
                 d[k] = v.copy()
         return new
+
+
+# the fields of ActState that hold arrays (those made by a default factory; no other
+# field is ever given one)
+_ACT_ARRAYS = tuple(f.name for f in fields(ActState) if f.default_factory is not MISSING)
 
 
 def _read_values(a: Attrs, name, n, exact=True):
@@ -907,6 +913,10 @@ def compile_tendons_and_actuators(spec, defaults, builder, ctx, out, size):
     out.actuator_els = [s.el for s in acts]
 
     # constants at qpos0 (setConst: set0) and qpos_spring (setSpring)
+    if not len(out.dof_bodyid) and not tendons and not acts:
+        _constants_without_dofs(out)
+        length_ranges(out, acts, read_lropt(spec))
+        return
     k0 = ten.HostKinematics(out, out.qpos0)
     out._kinematics0 = k0  # (for compile_equality; removed when the compile ends)
     c = tendon_constants(out, k0)
@@ -914,6 +924,22 @@ def compile_tendons_and_actuators(spec, defaults, builder, ctx, out, size):
     actuator_constants(out, k0, c.Minv_dense, c.dof_M0, c.L0, c.J0)
     length_ranges(out, acts, read_lropt(spec))
     spring_lengths(out, c.L0)
+
+
+def _constants_without_dofs(out) -> None:
+    """What tendon_constants and actuator_constants compute for a model without dofs,
+    tendons and actuators (a static scene, an object's model), without its kinematics:
+    empty arrays, and zero inverse weights for the bodies (all welded to the world).
+    out._kinematics0 is None: compile_equality and compile_flexes make the kinematics
+    when they need them."""
+    out._kinematics0 = None
+    out.tendon_length0 = np.zeros(0)
+    out.tendon_invweight0 = np.zeros(0)
+    out.dof_M0 = np.zeros(0)
+    out.dof_invweight0 = np.zeros(0)
+    out.body_invweight0 = np.zeros((len(out.body_parentid), 2))
+    out.actuator_length0 = np.zeros(0)
+    out.actuator_acc0 = np.zeros(0)
 
 
 def tendon_constants(out, k0) -> SimpleNamespace:
@@ -963,15 +989,22 @@ def _simple_diagonal(M, simplenum) -> None:
     """mj_crb: the row (and column) of M of a simple dof (dof_simplenum > 0) holds only
     its diagonal, dof_M0, whatever the current joint frames make of the rest (zero as
     compiled; not after jnt_axis or jnt_pos of such a body is changed)."""
+    simple = {}  # tree -> its simple dofs' rows in the tree's block
     for d, n in enumerate(simplenum):
         if n:
             t = M.tree_of[d]
-            k = d - M.los[t]
-            blk = M.blocks[t]
-            v = blk[k, k]
-            blk[k, :] = 0.0
-            blk[:, k] = 0.0
-            blk[k, k] = v
+            simple.setdefault(t, []).append(d - M.los[t])
+    for t, rows in simple.items():
+        blk = M.blocks[t]
+        if len(rows) == len(blk):  # (a tree of simple dofs only: a free body, most often)
+            v = blk.diagonal().copy()
+            blk[...] = 0.0
+            blk.reshape(-1)[::len(blk) + 1] = v
+            continue
+        v = blk[rows, rows]
+        blk[rows, :] = 0.0
+        blk[:, rows] = 0.0
+        blk[rows, rows] = v
 
 
 def spring_lengths(out, L0) -> None:

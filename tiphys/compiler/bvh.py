@@ -64,6 +64,8 @@ def build_forest(lo: np.ndarray, hi: np.ndarray, point: np.ndarray,
     Where _bvhtree is built each hierarchy is made by it, node by node as MuJoCo;
     otherwise level by level in numpy, and the hierarchies whose order has ties that
     are not a strict weak order again node by node (_exact_tree in Python)."""
+    if use_c and _c_tree is not None:
+        return _forest_c(lo, hi, point, counts)
     counts = np.asarray(counts, dtype=np.int64)
     n = int(counts.sum())
     nodes = np.where(counts > 0, 2 * counts - 1, 0)
@@ -85,9 +87,6 @@ def build_forest(lo: np.ndarray, hi: np.ndarray, point: np.ndarray,
     lo = np.asarray(lo, dtype=np.float64).reshape(n, 3)
     hi = np.asarray(hi, dtype=np.float64).reshape(n, 3)
     point = np.asarray(point, dtype=np.float64).reshape(n, 3)
-    if use_c and _c_tree is not None:
-        odd_trees = set(np.nonzero(keep)[0].tolist())
-        start = start[:0]
     while start.size:
         cnt = stop - start
         # union of the element boxes of each segment (segments are disjoint, in order)
@@ -132,6 +131,35 @@ def build_forest(lo: np.ndarray, hi: np.ndarray, point: np.ndarray,
         depth[sl], child[sl], aabb[sl] = d, c, bx
         element[sl] = np.where(el >= 0, el + a, -1)
     return Forest(depth, child, element, aabb, roots, nodes.astype(np.int32))
+
+
+def _forest_c(lo, hi, point, counts) -> Forest:
+    """build_forest with _bvhtree: each hierarchy written by the C builder straight
+    into its rows of the forest's arrays."""
+    counts = [int(c) for c in counts]
+    n = sum(counts)
+    nodes = [2 * c - 1 if c > 0 else 0 for c in counts]
+    nnode = sum(nodes)
+    depth = np.zeros(nnode, dtype=np.int32)
+    child = np.full((nnode, 2), -1, dtype=np.int32)
+    element = np.full(nnode, -1, dtype=np.int32)
+    aabb = np.zeros((nnode, 6))
+    lo, hi, point = (np.ascontiguousarray(x, dtype=np.float64).reshape(n, 3)
+                     for x in (lo, hi, point))
+    roots, starts = [], []  # per tree: root node, first element
+    a = r = 0
+    for c, m in zip(counts, nodes):
+        roots.append(r if c else -1)
+        starts.append(a)
+        if c:
+            _c_tree(lo[a:a + c], hi[a:a + c], point[a:a + c], depth[r:r + m],
+                    child[r:r + m], element[r:r + m], aabb[r:r + m])
+        a, r = a + c, r + m
+    if nnode:  # element indices from the hierarchy's own to the forest's
+        base = np.repeat(np.array(starts, dtype=np.int32), nodes)
+        element = np.where(element >= 0, element + base, -1).astype(np.int32)
+    return Forest(depth, child, element, aabb, np.array(roots, dtype=np.int32),
+                  np.array(nodes, dtype=np.int32))
 
 
 def _order_segments(perm, point, start, stop, axis):
@@ -370,14 +398,16 @@ def _ranges(start, cnt):
 
 def _rot(quat, vec):
     """Rotate vectors (..., 3) by quaternions (..., 4), as mjuu_rotVecQuat."""
-    w, x, y, z = (quat[..., i] for i in range(4))
+    w, x, y, z = quat[..., 0], quat[..., 1], quat[..., 2], quat[..., 3]
     v0, v1, v2 = vec[..., 0], vec[..., 1], vec[..., 2]
     t0 = w * v0 + y * v2 - z * v1
     t1 = w * v1 + z * v0 - x * v2
     t2 = w * v2 + x * v1 - y * v0
-    return np.stack([v0 + 2 * (y * t2 - z * t1),
-                     v1 + 2 * (z * t0 - x * t2),
-                     v2 + 2 * (x * t1 - y * t0)], axis=-1)
+    out = np.empty(t0.shape + (3,))
+    out[..., 0] = v0 + 2 * (y * t2 - z * t1)
+    out[..., 1] = v1 + 2 * (z * t0 - x * t2)
+    out[..., 2] = v2 + 2 * (x * t1 - y * t0)
+    return out
 
 
 def _rows(a, n, width):
@@ -386,18 +416,62 @@ def _rows(a, n, width):
 
 
 _CORNER = np.array([[(v >> k) & 1 for k in range(3)] for v in range(8)], dtype=bool)
+_CORNER_LIST = _CORNER.tolist()
 
 
 def geom_elements(ipos, iquat, pos, quat, box):
     """(lo, hi, point) of geoms (pos, quat, aabb per geom) in their body's inertial
     frame (ipos, iquat per geom)."""
+    if len(box) <= _FEW_GEOMS:
+        return _few_geom_elements(ipos, iquat, pos, quat, box)
     qinv = iquat * np.array([1.0, -1.0, -1.0, -1.0])
     blo, bhi = box[:, :3] - box[:, 3:], box[:, :3] + box[:, 3:]
     corner = np.where(_CORNER[None], bhi[:, None, :], blo[:, None, :])  # (k, 8, 3)
     rel = pos - ipos
-    frame = _rot(np.repeat(quat[:, None], 8, axis=1), corner) + rel[:, None, :]
-    frame = _rot(np.repeat(qinv[:, None], 8, axis=1), frame)
-    return frame.min(axis=1), frame.max(axis=1), _rot(qinv, rel)
+    frame = _rot(quat[:, None], corner) + rel[:, None, :]
+    # the corners and the position rotated back in one call (elementwise: the same
+    # numbers as two calls); the corners' min/max on a (k, 8, 3) array of their own,
+    # the layout numpy's reduction had (its pick between 0.0 and -0.0 may follow it)
+    both = _rot(qinv[:, None], np.concatenate([frame, rel[:, None, :]], axis=1))
+    frame = np.ascontiguousarray(both[:, :8])
+    return frame.min(axis=1), frame.max(axis=1), np.ascontiguousarray(both[:, 8])
+
+
+_FEW_GEOMS = 4  # up to this many geoms, their corners on Python floats (measured)
+
+
+def _rot1(q, v):
+    """_rot of one vector (Python floats): the same operations in the same order."""
+    w, x, y, z = q
+    v0, v1, v2 = v
+    t0 = w * v0 + y * v2 - z * v1
+    t1 = w * v1 + z * v0 - x * v2
+    t2 = w * v2 + x * v1 - y * v0
+    return (v0 + 2 * (y * t2 - z * t1), v1 + 2 * (z * t0 - x * t2),
+            v2 + 2 * (x * t1 - y * t0))
+
+
+def _few_geom_elements(ipos, iquat, pos, quat, box):
+    """geom_elements for a few geoms: the corners rotated on Python floats (numpy's
+    per-call cost dominates at this size; elementwise arithmetic rounds alike), the
+    min/max over the corners still by numpy's reduction (its choice between 0.0 and
+    -0.0, and its NaN, are kept) on an array of the same layout."""
+    k = len(box)
+    frames, points = [], []
+    for ip, iq, p, q, bx in zip(np.asarray(ipos).tolist(), np.asarray(iquat).tolist(),
+                                np.asarray(pos).tolist(), np.asarray(quat).tolist(),
+                                np.asarray(box).tolist()):
+        qinv = (iq[0] * 1.0, iq[1] * -1.0, iq[2] * -1.0, iq[3] * -1.0)
+        lo = (bx[0] - bx[3], bx[1] - bx[4], bx[2] - bx[5])
+        hi = (bx[0] + bx[3], bx[1] + bx[4], bx[2] + bx[5])
+        rel = (p[0] - ip[0], p[1] - ip[1], p[2] - ip[2])
+        for corner in _CORNER_LIST:
+            c = _rot1(q, [hi[i] if corner[i] else lo[i] for i in range(3)])
+            frames.append(_rot1(qinv, (c[0] + rel[0], c[1] + rel[1], c[2] + rel[2])))
+        points.append(_rot1(qinv, rel))
+    frame = np.array(frames, dtype=np.float64).reshape(k, 8, 3)
+    return (frame.min(axis=1), frame.max(axis=1),
+            np.array(points, dtype=np.float64).reshape(k, 3))
 
 
 def fused_nodeids(history) -> np.ndarray:
@@ -445,6 +519,18 @@ def _dot3(a, b):
     return a[:, 0] * b[:, 0] + a[:, 1] * b[:, 1] + a[:, 2] * b[:, 2]
 
 
+def _cross(a, b):
+    """Row-wise cross products, each component as np.cross computes it (one product
+    minus the other), without its per-call axis handling."""
+    a0, a1, a2 = a[:, 0], a[:, 1], a[:, 2]
+    b0, b1, b2 = b[:, 0], b[:, 1], b[:, 2]
+    out = np.empty(a.shape)
+    out[:, 0] = a1 * b2 - a2 * b1
+    out[:, 1] = a2 * b0 - a0 * b2
+    out[:, 2] = a0 * b1 - a1 * b0
+    return out
+
+
 def mesh_elements(vert: np.ndarray, face: np.ndarray):
     """(lo, hi, point) of a mesh's faces: the face boxes (as MuJoCo stores them, center
     and half size) and circumcenters, from the double-precision vertices."""
@@ -455,11 +541,11 @@ def mesh_elements(vert: np.ndarray, face: np.ndarray):
     c, h = 0.5 * (mn + mx), 0.5 * (mx - mn)
     a = p[:, 0] - p[:, 2]
     b = p[:, 1] - p[:, 2]
-    nrm = np.cross(a, b)
+    nrm = _cross(a, b)
     na2, nb2 = _dot3(a, a), _dot3(b, b)
     area = np.sqrt(_dot3(nrm, nrm))
     vec = na2[:, None] * b - nb2[:, None] * a
-    res = np.cross(vec, nrm)
+    res = _cross(vec, nrm)
     with np.errstate(divide="ignore", invalid="ignore"):  # degenerate faces: as MuJoCo
         center = res / (2 * area * area)[:, None] + p[:, 2]
     return c - h, c + h, center

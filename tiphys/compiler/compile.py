@@ -669,13 +669,18 @@ def _body_lookup(builder, name, el, attr):
 def _global_poses(bodies):
     """Body poses and subtree centers of mass at qpos0 (no joint motion)."""
     n = len(bodies)
-    xpos, xquat = np.zeros((n, 3)), rot.unit_quats(n)
-    if n < 32:  # few bodies: one by one (fewer numpy calls)
+    if n < 32:  # few bodies: one by one (fewer numpy calls), quaternions as Python
+        # floats (rot.rotate and rot.quat_mul's arithmetic, without their arrays)
+        pos_of, quat_of = [np.zeros(3)] * n, [[1.0, 0.0, 0.0, 0.0]] * n
         for b in bodies[1:]:
             p = b.parent.id
-            xpos[b.id] = xpos[p] + rot.rotate(xquat[p], b.pos)
-            xquat[b.id] = rot.quat_mul(xquat[p], b.quat)
+            q = quat_of[p]
+            pos_of[b.id] = pos_of[p] + rot.quat2mat(q) @ np.asarray(b.pos, dtype=np.float64)
+            quat_of[b.id] = rot.mulquat_exact(q, rot.pyfloats(b.quat))
+        xpos = np.array(pos_of, dtype=np.float64).reshape(n, 3)
+        xquat = np.array(quat_of, dtype=np.float64).reshape(n, 4)
     else:
+        xpos, xquat = np.zeros((n, 3)), rot.unit_quats(n)
         # level by level (each body's parent is done before it): stacked products,
         # each item with the arithmetic of the single one
         depth, levels = [0] * n, {}

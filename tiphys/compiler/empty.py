@@ -28,8 +28,17 @@ def replay_empty(out, key: Hashable, make: Callable) -> None:
     if fields is None:
         ns = SimpleNamespace()
         make(ns)
-        fields = _EMPTY[key] = [(name, value, _kind(value)) for name, value in vars(ns).items()]
+        kinds = [(name, value, _kind(value)) for name, value in vars(ns).items()]
+        # grouped by kind (each group set in one pass; names are distinct, so the
+        # order in which they are set does not matter)
+        fields = _EMPTY[key] = (
+            {name: value for name, value, kind in kinds if kind == _IMMUTABLE},
+            [(name, value) for name, value, kind in kinds if kind == _ARRAY],
+            [(name, value) for name, value, kind in kinds if kind == _OTHER])
+    immutable, arrays, others = fields
     values = out.__dict__
-    for name, value, kind in fields:
-        values[name] = value.copy() if kind == _ARRAY else value if kind == _IMMUTABLE \
-            else copy.copy(value)
+    values.update(immutable)
+    for name, value in arrays:
+        values[name] = value.copy()
+    for name, value in others:
+        values[name] = copy.copy(value)

@@ -33,7 +33,12 @@ def hash_string(name: str, n: int) -> int:
     """mj_hashString: h = (h * 33) ^ c over the name's bytes read as signed chars
     (sign-extended to 64 bits), modulo n."""
     h = 5381
-    for byte in name.encode():
+    data = name.encode()
+    if data.isascii():  # (every byte below 128: the char is the byte itself)
+        for c in data:
+            h = ((h * 33) & _MASK) ^ c
+        return h % n
+    for byte in data:
         c = byte - 256 if byte > 127 else byte
         h = ((h * 33) & _MASK) ^ (c & _MASK)
     return h % n
@@ -48,6 +53,10 @@ def fill_names(out, model_name: str, fields: set) -> None:
         lst = [n or "" for n in out.names.get(kind, ())]
         if kind == "key":  # keyframes <size nkey> adds have no element and no name
             lst += [""] * (int(out.__dict__.get("_size_nkey", 0)) - len(lst))
+        if not lst:  # (most lists of a model: nothing to hash or lay out)
+            if field in fields:
+                setattr(out, field, np.zeros(0, dtype=np.int32))
+            continue
         size = LOAD_MULTIPLE * len(lst)
         slots = [-1] * size
         for i, name in enumerate(lst):

@@ -29,7 +29,7 @@ def rows(v: np.ndarray, n: int) -> np.ndarray:
     return out
 
 
-def _pyfloats(v) -> list:
+def pyfloats(v) -> list:
     """Python floats of a vector (the same doubles; plain arithmetic on them is
     faster than on numpy scalars)."""
     if type(v) is np.ndarray and v.dtype == np.float64:
@@ -50,7 +50,7 @@ def normalize(v: np.ndarray) -> tuple[np.ndarray, float]:
 
 def quat_mul(a, b) -> np.ndarray:
     """Normalized product a * b, in MuJoCo's arithmetic (mjuu_mulquat)."""
-    return np.array(_mulquat_exact(_pyfloats(a), _pyfloats(b)))
+    return np.array(_mulquat_exact(pyfloats(a), pyfloats(b)))
 
 
 def quat_mul_batch(a, b) -> np.ndarray:
@@ -162,7 +162,7 @@ def mat2quat(mat) -> np.ndarray:
 
 def z2quat(vec) -> np.ndarray:
     """Minimal rotation taking the z axis to ``vec`` (mjuu_z2quat, same arithmetic)."""
-    v = _pyfloats(vec)
+    v = pyfloats(vec)
     axis = [0.0 * v[2] - 1.0 * v[1], 1.0 * v[0] - 0.0 * v[2], 0.0 * v[1] - 0.0 * v[0]]
     s = _normvec_exact(axis)
     if s < 1e-10:
@@ -181,14 +181,14 @@ def axisangle2quat(axis, angle) -> np.ndarray:
 
 def frame_accum(pos, quat, child_pos, child_quat):
     """Compose (pos, quat) with a child frame expressed in it (mjuu_frameaccum)."""
-    q = _pyfloats(quat)
+    q = pyfloats(quat)
     m = _quat2mat9(q)
-    v0, v1, v2 = _pyfloats(child_pos)
-    p = _pyfloats(pos)
+    v0, v1, v2 = pyfloats(child_pos)
+    p = pyfloats(pos)
     res = [p[0] + (m[0] * v0 + m[1] * v1 + m[2] * v2),
            p[1] + (m[3] * v0 + m[4] * v1 + m[5] * v2),
            p[2] + (m[6] * v0 + m[7] * v1 + m[8] * v2)]
-    return np.array(res), np.array(_mulquat_exact(q, _pyfloats(child_quat)))
+    return np.array(res), np.array(_mulquat_exact(q, pyfloats(child_quat)))
 
 
 def frame_invert(pos, quat):
@@ -227,7 +227,7 @@ def _normvec_exact(v: list) -> float:
 
 def _quat2mat9(q) -> list:
     """mjuu_quat2mat: row-major 9-list."""
-    w, x, y, z = q if type(q) is list else _pyfloats(q)
+    w, x, y, z = q if type(q) is list else pyfloats(q)
     if w == 1 and x == 0 and y == 0 and z == 0:
         return [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
     q00, q01, q02, q03 = w * w, w * x, w * y, w * z
@@ -403,7 +403,7 @@ def normvec(v) -> tuple[np.ndarray, float]:
 
 def frame2quat(x, y, z) -> np.ndarray:
     """mjuu_frame2quat: quaternion of the frame with axes (columns) x, y, z."""
-    m = (_pyfloats(x), _pyfloats(y), _pyfloats(z))  # m[col][row]
+    m = (pyfloats(x), pyfloats(y), pyfloats(z))  # m[col][row]
     q = [0.0, 0.0, 0.0, 0.0]
     if m[0][0] + m[1][1] + m[2][2] > 0:
         q[0] = 0.5 * math.sqrt(1 + m[0][0] + m[1][1] + m[2][2])

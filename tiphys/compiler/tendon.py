@@ -17,15 +17,16 @@ from typing import Optional
 import numpy as np
 
 from ..errors import error_at
-from ..kernels.consts import (GEOM_CYLINDER, GEOM_SPHERE, JNT_FREE, LIMITED_AUTO, LIMITED_FALSE,
-                              LIMITED_TRUE, MINVAL, WRAP_CYLINDER, WRAP_JOINT, WRAP_NONE,
-                              WRAP_PULLEY, WRAP_SITE, WRAP_SPHERE)
+from ..kernels.consts import (GEOM_CYLINDER, GEOM_SPHERE, JNT_BALL, JNT_FREE, JNT_SLIDE,
+                              LIMITED_AUTO, LIMITED_FALSE, LIMITED_TRUE, MINVAL, WRAP_CYLINDER,
+                              WRAP_JOINT, WRAP_NONE, WRAP_PULLEY, WRAP_SITE, WRAP_SPHERE)
 from . import rotation as rot
 from .attach import element_ctx
 from .attrs import LIMITED, Attrs
 from .empty import replay_empty
 
 SOLREF0 = (0.02, 1.0)
+_FEW_DOFS = 48  # up to this many dofs (or Jacobian chain entries): Python lists
 SOLIMP0 = (0.9, 0.95, 0.001, 0.5, 2.0)
 
 
@@ -35,6 +36,17 @@ SOLIMP0 = (0.9, 0.95, 0.001, 0.5, 2.0)
 
 def _quat2mat(q):
     return rot.quat2mat(np.asarray(q, dtype=np.float64))
+
+
+def _norm(v) -> float:
+    """np.linalg.norm of a float64 vector with its own arithmetic (x.dot(x) on the
+    raveled vector, then a correctly rounded square root), without its per-call checks
+    (a few microseconds each, in loops over tendon segments)."""
+    x = np.asarray(v)
+    if x.dtype != np.float64:
+        return float(np.linalg.norm(x))
+    x = x.ravel(order="K")
+    return math.sqrt(x.dot(x))
 
 
 def _chain_block(chain):
@@ -55,6 +67,7 @@ class HostKinematics:
         self.qpos = np.asarray(qpos, dtype=np.float64)
         self._chains = None
         self._body_jacs = None
+        self._axes_lists = None  # dof_ang, dof_anchor, dof_lin as lists (jac_pos)
         nbody = len(a.body_parentid)
         njnt = len(a.jnt_type)
         xpos = np.zeros((nbody, 3))
@@ -166,6 +179,9 @@ class HostKinematics:
         (rows copied from the joint frames: gathered per kind, set in a few calls)."""
         a = self.a
         nv = len(a.dof_bodyid)
+        if nv <= _FEW_DOFS:
+            self._few_dof_axes(nv)
+            return
         self.dof_ang = np.zeros((nv, 3))
         self.dof_lin = np.zeros((nv, 3))
         self.dof_anchor = np.zeros((nv, 3))
@@ -209,6 +225,32 @@ class HostKinematics:
         if anc_d:
             self.dof_anchor[anc_d] = self.xanchor[anc_j]
 
+    def _few_dof_axes(self, nv: int) -> None:
+        """_dof_axes for a few dofs: the rows gathered as Python lists (copies of the
+        same numbers), each array made at once."""
+        a = self.a
+        xmat, xaxis, xanchor = self.xmat.tolist(), self.xaxis.tolist(), self.xanchor.tolist()
+        zero = [0.0, 0.0, 0.0]
+        ang, lin, anchor = [zero] * nv, [zero] * nv, [zero] * nv
+        for j, (jt, d, b) in enumerate(zip(a.jnt_type.tolist(), a.jnt_dofadr.tolist(),
+                                           a.jnt_bodyid.tolist())):
+            if jt in (JNT_FREE, JNT_BALL):
+                m = xmat[b]
+                cols = [[m[0][k], m[1][k], m[2][k]] for k in range(3)]
+                r = d + 3 if jt == JNT_FREE else d  # the rotational dofs
+                ang[r:r + 3] = cols
+                anchor[r:r + 3] = [xanchor[j]] * 3
+                if jt == JNT_FREE:
+                    lin[d:d + 3] = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
+            elif jt == JNT_SLIDE:
+                lin[d] = xaxis[j]
+            else:
+                ang[d] = xaxis[j]
+                anchor[d] = xanchor[j]
+        self.dof_ang = np.array(ang, dtype=np.float64).reshape(nv, 3)
+        self.dof_lin = np.array(lin, dtype=np.float64).reshape(nv, 3)
+        self.dof_anchor = np.array(anchor, dtype=np.float64).reshape(nv, 3)
+
     def chain(self, body):
         """Dofs that move ``body`` (mj_jac's ancestor chain; the list is shared)."""
         chains = self._chains
@@ -224,6 +266,29 @@ class HostKinematics:
         if chain:
             jp[:, chain], jr[:, chain] = self.chain_jac(point, chain)
         return jp, jr
+
+    def jac_pos(self, point, body):
+        """The translational Jacobian of :meth:`jac` alone (a short chain's columns on
+        Python floats: chain_jac's elementwise operations, without its arrays)."""
+        jp = np.zeros((3, len(self.a.dof_bodyid)))
+        chain = self.chain(body)
+        if len(chain) > _FEW_DOFS:
+            jp[:, chain] = self.chain_jac(point, chain)[0]
+        elif chain:
+            if self._axes_lists is None:
+                self._axes_lists = (self.dof_ang.tolist(), self.dof_anchor.tolist(),
+                                    self.dof_lin.tolist())
+            ang, anchor, lin = self._axes_lists
+            p0, p1, p2 = np.asarray(point, dtype=np.float64).tolist()
+            cols = ([], [], [])
+            for d in chain:
+                w, a, li = ang[d], anchor[d], lin[d]
+                v0, v1, v2 = p0 - a[0], p1 - a[1], p2 - a[2]
+                cols[0].append((w[1] * v2 - w[2] * v1) + li[0])
+                cols[1].append((w[2] * v0 - w[0] * v2) + li[1])
+                cols[2].append((w[0] * v1 - w[1] * v0) + li[2])
+            jp[:, chain] = cols
+        return jp
 
     def chain_jac(self, point, chain):
         """The Jacobians' columns of the dofs in ``chain`` (the others are zero), as
@@ -280,7 +345,9 @@ class HostKinematics:
         for b in bodies:
             groups.setdefault(len(self.chain(b)), []).append(b)
         out = {}
-        if bodies:
+        if bodies and sum(len(self.chain(b)) for b in bodies) <= _FEW_DOFS:
+            self._few_body_jacs(groups, out)
+        elif bodies:
             flat = [d for b in bodies for d in self.chain(b)]
             owner = [b for b in bodies for _ in self.chain(b)]
             w = self.dof_ang[flat]
@@ -300,6 +367,31 @@ class HostKinematics:
                           np.ascontiguousarray(w[idx].transpose(0, 2, 1)))
         self._body_jacs = out
         return out
+
+    def _few_body_jacs(self, groups: dict, out: dict) -> None:
+        """body_jacs on Python floats (for few chain entries, where numpy's per-call
+        cost dominates): the same elementwise operations, each stack made at once."""
+        ang, anchor = self.dof_ang.tolist(), self.dof_anchor.tolist()
+        lin, xipos = self.dof_lin.tolist(), self.xipos.tolist()
+        for n, group in groups.items():
+            jps, jrs = [], []
+            for b in group:
+                p = xipos[b]
+                jp, jr = ([], [], []), ([], [], [])
+                for d in self.chain(b):
+                    w, a, li = ang[d], anchor[d], lin[d]
+                    v0, v1, v2 = p[0] - a[0], p[1] - a[1], p[2] - a[2]
+                    jp[0].append((w[1] * v2 - w[2] * v1) + li[0])
+                    jp[1].append((w[2] * v0 - w[0] * v2) + li[1])
+                    jp[2].append((w[0] * v1 - w[1] * v0) + li[2])
+                    jr[0].append(w[0])
+                    jr[1].append(w[1])
+                    jr[2].append(w[2])
+                jps.append(jp)
+                jrs.append(jr)
+            shape = (len(group), 3, n)
+            out[n] = (group, np.array(jps, dtype=np.float64).reshape(shape),
+                      np.array(jrs, dtype=np.float64).reshape(shape))
 
     def mass_blocks(self) -> "TreeBlocks":
         """M at this pose, tree by tree: body inertias + dof armature (no tendon
@@ -537,12 +629,12 @@ def wrap(x0, x1, xpos, xmat, radius, wtype, side):
     """mju_wrap: (length or -1, two 3D tangent points in the global frame)."""
     p0 = xmat.T @ (x0 - xpos)
     p1 = xmat.T @ (x1 - xpos)
-    if np.linalg.norm(p0) < MINVAL or np.linalg.norm(p1) < MINVAL:
+    if _norm(p0) < MINVAL or _norm(p1) < MINVAL:
         return -1.0, None
     if wtype == WRAP_SPHERE:
-        ax0 = p0 / np.linalg.norm(p0)
+        ax0 = p0 / _norm(p0)
         normal = np.cross(p0, p1)
-        nrm = np.linalg.norm(normal)
+        nrm = _norm(normal)
         if nrm < MINVAL:
             i = 0
             if abs(ax0[1]) > abs(ax0[0]) and abs(ax0[1]) > abs(ax0[2]):
@@ -552,11 +644,11 @@ def wrap(x0, x1, xpos, xmat, radius, wtype, side):
             ax1 = np.ones(3)
             ax1[i] = 0
             normal = np.cross(ax0, ax1)
-            normal = normal / max(np.linalg.norm(normal), MINVAL)
+            normal = normal / max(_norm(normal), MINVAL)
         else:
             normal = normal / nrm
         ax1 = np.cross(normal, ax0)
-        ax1 = ax1 / max(np.linalg.norm(ax1), MINVAL)
+        ax1 = ax1 / max(_norm(ax1), MINVAL)
     else:
         ax0, ax1 = np.array([1.0, 0, 0]), np.array([0.0, 1, 0])
     d = np.array([p0 @ ax0, p0 @ ax1, p1 @ ax0, p1 @ ax1])
@@ -564,7 +656,7 @@ def wrap(x0, x1, xpos, xmat, radius, wtype, side):
     if side is not None:
         s = xmat.T @ (side - xpos)
         sd = _normalize2(np.array([s @ ax0, s @ ax1])) * radius
-    if side is not None and np.linalg.norm(s) < radius:
+    if side is not None and _norm(s) < radius:
         wlen, pnt = _wrap_inside(d, radius)
     else:
         wlen, pnt = _wrap_circle(d, sd, radius)
@@ -584,10 +676,10 @@ def wrap(x0, x1, xpos, xmat, radius, wtype, side):
 def _point_jac(k: HostKinematics, point, body, site, cache: dict):
     """The translational Jacobian of a point on ``body``; a site's is made once."""
     if site is None:
-        return k.jac(point, body)[0]
+        return k.jac_pos(point, body)
     jp = cache.get(site)
     if jp is None:
-        jp = cache[site] = k.jac(point, body)[0]
+        jp = cache[site] = k.jac_pos(point, body)
     return jp
 
 
@@ -635,18 +727,18 @@ def tendon_kinematics(a, k: HostKinematics):
                 pts = [p0, k.site_xpos[id1]]
                 bodies = [site_bodyid[id0], site_bodyid[id1]]
                 sites = [id0, id1]
-                L[i] += np.linalg.norm(pts[1] - pts[0]) / divisor
+                L[i] += _norm(pts[1] - pts[0]) / divisor
             else:
                 pts = [p0, tang[0], tang[1], k.site_xpos[id1]]
                 gb = int(a.geom_bodyid[wrapid])
                 bodies = [site_bodyid[id0], gb, gb, site_bodyid[id1]]
                 sites = [id0, None, None, id1]
-                L[i] += (np.linalg.norm(pts[1] - pts[0]) + wlen
-                         + np.linalg.norm(pts[3] - pts[2])) / divisor
+                L[i] += (_norm(pts[1] - pts[0]) + wlen
+                         + _norm(pts[3] - pts[2])) / divisor
             for s in range(len(pts) - 1):
                 if bodies[s] != bodies[s + 1]:
                     dif = pts[s + 1] - pts[s]
-                    n = np.linalg.norm(dif)
+                    n = _norm(dif)
                     dif = dif / n if n >= MINVAL else np.array([1.0, 0, 0])
                     j1 = _point_jac(k, pts[s], bodies[s], sites[s], site_jacs)
                     j2 = _point_jac(k, pts[s + 1], bodies[s + 1], sites[s + 1], site_jacs)

@@ -80,24 +80,45 @@ def _interp(rgb1, rgb2, pos):
     _byte(alpha * rgb1 + (1 - alpha) * rgb2): the same operations in the same order,
     in place and one channel at a time (skyboxes have millions of pixels)."""
     shape = np.shape(pos)
+    ratio = _ratio(pos)
+    ratio += 1
+    return _blend(rgb1, rgb2, ratio).reshape(shape + (len(rgb1),))
+
+
+def _ratio(pos) -> np.ndarray:
+    """pos / sqrt(1 + pos^2) / (1 / sqrt(2)), flat, a new array. Odd in pos bit for
+    bit (pos * pos, the division and the scaling are sign-symmetric), so the blend of
+    -pos starts from 1 - ratio (1 + -r is 1 - r exactly)."""
     pos = np.asarray(pos, dtype=np.float64).reshape(-1)
-    alpha = pos * pos
-    alpha += 1
-    np.sqrt(alpha, out=alpha)
-    np.divide(pos, alpha, out=alpha)
-    alpha /= 1.0 / np.sqrt(2)
-    alpha += 1
+    ratio = pos * pos
+    ratio += 1
+    np.sqrt(ratio, out=ratio)
+    np.divide(pos, ratio, out=ratio)
+    ratio /= 1.0 / np.sqrt(2)
+    return ratio
+
+
+def _blend(rgb1, rgb2, alpha) -> np.ndarray:
+    """(n, channels) bytes of the blend from ``alpha`` = 1 + ratio (changed in place):
+    halved, clipped, then _byte(alpha * c1 + (1 - alpha) * c2) per channel; a channel
+    with the same pair of values as an earlier one (grey gradients: all three) copies
+    its bytes."""
     alpha *= 0.5
     np.clip(alpha, 0.0, 1.0, out=alpha)
     beta = 1 - alpha
     rgb1, rgb2 = np.asarray(rgb1, np.float64), np.asarray(rgb2, np.float64)
-    out = np.empty((len(pos), len(rgb1)), np.uint8)
-    for k in range(len(rgb1)):
+    out = np.empty((len(alpha), len(rgb1)), np.uint8)
+    done = {}  # (c1, c2) -> channel already computed
+    for k, pair in enumerate(zip(rgb1.tolist(), rgb2.tolist())):
+        if pair in done:
+            out[:, k] = out[:, done[pair]]
+            continue
+        done[pair] = k
         x = alpha * rgb1[k]
         x += beta * rgb2[k]
         x *= 255.0
         out[:, k] = np.trunc(x, out=x)  # _byte
-    return out.reshape(shape + (len(rgb1),))
+    return out
 
 
 def _checker(rgb1, rgb2, width, height) -> np.ndarray:
@@ -240,8 +261,10 @@ def builtin_cube(builtin, rgb1, rgb2, mark, markrgb, random, width) -> np.ndarra
             side = _interp(rgb1, rgb2, np.broadcast_to(elside, (w, w)))
             for k in (0, 1, 4, 5):
                 faces[k] = side
-            faces[2] = _interp(rgb1, rgb2, np.broadcast_to(elup, (w, w)))
-            faces[3] = _interp(rgb1, rgb2, np.broadcast_to(-elup, (w, w)))
+            up = _ratio(np.broadcast_to(elup, (w, w)))  # (down: the blend of -elup)
+            faces[3] = _blend(rgb1, rgb2, np.subtract(1, up)).reshape(w, w, 3)
+            up += 1
+            faces[2] = _blend(rgb1, rgb2, up).reshape(w, w, 3)
     elif builtin == BUILTIN_CHECKER:
         b1, b2 = _byte(rgb1), _byte(rgb2)
         for k in range(6):
