@@ -200,6 +200,10 @@ class CompiledMesh:
     polyvert: np.ndarray = field(repr=False, default=None)     # (sum polyvertnum,)
     polymapnum: np.ndarray = field(repr=False, default=None)   # (nvert,)
     polymap: np.ndarray = field(repr=False, default=None)      # (sum polymapnum,)
+    # compile_mesh_geometry's mesh until finish_mesh: what finish_mesh needs (None once
+    # done), and whether the hull was asked for (finish_mesh's needhull)
+    pending: Optional["_Pending"] = field(repr=False, default=None, compare=False)
+    hull_asked: bool = field(repr=False, default=False, compare=False)
 
     # -- sizes as mjModel counts them
     @property
@@ -444,17 +448,95 @@ def compile_mesh(*, name: str = "", file_bytes: Optional[bytes] = None,
         raise RuntimeError(f"compile_mesh: the mesh of file '{file_name}' is no longer "
                            f"cached: pass its bytes")
     cm = _compile_mesh(name=name, file_bytes=file_bytes, **inputs)
+    _cache_put(key, cm)
+    return cm
+
+
+def _cache_put(key, cm: CompiledMesh) -> None:
     if key is not None:
         nbytes = _mesh_nbytes(cm)
         if nbytes <= MESH_CACHE_BYTES:
             _mesh_cache.put(key, _copy_mesh(cm, ""), nbytes)
+
+
+class _Pending:
+    """What finish_mesh needs to complete a mesh compile_mesh_geometry left without
+    its hull graph and polygons: the vertices as read (before the user transform and
+    the move to the centre of mass) and the faces, the hull's cap, and the cache keys
+    of the full compile with and without the hull."""
+
+    __slots__ = ("raw", "faces", "maxhullvert", "keys")
+
+    def __init__(self, raw, faces, maxhullvert, keys):
+        self.raw, self.faces, self.maxhullvert, self.keys = raw, faces, maxhullvert, keys
+
+
+def compile_mesh_geometry(*, name: str = "", file_bytes: Optional[bytes] = None,
+                          file_digest: Optional[bytes] = None, needhull: bool = True,
+                          **inputs) -> CompiledMesh:
+    """compile_mesh up to what a geom reads (pos, quat, volume, inertia box, bounds):
+    the hull graph and the polygons, which change none of these, wait for finish_mesh
+    (a mesh that a visual geom asks for first and a colliding one next is so compiled
+    once). Takes a cached full compile of the same inputs, with the hull or without,
+    where there is one (that mesh's ``pending`` is None: finish_mesh gives it back when
+    its hull is the one asked for). ``needhull``: the geom's ask (the cache is looked
+    up with it first)."""
+    progress.step(f"mesh {name}" if name else "mesh")
+    if file_bytes is not None and file_digest is None:
+        from ..io.resources import content_digest
+        file_digest = content_digest(file_bytes)
+    keys = {}
+    if MESH_CACHE_BYTES > 0:
+        for hull in (needhull, not needhull):
+            keys[hull] = _mesh_key(_cache_inputs(file_digest, dict(inputs, needhull=hull)))
+            hit = _mesh_cache.get(keys[hull]) if keys[hull] is not None else None
+            if hit is not None:
+                cm = _copy_mesh(hit, name)
+                cm.pending, cm.hull_asked = None, hull or inputs.get("inertia") == "convex"
+                return cm
+    if file_bytes is None and file_digest is not None:
+        raise RuntimeError(f"compile_mesh: the mesh of file '{inputs.get('file_name')}' is "
+                           f"no longer cached: pass its bytes")
+    return _compile_mesh(name=name, file_bytes=file_bytes, needhull=needhull,
+                         geometry_only=True, cache_keys=keys, **inputs)
+
+
+def finish_mesh(cm: CompiledMesh, needhull: bool) -> Optional[CompiledMesh]:
+    """The mesh of compile_mesh_geometry completed, in place, with the hull graph (when
+    ``needhull`` or when it was made already) and the polygons, as compile_mesh
+    makes them, and cached; None for a cached full mesh whose hull is not the one
+    asked for (the caller then compiles it with compile_mesh)."""
+    pend = cm.pending
+    if pend is None:
+        return cm if needhull == cm.hull_asked or cm.inertia_mode == "convex" else None
+    if needhull and cm.graph.size == 0:
+        cm.graph = _make_graph(pend.raw, pend.maxhullvert).astype(np.int32)
+    if cm.graph.size:
+        nv_g, nf_g = int(cm.graph[0]), int(cm.graph[1])
+        poly_faces = cm.graph[2 + 3 * nv_g + 3 * nf_g:].reshape(-1, 3)
+    else:
+        poly_faces = pend.faces
+    _set_polygons(cm, pend.raw, poly_faces)
+    cm.pending, cm.hull_asked = None, needhull
+    _cache_put(pend.keys.get(needhull), cm)
     return cm
+
+
+def _set_polygons(cm: CompiledMesh, raw: np.ndarray, poly_faces: np.ndarray) -> None:
+    """The polygon fields of a mesh: merged on the vertices as read, their normals
+    from the final vertices."""
+    polyvertnum, polyvert, polymapnum, polymap = make_polygons(raw, poly_faces)
+    cm.polynormal = polygon_normals(cm.vert_double, polyvertnum, polyvert)
+    cm.polyvertnum, cm.polyvert = polyvertnum, polyvert
+    cm.polymapnum, cm.polymap = polymapnum, polymap
 
 
 def _compile_mesh(*, name, file_bytes, file_name, content_type, vertex, face, normal,
                   texcoord, scale, refpos, refquat, inertia, maxhullvert, smoothnormal,
-                  needhull, reorient=True) -> CompiledMesh:
-    """compile_mesh without the cache."""
+                  needhull, reorient=True, geometry_only=False,
+                  cache_keys=None) -> CompiledMesh:
+    """compile_mesh without the cache (``geometry_only``: compile_mesh_geometry's part,
+    finish_mesh to come; ``cache_keys`` are then its cache keys, by needhull)."""
     if inertia not in INERTIA_MODES:
         raise ModelError(f"invalid mesh inertia '{inertia}'")
     if maxhullvert != -1 and maxhullvert < 4:
@@ -589,7 +671,7 @@ def _compile_mesh(*, name, file_bytes, file_name, content_type, vertex, face, no
 
     # ---- convex hull
     graph = np.zeros(0, dtype=np.int32)
-    if needhull or faces.shape[0] == 0:
+    if (needhull and not geometry_only) or inertia == "convex" or faces.shape[0] == 0:
         graph = _make_graph(vert, maxhullvert)
     if faces.shape[0] == 0:
         nv_g, nf_g = int(graph[0]), int(graph[1])
@@ -608,13 +690,8 @@ def _compile_mesh(*, name, file_bytes, file_name, content_type, vertex, face, no
         per_vertex = normal_.size // vert32.size
         facenormal_ = per_vertex * face_
 
-    # ---- polygons (merged on the raw vertices; normals from the final ones below)
-    if graph.size:
-        nv_g, nf_g = int(graph[0]), int(graph[1])
-        poly_faces = graph[2 + 3 * nv_g + 3 * nf_g:].reshape(-1, 3)
-    else:
-        poly_faces = faces
-    polyvertnum, polyvert, polymapnum, polymap = make_polygons(vert, poly_faces)
+    # (the polygons: _set_polygons at the end, from these vertices as read)
+    raw = vert
 
     # ---- user transformation
     if refpos[0] != 0 or refpos[1] != 0 or refpos[2] != 0:
@@ -741,7 +818,7 @@ def _compile_mesh(*, name, file_bytes, file_name, content_type, vertex, face, no
     else:
         facetexcoord = np.zeros((faces.shape[0], 3), np.int32)
 
-    return CompiledMesh(
+    cm = CompiledMesh(
         name=name,
         vert=vert.astype(np.float32).astype(np.float64),
         face=faces.astype(np.int32),
@@ -759,9 +836,8 @@ def _compile_mesh(*, name, file_bytes, file_name, content_type, vertex, face, no
         boxsz=boxsz,
         aamm=aamm,
         vert_double=vert,
-        polynormal=polygon_normals(vert, polyvertnum, polyvert),
-        polyvertnum=polyvertnum,
-        polyvert=polyvert,
-        polymapnum=polymapnum,
-        polymap=polymap,
     )
+    cm.pending = _Pending(raw, faces, maxhullvert, cache_keys or {})
+    if geometry_only:
+        return cm
+    return finish_mesh(cm, needhull)
