@@ -52,11 +52,13 @@ from .polygons import PURE_PYTHON_ENV, make_polygons, polygon_normals
 
 try:
     from ._meshsum import accumulate as _c_accumulate
+    from ._meshsum import normals as _c_normals
     MESHSUM_ERROR = None
 except ImportError as exc:  # not built (no C compiler at install): the numpy sums
     if exc.name != f"{__package__}._meshsum":
         raise
-    _c_accumulate, MESHSUM_ERROR = None, f"{type(exc).__name__}: {exc}"
+    _c_accumulate = _c_normals = None
+    MESHSUM_ERROR = f"{type(exc).__name__}: {exc}"
 
 __all__ = [
     "CompiledMesh",
@@ -104,7 +106,20 @@ def _ordered_accumulate_numpy(acc32: np.ndarray, idx: np.ndarray, vals: np.ndarr
 
 
 def _make_normals(vert: np.ndarray, face: np.ndarray, smooth: bool):
-    """Area-weighted vertex normals; sharp edges (dot < 0.8) removed unless smooth."""
+    """Area-weighted vertex normals; sharp edges (dot < 0.8) removed unless smooth.
+    In C where _meshsum is built (and TIPHYS_PURE_PYTHON_MESH is unset, empty or 0),
+    else in numpy."""
+    if _c_normals is not None and os.environ.get(PURE_PYTHON_ENV, "") in ("", "0"):
+        out = np.zeros((vert.shape[0], 3), np.float32)
+        _c_normals(np.ascontiguousarray(vert, np.float64),
+                   np.ascontiguousarray(face, np.int64).reshape(-1, 3), bool(smooth),
+                   float(EPS), float(MINVAL), out)
+        return out.ravel()
+    return _make_normals_numpy(vert, face, smooth)
+
+
+def _make_normals_numpy(vert: np.ndarray, face: np.ndarray, smooth: bool):
+    """_make_normals in numpy (the reference)."""
     nv = vert.shape[0]
     v0 = vert[face[:, 0]]
     vec01 = vert[face[:, 1]] - v0
