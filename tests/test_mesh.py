@@ -762,8 +762,9 @@ def _random_mesh(rng):
 
 
 @pytest.mark.parametrize("seed", range(40))
-def test_c_normals_and_stl_merge_give_the_numpy_bits(seed, monkeypatch):
-    """_meshsum's normals and dedup give the numpy references' results bit for bit
+def test_c_mesh_helpers_give_the_numpy_bits(seed, monkeypatch):
+    """_meshsum's normals, dedup, triangles, inertia_products and hull_edges give the
+    numpy references' results bit for bit
     (random meshes with repeated and -0 vertices and degenerate faces, at scales from
     1e-3 to 1e2), on corpus STL files too where the corpus is."""
     from tiphys.compiler import mesh as mesh_module
@@ -792,6 +793,25 @@ def test_c_normals_and_stl_merge_give_the_numpy_bits(seed, monkeypatch):
             c = mesh_module._make_normals(vert, f, smooth)
             ref = mesh_module._make_normals_numpy(vert, f, smooth)
             assert c.dtype == ref.dtype == np.float32 and c.tobytes() == ref.tobytes()
+        wc = rng.normal(size=len(f)) * 10.0 ** rng.integers(-6, 3)
+        wc[rng.random(len(f)) < 0.1] = -0.0
+        got = [mesh_module._face_triangles(vert, f, want) for want in (True, False)]
+        got.append(mesh_module._inertia_products(vert, f, wc))
+        monkeypatch.setenv("TIPHYS_PURE_PYTHON_MESH", "1")
+        want = [mesh_module._face_triangles(vert, f, want) for want in (True, False)]
+        want.append(mesh_module._inertia_products(vert, f, wc))
+        monkeypatch.setenv("TIPHYS_PURE_PYTHON_MESH", "0")
+        for g3, w3 in zip(got[:2], want[:2]):
+            for a, b in zip(g3, w3):
+                assert a.shape == b.shape and a.tobytes() == b.tobytes()
+        assert np.array(got[2]).tobytes() == np.array(want[2]).tobytes()
+        if len(v) >= 8:  # the hull graph's edge lists (hull_edges)
+            from tiphys.compiler.hull import _make_graph
+            graph = _make_graph(vert, -1)
+            monkeypatch.setenv("TIPHYS_PURE_PYTHON_MESH", "1")
+            ref = _make_graph(vert, -1)
+            monkeypatch.setenv("TIPHYS_PURE_PYTHON_MESH", "0")
+            assert graph.dtype == ref.dtype and np.array_equal(graph, ref)
     with pytest.raises(IndexError):
         mesh_module._c_normals(np.zeros((3, 3)), np.array([[0, 1, 3]]), False, 1e-14, 1e-15,
                                np.zeros((3, 3), np.float32))

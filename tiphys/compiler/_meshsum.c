@@ -342,10 +342,257 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------------------------
+ * per-face area, normal and centre (mesh_math.py's _triangles) and the six sums of the
+ * inertia (mesh.py's _inertia_products), the references' arithmetic operation for
+ * operation, the sums left to right */
+
+static int check_mesh(Py_buffer *vb, Py_buffer *fb) {
+    Py_ssize_t i, nv;
+    const int64_t *f;
+    if (vb->ndim != 2 || vb->shape[1] != 3 || vb->itemsize != 8 || !is_format(vb->format, 'd') ||
+        fb->ndim != 2 || fb->shape[1] != 3 || fb->itemsize != 8 || !is_int64(fb->format)) {
+        PyErr_SetString(PyExc_ValueError,
+                        "takes float64 (nv, 3) and int64 (nf, 3) C-contiguous arrays");
+        return -1;
+    }
+    nv = vb->shape[0];
+    f = (const int64_t *)fb->buf;
+    for (i = 0; i < 3 * fb->shape[0]; i++)
+        if (f[i] < 0 || f[i] >= nv) {
+            PyErr_SetString(PyExc_IndexError, "face index out of bounds");
+            return -1;
+        }
+    return 0;
+}
+
+static int check_out(Py_buffer *b, Py_ssize_t n, int width) {
+    if (b->ndim != (width ? 2 : 1) || b->shape[0] != n || (width && b->shape[1] != width) ||
+        b->itemsize != 8 || !is_format(b->format, 'd')) {
+        PyErr_SetString(PyExc_ValueError, "output arrays: float64 (nf,) and (nf, 3)");
+        return -1;
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(triangles_doc,
+"triangles(vert, face, want_normal, minval, area, normal, center)\n\n"
+"vert: float64 (nv, 3); face: int64 (nf, 3); area: float64 (nf,), normal, center:\n"
+"float64 (nf, 3), writable: mesh_math.py's _triangles into them.");
+
+static PyObject *triangles(PyObject *self, PyObject *args) {
+    PyObject *o[5];
+    Py_buffer b[5];
+    int want, nb = 0;
+    double minval;
+    PyObject *result = NULL;
+    Py_ssize_t nf, i;
+    (void)self;
+
+    if (!PyArg_ParseTuple(args, "OOpdOOO", &o[0], &o[1], &want, &minval, &o[2], &o[3], &o[4]))
+        return NULL;
+    for (nb = 0; nb < 5; nb++)
+        if (get_buffer(o[nb], &b[nb], nb >= 2) < 0) goto done;
+    if (check_mesh(&b[0], &b[1]) < 0) goto done;
+    nf = b[1].shape[0];
+    if (check_out(&b[2], nf, 0) < 0 || check_out(&b[3], nf, 3) < 0 || check_out(&b[4], nf, 3) < 0)
+        goto done;
+    {
+        const double *v = (const double *)b[0].buf;
+        const int64_t *f = (const int64_t *)b[1].buf;
+        double *area = (double *)b[2].buf, *nrm = (double *)b[3].buf, *cen = (double *)b[4].buf;
+        Py_BEGIN_ALLOW_THREADS
+        for (i = 0; i < nf; i++) {
+            const double *p1 = v + 3 * f[3 * i], *p2 = v + 3 * f[3 * i + 1],
+                         *p3 = v + 3 * f[3 * i + 2];
+            double b0 = p2[0] - p1[0], b1 = p2[1] - p1[1], b2 = p2[2] - p1[2];
+            double c0 = p3[0] - p1[0], c1 = p3[1] - p1[1], c2 = p3[2] - p1[2];
+            double n0 = b1 * c2 - b2 * c1, n1 = b2 * c0 - b0 * c2, n2 = b0 * c1 - b1 * c0;
+            double ln = sqrt(n0 * n0 + n1 * n1 + n2 * n2);
+            int small = ln < minval;
+            cen[3 * i] = (p1[0] + p2[0] + p3[0]) / 3;
+            cen[3 * i + 1] = (p1[1] + p2[1] + p3[1]) / 3;
+            cen[3 * i + 2] = (p1[2] + p2[2] + p3[2]) / 3;
+            if (want && !small) {
+                n0 = n0 / ln;
+                n1 = n1 / ln;
+                n2 = n2 / ln;
+            }
+            nrm[3 * i] = n0;
+            nrm[3 * i + 1] = n1;
+            nrm[3 * i + 2] = n2;
+            area[i] = small ? 0.0 : 0.5 * ln;
+        }
+        Py_END_ALLOW_THREADS
+    }
+    Py_INCREF(Py_None);
+    result = Py_None;
+
+done:
+    while (nb-- > 0) PyBuffer_Release(&b[nb]);
+    return result;
+}
+
+PyDoc_STRVAR(inertia_products_doc,
+"inertia_products(vert, face, wc) -> list of 6 floats\n\n"
+"vert: float64 (nv, 3); face: int64 (nf, 3); wc: float64 (nf,): mesh.py's\n"
+"_inertia_products of the faces' corners D, E, F.");
+
+static PyObject *inertia_products(PyObject *self, PyObject *args) {
+    static const int pa[6] = {0, 1, 2, 0, 0, 1}, pb[6] = {0, 1, 2, 1, 2, 2};
+    PyObject *o[3];
+    Py_buffer b[3];
+    int nb = 0, k;
+    double sum[6] = {0, 0, 0, 0, 0, 0};
+    PyObject *result = NULL;
+    Py_ssize_t nf, i;
+    (void)self;
+
+    if (!PyArg_ParseTuple(args, "OOO", &o[0], &o[1], &o[2])) return NULL;
+    for (nb = 0; nb < 3; nb++)
+        if (get_buffer(o[nb], &b[nb], 0) < 0) goto done;
+    if (check_mesh(&b[0], &b[1]) < 0) goto done;
+    nf = b[1].shape[0];
+    if (check_out(&b[2], nf, 0) < 0) goto done;
+    {
+        const double *v = (const double *)b[0].buf, *wc = (const double *)b[2].buf;
+        const int64_t *f = (const int64_t *)b[1].buf;
+        Py_BEGIN_ALLOW_THREADS
+        for (i = 0; i < nf; i++) {
+            const double *D = v + 3 * f[3 * i], *E = v + 3 * f[3 * i + 1],
+                         *F = v + 3 * f[3 * i + 2];
+            for (k = 0; k < 6; k++) {
+                int a = pa[k], c = pb[k];
+                double t = 2 * (D[a] * D[c] + E[a] * E[c] + F[a] * F[c]) + D[a] * E[c] +
+                           D[c] * E[a] + D[a] * F[c] + D[c] * F[a] + E[a] * F[c] +
+                           E[c] * F[a];
+                t = wc[i] * t;
+                sum[k] = i ? sum[k] + t : t; /* (the first term as it is: -0 stays) */
+            }
+        }
+        Py_END_ALLOW_THREADS
+    }
+    result = Py_BuildValue("[dddddd]", sum[0], sum[1], sum[2], sum[3], sum[4], sum[5]);
+
+done:
+    while (nb-- > 0) PyBuffer_Release(&b[nb]);
+    return result;
+}
+
+/* ------------------------------------------------------------------------------------
+ * the convex hull graph's edge lists (hull.py's _hull_edges, the reference) */
+
+PyDoc_STRVAR(hull_edges_doc,
+"hull_edges(simp, local, edgeadr, edges) -> size or -1\n\n"
+"simp: int64 (nf, 3) hull facets (point ids); local: int64 (npoint,), the local id of\n"
+"each point (-1 off the hull); edgeadr: int64 (nvert,); edges: int64 (nvert + 6 nf,),\n"
+"writable. For each hull vertex the local ids of the vertices sharing a facet with it,\n"
+"each once, in the order first met (facets in order, their corners in order), each\n"
+"list ending with -1 at edgeadr: the size used, or -1 where a facet's point has no\n"
+"local id.");
+
+static PyObject *hull_edges(PyObject *self, PyObject *args) {
+    PyObject *o[4];
+    Py_buffer b[4];
+    int nb = 0, bad = 0;
+    PyObject *result = NULL;
+    Py_ssize_t nf, np_, nvert, npair = 0, size = 1, i, j, k, total = 0;
+    int64_t *pg = NULL, *pg1 = NULL, *table = NULL, *count = NULL;
+    (void)self;
+
+    if (!PyArg_ParseTuple(args, "OOOO", &o[0], &o[1], &o[2], &o[3])) return NULL;
+    for (nb = 0; nb < 4; nb++)
+        if (get_buffer(o[nb], &b[nb], nb >= 2) < 0) goto done;
+    if (b[0].ndim != 2 || b[0].shape[1] != 3 || b[1].ndim != 1 || b[2].ndim != 1 ||
+        b[3].ndim != 1 || b[3].shape[0] != b[2].shape[0] + 6 * b[0].shape[0]) {
+        PyErr_SetString(PyExc_ValueError, "hull_edges: wrong shapes");
+        goto done;
+    }
+    for (i = 0; i < 4; i++)
+        if (b[i].itemsize != 8 || !is_int64(b[i].format)) {
+            PyErr_SetString(PyExc_ValueError, "hull_edges takes int64 C-contiguous arrays");
+            goto done;
+        }
+    nf = b[0].shape[0];
+    np_ = b[1].shape[0];
+    nvert = b[2].shape[0];
+    while (size < 12 * nf) size *= 2;
+    pg = (int64_t *)PyMem_Malloc((size_t)(6 * nf + 1) * sizeof(int64_t));
+    pg1 = (int64_t *)PyMem_Malloc((size_t)(6 * nf + 1) * sizeof(int64_t));
+    table = (int64_t *)PyMem_Malloc((size_t)size * sizeof(int64_t));
+    count = (int64_t *)PyMem_Calloc((size_t)(nvert + 1), sizeof(int64_t));
+    if (!pg || !pg1 || !table || !count) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    {
+        const int64_t *simp = (const int64_t *)b[0].buf, *local = (const int64_t *)b[1].buf;
+        int64_t *adr = (int64_t *)b[2].buf, *edges = (int64_t *)b[3].buf;
+        Py_BEGIN_ALLOW_THREADS
+        for (i = 0; i < size; i++) table[i] = -1;
+        for (i = 0; i < nf && !bad; i++) {
+            const int64_t *fc = simp + 3 * i;
+            for (j = 0; j < 3 && !bad; j++)
+                for (k = 0; k < 3; k++) {
+                    int64_t g, g1;
+                    uint64_t h;
+                    Py_ssize_t slot;
+                    if (fc[j] == fc[k]) continue;
+                    if (fc[j] < 0 || fc[j] >= np_ || fc[k] < 0 || fc[k] >= np_ ||
+                        local[fc[j]] < 0 || local[fc[j]] >= nvert || local[fc[k]] < 0 ||
+                        local[fc[k]] >= nvert) {
+                        bad = 1;
+                        break;
+                    }
+                    g = local[fc[j]];
+                    g1 = local[fc[k]];
+                    h = ((uint64_t)g * 0x9E3779B97F4A7C15ULL) ^ ((uint64_t)g1 * 0xBF58476D1CE4E5B9ULL);
+                    h ^= h >> 31;
+                    slot = (Py_ssize_t)(h & (uint64_t)(size - 1));
+                    for (;;) {
+                        int64_t e = table[slot];
+                        if (e < 0) {
+                            table[slot] = npair;
+                            pg[npair] = g;
+                            pg1[npair++] = g1;
+                            count[g]++;
+                            break;
+                        }
+                        if (pg[e] == g && pg1[e] == g1) break;
+                        slot = (slot + 1) & (size - 1);
+                    }
+                }
+        }
+        if (!bad) {
+            /* each vertex's list at its address, in the order met, then -1 */
+            for (i = 0; i < nvert; i++) {
+                adr[i] = total;
+                total += count[i] + 1;
+                edges[total - 1] = -1;
+                count[i] = adr[i];
+            }
+            for (i = 0; i < npair; i++) edges[count[pg[i]]++] = pg1[i];
+        }
+        Py_END_ALLOW_THREADS
+    }
+    result = PyLong_FromSsize_t(bad ? -1 : total);
+
+done:
+    PyMem_Free(pg);
+    PyMem_Free(pg1);
+    PyMem_Free(table);
+    PyMem_Free(count);
+    while (nb-- > 0) PyBuffer_Release(&b[nb]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"accumulate", accumulate, METH_VARARGS, accumulate_doc},
     {"normals", normals, METH_VARARGS, normals_doc},
     {"dedup", dedup, METH_VARARGS, dedup_doc},
+    {"triangles", triangles, METH_VARARGS, triangles_doc},
+    {"inertia_products", inertia_products, METH_VARARGS, inertia_products_doc},
+    {"hull_edges", hull_edges, METH_VARARGS, hull_edges_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -52,12 +52,14 @@ from .polygons import PURE_PYTHON_ENV, make_polygons, polygon_normals
 
 try:
     from ._meshsum import accumulate as _c_accumulate
+    from ._meshsum import inertia_products as _c_inertia_products
     from ._meshsum import normals as _c_normals
+    from ._meshsum import triangles as _c_triangles
     MESHSUM_ERROR = None
 except ImportError as exc:  # not built (no C compiler at install): the numpy sums
     if exc.name != f"{__package__}._meshsum":
         raise
-    _c_accumulate = _c_normals = None
+    _c_accumulate = _c_normals = _c_triangles = _c_inertia_products = None
     MESHSUM_ERROR = f"{type(exc).__name__}: {exc}"
 
 __all__ = [
@@ -109,7 +111,7 @@ def _make_normals(vert: np.ndarray, face: np.ndarray, smooth: bool):
     """Area-weighted vertex normals; sharp edges (dot < 0.8) removed unless smooth.
     In C where _meshsum is built (and TIPHYS_PURE_PYTHON_MESH is unset, empty or 0),
     else in numpy."""
-    if _c_normals is not None and os.environ.get(PURE_PYTHON_ENV, "") in ("", "0"):
+    if _use_c():
         out = np.zeros((vert.shape[0], 3), np.float32)
         _c_normals(np.ascontiguousarray(vert, np.float64),
                    np.ascontiguousarray(face, np.int64).reshape(-1, 3), bool(smooth),
@@ -162,10 +164,34 @@ _PAIR_A, _PAIR_B = [a for a, _ in _PAIRS], [b for _, b in _PAIRS]
 _ROWS_AT_ONCE = 4096  # faces up to which the six products are made in one pass
 
 
-def _inertia_products(D, E, F, wc) -> list:
+def _use_c() -> bool:
+    """Whether _meshsum's C is to be used (built, TIPHYS_PURE_PYTHON_MESH unset, empty
+    or 0)."""
+    return _c_accumulate is not None and os.environ.get(PURE_PYTHON_ENV, "") in ("", "0")
+
+
+def _face_triangles(vert, face, want_normal=True):
+    """mesh_math's _triangles (the reference), in C where _use_c()."""
+    if _use_c():
+        nf = len(face)
+        area, nrm, cen = np.empty(nf), np.empty((nf, 3)), np.empty((nf, 3))
+        _c_triangles(np.ascontiguousarray(vert, np.float64),
+                     np.ascontiguousarray(face, np.int64).reshape(-1, 3), bool(want_normal),
+                     float(MINVAL), area, nrm, cen)
+        return area, nrm, cen
+    return _triangles(vert, face, want_normal)
+
+
+def _inertia_products(vert, face, wc) -> list:
     """The six sums over faces of wc * (the triangle's second-moment term) for the
-    index pairs _PAIRS, each summed in face order. ``D``, ``E``, ``F``: the faces'
-    corners (nface, 3); ``wc``: the faces' weights divided by the denominator."""
+    index pairs _PAIRS, each summed in face order, the faces' corners D, E, F taken
+    from ``vert`` (nvert, 3) by ``face`` (nface, 3); ``wc``: the faces' weights divided
+    by the denominator. In C where _use_c(), else in numpy (the reference)."""
+    if _use_c():
+        return _c_inertia_products(np.ascontiguousarray(vert, np.float64),
+                                   np.ascontiguousarray(face, np.int64).reshape(-1, 3),
+                                   np.ascontiguousarray(wc, np.float64))
+    D, E, F = vert[face[:, 0]], vert[face[:, 1]], vert[face[:, 2]]
     def term(Da, Db, Ea, Eb, Fa, Fb):
         return (2 * (Da * Db + Ea * Eb + Fa * Fb)
                 + Da * Eb + Db * Ea
@@ -672,7 +698,7 @@ def _compile_mesh(*, name, file_bytes, file_name, content_type, vertex, face, no
 
     # ---- orientation check (exact inertia only)
     if inertia == "exact" and faces.shape[0]:
-        area, _, _ = _triangles(vert, faces, want_normal=False)
+        area, _, _ = _face_triangles(vert, faces, want_normal=False)
         keep = faces[area > math.sqrt(MINVAL)]
         if keep.shape[0]:
             he = np.concatenate([keep[:, [0, 1]], keep[:, [1, 2]], keep[:, [2, 0]]])
@@ -731,7 +757,7 @@ def _compile_mesh(*, name, file_bytes, file_name, content_type, vertex, face, no
     nrm[~goodn] = np.array([0, 0, 1], np.float32)
 
     # ---- centroid of the surface
-    area, tnormal, tcenter = _triangles(vert, faces)
+    area, tnormal, tcenter = _face_triangles(vert, faces)
     total_area = float(_seqsum(area))
     facecen = _seqsum(area[:, None] * tcenter, axis=0)
     if total_area >= MINVAL:
@@ -761,7 +787,7 @@ def _compile_mesh(*, name, file_bytes, file_name, content_type, vertex, face, no
         if vfaces is faces:
             va, vn_, vc = area, tnormal, tcenter
         else:
-            va, vn_, vc = _triangles(vert, vfaces)
+            va, vn_, vc = _face_triangles(vert, vfaces)
         vol = _dot3(vc - facecen[None, :], vn_) * va / 3
         if inertia == "legacy":
             vol = np.abs(vol)
@@ -778,10 +804,7 @@ def _compile_mesh(*, name, file_bytes, file_name, content_type, vertex, face, no
     # ---- inertia about the centre of mass
     vc_ = vert - com[None, :]
     ff = vfaces if inertia != "shell" else faces
-    D = vc_[ff[:, 0]]
-    E = vc_[ff[:, 1]]
-    F = vc_[ff[:, 2]]
-    ia, inrm, icen = _triangles(vc_, ff)
+    ia, inrm, icen = _face_triangles(vc_, ff)
     if inertia == "shell":
         w = ia
         C = 12
@@ -791,7 +814,7 @@ def _compile_mesh(*, name, file_bytes, file_name, content_type, vertex, face, no
     if inertia == "legacy":
         w = np.abs(w)
     total = float(_seqsum(w))
-    P = _inertia_products(D, E, F, w / C)
+    P = _inertia_products(vc_, ff, w / C)
     inert = [P[1] + P[2], P[0] + P[2], P[0] + P[1], -P[3], -P[4], -P[5]]
     if inertia == "shell":
         surface = total
