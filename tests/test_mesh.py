@@ -763,8 +763,8 @@ def _random_mesh(rng):
 
 @pytest.mark.parametrize("seed", range(40))
 def test_c_mesh_helpers_give_the_numpy_bits(seed, monkeypatch):
-    """_meshsum's normals, dedup, triangles, inertia_products and hull_edges give the
-    numpy references' results bit for bit
+    """_meshsum's normals, dedup, triangles, inertia_products, hull_edges and
+    unit_normals give the numpy references' results bit for bit
     (random meshes with repeated and -0 vertices and degenerate faces, at scales from
     1e-3 to 1e2), on corpus STL files too where the corpus is."""
     from tiphys.compiler import mesh as mesh_module
@@ -805,6 +805,10 @@ def test_c_mesh_helpers_give_the_numpy_bits(seed, monkeypatch):
             for a, b in zip(g3, w3):
                 assert a.shape == b.shape and a.tobytes() == b.tobytes()
         assert np.array(got[2]).tobytes() == np.array(want[2]).tobytes()
+        from tiphys.compiler import polygons
+        with np.errstate(divide="ignore", invalid="ignore"):  # (degenerate faces)
+            unit = polygons._makenormals(vert, f)
+            assert unit.tobytes() == polygons._makenormals_numpy(vert, f).tobytes()
         if len(v) >= 8:  # the hull graph's edge lists (hull_edges)
             from tiphys.compiler.hull import _make_graph
             graph = _make_graph(vert, -1)

@@ -586,6 +586,61 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------------------------
+ * unit face normals of the polygon merge (polygons.py's _makenormals, the reference) */
+
+PyDoc_STRVAR(unit_normals_doc,
+"unit_normals(vert, face, eps, out)\n\n"
+"vert: float64 (nv, 3); face: int64 (nf, 3); out: float64 (nf, 3), writable: each\n"
+"face's cross product divided by its length, [1, 0, 0] divided by it where the\n"
+"length is below eps (inf or nan where it is 0), as polygons.py's _makenormals.");
+
+static PyObject *unit_normals(PyObject *self, PyObject *args) {
+    PyObject *o[3];
+    Py_buffer b[3];
+    int nb = 0;
+    double eps;
+    PyObject *result = NULL;
+    Py_ssize_t nf, i;
+    (void)self;
+
+    if (!PyArg_ParseTuple(args, "OOdO", &o[0], &o[1], &eps, &o[2])) return NULL;
+    for (nb = 0; nb < 3; nb++)
+        if (get_buffer(o[nb], &b[nb], nb == 2) < 0) goto done;
+    if (check_mesh(&b[0], &b[1]) < 0) goto done;
+    nf = b[1].shape[0];
+    if (check_out(&b[2], nf, 3) < 0) goto done;
+    {
+        const double *v = (const double *)b[0].buf;
+        const int64_t *f = (const int64_t *)b[1].buf;
+        double *out = (double *)b[2].buf;
+        Py_BEGIN_ALLOW_THREADS
+        for (i = 0; i < nf; i++) {
+            const double *pa = v + 3 * f[3 * i], *pb = v + 3 * f[3 * i + 1],
+                         *pc = v + 3 * f[3 * i + 2];
+            double b0 = pb[0] - pa[0], b1 = pb[1] - pa[1], b2 = pb[2] - pa[2];
+            double c0 = pc[0] - pa[0], c1 = pc[1] - pa[1], c2 = pc[2] - pa[2];
+            double n0 = b1 * c2 - b2 * c1, n1 = b2 * c0 - b0 * c2, n2 = b0 * c1 - b1 * c0;
+            double nrm = sqrt(n0 * n0 + n1 * n1 + n2 * n2);
+            if (nrm < eps) {
+                n0 = 1.0;
+                n1 = 0.0;
+                n2 = 0.0;
+            }
+            out[3 * i] = n0 / nrm;
+            out[3 * i + 1] = n1 / nrm;
+            out[3 * i + 2] = n2 / nrm;
+        }
+        Py_END_ALLOW_THREADS
+    }
+    Py_INCREF(Py_None);
+    result = Py_None;
+
+done:
+    while (nb-- > 0) PyBuffer_Release(&b[nb]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"accumulate", accumulate, METH_VARARGS, accumulate_doc},
     {"normals", normals, METH_VARARGS, normals_doc},
@@ -593,6 +648,7 @@ static PyMethodDef methods[] = {
     {"triangles", triangles, METH_VARARGS, triangles_doc},
     {"inertia_products", inertia_products, METH_VARARGS, inertia_products_doc},
     {"hull_edges", hull_edges, METH_VARARGS, hull_edges_doc},
+    {"unit_normals", unit_normals, METH_VARARGS, unit_normals_doc},
     {NULL, NULL, 0, NULL},
 };
 
