@@ -744,3 +744,128 @@ def test_hull_edges_are_mujocos_loop_over_facets():
         got_adr, got_edges = _hull_edges(simp, order)
         np.testing.assert_array_equal(got_adr, adr)
         np.testing.assert_array_equal(got_edges, edges)
+
+
+def _random_mesh(rng):
+    """Vertices (float32 values, some repeated, some -0) and faces (degenerate ones
+    included) of a random mesh."""
+    nv = int(rng.integers(4, 60))
+    v = (rng.normal(size=(nv, 3)) * 10.0 ** rng.integers(-3, 3)).astype(np.float32)
+    v[rng.random((nv, 3)) < 0.1] = 0.0
+    v[rng.random((nv, 3)) < 0.1] = -0.0
+    rep = rng.integers(0, nv, nv // 3)
+    v[rng.integers(0, nv, nv // 3)] = v[rep]  # equal rows
+    f = rng.integers(0, nv, (int(rng.integers(1, 120)), 3))
+    deg = rng.random(len(f)) < 0.1
+    f[deg, 2] = f[deg, 1]  # degenerate faces
+    return v, f
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_c_mesh_helpers_give_the_numpy_bits(seed, monkeypatch):
+    """_meshsum's normals, dedup, triangles, inertia_products, hull_edges and
+    unit_normals give the numpy references' results bit for bit
+    (random meshes with repeated and -0 vertices and degenerate faces, at scales from
+    1e-3 to 1e2), on corpus STL files too where the corpus is."""
+    from tiphys.compiler import mesh as mesh_module
+    from tiphys.compiler import mesh_io
+    if mesh_module._c_normals is None or mesh_io._c_dedup is None:
+        pytest.skip(f"_meshsum not built ({mesh_module.MESHSUM_ERROR}): numpy only")
+    rng = np.random.default_rng(seed)
+    cases = [_random_mesh(rng) for _ in range(5)]
+    stls = sorted(CORPUS.glob("loco/unitree_g1/meshes/*.STL"))
+    for path in stls[seed::40][:1]:
+        data = path.read_bytes()
+        n = int(np.frombuffer(data, "<i4", 1, 80)[0])
+        tri = np.frombuffer(data, np.dtype([("n", "<f4", 3), ("v", "<f4", (3, 3)),
+                                            ("a", "<u2")]), n, 84)["v"].reshape(-1, 3)
+        cases.append((np.ascontiguousarray(tri), np.arange(3 * n).reshape(-1, 3)))
+    for v, f in cases:
+        face = f.ravel().astype(np.int64)
+        got = mesh_io._dedup_vertices(v.ravel(), face)
+        monkeypatch.setenv("TIPHYS_PURE_PYTHON_MESH", "1")
+        want = mesh_io._dedup_vertices(v.ravel(), face)
+        monkeypatch.setenv("TIPHYS_PURE_PYTHON_MESH", "0")
+        assert got[0].tobytes() == want[0].tobytes() and got[0].dtype == want[0].dtype
+        np.testing.assert_array_equal(got[1], want[1])
+        vert = v.astype(np.float64)
+        for smooth in (False, True):
+            c = mesh_module._make_normals(vert, f, smooth)
+            ref = mesh_module._make_normals_numpy(vert, f, smooth)
+            assert c.dtype == ref.dtype == np.float32 and c.tobytes() == ref.tobytes()
+        wc = rng.normal(size=len(f)) * 10.0 ** rng.integers(-6, 3)
+        wc[rng.random(len(f)) < 0.1] = -0.0
+        got = [mesh_module._face_triangles(vert, f, want) for want in (True, False)]
+        got.append(mesh_module._inertia_products(vert, f, wc))
+        monkeypatch.setenv("TIPHYS_PURE_PYTHON_MESH", "1")
+        want = [mesh_module._face_triangles(vert, f, want) for want in (True, False)]
+        want.append(mesh_module._inertia_products(vert, f, wc))
+        monkeypatch.setenv("TIPHYS_PURE_PYTHON_MESH", "0")
+        for g3, w3 in zip(got[:2], want[:2]):
+            for a, b in zip(g3, w3):
+                assert a.shape == b.shape and a.tobytes() == b.tobytes()
+        assert np.array(got[2]).tobytes() == np.array(want[2]).tobytes()
+        from tiphys.compiler import polygons
+        with np.errstate(divide="ignore", invalid="ignore"):  # (degenerate faces)
+            unit = polygons._makenormals(vert, f)
+            assert unit.tobytes() == polygons._makenormals_numpy(vert, f).tobytes()
+        if len(v) >= 8:  # the hull graph's edge lists (hull_edges)
+            from tiphys.compiler.hull import _make_graph
+            graph = _make_graph(vert, -1)
+            monkeypatch.setenv("TIPHYS_PURE_PYTHON_MESH", "1")
+            ref = _make_graph(vert, -1)
+            monkeypatch.setenv("TIPHYS_PURE_PYTHON_MESH", "0")
+            assert graph.dtype == ref.dtype and np.array_equal(graph, ref)
+    with pytest.raises(IndexError):
+        mesh_module._c_normals(np.zeros((3, 3)), np.array([[0, 1, 3]]), False, 1e-14, 1e-15,
+                               np.zeros((3, 3), np.float32))
+    with pytest.raises(ValueError):
+        mesh_io._c_dedup(np.zeros((3, 3)), np.zeros(3, np.int64), np.zeros(3, np.int64))
+
+
+MESH_TWICE = """<mujoco>
+  <asset><mesh name="m" file="{file}"/></asset>
+  <worldbody><body><freejoint/>
+    <geom type="mesh" mesh="m" contype="0" conaffinity="0"/>
+    <geom type="mesh" mesh="m" pos="0.1 0 0"/>
+  </body></worldbody>
+</mujoco>"""
+
+
+@pytest.mark.parametrize("order", ["visual first", "collision first", "visual only"])
+def test_mesh_used_by_visual_and_colliding_geoms_is_compiled_once(tmp_path, order,
+                                                                   monkeypatch):
+    """A mesh that a visual geom asks for and a colliding one next is compiled once
+    (compile_mesh_geometry, then finish_mesh adds the hull and polygons), with the
+    hull graph and polygons MuJoCo makes; in any geom order, cold and from the
+    process's mesh cache."""
+    from tiphys.compiler import mesh as mesh_module
+    from tiphys.compiler.compile import compile_spec
+    v = np.array(CUBE).reshape(-1, 3) - 0.5
+    _write(tmp_path, "box.stl", _stl(v[np.array(CUBE_FACES).reshape(-1, 3)]))
+    geoms = MESH_TWICE.format(file="box.stl")
+    if order == "collision first":
+        lines = geoms.splitlines()
+        lines[3], lines[4] = lines[4], lines[3]
+        geoms = "\n".join(lines)
+    elif order == "visual only":
+        geoms = "\n".join(line for line in geoms.splitlines() if 'pos="0.1' not in line)
+    xml = tmp_path / "model.xml"
+    xml.write_text(geoms)
+    calls = []
+    real = mesh_module._compile_mesh
+    monkeypatch.setattr(mesh_module, "_compile_mesh",
+                        lambda **kw: calls.append(kw["needhull"]) or real(**kw))
+    m = mujoco.MjModel.from_xml_path(str(xml))
+    mesh_module.clear_mesh_cache()
+    for warm in (False, True):
+        calls.clear()
+        a = compile_spec(tiphys.load_spec(str(xml)))
+        assert len(calls) == (0 if warm else 1)
+        for f in ("mesh_vert", "mesh_face", "mesh_normal", "mesh_graph", "mesh_graphadr",
+                  "mesh_polynum", "mesh_polyvertnum", "mesh_polyvert", "mesh_polymapnum",
+                  "mesh_polymap", "mesh_polynormal", "geom_size", "geom_pos", "body_mass"):
+            np.testing.assert_allclose(np.asarray(getattr(a, f), np.float64).ravel(),
+                                       np.asarray(getattr(m, f), np.float64).ravel(),
+                                       rtol=1e-6, atol=1e-6, err_msg=f"{f} ({order})")
+        assert (len(a.mesh_graph) > 0) == (order != "visual only")

@@ -172,3 +172,39 @@ def test_c_scan_takes_only_what_it_should():
     assert np.frombuffer(vt, np.float64).tolist() == [1.0, 2.0] and vn == b""
     assert np.frombuffer(tris, np.int64).tolist() == [2, 0, -1, 1, 1, -1, 0, 2, -1,
                                                       0, 0, -1, 1, 1, -1, 2, 2, -1]
+
+
+def _decimal(rng) -> str:
+    """A number spelling of the fast path's pattern: short and long decimals, exponents
+    inside and outside 1e+-22, digit strings about 2^53, zeros, signs."""
+    k = rng.random()
+    if k < 0.3:
+        s = f"{rng.uniform(0, 1e3):.{int(rng.integers(0, 18))}f}"
+    elif k < 0.45:
+        s = repr(float(rng.uniform(0, 10) * 10.0 ** int(rng.integers(-30, 30))))
+    elif k < 0.75:
+        d = "".join(rng.choice(list("0123456789"), int(rng.integers(1, 21))))
+        p = int(rng.integers(0, len(d) + 1))
+        s = d[:p] + ("." if rng.random() < 0.8 else "") + d[p:]
+        if rng.random() < 0.4:
+            s += rng.choice(["e", "E"]) + rng.choice(["", "+", "-"]) + str(rng.integers(0, 41))
+    else:
+        s = rng.choice(["0", "0.0", ".5", "5.", "9007199254740993", "9007199254740992",
+                        "9007199254740991.5", "1e22", "1e23", "1e-22", "1e-23", "0.1", "4.35",
+                        "123456789012345678", "1.7976931348623157e308", "1e400",
+                        "2.2250738585072014e-308", "4.9e-324", "000.000125"])
+    return rng.choice(["", "-", "+"]) + s
+
+
+@needs_c
+@pytest.mark.parametrize("seed", range(10))
+def test_c_scan_numbers_are_pythons_floats(seed):
+    """Every number the C scan converts (one correctly rounded operation for short
+    decimals, PyOS_string_to_double for the rest) is float()'s double, bit for bit."""
+    rng = np.random.default_rng(seed)
+    toks = [_decimal(rng) for _ in range(3 * 500)]
+    text = "".join(f"v {a} {b} {c}\n" for a, b, c in zip(toks[0::3], toks[1::3], toks[2::3]))
+    got = mesh_io._c_scan((text + "f 1 2 3\n").encode())
+    assert got is not None
+    want = np.array([float(t) for t in toks])
+    assert np.frombuffer(got[0], np.float64).tobytes() == want.tobytes()

@@ -3,7 +3,9 @@
  * numbers, and every other file is left (None) to the Python readers. mesh_io.py is
  * the reference; a number is converted by PyOS_string_to_double, the function
  * Python's float() calls, on a token that matches the fast path's number pattern, so
- * the doubles are the same bit for bit. Built by setup.py; without it mesh_io.py
+ * the doubles are the same bit for bit (or, for the usual short decimals, by one
+ * correctly rounded division or multiplication that gives the same double:
+ * fast_number). Built by setup.py; without it mesh_io.py
  * reads these files with its regular expressions.
  *
  * Taken: every "v", "vn" and "vt" line (as the general reader tells them: after
@@ -18,6 +20,7 @@
  * protocol belongs to it, Python 3.11 on). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <float.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +77,54 @@ static int is_number(const char *s, const char *e) {
     return p == e;
 }
 
+/* fast_number needs double arithmetic without excess precision */
+#if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
+#define FAST_NUMBERS 1
+#else
+#define FAST_NUMBERS 0
+#endif
+
+/* exact powers of ten: a double holds every one up to 1e22 */
+static const double POW10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                 1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* The value of a token of is_number's form, when it can be had with one correctly
+ * rounded operation: its digits, the point dropped, as an integer of at most 2^53
+ * (exact in a double) times or divided by a power of ten up to 1e22 (exact too), so
+ * that the one rounding gives the correctly rounded value, the one
+ * PyOS_string_to_double gives (Clinger's fast path). 1 with *x set, else 0. */
+static int fast_number(const char *s, const char *e, double *x) {
+    const char *p = s;
+    uint64_t m = 0;
+    int neg = 0, exp10 = 0, eneg = 0, ev = 0;
+    if (*p == '+' || *p == '-') neg = *p++ == '-';
+    for (; p < e && digit(*p); p++) {
+        if (m > ((uint64_t)1 << 53) / 10) return 0;
+        m = 10 * m + (uint64_t)(*p - '0');
+    }
+    if (p < e && *p == '.')
+        for (p++; p < e && digit(*p); p++) {
+            if (m > ((uint64_t)1 << 53) / 10) return 0;
+            m = 10 * m + (uint64_t)(*p - '0');
+            exp10--;
+        }
+    if (m > ((uint64_t)1 << 53)) return 0;
+    if (p < e) { /* e or E */
+        p++;
+        if (*p == '+' || *p == '-') eneg = *p++ == '-';
+        for (; p < e; p++) {
+            if (ev > 100) return 0;
+            ev = 10 * ev + (*p - '0');
+        }
+        exp10 += eneg ? -ev : ev;
+    }
+    if (exp10 < -22 || exp10 > 22) return 0;
+    *x = exp10 < 0 ? (double)m / POW10[-exp10] : (double)m * POW10[exp10];
+    if (neg) *x = -*x;
+    return 1;
+}
+
 /* the token at *p (blanks skipped first, at least one required): its number
  * appended to out. 1 taken, 0 not this fast path's line, -1 error set. */
 static int number(const char **p, const char *end, Buf *out) {
@@ -86,6 +137,10 @@ static int number(const char **p, const char *end, Buf *out) {
     e = s;
     while (e < end && !blank(*e)) e++;
     if (!is_number(s, e)) return 0;
+    if (FAST_NUMBERS && fast_number(s, e, &x)) {
+        *p = e;
+        return put(out, &x, sizeof x) ? -1 : 1;
+    }
     if (e - s >= (Py_ssize_t)sizeof(local)) {
         tok = PyMem_Malloc((size_t)(e - s) + 1);
         if (!tok) {

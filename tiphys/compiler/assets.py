@@ -15,7 +15,7 @@ from . import mesh_builtin
 from . import rotation as rot
 from .attrs import BOOL, Attrs
 from .hfield import compile_hfield, hfield_cached
-from .mesh import compile_mesh, mesh_cached
+from .mesh import compile_mesh, compile_mesh_geometry, finish_mesh, mesh_cached
 from .polygons import polygon_arrays
 from .texture import compile_texture
 from .empty import replay_empty
@@ -177,6 +177,7 @@ class AssetCompiler:
         self.mat_names = [el.attr("name") or "" for el in self.mat_els]
         self._meshes = {}
         self._mesh_hull = set()
+        self._geometry = {}  # mesh id -> compile_mesh_geometry's mesh, finish_mesh to come
         self._hfields = {}
         for names, els, kind in ((self.mesh_names, self.mesh_els, "mesh"),
                                  (self.hfield_names, self.hfield_els, "hfield"),
@@ -203,10 +204,27 @@ class AssetCompiler:
         return _stem(f)
 
     # -- meshes ---------------------------------------------------------------------
-    def mesh(self, mid: int, needhull: bool = False):
+    def mesh(self, mid: int, needhull: bool = False, geom: bool = False):
+        """Mesh ``mid`` compiled, with the hull graph when ``needhull``. ``geom``: asked
+        for a geom, which reads nothing the hull and the polygons change: a compile of
+        the mesh with the other hull serves, and a new one stops before them
+        (compile_mesh_geometry; finish_mesh when fill asks for the mesh)."""
         key = (mid, needhull)
         if key in self._meshes:
             return self._meshes[key]
+        if geom:
+            for have in (self._meshes.get((mid, not needhull)), self._geometry.get(mid)):
+                if have is not None:
+                    return have
+        elif mid in self._geometry:
+            part = self._geometry.pop(mid)
+            try:
+                cm = finish_mesh(part, needhull)
+            except ModelError as exc:
+                raise self._mesh_error(mid, exc) from None
+            if cm is not None:  # (else a cached mesh with the other hull: compiled anew)
+                self._meshes[key] = cm
+                return cm
         el = self.mesh_els[mid]
         cls = _class_of(el, self.defaults)
         a = Attrs(el, self.defaults.get(cls, "mesh", el))
@@ -259,16 +277,24 @@ class AssetCompiler:
                                      reuse=lambda d: mesh_cached(file_digest=d, **inputs))
             data, digest = loaded.content, loaded.digest
         try:
-            cm = compile_mesh(name=self.mesh_names[mid], file_bytes=data,
-                              file_digest=digest, **inputs)
+            cm = (compile_mesh_geometry if geom else compile_mesh)(
+                name=self.mesh_names[mid], file_bytes=data, file_digest=digest, **inputs)
         except ModelError as exc:
-            if exc.line is not None:
-                raise
-            raise error_at(el, exc.detail, exc.attribute or ("file" if fname else None)) \
-                from None
+            raise self._mesh_error(mid, exc) from None
         cm.material = a.str("material")
-        self._meshes[key] = cm
+        if geom:
+            self._geometry[mid] = cm
+        else:
+            self._meshes[key] = cm
         return cm
+
+    def _mesh_error(self, mid: int, exc: ModelError) -> ModelError:
+        """A mesh compile's error, placed at the <mesh> element (file attribute by
+        default) unless it has a place."""
+        if exc.line is not None:
+            return exc
+        el = self.mesh_els[mid]
+        return error_at(el, exc.detail, exc.attribute or ("file" if el.attr("file") else None))
 
     def _sdf_mesh(self, el, mid: int, scale) -> dict:
         """The vertices, faces and normals MuJoCo's LoadSDF makes for a mesh with an
@@ -342,7 +368,7 @@ class AssetCompiler:
         # a colliding mesh geom needs the hull later (fill): compiled with it now, the
         # mesh is compiled once (the hull changes no field the geom reads)
         meshlike = g.type in (GEOM_MESH, GEOM_SDF)
-        cm = self.mesh(mid, needhull=meshlike and collide and not g.shell)
+        cm = self.mesh(mid, needhull=meshlike and collide and not g.shell, geom=True)
         center = np.zeros(3)
         if not meshlike:
             kind = {2: "sphere", 3: "capsule", 4: "ellipsoid", 5: "cylinder", 6: "box"}.get(
@@ -393,6 +419,8 @@ class AssetCompiler:
         self._meshes = {(new_id[mid], hull): cm for (mid, hull), cm in self._meshes.items()
                         if mid in new_id}
         self._mesh_hull = {new_id[mid] for mid in self._mesh_hull if mid in new_id}
+        self._geometry = {new_id[mid]: cm for mid, cm in self._geometry.items()
+                          if mid in new_id}
 
     def material_id(self, name, el):
         if self.discard:

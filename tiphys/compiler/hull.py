@@ -12,6 +12,14 @@ import numpy as np
 
 from ..errors import ModelError
 from .mesh_math import _cross, _dot3, _stable_argsort
+from .polygons import PURE_PYTHON_ENV
+
+try:
+    from ._meshsum import hull_edges as _c_hull_edges
+except ImportError as exc:  # not built: the numpy edge lists (mesh.py reports the error)
+    if exc.name != f"{__package__}._meshsum":
+        raise
+    _c_hull_edges = None
 
 
 def _qhull(vert: np.ndarray, opts: str):
@@ -158,10 +166,18 @@ def _hull_edges(simp: np.ndarray, order: np.ndarray):
     the order they are first met going through g's facets in facet order and each
     facet's vertices in their order; then -1. (MuJoCo's loop over facets and their
     vertices, as arrays: every (g, facet, corner) triple sorted, the first of each
-    (g, neighbour) kept.)"""
+    (g, neighbour) kept.) In C where _meshsum is built (and TIPHYS_PURE_PYTHON_MESH is
+    unset, empty or 0), else in numpy."""
     nface = len(simp)
     local = np.full(int(simp.max()) + 1 if simp.size else 1, -1, np.int64)
     local[order] = np.arange(len(order))
+    if _c_hull_edges is not None and os.environ.get(PURE_PYTHON_ENV, "") in ("", "0"):
+        vert_edgeadr = np.empty(len(order), np.int64)
+        edge_local = np.empty(len(order) + 6 * nface, np.int64)
+        size = _c_hull_edges(np.ascontiguousarray(simp, np.int64).reshape(-1, 3), local,
+                             vert_edgeadr, edge_local)
+        if size >= 0:
+            return vert_edgeadr, edge_local[:size]
     own = np.repeat(simp, 3, axis=1).ravel()        # g, for each of its facet's corners
     other = np.tile(simp, (1, 3)).ravel()           # the corner's vertex
     keep = own != other

@@ -52,11 +52,15 @@ from .polygons import PURE_PYTHON_ENV, make_polygons, polygon_normals
 
 try:
     from ._meshsum import accumulate as _c_accumulate
+    from ._meshsum import inertia_products as _c_inertia_products
+    from ._meshsum import normals as _c_normals
+    from ._meshsum import triangles as _c_triangles
     MESHSUM_ERROR = None
 except ImportError as exc:  # not built (no C compiler at install): the numpy sums
     if exc.name != f"{__package__}._meshsum":
         raise
-    _c_accumulate, MESHSUM_ERROR = None, f"{type(exc).__name__}: {exc}"
+    _c_accumulate = _c_normals = _c_triangles = _c_inertia_products = None
+    MESHSUM_ERROR = f"{type(exc).__name__}: {exc}"
 
 __all__ = [
     "CompiledMesh",
@@ -104,7 +108,20 @@ def _ordered_accumulate_numpy(acc32: np.ndarray, idx: np.ndarray, vals: np.ndarr
 
 
 def _make_normals(vert: np.ndarray, face: np.ndarray, smooth: bool):
-    """Area-weighted vertex normals; sharp edges (dot < 0.8) removed unless smooth."""
+    """Area-weighted vertex normals; sharp edges (dot < 0.8) removed unless smooth.
+    In C where _meshsum is built (and TIPHYS_PURE_PYTHON_MESH is unset, empty or 0),
+    else in numpy."""
+    if _use_c():
+        out = np.zeros((vert.shape[0], 3), np.float32)
+        _c_normals(np.ascontiguousarray(vert, np.float64),
+                   np.ascontiguousarray(face, np.int64).reshape(-1, 3), bool(smooth),
+                   float(EPS), float(MINVAL), out)
+        return out.ravel()
+    return _make_normals_numpy(vert, face, smooth)
+
+
+def _make_normals_numpy(vert: np.ndarray, face: np.ndarray, smooth: bool):
+    """_make_normals in numpy (the reference)."""
     nv = vert.shape[0]
     v0 = vert[face[:, 0]]
     vec01 = vert[face[:, 1]] - v0
@@ -147,10 +164,34 @@ _PAIR_A, _PAIR_B = [a for a, _ in _PAIRS], [b for _, b in _PAIRS]
 _ROWS_AT_ONCE = 4096  # faces up to which the six products are made in one pass
 
 
-def _inertia_products(D, E, F, wc) -> list:
+def _use_c() -> bool:
+    """Whether _meshsum's C is to be used (built, TIPHYS_PURE_PYTHON_MESH unset, empty
+    or 0)."""
+    return _c_accumulate is not None and os.environ.get(PURE_PYTHON_ENV, "") in ("", "0")
+
+
+def _face_triangles(vert, face, want_normal=True):
+    """mesh_math's _triangles (the reference), in C where _use_c()."""
+    if _use_c():
+        nf = len(face)
+        area, nrm, cen = np.empty(nf), np.empty((nf, 3)), np.empty((nf, 3))
+        _c_triangles(np.ascontiguousarray(vert, np.float64),
+                     np.ascontiguousarray(face, np.int64).reshape(-1, 3), bool(want_normal),
+                     float(MINVAL), area, nrm, cen)
+        return area, nrm, cen
+    return _triangles(vert, face, want_normal)
+
+
+def _inertia_products(vert, face, wc) -> list:
     """The six sums over faces of wc * (the triangle's second-moment term) for the
-    index pairs _PAIRS, each summed in face order. ``D``, ``E``, ``F``: the faces'
-    corners (nface, 3); ``wc``: the faces' weights divided by the denominator."""
+    index pairs _PAIRS, each summed in face order, the faces' corners D, E, F taken
+    from ``vert`` (nvert, 3) by ``face`` (nface, 3); ``wc``: the faces' weights divided
+    by the denominator. In C where _use_c(), else in numpy (the reference)."""
+    if _use_c():
+        return _c_inertia_products(np.ascontiguousarray(vert, np.float64),
+                                   np.ascontiguousarray(face, np.int64).reshape(-1, 3),
+                                   np.ascontiguousarray(wc, np.float64))
+    D, E, F = vert[face[:, 0]], vert[face[:, 1]], vert[face[:, 2]]
     def term(Da, Db, Ea, Eb, Fa, Fb):
         return (2 * (Da * Db + Ea * Eb + Fa * Fb)
                 + Da * Eb + Db * Ea
@@ -200,6 +241,10 @@ class CompiledMesh:
     polyvert: np.ndarray = field(repr=False, default=None)     # (sum polyvertnum,)
     polymapnum: np.ndarray = field(repr=False, default=None)   # (nvert,)
     polymap: np.ndarray = field(repr=False, default=None)      # (sum polymapnum,)
+    # compile_mesh_geometry's mesh until finish_mesh: what finish_mesh needs (None once
+    # done), and whether the hull was asked for (finish_mesh's needhull)
+    pending: Optional["_Pending"] = field(repr=False, default=None, compare=False)
+    hull_asked: bool = field(repr=False, default=False, compare=False)
 
     # -- sizes as mjModel counts them
     @property
@@ -444,17 +489,95 @@ def compile_mesh(*, name: str = "", file_bytes: Optional[bytes] = None,
         raise RuntimeError(f"compile_mesh: the mesh of file '{file_name}' is no longer "
                            f"cached: pass its bytes")
     cm = _compile_mesh(name=name, file_bytes=file_bytes, **inputs)
+    _cache_put(key, cm)
+    return cm
+
+
+def _cache_put(key, cm: CompiledMesh) -> None:
     if key is not None:
         nbytes = _mesh_nbytes(cm)
         if nbytes <= MESH_CACHE_BYTES:
             _mesh_cache.put(key, _copy_mesh(cm, ""), nbytes)
+
+
+class _Pending:
+    """What finish_mesh needs to complete a mesh compile_mesh_geometry left without
+    its hull graph and polygons: the vertices as read (before the user transform and
+    the move to the centre of mass) and the faces, the hull's cap, and the cache keys
+    of the full compile with and without the hull."""
+
+    __slots__ = ("raw", "faces", "maxhullvert", "keys")
+
+    def __init__(self, raw, faces, maxhullvert, keys):
+        self.raw, self.faces, self.maxhullvert, self.keys = raw, faces, maxhullvert, keys
+
+
+def compile_mesh_geometry(*, name: str = "", file_bytes: Optional[bytes] = None,
+                          file_digest: Optional[bytes] = None, needhull: bool = True,
+                          **inputs) -> CompiledMesh:
+    """compile_mesh up to what a geom reads (pos, quat, volume, inertia box, bounds):
+    the hull graph and the polygons, which change none of these, wait for finish_mesh
+    (a mesh that a visual geom asks for first and a colliding one next is so compiled
+    once). Takes a cached full compile of the same inputs, with the hull or without,
+    where there is one (that mesh's ``pending`` is None: finish_mesh gives it back when
+    its hull is the one asked for). ``needhull``: the geom's ask (the cache is looked
+    up with it first)."""
+    progress.step(f"mesh {name}" if name else "mesh")
+    if file_bytes is not None and file_digest is None:
+        from ..io.resources import content_digest
+        file_digest = content_digest(file_bytes)
+    keys = {}
+    if MESH_CACHE_BYTES > 0:
+        for hull in (needhull, not needhull):
+            keys[hull] = _mesh_key(_cache_inputs(file_digest, dict(inputs, needhull=hull)))
+            hit = _mesh_cache.get(keys[hull]) if keys[hull] is not None else None
+            if hit is not None:
+                cm = _copy_mesh(hit, name)
+                cm.pending, cm.hull_asked = None, hull or inputs.get("inertia") == "convex"
+                return cm
+    if file_bytes is None and file_digest is not None:
+        raise RuntimeError(f"compile_mesh: the mesh of file '{inputs.get('file_name')}' is "
+                           f"no longer cached: pass its bytes")
+    return _compile_mesh(name=name, file_bytes=file_bytes, needhull=needhull,
+                         geometry_only=True, cache_keys=keys, **inputs)
+
+
+def finish_mesh(cm: CompiledMesh, needhull: bool) -> Optional[CompiledMesh]:
+    """The mesh of compile_mesh_geometry completed, in place, with the hull graph (when
+    ``needhull`` or when it was made already) and the polygons, as compile_mesh
+    makes them, and cached; None for a cached full mesh whose hull is not the one
+    asked for (the caller then compiles it with compile_mesh)."""
+    pend = cm.pending
+    if pend is None:
+        return cm if needhull == cm.hull_asked or cm.inertia_mode == "convex" else None
+    if needhull and cm.graph.size == 0:
+        cm.graph = _make_graph(pend.raw, pend.maxhullvert).astype(np.int32)
+    if cm.graph.size:
+        nv_g, nf_g = int(cm.graph[0]), int(cm.graph[1])
+        poly_faces = cm.graph[2 + 3 * nv_g + 3 * nf_g:].reshape(-1, 3)
+    else:
+        poly_faces = pend.faces
+    _set_polygons(cm, pend.raw, poly_faces)
+    cm.pending, cm.hull_asked = None, needhull
+    _cache_put(pend.keys.get(needhull), cm)
     return cm
+
+
+def _set_polygons(cm: CompiledMesh, raw: np.ndarray, poly_faces: np.ndarray) -> None:
+    """The polygon fields of a mesh: merged on the vertices as read, their normals
+    from the final vertices."""
+    polyvertnum, polyvert, polymapnum, polymap = make_polygons(raw, poly_faces)
+    cm.polynormal = polygon_normals(cm.vert_double, polyvertnum, polyvert)
+    cm.polyvertnum, cm.polyvert = polyvertnum, polyvert
+    cm.polymapnum, cm.polymap = polymapnum, polymap
 
 
 def _compile_mesh(*, name, file_bytes, file_name, content_type, vertex, face, normal,
                   texcoord, scale, refpos, refquat, inertia, maxhullvert, smoothnormal,
-                  needhull, reorient=True) -> CompiledMesh:
-    """compile_mesh without the cache."""
+                  needhull, reorient=True, geometry_only=False,
+                  cache_keys=None) -> CompiledMesh:
+    """compile_mesh without the cache (``geometry_only``: compile_mesh_geometry's part,
+    finish_mesh to come; ``cache_keys`` are then its cache keys, by needhull)."""
     if inertia not in INERTIA_MODES:
         raise ModelError(f"invalid mesh inertia '{inertia}'")
     if maxhullvert != -1 and maxhullvert < 4:
@@ -575,7 +698,7 @@ def _compile_mesh(*, name, file_bytes, file_name, content_type, vertex, face, no
 
     # ---- orientation check (exact inertia only)
     if inertia == "exact" and faces.shape[0]:
-        area, _, _ = _triangles(vert, faces, want_normal=False)
+        area, _, _ = _face_triangles(vert, faces, want_normal=False)
         keep = faces[area > math.sqrt(MINVAL)]
         if keep.shape[0]:
             he = np.concatenate([keep[:, [0, 1]], keep[:, [1, 2]], keep[:, [2, 0]]])
@@ -589,7 +712,7 @@ def _compile_mesh(*, name, file_bytes, file_name, content_type, vertex, face, no
 
     # ---- convex hull
     graph = np.zeros(0, dtype=np.int32)
-    if needhull or faces.shape[0] == 0:
+    if (needhull and not geometry_only) or inertia == "convex" or faces.shape[0] == 0:
         graph = _make_graph(vert, maxhullvert)
     if faces.shape[0] == 0:
         nv_g, nf_g = int(graph[0]), int(graph[1])
@@ -608,13 +731,8 @@ def _compile_mesh(*, name, file_bytes, file_name, content_type, vertex, face, no
         per_vertex = normal_.size // vert32.size
         facenormal_ = per_vertex * face_
 
-    # ---- polygons (merged on the raw vertices; normals from the final ones below)
-    if graph.size:
-        nv_g, nf_g = int(graph[0]), int(graph[1])
-        poly_faces = graph[2 + 3 * nv_g + 3 * nf_g:].reshape(-1, 3)
-    else:
-        poly_faces = faces
-    polyvertnum, polyvert, polymapnum, polymap = make_polygons(vert, poly_faces)
+    # (the polygons: _set_polygons at the end, from these vertices as read)
+    raw = vert
 
     # ---- user transformation
     if refpos[0] != 0 or refpos[1] != 0 or refpos[2] != 0:
@@ -639,7 +757,7 @@ def _compile_mesh(*, name, file_bytes, file_name, content_type, vertex, face, no
     nrm[~goodn] = np.array([0, 0, 1], np.float32)
 
     # ---- centroid of the surface
-    area, tnormal, tcenter = _triangles(vert, faces)
+    area, tnormal, tcenter = _face_triangles(vert, faces)
     total_area = float(_seqsum(area))
     facecen = _seqsum(area[:, None] * tcenter, axis=0)
     if total_area >= MINVAL:
@@ -669,7 +787,7 @@ def _compile_mesh(*, name, file_bytes, file_name, content_type, vertex, face, no
         if vfaces is faces:
             va, vn_, vc = area, tnormal, tcenter
         else:
-            va, vn_, vc = _triangles(vert, vfaces)
+            va, vn_, vc = _face_triangles(vert, vfaces)
         vol = _dot3(vc - facecen[None, :], vn_) * va / 3
         if inertia == "legacy":
             vol = np.abs(vol)
@@ -686,10 +804,7 @@ def _compile_mesh(*, name, file_bytes, file_name, content_type, vertex, face, no
     # ---- inertia about the centre of mass
     vc_ = vert - com[None, :]
     ff = vfaces if inertia != "shell" else faces
-    D = vc_[ff[:, 0]]
-    E = vc_[ff[:, 1]]
-    F = vc_[ff[:, 2]]
-    ia, inrm, icen = _triangles(vc_, ff)
+    ia, inrm, icen = _face_triangles(vc_, ff)
     if inertia == "shell":
         w = ia
         C = 12
@@ -699,7 +814,7 @@ def _compile_mesh(*, name, file_bytes, file_name, content_type, vertex, face, no
     if inertia == "legacy":
         w = np.abs(w)
     total = float(_seqsum(w))
-    P = _inertia_products(D, E, F, w / C)
+    P = _inertia_products(vc_, ff, w / C)
     inert = [P[1] + P[2], P[0] + P[2], P[0] + P[1], -P[3], -P[4], -P[5]]
     if inertia == "shell":
         surface = total
@@ -741,7 +856,7 @@ def _compile_mesh(*, name, file_bytes, file_name, content_type, vertex, face, no
     else:
         facetexcoord = np.zeros((faces.shape[0], 3), np.int32)
 
-    return CompiledMesh(
+    cm = CompiledMesh(
         name=name,
         vert=vert.astype(np.float32).astype(np.float64),
         face=faces.astype(np.int32),
@@ -759,9 +874,8 @@ def _compile_mesh(*, name, file_bytes, file_name, content_type, vertex, face, no
         boxsz=boxsz,
         aamm=aamm,
         vert_double=vert,
-        polynormal=polygon_normals(vert, polyvertnum, polyvert),
-        polyvertnum=polyvertnum,
-        polyvert=polyvert,
-        polymapnum=polymapnum,
-        polymap=polymap,
     )
+    cm.pending = _Pending(raw, faces, maxhullvert, cache_keys or {})
+    if geometry_only:
+        return cm
+    return finish_mesh(cm, needhull)

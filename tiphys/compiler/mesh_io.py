@@ -27,6 +27,13 @@ except ImportError as exc:  # not built (no C compiler at install): the regex fa
         raise
     _c_scan, OBJSCAN_ERROR = None, f"{type(exc).__name__}: {exc}"
 
+try:
+    from ._meshsum import dedup as _c_dedup
+except ImportError as exc:  # not built: the numpy merge (mesh.py reports the error)
+    if exc.name != f"{__package__}._meshsum":
+        raise
+    _c_dedup = None
+
 __all__ = ["mesh_content_type"]
 
 
@@ -86,11 +93,20 @@ def _equal_rows(key: np.ndarray):
 
 
 def _dedup_vertices(vert32: np.ndarray, face: np.ndarray):
-    """Merge bit-identical float vertices (+0 == -0), keeping first occurrences in order."""
+    """Merge bit-identical float vertices (+0 == -0), keeping first occurrences in order.
+    In C where _meshsum is built (and TIPHYS_PURE_PYTHON_MESH is unset, empty or 0),
+    else in numpy."""
     v = vert32.reshape(-1, 3)
     n = v.shape[0]
     if n == 0:
         return vert32, face
+    if _c_dedup is not None and os.environ.get(PURE_PYTHON_ENV, "") in ("", "0"):
+        first = np.empty(n, np.int64)
+        remap = np.empty(n, np.int64)
+        m = _c_dedup(np.ascontiguousarray(v, np.float32), first, remap)
+        if m == n:
+            return vert32, face
+        return v[first[:m]].ravel(), remap[face]
     key = np.ascontiguousarray(v + _F32(0.0))  # turns -0 into +0
     first, inverse = _equal_rows(key)
     if len(first) == n:

@@ -33,6 +33,12 @@ except ImportError as exc:  # not built (no C compiler at install): the Python w
         raise
     _c_walk = _c_polygons = None
     POLYTREE_ERROR = f"{type(exc).__name__}: {exc}"
+try:
+    from ._meshsum import unit_normals as _c_unit_normals
+except ImportError as exc:  # not built: the numpy normals (mesh.py reports the error)
+    if exc.name != f"{__package__}._meshsum":
+        raise
+    _c_unit_normals = None
 
 __all__ = ["polygon_arrays"]
 
@@ -44,9 +50,19 @@ FACE_TOL = 0.99999872  # two faces are one polygon when their normals' dot excee
 def _makenormals(vert: np.ndarray, faces: np.ndarray) -> np.ndarray:
     """Unit normals of triangles (rows of ``faces``) with the compiler's arithmetic,
     operation for operation (a near-zero cross product is divided anyway, as MuJoCo
-    does: [1, 0, 0] / |n|, inf or nan when |n| is 0)."""
-    v = np.asarray(vert, dtype=np.float64)
-    f = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
+    does: [1, 0, 0] / |n|, inf or nan when |n| is 0). In C (_meshsum) where it is
+    built and TIPHYS_PURE_PYTHON_MESH is unset, empty or 0, else in numpy."""
+    v = np.ascontiguousarray(vert, dtype=np.float64)
+    f = np.ascontiguousarray(faces, dtype=np.int64).reshape(-1, 3)
+    if _c_unit_normals is not None and os.environ.get(PURE_PYTHON_ENV, "") in ("", "0"):
+        out = np.empty((len(f), 3))
+        _c_unit_normals(v, f, EPS, out)
+        return out
+    return _makenormals_numpy(v, f)
+
+
+def _makenormals_numpy(v: np.ndarray, f: np.ndarray) -> np.ndarray:
+    """_makenormals in numpy (the reference)."""
     a, b, c = v[f[:, 0]], v[f[:, 1]], v[f[:, 2]]
     ab = b - a
     ac = c - a
