@@ -190,6 +190,25 @@ def test_trees_that_start_asleep():
     assert mjd.tree_asleep[0] < 0  # woken by the sphere
 
 
+def test_one_world_reset_with_trees_that_start_asleep():
+    """reset_data(world=k) with sleep="init" trees: that world as mj_resetData leaves
+    it (the init trees asleep, the other tree's counter advanced), the other worlds
+    untouched, and the steps after it as MuJoCo's."""
+    mjm, _, m, d = _pair(INIT.format(other="init", extra=""), 3)
+    for _ in range(30):
+        tiphys.step(m, d)
+    before = {name: d.numpy(name).copy() for name in ("qpos", "qvel", "tree_asleep", "qacc")}
+    tiphys.reset_data(m, d, world=1)
+    mjd = mujoco.MjData(mjm)
+    _compare(d, 1, mjd, "reset")
+    for name, value in before.items():
+        np.testing.assert_array_equal(d.numpy(name)[[0, 2]], value[[0, 2]], err_msg=name)
+    for step in range(20):
+        tiphys.step(m, d)
+        mujoco.mj_step(mjm, mjd)
+        _compare(d, 1, mjd, step)
+
+
 def test_init_tree_that_cannot_sleep_is_an_error():
     """A tree marked init in an island with a tree that is not cannot sleep at reset:
     MuJoCo's error, naming the tree's root body."""

@@ -643,7 +643,7 @@ def reset_data(m: Model, d: Data, keyframe=None, world: Optional[int] = None) ->
                 backend.zero(field)  # on the device: no host array as large as the field
         _reset_plugins(m, d, None)
     from .sleep import reset_sleep
-    reset_sleep(m, d, world)
+    reset_sleep(m, d, world, keyframe)
 
 
 def _reset_plugins(m: Model, d: Data, world: Optional[int]) -> None:

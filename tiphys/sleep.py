@@ -27,11 +27,12 @@ def check_supported(m, stepping: bool = False) -> None:
                 "sleeping\"")
 
 
-def reset_sleep(m, d, world=None) -> None:
+def reset_sleep(m, d, world=None, keyframe=None) -> None:
     """mj_resetData's sleep part: every tree awake (reset_data set tree_asleep), the
     awake arrays updated; with sleep enabled and trees whose policy is "init"
     (<body sleep="init">), a forward pass and mj_sleep put those trees to sleep, an
-    error naming the first that could not (as MuJoCo's)."""
+    error naming the first that could not (as MuJoCo's). ``world``: reset_data of that
+    world only (``keyframe``: the one it reset to)."""
     ninit = 0
     if m.opt.enabled("sleep") and m.ntree:
         policy = np.asarray(m.arrays.tree_sleep_policy).reshape(-1)[:m.ntree]
@@ -40,9 +41,8 @@ def reset_sleep(m, d, world=None) -> None:
         ksleep.update_sleep(m, d)
         return
     if world is not None:
-        raise NotImplementedError(
-            "reset_data(world=k) of a model with <body sleep=\"init\"> trees and sleep "
-            "enabled is not supported yet (reset every world)")
+        _reset_world_init(m, d, world, keyframe)
+        return
     check_supported(m)
     from .forward import _forward
     ksleep.update_sleep(m, d, staticawake=True)
@@ -65,3 +65,25 @@ def reset_sleep(m, d, world=None) -> None:
     for name in ("ne", "nf", "nl", "nefc", "nJ", "nisland", "nidof"):
         getattr(d, name).fill(0)
     ksleep.update_sleep(m, d)
+
+
+def _reset_world_init(m, d, world: int, keyframe) -> None:
+    """reset_data(world=k) with sleep="init" trees: world k as a one-world Data of the
+    same capacities is after its reset (the forward pass and mj_sleep included), copied
+    into world k on the device; the other worlds are not touched."""
+    if m._params:
+        raise NotImplementedError(
+            "reset_data(world=k) of a model with <body sleep=\"init\"> trees, sleep "
+            "enabled and parameters set per world (set_param) is not supported yet "
+            "(reset every world)")
+    from .kernels.check import copy_world
+    from .model import make_data
+    from .types import DATA_EXTRA_FIELDS, DATA_FIELDS
+    one = make_data(m, 1, keyframe, nconmax=d.nconmax, njmax=d.njmax, njnnz=d.njnnz,
+                    nhnnz=d.nhnnz, nbroadmax=d.nbroadmax)
+    for name, _, _, _ in DATA_FIELDS + DATA_EXTRA_FIELDS:
+        copy_world(getattr(one, name), getattr(d, name), world)
+    # the host's record of what the fields hold (tiphys/forward.py)
+    d._constrained |= one._constrained
+    d._islands_set |= one._islands_set
+    d._energy_set |= one._energy_set
