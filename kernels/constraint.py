@@ -47,7 +47,6 @@ from .consts import (CNSTR_CONTACT_ELLIPTIC, CNSTR_CONTACT_FRICTIONLESS, CNSTR_C
                      WARN_CNSTRFULL)
 from .flex import chain_count, edge_row_nonempty, flex_eq_rows
 from .math import quat_mul
-from .sleep import active, asleep_rows
 from .tendon import check_sparse_data, last_dof
 
 ND = ti.types.ndarray()
@@ -473,8 +472,9 @@ def _ball_angle(worldid, jntid, jnt_qposadr: ti.template(), qpos: ti.template())
 
 
 @ti.func
-def _limit_sides(lo, hi, value, margin):
-    """Which sides of a scalar limit are active: (lower, upper) as 0/1."""
+def limit_sides(lo, hi, value, margin):
+    """Which sides of a scalar limit are active: (lower, upper) as 0/1 (MuJoCo's
+    tendonLimit / joint limit test; also kernels/sleep.py's mj_wakeTendon)."""
     lower = 1 if -1.0 * (lo - value) < margin else 0
     upper = 1 if 1.0 * (hi - value) < margin else 0
     return lower, upper
@@ -601,7 +601,7 @@ def _scan(
                         jtype = jnt_type[jntid]
                         if jtype == JNT_SLIDE or jtype == JNT_HINGE:
                             value = qpos[worldid, jnt_qposadr[jntid]]
-                            lower, upper = _limit_sides(rng[0], rng[1], value, margin)
+                            lower, upper = limit_sides(rng[0], rng[1], value, margin)
                             n = lower + upper
                         elif jtype == JNT_BALL:
                             value, _axis = _ball_angle(worldid, jntid, jnt_qposadr, qpos)
@@ -614,7 +614,7 @@ def _scan(
                     if tendon_limited[tenid] != 0:
                         rng = tendon_range[worldid % tendon_range.shape[0], tenid]
                         margin = tendon_margin[worldid % tendon_margin.shape[0], tenid]
-                        lower, upper = _limit_sides(rng[0], rng[1],
+                        lower, upper = limit_sides(rng[0], rng[1],
                                                     ten_length[worldid, tenid], margin)
                         if ti.static(sparse):
                             n = (lower + upper) if efc_wid[worldid, elem] > 0 else 0
@@ -1406,7 +1406,7 @@ _chain_cols = chain_count
 
 
 @ti.func
-def _eq_bodies(eqid, eq_obj1id: ti.template(), eq_obj2id: ti.template(),
+def eq_bodies(eqid, eq_obj1id: ti.template(), eq_obj2id: ti.template(),
                eq_objtype: ti.template(), site_bodyid: ti.template()):
     b0 = eq_obj1id[eqid]
     b1 = eq_obj2id[eqid]
@@ -1455,7 +1455,7 @@ def _sparse_widths(
             id1 = eq_obj2id[eqid]
             size = 1
             if etype == EQ_CONNECT or etype == EQ_WELD:
-                b0, b1 = _eq_bodies(eqid, eq_obj1id, eq_obj2id, eq_objtype, site_bodyid)
+                b0, b1 = eq_bodies(eqid, eq_obj1id, eq_obj2id, eq_objtype, site_bodyid)
                 width = _chain_cols(b0, b1, body_parentid, body_dofnum, body_dofadr,
                                     dof_parentid)
                 size = 6 if etype == EQ_WELD else 3
@@ -1586,6 +1586,7 @@ def make_constraint(m, d) -> None:
     timestep = float(opt.timestep)
     nside = _nside(m) if flags["con"] else 2
     con_body, con_weight = _con_bodies(m, d, nside)
+    from .sleep import active, asleep_rows  # (sleep.py reads this module's helpers)
     sleeping = active(m)
     if flags["con"] and d.nconmax > 0:
         launch(_contact_bodies, m, d, nside=nside, con_body=con_body, con_weight=con_weight)

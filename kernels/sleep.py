@@ -31,6 +31,7 @@ import taichi as ti
 from . import config
 from .bind import launch
 from .config import per_options
+from .constraint import eq_bodies, limit_sides
 from .consts import (EQ_CONNECT, EQ_JOINT, EQ_TENDON, EQ_WELD, OBJ_ACTUATOR, OBJ_BODY,
                      OBJ_CAMERA, OBJ_DOF, OBJ_GEOM, OBJ_JOINT, OBJ_LIGHT, OBJ_SITE,
                      OBJ_TENDON, OBJ_UNKNOWN, OBJ_XBODY, SENS_CONTACT, SENS_PLUGIN,
@@ -42,7 +43,7 @@ ND = ti.types.ndarray()
 MINAWAKE = 10  # mjMINAWAKE: steps a tree must stay slow before it may sleep
 AWAKE = -(1 + MINAWAKE)  # tree_asleep of a fully awake tree
 S_STATIC, S_ASLEEP, S_AWAKE = -1, 0, 1  # mjtSleepState
-# mjtSleepPolicy values of trees that never sleep
+# mjtSleepPolicy values
 POLICY_AUTO_NEVER, POLICY_AUTO_ALLOWED, POLICY_NEVER, POLICY_ALLOWED, POLICY_INIT = 1, 2, 3, 4, 5
 
 
@@ -295,14 +296,9 @@ def _wake_tendons(
         for i in range(ntendon):
             if tendon_treenum[i] == 2 and tendon_limited[i] != 0:
                 rng = tendon_range[w % tendon_range.shape[0], i]
-                margin = tendon_margin[w % tendon_margin.shape[0], i]
-                value = ten_length[w, i]
-                nl = 0
-                if value - rng[0] < margin:
-                    nl += 1
-                if rng[1] - value < margin:
-                    nl += 1
-                if nl > 0:
+                lower, upper = limit_sides(rng[0], rng[1], ten_length[w, i],
+                                           tendon_margin[w % tendon_margin.shape[0], i])
+                if lower + upper > 0:
                     t1 = tendon_treeid[i][0]
                     t2 = tendon_treeid[i][1]
                     a1 = tree_awake[w, t1]
@@ -385,14 +381,6 @@ def _drop_asleep_contacts(
         ncon[w] = kept
 
 
-@ti.func
-def _object_tree(objtype, objid, body_treeid: ti.template(), site_bodyid: ti.template()):
-    tree = body_treeid[objid]
-    if objtype == OBJ_SITE:
-        tree = body_treeid[site_bodyid[objid]]
-    return tree
-
-
 @ti.kernel
 def _wake_equalities(
     ntree: ti.i32, neq: ti.i32,
@@ -423,8 +411,9 @@ def _wake_equalities(
                     if id2 >= 0:
                         t2 = body_treeid[jnt_bodyid[id2]]
                 else:
-                    t1 = _object_tree(eq_objtype[i], id1, body_treeid, site_bodyid)
-                    t2 = _object_tree(eq_objtype[i], id2, body_treeid, site_bodyid)
+                    b1, b2 = eq_bodies(i, eq_obj1id, eq_obj2id, eq_objtype, site_bodyid)
+                    t1 = body_treeid[b1]
+                    t2 = body_treeid[b2]
                 s1 = S_STATIC
                 s2 = S_STATIC
                 if t1 >= 0:
