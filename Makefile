@@ -12,9 +12,10 @@ export TIPHYS_CORPUS ?= $(CURDIR)/$(CORPUS)
 venv: $(STAMP)
 
 # setup.py builds the C twins of parts of tiphys/compiler (polygons.py, mesh_io.py,
-# texture.py, mesh.py, bvh.py) in place (optional)
+# texture.py, mesh.py, bvh.py) and the native step replay (replay.py) in place (optional)
 $(STAMP): pyproject.toml setup.py tiphys/compiler/_polytree.c tiphys/compiler/_objscan.c \
-          tiphys/compiler/_mt64.c tiphys/compiler/_meshsum.c tiphys/compiler/_bvhtree.c
+          tiphys/compiler/_mt64.c tiphys/compiler/_meshsum.c tiphys/compiler/_bvhtree.c \
+          tiphys/_native_replay.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'

@@ -1,7 +1,9 @@
 """The optional C accelerators of the compiler (tiphys/compiler/_polytree.c: mesh
 polygons; _objscan.c: the OBJ reader's fast path; _mt64.c: std::mt19937_64 for the
 builtin textures; _meshsum.c: ordered float32 sums for vertex normals; _bvhtree.c:
-bounding-volume hierarchies as MuJoCo builds them); the project's
+bounding-volume hierarchies as MuJoCo builds them) and of the step
+(tiphys/_native_replay.c: recorded CPU launches called without Taichi's launcher);
+the project's
 metadata is in pyproject.toml. Where they cannot be
 built (no C compiler or no Python headers) the install goes on and tiphys uses the
 Python code paths."""
@@ -32,6 +34,10 @@ setup(
     ext_modules=[Extension(
         f"tiphys.compiler.{name}", [f"tiphys/compiler/{name}.c"], optional=True,
         define_macros=[("Py_LIMITED_API", "0x030B0000")] if LIMITED else [],
-        py_limited_api=LIMITED) for name in ("_polytree", "_objscan", "_mt64", "_meshsum", "_bvhtree")],
+        py_limited_api=LIMITED) for name in ("_polytree", "_objscan", "_mt64", "_meshsum", "_bvhtree")]
+    + [Extension(
+        "tiphys._native_replay", ["tiphys/_native_replay.c"], optional=True,
+        define_macros=[("Py_LIMITED_API", "0x030B0000")] if LIMITED else [],
+        py_limited_api=LIMITED)],
     cmdclass={"build_ext": BuildExt},
 )

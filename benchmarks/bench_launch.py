@@ -8,8 +8,10 @@ Prints, per nworld, milliseconds per ``tiphys.step`` (``ti.sync()`` included, be
 3 batches of >= 1 s) with Taichi's path, with prepared launches, and (CPU backends)
 with prepared launches and serial twins (every loop serial, used up to
 ``serial_worlds`` worlds: the setting is forced on for this column whatever nworld),
-and with serial twins and each launch's filled context replayed (CPU backends: what a
-step does by default up to ``serial_worlds`` worlds), the launches and ndarray
+with serial twins and each launch's filled context replayed, the step's recorded
+launches replayed from Python, and (the default on CPU backends where
+tiphys/_native_replay.c is built) the recording replayed natively, straight into the
+compiled tasks; the launches and ndarray
 arguments per step, and whether qpos after 30 steps from the same state is identical
 in all four.
 """
@@ -37,27 +39,33 @@ def main():
 
     import tiphys
     import tiphys.launch as launch
+    import tiphys.replay as replay_mod
     from oracle import corpus_dir
     from tiphys.launch import count_launches
     tiphys.init(arch=args.arch, precision=args.precision)
     m = tiphys.load_model(os.path.join(corpus_dir(), args.model))
     # (name, prepared launches on, serial twins up to this many worlds, contexts
-    # replayed); the settings are read when a Data's arrays first launch
+    # replayed, native replays); the settings are read when a Data's arrays first
+    # launch
     serial = launch.SERIAL["worlds"] if launch.SERIAL["cpu"] else 0
     replay = launch.REPLAY["on"]
-    modes = [("taichi", False, 0, False), ("prepared", True, 0, False)]
+    native = replay_mod.NATIVE["on"]
+    modes = [("taichi", False, 0, False, False), ("prepared", True, 0, False, False)]
     if serial:
-        modes.append(("serial", True, 1 << 30, False))
+        modes.append(("serial", True, 1 << 30, False, False))
     if replay:
-        modes.append(("replayed", True, 1 << 30 if serial else 0, True))
+        modes.append(("replayed", True, 1 << 30 if serial else 0, True, False))
+        if native and replay_mod._native_replay is not None:
+            modes.append(("native", True, 1 << 30 if serial else 0, True, True))
     rows = []
     for nworld in args.nworld:
         times, qpos = {name: [] for name, *_ in modes}, {}
         for _ in range(3):
-            for name, enabled, worlds, replayed in modes:
+            for name, enabled, worlds, replayed, natively in modes:
                 launch.ENABLED = enabled
                 launch.SERIAL["worlds"] = worlds
                 launch.REPLAY["on"] = replayed
+                replay_mod.NATIVE["on"] = natively
                 d = tiphys.make_data(m, nworld)
                 for _ in range(2):
                     tiphys.step(m, d)
@@ -87,6 +95,7 @@ def main():
               f"{row['identical']}", flush=True)
     launch.SERIAL["worlds"] = serial
     launch.REPLAY["on"] = replay
+    replay_mod.NATIVE["on"] = native
     print(json.dumps(dict(arch=args.arch, precision=args.precision, model=args.model,
                           rows=rows)))
 

@@ -5,6 +5,8 @@ parameters, field arrays, the user-sensor callback, a freed array, launch counti
 
 f64 on the CPU (the only backend whose launch contexts can be launched twice)."""
 import importlib
+import platform
+import sys
 
 import numpy as np
 import pytest
@@ -80,14 +82,75 @@ def _same(a, b):
         assert np.array_equal(a[name], b[name], equal_nan=True), name
 
 
+@pytest.mark.parametrize("native", [True, False], ids=["native", "python"])
 @pytest.mark.parametrize("integrator", ["Euler", "RK4", "implicitfast"])
-def test_replayed_steps_are_bit_for_bit_the_staged_ones(integrator):
+def test_replayed_steps_are_bit_for_bit_the_staged_ones(integrator, native, monkeypatch):
+    monkeypatch.setitem(replay.NATIVE, "on", native)
     m = tiphys.load_model_from_string(XML.replace('timestep="0.005"',
                                       f'timestep="0.005" integrator="{integrator}"'))
     d, on = _run(m, 40, True)
-    assert d.scratch.replay["step"].ready
+    recording = d.scratch.replay["step"]
+    assert recording.ready
+    assert bool(recording.native) == (native and NATIVE_HERE)
     _, off = _run(m, 40, False)
     _same(on, off)
+
+
+# where the native replay must work: the platforms tiphys/_native_replay.c reads
+# Taichi's layouts on (a failed build of the helper fails the tests below here)
+NATIVE_HERE = sys.platform == "linux" and platform.machine() in ("x86_64", "aarch64")
+
+
+@pytest.mark.skipif(not NATIVE_HERE, reason="native replays are for Linux on x86-64/arm64")
+@pytest.mark.parametrize("nworld", [1, 64])
+def test_native_replay_calls_every_launch_of_the_step(nworld):
+    """On this platform a ready recording becomes native: every recorded launch's
+    tasks are found (one pair per task, at least one per launch) and the array fills
+    stay Python calls between them, in their order."""
+    assert replay._native_replay is not None, "tiphys/_native_replay.c was not built"
+    m = tiphys.load_model_from_string(XML.replace('timestep="0.005"',
+                                      'timestep="0.005" integrator="RK4"'))
+    d = tiphys.make_data(m, nworld)
+    for _ in range(6):
+        tiphys.step(m, d)
+    recording = d.scratch.replay["step"]
+    assert recording.ready and recording.native
+    launches = [call for call in recording.calls
+                if getattr(call[0], "__name__", None) == "launch_kernel"]
+    others = [call for call in recording.calls if call not in launches]
+    pairs = sum(len(step) // 16 for step in recording.native if isinstance(step, bytes))
+    assert pairs >= len(launches) > 20
+    assert [step for step in recording.native if not isinstance(step, bytes)] == others
+    # the replayed step moves the worlds as the staged one does
+    ref = tiphys.make_data(m, nworld)
+    replay.ENABLED = False
+    try:
+        for _ in range(7):
+            tiphys.step(m, ref)
+    finally:
+        replay.ENABLED = True
+    tiphys.step(m, d)
+    assert np.array_equal(d.numpy("qpos"), ref.numpy("qpos"))
+
+
+@pytest.mark.skipif(not NATIVE_HERE, reason="native replays are for Linux on x86-64/arm64")
+def test_native_replay_refuses_what_is_not_a_launch():
+    """The helper checks what it reads: objects of other types, or a launch's objects in
+    the wrong places, give None (Taichi's own launch is kept), never a crash."""
+    from taichi.lang import impl
+    m = tiphys.load_model_from_string(XML)
+    d = tiphys.make_data(m, NWORLD)
+    for _ in range(6):
+        tiphys.step(m, d)
+    function, compiled, ctx = next(call for call in d.scratch.replay["step"].calls
+                                   if getattr(call[0], "__name__", None) == "launch_kernel")
+    prog = impl.get_runtime().prog
+    native = replay._native_replay
+    tasks, context = native.tasks(prog, compiled, ctx)
+    assert tasks and context
+    for args in [(prog, ctx, compiled), (compiled, prog, ctx), (prog, compiled, prog),
+                 (object(), object(), object()), (prog, d.qpos, ctx), (1, 2, 3)]:
+        assert native.tasks(*args) is None
 
 
 def test_a_ready_recording_skips_the_stage_drivers(monkeypatch):

@@ -159,9 +159,10 @@ class _Entry:
     # key therefore has the very arrays of the call
     # ctx: the filled context launched again each time (CPU backends), else None;
     # compiled: the kernel's code, as the runtime's cache holds it (entries are
-    # dropped before the runtime is torn down, see forget)
+    # dropped before the runtime is torn down, see forget); name: the kernel
+    # function's name (profiles of replayed steps)
     __slots__ = ("prog", "kernel", "ndarrays", "floats", "ints", "refs", "ctx",
-                 "compiled")
+                 "compiled", "name")
 
 
 _TABLES: dict = {}  # id -> every kernel's table of entries (see forget)
@@ -233,6 +234,7 @@ def _prepare(kernel, args, key, table):
     entry = _Entry()
     prog = entry.prog = impl.get_runtime().prog
     entry.kernel = t_kernel
+    entry.name = kernel.func.__name__
     entry.ndarrays, entry.floats, entry.ints = tuple(ndarrays), tuple(floats), tuple(ints)
     entry.compiled = prog.compile_kernel(prog.config(), prog.get_device_caps(), t_kernel)
     entry.ctx = _host_context(entry) if REPLAY["on"] else None
