@@ -13,7 +13,7 @@ launches replayed from Python, and (the default on CPU backends where
 tiphys/_native_replay.c is built) the recording replayed natively, straight into the
 compiled tasks; the launches and ndarray
 arguments per step, and whether qpos after 30 steps from the same state is identical
-in all four.
+in the columns of the same serial setting (it also sets the narrowphase's lanes).
 """
 from __future__ import annotations
 
@@ -84,8 +84,16 @@ def main():
         with count_launches() as launches:
             tiphys.step(m, d)
         ti.sync()
+        # the serial setting also picks the narrowphase's lanes (one per world where
+        # loops are serial), which can order contacts differently: columns are
+        # compared with the first column of the same setting
+        first = {}
+        for name, _, worlds, *_ in modes:
+            first.setdefault(worlds, name)
+        identical = all(np.array_equal(qpos[first[worlds]], qpos[name])
+                        for name, _, worlds, *_ in modes)
         row = dict(nworld=nworld, launches=launches["n"], arrays=launches["arrays"],
-                   identical=all(np.array_equal(qpos["taichi"], q) for q in qpos.values()))
+                   identical=identical)
         for name in times:
             row[f"{name}_ms"] = 1e3 * min(times[name])
         rows.append(row)
