@@ -311,3 +311,21 @@ def test_plugin_models_replay_only_declared_plugins(monkeypatch):
     for _ in range(5):
         tiphys.step(m, d)
     assert d.scratch.replay is None or "step" not in d.scratch.replay
+
+
+@pytest.mark.skipif(not NATIVE_HERE, reason="native replays are for Linux on x86-64/arm64")
+def test_native_replay_reads_through_a_pipe_too():
+    """Where a seccomp profile forbids process_vm_readv the helper reads Taichi's
+    objects by writing them into a pipe: the same tasks and contexts are found."""
+    m = tiphys.load_model_from_string(XML)
+    d = tiphys.make_data(m, NWORLD)
+    for _ in range(6):
+        tiphys.step(m, d)
+    recording = d.scratch.replay["step"]
+    native = replay._native_replay
+    try:
+        native.read_by_pipe(True)
+        again = replay.native_program(recording.calls, recording.prog)
+    finally:
+        native.read_by_pipe(False)
+    assert again and again == recording.native
