@@ -85,12 +85,15 @@ _build_for = None  # Taichi's ASTTransformer.build_For, wrapped by install()
 
 def default_serial_worlds(threads: int) -> int:
     """World count up to which serial loops are faster than the thread pool: parallel
-    loops save (1 - 1/threads) of the work and cost a fixed wake-up per loop; measured
-    on gym humanoid (2 cores: serial 1.7x faster at 256 worlds, 0.7x at 1024), the
-    break-even is near 128 worlds' work per saved fraction; one thread: always serial."""
+    loops save (1 - 1/threads) of the work and cost a fixed wake-up per loop, and the
+    parallel kernels do less per thread (tree passes by level, finer loops). Measured
+    with native replays (2026-11-28, 2 cores, tiphys/replay.py), serial against
+    parallel ms per step: gym humanoid 39 / 56 at 256 worlds, 80 / 94 at 512, 156 /
+    149 at 1024; ant 16 / 24, 32 / 45, 64 / 64. The break-even is near 512 worlds'
+    work per saved fraction (1024 on 2 threads); one thread: always serial."""
     if threads <= 1:
         return 1 << 30
-    return int(128 * threads / (threads - 1))
+    return int(512 * threads / (threads - 1))
 
 
 def configure(cpu: bool, serial_worlds: int) -> None:
