@@ -49,16 +49,19 @@ def main():
                 names[id(entry.ctx)] = entry.name
     # which kernel each native pair belongs to, in the program's order
     labels = []
+    steps = recording.native[0]
     for function, compiled, ctx in recording.calls:
-        if getattr(function, "__name__", None) != "launch_kernel":
-            continue
-        tasks, _ = replay._native_replay.tasks(function.__self__, compiled, ctx)
-        labels.extend([names.get(id(ctx), "?")] * len(tasks))
+        if getattr(function, "__name__", None) == "launch_kernel":
+            tasks, _ = replay._native_replay.tasks(function.__self__, compiled, ctx)
+            labels.extend([names.get(id(ctx), "?")] * len(tasks))
+        elif function is launch._fill_again and \
+                replay._fill_spec(recording.prog, compiled(), ctx) is not None:
+            labels.append("(array fill)")  # a C twin of the runtime's fill
     launches = defaultdict(int)
     for function, compiled, ctx in recording.calls:
         if getattr(function, "__name__", None) == "launch_kernel":
             launches[names.get(id(ctx), "?")] += 1
-    runs = [step for step in recording.native if isinstance(step, bytes)]
+    runs = [step for step in steps if isinstance(step, bytes)]
     slots = [np.zeros(len(run) // 16) for run in runs]
     # every CHUNK steps the worlds go back to the state after the warm-up steps (not
     # timed), so that the profile is of that state's neighbourhood, not of wherever
@@ -72,7 +75,7 @@ def main():
         tiphys.set_state(m, d, start, spec)
         t0 = time.perf_counter()
         for _ in range(chunk):
-            for step in recording.native:
+            for step in steps:
                 if step.__class__ is bytes:
                     replay._native_replay.timed(step, slots[runs.index(step)])
                 else:

@@ -105,8 +105,8 @@ NATIVE_HERE = sys.platform == "linux" and platform.machine() in ("x86_64", "aarc
 @pytest.mark.parametrize("nworld", [1, 64])
 def test_native_replay_calls_every_launch_of_the_step(nworld):
     """On this platform a ready recording becomes native: every recorded launch's
-    tasks are found (one pair per task, at least one per launch) and the array fills
-    stay Python calls between them, in their order."""
+    tasks are found (one pair per task, at least one per launch) and, on x86-64, the
+    array fills become C twins of the runtime's fill among them."""
     assert replay._native_replay is not None, "tiphys/_native_replay.c was not built"
     m = tiphys.load_model_from_string(XML.replace('timestep="0.005"',
                                       'timestep="0.005" integrator="RK4"'))
@@ -115,12 +115,16 @@ def test_native_replay_calls_every_launch_of_the_step(nworld):
         tiphys.step(m, d)
     recording = d.scratch.replay["step"]
     assert recording.ready and recording.native
+    steps, kept = recording.native
     launches = [call for call in recording.calls
                 if getattr(call[0], "__name__", None) == "launch_kernel"]
-    others = [call for call in recording.calls if call not in launches]
-    pairs = sum(len(step) // 16 for step in recording.native if isinstance(step, bytes))
-    assert pairs >= len(launches) > 20
-    assert [step for step in recording.native if not isinstance(step, bytes)] == others
+    fills = [call for call in recording.calls if call[0] is launch._fill_again]
+    assert len(launches) + len(fills) == len(recording.calls)
+    pairs = sum(len(step) // 16 for step in steps if isinstance(step, bytes))
+    assert pairs >= len(launches) + len(fills) and len(launches) > 20
+    if platform.machine() == "x86_64":  # the runtime fills there: all of it one run
+        assert fills and len(kept) == len(fills)
+        assert len(steps) == 1 and isinstance(steps[0], bytes)
     # the replayed step moves the worlds as the staged one does
     ref = tiphys.make_data(m, nworld)
     replay.ENABLED = False
@@ -328,4 +332,39 @@ def test_native_replay_reads_through_a_pipe_too():
         again = replay.native_program(recording.calls, recording.prog)
     finally:
         native.read_by_pipe(False)
-    assert again and again == recording.native
+    def pairs(program):
+        """the program's (task, context) pairs, a fill's context as its spec's bytes
+        (each program has its own copy of the specs)"""
+        steps, kept = program
+        words = np.frombuffer(b"".join(s for s in steps if isinstance(s, bytes)), np.uint64)
+        out, fills = [], iter(kept)
+        for task, context in words.reshape(-1, 2):
+            out.append((int(task), next(fills) if task == native.FILL_TASK else int(context)))
+        return out
+    assert again and pairs(again) == pairs(recording.native)
+
+
+@pytest.mark.skipif(not NATIVE_HERE or platform.machine() != "x86_64",
+                    reason="Taichi's runtime fills arrays only on x86-64 CPUs")
+@pytest.mark.parametrize("dtype,values", [
+    ("f32", [0.0, -0.0, 0.1, -1e-40, 3.4e38, 1e39, float("inf"), float("nan"), 7]),
+    ("i32", [0, -1, 2 ** 31 - 1, -2 ** 31, 12345]),
+    ("u32", [0, 1, 2 ** 32 - 1]),
+])
+def test_native_fills_are_the_runtime_fills(dtype, values):
+    """The C twin of Ndarray.fill sets the same bits as Taichi's runtime fill, for
+    each kind of value a fill is given."""
+    import taichi as ti
+    from taichi.lang import impl
+    prog = impl.get_runtime().prog
+    native = replay._native_replay
+    for value in values:
+        ours, theirs = ti.ndarray(getattr(ti, dtype), (5, 3)), ti.ndarray(getattr(ti, dtype), (5, 3))
+        theirs.fill(value)
+        spec = replay._fill_spec(prog, ours, value)
+        assert spec is not None
+        native.run(np.array([native.FILL_TASK, spec[1]], dtype=np.uint64).tobytes())
+        assert ours.to_numpy().tobytes() == theirs.to_numpy().tobytes(), value
+    # arrays the runtime does not fill (f64, vectors) stay Python calls
+    assert replay._fill_spec(prog, ti.ndarray(ti.f64, 4), 1.0) is None
+    assert replay._fill_spec(prog, ti.Vector.ndarray(3, ti.f32, 4), 1.0) is None

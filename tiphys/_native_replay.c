@@ -49,6 +49,21 @@ Layouts used (Taichi 1.7.4, Itanium C++ ABI, LP64):
 
 typedef int32_t (*task_fn)(void *);
 
+/* an array fill as Taichi's CPU runtime makes it (Program::fill_ndarray_fast_u32:
+   std::fill of the allocation's 32-bit words), callable like a task */
+typedef struct {
+    uint32_t *words;
+    uint64_t count;
+    uint32_t bits;
+} fill_spec;
+
+static int32_t fill_task(void *arg) {
+    const fill_spec *spec = (const fill_spec *)arg;
+    uint32_t *words = spec->words;
+    for (uint64_t i = 0; i < spec->count; i++) words[i] = spec->bits;
+    return 0;
+}
+
 #if TIPHYS_NATIVE
 
 static int pipe_fds[2] = {-1, -1};
@@ -292,6 +307,56 @@ static PyObject *timed(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(fill_doc,
+"fill(address, count, kind, value) -> (spec, spec address)\n\n"
+"A fill of `count` 32-bit words at `address` with `value` as Taichi's runtime fills\n"
+"(kind 'f': value as a C float, 'i': int32, 'u': uint32), packed in the bytes `spec`\n"
+"whose address, with FILL_TASK, makes a (task, context) pair of a program; the\n"
+"caller keeps `spec` alive as long as the program.");
+
+static PyObject *fill(PyObject *self, PyObject *args) {
+    unsigned long long address, count;
+    int kind;
+    PyObject *value;
+    if (!PyArg_ParseTuple(args, "KKCO", &address, &count, &kind, &value)) return NULL;
+    fill_spec spec;
+    memset(&spec, 0, sizeof(spec));
+    spec.words = (uint32_t *)(uintptr_t)address;
+    spec.count = count;
+    if (kind == 'f') {
+        double v = PyFloat_AsDouble(value);
+        if (v == -1.0 && PyErr_Occurred()) return NULL;
+        float f = (float)v;
+        memcpy(&spec.bits, &f, sizeof(f));
+    } else if (kind == 'i' || kind == 'u') {
+        if (!PyLong_Check(value)) {
+            PyErr_SetString(PyExc_TypeError, "fill: an integer fill takes an int");
+            return NULL;
+        }
+        long long v = PyLong_AsLongLong(value);
+        if (v == -1 && PyErr_Occurred()) return NULL;
+        if (kind == 'i' ? (v < INT32_MIN || v > INT32_MAX) : (v < 0 || v > (long long)UINT32_MAX)) {
+            PyErr_SetString(PyExc_OverflowError, "fill: value out of the array's range");
+            return NULL;
+        }
+        int32_t i32 = (int32_t)v;
+        uint32_t u32 = (uint32_t)v;
+        if (kind == 'i') memcpy(&spec.bits, &i32, sizeof(i32));
+        else spec.bits = u32;
+    } else {
+        PyErr_SetString(PyExc_ValueError, "fill: kind is 'f', 'i' or 'u'");
+        return NULL;
+    }
+    PyObject *bytes = PyBytes_FromStringAndSize((const char *)&spec, sizeof(spec));
+    if (bytes == NULL) return NULL;
+    char *where = PyBytes_AsString(bytes);
+    if (where == NULL) {
+        Py_DECREF(bytes);
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", bytes, PyLong_FromVoidPtr(where));
+}
+
 PyDoc_STRVAR(read_by_pipe_doc,
 "read_by_pipe(flag: bool) -> None\n\n"
 "Read Taichi's objects through a pipe instead of process_vm_readv (what happens by\n"
@@ -308,6 +373,7 @@ static PyObject *read_by_pipe(PyObject *self, PyObject *arg) {
 
 static PyMethodDef methods[] = {
     {"read_by_pipe", read_by_pipe, METH_O, read_by_pipe_doc},
+    {"fill", fill, METH_VARARGS, fill_doc},
     {"tasks", tasks, METH_VARARGS, tasks_doc},
     {"run", run, METH_O, run_doc},
     {"timed", timed, METH_VARARGS, timed_doc},
@@ -322,7 +388,9 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__native_replay(void) {
     PyObject *mod = PyModule_Create(&module);
-    if (mod != NULL && PyModule_AddIntConstant(mod, "SUPPORTED", TIPHYS_NATIVE) < 0) {
+    if (mod == NULL) return NULL;
+    if (PyModule_AddIntConstant(mod, "SUPPORTED", TIPHYS_NATIVE) < 0 ||
+        PyModule_AddObject(mod, "FILL_TASK", PyLong_FromVoidPtr((void *)fill_task)) < 0) {
         Py_DECREF(mod);
         return NULL;
     }

@@ -35,8 +35,8 @@ Native replays: Taichi's CPU launcher spends ~0.7 us plus ~0.2 us per kernel par
 on every launch before it calls the kernel's compiled tasks, most of a one-world step.
 Where the C helper ``tiphys/_native_replay.c`` finds those tasks and the contexts'
 RuntimeContexts (Taichi 1.7.4's layouts, checked), a ready recording is turned once
-into runs of (task, context) pairs that C calls in order, with the array fills between
-them left to Python. It is the same compiled code on the same contexts, so results are
+into runs of (task, context) pairs that C calls in order, the array fills among them
+as C twins of the runtime's fill (32-bit words set to the value's bits). It is the same compiled code on the same contexts, so results are
 bit for bit those of the launches it replaces. Where the helper is missing, finds
 anything unexpected, or Taichi runs in debug mode (which checks for errors after each
 launch), the recording replays through ``launch_kernel`` as before.
@@ -48,7 +48,9 @@ import array
 import os
 import weakref
 
+from taichi._lib import core as _ti_core
 from taichi.lang import impl
+from taichi.types import primitive_types
 
 from .kernels.config import RECORDING, options_of
 from .kernels import callbacks
@@ -62,6 +64,8 @@ try:
     from . import _native_replay
 except ImportError:  # not built (no C compiler at install): replays go through Taichi
     _native_replay = None
+
+_FILL_KINDS = {primitive_types.f32: "f", primitive_types.i32: "i", primitive_types.u32: "u"}
 
 
 class Recorder:
@@ -106,13 +110,14 @@ class Recording:
 
 
 def native_program(calls, prog):
-    """``calls`` as a tuple of steps for ``_run_native``: bytes of packed (task,
-    RuntimeContext) address pairs for each run of launches, the other calls (array
-    fills) as they are; or None where a launch's tasks cannot be found."""
+    """``calls`` as what ``_run_native`` runs: (steps, kept), steps a tuple of bytes of
+    packed (task, context) address pairs, each launch's compiled tasks and each array
+    fill Taichi's runtime makes (a C twin of it), with any other call as it is; kept,
+    the fill specs the pairs point into. None where a launch's tasks cannot be found."""
     if _native_replay is None or not _native_replay.SUPPORTED or not NATIVE["on"] or \
             impl.current_cfg().debug:
         return None
-    steps, pairs = [], []
+    steps, pairs, kept = [], [], []
     for call in calls:
         function, first, second = call
         if getattr(function, "__name__", None) == "launch_kernel" and \
@@ -123,19 +128,41 @@ def native_program(calls, prog):
             tasks, context = found
             for task in tasks:
                 pairs.extend((task, context))
-        else:
-            if pairs:
-                steps.append(array.array("Q", pairs).tobytes())
-                pairs = []
-            steps.append(call)
+            continue
+        if function is _launch._fill_again:
+            spec = _fill_spec(prog, first(), second)
+            if spec is not None:
+                kept.append(spec[0])
+                pairs.extend((_native_replay.FILL_TASK, spec[1]))
+                continue
+        if pairs:
+            steps.append(array.array("Q", pairs).tobytes())
+            pairs = []
+        steps.append(call)
     if pairs:
         steps.append(array.array("Q", pairs).tobytes())
-    return tuple(steps)
+    return tuple(steps), tuple(kept)
 
 
-def _run_native(steps) -> None:
+def _fill_spec(prog, arr, value):
+    """The C twin of ``arr.fill(value)`` where Taichi's CPU runtime fills it (an x64
+    backend, an array of f32, i32 or u32 scalars: every 32-bit word of its allocation
+    set to the value's bits), else None (the fill stays a Python call)."""
+    if arr is None or impl.current_cfg().arch != _ti_core.Arch.x64 or \
+            _ti_core.is_tensor(arr.element_type):
+        return None
+    kind = _FILL_KINDS.get(arr.dtype)
+    if kind is None or (kind != "f" and type(value) is not int) or \
+            type(value) not in (int, float):
+        return None
+    nbytes = arr.arr.nelement() * arr.arr.element_size()
+    return _native_replay.fill(prog.get_ndarray_data_ptr_as_int(arr.arr), nbytes // 4, kind,
+                               value)
+
+
+def _run_native(native) -> None:
     run = _native_replay.run
-    for step in steps:
+    for step in native[0]:
         if step.__class__ is bytes:
             run(step)
         else:
