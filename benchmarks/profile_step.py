@@ -28,6 +28,8 @@ def main():
     ap.add_argument("--nworld", type=int, default=1)
     ap.add_argument("--steps", type=int, default=2000)
     ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--serial-worlds", type=int, default=None,
+                    help="serial twins up to this many worlds (default: tiphys's)")
     args = ap.parse_args()
     import numpy as np
 
@@ -35,6 +37,8 @@ def main():
     from tiphys import launch, replay
     from oracle import corpus_dir
     tiphys.init(arch="cpu", precision="f64")
+    if args.serial_worlds is not None:
+        launch.SERIAL["worlds"] = args.serial_worlds
     m = tiphys.load_model(os.path.join(corpus_dir(), args.model))
     d = tiphys.make_data(m, args.nworld)
     for _ in range(10):

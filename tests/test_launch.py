@@ -215,10 +215,12 @@ def _tagged(nworld):
     return arr
 
 
-def test_few_worlds_run_the_serial_twin_and_many_the_parallel_kernel(monkeypatch):
+def test_few_worlds_run_the_serial_twin_and_many_the_world_twin(monkeypatch):
     """On the CPU, a launch given a Data array of at most serial_worlds worlds runs the
-    kernel's twin, whose loops are serial (iterations in order), through Taichi's path
-    and then prepared; one of more worlds, or given no Data array, runs the kernel."""
+    kernel's serial twin (iterations in order), through Taichi's path and then
+    prepared; one of more worlds runs its world twin (a plain range loop stays
+    parallel there), or the kernel itself with world twins off; one given no Data
+    array runs the kernel."""
     if not launch.SERIAL["cpu"]:
         pytest.skip("serial twins exist on the CPU backends only")
     monkeypatch.setitem(launch.SERIAL, "worlds", 4)
@@ -239,12 +241,94 @@ def test_few_worlds_run_the_serial_twin_and_many_the_parallel_kernel(monkeypatch
         out.fill(-1)
         _claim_order(counter, out, n)
         assert np.array_equal(np.sort(out.to_numpy()), np.arange(n, dtype=np.int32))
+    world_twin = primal.__dict__["_tiphys_wtwin"]
+    assert len(world_twin.compiled_kernels) == 1  # the 5-world launch
     assert len(primal.compiled_kernels) == 1 and len(twin.compiled_kernels) == 1
+    monkeypatch.setitem(launch.WORLD_TWINS, "on", False)
+    launch.forget()
+    counter = _tagged(6)
+    _claim_order(counter, out, n)
+    assert len(world_twin.compiled_kernels) == 1 and len(primal.compiled_kernels) == 1
+
+
+@ti.kernel
+def _ndrange_loops(a: ti.types.ndarray(), b: ti.types.ndarray(), c: ti.types.ndarray(),
+                   order: ti.types.ndarray(), n: ti.i32):
+    for w, i in ti.ndrange(a.shape[0], a.shape[1]):
+        a[w, i] = w * 100 + i
+    ti.loop_config(block_dim=4)
+    for w, i, j in ti.ndrange((1, b.shape[0]), b.shape[1], 3):
+        b[w, i, j] = b[w - 1, i, j] * 0 + w * 1000 + i * 10 + j
+    for w, i in ti.ndrange(c.shape[0], n):  # each world's slots claimed in order
+        c[w, ti.atomic_add(order[w], 1)] = i
+    for I in ti.grouped(ti.ndrange(c.shape[0], 2)):  # left as it is
+        c[I[0], n + I[1]] = -1
+
+
+def test_world_twins_run_each_ndrange_loop_over_worlds():
+    """A world twin splits each ``ti.ndrange`` loop into a parallel loop over its first
+    index and a serial loop over the rest (tuple bounds, three indices, a loop_config
+    before it): the same iterations, and within each world the serial order."""
+    if not launch.SERIAL["cpu"]:
+        pytest.skip("world twins exist on the CPU backends only")
+    nworld, n = 3, 20_000  # 3 worlds over 2 threads: a parallel ndrange splits one
+    outs = []
+    for kind in (None, "worlds"):
+        a, b = ti.ndarray(ti.i32, (nworld, 7)), ti.ndarray(ti.i32, (nworld, 5, 3))
+        c, order = ti.ndarray(ti.i32, (nworld, n + 2)), ti.ndarray(ti.i32, nworld)
+        b.fill(-5)
+        order.fill(0)
+        kernel = _ndrange_loops._primal if kind is None else launch._twin(
+            _ndrange_loops._primal, kind)
+        building = launch.SERIAL["building"]
+        launch.SERIAL["building"] = kind or False
+        try:
+            kernel(a, b, c, order, n)
+        finally:
+            launch.SERIAL["building"] = building
+        outs.append((a.to_numpy(), b.to_numpy(), c.to_numpy()))
+    w, i = np.meshgrid(np.arange(nworld), np.arange(7), indexing="ij")
+    for a_, b_, c_ in outs:
+        assert np.array_equal(a_, w * 100 + i)
+        assert (b_[0] == -5).all()
+        w3, i3, j3 = np.meshgrid(np.arange(1, nworld), np.arange(5), np.arange(3),
+                                 indexing="ij")
+        assert np.array_equal(b_[1:], w3 * 1000 + i3 * 10 + j3)
+        assert (c_[:, n:] == -1).all()
+        assert np.array_equal(np.sort(c_[:, :n], axis=1), np.tile(np.arange(n), (nworld, 1)))
+    # in the world twin each world's slots are claimed in order (one thread a world),
+    # every time
+    assert np.array_equal(outs[1][2][:, :n], np.tile(np.arange(n), (nworld, 1)))
+
+
+def test_world_twin_loop_split(monkeypatch):
+    """The loops a world twin builds, as source: ndrange loops split after their first
+    index (tuple bounds kept), anything else left to Taichi as it is."""
+    import ast
+    from taichi.lang.ast.ast_transformer import ASTTransformer
+
+    def decorator(ctx, node):
+        return "ndrange" if ast.unparse(node).startswith("ti.ndrange(") else ""
+    monkeypatch.setattr(ASTTransformer, "get_decorator", staticmethod(decorator))
+    cases = {
+        "for w, i in ti.ndrange(nw, n):\n    a[w, i] = 1":
+            "for w in range(nw):\n    for i in ti.ndrange(n):\n        a[w, i] = 1",
+        "for w, i, j in ti.ndrange((1, nw), n, 3):\n    b[w, i, j] = 2":
+            "for w in range(1, nw):\n    for i, j in ti.ndrange(n, 3):\n        b[w, i, j] = 2",
+        "for I in ti.ndrange(nw, n):\n    c[I] = 3": None,  # one index for two dimensions
+        "for i in ti.ndrange(n):\n    c[i] = 4": None,  # nothing to split
+        "for i in range(n):\n    c[i] = 5": None,
+        "for w, i in ti.ndrange(nw, n):\n    pass\nelse:\n    pass": None,
+    }
+    for source, expected in cases.items():
+        node = ast.parse(source).body[0]
+        split = launch._split_ndrange(None, node)
+        assert (None if split is None else ast.unparse(split)) == expected, source
 
 
 def test_step_is_bit_identical_with_serial_and_parallel_loops(monkeypatch):
-    """Every stage gives the same bits from its serial twin and from its parallel
-    kernel (a step with contacts, a tendon, an actuator, sensors, RK4)."""
+    """Every stage gives the same bits from its serial twin, its world twin and its
+    parallel kernel (a step with contacts, a tendon, an actuator, sensors, RK4)."""
     if not launch.SERIAL["cpu"]:
         pytest.skip("serial twins exist on the CPU backends only")
     xml = """<mujoco><option integrator="RK4"/><worldbody><geom type="plane" size="1 1 .1"/>
@@ -258,15 +342,17 @@ def test_step_is_bit_identical_with_serial_and_parallel_loops(monkeypatch):
       </sensor></mujoco>"""
     m = tiphys.load_model_from_string(xml)
     runs = []
-    for worlds in (0, 8):
+    for worlds, world_twins in ((0, False), (0, True), (8, True)):
         monkeypatch.setitem(launch.SERIAL, "worlds", worlds)
+        monkeypatch.setitem(launch.WORLD_TWINS, "on", world_twins)
         d = tiphys.make_data(m, 3)
         d.ctrl.from_numpy(np.array([[0.3], [-0.2], [0.1]]))
         for _ in range(30):
             tiphys.step(m, d)
         runs.append([d.numpy(f) for f in ("qpos", "qvel", "qacc", "sensordata", "efc_force")])
-    for a, b in zip(*runs):
-        assert np.array_equal(a, b)
+    for other in runs[1:]:
+        for a, b in zip(runs[0], other):
+            assert np.array_equal(a, b)
 
 
 def test_a_function_source_is_read_once_per_process(monkeypatch):

@@ -208,7 +208,10 @@ def init(arch: str = "cpu", precision: str = "f64", *, reinit: bool = False,
     ``serial_worlds`` (or the environment's TIPHYS_SERIAL_WORLDS): on a CPU backend,
     calls on at most this many worlds run kernels whose loops are serial, which skips
     Taichi's thread-pool wake-up (~45 µs per loop); default
-    ``launch.default_serial_worlds(cpu_max_num_threads)`` (1024 on 2 threads), 0 never.
+    ``launch.default_serial_worlds(cpu_max_num_threads)`` (256 on 2 threads), 0 never.
+    Calls on more worlds run kernels whose ``ti.ndrange`` loops are parallel over
+    worlds only (world twins, tiphys/launch.py; ``TIPHYS_WORLD_TWINS=0``: Taichi's
+    parallel loops over every index).
     """
     if arch not in _ARCHS:
         raise ValueError(f"arch must be one of {sorted(_ARCHS)}, not {arch!r}")

@@ -84,16 +84,15 @@ _build_for = None  # Taichi's ASTTransformer.build_For, wrapped by install()
 
 
 def default_serial_worlds(threads: int) -> int:
-    """World count up to which serial loops are faster than the thread pool: parallel
-    loops save (1 - 1/threads) of the work and cost a fixed wake-up per loop, and the
-    parallel kernels do less per thread (tree passes by level, finer loops). Measured
-    with native replays (2026-11-28, 2 cores, tiphys/replay.py), serial against
-    parallel ms per step: gym humanoid 39 / 56 at 256 worlds, 80 / 94 at 512, 156 /
-    149 at 1024; ant 16 / 24, 32 / 45, 64 / 64. The break-even is near 512 worlds'
-    work per saved fraction (1024 on 2 threads); one thread: always serial."""
+    """World count up to which the serial twins beat the world twins: those save
+    (1 - 1/threads) of the work and cost a thread-pool wake-up per loop. Measured with
+    native replays (2026-11-28, gym humanoid, 2 threads, ms per step, serial / world
+    twins / Taichi's parallel loops): 64 worlds 9.0 / 15.2 / 19.7, 256 worlds 37.0 /
+    38.9 / 49.1, 1024 worlds 172 / 99.8 / 139. The break-even is near 128 worlds'
+    work per saved fraction (256 on 2 threads); one thread: always serial."""
     if threads <= 1:
         return 1 << 30
-    return int(512 * threads / (threads - 1))
+    return int(128 * threads / (threads - 1))
 
 
 def configure(cpu: bool, serial_worlds: int) -> None:
@@ -108,23 +107,45 @@ def _serial(args) -> bool:
     when its first world-tagged array (kernels.config.tag_worlds: Data fields and
     scratch) has at most SERIAL["worlds"] worlds (launches given none keep parallel
     loops)."""
+    return _variant(args) == "serial"
+
+
+def _variant(args):
+    """The twin a launch with these arguments runs on a CPU backend: "serial" up to
+    SERIAL["worlds"] worlds (its first world-tagged array's), "worlds" beyond (unless
+    WORLD_TWINS is off), None for launches given no world-tagged array and on other
+    backends (the kernel itself)."""
     if not SERIAL["cpu"]:
-        return False
+        return None
     for value in args:
         nworld = getattr(value, WORLDS_TAG, None)
         if nworld is not None:
-            return serial_loops(nworld)
-    return False
+            if serial_loops(nworld):
+                return "serial"
+            return "worlds" if WORLD_TWINS["on"] else None
+    return None
 
 
-def _twin(kernel):
-    """The kernel's serial twin (made once): the same function as a kernel of its own,
-    whose loops are all built serial."""
-    twin = kernel.__dict__.get("_tiphys_twin")
+# world twins: for Data of more than serial_worlds worlds on a CPU backend, each
+# kernel's twin whose ndrange loops run parallel over their first index only, the
+# rest of each iteration a serial loop (TIPHYS_WORLD_TWINS=0: the kernels' own
+# parallel loops). Taichi parallelises a kernel's outermost loops over every index
+# of an ndrange, one small body per (world, element) call; over worlds alone each
+# thread runs whole worlds through ordinary loops, as the serial twins do.
+WORLD_TWINS = {"on": os.environ.get("TIPHYS_WORLD_TWINS", "1") != "0"}
+
+
+def _twin(kernel, kind: str = "serial"):
+    """The kernel's twin of this kind (made once): the same function as a kernel of
+    its own, whose loops are built serial ("serial") or parallel over worlds only
+    ("worlds")."""
+    attr = "_tiphys_twin" if kind == "serial" else "_tiphys_wtwin"
+    twin = kernel.__dict__.get(attr)
     if twin is None:
         twin = kernel_impl.Kernel(kernel.func, kernel.autodiff_mode, kernel.classkernel)
-        twin.__dict__["_tiphys_twin"] = twin  # a twin is its own twin (_is_twin)
-        kernel.__dict__["_tiphys_twin"] = twin
+        twin.__dict__[attr] = twin  # a twin is its own twin (_is_twin)
+        twin.__dict__["_tiphys_twin_kind"] = kind
+        kernel.__dict__[attr] = twin
         _TWINNED.append(kernel)
     return twin
 
@@ -133,7 +154,11 @@ _TWINNED: list = []  # kernels that have a twin (dropped when Taichi resets)
 
 
 def _is_twin(kernel) -> bool:
-    return kernel.__dict__.get("_tiphys_twin") is kernel
+    return "_tiphys_twin_kind" in kernel.__dict__
+
+
+def _twin_kind(kernel):
+    return kernel.__dict__.get("_tiphys_twin_kind", False)
 
 
 def _serializable(ctx, node) -> bool:
@@ -148,9 +173,51 @@ def _serializable(ctx, node) -> bool:
 
 
 def _build_for_serial_aware(ctx, node):
-    if SERIAL["building"] and _serializable(ctx, node):
+    building = SERIAL["building"]
+    if building == "serial" and _serializable(ctx, node):
         misc._parallelize(1)  # what ti.loop_config(serialize=True) does
+    elif building == "worlds":
+        split = _split_ndrange(ctx, node)
+        if split is not None:
+            return _build_for(ctx, split)
     return _build_for(ctx, node)
+
+
+def _split_ndrange(ctx, node):
+    """``for a, b, ... in ti.ndrange(A, B, ...)`` as ``for a in range(A): for b, ... in
+    ti.ndrange(B, ...)`` (an outermost loop then runs parallel over a only, the rest of
+    each iteration serial; the iterations and their order within each a are the same),
+    or None for any other loop."""
+    if ASTTransformer.get_decorator(ctx, node.iter) != "ndrange" or node.orelse:
+        return None
+    call = node.iter
+    if call.keywords or len(call.args) < 2 or any(isinstance(a, ast.Starred)
+                                                   for a in call.args):
+        return None
+    targets = node.target.elts if isinstance(node.target, ast.Tuple) else [node.target]
+    if len(targets) != len(call.args) or not all(isinstance(t, ast.Name) for t in targets):
+        return None
+    first = call.args[0]
+    if isinstance(first, ast.Tuple):
+        if len(first.elts) != 2:
+            return None
+        bounds = list(first.elts)
+    else:
+        bounds = [first]
+    rest = targets[1:]
+    inner_target = rest[0] if len(rest) == 1 else ast.Tuple(elts=rest, ctx=ast.Store())
+    inner = ast.For(target=inner_target,
+                    iter=ast.Call(func=call.func, args=call.args[1:], keywords=[]),
+                    body=node.body, orelse=[])
+    outer = ast.For(target=targets[0],
+                    iter=ast.Call(func=ast.Name(id="range", ctx=ast.Load()), args=bounds,
+                                  keywords=[]),
+                    body=[inner], orelse=[])
+    for made in (inner, inner.iter, outer, outer.iter, outer.iter.func, inner_target):
+        ast.copy_location(made, node)
+        if hasattr(made, "end_lineno"):
+            made.end_lineno, made.end_col_offset = node.end_lineno, node.end_col_offset
+    return ast.fix_missing_locations(outer)
 
 
 _NONE = kernel_impl.AutodiffMode.NONE
@@ -293,12 +360,13 @@ def _call(self, *args, **kwargs):
                 return None
     if RECORDING[0] is not None:  # Taichi's own path: not a replayable launch
         RECORDING[0].ok = False
-    target = self  # the kernel that runs: the serial twin for a few worlds on the CPU
-    if self.autodiff_mode == _NONE and not _is_twin(self) and \
-            _serial(args):
-        target = _twin(self)
+    target = self  # the kernel that runs: a twin on the CPU (serial, or over worlds)
+    if self.autodiff_mode == _NONE and not _is_twin(self):
+        kind = _variant(args)
+        if kind is not None:
+            target = _twin(self, kind)
     building = SERIAL["building"]
-    SERIAL["building"] = _is_twin(target)
+    SERIAL["building"] = _twin_kind(target)
     try:
         if target.compiled_kernels or _NOTICE["shown"]:
             result = _taichi_call(target, *args, **kwargs)
@@ -441,6 +509,7 @@ def _reset():
     forget()  # the entries point into the runtime that reset tears down
     for kernel in _TWINNED:  # twins belong to the runtime too
         kernel.__dict__.pop("_tiphys_twin", None)
+        kernel.__dict__.pop("_tiphys_wtwin", None)
     _TWINNED.clear()
     _taichi_reset()
 
