@@ -319,6 +319,7 @@ def test_world_twin_loop_split(monkeypatch):
         "for i in ti.ndrange(n):\n    c[i] = 4": None,  # nothing to split
         "for i in range(n):\n    c[i] = 5": None,
         "for w, i in ti.ndrange(nw, n):\n    pass\nelse:\n    pass": None,
+        "for w, i in ti.ndrange(nw, n):\n    if a[w, i]:\n        break": None,
     }
     for source, expected in cases.items():
         node = ast.parse(source).body[0]

@@ -197,6 +197,8 @@ def _split_ndrange(ctx, node):
     targets = node.target.elts if isinstance(node.target, ast.Tuple) else [node.target]
     if len(targets) != len(call.args) or not all(isinstance(t, ast.Name) for t in targets):
         return None
+    if any(isinstance(inner, ast.Break) for stmt in node.body for inner in ast.walk(stmt)):
+        return None  # a break would leave only the inner loop
     first = call.args[0]
     if isinstance(first, ast.Tuple):
         if len(first.elts) != 2:
