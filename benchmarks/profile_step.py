@@ -3,7 +3,8 @@
     python benchmarks/profile_step.py [--model gym/humanoid.xml] [--nworld 1]
                                       [--steps 2000] [--top 25]
 
-Steps the model until its step is replayed natively (tiphys/replay.py), then runs the
+Steps the model (``--settle`` steps with random controls) until its step is replayed
+natively (tiphys/replay.py), then runs the
 native program with each compiled task timed (``_native_replay.timed``) and prints
 the kernels by total time per step, with the share of the step, the number of tasks
 and launches, and the whole step's time next to the sum (the rest: array fills and
@@ -28,6 +29,8 @@ def main():
     ap.add_argument("--nworld", type=int, default=1)
     ap.add_argument("--steps", type=int, default=2000)
     ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--settle", type=int, default=10,
+                    help="steps before profiling, with random controls redrawn every 10")
     ap.add_argument("--serial-worlds", type=int, default=None,
                     help="serial twins up to this many worlds (default: tiphys's)")
     args = ap.parse_args()
@@ -41,7 +44,11 @@ def main():
         launch.SERIAL["worlds"] = args.serial_worlds
     m = tiphys.load_model(os.path.join(corpus_dir(), args.model))
     d = tiphys.make_data(m, args.nworld)
-    for _ in range(10):
+    rng = np.random.default_rng(0)
+    lo, hi = (m.actuator_ctrlrange.to_numpy().reshape(-1, 2)[:m.nu].T if m.nu else (0, 0))
+    for k in range(max(10, args.settle)):
+        if m.nu and k % 10 == 0:
+            d.ctrl.from_numpy(rng.uniform(lo, hi, (args.nworld, m.nu)))
         tiphys.step(m, d)
     recording = d.scratch.replay["step"]
     if not recording.native:
