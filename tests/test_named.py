@@ -132,3 +132,41 @@ def test_data_arrays_index_like_numpy(pair):
     d.qvel[0] = saved[0]
     d.qvel[1, 0] = saved[1, 0]
     np.testing.assert_array_equal(d.numpy("qvel"), saved)
+
+
+@pytest.mark.parametrize("kind", ["scalar", "vector", "matrix"])
+@pytest.mark.parametrize("dtype", ["f64", "f32", "i32"])
+def test_from_numpy_and_to_numpy_give_taichis_values(kind, dtype):
+    """On the CPU backends ndarrays' from_numpy/to_numpy copy memory (tiphys/backend.py)
+    instead of launching Taichi's kernels: the same numbers for every input dtype
+    Taichi casts (floats to floats, ints, unsigned ints, floats to ints), the same
+    shape error, and other inputs left to Taichi."""
+    import taichi as ti
+    from taichi.lang._ndarray import ScalarNdarray
+    from taichi.lang.matrix import MatrixNdarray, VectorNdarray
+    from tiphys import backend
+    tiphys.init(arch="cpu", precision="f64")
+    tdtype = getattr(ti, dtype)
+    make = {"scalar": lambda: ti.ndarray(tdtype, (4, 3)),
+            "vector": lambda: ti.Vector.ndarray(3, tdtype, (4, 3)),
+            "matrix": lambda: ti.Matrix.ndarray(2, 3, tdtype, (4,))}[kind]
+    cls = {"scalar": ScalarNdarray, "vector": VectorNdarray, "matrix": MatrixNdarray}[kind]
+    taichi_from, taichi_to = backend.TAICHI_NUMPY[cls]
+    probe = make()
+    shape = tuple(probe.arr.total_shape())
+    rng = np.random.default_rng(5)
+    inputs = [rng.normal(0, 100, shape), rng.normal(0, 100, shape).astype(np.float32),
+              rng.integers(-1000, 1000, shape), rng.integers(0, 200, shape).astype(np.uint8),
+              np.asfortranarray(rng.normal(0, 3, shape)),
+              rng.normal(0, 100, shape + (2,))[..., 0]]  # not contiguous
+    for value in inputs:
+        ours, theirs = make(), make()
+        ours.from_numpy(value)
+        taichi_from(theirs, value)
+        assert ours.to_numpy().tobytes() == taichi_to(theirs).tobytes()
+        assert ours.to_numpy().dtype == taichi_to(theirs).dtype
+        assert ours.to_numpy().shape == taichi_to(theirs).shape
+    with pytest.raises(ValueError, match="Mismatch shape"):
+        make().from_numpy(np.zeros(shape[:-1] + (shape[-1] + 1,)))
+    with pytest.raises(TypeError):
+        make().from_numpy([0.0] * int(np.prod(shape)))  # a list: Taichi's own error
