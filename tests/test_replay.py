@@ -197,6 +197,32 @@ def test_forward_is_replayed_too():
     _same(outs[0], outs[1])
 
 
+@pytest.mark.parametrize("integrator", ["Euler", "implicitfast"])
+def test_step1_and_step2_are_replayed_too(integrator):
+    """step1 and step2 (a control set between them) record and replay like step, the
+    same bits as with replays off."""
+    m = tiphys.load_model_from_string(XML.replace('timestep="0.005"',
+                                      f'timestep="0.005" integrator="{integrator}"'))
+    outs = []
+    for replayed in (True, False):
+        replay.ENABLED = replayed
+        try:
+            d = tiphys.make_data(m, NWORLD)
+            rng = np.random.default_rng(4)
+            for _ in range(30):
+                tiphys.step1(m, d)
+                d.ctrl.from_numpy(rng.uniform(-1, 1, (NWORLD, m.nu)))
+                tiphys.step2(m, d)
+        finally:
+            replay.ENABLED = True
+        outs.append({name: d.numpy(name) for name in ("qpos", "qvel", "sensordata")})
+        if replayed:
+            for name in ("step1", "step2"):
+                recording = d.scratch.replay[name]
+                assert recording.ready and bool(recording.native) == NATIVE_HERE
+    _same(outs[0], outs[1])
+
+
 def test_option_changes_record_again():
     m = tiphys.load_model_from_string(XML)
 

@@ -288,6 +288,11 @@ def step1(m: Model, d: Data) -> None:
     Set ctrl, qfrc_applied or xfrc_applied afterwards, then call step2.
     """
     _check_sleep(m)
+    replay.run("step1", _step1, m, d)
+
+
+def _step1(m: Model, d: Data) -> None:
+    """mj_step1's stages (replay.run replays them once recorded)."""
     keep = sleep.active(m)
     if keep:  # sleeping sensors keep their values (see _forward)
         sleep.save_sensors(m, d)
@@ -307,6 +312,12 @@ def step2(m: Model, d: Data) -> None:
     """Second half of step, as mj_step2: acceleration, then Euler, or the implicit
     integrators (RK4 uses Euler here, as MuJoCo)."""
     _check_integrator(m)
+    replay.run("step2", _step2, m, d)
+    stepped(d)
+
+
+def _step2(m: Model, d: Data) -> None:
+    """mj_step2's stages (replay.run replays them once recorded)."""
     keep = sleep.active(m)
     if keep:
         sleep.save_sensors(m, d)
@@ -318,7 +329,6 @@ def step2(m: Model, d: Data) -> None:
     if m.opt.enabled("fwdinv"):
         compare_fwd_inv(m, d)
     _integrate(m, d)
-    stepped(d)
 
 
 def _integrate(m: Model, d: Data) -> None:
