@@ -362,6 +362,13 @@ def inverse(m: Model, d: Data) -> None:
     energy flag), sensor_acc after the constraint forces (with invdiscrete, on the
     continuous-time qacc).
     """
+    discrete_mode(m)  # bad options fail here, replayed or not
+    _check_sleep(m)
+    replay.run("inverse", _inverse_all, m, d)
+
+
+def _inverse_all(m: Model, d: Data) -> None:
+    """mj_inverse's stages (replay.run replays them once recorded)."""
     _inverse(m, d, STAGE_NONE, False)
 
 

@@ -1,5 +1,5 @@
-"""Recorded steps: ``step``, ``forward``, ``step1`` and ``step2`` replayed as one list of
-launches.
+"""Recorded steps: ``step``, ``forward``, ``inverse``, ``step1`` and ``step2`` replayed as
+one list of launches.
 
 On a CPU backend every launch of a step is a prepared launch (tiphys/launch.py): a
 filled launch context handed to the runtime again. Once the stages' host code has
@@ -8,7 +8,8 @@ time, so the Python that decides them (stage drivers, option checks, argument
 binding: about a quarter of a one-world step) only repeats itself. A recorded call
 keeps that list and runs it in one loop.
 
-Protocol, per Data and public function (``step``, ``forward``, ``step1``, ``step2``):
+Protocol, per Data and public function (``step``, ``forward``, ``inverse``, ``step1``,
+``step2``):
 
 - a call runs the stages as usual while it records what it launches: prepared
   launches (compiled kernel, context) and the runtime's array fills;
