@@ -150,10 +150,7 @@ TAICHI_NUMPY: dict = {}
 
 def _plain(arr) -> bool:
     """An ndarray of f64, f32 or i32 numbers (what numpy_dtype names exactly)."""
-    dtype = arr.dtype
-    if hasattr(dtype, "dtype"):
-        dtype = dtype.dtype
-    return dtype in (ti.f64, ti.f32, ti.i32)
+    return _number_type(arr) in (ti.f64, ti.f32, ti.i32)
 
 
 def _patch_taichi() -> None:
@@ -296,10 +293,15 @@ def init(arch: str = "cpu", precision: str = "f64", *, reinit: bool = False,
 def numpy_dtype(arr):
     """The numpy dtype of an ndarray's numbers (f64, f32 or i32; the element type of a
     vector or matrix ndarray)."""
-    dtype = arr.dtype
-    if hasattr(dtype, "dtype"):  # vector/matrix ndarray element type
-        dtype = dtype.dtype
+    dtype = _number_type(arr)
     return np.float64 if dtype == ti.f64 else np.float32 if dtype == ti.f32 else np.int32
+
+
+def _number_type(arr):
+    """The Taichi type of an ndarray's numbers (of its elements' numbers for a vector or
+    matrix ndarray)."""
+    dtype = arr.dtype
+    return dtype.dtype if hasattr(dtype, "dtype") else dtype
 
 
 def _host_backend() -> bool:

@@ -102,14 +102,6 @@ def configure(cpu: bool, serial_worlds: int) -> None:
     REPLAY["on"] = bool(cpu) and REPLAY["allowed"]
 
 
-def _serial(args) -> bool:
-    """Whether a launch with these arguments runs the serial twin: on a CPU backend,
-    when its first world-tagged array (kernels.config.tag_worlds: Data fields and
-    scratch) has at most SERIAL["worlds"] worlds (launches given none keep parallel
-    loops)."""
-    return _variant(args) == "serial"
-
-
 def _variant(args):
     """The twin a launch with these arguments runs on a CPU backend: "serial" up to
     SERIAL["worlds"] worlds (its first world-tagged array's), "worlds" beyond (unless
@@ -143,7 +135,6 @@ def _twin(kernel, kind: str = "serial"):
     twin = kernel.__dict__.get(attr)
     if twin is None:
         twin = kernel_impl.Kernel(kernel.func, kernel.autodiff_mode, kernel.classkernel)
-        twin.__dict__[attr] = twin  # a twin is its own twin (_is_twin)
         twin.__dict__["_tiphys_twin_kind"] = kind
         kernel.__dict__[attr] = twin
         _TWINNED.append(kernel)
@@ -153,11 +144,8 @@ def _twin(kernel, kind: str = "serial"):
 _TWINNED: list = []  # kernels that have a twin (dropped when Taichi resets)
 
 
-def _is_twin(kernel) -> bool:
-    return "_tiphys_twin_kind" in kernel.__dict__
-
-
 def _twin_kind(kernel):
+    """"serial" or "worlds" for a twin, False for a kernel itself."""
     return kernel.__dict__.get("_tiphys_twin_kind", False)
 
 
@@ -363,7 +351,7 @@ def _call(self, *args, **kwargs):
     if RECORDING[0] is not None:  # Taichi's own path: not a replayable launch
         RECORDING[0].ok = False
     target = self  # the kernel that runs: a twin on the CPU (serial, or over worlds)
-    if self.autodiff_mode == _NONE and not _is_twin(self):
+    if self.autodiff_mode == _NONE and not _twin_kind(self):
         kind = _variant(args)
         if kind is not None:
             target = _twin(self, kind)

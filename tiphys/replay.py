@@ -154,8 +154,8 @@ def _fill_spec(prog, arr, value):
             _ti_core.is_tensor(arr.element_type):
         return None
     kind = _FILL_KINDS.get(arr.dtype)
-    if kind is None or (kind != "f" and type(value) is not int) or \
-            type(value) not in (int, float):
+    # Taichi's fill takes an int, or a float for an f32 array
+    if kind is None or not (type(value) is int or (kind == "f" and type(value) is float)):
         return None
     nbytes = arr.arr.nelement() * arr.arr.element_size()
     return _native_replay.fill(prog.get_ndarray_data_ptr_as_int(arr.arr), nbytes // 4, kind,
