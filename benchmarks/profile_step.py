@@ -110,6 +110,10 @@ def main():
     print(f"{args.model}, {args.nworld} world(s): step {step_time * 1e6:.1f} us; tasks "
           f"{total * 1e6:.1f} us in {len(per_pair)} tasks of "
           f"{sum(launches.values())} launches (timed loop {timed_total * 1e6:.1f} us)")
+    nefc = d.nefc.to_numpy()
+    print(f"rows (nefc) at the profiled state: mean {nefc.mean():.1f}, max {nefc.max()}; "
+          f"solver iterations of the last stage: mean "
+          f"{d.solver_niter.to_numpy()[:, 0].mean():.1f}")
     print(f"{'kernel':40s} {'us/step':>9s} {'share':>6s} {'tasks':>6s} {'launches':>8s}")
     for label, t in sorted(by_kernel.items(), key=lambda kv: -kv[1])[:args.top]:
         print(f"{label:40s} {t * 1e6:9.2f} {t / total:6.1%} {tasks[label]:6d} "

@@ -99,6 +99,14 @@ def serial_loops(nworld: int) -> bool:
     return SERIAL["cpu"] and nworld <= SERIAL["worlds"]
 
 
+def building_twin() -> bool:
+    """Whether the kernel being built is a CPU twin (serial loops, or parallel over
+    worlds only; tiphys/launch.py): read with ti.static by kernels whose loops over
+    (world, row) pairs would otherwise visit every row slot of every world (see
+    solver._prepare)."""
+    return bool(SERIAL["building"])
+
+
 WORLDS_TAG = "_tiphys_nworld"  # attribute of an ndarray: the worlds of the Data it serves
 # class attribute of Model and Data: the names kernels/bind.py binds parameters to (the
 # fields of tiphys/types.py's tables, and the model's sizes)

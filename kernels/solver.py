@@ -92,6 +92,9 @@ ND = ti.types.ndarray()
 # a runtime value: a constant trip count lets LLVM unroll the loops and triples the
 # compile time
 QCQP_ITERATIONS = 20
+# PGS sweeps a world of at most this many rows on its AR matrix (as mj_solPGS); a world
+# with more goes matrix-free (kept in memory per world: PGS_DENSE^2 numbers)
+PGS_DENSE = 64
 
 # row kinds, the solver's view of a row (by position, as MuJoCo: ne equality rows,
 # nf friction rows, then limits and contacts)
@@ -274,6 +277,39 @@ def _solve_m_unit(w, k, u, dmap: ti.template(), x: ti.template(), qLD: ti.templa
                 adr += 1
                 j = dof_parentid[j]
             x[w, k, i] = acc
+
+
+@ti.func
+def _solve_m_rows(w, n, nv, x: ti.template(), qLD: ti.template(),
+                  qLDiagInv: ti.template(), dof_Madr: ti.template(),
+                  dof_parentid: ti.template(), dof_simplenum: ti.template()):
+    """x[w, r] <- inv(M) x[w, r] for r < n: _solve_m of each row, the same operations in
+    the same order per row, with the tree walked once for all of them."""
+    for ii in range(nv):
+        i = nv - 1 - ii
+        if dof_simplenum[i] == 0:
+            adr = dof_Madr[i] + 1
+            j = dof_parentid[i]
+            while j >= 0:
+                lij = qLD[w, adr]
+                for r in range(n):
+                    x[w, r, j] = x[w, r, j] - lij * x[w, r, i]
+                adr += 1
+                j = dof_parentid[j]
+    for i in range(nv):
+        dinv = qLDiagInv[w, i]
+        for r in range(n):
+            x[w, r, i] = x[w, r, i] * dinv
+    for i in range(nv):
+        if dof_simplenum[i] == 0:
+            adr = dof_Madr[i] + 1
+            j = dof_parentid[i]
+            while j >= 0:
+                lij = qLD[w, adr]
+                for r in range(n):
+                    x[w, r, i] -= lij * x[w, r, j]
+                adr += 1
+                j = dof_parentid[j]
 
 
 @ti.func
@@ -656,43 +692,84 @@ def _prepare(
                            efc_J_rownnz))
     nworld = efc_D.shape[0]
     njmax = efc_D.shape[1]
-    for w, i in ti.ndrange(nworld, njmax):
-        if i == 0:
-            # the iteration kernels start from here (see solve)
-            sw[w, W_IT] = 0.0
-            sw[w, W_STAGE] = STAGE_START
-            sw[w, W_LIMIT] = 0.0
-        if i < nefc[w]:
-            b = 0.0
-            jw = 0.0
-            if ti.static(sparse):
-                b = _jrow_dot(w, i, J, qacc_smooth, False, 0)
-                if warmstart:
-                    jw = _jrow_dot(w, i, J, qacc_warmstart, False, 0)
-            else:
-                for j in range(nv):
-                    b += efc_J[w, i, j] * qacc_smooth[w, j]
-                if warmstart:
-                    for j in range(nv):
-                        jw += efc_J[w, i, j] * qacc_warmstart[w, j]
-            aref = efc_aref[w, i]
-            efc_b[w, i] = b - aref
-            se[w, E_B, i] = b - aref
-            se[w, E_JAREF, i] = jw - aref
-            row_params(w, i, ne, nf, efc_type, efc_id, efc_D, efc_R, efc_frictionloss,
-                       contact_dim, contact_mu, contact_friction, contact_efc_address,
-                       se, si)
+    if ti.static(config.building_twin()):
+        # a CPU twin: each world's own rows only (not njmax iterations per world)
+        # each world's own rows only (not njmax iterations per world), and M^-1 J' of
+        # all of them in one pass down the tree (rows innermost)
+        for w in range(nworld):
+            _restart(w, sw)
+            n = nefc[w]
+            for i in range(n):
+                _prepare_row(w, i, dof_parentid, dof_Madr, dof_simplenum, nv, ne, nf,
+                             efc_type, efc_id, J, efc_D, efc_R, efc_frictionloss,
+                             efc_aref, contact_mu, contact_friction, contact_dim,
+                             contact_efc_address, qLD, qLDiagInv, qacc_smooth,
+                             qacc_warmstart, efc_b, se, si, minvjt, warmstart, 0)
+                if dual:
+                    jrow_dense(w, i, nv, J, minvjt)
             if dual:
-                jrow_dense(w, i, nv, J, minvjt)
-                _solve_m(w, i, nv, minvjt, qLD, qLDiagInv, dof_Madr, dof_parentid,
-                         dof_simplenum)
-                a = 0.0
-                if ti.static(sparse):
-                    a = _jrow_dot(w, i, J, minvjt, True, i)
-                else:
-                    for j in range(nv):
-                        a += efc_J[w, i, j] * minvjt[w, i, j]
-                se[w, E_ARINV, i] = 1.0 / (a + efc_R[w, i])
+                _solve_m_rows(w, n, nv, minvjt, qLD, qLDiagInv, dof_Madr, dof_parentid,
+                              dof_simplenum)
+                for i in range(n):
+                    se[w, E_ARINV, i] = 1.0 / (_ar_entry(w, i, i, nv, J, minvjt) +
+                                               efc_R[w, i])
+    else:
+        for w, i in ti.ndrange(nworld, njmax):
+            if i == 0:
+                _restart(w, sw)
+            if i < nefc[w]:
+                _prepare_row(w, i, dof_parentid, dof_Madr, dof_simplenum, nv, ne, nf,
+                             efc_type, efc_id, J, efc_D, efc_R, efc_frictionloss,
+                             efc_aref, contact_mu, contact_friction, contact_dim,
+                             contact_efc_address, qLD, qLDiagInv, qacc_smooth,
+                             qacc_warmstart, efc_b, se, si, minvjt, warmstart, dual)
+
+
+@ti.func
+def _restart(w, sw: ti.template()):
+    """The iteration kernels start from here (see solve)."""
+    sw[w, W_IT] = 0.0
+    sw[w, W_STAGE] = STAGE_START
+    sw[w, W_LIMIT] = 0.0
+
+
+@ti.func
+def _prepare_row(w, i, dof_parentid: ti.template(), dof_Madr: ti.template(),
+                 dof_simplenum: ti.template(), nv, ne: ti.template(), nf: ti.template(),
+                 efc_type: ti.template(), efc_id: ti.template(), J: ti.template(),
+                 efc_D: ti.template(), efc_R: ti.template(),
+                 efc_frictionloss: ti.template(), efc_aref: ti.template(),
+                 contact_mu: ti.template(), contact_friction: ti.template(),
+                 contact_dim: ti.template(), contact_efc_address: ti.template(),
+                 qLD: ti.template(), qLDiagInv: ti.template(),
+                 qacc_smooth: ti.template(), qacc_warmstart: ti.template(),
+                 efc_b: ti.template(), se: ti.template(), si: ti.template(),
+                 minvjt: ti.template(), warmstart, dual):
+    """efc_b, the row's solver scalars, and (dual) its row of M^-1 J' and 1 / AR_ii."""
+    b = 0.0
+    jw = 0.0
+    if ti.static(len(J) > 1):
+        b = _jrow_dot(w, i, J, qacc_smooth, False, 0)
+        if warmstart:
+            jw = _jrow_dot(w, i, J, qacc_warmstart, False, 0)
+    else:
+        for j in range(nv):
+            b += J[0][w, i, j] * qacc_smooth[w, j]
+        if warmstart:
+            for j in range(nv):
+                jw += J[0][w, i, j] * qacc_warmstart[w, j]
+    aref = efc_aref[w, i]
+    efc_b[w, i] = b - aref
+    se[w, E_B, i] = b - aref
+    se[w, E_JAREF, i] = jw - aref
+    row_params(w, i, ne, nf, efc_type, efc_id, efc_D, efc_R, efc_frictionloss,
+               contact_dim, contact_mu, contact_friction, contact_efc_address,
+               se, si)
+    if dual:
+        jrow_dense(w, i, nv, J, minvjt)
+        _solve_m(w, i, nv, minvjt, qLD, qLDiagInv, dof_Madr, dof_parentid,
+                 dof_simplenum)
+        se[w, E_ARINV, i] = 1.0 / (_ar_entry(w, i, i, nv, J, minvjt) + efc_R[w, i])
 
 
 # ---------------------------------------------------------------------------------------
@@ -2169,21 +2246,28 @@ def _dual_qfrc(w, n, nv, J: ti.template(), force: ti.template(),
 
 
 @ti.func
-def _pgs_block(w, i, kind, dim, nv, J: ti.template(), minvjt: ti.template(),
-               se: ti.template(), efc_force: ti.template(), sv: ti.template(),
-               sb: ti.template(), qcqp_iterations):
+def _pgs_block(w, i, kind, dim, n, nv, dense, J: ti.template(), minvjt: ti.template(),
+               ar: ti.template(), se: ti.template(), efc_force: ti.template(),
+               sv: ti.template(), sb: ti.template(), qcqp_iterations):
     """One projected Gauss-Seidel step on rows i .. i+dim-1 (one row, or an elliptic
-    contact); keeps u = M^-1 J'f current; returns the cost change (<= 0).
+    contact); returns the cost change (<= 0). ``dense``: the world's AR = J M^-1 J' + R
+    is in ar[w] (mj_solPGS's residual b + AR f); else matrix-free, keeping
+    u = M^-1 J'f current.
 
     sb[w, 0] holds the AR block (rows 0-5), the residual b + AR f (row 6) and the
     old forces (row 7)."""
     for a in range(dim):
-        r = se[w, E_B, i + a] + se[w, E_R, i + a] * efc_force[w, i + a]
-        if ti.static(len(J) > 1):
-            r += _jrow_dot(w, i + a, J, sv, True, V_U)
+        r = se[w, E_B, i + a]
+        if dense:
+            for j in range(n):
+                r += ar[w, i + a, j] * efc_force[w, j]
         else:
-            for k in range(nv):
-                r += J[0][w, i + a, k] * sv[w, V_U, k]
+            r += se[w, E_R, i + a] * efc_force[w, i + a]
+            if ti.static(len(J) > 1):
+                r += _jrow_dot(w, i + a, J, sv, True, V_U)
+            else:
+                for k in range(nv):
+                    r += J[0][w, i + a, k] * sv[w, V_U, k]
         sb[w, 0, 6, a] = r
         sb[w, 0, 7, a] = efc_force[w, i + a]
     if kind != KIND_ELLIPTIC:
@@ -2200,13 +2284,12 @@ def _pgs_block(w, i, kind, dim, nv, J: ti.template(), minvjt: ti.template(),
         for a in range(dim):
             for b in range(dim):
                 s = 0.0
-                if ti.static(len(J) > 1):
-                    s = _jrow_dot(w, i + a, J, minvjt, True, i + b)
+                if dense:
+                    s = ar[w, i + a, i + b]
                 else:
-                    for k in range(nv):
-                        s += J[0][w, i + a, k] * minvjt[w, i + b, k]
-                if a == b:
-                    s += se[w, E_R, i + a]
+                    s = _ar_entry(w, i + a, i + b, nv, J, minvjt)
+                    if a == b:
+                        s += se[w, E_R, i + a]
                 sb[w, 0, a, b] = s
         old0 = sb[w, 0, 7, 0]
         if old0 < MINVAL:
@@ -2269,12 +2352,38 @@ def _pgs_block(w, i, kind, dim, nv, J: ti.template(), minvjt: ti.template(),
         for a in range(dim):
             efc_force[w, i + a] = sb[w, 0, 7, a]
         change = 0.0
-    for a in range(dim):
-        dlt = efc_force[w, i + a] - sb[w, 0, 7, a]
-        if dlt != 0.0:
-            for k in range(nv):
-                sv[w, V_U, k] += minvjt[w, i + a, k] * dlt
+    if not dense:
+        for a in range(dim):
+            dlt = efc_force[w, i + a] - sb[w, 0, 7, a]
+            if dlt != 0.0:
+                for k in range(nv):
+                    sv[w, V_U, k] += minvjt[w, i + a, k] * dlt
     return change
+
+
+@ti.func
+def _ar_entry(w, i, j, nv, J: ti.template(), minvjt: ti.template()):
+    """(J M^-1 J')_ij: row i of J times row j of M^-1 J'."""
+    s = 0.0
+    if ti.static(len(J) > 1):
+        s = _jrow_dot(w, i, J, minvjt, True, j)
+    else:
+        for k in range(nv):
+            s += J[0][w, i, k] * minvjt[w, j, k]
+    return s
+
+
+@ti.func
+def _fill_ar(w, n, nv, J: ti.template(), minvjt: ti.template(), se: ti.template(),
+             ar: ti.template()):
+    """ar[w] = AR = J M^-1 J' + diag(R) on the world's n rows (mj_projectConstraint's
+    efc_AR; its lower triangle computed, mirrored: exactly symmetric)."""
+    for i in range(n):
+        for j in range(i + 1):
+            s = _ar_entry(w, i, j, nv, J, minvjt)
+            ar[w, i, j] = s
+            ar[w, j, i] = s
+        ar[w, i, i] += se[w, E_R, i]
 
 
 @ti.kernel
@@ -2287,22 +2396,30 @@ def _pgs(
     # data out
     qacc: ND, efc_force: ND, efc_state: ND, qfrc_constraint: ND, solver_niter: ND,
     # scratch
-    se: ND, si: ND, sv: ND, sw: ND, sb: ND, minvjt: ND, stats: ND,
+    se: ND, si: ND, sv: ND, sw: ND, sb: ND, minvjt: ND, ar: ND, stats: ND,
     # options
     maxiter: ti.i32, tolerance: float, scale: float, warmstart: ti.i32,
-    qcqp_iterations: ti.i32, npass: ti.i32, probe: ti.i32, sparse: ti.template(),
+    qcqp_iterations: ti.i32, npass: ti.i32, probe: ti.i32, ndense: ti.i32,
+    sparse: ti.template(),
 ):
     """Projected Gauss-Seidel on the dual of every world (warmstart, sweeps, and
     qfrc_constraint / qacc from the forces, as mj_solPGS and dualFinish). At most
     ``npass`` passes per launch: a world's sweep, iteration and stage stay in sw, so
-    that the next launch resumes it (see _launches)."""
+    that the next launch resumes it (see _launches).
+
+    A world with at most ``ndense`` rows sweeps on its AR matrix, as mj_solPGS (rows
+    of n numbers); one with more goes matrix-free (rows of 2 nv numbers and u = M^-1
+    J'f recomputed each sweep), without n^2 memory per world."""
     J = ti.static(jac_view(sparse, efc_J, efc_J_sparse, efc_J_colind, efc_J_rowadr,
                            efc_J_rownnz))
     nstat = stats.shape[2]
     ti.loop_config(block_dim=ti.static(config.cuda_world_block()))
     for w in range(nefc.shape[0]):
         n = nefc[w]
+        dense = n <= ndense
         if sw[w, W_STAGE] == STAGE_START:
+            if dense:
+                _fill_ar(w, n, nv, J, minvjt, se, ar)
             for k in ti.static(range(NISLAND)):
                 solver_niter[w][k] = 0
             sw[w, W_SWEEP] = 0.0
@@ -2328,11 +2445,12 @@ def _pgs(
             npassed = 0
             while npassed < npass:
                 npassed += 1
-                _dual_qfrc(w, n, nv, J, efc_force, qfrc_constraint)
-                for i in range(nv):
-                    sv[w, V_U, i] = qfrc_constraint[w, i]
-                _solve_m(w, V_U, nv, sv, qLD, qLDiagInv, dof_Madr, dof_parentid,
-                         dof_simplenum)
+                if (not dense) | (sweep == 2):
+                    _dual_qfrc(w, n, nv, J, efc_force, qfrc_constraint)
+                    for i in range(nv):
+                        sv[w, V_U, i] = qfrc_constraint[w, i]
+                    _solve_m(w, V_U, nv, sv, qLD, qLDiagInv, dof_Madr, dof_parentid,
+                             dof_simplenum)
                 if sweep == 2:
                     # dualFinish: qacc = qacc_smooth + M^-1 J'f
                     for i in range(nv):
@@ -2344,12 +2462,21 @@ def _pgs(
                     if keep:
                         fb = 0.0
                         faf = 0.0
-                        for i in range(n):
-                            f = efc_force[w, i]
-                            fb += f * se[w, E_B, i]
-                            faf += se[w, E_R, i] * f * f
-                        for i in range(nv):
-                            faf += qfrc_constraint[w, i] * sv[w, V_U, i]
+                        if dense:
+                            for i in range(n):
+                                f = efc_force[w, i]
+                                fb += f * se[w, E_B, i]
+                                arf = 0.0
+                                for j in range(n):
+                                    arf += ar[w, i, j] * efc_force[w, j]
+                                faf += f * arf
+                        else:
+                            for i in range(n):
+                                f = efc_force[w, i]
+                                fb += f * se[w, E_B, i]
+                                faf += se[w, E_R, i] * f * f
+                            for i in range(nv):
+                                faf += qfrc_constraint[w, i] * sv[w, V_U, i]
                         keep = not (fb + 0.5 * faf > 0.0)
                     if not keep:
                         for i in range(n):
@@ -2363,8 +2490,9 @@ def _pgs(
                         dim = 1
                         if kind == KIND_ELLIPTIC:
                             dim = si[w, I_DIM, i]
-                        improvement -= _pgs_block(w, i, kind, dim, nv, J, minvjt, se,
-                                                  efc_force, sv, sb, qcqp_iterations)
+                        improvement -= _pgs_block(w, i, kind, dim, n, nv, dense, J,
+                                                  minvjt, ar, se, efc_force, sv, sb,
+                                                  qcqp_iterations)
                         i += dim
                 for r in range(n):
                     si[w, I_OLDSTATE, r] = efc_state[w, r]
@@ -2427,7 +2555,8 @@ def _scratch(m, d):
     newton = m.opt.solver == SOL_NEWTON
     dense_newton = newton and not d.is_sparse
     nv, njmax, nstat, nunit = max(1, m.nv), max(1, d.njmax), _nstat(m), _nunit(m)
-    key = (nv, njmax, nstat, dual, newton, nunit, d.is_sparse)
+    ndense = min(njmax, PGS_DENSE) if dual else 0
+    key = (nv, njmax, nstat, dual, newton, nunit, d.is_sparse, ndense)
     scratch = d.scratch.solver
     if scratch is None or scratch["key"] != key:
         dtype = d.qvel.dtype
@@ -2450,13 +2579,16 @@ def _scratch(m, d):
             # models: the sparse Hessian's scratch, _hess_scratch)
             "sH": ti.ndarray(dtype, (nworld, 2, nv, nv) if dense_newton
                              else (1, 2, 1, 1)),
-            # PGS: M^-1 J' by rows
+            # PGS: M^-1 J' by rows, and AR of a world with at most PGS_DENSE rows
             "minvjt": ti.ndarray(dtype, (nworld, njmax, nv) if dual else (1, 1, 1)),
+            "ar": ti.ndarray(dtype, (nworld, max(1, ndense), max(1, ndense)) if dual
+                             else (1, 1, 1)),
         }
         for name, arr in scratch.items():
             if name != "key":
                 d.scratch.tag(arr)
                 arr.fill(0)  # nothing is read before it is written; keep it defined
+        scratch["ndense"] = ndense
         d.scratch.solver = scratch
     return scratch
 
@@ -2574,10 +2706,11 @@ def _solve(m, d, s, npass, probe) -> None:
     if dual:
         for _ in range(nlaunch):
             launch(_pgs, m, d, qLD=d.qLD_tree, se=s["se"], si=s["si"], sv=s["sv"],
-                   sw=s["sw"], sb=s["sb"], minvjt=s["minvjt"], stats=s["stats"],
+                   sw=s["sw"], sb=s["sb"], minvjt=s["minvjt"], ar=s["ar"],
+                   stats=s["stats"],
                    maxiter=int(opt.iterations), tolerance=float(opt.tolerance),
                    scale=scale, warmstart=warmstart, qcqp_iterations=QCQP_ITERATIONS,
-                   npass=npass, probe=probe, sparse=sparse)
+                   npass=npass, probe=probe, ndense=s["ndense"], sparse=sparse)
     else:
         newton = opt.solver == SOL_NEWTON
         islands = by_islands(m)

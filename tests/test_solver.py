@@ -623,6 +623,40 @@ def test_humanoid_matches_mujoco(solver, cone, island):
     compare(m, d, recs, 1e-9, niter=0, stats=True)
 
 
+@pytest.mark.parametrize("model", ["contacts", "joints", "humanoid"])
+@pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
+def test_pgs_dense_and_matrix_free_rows_match_mujoco(model, cone, monkeypatch):
+    """PGS sweeps a world of at most PGS_DENSE rows on its AR matrix (as mj_solPGS) and
+    a larger one matrix-free. With the limit set between the worlds' row counts, both
+    kinds run in one batch, and both match MuJoCo iteration by iteration; each world
+    also matches itself solved the other way (to round-off: another summation)."""
+    import tiphys.kernels.solver as solver_kernels
+    if model == "contacts":
+        m, mjm = _contact_model("PGS", cone, 4, tolerance="1e-8", iterations="100")
+        qpos, qvel = contact_state(mjm, f"pgs rows {cone}")
+    elif model == "joints":
+        m, mjm = load_xml(JOINT_XML, solver="PGS", cone=cone, condim=3, tolerance="1e-8",
+                          iterations="100")
+        qpos, qvel = joint_state(mjm, f"pgs rows {cone}")
+    else:
+        m, mjm = load_humanoid(solver="PGS", cone=cone, jacobian="dense")
+        qpos, qvel = humanoid_state(mjm, "humanoid")
+    recs = mujoco_rows(mjm, qpos, qvel)
+    counts = sorted({r["nefc"] for r in recs if r["nefc"]})
+    assert len(counts) >= 2, counts
+    outputs = []
+    for limit in (counts[-1], counts[0], 0):  # all dense; mixed; all matrix-free
+        monkeypatch.setattr(solver_kernels, "PGS_DENSE", limit)
+        d = tiphys_solve(m, recs, qpos, qvel)
+        compare(m, d, recs, 1e-9, niter=0, stats=True)
+        assert d.scratch.solver["ndense"] == min(d.njmax, limit)
+        outputs.append(d.numpy("efc_force"))
+    np.testing.assert_allclose(outputs[1], outputs[0], rtol=0, atol=1e-9 * max(
+        1.0, np.abs(outputs[0]).max()))
+    np.testing.assert_allclose(outputs[2], outputs[0], rtol=0, atol=1e-9 * max(
+        1.0, np.abs(outputs[0]).max()))
+
+
 @pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
 @pytest.mark.parametrize("solver", ["Newton", "CG"])
 def test_islands_solved_apart_match_mujoco(solver, cone):
