@@ -8,7 +8,7 @@ import taichi as ti
 from . import callbacks
 from .bind import launch
 from .check import is_bad, is_nan
-from .config import float_dtype, per_options
+from .config import building_twin, float_dtype, per_options
 from .consts import (BIAS_AFFINE, BIAS_MUSCLE, BIAS_USER, CONE_ELLIPTIC, DYN_FILTER,
                      DYN_FILTEREXACT, DYN_INTEGRATOR, DYN_MUSCLE, DYN_USER, GAIN_AFFINE,
                      GAIN_FIXED, GAIN_MUSCLE, GAIN_USER, JNT_BALL, JNT_FREE, JNT_HINGE, JNT_SLIDE,
@@ -482,85 +482,148 @@ def _actuation(
     activation derivatives only, ACT_FORCE the forces only (reading act_dot, which the
     user-dynamics callback completed in between)."""
     nworld = ctrl.shape[0]
-    for worldid, actid in ti.ndrange(nworld, nu):
-        # controls, clamped; any bad one zeroes all of this world's controls (not ctrl
-        # itself) and raises mjWARN_BADCTRL
-        bad = -1
-        u = 0.0
-        for k in range(nu):
-            c = _clamped_ctrl(worldid, k, ctrl, clampctrl, actuator_ctrllimited,
-                              actuator_ctrlrange)
-            if k == actid:
-                u = c
-            if bad < 0 and is_bad(c):
-                bad = k
-        if bad >= 0:
-            u = 0.0
-            if actid == 0 and ti.static(part != ACT_FORCE):
-                warning_number[worldid][WARN_BADCTRL] += 1
-                warning_lastinfo[worldid][WARN_BADCTRL] = bad
-        dynprm = actuator_dynprm[worldid % actuator_dynprm.shape[0], actid]
-        dyntype = actuator_dyntype[actid]
-        actadr = actuator_actadr[actid]
-        actlast = actadr + actuator_actnum[actid] - 1
-        adot = 0.0
-        asleep = False
-        if ti.static(sleep):
-            asleep = sleep_asleep[worldid, actid] != 0
-        if ti.static(part == ACT_FORCE):
-            if actadr >= 0:
-                adot = act_dot[worldid, actlast]
-        elif actadr >= 0 and not asleep:
-            for k in range(actuator_actnum[actid]):
-                act_dot[worldid, actadr + k] = 0.0
-            a = act[worldid, actlast]
-            if dyntype == DYN_INTEGRATOR:
-                adot = u
-            elif dyntype == DYN_FILTER or dyntype == DYN_FILTEREXACT:
-                adot = (u - a) / ti.max(MINVAL, dynprm[0])
-            elif dyntype == DYN_MUSCLE:
-                adot = muscle_dynamics(u, a, dynprm)
-            act_dot[worldid, actlast] = adot
-        force = 0.0
-        # a plugin's actuators get their forces from its compute hook (ACT_DOT: the
-        # force is not stored, and the compiler drops its computation)
-        if actuator_disabled(actuator_group[actid], disableactuator) == 0 and \
-                actuator_plugin[actid] < 0 and not asleep:
-            length = actuator_length[worldid, actid]
-            vel = actuator_velocity[worldid, actid]
-            lrange = actuator_lengthrange[actid]
-            acc0 = actuator_acc0[actid]
-            prm = actuator_gainprm[worldid % actuator_gainprm.shape[0], actid]
-            gaintype = actuator_gaintype[actid]
-            gain = 1.0
-            if gaintype == GAIN_FIXED:
-                gain = prm[0]
-            elif gaintype == GAIN_AFFINE:
-                gain = prm[0] + prm[1] * length + prm[2] * vel
-            elif gaintype == GAIN_MUSCLE:
-                gain = muscle_gain(length, vel, lrange, acc0, prm)
-            elif gaintype == GAIN_USER and user_col[actid][0] >= 0:
-                gain = user_gain[worldid % user_gain.shape[0], user_col[actid][0]]
-            if actadr == -1:
-                force = gain * u
+    if ti.static(building_twin()):
+        # a CPU twin: each world's controls checked once (not once per actuator)
+        for worldid in range(nworld):
+            bad = _first_bad_ctrl(worldid, nu, ctrl, clampctrl, actuator_ctrllimited,
+                                  actuator_ctrlrange, warning_number, warning_lastinfo,
+                                  part != ACT_FORCE)
+            for actid in range(nu):
+                _actuator(worldid, actid, bad, actuator_dyntype, actuator_gaintype,
+                          actuator_biastype, actuator_actadr, actuator_actnum,
+                          actuator_group, actuator_ctrllimited, actuator_actlimited,
+                          actuator_dynprm, actuator_gainprm, actuator_biasprm,
+                          actuator_actearly, actuator_ctrlrange, actuator_actrange,
+                          actuator_acc0, actuator_lengthrange, actuator_plugin,
+                          clampctrl, disableactuator, timestep, user_col, user_gain,
+                          user_bias, ctrl, act, actuator_length, actuator_velocity,
+                          act_dot, actuator_force, part, sleep, sleep_asleep)
+    else:
+        for worldid, actid in ti.ndrange(nworld, nu):
+            bad = -1
+            if actid == 0:  # (the world's warning counted once)
+                bad = _first_bad_ctrl(worldid, nu, ctrl, clampctrl, actuator_ctrllimited,
+                                      actuator_ctrlrange, warning_number,
+                                      warning_lastinfo, part != ACT_FORCE)
             else:
-                a = act[worldid, actlast]
-                if actuator_actearly[actid] != 0:
-                    a = next_activation(
-                        a, adot, dyntype, dynprm[0], actuator_actlimited[actid],
-                        actuator_actrange[worldid % actuator_actrange.shape[0], actid],
-                        timestep)
-                force = gain * a
-            bprm = actuator_biasprm[worldid % actuator_biasprm.shape[0], actid]
-            biastype = actuator_biastype[actid]
-            if biastype == BIAS_AFFINE:
-                force += bprm[0] + bprm[1] * length + bprm[2] * vel
-            elif biastype == BIAS_MUSCLE:
-                force += muscle_bias(length, lrange, acc0, bprm)
-            elif biastype == BIAS_USER and user_col[actid][1] >= 0:
-                force += user_bias[worldid % user_bias.shape[0], user_col[actid][1]]
-        if ti.static(part != ACT_DOT):
-            actuator_force[worldid, actid] = force
+                bad = _first_bad_ctrl(worldid, nu, ctrl, clampctrl, actuator_ctrllimited,
+                                      actuator_ctrlrange, warning_number,
+                                      warning_lastinfo, False)
+            _actuator(worldid, actid, bad, actuator_dyntype, actuator_gaintype,
+                      actuator_biastype, actuator_actadr, actuator_actnum,
+                      actuator_group, actuator_ctrllimited, actuator_actlimited,
+                      actuator_dynprm, actuator_gainprm, actuator_biasprm,
+                      actuator_actearly, actuator_ctrlrange, actuator_actrange,
+                      actuator_acc0, actuator_lengthrange, actuator_plugin, clampctrl,
+                      disableactuator, timestep, user_col, user_gain, user_bias, ctrl,
+                      act, actuator_length, actuator_velocity, act_dot, actuator_force,
+                      part, sleep, sleep_asleep)
+
+
+@ti.func
+def _first_bad_ctrl(worldid, nu, ctrl: ti.template(), clampctrl,
+                    actuator_ctrllimited: ti.template(), actuator_ctrlrange: ti.template(),
+                    warning_number: ti.template(), warning_lastinfo: ti.template(),
+                    count: ti.template()):
+    """The first actuator whose clamped control is bad, or -1; ``count``: counts
+    mjWARN_BADCTRL when there is one (any bad control zeroes all of the world's
+    controls, not ctrl itself)."""
+    bad = -1
+    for k in range(nu):
+        if bad < 0 and is_bad(_clamped_ctrl(worldid, k, ctrl, clampctrl,
+                                            actuator_ctrllimited, actuator_ctrlrange)):
+            bad = k
+    if ti.static(count):
+        if bad >= 0:
+            warning_number[worldid][WARN_BADCTRL] += 1
+            warning_lastinfo[worldid][WARN_BADCTRL] = bad
+    return bad
+
+
+@ti.func
+def _actuator(worldid, actid, bad, actuator_dyntype: ti.template(),
+              actuator_gaintype: ti.template(), actuator_biastype: ti.template(),
+              actuator_actadr: ti.template(), actuator_actnum: ti.template(),
+              actuator_group: ti.template(), actuator_ctrllimited: ti.template(),
+              actuator_actlimited: ti.template(), actuator_dynprm: ti.template(),
+              actuator_gainprm: ti.template(), actuator_biasprm: ti.template(),
+              actuator_actearly: ti.template(), actuator_ctrlrange: ti.template(),
+              actuator_actrange: ti.template(), actuator_acc0: ti.template(),
+              actuator_lengthrange: ti.template(), actuator_plugin: ti.template(),
+              clampctrl, disableactuator, timestep, user_col: ti.template(),
+              user_gain: ti.template(), user_bias: ti.template(), ctrl: ti.template(),
+              act: ti.template(), actuator_length: ti.template(),
+              actuator_velocity: ti.template(), act_dot: ti.template(),
+              actuator_force: ti.template(), part: ti.template(), sleep: ti.template(),
+              sleep_asleep: ti.template()):
+    """One actuator of one world: its act_dot and unclamped force (see _actuation);
+    ``bad``: the world's first bad control (-1: none), which zeroes its control."""
+    u = 0.0
+    if bad < 0:
+        u = _clamped_ctrl(worldid, actid, ctrl, clampctrl, actuator_ctrllimited,
+                          actuator_ctrlrange)
+    dynprm = actuator_dynprm[worldid % actuator_dynprm.shape[0], actid]
+    dyntype = actuator_dyntype[actid]
+    actadr = actuator_actadr[actid]
+    actlast = actadr + actuator_actnum[actid] - 1
+    adot = 0.0
+    asleep = False
+    if ti.static(sleep):
+        asleep = sleep_asleep[worldid, actid] != 0
+    if ti.static(part == ACT_FORCE):
+        if actadr >= 0:
+            adot = act_dot[worldid, actlast]
+    elif actadr >= 0 and not asleep:
+        for k in range(actuator_actnum[actid]):
+            act_dot[worldid, actadr + k] = 0.0
+        a = act[worldid, actlast]
+        if dyntype == DYN_INTEGRATOR:
+            adot = u
+        elif dyntype == DYN_FILTER or dyntype == DYN_FILTEREXACT:
+            adot = (u - a) / ti.max(MINVAL, dynprm[0])
+        elif dyntype == DYN_MUSCLE:
+            adot = muscle_dynamics(u, a, dynprm)
+        act_dot[worldid, actlast] = adot
+    force = 0.0
+    # a plugin's actuators get their forces from its compute hook (ACT_DOT: the
+    # force is not stored, and the compiler drops its computation)
+    if actuator_disabled(actuator_group[actid], disableactuator) == 0 and \
+            actuator_plugin[actid] < 0 and not asleep:
+        length = actuator_length[worldid, actid]
+        vel = actuator_velocity[worldid, actid]
+        lrange = actuator_lengthrange[actid]
+        acc0 = actuator_acc0[actid]
+        prm = actuator_gainprm[worldid % actuator_gainprm.shape[0], actid]
+        gaintype = actuator_gaintype[actid]
+        gain = 1.0
+        if gaintype == GAIN_FIXED:
+            gain = prm[0]
+        elif gaintype == GAIN_AFFINE:
+            gain = prm[0] + prm[1] * length + prm[2] * vel
+        elif gaintype == GAIN_MUSCLE:
+            gain = muscle_gain(length, vel, lrange, acc0, prm)
+        elif gaintype == GAIN_USER and user_col[actid][0] >= 0:
+            gain = user_gain[worldid % user_gain.shape[0], user_col[actid][0]]
+        if actadr == -1:
+            force = gain * u
+        else:
+            a = act[worldid, actlast]
+            if actuator_actearly[actid] != 0:
+                a = next_activation(
+                    a, adot, dyntype, dynprm[0], actuator_actlimited[actid],
+                    actuator_actrange[worldid % actuator_actrange.shape[0], actid],
+                    timestep)
+            force = gain * a
+        bprm = actuator_biasprm[worldid % actuator_biasprm.shape[0], actid]
+        biastype = actuator_biastype[actid]
+        if biastype == BIAS_AFFINE:
+            force += bprm[0] + bprm[1] * length + bprm[2] * vel
+        elif biastype == BIAS_MUSCLE:
+            force += muscle_bias(length, lrange, acc0, bprm)
+        elif biastype == BIAS_USER and user_col[actid][1] >= 0:
+            force += user_bias[worldid % user_bias.shape[0], user_col[actid][1]]
+    if ti.static(part != ACT_DOT):
+        actuator_force[worldid, actid] = force
 
 
 @ti.kernel

@@ -7,6 +7,7 @@ import pytest
 import taichi as ti
 
 import tiphys
+from tiphys.kernels.consts import WARN_BADCTRL
 import tiphys.launch as launch
 
 
@@ -329,7 +330,8 @@ def test_world_twin_loop_split(monkeypatch):
 
 def test_step_is_bit_identical_with_serial_and_parallel_loops(monkeypatch):
     """Every stage gives the same bits from its serial twin, its world twin and its
-    parallel kernel (a step with contacts, a tendon, an actuator, sensors, RK4)."""
+    parallel kernel (a step with contacts, a tendon, actuators, sensors, RK4; a bad
+    control in one world for ten steps: the same forces and warning counts)."""
     if not launch.SERIAL["cpu"]:
         pytest.skip("serial twins exist on the CPU backends only")
     xml = """<mujoco><option integrator="RK4"/><worldbody><geom type="plane" size="1 1 .1"/>
@@ -338,7 +340,7 @@ def test_step_is_bit_identical_with_serial_and_parallel_loops(monkeypatch):
       <body pos=".3 0 .3"><joint name="h" type="hinge" axis="0 1 0"/>
         <geom type="capsule" size=".03 .1"/></body>
       </worldbody><tendon><spatial name="t"><site site="a"/><site site="b"/></spatial></tendon>
-      <actuator><motor joint="h"/></actuator>
+      <actuator><motor joint="h"/><position joint="h" kp="2"/></actuator>
       <sensor><framepos objtype="site" objname="b"/><tendonpos tendon="t"/><accelerometer site="b"/>
       </sensor></mujoco>"""
     m = tiphys.load_model_from_string(xml)
@@ -347,10 +349,17 @@ def test_step_is_bit_identical_with_serial_and_parallel_loops(monkeypatch):
         monkeypatch.setitem(launch.SERIAL, "worlds", worlds)
         monkeypatch.setitem(launch.WORLD_TWINS, "on", world_twins)
         d = tiphys.make_data(m, 3)
-        d.ctrl.from_numpy(np.array([[0.3], [-0.2], [0.1]]))
-        for _ in range(30):
+        ctrl = np.array([[0.3, 0.1], [-0.2, 0.2], [0.1, -0.4]])
+        d.ctrl.from_numpy(ctrl)
+        for k in range(30):
+            if k in (10, 20):
+                ctrl[1, 1] = np.nan if k == 10 else 0.2
+                d.ctrl.from_numpy(ctrl)
             tiphys.step(m, d)
-        runs.append([d.numpy(f) for f in ("qpos", "qvel", "qacc", "sensordata", "efc_force")])
+        runs.append([d.numpy(f) for f in ("qpos", "qvel", "qacc", "sensordata", "efc_force",
+                                           "actuator_force", "warning_number")])
+    # (counted in each of RK4's four forward passes, as mj_RungeKutta's)
+    assert runs[0][-1][1, WARN_BADCTRL] == 40 and runs[0][-1][[0, 2], WARN_BADCTRL].sum() == 0
     for other in runs[1:]:
         for a, b in zip(runs[0], other):
             assert np.array_equal(a, b)
