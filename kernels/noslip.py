@@ -326,10 +326,11 @@ def _noslip(
 
 
 def _minvjt(m, d, s):
-    """M^-1 J' by rows: PGS's (already computed by solve) or noslip's own, allocated
-    on first use; returns (array, whether it must be computed)."""
+    """M^-1 J' by rows, computed here: into PGS's array (which solve left holding J
+    M^-1/2 in its AR worlds, see solver._pgs), or noslip's own, allocated on first
+    use; returns (array, whether it must be computed)."""
     if m.opt.solver == SOL_PGS:
-        return s["minvjt"], 0
+        return s["minvjt"], 1
     shape = (d.nworld, s["se"].shape[2], s["sv"].shape[2])
     own = d.scratch.noslip_minvjt
     if own is None or own.shape != shape:

@@ -280,11 +280,13 @@ def _solve_m_unit(w, k, u, dmap: ti.template(), x: ti.template(), qLD: ti.templa
 
 
 @ti.func
-def _solve_m_rows(w, n, nv, x: ti.template(), qLD: ti.template(),
+def _solve_m_rows(w, r0, n, nv, half, x: ti.template(), qLD: ti.template(),
                   qLDiagInv: ti.template(), dof_Madr: ti.template(),
                   dof_parentid: ti.template(), dof_simplenum: ti.template()):
-    """x[w, r] <- inv(M) x[w, r] for r < n: _solve_m of each row, the same operations in
-    the same order per row, with the tree walked once for all of them."""
+    """x[w, r] <- inv(M) x[w, r] for rows r0 .. r0+n-1: _solve_m of each row, the same
+    operations in the same order per row, with the tree walked once for all of them.
+    ``half``: x[w, r] <- D^-1/2 inv(L') x[w, r] instead (mj_solveM2; M = L'DL, so
+    inv(M) = (D^-1/2 inv(L'))' (D^-1/2 inv(L'))), half the work."""
     for ii in range(nv):
         i = nv - 1 - ii
         if dof_simplenum[i] == 0:
@@ -292,24 +294,30 @@ def _solve_m_rows(w, n, nv, x: ti.template(), qLD: ti.template(),
             j = dof_parentid[i]
             while j >= 0:
                 lij = qLD[w, adr]
-                for r in range(n):
+                for r in range(r0, r0 + n):
                     x[w, r, j] = x[w, r, j] - lij * x[w, r, i]
                 adr += 1
                 j = dof_parentid[j]
-    for i in range(nv):
-        dinv = qLDiagInv[w, i]
-        for r in range(n):
-            x[w, r, i] = x[w, r, i] * dinv
-    for i in range(nv):
-        if dof_simplenum[i] == 0:
-            adr = dof_Madr[i] + 1
-            j = dof_parentid[i]
-            while j >= 0:
-                lij = qLD[w, adr]
-                for r in range(n):
-                    x[w, r, i] -= lij * x[w, r, j]
-                adr += 1
-                j = dof_parentid[j]
+    if half:
+        for i in range(nv):
+            dinv = ti.sqrt(qLDiagInv[w, i])
+            for r in range(r0, r0 + n):
+                x[w, r, i] = x[w, r, i] * dinv
+    else:
+        for i in range(nv):
+            dinv = qLDiagInv[w, i]
+            for r in range(r0, r0 + n):
+                x[w, r, i] = x[w, r, i] * dinv
+        for i in range(nv):
+            if dof_simplenum[i] == 0:
+                adr = dof_Madr[i] + 1
+                j = dof_parentid[i]
+                while j >= 0:
+                    lij = qLD[w, adr]
+                    for r in range(r0, r0 + n):
+                        x[w, r, i] -= lij * x[w, r, j]
+                    adr += 1
+                    j = dof_parentid[j]
 
 
 @ti.func
@@ -686,7 +694,7 @@ def _prepare(
     # scratch
     se: ND, si: ND, minvjt: ND, sw: ND,
     # options
-    warmstart: ti.i32, dual: ti.i32, sparse: ti.template(),
+    warmstart: ti.i32, dual: ti.i32, ndense: ti.i32, sparse: ti.template(),
 ):
     J = ti.static(jac_view(sparse, efc_J, efc_J_sparse, efc_J_colind, efc_J_rowadr,
                            efc_J_rownnz))
@@ -704,14 +712,15 @@ def _prepare(
                              efc_type, efc_id, J, efc_D, efc_R, efc_frictionloss,
                              efc_aref, contact_mu, contact_friction, contact_dim,
                              contact_efc_address, qLD, qLDiagInv, qacc_smooth,
-                             qacc_warmstart, efc_b, se, si, minvjt, warmstart, 0)
+                             qacc_warmstart, efc_b, se, si, minvjt, warmstart, 0, 0)
                 if dual:
                     jrow_dense(w, i, nv, J, minvjt)
             if dual:
-                _solve_m_rows(w, n, nv, minvjt, qLD, qLDiagInv, dof_Madr, dof_parentid,
-                              dof_simplenum)
+                dense = n <= ndense
+                _solve_m_rows(w, 0, n, nv, dense, minvjt, qLD, qLDiagInv, dof_Madr,
+                              dof_parentid, dof_simplenum)
                 for i in range(n):
-                    se[w, E_ARINV, i] = 1.0 / (_ar_entry(w, i, i, nv, J, minvjt) +
+                    se[w, E_ARINV, i] = 1.0 / (_ar_entry(w, i, i, nv, dense, J, minvjt) +
                                                efc_R[w, i])
     else:
         for w, i in ti.ndrange(nworld, njmax):
@@ -722,7 +731,8 @@ def _prepare(
                              efc_type, efc_id, J, efc_D, efc_R, efc_frictionloss,
                              efc_aref, contact_mu, contact_friction, contact_dim,
                              contact_efc_address, qLD, qLDiagInv, qacc_smooth,
-                             qacc_warmstart, efc_b, se, si, minvjt, warmstart, dual)
+                             qacc_warmstart, efc_b, se, si, minvjt, warmstart, dual,
+                             nefc[w] <= ndense)
 
 
 @ti.func
@@ -744,8 +754,9 @@ def _prepare_row(w, i, dof_parentid: ti.template(), dof_Madr: ti.template(),
                  qLD: ti.template(), qLDiagInv: ti.template(),
                  qacc_smooth: ti.template(), qacc_warmstart: ti.template(),
                  efc_b: ti.template(), se: ti.template(), si: ti.template(),
-                 minvjt: ti.template(), warmstart, dual):
-    """efc_b, the row's solver scalars, and (dual) its row of M^-1 J' and 1 / AR_ii."""
+                 minvjt: ti.template(), warmstart, dual, dense):
+    """efc_b, the row's solver scalars, and (dual) its row of M^-1 J' (``dense``: of
+    J M^-1/2, see _pgs) and 1 / AR_ii."""
     b = 0.0
     jw = 0.0
     if ti.static(len(J) > 1):
@@ -767,9 +778,10 @@ def _prepare_row(w, i, dof_parentid: ti.template(), dof_Madr: ti.template(),
                se, si)
     if dual:
         jrow_dense(w, i, nv, J, minvjt)
-        _solve_m(w, i, nv, minvjt, qLD, qLDiagInv, dof_Madr, dof_parentid,
-                 dof_simplenum)
-        se[w, E_ARINV, i] = 1.0 / (_ar_entry(w, i, i, nv, J, minvjt) + efc_R[w, i])
+        _solve_m_rows(w, i, 1, nv, dense, minvjt, qLD, qLDiagInv, dof_Madr, dof_parentid,
+                      dof_simplenum)
+        se[w, E_ARINV, i] = 1.0 / (_ar_entry(w, i, i, nv, dense, J, minvjt) +
+                                   efc_R[w, i])
 
 
 # ---------------------------------------------------------------------------------------
@@ -2287,7 +2299,7 @@ def _pgs_block(w, i, kind, dim, n, nv, dense, J: ti.template(), minvjt: ti.templ
                 if dense:
                     s = ar[w, i + a, i + b]
                 else:
-                    s = _ar_entry(w, i + a, i + b, nv, J, minvjt)
+                    s = _ar_entry(w, i + a, i + b, nv, False, J, minvjt)
                     if a == b:
                         s += se[w, E_R, i + a]
                 sb[w, 0, a, b] = s
@@ -2362,10 +2374,15 @@ def _pgs_block(w, i, kind, dim, n, nv, dense, J: ti.template(), minvjt: ti.templ
 
 
 @ti.func
-def _ar_entry(w, i, j, nv, J: ti.template(), minvjt: ti.template()):
-    """(J M^-1 J')_ij: row i of J times row j of M^-1 J'."""
+def _ar_entry(w, i, j, nv, dense, J: ti.template(), minvjt: ti.template()):
+    """(J M^-1 J')_ij: ``dense``: row i of J M^-1/2 times its row j (minvjt holds J
+    M^-1/2, as mj_projectConstraint's AR = JM2 JM2'); else row i of J times row j of
+    M^-1 J'."""
     s = 0.0
-    if ti.static(len(J) > 1):
+    if dense:
+        for k in range(nv):
+            s += minvjt[w, i, k] * minvjt[w, j, k]
+    elif ti.static(len(J) > 1):
         s = _jrow_dot(w, i, J, minvjt, True, j)
     else:
         for k in range(nv):
@@ -2380,7 +2397,7 @@ def _fill_ar(w, n, nv, J: ti.template(), minvjt: ti.template(), se: ti.template(
     efc_AR; its lower triangle computed, mirrored: exactly symmetric)."""
     for i in range(n):
         for j in range(i + 1):
-            s = _ar_entry(w, i, j, nv, J, minvjt)
+            s = _ar_entry(w, i, j, nv, True, J, minvjt)
             ar[w, i, j] = s
             ar[w, j, i] = s
         ar[w, i, i] += se[w, E_R, i]
@@ -2579,7 +2596,8 @@ def _scratch(m, d):
             # models: the sparse Hessian's scratch, _hess_scratch)
             "sH": ti.ndarray(dtype, (nworld, 2, nv, nv) if dense_newton
                              else (1, 2, 1, 1)),
-            # PGS: M^-1 J' by rows, and AR of a world with at most PGS_DENSE rows
+            # PGS: M^-1 J' by rows (J M^-1/2 in a world with at most PGS_DENSE rows),
+            # and that world's AR
             "minvjt": ti.ndarray(dtype, (nworld, njmax, nv) if dual else (1, 1, 1)),
             "ar": ti.ndarray(dtype, (nworld, max(1, ndense), max(1, ndense)) if dual
                              else (1, 1, 1)),
@@ -2702,7 +2720,8 @@ def _solve(m, d, s, npass, probe) -> None:
     nlaunch = -(-passes // npass)
     sparse = m.is_sparse
     launch(_prepare, m, d, qLD=d.qLD_tree, se=s["se"], si=s["si"], minvjt=s["minvjt"],
-           sw=s["sw"], warmstart=warmstart, dual=int(dual), sparse=sparse)
+           sw=s["sw"], warmstart=warmstart, dual=int(dual), ndense=s["ndense"],
+           sparse=sparse)
     if dual:
         for _ in range(nlaunch):
             launch(_pgs, m, d, qLD=d.qLD_tree, se=s["se"], si=s["si"], sv=s["sv"],
