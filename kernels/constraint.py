@@ -1360,11 +1360,12 @@ def _finish(nefc: ND, efc_KBIP: ND, efc_R: ND, efc_D: ND, efc_diagApprox: ND,
             efc_overflow: ND, warning_number: ND, warning_lastinfo: ND):
     nworld = nefc.shape[0]
     njmax = efc_R.shape[1]
-    for worldid, row in ti.ndrange(nworld, njmax):
-        if row == 0 and efc_overflow[worldid] > 0:
+    for worldid in range(nworld):
+        if efc_overflow[worldid] > 0:
             # mjWARN_CNSTRFULL, counted here and reported by check_warnings on the host
             warning_number[worldid][WARN_CNSTRFULL] += 1
             warning_lastinfo[worldid][WARN_CNSTRFULL] = nefc[worldid] + efc_overflow[worldid]
+    for worldid, row in ti.ndrange(nworld, njmax):
         if row < nefc[worldid]:
             r = efc_R[worldid, row]
             imp = efc_KBIP[worldid, row][2]

@@ -302,6 +302,42 @@ def test_world_twins_run_each_ndrange_loop_over_worlds():
     assert np.array_equal(outs[1][2][:, :n], np.tile(np.arange(n), (nworld, 1)))
 
 
+def test_twin_row_loops(monkeypatch):
+    """The (world, row) loops a twin builds, as source: a loop whose only statement
+    tests the row against a per-world count visits that many rows per world; other
+    loops are left as they are."""
+    import ast
+    from taichi.lang.ast.ast_transformer import ASTTransformer
+
+    def decorator(ctx, node):
+        return "ndrange" if ast.unparse(node).startswith("ti.ndrange(") else ""
+    monkeypatch.setattr(ASTTransformer, "get_decorator", staticmethod(decorator))
+    cases = {
+        "for w, i in ti.ndrange(nw, njmax):\n    if i < nefc[w]:\n        a[w, i] = b[w, i]":
+            "for w in range(nw):\n    for i in range(min(njmax, nefc[w])):\n"
+            "        a[w, i] = b[w, i]",
+        # not this shape: another statement, an else, another test, a count not of
+        # this world, the count named in the body, a break, three indices
+        "for w, i in ti.ndrange(nw, n):\n    x = 1\n    if i < c[w]:\n        a[w, i] = x":
+            None,
+        "for w, i in ti.ndrange(nw, n):\n    if i < c[w]:\n        a[w, i] = 1\n"
+        "    else:\n        a[w, i] = 0": None,
+        "for w, i in ti.ndrange(nw, n):\n    if i <= c[w]:\n        a[w, i] = 1": None,
+        "for w, i in ti.ndrange(nw, n):\n    if i < c[0]:\n        a[w, i] = 1": None,
+        "for w, i in ti.ndrange(nw, n):\n    if i < c[w]:\n        c[w] = 1": None,
+        "for w, i in ti.ndrange(nw, n):\n    if i < c[w]:\n        f(c, w)": None,
+        "for w, i in ti.ndrange(nw, n):\n    if i < c[w]:\n        break": None,
+        "for w, i, j in ti.ndrange(nw, n, 3):\n    if i < c[w]:\n        a[w, i] = j":
+            None,
+        "for w, i in ti.ndrange((1, nw), n):\n    if i < c[w]:\n        a[w, i] = 1":
+            None,
+    }
+    for source, expected in cases.items():
+        node = ast.parse(source).body[0]
+        rows = launch._own_rows(None, node)
+        assert (None if rows is None else ast.unparse(rows)) == expected, source
+
+
 def test_world_twin_loop_split(monkeypatch):
     """The loops a world twin builds, as source: ndrange loops split after their first
     index (tuple bounds kept), anything else left to Taichi as it is."""

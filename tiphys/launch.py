@@ -162,6 +162,10 @@ def _serializable(ctx, node) -> bool:
 
 def _build_for_serial_aware(ctx, node):
     building = SERIAL["building"]
+    if building:
+        rows = _own_rows(ctx, node)
+        if rows is not None:
+            node = rows
     if building == "serial" and _serializable(ctx, node):
         misc._parallelize(1)  # what ti.loop_config(serialize=True) does
     elif building == "worlds":
@@ -169,6 +173,62 @@ def _build_for_serial_aware(ctx, node):
         if split is not None:
             return _build_for(ctx, split)
     return _build_for(ctx, node)
+
+
+def _own_rows(ctx, node):
+    """``for a, b in ti.ndrange(A, B): if b < X[a]: body`` (the if alone in the loop,
+    without else; X not named in its body) as ``for a in range(A): for b in range(min(B,
+    X[a])): body``: in a twin, where each world's iterations run in one thread in
+    order, a world visits its own rows (nefc of them, say) instead of all B slots; the
+    same iterations in the same order. None for any other loop."""
+    if ASTTransformer.get_decorator(ctx, node.iter) != "ndrange" or node.orelse:
+        return None
+    call = node.iter
+    if call.keywords or len(call.args) != 2 or any(
+            isinstance(a, (ast.Starred, ast.Tuple)) for a in call.args):
+        return None
+    target = node.target
+    if not (isinstance(target, ast.Tuple) and len(target.elts) == 2 and
+            all(isinstance(t, ast.Name) for t in target.elts)):
+        return None
+    a, b = (t.id for t in target.elts)
+    if len(node.body) != 1 or not isinstance(node.body[0], ast.If):
+        return None
+    test = node.body[0]
+    cmp = test.test
+    if test.orelse or not (isinstance(cmp, ast.Compare) and len(cmp.ops) == 1 and
+                           isinstance(cmp.ops[0], ast.Lt) and
+                           isinstance(cmp.left, ast.Name) and cmp.left.id == b):
+        return None
+    bound = cmp.comparators[0]
+    if not (isinstance(bound, ast.Subscript) and isinstance(bound.value, ast.Name) and
+            isinstance(bound.slice, ast.Name) and bound.slice.id == a):
+        return None
+    array = bound.value.id
+    for stmt in test.body:
+        for inner in ast.walk(stmt):
+            if isinstance(inner, ast.Break) or (isinstance(inner, ast.Name) and
+                                                inner.id in (array, a, b) and
+                                                not isinstance(inner.ctx, ast.Load)):
+                return None
+            if isinstance(inner, ast.Name) and inner.id == array:
+                return None
+    limit = ast.Call(func=ast.Name(id="min", ctx=ast.Load()),
+                     args=[call.args[1], bound], keywords=[])
+    inner = ast.For(target=ast.Name(id=b, ctx=ast.Store()),
+                    iter=ast.Call(func=ast.Name(id="range", ctx=ast.Load()), args=[limit],
+                                  keywords=[]),
+                    body=test.body, orelse=[])
+    outer = ast.For(target=ast.Name(id=a, ctx=ast.Store()),
+                    iter=ast.Call(func=ast.Name(id="range", ctx=ast.Load()),
+                                  args=[call.args[0]], keywords=[]),
+                    body=[inner], orelse=[])
+    for made in (inner, inner.iter, inner.iter.func, inner.target, limit, limit.func,
+                 outer, outer.iter, outer.iter.func, outer.target):
+        ast.copy_location(made, node)
+        if hasattr(made, "end_lineno"):
+            made.end_lineno, made.end_col_offset = node.end_lineno, node.end_col_offset
+    return ast.fix_missing_locations(outer)
 
 
 def _split_ndrange(ctx, node):
