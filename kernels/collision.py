@@ -293,17 +293,19 @@ def _narrow_primitive(
     override: ti.template(), o_margin: float,
     # candidates: lists[l, KIND_PRIMITIVE, k] for k < counts[l, 0], l = world or 0
     cand_geom: ND, cand_pair: ND, cand_code: ND, lists: ND, counts: ND, lanes: ti.i32,
-    all_lists: ND,
+    all_lists: ND, first: ti.i32, last: ti.i32,
     # model
     geom_type: ND, geom_size: ND, geom_rbound: ND, geom_margin: ND, pair_margin_arr: ND,
     # data
     geom_xpos: ND, geom_xmat: ND, world_mask: ND,
     ncon: ND, contact_dist: ND, contact_pos: ND, contact_frame: ND, contact_key: ND,
 ):
+    """The candidates of detector ``code`` among list slots first .. last-1 (the
+    detector's range of the shared list, or all of a world's own list)."""
     nworld = geom_xpos.shape[0]
     for worldid, lane in ti.ndrange(nworld, lanes):
-        n = list_count(worldid, 0, counts, world_mask)
-        k = lane
+        n = ti.min(list_count(worldid, 0, counts, world_mask), last)
+        k = first + lane
         while k < n:
             cand = list_entry(worldid, 0, k, lists, counts, all_lists)
             k += lanes
@@ -358,14 +360,18 @@ def narrow_primitive(m, d, plan, sweep):
     lists, counts, lanes, all_lists = sweep.lists
     cand_geom, cand_pair, cand_code = sweep.cand
     dist, pos, frame, key = sweep.emit
+    shared = lists is getattr(plan, "static_lists", None)  # (not a world's own list: sweep-and-prune, a
+    # contact filter)
     for code in plan.prim_codes:
         detector, maxcon = table[(code // NGEOMTYPES, code % NGEOMTYPES)]
+        first, last = plan.prim_ranges[code] if shared else (0, 1 << 30)
         with exact_math():
             launch(_narrow_primitive, m, d, code=code, detector=detector, maxcon=maxcon,
                    override=bool(opt.enabled("override")), o_margin=float(opt.o_margin),
                    cand_geom=cand_geom, cand_pair=cand_pair,
                    cand_code=cand_code, lists=lists, counts=counts, lanes=lanes,
-                   all_lists=all_lists, pair_margin_arr=m.pair_margin, world_mask=mask,
+                   all_lists=all_lists, first=first, last=last,
+                   pair_margin_arr=m.pair_margin, world_mask=mask,
                    contact_dist=dist, contact_pos=pos, contact_frame=frame,
                    contact_key=key)
 

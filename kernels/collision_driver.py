@@ -360,6 +360,15 @@ def plan(m) -> CollisionPlan:
     kind_id = [KINDS.index(k) if k in KINDS else -1 for k in kinds]
     p.cand_kind = _int_array(kind_id, (len(cands),))
     per_kind = [[i for i, k in enumerate(kind_id) if k == j] for j in range(len(KINDS))]
+    # the primitive list by detector (code), so that each detector's launch takes its own
+    # range of the shared list (prim_ranges) instead of testing every candidate's code;
+    # the order does not matter: finalize sorts contacts by candidate
+    prim = KINDS.index("primitive")
+    per_kind[prim].sort(key=lambda i: (codes[i], i))
+    p.prim_ranges = {}
+    for pos, i in enumerate(per_kind[prim]):
+        lo, _ = p.prim_ranges.get(codes[i], (pos, pos))
+        p.prim_ranges[codes[i]] = (lo, pos + 1)
     p.static_cap = max([len(x) for x in per_kind] + [1])
     lists = np.full((1, len(KINDS), p.static_cap), -1, dtype=np.int32)
     for j, x in enumerate(per_kind):
