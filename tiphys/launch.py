@@ -163,15 +163,18 @@ def _serializable(ctx, node) -> bool:
 def _build_for_serial_aware(ctx, node):
     building = SERIAL["building"]
     if building:
+        # both twins: a world's own rows; an ndrange loop as a loop over its first index
+        # around the rest (the same iterations in the same order; a serial twin's flat
+        # ndrange would divide its counter to find the indices at every iteration)
         rows = _own_rows(ctx, node)
         if rows is not None:
             node = rows
+        else:
+            split = _split_ndrange(ctx, node)
+            if split is not None:
+                node = split
     if building == "serial" and _serializable(ctx, node):
         misc._parallelize(1)  # what ti.loop_config(serialize=True) does
-    elif building == "worlds":
-        split = _split_ndrange(ctx, node)
-        if split is not None:
-            return _build_for(ctx, split)
     return _build_for(ctx, node)
 
 
