@@ -14,7 +14,7 @@ from .consts import (BIAS_AFFINE, BIAS_MUSCLE, BIAS_USER, CONE_ELLIPTIC, DYN_FIL
                      GAIN_FIXED, GAIN_MUSCLE, GAIN_USER, JNT_BALL, JNT_FREE, JNT_HINGE, JNT_SLIDE,
                      MINVAL, PI, TRN_BODY, TRN_JOINT, TRN_JOINTINPARENT, TRN_SITE, TRN_SLIDERCRANK,
                      TRN_TENDON, WARN_BADCTRL)
-from .math import quat_mul, quat_normalize, rot_vec_quat, sub_quat
+from .math import param_row, quat_mul, quat_normalize, rot_vec_quat, sub_quat
 from .tendon import add_jac_dot
 
 ND = ti.types.ndarray()
@@ -63,7 +63,7 @@ def _transmission(
         trntype = actuator_trntype[actid]
         trnid = actuator_trnid[actid][0]
         trnid1 = actuator_trnid[actid][1]
-        gear = actuator_gear[worldid % actuator_gear.shape[0], actid]
+        gear = actuator_gear[param_row(worldid, actuator_gear), actid]
         gear_pos = ti.Vector([gear[0], gear[1], gear[2]])
         gear_rot = ti.Vector([gear[3], gear[4], gear[5]])
         length = 0.0
@@ -145,8 +145,8 @@ def _transmission(
                     length += vec.dot(gear_pos)
                     wpos = rmat @ gear_pos
                 if gear_rot.any():
-                    sq = site_quat[worldid % site_quat.shape[0], trnid]
-                    rq = site_quat[worldid % site_quat.shape[0], refid]
+                    sq = site_quat[param_row(worldid, site_quat), trnid]
+                    rq = site_quat[param_row(worldid, site_quat), refid]
                     quat = quat_mul(sq, xquat[worldid, site_bodyid[trnid]])
                     refquat = quat_mul(rq, xquat[worldid, site_bodyid[refid]])
                     length += sub_quat(quat, refquat).dot(gear_rot)
@@ -448,7 +448,7 @@ def _clamped_ctrl(worldid, actid, ctrl: ti.template(), clampctrl,
     would turn it into a range limit.)"""
     u = ctrl[worldid, actid]
     if clampctrl != 0 and actuator_ctrllimited[actid] != 0 and not is_nan(u):
-        rng = actuator_ctrlrange[worldid % actuator_ctrlrange.shape[0], actid]
+        rng = actuator_ctrlrange[param_row(worldid, actuator_ctrlrange), actid]
         u = _clip(u, rng[0], rng[1])
     return u
 
@@ -562,7 +562,7 @@ def _actuator(worldid, actid, bad, actuator_dyntype: ti.template(),
     if bad < 0:
         u = _clamped_ctrl(worldid, actid, ctrl, clampctrl, actuator_ctrllimited,
                           actuator_ctrlrange)
-    dynprm = actuator_dynprm[worldid % actuator_dynprm.shape[0], actid]
+    dynprm = actuator_dynprm[param_row(worldid, actuator_dynprm), actid]
     dyntype = actuator_dyntype[actid]
     actadr = actuator_actadr[actid]
     actlast = actadr + actuator_actnum[actid] - 1
@@ -593,7 +593,7 @@ def _actuator(worldid, actid, bad, actuator_dyntype: ti.template(),
         vel = actuator_velocity[worldid, actid]
         lrange = actuator_lengthrange[actid]
         acc0 = actuator_acc0[actid]
-        prm = actuator_gainprm[worldid % actuator_gainprm.shape[0], actid]
+        prm = actuator_gainprm[param_row(worldid, actuator_gainprm), actid]
         gaintype = actuator_gaintype[actid]
         gain = 1.0
         if gaintype == GAIN_FIXED:
@@ -603,7 +603,7 @@ def _actuator(worldid, actid, bad, actuator_dyntype: ti.template(),
         elif gaintype == GAIN_MUSCLE:
             gain = muscle_gain(length, vel, lrange, acc0, prm)
         elif gaintype == GAIN_USER and user_col[actid][0] >= 0:
-            gain = user_gain[worldid % user_gain.shape[0], user_col[actid][0]]
+            gain = user_gain[param_row(worldid, user_gain), user_col[actid][0]]
         if actadr == -1:
             force = gain * u
         else:
@@ -611,17 +611,17 @@ def _actuator(worldid, actid, bad, actuator_dyntype: ti.template(),
             if actuator_actearly[actid] != 0:
                 a = next_activation(
                     a, adot, dyntype, dynprm[0], actuator_actlimited[actid],
-                    actuator_actrange[worldid % actuator_actrange.shape[0], actid],
+                    actuator_actrange[param_row(worldid, actuator_actrange), actid],
                     timestep)
             force = gain * a
-        bprm = actuator_biasprm[worldid % actuator_biasprm.shape[0], actid]
+        bprm = actuator_biasprm[param_row(worldid, actuator_biasprm), actid]
         biastype = actuator_biastype[actid]
         if biastype == BIAS_AFFINE:
             force += bprm[0] + bprm[1] * length + bprm[2] * vel
         elif biastype == BIAS_MUSCLE:
             force += muscle_bias(length, lrange, acc0, bprm)
         elif biastype == BIAS_USER and user_col[actid][1] >= 0:
-            force += user_bias[worldid % user_bias.shape[0], user_col[actid][1]]
+            force += user_bias[param_row(worldid, user_bias), user_col[actid][1]]
     if ti.static(part != ACT_DOT):
         actuator_force[worldid, actid] = force
 
@@ -639,7 +639,7 @@ def _set_user_act_dot(actuator_actadr: ND, actuator_actnum: ND, ids: ND, nids: t
         if ti.static(sleep):
             asleep = sleep_asleep[worldid, actid] != 0
         if actuator_actnum[actid] == 1 and not asleep:
-            act_dot[worldid, actuator_actadr[actid]] = values[worldid % values.shape[0], k]
+            act_dot[worldid, actuator_actadr[actid]] = values[param_row(worldid, values), k]
 
 
 @ti.kernel
@@ -672,13 +672,13 @@ def _actuation_limits(
             tenid = actuator_trnid[actid][0]
             total = ten_actfrc_total[worldid, tenid]
             if tendon_actfrclimited[tenid] != 0 and total != 0:
-                rng = tendon_actfrcrange[worldid % tendon_actfrcrange.shape[0], tenid]
+                rng = tendon_actfrcrange[param_row(worldid, tendon_actfrcrange), tenid]
                 if total < rng[0]:
                     force *= rng[0] / total
                 elif total > rng[1]:
                     force *= rng[1] / total
         if actuator_forcelimited[actid] != 0:
-            rng = actuator_forcerange[worldid % actuator_forcerange.shape[0], actid]
+            rng = actuator_forcerange[param_row(worldid, actuator_forcerange), actid]
             force = _clip(force, rng[0], rng[1])
         actuator_force[worldid, actid] = force
     # qfrc_actuator = moment' force, plus actuator gravcomp, clamped per joint
@@ -699,7 +699,7 @@ def _actuation_limits(
             if has_gravcomp != 0 and jnt_actgravcomp[jntid] != 0:
                 frc += qfrc_gravcomp[worldid, dofid]
             if jnt_actfrclimited[jntid] != 0:
-                rng = jnt_actfrcrange[worldid % jnt_actfrcrange.shape[0], jntid]
+                rng = jnt_actfrcrange[param_row(worldid, jnt_actfrcrange), jntid]
                 frc = _clip(frc, rng[0], rng[1])
             qfrc_actuator[worldid, dofid] = frc
 
@@ -867,9 +867,9 @@ def _advance_activation(
                     adot = 0.0
                 act[worldid, j] = next_activation(
                     act[worldid, j], adot, actuator_dyntype[actid],
-                    actuator_dynprm[worldid % actuator_dynprm.shape[0], actid][0],
+                    actuator_dynprm[param_row(worldid, actuator_dynprm), actid][0],
                     actuator_actlimited[actid],
-                    actuator_actrange[worldid % actuator_actrange.shape[0], actid],
+                    actuator_actrange[param_row(worldid, actuator_actrange), actid],
                     timestep)
 
 

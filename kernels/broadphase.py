@@ -19,6 +19,7 @@ import taichi as ti
 
 from .bind import launch
 from .collision import near_pair
+from .math import param_row
 
 ND = ti.types.ndarray()
 
@@ -58,8 +59,8 @@ def _sap(
     across_v = ti.Vector([vx, vy, vz])
     nkind = counts.shape[1]
     for worldid in range(nworld):
-        rw = worldid % geom_rbound.shape[0]
-        mw = worldid % geom_margin.shape[0]
+        rw = param_row(worldid, geom_rbound)
+        mw = param_row(worldid, geom_margin)
         for k in range(nkind):
             counts[worldid, k] = 0
         overflow[worldid] = 0

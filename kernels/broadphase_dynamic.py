@@ -47,6 +47,7 @@ import taichi as ti
 from .bind import launch
 from .collision import pair_margin, sphere_filter
 from .consts import NGEOMTYPES
+from .math import param_row
 
 ND = ti.types.ndarray()
 
@@ -68,8 +69,8 @@ def _bounds(
     nworld = geom_xpos.shape[0]
     axis = ti.Vector([ax, ay, az])
     for worldid, i in ti.ndrange(nworld, nsweep):
-        rw = worldid % geom_rbound.shape[0]
-        mw = worldid % geom_margin.shape[0]
+        rw = param_row(worldid, geom_rbound)
+        mw = param_row(worldid, geom_margin)
         b = bp_body[i]
         blo = ti.Vector([BIG, BIG, BIG])
         bhi = ti.Vector([-BIG, -BIG, -BIG])
@@ -370,7 +371,7 @@ def _geom_pairs(
             b2 = bp_body[bpartner[worldid, k]]
             sig = (b1 << 16) + b2
             x0 = _first_at_least(sig, bp_xsig, nxpair)
-            gw = worldid % geom_margin.shape[0]
+            gw = param_row(worldid, geom_margin)
             n = 0
             base = 0
             if ti.static(write):

@@ -26,6 +26,7 @@ from . import config
 from .bind import launch
 from .consts import MAXVAL, WARN_BADQACC, WARN_BADQPOS, WARN_BADQVEL
 from .sleep import AWAKE as SLEEP_AWAKE
+from .math import param_row
 
 ND = ti.types.ndarray()
 
@@ -92,7 +93,7 @@ def _check(warn: ti.template(), autoreset: ti.template(), n: ti.i32, values: ND,
             if ti.static(autoreset):
                 time[worldid] = r_time[0]
                 for i in range(nq):  # one qpos row per world when qpos0 is per world
-                    qpos[worldid, i] = r_qpos[worldid % r_qpos.shape[0], i]
+                    qpos[worldid, i] = r_qpos[param_row(worldid, r_qpos), i]
                 for i in range(nv):
                     qvel[worldid, i] = r_qvel[0, i]
                     qacc_warmstart[worldid, i] = 0.0

@@ -50,7 +50,7 @@ from .convex_support import MAX_LIMIT, _hillclimb, _mesh_vertex, _new_obj, _norm
 from .epa import (EPA_OK, Polytope, _clear_polytope, _epa, _polytope, polytope_capacity,
                   polytope_scratch)
 from .gjk import _gjk, _new_status
-from .math import quat2mat
+from .math import param_row, quat2mat
 from .multiccd import PolyInts, _multicontact, clip_rows, pack_poly_ints, polygon_capacity
 
 MAX_PLANE_MESH = 3
@@ -310,7 +310,7 @@ def _narrow_convex(
                                              geom_xpos, geom_xmat, override, o_margin)
             if near:
                 out = new_list(maxcon)
-                rw = worldid % geom_rbound.shape[0]
+                rw = param_row(worldid, geom_rbound)
                 o2 = _object(worldid, g2, margin, geom_type, geom_dataid, geom_size,
                              geom_xpos, geom_xmat, mesh_vertadr, mesh_vertnum,
                              mesh_graphadr)

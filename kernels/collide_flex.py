@@ -44,6 +44,7 @@ from .collide_flex_elem import (ELEM_ELEM, ELEM_VERT, GEOM_ELEM, SELF_SAP, TET_F
 from .collide_flex_elem import maxcon as elem_maxcon
 from .collision import KEY_STRIDE, contact_param, emit_one
 from .consts import GEOM_HFIELD, GEOM_PLANE, GEOM_SDF, GEOM_TYPE_NAMES, MINMU, MINVAL
+from .math import param_row
 
 ND = ti.types.ndarray()
 
@@ -300,7 +301,7 @@ def _narrow_plane_flex(
                 if ti.static(override):
                     margin = o_margin
                 else:
-                    margin = ti.max(geom_margin[worldid % geom_margin.shape[0], g],
+                    margin = ti.max(geom_margin[param_row(worldid, geom_margin), g],
                                     flex_margin[f])
                 radius = flex_radius[f]
                 pos = geom_xpos[worldid, g]
@@ -369,12 +370,12 @@ def _finalize_flex(
                 if g >= 0:
                     p1 = geom_priority[g]
                     c1 = geom_condim[g]
-                    mix1 = geom_solmix[worldid % geom_solmix.shape[0], g]
-                    ref1 = geom_solref[worldid % geom_solref.shape[0], g]
-                    imp1 = geom_solimp[worldid % geom_solimp.shape[0], g]
-                    fri1 = geom_friction[worldid % geom_friction.shape[0], g]
-                    margin1 = geom_margin[worldid % geom_margin.shape[0], g]
-                    gap1 = geom_gap[worldid % geom_gap.shape[0], g]
+                    mix1 = geom_solmix[param_row(worldid, geom_solmix), g]
+                    ref1 = geom_solref[param_row(worldid, geom_solref), g]
+                    imp1 = geom_solimp[param_row(worldid, geom_solimp), g]
+                    fri1 = geom_friction[param_row(worldid, geom_friction), g]
+                    margin1 = geom_margin[param_row(worldid, geom_margin), g]
+                    gap1 = geom_gap[param_row(worldid, geom_gap), g]
                 else:
                     p1 = flex_priority[f1]
                     c1 = flex_condim[f1]

@@ -42,7 +42,7 @@ from .collide_primitive import capsule_capsule, sphere_capsule
 from .collision import ND, emit, exact_math, new_list
 from .consts import GEOM_BOX, GEOM_CAPSULE, GEOM_FLEX, GEOM_SPHERE, MINVAL
 from .epa import Polytope, polytope_capacity, polytope_scratch
-from .math import normalize3, quat2mat, quat_z2vec
+from .math import param_row, normalize3, quat2mat, quat_z2vec
 
 GEOM_ELEM = 1  # collide_flex's candidate kinds (that module imports this one)
 ELEM_ELEM = 2
@@ -158,13 +158,13 @@ def elem_candidate(worldid, cand, override: ti.template(), o_margin, cand_geom: 
     if ti.static(override):
         margin = o_margin
     else:
-        margin = ti.max(geom_margin[worldid % geom_margin.shape[0], g], flex_margin[f])
+        margin = ti.max(geom_margin[param_row(worldid, geom_margin), g], flex_margin[f])
     dim = flex_dim[f]
     data = flex_elemdataadr[f] + e * (dim + 1)
     near = info[1] == GEOM_ELEM
     if near:
         box = flexelem_aabb[worldid, flex_elemadr[f] + e]
-        bound = geom_rbound[worldid % geom_rbound.shape[0], g] + margin
+        bound = geom_rbound[param_row(worldid, geom_rbound), g] + margin
         s = geom_xpos[worldid, g]
         for k in ti.static(range(3)):
             if s[k] + bound < box[k] - box[3 + k] or s[k] - bound > box[k] + box[3 + k]:
@@ -206,7 +206,7 @@ def _narrow_elem_analytic(
                 radius = flex_radius[f]
                 pos = geom_xpos[worldid, g]
                 mat = geom_xmat[worldid, g]
-                size = geom_size[worldid % geom_size.shape[0], g]
+                size = geom_size[param_row(worldid, geom_size), g]
                 v0 = flexvert_xpos[worldid, vbase + flex_elem[data]]
                 v1 = flexvert_xpos[worldid, vbase + flex_elem[data + 1]]
                 if line:
@@ -292,7 +292,7 @@ def _narrow_elem_convex(
                 o2 = _new_elem(worldid, f, e, data, margin, flex_dim, flex_elem,
                                flex_elemadr, flex_vertadr, flex_radius, flexvert_xpos,
                                flexelem_aabb)
-                rw = worldid % geom_rbound.shape[0]
+                rw = param_row(worldid, geom_rbound)
                 _convex(out, o1, o2, margin, geom_rbound[rw, g], 0.0, pt, False, mesh_vert,
                         mesh_graph, tol, kmax, 0, 0, 0, ())
                 emit(worldid, cand, out, ncon, contact_dist, contact_pos, contact_frame,

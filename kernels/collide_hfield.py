@@ -32,6 +32,7 @@ from .consts import GEOM_HFIELD, MAXCONPAIR
 from .convex_support import _normalize, _support_one
 from .epa import Polytope, polytope_capacity, polytope_scratch
 from .gjk import _new_status
+from .math import param_row
 
 KIND_HFIELD = 2  # index of "hfield" in collision.KINDS
 
@@ -110,7 +111,7 @@ def _hfield_convex(worldid, cand, g1, g2, margin, record: ti.template(), best: t
     diff = geom_xpos[worldid, g2] - pos1
     for k in ti.static(range(3)):
         rel[k] = mat1[0, k] * diff[0] + mat1[1, k] * diff[1] + mat1[2, k] * diff[2]
-    radius = geom_rbound[worldid % geom_rbound.shape[0], g2] + margin
+    radius = geom_rbound[param_row(worldid, geom_rbound), g2] + margin
     if not (size0 < rel[0] - radius or -size0 > rel[0] + radius or
             size1 < rel[1] - radius or -size1 > rel[1] + radius or
             size2 < rel[2] - radius or -size3 > rel[2] + radius):

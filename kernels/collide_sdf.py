@@ -45,7 +45,7 @@ from .consts import (GEOM_BOX, GEOM_CAPSULE, GEOM_CYLINDER, GEOM_ELLIPSOID, GEOM
                      GEOM_MESH, GEOM_PLANE, GEOM_SDF, GEOM_SPHERE, MAXCONPAIR, MAXVAL,
                      MINVAL)
 from .loop_limit import CUT_COLLISION, limit_reached, probe as loop_probe
-from .math import mul_mat_t, normalize3, quat_mul, quat_normalize
+from .math import param_row, mul_mat_t, normalize3, quat_mul, quat_normalize
 from .ray import ray_mesh
 from .sdf import SDF_NATTR, SDF_TORUS, fd_eps, oct_eval, sdf_distance, torus_gradient
 
@@ -490,7 +490,7 @@ def _pair_setup(worldid, g1, g2, geom_type: ti.template(), geom_size: ti.templat
     maps a start point takes (g1's frame to itself, then into g2's: MuJoCo's round trip)
     and g2's pose (quat2, pos2) that contacts are reported in. Both passes (_descend,
     _accept) compute it, with the same arithmetic."""
-    sw = worldid % geom_size.shape[0]
+    sw = param_row(worldid, geom_size)
     pos1 = geom_xpos[worldid, g1]
     pos2 = geom_xpos[worldid, g2]
     quat1 = _mat2quat(geom_xmat[worldid, g1])

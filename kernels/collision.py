@@ -31,6 +31,7 @@ from .bind import launch
 from .consts import (GEOM_BOX, GEOM_CAPSULE, GEOM_CYLINDER, GEOM_ELLIPSOID, GEOM_HFIELD,
                      GEOM_MESH, GEOM_PLANE, GEOM_SDF, GEOM_SPHERE, MINMU, MINVAL,
                      NGEOMTYPES, WARN_CONTACTFULL)
+from .math import param_row
 
 ND = ti.types.ndarray()
 
@@ -86,7 +87,7 @@ def geom_pose(worldid, g, geom_xpos: ti.template(), geom_xmat: ti.template(),
               geom_size: ti.template()):
     pos = geom_xpos[worldid, g]
     mat = geom_xmat[worldid, g]
-    size = geom_size[worldid % geom_size.shape[0], g]
+    size = geom_size[param_row(worldid, geom_size), g]
     return pos, mat, size
 
 
@@ -99,9 +100,9 @@ def pair_margin(worldid, g1, g2, pairid, geom_margin: ti.template(),
         margin = o_margin
     else:
         if pairid >= 0:
-            margin = pair_margin_arr[worldid % pair_margin_arr.shape[0], pairid]
+            margin = pair_margin_arr[param_row(worldid, pair_margin_arr), pairid]
         else:
-            gw = worldid % geom_margin.shape[0]
+            gw = param_row(worldid, geom_margin)
             margin = ti.max(geom_margin[gw, g1], geom_margin[gw, g2])
     return margin
 
@@ -111,7 +112,7 @@ def sphere_filter(worldid, g1, g2, margin, geom_type: ti.template(),
                   geom_rbound: ti.template(), geom_xpos: ti.template(),
                   geom_xmat: ti.template()):
     """True if the bounding spheres (or a plane's half space) rule contact out."""
-    rw = worldid % geom_rbound.shape[0]
+    rw = param_row(worldid, geom_rbound)
     r1 = geom_rbound[rw, g1]
     r2 = geom_rbound[rw, g2]
     p1 = geom_xpos[worldid, g1]
@@ -142,7 +143,7 @@ def list_count(worldid, kind, counts: ti.template(), world_mask: ti.template()):
     lane, lane + lanes, ... below this count."""
     n = 0
     if world_mask[worldid] != 0:
-        n = counts[worldid % counts.shape[0], kind]
+        n = counts[param_row(worldid, counts), kind]
         if n < 0:
             n = -1 - n
     return n
@@ -152,10 +153,10 @@ def list_count(worldid, kind, counts: ti.template(), world_mask: ti.template()):
 def list_entry(worldid, kind, k, lists: ti.template(), counts: ti.template(),
                all_lists: ti.template()):
     cand = 0
-    if counts[worldid % counts.shape[0], kind] < 0:
+    if counts[param_row(worldid, counts), kind] < 0:
         cand = all_lists[0, kind, k]
     else:
-        cand = lists[worldid % lists.shape[0], kind, k]
+        cand = lists[param_row(worldid, lists), kind, k]
     return cand
 
 
@@ -168,7 +169,7 @@ def near_pair(worldid, cand, cand_geom: ti.template(), cand_pair: ti.template(),
     """(g1, g2, margin, near) of a candidate: its geoms, its margin, and whether the
     bounding volumes leave contact possible. Candidate arrays are (1 or nworld, ncand,
     ...): the model's shared list, or each world's own (dynamic broadphase)."""
-    cw = worldid % cand_geom.shape[0]
+    cw = param_row(worldid, cand_geom)
     g1 = cand_geom[cw, cand, 0]
     g2 = cand_geom[cw, cand, 1]
     margin = pair_margin(worldid, g1, g2, cand_pair[cw, cand], geom_margin, pair_margin_arr,
@@ -309,7 +310,7 @@ def _narrow_primitive(
         while k < n:
             cand = list_entry(worldid, 0, k, lists, counts, all_lists)
             k += lanes
-            if cand_code[worldid % cand_code.shape[0], cand] == code:
+            if cand_code[param_row(worldid, cand_code), cand] == code:
                 g1, g2, margin, near = near_pair(worldid, cand, cand_geom, cand_pair,
                                                  geom_type, geom_rbound, geom_margin,
                                                  pair_margin_arr, geom_xpos, geom_xmat,
@@ -576,7 +577,7 @@ def _finalize(
     for worldid, conid in ti.ndrange(nworld, nconmax):
         if conid < ncon[worldid]:
             cand = contact_key[worldid, conid] // KEY_STRIDE
-            cw = worldid % cand_geom.shape[0]
+            cw = param_row(worldid, cand_geom)
             g1 = cand_geom[cw, cand, 0]
             g2 = cand_geom[cw, cand, 1]
             if g2 < 0:  # a geom-flex contact: collide_flex.finalize_flex
@@ -590,25 +591,25 @@ def _finalize(
             solimp = ti.Vector([0.0, 0.0, 0.0, 0.0, 0.0])
             friction = ti.Vector([0.0, 0.0, 0.0, 0.0, 0.0])
             if pairid >= 0:
-                pw = worldid % pair_solref.shape[0]
+                pw = param_row(worldid, pair_solref)
                 condim = pair_dim[pairid]
-                margin = pair_margin_arr[worldid % pair_margin_arr.shape[0], pairid]
-                gap = pair_gap[worldid % pair_gap.shape[0], pairid]
+                margin = pair_margin_arr[param_row(worldid, pair_margin_arr), pairid]
+                gap = pair_gap[param_row(worldid, pair_gap), pairid]
                 solref = pair_solref[pw, pairid]
-                solimp = pair_solimp[worldid % pair_solimp.shape[0], pairid]
-                friction = pair_friction[worldid % pair_friction.shape[0], pairid]
-                srf = pair_solreffriction[worldid % pair_solreffriction.shape[0], pairid]
+                solimp = pair_solimp[param_row(worldid, pair_solimp), pairid]
+                friction = pair_friction[param_row(worldid, pair_friction), pairid]
+                srf = pair_solreffriction[param_row(worldid, pair_solreffriction), pairid]
                 if srf[0] != 0 or srf[1] != 0:
                     solreffriction = srf
             else:
-                gw = worldid % geom_margin.shape[0]
+                gw = param_row(worldid, geom_margin)
                 margin = ti.max(geom_margin[gw, g1], geom_margin[gw, g2])
-                ggw = worldid % geom_gap.shape[0]
+                ggw = param_row(worldid, geom_gap)
                 gap = ti.max(geom_gap[ggw, g1], geom_gap[ggw, g2])
-                fw = worldid % geom_friction.shape[0]
-                rw = worldid % geom_solref.shape[0]
-                iw = worldid % geom_solimp.shape[0]
-                mw = worldid % geom_solmix.shape[0]
+                fw = param_row(worldid, geom_friction)
+                rw = param_row(worldid, geom_solref)
+                iw = param_row(worldid, geom_solimp)
+                mw = param_row(worldid, geom_solmix)
                 condim, solref, solimp, friction = contact_param(
                     geom_priority[g1], geom_condim[g1], geom_solmix[mw, g1],
                     geom_solref[rw, g1], geom_solimp[iw, g1], geom_friction[fw, g1],
@@ -649,7 +650,7 @@ def _finalize_ids(cand_geom: ND, ncon: ND, contact_key: ND, contact_frame: ND,
                 ti.Vector([frame[1, 0], frame[1, 1], frame[1, 2]]))
             contact_efc_address[worldid, conid] = -1
             contact_mu[worldid, conid] = 0.0
-            cw = worldid % cand_geom.shape[0]
+            cw = param_row(worldid, cand_geom)
             contact_geom[worldid, conid] = ti.Vector([cand_geom[cw, cand, 0],
                                                       cand_geom[cw, cand, 1]])
             contact_flex[worldid, conid] = ti.Vector([-1, -1])

@@ -46,7 +46,7 @@ from .consts import (CNSTR_CONTACT_ELLIPTIC, CNSTR_CONTACT_FRICTIONLESS, CNSTR_C
                      JNT_BALL, JNT_HINGE, JNT_SLIDE, MAXIMP, MINIMP, MINVAL, OBJ_SITE, PI,
                      WARN_CNSTRFULL)
 from .flex import chain_count, edge_row_nonempty, flex_eq_rows
-from .math import quat_mul
+from .math import param_row, quat_mul
 from .tendon import check_sparse_data, last_dof
 
 ND = ti.types.ndarray()
@@ -255,7 +255,7 @@ def _eq_frames(worldid, eqid, eq_obj1id: ti.template(), eq_obj2id: ti.template()
     (b0, b1, p0, p1, quat = q0 * relpose, quat1 = neg(q1))."""
     id0 = eq_obj1id[eqid]
     id1 = eq_obj2id[eqid]
-    data = eq_data[worldid % eq_data.shape[0], eqid]
+    data = eq_data[param_row(worldid, eq_data), eqid]
     b0 = id0
     b1 = id1
     p0 = ti.Vector([0.0, 0.0, 0.0])
@@ -268,7 +268,7 @@ def _eq_frames(worldid, eqid, eq_obj1id: ti.template(), eq_obj2id: ti.template()
         p0 = site_xpos[worldid, id0]
         p1 = site_xpos[worldid, id1]
         if weld:
-            sw = worldid % site_quat.shape[0]
+            sw = param_row(worldid, site_quat)
             quat = quat_mul(xquat[worldid, b0], site_quat[sw, id0])
             qs1 = quat_mul(xquat[worldid, b1], site_quat[sw, id1])
             quat1 = ti.Vector([qs1[0], -qs1[1], -qs1[2], -qs1[3]])
@@ -317,7 +317,7 @@ def _eq_body_rows(worldid, eqid, row, write: ti.template(),
     b0, b1, p0, p1, quat, quat1 = _eq_frames(
         worldid, eqid, eq_obj1id, eq_obj2id, eq_objtype, eq_data, site_bodyid, site_quat,
         xpos, xmat, xquat, site_xpos, weld)
-    torquescale = eq_data[worldid % eq_data.shape[0], eqid][10]
+    torquescale = eq_data[param_row(worldid, eq_data), eqid][10]
     off0 = p0 - subtree_com[worldid, body_rootid[b0]]
     off1 = p1 - subtree_com[worldid, body_rootid[b1]]
     nonzero = 0
@@ -385,7 +385,7 @@ def _tendon_coupling(worldid, eqid, eq_obj1id: ti.template(), eq_obj2id: ti.temp
     if id1 >= 0:
         pos1 = ten_length[worldid, id1]
         ref1 = tendon_length0[id1]
-    return _coupling(eq_data[worldid % eq_data.shape[0], eqid], ten_length[worldid, id0],
+    return _coupling(eq_data[param_row(worldid, eq_data), eqid], ten_length[worldid, id0],
                      tendon_length0[id0], pos1, ref1, id1 >= 0)
 
 
@@ -573,7 +573,7 @@ def _scan(
                 group = 1
                 if ti.static(fric_on):
                     dofid = elem - neq
-                    if dof_frictionloss[worldid % dof_frictionloss.shape[0], dofid] != 0:
+                    if dof_frictionloss[param_row(worldid, dof_frictionloss), dofid] != 0:
                         n = 1
                         if ti.static(sleep):
                             if row_asleep[worldid, elem] != 0:
@@ -582,7 +582,7 @@ def _scan(
                 group = 1
                 if ti.static(fric_on):
                     tenid = elem - neq - nv
-                    if tendon_frictionloss[worldid % tendon_frictionloss.shape[0], tenid] > 0:
+                    if tendon_frictionloss[param_row(worldid, tendon_frictionloss), tenid] > 0:
                         # sparse: a row when the tendon has columns, even zero values
                         if ti.static(sparse):
                             n = 1 if efc_wid[worldid, elem] > 0 else 0
@@ -596,8 +596,8 @@ def _scan(
                     asleep = row_asleep[worldid, neq + nv + jntid] != 0
                 if ti.static(lim_on):
                     if jnt_limited[jntid] != 0 and not asleep:
-                        rng = jnt_range[worldid % jnt_range.shape[0], jntid]
-                        margin = jnt_margin[worldid % jnt_margin.shape[0], jntid]
+                        rng = jnt_range[param_row(worldid, jnt_range), jntid]
+                        margin = jnt_margin[param_row(worldid, jnt_margin), jntid]
                         jtype = jnt_type[jntid]
                         if jtype == JNT_SLIDE or jtype == JNT_HINGE:
                             value = qpos[worldid, jnt_qposadr[jntid]]
@@ -612,8 +612,8 @@ def _scan(
                 tenid = elem - neq - nv - ntendon - njnt
                 if ti.static(lim_on):
                     if tendon_limited[tenid] != 0:
-                        rng = tendon_range[worldid % tendon_range.shape[0], tenid]
-                        margin = tendon_margin[worldid % tendon_margin.shape[0], tenid]
+                        rng = tendon_range[param_row(worldid, tendon_range), tenid]
+                        margin = tendon_margin[param_row(worldid, tendon_margin), tenid]
                         lower, upper = limit_sides(rng[0], rng[1],
                                                     ten_length[worldid, tenid], margin)
                         if ti.static(sparse):
@@ -738,15 +738,15 @@ def _fill_eq_body(
                 eq_data, site_bodyid, site_quat, xpos, xmat, xquat, site_xpos, subtree_com,
                 cdof, body_rootid, body_parentid, body_dofnum, body_dofadr, dof_parentid,
                 (efc_type,), False)
-            ew = worldid % eq_solref.shape[0]
+            ew = param_row(worldid, eq_solref)
             solref = _solref_checked(eq_solref[ew, eqid], timestep, refsafe, 0.02, 1.0)
-            solimp = _solimp_checked(eq_solimp[worldid % eq_solimp.shape[0], eqid])
+            solimp = _solimp_checked(eq_solimp[param_row(worldid, eq_solimp), eqid])
             norm2 = 0.0
             for r in range(nrow):
                 norm2 += cpos[r] * cpos[r]
             imp, impp = _impedance(solimp, ti.sqrt(norm2), 0.0)
             kbip = _kbip(solref, solimp, imp, impp, False)
-            bw = worldid % body_invweight0.shape[0]
+            bw = param_row(worldid, body_invweight0)
             iw0 = body_invweight0[bw, b0]
             iw1 = body_invweight0[bw, b1]
             for r in range(nrow):
@@ -783,7 +783,7 @@ def _fill_eq_scalar(
             id0 = eq_obj1id[eqid]
             id1 = eq_obj2id[eqid]
             joint = etype == EQ_JOINT
-            qw = worldid % qpos0.shape[0]
+            qw = param_row(worldid, qpos0)
             pos0 = 0.0
             ref0 = 0.0
             pos1 = 0.0
@@ -800,11 +800,11 @@ def _fill_eq_scalar(
                 if id1 >= 0:
                     pos1 = ten_length[worldid, id1]
                     ref1 = tendon_length0[id1]
-            cpos, deriv = _coupling(eq_data[worldid % eq_data.shape[0], eqid], pos0, ref0,
+            cpos, deriv = _coupling(eq_data[param_row(worldid, eq_data), eqid], pos0, ref0,
                                     pos1, ref1, id1 >= 0)
             diag = 0.0
             if joint:
-                dw = worldid % dof_invweight0.shape[0]
+                dw = param_row(worldid, dof_invweight0)
                 dof0 = jnt_dofadr[id0]
                 if ti.static(sparse):
                     # the columns' sorted union (_small_cols); a shared dof sums
@@ -847,9 +847,9 @@ def _fill_eq_scalar(
                 diag = tendon_invweight0[id0]
                 if id1 >= 0:
                     diag += tendon_invweight0[id1]
-            ew = worldid % eq_solref.shape[0]
+            ew = param_row(worldid, eq_solref)
             solref = _solref_checked(eq_solref[ew, eqid], timestep, refsafe, 0.02, 1.0)
-            solimp = _solimp_checked(eq_solimp[worldid % eq_solimp.shape[0], eqid])
+            solimp = _solimp_checked(eq_solimp[param_row(worldid, eq_solimp), eqid])
             imp, impp = _impedance(solimp, cpos, 0.0)
             _row_head(worldid, row, CNSTR_EQUALITY, eqid, cpos, 0.0, 0.0, efc_type, efc_id,
                       efc_pos, efc_margin, efc_frictionloss)
@@ -888,17 +888,17 @@ def _fill_friction(
             solref = ti.Vector([0.0, 0.0])
             solimp = ti.Vector.zero(float, 5)
             if k < nv:
-                dw = worldid % dof_frictionloss.shape[0]
+                dw = param_row(worldid, dof_frictionloss)
                 frictionloss = dof_frictionloss[dw, objid]
                 _zero_row(worldid, row, nv, efc_J, sparse)
                 _put(worldid, row, objid, 0, 1.0, J, sparse)
-                diag = dof_invweight0[worldid % dof_invweight0.shape[0], objid]
-                solref = dof_solref[worldid % dof_solref.shape[0], objid]
-                solimp = dof_solimp[worldid % dof_solimp.shape[0], objid]
+                diag = dof_invweight0[param_row(worldid, dof_invweight0), objid]
+                solref = dof_solref[param_row(worldid, dof_solref), objid]
+                solimp = dof_solimp[param_row(worldid, dof_solimp), objid]
             else:
                 ctype = CNSTR_FRICTION_TENDON
                 objid = k - nv
-                tw = worldid % tendon_frictionloss.shape[0]
+                tw = param_row(worldid, tendon_frictionloss)
                 frictionloss = tendon_frictionloss[tw, objid]
                 if ti.static(sparse):
                     _tendon_union(worldid, row, objid, -1, 1.0, 0.0, ten_J,
@@ -907,8 +907,8 @@ def _fill_friction(
                     for dofid in range(nv):
                         efc_J[worldid, row, dofid] = ten_J[worldid, objid, dofid]
                 diag = tendon_invweight0[objid]
-                solref = tendon_solref_fri[worldid % tendon_solref_fri.shape[0], objid]
-                solimp = tendon_solimp_fri[worldid % tendon_solimp_fri.shape[0], objid]
+                solref = tendon_solref_fri[param_row(worldid, tendon_solref_fri), objid]
+                solimp = tendon_solimp_fri[param_row(worldid, tendon_solimp_fri), objid]
             solref = _solref_checked(solref, timestep, refsafe, 0.02, 1.0)
             solimp = _solimp_checked(solimp)
             imp, impp = _impedance(solimp, 0.0, 0.0)
@@ -941,13 +941,13 @@ def _fill_limit(
         if row >= 0:
             if k < njnt:  # joint limit
                 jntid = k
-                margin = jnt_margin[worldid % jnt_margin.shape[0], jntid]
-                rng = jnt_range[worldid % jnt_range.shape[0], jntid]
-                solref = _solref_checked(jnt_solref[worldid % jnt_solref.shape[0], jntid],
+                margin = jnt_margin[param_row(worldid, jnt_margin), jntid]
+                rng = jnt_range[param_row(worldid, jnt_range), jntid]
+                solref = _solref_checked(jnt_solref[param_row(worldid, jnt_solref), jntid],
                                          timestep, refsafe, 0.02, 1.0)
-                solimp = _solimp_checked(jnt_solimp[worldid % jnt_solimp.shape[0], jntid])
+                solimp = _solimp_checked(jnt_solimp[param_row(worldid, jnt_solimp), jntid])
                 dofadr = jnt_dofadr[jntid]
-                diag = dof_invweight0[worldid % dof_invweight0.shape[0], dofadr]
+                diag = dof_invweight0[param_row(worldid, dof_invweight0), dofadr]
                 if jnt_type[jntid] == JNT_BALL:
                     value, axis = _ball_angle(worldid, jntid, jnt_qposadr, qpos)
                     dist = ti.max(rng[0], rng[1]) - value
@@ -977,13 +977,13 @@ def _fill_limit(
                             r += 1
             else:  # tendon limit
                 tenid = k - njnt
-                margin = tendon_margin[worldid % tendon_margin.shape[0], tenid]
-                rng = tendon_range[worldid % tendon_range.shape[0], tenid]
+                margin = tendon_margin[param_row(worldid, tendon_margin), tenid]
+                rng = tendon_range[param_row(worldid, tendon_range), tenid]
                 solref = _solref_checked(
-                    tendon_solref_lim[worldid % tendon_solref_lim.shape[0], tenid], timestep,
+                    tendon_solref_lim[param_row(worldid, tendon_solref_lim), tenid], timestep,
                     refsafe, 0.02, 1.0)
                 solimp = _solimp_checked(
-                    tendon_solimp_lim[worldid % tendon_solimp_lim.shape[0], tenid])
+                    tendon_solimp_lim[param_row(worldid, tendon_solimp_lim), tenid])
                 diag = tendon_invweight0[tenid]
                 value = ten_length[worldid, tenid]
                 r = row
@@ -1221,7 +1221,7 @@ def _fill_contact(
                                       refsafe, 0.0, 0.0)
                 solimp = _solimp_checked(contact_solimp[worldid, conid])
                 imp, impp = _impedance(solimp, dist, margin)
-                bw = worldid % body_invweight0.shape[0]
+                bw = param_row(worldid, body_invweight0)
                 tran = 0.0
                 rot = 0.0
                 for i in ti.static(range(nside)):
@@ -1299,9 +1299,9 @@ def _fill_eq_flex(
         row = efc_adr[worldid, eqid]
         if row >= 0 and eq_type[eqid] == EQ_FLEX:
             f = eq_obj1id[eqid]
-            ew = worldid % eq_solref.shape[0]
+            ew = param_row(worldid, eq_solref)
             solref = _solref_checked(eq_solref[ew, eqid], timestep, refsafe, 0.02, 1.0)
-            solimp = _solimp_checked(eq_solimp[worldid % eq_solimp.shape[0], eqid])
+            solimp = _solimp_checked(eq_solimp[param_row(worldid, eq_solimp), eqid])
             edge0 = flex_edgeadr[f]
             k = 0  # non-rigid edges so far
             for edgeid in range(edge0, edge0 + flex_edgenum[f]):

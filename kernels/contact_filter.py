@@ -11,6 +11,7 @@ import taichi as ti
 
 from . import callbacks
 from .bind import launch
+from .math import param_row
 
 ND = ti.types.ndarray()
 
@@ -27,7 +28,7 @@ def _filter_lists(static_lists: ND, static_counts: ND, filter_index: ND, discard
             col = filter_index[cand]
             keep = True
             if col >= 0:
-                keep = discard[worldid % discard.shape[0], col] == 0
+                keep = discard[param_row(worldid, discard), col] == 0
             if keep:
                 filter_lists[worldid, kind, n] = cand
                 n += 1

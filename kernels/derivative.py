@@ -29,7 +29,7 @@ from .bind import launch
 from .flex import flex_of
 from .consts import (BIAS_AFFINE, DYN_NONE, GAIN_AFFINE, GAIN_MUSCLE, GEOM_CAPSULE, GEOM_CYLINDER,
                      GEOM_SPHERE, INT_IMPLICITFAST, JNT_BALL, JNT_FREE, MINVAL, PI)
-from .math import cross_motion, mul_inert_vec
+from .math import param_row, cross_motion, mul_inert_vec
 
 ND = ti.types.ndarray()
 
@@ -258,7 +258,7 @@ def _body_derivs(
         S01 = ti.Matrix.zero(float, 3, 3)
         S10 = ti.Matrix.zero(float, 3, 3)
         S11 = ti.Matrix.zero(float, 3, 3)
-        mass = body_mass[worldid % body_mass.shape[0], bodyid]
+        mass = body_mass[param_row(worldid, body_mass), bodyid]
         com = subtree_com[worldid, body_rootid[bodyid]]
         vel = cvel[worldid, bodyid]
         nitem = 0
@@ -286,12 +286,12 @@ def _body_derivs(
                 B10 = ti.Matrix.zero(float, 3, 3)
                 B11 = ti.Matrix.zero(float, 3, 3)
                 if ellipsoid == 0:
-                    B00, B11 = _box_vel(body_inertia[worldid % body_inertia.shape[0], bodyid],
+                    B00, B11 = _box_vel(body_inertia[param_row(worldid, body_inertia), bodyid],
                                         mass, lang, llin, density, viscosity)
                 elif ti.static(fluid == 2):
                     if geom_fluid[geomid][0] != 0.0:
                         size = _semiaxes(geom_type[geomid],
-                                         geom_size[worldid % geom_size.shape[0], geomid])
+                                         geom_size[param_row(worldid, geom_size), geomid])
                         B00, B01, B10, B11 = _ellipsoid_vel(
                             lang, llin, size, geom_fluid[geomid], density, viscosity)
                         if symmetric != 0:
@@ -393,10 +393,10 @@ def _dof_derivs(
         if has_actuation != 0 and \
                 actuator_disabled(actuator_group[actid], disableactuator) == 0:
             if actuator_biastype[actid] == BIAS_AFFINE:
-                bias_vel = actuator_biasprm[worldid % actuator_biasprm.shape[0], actid][2]
+                bias_vel = actuator_biasprm[param_row(worldid, actuator_biasprm), actid][2]
             gain_vel = 0.0
             gaintype = actuator_gaintype[actid]
-            prm = actuator_gainprm[worldid % actuator_gainprm.shape[0], actid]
+            prm = actuator_gainprm[param_row(worldid, actuator_gainprm), actid]
             if gaintype == GAIN_AFFINE:
                 gain_vel = prm[2]
             elif gaintype == GAIN_MUSCLE:
@@ -428,7 +428,7 @@ def _dof_derivs(
                         actuator_moment_dense[worldid, actid, j]
             if has_damper != 0:
                 for tenid in range(ntendon):
-                    damping = tendon_damping[worldid % tendon_damping.shape[0], tenid]
+                    damping = tendon_damping[param_row(worldid, tendon_damping), tenid]
                     if damping != 0.0:
                         value -= ten_J[worldid, tenid, dofid] * damping * \
                             ten_J[worldid, tenid, j]
@@ -443,7 +443,7 @@ def _dof_derivs(
                 up -= cd_j.dot(mul_inert_vec(inert, acc_i))
             if j == dofid:
                 if has_damper != 0:
-                    lo -= dof_damping[worldid % dof_damping.shape[0], dofid]
+                    lo -= dof_damping[param_row(worldid, dof_damping), dofid]
                 up = lo
             qDeriv_lo[worldid, adr] = lo
             qDeriv_up[worldid, adr] = up

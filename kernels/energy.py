@@ -20,7 +20,7 @@ import taichi as ti
 from .bind import launch
 from .consts import JNT_BALL, JNT_FREE
 from .flex import flex_of
-from .math import sub_quat
+from .math import param_row, sub_quat
 from .sleep import S_AWAKE, active, tendon_state
 
 ND = ti.types.ndarray()
@@ -53,11 +53,11 @@ def _energy_pos(
         g = ti.Vector([gx, gy, gz])
         for worldid, bodyid in ti.ndrange(nworld, nbody):
             if bodyid > 0:
-                mass = body_mass[worldid % body_mass.shape[0], bodyid]
+                mass = body_mass[param_row(worldid, body_mass), bodyid]
                 energy[worldid][0] -= mass * g.dot(xipos[worldid, bodyid])
     if ti.static(springs):
         for worldid, jntid in ti.ndrange(nworld, njnt):
-            stiffness = jnt_stiffness[worldid % jnt_stiffness.shape[0], jntid]
+            stiffness = jnt_stiffness[param_row(worldid, jnt_stiffness), jntid]
             if ti.static(sleep):
                 if nbody_awake[worldid] < nbody and \
                         body_awake[worldid, jnt_bodyid[jntid]] != S_AWAKE:
@@ -65,7 +65,7 @@ def _energy_pos(
             if stiffness != 0.0:
                 padr = jnt_qposadr[jntid]
                 jtype = jnt_type[jntid]
-                ws = worldid % qpos_spring.shape[0]
+                ws = param_row(worldid, qpos_spring)
                 e = 0.0
                 if jtype == JNT_FREE:
                     dif = ti.Vector([qpos[worldid, padr + k] - qpos_spring[ws, padr + k]
@@ -83,8 +83,8 @@ def _energy_pos(
                     e += 0.5 * stiffness * dq * dq
                 energy[worldid][0] += e
         for worldid, tenid in ti.ndrange(nworld, ntendon):
-            stiffness = tendon_stiffness[worldid % tendon_stiffness.shape[0], tenid]
-            spring = tendon_lengthspring[worldid % tendon_lengthspring.shape[0], tenid]
+            stiffness = tendon_stiffness[param_row(worldid, tendon_stiffness), tenid]
+            spring = tendon_lengthspring[param_row(worldid, tendon_lengthspring), tenid]
             length = ten_length[worldid, tenid]
             displacement = 0.0
             if length > spring[1]:

@@ -25,7 +25,7 @@ tiphys returns (s+ - s-) / 2 eps there too.
 import taichi as ti
 
 from .consts import JNT_BALL, JNT_FREE
-from .math import quat_integrate, quat_normalize, sub_quat
+from .math import param_row, quat_integrate, quat_normalize, sub_quat
 
 ND = ti.types.ndarray()
 
@@ -212,7 +212,7 @@ def _diff_transition(
             valid = 0
         elif j >= ndx:  # control: clamped differences (clampedStateDiff)
             i = j - ndx
-            r = actuator_ctrlrange[w % actuator_ctrlrange.shape[0], i]
+            r = actuator_ctrlrange[param_row(w, actuator_ctrlrange), i]
             fwd, back = ctrl_nudge(ctrl[w, i], eps, actuator_ctrllimited[i], r[0], r[1],
                                    centered)
             if centered != 0:

@@ -10,6 +10,7 @@ import taichi as ti
 
 from .bind import launch
 from .consts import GEOM_CAPSULE, GEOM_CYLINDER, GEOM_SPHERE, MINVAL, PI
+from .math import param_row
 
 ND = ti.types.ndarray()
 
@@ -118,7 +119,7 @@ def _fluid(
     for worldid, bodyid in ti.ndrange(nworld, nbody):
         force_sum = ti.Vector([0.0, 0.0, 0.0])
         torque_sum = ti.Vector([0.0, 0.0, 0.0])
-        mass = body_mass[worldid % body_mass.shape[0], bodyid]
+        mass = body_mass[param_row(worldid, body_mass), bodyid]
         com = subtree_com[worldid, body_rootid[bodyid]]
         if bodyid > 0 and mass >= MINVAL:
             ellipsoid = 0
@@ -129,7 +130,7 @@ def _fluid(
                 pos = xipos[worldid, bodyid]
                 mat = ximat[worldid, bodyid]
                 lang, llin = _local_velocity(cvel[worldid, bodyid], pos, com, mat, wind)
-                inertia = body_inertia[worldid % body_inertia.shape[0], bodyid]
+                inertia = body_inertia[param_row(worldid, body_inertia), bodyid]
                 ltorque, lforce = _box_force(inertia, mass, lang, llin, density, viscosity)
                 force = mat @ lforce
                 force_sum += force
@@ -139,7 +140,7 @@ def _fluid(
                     geomid = body_geomadr[bodyid] + j
                     coef = geom_fluid[geomid]
                     if coef[0] != 0.0:
-                        gsize = geom_size[worldid % geom_size.shape[0], geomid]
+                        gsize = geom_size[param_row(worldid, geom_size), geomid]
                         size = gsize
                         gtype = geom_type[geomid]
                         if gtype == GEOM_SPHERE:

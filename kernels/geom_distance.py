@@ -19,6 +19,7 @@ from .consts import GEOM_BOX, GEOM_HFIELD, GEOM_PLANE, GEOM_TYPE_NAMES
 from .convex_support import _row
 from .epa import Polytope, polytope_capacity, polytope_scratch
 from .gjk import _new_status
+from .math import param_row
 
 
 def _float():
@@ -59,7 +60,7 @@ def pair_distance(worldid, g1, g2, distmax, mode: ti.template(), detector: ti.te
         if ti.static(mode == "plane"):
             o2 = _object(worldid, gb, 0.0, geom_type, geom_dataid, geom_size, geom_xpos,
                          geom_xmat, mesh_vertadr, mesh_vertnum, mesh_graphadr)
-            rw = worldid % geom_rbound.shape[0]
+            rw = param_row(worldid, geom_rbound)
             _plane_convex(out, distmax, geom_xpos[worldid, ga], geom_xmat[worldid, ga],
                           o2, geom_rbound[rw, gb], mesh_vert, mesh_graph)
         else:

@@ -8,7 +8,7 @@ from .bind import launch
 from .config import per_options
 from .consts import INT_EULER, INT_IMPLICIT, INT_IMPLICITFAST, JNT_BALL, JNT_FREE
 from .derivative import smooth_vel, velocity_dependent
-from .math import quat_integrate
+from .math import param_row, quat_integrate
 from .smooth import ld_factor, ld_solve, row_end
 
 ND = ti.types.ndarray()
@@ -74,7 +74,7 @@ def _damped_step(
         damped = implicit
         if damped == 0 and add_damping != 0:
             for i in range(nv):
-                if dof_damping[worldid % dof_damping.shape[0], i] > 0.0:
+                if dof_damping[param_row(worldid, dof_damping), i] > 0.0:
                     damped = 1
         if damped != 0 and num > 0:
             for adr in range(dof_Madr[start], row_end(start + num - 1, dof_Madr, nv, nM)):
@@ -82,7 +82,7 @@ def _damped_step(
             if add_damping != 0:
                 for i in range(start, start + num):
                     qH[worldid, dof_Madr[i]] += timestep * \
-                        dof_damping[worldid % dof_damping.shape[0], i]
+                        dof_damping[param_row(worldid, dof_damping), i]
             ld_factor(worldid, start, num, qH, qHDiagInv, dof_parentid, dof_Madr,
                       dof_simplenum, nv, nM)
             for i in range(start, start + num):

@@ -25,6 +25,7 @@ from .consts import INT_EULER, INT_IMPLICIT, INT_IMPLICITFAST, INT_RK4
 from .derivative import smooth_vel
 from .smooth import ld_solve, mul_m_tree_add
 from .solver import E_JAREF, E_N, I_N, _constraint_update, row_params
+from .math import param_row
 
 ND = ti.types.ndarray()
 
@@ -56,7 +57,7 @@ def _discrete_acc(
         if ti.static(mode == DISCRETE_EULER):
             mul_m_tree_add(worldid, start, num, qM, qacc, qacc_c, dof_Madr, dof_parentid)
             for i in range(start, start + num):
-                damping = dof_damping[worldid % dof_damping.shape[0], i]
+                damping = dof_damping[param_row(worldid, dof_damping), i]
                 qacc_c[worldid, i] += timestep * damping * qacc[worldid, i]
         else:
             for i in range(start, start + num):

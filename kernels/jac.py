@@ -9,6 +9,7 @@ import numpy as np
 import taichi as ti
 
 from .bind import launch
+from .math import param_row
 
 ND = ti.types.ndarray()
 
@@ -72,11 +73,11 @@ def _jac_subtree_com(
     for worldid, k, dofid in ti.ndrange(nworld, 3, nv):
         jacp[worldid, k, dofid] = 0.0
     for worldid in range(nworld):
-        total = body_subtreemass[worldid % body_subtreemass.shape[0], body]
+        total = body_subtreemass[param_row(worldid, body_subtreemass), body]
         adr = body_subtree_adr[body]
         for s in range(body_subtree_num[body]):
             b = body_subtree[adr + s]
-            weight = body_mass[worldid % body_mass.shape[0], b] / total
+            weight = body_mass[param_row(worldid, body_mass), b] / total
             _jac_point(worldid, b, xipos[worldid, b], weight, jacp, jacp, body_rootid,
                        body_dofnum, body_dofadr, body_parentid, dof_parentid, subtree_com,
                        cdof, False)

@@ -6,6 +6,20 @@ from .consts import (GEOM_BOX, GEOM_CAPSULE, GEOM_CYLINDER, GEOM_ELLIPSOID, GEOM
 
 
 @ti.func
+def param_row(worldid, arr: ti.template()):
+    """The row of a parameter array of 1 or n sets (n divides the worlds) that world
+    ``worldid`` reads: worldid % n, without an integer division where n is 1 or the
+    world is below n (all but tiphys.derivative's expanded Data)."""
+    n = arr.shape[0]
+    row = 0
+    if n > 1:
+        row = worldid
+        if worldid >= n:
+            row = worldid % n
+    return row
+
+
+@ti.func
 def quat_mul(a, b):
     return ti.Vector([a[0] * b[0] - a[1] * b[1] - a[2] * b[2] - a[3] * b[3],
                       a[0] * b[1] + a[1] * b[0] + a[2] * b[3] - a[3] * b[2],

@@ -10,7 +10,7 @@ from .bind import launch
 from .consts import JNT_BALL, JNT_FREE
 from .flex_passive import flex_passive
 from .fluid import fluid
-from .math import quat_normalize, sub_quat
+from .math import param_row, quat_normalize, sub_quat
 
 ND = ti.types.ndarray()
 
@@ -31,7 +31,7 @@ def _passive(
 ):
     nworld = qpos.shape[0]
     for worldid, jntid in ti.ndrange(nworld, njnt):
-        stiffness = jnt_stiffness[worldid % jnt_stiffness.shape[0], jntid]
+        stiffness = jnt_stiffness[param_row(worldid, jnt_stiffness), jntid]
         padr = jnt_qposadr[jntid]
         dadr = jnt_dofadr[jntid]
         jtype = jnt_type[jntid]
@@ -65,7 +65,7 @@ def _passive(
                 qfrc_spring[worldid, dadr] = -stiffness * (
                     qpos[worldid, padr] - qpos_spring[worldid % spring_ref, padr])
     for worldid, dofid in ti.ndrange(nworld, nv):
-        damping = dof_damping[worldid % dof_damping.shape[0], dofid]
+        damping = dof_damping[param_row(worldid, dof_damping), dofid]
         damper = 0.0
         if has_damper != 0 and damping != 0.0:
             damper = -damping * qvel[worldid, dofid]
@@ -80,16 +80,16 @@ def _passive(
             lin = ti.Vector([dof[3], dof[4], dof[5]])
             for k in range(body_subtree_num[bodyid]):
                 b = body_subtree[adr + k]
-                gc = body_gravcomp[worldid % body_gravcomp.shape[0], b]
+                gc = body_gravcomp[param_row(worldid, body_gravcomp), b]
                 if gc != 0.0:
-                    scale = -(body_mass[worldid % body_mass.shape[0], b] * gc)
+                    scale = -(body_mass[param_row(worldid, body_mass), b] * gc)
                     force = ti.Vector([gx, gy, gz]) * scale
                     offset = xipos[worldid, b] - subtree_com[worldid, body_rootid[b]]
                     grav += (lin + rot.cross(offset)).dot(force)
         qfrc_gravcomp[worldid, dofid] = grav
         total = qfrc_spring[worldid, dofid] + damper
         # MuJoCo adds gravcomp only on the joints of gravcomp bodies (not via actuators)
-        if body_gravcomp[worldid % body_gravcomp.shape[0], bodyid] != 0.0 and \
+        if body_gravcomp[param_row(worldid, body_gravcomp), bodyid] != 0.0 and \
                 jnt_actgravcomp[dof_jntid[dofid]] == 0:
             total += grav
         qfrc_passive[worldid, dofid] = total
@@ -153,11 +153,11 @@ def _tendon_passive(
         for tenid in range(ntendon):
             jac = ten_J[worldid, tenid, dofid]
             if jac != 0.0:
-                stiffness = tendon_stiffness[worldid % tendon_stiffness.shape[0], tenid]
-                damping = tendon_damping[worldid % tendon_damping.shape[0], tenid]
+                stiffness = tendon_stiffness[param_row(worldid, tendon_stiffness), tenid]
+                damping = tendon_damping[param_row(worldid, tendon_damping), tenid]
                 if has_spring != 0 and stiffness != 0.0:
                     length = ten_length[worldid, tenid]
-                    rng = tendon_lengthspring[worldid % tendon_lengthspring.shape[0], tenid]
+                    rng = tendon_lengthspring[param_row(worldid, tendon_lengthspring), tenid]
                     if length > rng[1]:
                         spring += jac * (stiffness * (rng[1] - length))
                     elif length < rng[0]:

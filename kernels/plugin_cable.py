@@ -18,6 +18,7 @@ bodies in its body's subtree; the sum is MuJoCo's, in another order.
 import taichi as ti
 
 from .consts import MINVAL, PI
+from .math import param_row
 
 ND = ti.types.ndarray()
 
@@ -64,7 +65,7 @@ def _quat2vel(q):
 def _joint_quat(worldid, bodyid, qadr, body_quat: ti.template(), qpos: ti.template()):
     """The body's orientation relative to its parent: body_quat times its joint's."""
     jq = ti.Vector([qpos[worldid, qadr + k] for k in ti.static(range(4))])
-    return _mul_quat(body_quat[worldid % body_quat.shape[0], bodyid], jq)
+    return _mul_quat(body_quat[param_row(worldid, body_quat), bodyid], jq)
 
 
 @ti.func

@@ -13,6 +13,7 @@ import taichi as ti
 
 from .actuation import _clamped_ctrl, next_activation
 from .consts import DYN_NONE
+from .math import param_row
 
 ND = ti.types.ndarray()
 
@@ -55,9 +56,9 @@ def _pid_ctrl(worldid, actid, early, slewmax, flags, timestep,
         if early != 0:
             u = next_activation(
                 u, act_dot[worldid, last], dyntype,
-                actuator_dynprm[worldid % actuator_dynprm.shape[0], actid][0],
+                actuator_dynprm[param_row(worldid, actuator_dynprm), actid][0],
                 actuator_actlimited[actid],
-                actuator_actrange[worldid % actuator_actrange.shape[0], actid], timestep)
+                actuator_actrange[param_row(worldid, actuator_actrange), actid], timestep)
     if flags & PID_SLEW and time[worldid] > 0:
         prev = act[worldid, actadr + (flags & PID_INTEGRAL)]
         u = _clip(u, prev - slewmax * timestep, prev + slewmax * timestep)

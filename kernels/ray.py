@@ -37,7 +37,7 @@ import numpy as np
 import taichi as ti
 
 from . import config
-from .math import quat2mat, quat_z2vec
+from .math import param_row, quat2mat, quat_z2vec
 from .loop_limit import limit_reached
 from .sdf import SDF_NATTR, SDF_OCTREE, oct_eval, sdf_distance
 from .consts import (EPS, GEOM_BOX, GEOM_CAPSULE, GEOM_CYLINDER, GEOM_ELLIPSOID, GEOM_HFIELD,
@@ -350,7 +350,7 @@ def ray_mesh(worldid, geomid, pnt, vec, geom_int: ti.template(), geom_size: ti.t
     """mj_rayMesh: the geom_size box, then the nearest triangle hit (BVH walk)."""
     pos = geom_xpos[worldid, geomid]
     mat = geom_xmat[worldid, geomid]
-    size = geom_size[worldid % geom_size.shape[0], geomid]
+    size = geom_size[param_row(worldid, geom_size), geomid]
     x = -1.0
     if ray_box(pos, mat, size, pnt, vec) >= 0.0:
         lpnt, lvec = _ray_map(pos, mat, pnt, vec)
@@ -552,11 +552,11 @@ def ray_geom_id(worldid, geomid, pnt, vec, geom_int: ti.template(), geom_size: t
                        hfield_data)
     elif gtype == GEOM_SDF:
         x = ray_sdf(geom_xpos[worldid, geomid], geom_xmat[worldid, geomid],
-                    geom_size[worldid % geom_size.shape[0], geomid], geom_int[geomid],
+                    geom_size[param_row(worldid, geom_size), geomid], geom_int[geomid],
                     bvh_box, bvh_node, pnt, vec)
     else:
         x = ray_primitive(gtype, geom_xpos[worldid, geomid], geom_xmat[worldid, geomid],
-                          geom_size[worldid % geom_size.shape[0], geomid], pnt, vec)
+                          geom_size[param_row(worldid, geom_size), geomid], pnt, vec)
     return x
 
 
@@ -572,7 +572,7 @@ def ray_eliminated(worldid, geomid, groupmask, flg_static, bodyexclude,
     elif flags & FLAG_MATERIAL:
         if flags & FLAG_MAT_HIDDEN:
             out = 1
-    elif geom_rgba[worldid % geom_rgba.shape[0], geomid][3] == 0.0:
+    elif geom_rgba[param_row(worldid, geom_rgba), geomid][3] == 0.0:
         out = 1
     if flg_static == 0 and (flags & FLAG_STATIC):
         out = 1
@@ -632,8 +632,8 @@ def _ray_batch(
     dist: ND, geomid: ND,
 ):
     for worldid, rayid in ti.ndrange(dist.shape[0], dist.shape[1]):
-        wp = worldid % pnts.shape[0]
-        wv = worldid % vecs.shape[0]
+        wp = param_row(worldid, pnts)
+        wv = param_row(worldid, vecs)
         pnt = ti.Vector([pnts[wp, rayid, 0], pnts[wp, rayid, 1], pnts[wp, rayid, 2]])
         vec = ti.Vector([vecs[wv, rayid, 0], vecs[wv, rayid, 1], vecs[wv, rayid, 2]])
         # ray_scene's loop, written out so that one geom (single >= 0: mj_rayMesh /
@@ -811,7 +811,7 @@ def _multi_ray(
     nbody = body_geomnum.shape[0]
     # mju_multiRayPrepare
     for worldid, geomid in ti.ndrange(nworld, geom_int.shape[0]):
-        wp = worldid % pnts.shape[0]
+        wp = param_row(worldid, pnts)
         pnt = ti.Vector([pnts[wp, 0], pnts[wp, 1], pnts[wp, 2]])
         elim = ray_eliminated(worldid, geomid, groupmask, flg_static, bodyexclude, geom_int,
                               geom_rgba)
@@ -821,7 +821,7 @@ def _multi_ray(
             xpos = geom_xpos[worldid, geomid]
             xmat = geom_xmat[worldid, geomid]
             aabb = geom_aabb[geomid]
-            if (xpos - pnt).norm() > cutoff + geom_rbound[worldid % geom_rbound.shape[0],
+            if (xpos - pnt).norm() > cutoff + geom_rbound[param_row(worldid, geom_rbound),
                                                           geomid]:
                 elim = 1
             else:
@@ -856,8 +856,8 @@ def _multi_ray(
         geom_ba[worldid, geomid] = ba
     # mju_singleRay for every ray
     for worldid, rayid in ti.ndrange(nworld, dist.shape[1]):
-        wp = worldid % pnts.shape[0]
-        wv = worldid % vecs.shape[0]
+        wp = param_row(worldid, pnts)
+        wv = param_row(worldid, vecs)
         pnt = ti.Vector([pnts[wp, 0], pnts[wp, 1], pnts[wp, 2]])
         vec = ti.Vector([vecs[wv, rayid, 0], vecs[wv, rayid, 1], vecs[wv, rayid, 2]])
         azimuth = _longitude(vec)

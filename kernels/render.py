@@ -21,7 +21,7 @@ import taichi as ti
 
 from .bind import launch
 from .consts import CONE_PYRAMIDAL, JNT_SLIDE, LIGHT_DIRECTIONAL, LIGHT_SPOT, MINVAL
-from .math import normalize3, quat2mat, quat_mul
+from .math import param_row, normalize3, quat2mat, quat_mul
 from .rne_post import contact_force_local
 
 ND = ti.types.ndarray()
@@ -703,7 +703,7 @@ def _perturb(xpos: ND, xmat: ND, xipos: ND, xquat: ND, cvel: ND, subtree_com: ND
                 torque += -ti.sqrt(prm[PERT_STIFFROT]) * inertia * axis.dot(rot) * axis
         if prm[PERT_ROTATE] > 0.5:
             stiffness = prm[PERT_STIFFROT]
-            iq = body_iquat[worldid % body_iquat.shape[0], bodyid]
+            iq = body_iquat[param_row(worldid, body_iquat), bodyid]
             xiquat = quat_mul(xquat[worldid, bodyid], iq)
             neg = ti.Vector([xiquat[0], -xiquat[1], -xiquat[2], -xiquat[3]])
             ref = ti.Vector([prm[PERT_REFQUAT + k] for k in ti.static(range(4))])

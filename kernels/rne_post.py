@@ -22,7 +22,7 @@ import taichi as ti
 from . import config
 from .bind import launch
 from .consts import CONE_PYRAMIDAL, EQ_CONNECT, EQ_FLEX, EQ_WELD, OBJ_BODY
-from .math import cross_force, mul_inert_vec, mul_mat_t
+from .math import param_row, cross_force, mul_inert_vec, mul_mat_t
 
 ND = ti.types.ndarray()
 
@@ -138,7 +138,7 @@ def _cfrc_ext(
                     wrench[3 + k] = efc_force[worldid, efcid + k]
                     if weld:
                         wrench[k] = efc_force[worldid, efcid + 3 + k]
-                data = eq_data[worldid % eq_data.shape[0], eqid]
+                data = eq_data[param_row(worldid, eq_data), eqid]
                 body_semantic = eq_objtype[eqid] == OBJ_BODY
                 for side in ti.static(range(2)):
                     obj = eq_obj1id[eqid] if side == 0 else eq_obj2id[eqid]
@@ -150,7 +150,7 @@ def _cfrc_ext(
                         offset = ti.Vector([data[3], data[4], data[5]])
                     if not body_semantic:
                         bodyid = site_bodyid[obj]
-                        offset = site_pos[worldid % site_pos.shape[0], obj]
+                        offset = site_pos[param_row(worldid, site_pos), obj]
                     if bodyid > 0:
                         pos = xmat[worldid, bodyid] @ offset + xpos[worldid, bodyid]
                         frc = _force_to(wrench, subtree_com[worldid, body_rootid[bodyid]], pos)

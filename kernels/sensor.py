@@ -66,7 +66,7 @@ from .energy import energy_pos, energy_vel
 from .epa import Polytope, polytope_capacity, polytope_scratch
 from .geom_distance import pair_distance
 from .loop_limit import CUT_SENSOR, limit_reached, probe as loop_probe
-from .math import inside_geom, mul_mat_t, normalize3, quat_mul, transform_motion
+from .math import param_row, inside_geom, mul_mat_t, normalize3, quat_mul, transform_motion
 from .ray import GROUP_ALL, ray_scene, ray_tables
 
 ND = ti.types.ndarray()
@@ -151,7 +151,7 @@ def write_sensor(worldid, sid, out, sint: ti.template(), sensor_cutoff: ti.templ
     si = sint[sid]
     adr = si[S_ADR]
     dim = si[S_DIM]
-    cutoff = sensor_cutoff[worldid % sensor_cutoff.shape[0], sid]
+    cutoff = sensor_cutoff[param_row(worldid, sensor_cutoff), sid]
     if si[S_TYPE] == SENS_GEOMFROMTO:
         cutoff = 0.0
     for j in ti.static(range(6)):
@@ -195,13 +195,13 @@ def _xquat(worldid, objtype, objid, bodyid, xquat: ti.template(), body_iquat: ti
     if objtype == OBJ_XBODY:
         q = xquat[worldid, objid]
     elif objtype == OBJ_BODY:
-        q = quat_mul(xquat[worldid, objid], body_iquat[worldid % body_iquat.shape[0], objid])
+        q = quat_mul(xquat[worldid, objid], body_iquat[param_row(worldid, body_iquat), objid])
     elif objtype == OBJ_GEOM:
-        q = quat_mul(xquat[worldid, bodyid], geom_quat[worldid % geom_quat.shape[0], objid])
+        q = quat_mul(xquat[worldid, bodyid], geom_quat[param_row(worldid, geom_quat), objid])
     elif objtype == OBJ_SITE:
-        q = quat_mul(xquat[worldid, bodyid], site_quat[worldid % site_quat.shape[0], objid])
+        q = quat_mul(xquat[worldid, bodyid], site_quat[param_row(worldid, site_quat), objid])
     elif objtype == OBJ_CAMERA:
-        q = quat_mul(xquat[worldid, bodyid], cam_quat[worldid % cam_quat.shape[0], objid])
+        q = quat_mul(xquat[worldid, bodyid], cam_quat[param_row(worldid, cam_quat), objid])
     return q
 
 
@@ -354,7 +354,7 @@ def _subtree_vel(worldid, bodyid, body_subtree_adr: ti.template(),
     (mj_subtreeVel's subtree_linvel, subtree_angmom of ``bodyid``)."""
     adr = body_subtree_adr[bodyid]
     num = body_subtree_num[bodyid]
-    mw = worldid % body_mass.shape[0]
+    mw = param_row(worldid, body_mass)
     momentum = ti.Vector.zero(float, 3)
     for k in range(num):
         b = body_subtree[adr + k]
@@ -362,7 +362,7 @@ def _subtree_vel(worldid, bodyid, body_subtree_adr: ti.template(),
                                   body_weldid, body_rootid, cvel, subtree_com)
         momentum += body_mass[mw, b] * lin
     linvel = momentum * (1.0 / ti.max(MINVAL, body_subtreemass[
-        worldid % body_subtreemass.shape[0], bodyid]))
+        param_row(worldid, body_subtreemass), bodyid]))
     com = subtree_com[worldid, bodyid]
     angmom = ti.Vector.zero(float, 3)
     for k in range(num):
@@ -370,7 +370,7 @@ def _subtree_vel(worldid, bodyid, body_subtree_adr: ti.template(),
         mat = ximat[worldid, b]
         ang, lin = _object_velocity(worldid, xipos[worldid, b], mat, b, 0, body_weldid,
                                     body_rootid, cvel, subtree_com)
-        inertia = body_inertia[worldid % body_inertia.shape[0], b]
+        inertia = body_inertia[param_row(worldid, body_inertia), b]
         dv = mul_mat_t(mat, ang)
         dv = ti.Vector([dv[0] * inertia[0], dv[1] * inertia[1], dv[2] * inertia[2]])
         angmom += mat @ dv
@@ -512,7 +512,7 @@ def _sensor_extra(
             if ti.static(has_geom):
                 # the smallest distance over the sensor's geom pairs (first on ties),
                 # starting from the cutoff
-                dist = sensor_cutoff[worldid % sensor_cutoff.shape[0], sid]
+                dist = sensor_cutoff[param_row(worldid, sensor_cutoff), sid]
                 fromto = ti.Vector.zero(float, 6)
                 for p in range(si[S_AUX], si[S_AUX] + si[S_NPAIR]):
                     if pair_dist[worldid, p] < dist:
@@ -537,7 +537,7 @@ def _apply_cutoff(ids: ND, sint: ND, sensor_cutoff: ND, sensordata: ND):
     for worldid, k in ti.ndrange(sensordata.shape[0], ids.shape[0]):
         sid = ids[k]
         si = sint[sid]
-        cutoff = sensor_cutoff[worldid % sensor_cutoff.shape[0], sid]
+        cutoff = sensor_cutoff[param_row(worldid, sensor_cutoff), sid]
         if si[S_TYPE] != SENS_GEOMFROMTO and cutoff > 0.0:
             for j in range(si[S_DIM]):
                 adr = si[S_ADR] + j
@@ -912,7 +912,7 @@ def _geom_pairs(
         if group >= 0:
             pt = Polytope((epa_floats, epa_ints), worldid * pair_geom.shape[0] + p, cap)
             pg = pair_geom[p]
-            distmax = sensor_cutoff[worldid % sensor_cutoff.shape[0], pg[0]]
+            distmax = sensor_cutoff[param_row(worldid, sensor_cutoff), pg[0]]
             dist = distmax
             fromto = ti.Vector.zero(float, 6)
             for gi in ti.static(range(len(keys))):

@@ -46,7 +46,7 @@ from .consts import (CNSTR_LIMIT_JOINT, CNSTR_LIMIT_TENDON, CONE_PYRAMIDAL, GEOM
                      SENS_FRAMEANGACC, SENS_FRAMELINACC, SENS_JOINTACTFRC, SENS_JOINTLIMITFRC,
                      SENS_PLUGIN, SENS_TACTILE, SENS_TENDONACTFRC, SENS_TENDONLIMITFRC,
                      SENS_TORQUE, SENS_TOUCH, SENS_USER, STAGE_ACC, TRN_TENDON)
-from .math import inside_geom, mul_mat_t, normalize3, quat2mat, rot_vec_quat, transform_motion
+from .math import param_row, inside_geom, mul_mat_t, normalize3, quat2mat, rot_vec_quat, transform_motion
 from .loop_limit import CUT_SENSOR, limit_reached, probe as loop_probe
 from .ray import ray_primitive
 from .rne_post import contact_force_local, rne_post_constraint
@@ -290,7 +290,7 @@ def _motion_force(
             n = 0
             for i in range(si[C_DIM]):
                 sensordata[worldid, adr + i] = 0.0
-        cutoff = sensor_cutoff[worldid % sensor_cutoff.shape[0], sensorid]
+        cutoff = sensor_cutoff[param_row(worldid, sensor_cutoff), sensorid]
         datatype = si[C_DATATYPE]
         for i in ti.static(range(3)):
             if i < n:
@@ -465,7 +465,7 @@ def _contacts(
                                 contact_frame, contact_friction, contact_dim,
                                 contact_efc_address, efc_force, sensordata)
         # the sensor's cutoff, over all its values (this thread wrote them all)
-        cutoff = sensor_cutoff[worldid % sensor_cutoff.shape[0], sensorid]
+        cutoff = sensor_cutoff[param_row(worldid, sensor_cutoff), sensorid]
         if cutoff > 0.0:
             datatype = si[C_DATATYPE]
             for i in range(si[C_DIM]):
@@ -600,7 +600,7 @@ def _tactile(
                     use = True
             if use:
                 lpos = mul_mat_t(geom_xmat[worldid, other], xpos - geom_xpos[worldid, other])
-                size = geom_size[worldid % geom_size.shape[0], other]
+                size = geom_size[param_row(worldid, geom_size), other]
                 dist = 0.0
                 if gtype == GEOM_SDF:
                     mid = geom_dataid[other]
@@ -632,7 +632,7 @@ def _tactile(
                     out = ti.Vector([force.dot(normal), ti.abs(vel_rel.dot(tang1)),
                                      ti.abs(vel_rel.dot(tang2))])
         nchannel = si[C_DIM] // nvert
-        cutoff = sensor_cutoff[worldid % sensor_cutoff.shape[0], sensorid]
+        cutoff = sensor_cutoff[param_row(worldid, sensor_cutoff), sensorid]
         datatype = si[C_DATATYPE]
         for c in ti.static(range(3)):
             if c < nchannel:

@@ -37,6 +37,7 @@ from .consts import (EQ_CONNECT, EQ_JOINT, EQ_TENDON, EQ_WELD, OBJ_ACTUATOR, OBJ
                      OBJ_TENDON, OBJ_UNKNOWN, OBJ_XBODY, SENS_CONTACT, SENS_PLUGIN,
                      SENS_RANGEFINDER, SENS_USER, TRN_BODY, TRN_JOINT, TRN_JOINTINPARENT,
                      TRN_SITE, TRN_SLIDERCRANK, TRN_TENDON)
+from .math import param_row
 
 ND = ti.types.ndarray()
 
@@ -295,9 +296,9 @@ def _wake_tendons(
     for w in range(tree_asleep.shape[0]):
         for i in range(ntendon):
             if tendon_treenum[i] == 2 and tendon_limited[i] != 0:
-                rng = tendon_range[w % tendon_range.shape[0], i]
+                rng = tendon_range[param_row(w, tendon_range), i]
                 lower, upper = limit_sides(rng[0], rng[1], ten_length[w, i],
-                                           tendon_margin[w % tendon_margin.shape[0], i])
+                                           tendon_margin[param_row(w, tendon_margin), i])
                 if lower + upper > 0:
                     t1 = tendon_treeid[i][0]
                     t2 = tendon_treeid[i][1]

@@ -14,7 +14,7 @@ from .bind import launch
 from .config import per_options, serial_loops
 from .consts import (CAMLIGHT_TARGETBODY, CAMLIGHT_TARGETBODYCOM, CAMLIGHT_TRACK,
                      CAMLIGHT_TRACKCOM, JNT_BALL, JNT_FREE, JNT_HINGE, JNT_SLIDE)
-from .math import (axis_angle2quat, cross_force, cross_motion, dof_com, inert_com,
+from .math import (axis_angle2quat, param_row, cross_force, cross_motion, dof_com, inert_com,
                    mul_inert_vec, quat2mat, quat_mul, quat_normalize, rot_vec_quat)
 from .tendon import tendon_jdot_qvel
 
@@ -59,10 +59,10 @@ def _body_step(worldid, b, pos, quat, write, body_mocapid: ti.template(),
                                          qpos[worldid, qadr + 5], qpos[worldid, qadr + 6]]))
         if write:
             xanchor[worldid, jntadr] = pos
-            xaxis[worldid, jntadr] = jnt_axis[worldid % jnt_axis.shape[0], jntadr]
+            xaxis[worldid, jntadr] = jnt_axis[param_row(worldid, jnt_axis), jntadr]
     else:
-        bpos = body_pos[worldid % body_pos.shape[0], b]
-        bquat = body_quat[worldid % body_quat.shape[0], b]
+        bpos = body_pos[param_row(worldid, body_pos), b]
+        bquat = body_quat[param_row(worldid, body_quat), b]
         mocapid = body_mocapid[b]
         if mocapid >= 0:
             bpos = mocap_pos[worldid, mocapid]
@@ -73,12 +73,12 @@ def _body_step(worldid, b, pos, quat, write, body_mocapid: ti.template(),
             jid = jntadr + j
             qadr = jnt_qposadr[jid]
             jtype = jnt_type[jid]
-            axis = jnt_axis[worldid % jnt_axis.shape[0], jid]
-            jpos = jnt_pos[worldid % jnt_pos.shape[0], jid]
+            axis = jnt_axis[param_row(worldid, jnt_axis), jid]
+            jpos = jnt_pos[param_row(worldid, jnt_pos), jid]
             ax = rot_vec_quat(axis, quat)
             anchor = rot_vec_quat(jpos, quat) + pos
             if jtype == JNT_SLIDE:
-                pos += ax * (qpos[worldid, qadr] - qpos0[worldid % qpos0.shape[0], qadr])
+                pos += ax * (qpos[worldid, qadr] - qpos0[param_row(worldid, qpos0), qadr])
             else:
                 qloc = ti.Vector([1.0, 0.0, 0.0, 0.0])
                 if jtype == JNT_BALL:
@@ -87,7 +87,7 @@ def _body_step(worldid, b, pos, quat, write, body_mocapid: ti.template(),
                         qpos[worldid, qadr + 2], qpos[worldid, qadr + 3]]))
                 else:
                     qloc = axis_angle2quat(
-                        axis, qpos[worldid, qadr] - qpos0[worldid % qpos0.shape[0], qadr])
+                        axis, qpos[worldid, qadr] - qpos0[param_row(worldid, qpos0), qadr])
                 quat = quat_mul(quat, qloc)
                 pos = anchor - rot_vec_quat(jpos, quat)
             if write:
@@ -150,14 +150,14 @@ def _kinematics(
             ximat[worldid, bodyid] = mat
         else:
             xipos[worldid, bodyid], ximat[worldid, bodyid] = _local2global(
-                xpos[worldid, bodyid], mat, body_ipos[worldid % body_ipos.shape[0], bodyid],
-                body_iquat[worldid % body_iquat.shape[0], bodyid])
+                xpos[worldid, bodyid], mat, body_ipos[param_row(worldid, body_ipos), bodyid],
+                body_iquat[param_row(worldid, body_iquat), bodyid])
     for worldid, geomid in ti.ndrange(nworld, ngeom):
         bodyid = geom_bodyid[geomid]
         geom_xpos[worldid, geomid], geom_xmat[worldid, geomid] = _local2global(
             xpos[worldid, bodyid], xmat[worldid, bodyid],
-            geom_pos[worldid % geom_pos.shape[0], geomid],
-            geom_quat[worldid % geom_quat.shape[0], geomid])
+            geom_pos[param_row(worldid, geom_pos), geomid],
+            geom_quat[param_row(worldid, geom_quat), geomid])
 
 
 @ti.kernel
@@ -169,8 +169,8 @@ def _site_poses(site_bodyid: ND, site_pos: ND, site_quat: ND, nsite: ti.i32,
         bodyid = site_bodyid[siteid]
         site_xpos[worldid, siteid], site_xmat[worldid, siteid] = _local2global(
             xpos[worldid, bodyid], xmat[worldid, bodyid],
-            site_pos[worldid % site_pos.shape[0], siteid],
-            site_quat[worldid % site_quat.shape[0], siteid])
+            site_pos[param_row(worldid, site_pos), siteid],
+            site_quat[param_row(worldid, site_quat), siteid])
 
 
 @ti.func
@@ -210,8 +210,8 @@ def _com_pos(
         acc = ti.Vector([0.0, 0.0, 0.0])
         for k in range(body_subtree_num[bodyid]):
             b = body_subtree[adr + k]
-            acc += xipos[worldid, b] * body_mass[worldid % body_mass.shape[0], b]
-        mass = body_subtreemass[worldid % body_subtreemass.shape[0], bodyid]
+            acc += xipos[worldid, b] * body_mass[param_row(worldid, body_mass), b]
+        mass = body_subtreemass[param_row(worldid, body_subtreemass), bodyid]
         if mass < 1e-15:
             subtree_com[worldid, bodyid] = xipos[worldid, bodyid]
         else:
@@ -222,8 +222,8 @@ def _com_pos(
         else:
             offset = xipos[worldid, bodyid] - subtree_com[worldid, body_rootid[bodyid]]
             cinert[worldid, bodyid] = inert_com(
-                body_inertia[worldid % body_inertia.shape[0], bodyid], ximat[worldid, bodyid],
-                offset, body_mass[worldid % body_mass.shape[0], bodyid])
+                body_inertia[param_row(worldid, body_inertia), bodyid], ximat[worldid, bodyid],
+                offset, body_mass[param_row(worldid, body_mass), bodyid])
     for worldid, jid in ti.ndrange(nworld, njnt):
         bodyid = jnt_bodyid[jid]
         da = jnt_dofadr[jid]
@@ -281,15 +281,15 @@ def _camlight(
         target = cam_targetbodyid[camid]
         mode = cam_mode[camid]
         pos, mat = _local2global(xpos[worldid, bodyid], xmat[worldid, bodyid],
-                                 cam_pos[worldid % cam_pos.shape[0], camid],
-                                 cam_quat[worldid % cam_quat.shape[0], camid])
+                                 cam_pos[param_row(worldid, cam_pos), camid],
+                                 cam_quat[param_row(worldid, cam_quat), camid])
         if mode == CAMLIGHT_TRACK:
-            mat = cam_mat0[worldid % cam_mat0.shape[0], camid]
-            pos = xpos[worldid, bodyid] + cam_pos0[worldid % cam_pos0.shape[0], camid]
+            mat = cam_mat0[param_row(worldid, cam_mat0), camid]
+            pos = xpos[worldid, bodyid] + cam_pos0[param_row(worldid, cam_pos0), camid]
         elif mode == CAMLIGHT_TRACKCOM:
-            mat = cam_mat0[worldid % cam_mat0.shape[0], camid]
+            mat = cam_mat0[param_row(worldid, cam_mat0), camid]
             pos = subtree_com[worldid, bodyid] + \
-                cam_poscom0[worldid % cam_poscom0.shape[0], camid]
+                cam_poscom0[param_row(worldid, cam_poscom0), camid]
         elif (mode == CAMLIGHT_TARGETBODY or mode == CAMLIGHT_TARGETBODYCOM) and target >= 0:
             look = xpos[worldid, target]
             if mode == CAMLIGHT_TARGETBODYCOM:
@@ -301,16 +301,16 @@ def _camlight(
         bodyid = light_bodyid[lid]
         target = light_targetbodyid[lid]
         mode = light_mode[lid]
-        pos = xmat[worldid, bodyid] @ light_pos[worldid % light_pos.shape[0], lid] + \
+        pos = xmat[worldid, bodyid] @ light_pos[param_row(worldid, light_pos), lid] + \
             xpos[worldid, bodyid]
-        ldir = xmat[worldid, bodyid] @ light_dir[worldid % light_dir.shape[0], lid]
+        ldir = xmat[worldid, bodyid] @ light_dir[param_row(worldid, light_dir), lid]
         if mode == CAMLIGHT_TRACK:
-            pos = xpos[worldid, bodyid] + light_pos0[worldid % light_pos0.shape[0], lid]
-            ldir = light_dir0[worldid % light_dir0.shape[0], lid]
+            pos = xpos[worldid, bodyid] + light_pos0[param_row(worldid, light_pos0), lid]
+            ldir = light_dir0[param_row(worldid, light_dir0), lid]
         elif mode == CAMLIGHT_TRACKCOM:
             pos = subtree_com[worldid, bodyid] + \
-                light_poscom0[worldid % light_poscom0.shape[0], lid]
-            ldir = light_dir0[worldid % light_dir0.shape[0], lid]
+                light_poscom0[param_row(worldid, light_poscom0), lid]
+            ldir = light_dir0[param_row(worldid, light_dir0), lid]
         elif (mode == CAMLIGHT_TARGETBODY or mode == CAMLIGHT_TARGETBODYCOM) and target >= 0:
             look = xpos[worldid, target]
             if mode == CAMLIGHT_TARGETBODYCOM:
@@ -430,7 +430,7 @@ def _crb_dof(worldid, dofid, dof_bodyid: ti.template(), dof_parentid: ti.templat
     madr = dof_Madr[dofid]
     cdof_i = cdof[worldid, dofid]
     buf = mul_inert_vec(crb[worldid, dof_bodyid[dofid]], cdof_i)
-    qM[worldid, madr] = dof_armature[worldid % dof_armature.shape[0], dofid] + \
+    qM[worldid, madr] = dof_armature[param_row(worldid, dof_armature), dofid] + \
         cdof_i.dot(buf)
     # simple dofs (constant diagonal inertia): off-diagonals are exactly zero
     simple = dof_simplenum[dofid] != 0
@@ -488,7 +488,7 @@ def _crb_tendon(
         madr = dof_Madr[dofid]
         simple = dof_simplenum[dofid] != 0
         for tenid in range(ntendon):
-            arm = tendon_armature[worldid % tendon_armature.shape[0], tenid]
+            arm = tendon_armature[param_row(worldid, tendon_armature), tenid]
             jac_i = ten_J[worldid, tenid, dofid]
             if arm != 0.0 and jac_i != 0.0:
                 scaled = arm * jac_i
@@ -884,7 +884,7 @@ def _rne_tendon(
     # mj_tendonBias: qfrc_bias += ten_J' armature (d/dt ten_J) qvel, tendon by tendon
     for worldid in range(nworld):
         for tenid in range(ntendon):
-            arm = tendon_armature[worldid % tendon_armature.shape[0], tenid]
+            arm = tendon_armature[param_row(worldid, tendon_armature), tenid]
             if arm != 0.0:
                 coef = arm * tendon_jdot_qvel(
                     worldid, tenid, tendon_adr, tendon_num, wrap_type, wrap_objid,

@@ -14,7 +14,7 @@ import taichi as ti
 from .consts import (JNT_BALL, JNT_FREE, SAMEFRAME_BODY, SAMEFRAME_BODYROT, SAMEFRAME_INERTIA,
                      SAMEFRAME_INERTIAROT)
 from .jac import _jac_point
-from .math import (cross_motion, quat2mat, quat_integrate, quat_mul, quat_normalize, sub_quat,
+from .math import (param_row, cross_motion, quat2mat, quat_integrate, quat_mul, quat_normalize, sub_quat,
                    transform_motion)
 
 ND = ti.types.ndarray()
@@ -130,8 +130,8 @@ def angmom_mat(
         adr = body_subtree_adr[body]
         for s in range(body_subtree_num[body]):
             b = body_subtree[adr + s]
-            mass = body_mass[worldid % body_mass.shape[0], b]
-            inertia = body_inertia[worldid % body_inertia.shape[0], b]
+            mass = body_mass[param_row(worldid, body_mass), b]
+            inertia = body_inertia[param_row(worldid, body_inertia), b]
             rot = ximat[worldid, b]
             # body inertia about its com in world axes, and its com seen from the
             # subtree com (the moment of the body's linear momentum)

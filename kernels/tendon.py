@@ -8,7 +8,7 @@ import taichi as ti
 from .bind import launch
 from .consts import (JNT_BALL, JNT_FREE, MINVAL, PI, WRAP_CYLINDER, WRAP_JOINT, WRAP_NONE,
                      WRAP_PULLEY, WRAP_SPHERE)
-from .math import cross_motion
+from .math import param_row, cross_motion
 
 ND = ti.types.ndarray()
 
@@ -339,7 +339,7 @@ def _tendon(
                         wlen, w0, w1 = wrap(
                             x0, site_xpos[worldid, id1], geom_xpos[worldid, wrapid],
                             geom_xmat[worldid, wrapid],
-                            geom_size[worldid % geom_size.shape[0], wrapid][0], wraptype,
+                            geom_size[param_row(worldid, geom_size), wrapid][0], wraptype,
                             side, int(sideid >= 0))
                     x1 = site_xpos[worldid, id1]
                     b0 = site_bodyid[id0]
