@@ -298,16 +298,13 @@ def _solve_m_rows(w, r0, n, nv, half, x: ti.template(), qLD: ti.template(),
                     x[w, r, j] = x[w, r, j] - lij * x[w, r, i]
                 adr += 1
                 j = dof_parentid[j]
-    if half:
-        for i in range(nv):
-            dinv = ti.sqrt(qLDiagInv[w, i])
-            for r in range(r0, r0 + n):
-                x[w, r, i] = x[w, r, i] * dinv
-    else:
-        for i in range(nv):
-            dinv = qLDiagInv[w, i]
-            for r in range(r0, r0 + n):
-                x[w, r, i] = x[w, r, i] * dinv
+    for i in range(nv):
+        dinv = qLDiagInv[w, i]
+        if half:
+            dinv = ti.sqrt(dinv)
+        for r in range(r0, r0 + n):
+            x[w, r, i] = x[w, r, i] * dinv
+    if not half:
         for i in range(nv):
             if dof_simplenum[i] == 0:
                 adr = dof_Madr[i] + 1
