@@ -63,11 +63,10 @@ def _noslip_prepare(
     # scratch
     se: ND, minvjt: ND, sw: ND,
     # options
-    compute_minvjt: ti.i32, sparse: ti.template(),
+    sparse: ti.template(),
 ):
-    """M^-1 J' of the rows noslip updates (friction loss, contacts with friction;
-    unless PGS left it) and their 1 / max(MINVAL, A_ii) in se[E_ARINV], one thread
-    per (world, row)."""
+    """M^-1 J' of the rows noslip updates (friction loss, contacts with friction) and
+    their 1 / max(MINVAL, A_ii) in se[E_ARINV], one thread per (world, row)."""
     J = ti.static(jac_view(sparse, efc_J, efc_J_sparse, efc_J_colind, efc_J_rowadr,
                            efc_J_rownnz))
     nworld = efc_type.shape[0]
@@ -82,10 +81,9 @@ def _noslip_prepare(
         friction = (i >= ne[w]) & (i < ne[w] + nf[w])
         contact = (typ == CNSTR_CONTACT_PYRAMIDAL) | (typ == CNSTR_CONTACT_ELLIPTIC)
         if (i < nefc[w]) & (friction | contact):
-            if compute_minvjt:
-                jrow_dense(w, i, nv, J, minvjt)
-                _solve_m(w, i, nv, minvjt, qLD, qLDiagInv, dof_Madr, dof_parentid,
-                         dof_simplenum)
+            jrow_dense(w, i, nv, J, minvjt)
+            _solve_m(w, i, nv, minvjt, qLD, qLDiagInv, dof_Madr, dof_parentid,
+                     dof_simplenum)
             aii = _row_times(w, i, nv, J, minvjt, i, 0.0)
             se[w, E_ARINV, i] = 1.0 / ti.max(MINVAL, aii)
 
@@ -326,24 +324,24 @@ def _noslip(
 
 
 def _minvjt(m, d, s):
-    """M^-1 J' by rows, computed here: into PGS's array (which solve left holding J
-    M^-1/2 in its AR worlds, see solver._pgs), or noslip's own, allocated on first
-    use; returns (array, whether it must be computed)."""
+    """The array noslip computes M^-1 J' into, by rows: PGS's (which solve left holding
+    J M^-1/2 in its AR worlds, see solver._pgs), or noslip's own, allocated on first
+    use."""
     if m.opt.solver == SOL_PGS:
-        return s["minvjt"], 1
+        return s["minvjt"]
     shape = (d.nworld, s["se"].shape[2], s["sv"].shape[2])
     own = d.scratch.noslip_minvjt
     if own is None or own.shape != shape:
         own = d.scratch.noslip_minvjt = d.scratch.tag(ti.ndarray(d.qvel.dtype, shape))
         own.fill(0)  # rows of equalities are never written: keep them defined
-    return own, 1
+    return own
 
 
 def noslip(m, d, s, npass=None, probe=0) -> None:
     """MuJoCo's noslip post-processing (mj_solNoSlip) of every world with rows, after
     the main solver; ``s``: the solver scratch of ``solve`` (its row view se/si, dof
-    vectors sv, progress sw, statistics and, after PGS, M^-1 J'). ``npass``: sweeps per
-    launch (all in one launch by default); ``probe``: 2 to flag a loop limiter that
+    vectors sv, progress sw, statistics, and PGS's M^-1 J' array to fill). ``npass``:
+    sweeps per launch (all in one launch by default); ``probe``: 2 to flag a loop limiter that
     ran out in sw[W_LIMIT] (see solver.solve).
 
     Reads nefc, ne, nf, efc_type, efc_id, efc_J (sparse-Jacobian models: efc_J_sparse
@@ -352,9 +350,9 @@ def noslip(m, d, s, npass=None, probe=0) -> None:
     efc_state, qfrc_constraint, qacc, solver_niter and the noslip statistics.
     """
     opt = m.opt
-    minvjt, compute = _minvjt(m, d, s)
+    minvjt = _minvjt(m, d, s)
     launch(_noslip_prepare, m, d, qLD=d.qLD_tree, se=s["se"], minvjt=minvjt, sw=s["sw"],
-           compute_minvjt=compute, sparse=m.is_sparse)
+           sparse=m.is_sparse)
     scale = 1.0 / (float(m.stat.meaninertia) * max(1, m.nv))
     # the sweeps, then a pass that only finds the last sweep done and finishes
     passes = int(opt.noslip_iterations) + 1

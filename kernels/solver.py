@@ -698,9 +698,8 @@ def _prepare(
     nworld = efc_D.shape[0]
     njmax = efc_D.shape[1]
     if ti.static(config.building_twin()):
-        # a CPU twin: each world's own rows only (not njmax iterations per world)
-        # each world's own rows only (not njmax iterations per world), and M^-1 J' of
-        # all of them in one pass down the tree (rows innermost)
+        # a CPU twin: each world's own rows only (not njmax iterations per world), and
+        # M^-1 J' (or J M^-1/2) of all of them in one walk down the tree
         for w in range(nworld):
             _restart(w, sw)
             n = nefc[w]
