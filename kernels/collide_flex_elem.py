@@ -42,7 +42,7 @@ from .collide_primitive import capsule_capsule, sphere_capsule
 from .collision import ND, emit, exact_math, new_list
 from .consts import GEOM_BOX, GEOM_CAPSULE, GEOM_FLEX, GEOM_SPHERE, MINVAL
 from .epa import Polytope, polytope_capacity, polytope_scratch
-from .math import param_row, normalize3, quat2mat, quat_z2vec
+from .math import normalize3, param_row, quat2mat, quat_z2vec
 
 GEOM_ELEM = 1  # collide_flex's candidate kinds (that module imports this one)
 ELEM_ELEM = 2

@@ -45,7 +45,7 @@ from .consts import (GEOM_BOX, GEOM_CAPSULE, GEOM_CYLINDER, GEOM_ELLIPSOID, GEOM
                      GEOM_MESH, GEOM_PLANE, GEOM_SDF, GEOM_SPHERE, MAXCONPAIR, MAXVAL,
                      MINVAL)
 from .loop_limit import CUT_COLLISION, limit_reached, probe as loop_probe
-from .math import param_row, mul_mat_t, normalize3, quat_mul, quat_normalize
+from .math import mul_mat_t, normalize3, param_row, quat_mul, quat_normalize
 from .ray import ray_mesh
 from .sdf import SDF_NATTR, SDF_TORUS, fd_eps, oct_eval, sdf_distance, torus_gradient
 

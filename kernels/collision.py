@@ -361,8 +361,9 @@ def narrow_primitive(m, d, plan, sweep):
     lists, counts, lanes, all_lists = sweep.lists
     cand_geom, cand_pair, cand_code = sweep.cand
     dist, pos, frame, key = sweep.emit
-    shared = lists is getattr(plan, "static_lists", None)  # (not a world's own list: sweep-and-prune, a
-    # contact filter)
+    # the shared list (not a world's own: sweep-and-prune, a contact filter) is sorted
+    # by detector, each launch taking its own range (collision_driver, prim_ranges)
+    shared = lists is getattr(plan, "static_lists", None)
     for code in plan.prim_codes:
         detector, maxcon = table[(code // NGEOMTYPES, code % NGEOMTYPES)]
         first, last = plan.prim_ranges[code] if shared else (0, 1 << 30)

@@ -29,7 +29,7 @@ from .bind import launch
 from .flex import flex_of
 from .consts import (BIAS_AFFINE, DYN_NONE, GAIN_AFFINE, GAIN_MUSCLE, GEOM_CAPSULE, GEOM_CYLINDER,
                      GEOM_SPHERE, INT_IMPLICITFAST, JNT_BALL, JNT_FREE, MINVAL, PI)
-from .math import param_row, cross_motion, mul_inert_vec
+from .math import cross_motion, mul_inert_vec, param_row
 
 ND = ti.types.ndarray()
 

@@ -21,7 +21,7 @@ import taichi as ti
 
 from .bind import launch
 from .consts import CONE_PYRAMIDAL, JNT_SLIDE, LIGHT_DIRECTIONAL, LIGHT_SPOT, MINVAL
-from .math import param_row, normalize3, quat2mat, quat_mul
+from .math import normalize3, param_row, quat2mat, quat_mul
 from .rne_post import contact_force_local
 
 ND = ti.types.ndarray()

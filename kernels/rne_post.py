@@ -22,7 +22,7 @@ import taichi as ti
 from . import config
 from .bind import launch
 from .consts import CONE_PYRAMIDAL, EQ_CONNECT, EQ_FLEX, EQ_WELD, OBJ_BODY
-from .math import param_row, cross_force, mul_inert_vec, mul_mat_t
+from .math import cross_force, mul_inert_vec, mul_mat_t, param_row
 
 ND = ti.types.ndarray()
 

@@ -66,7 +66,7 @@ from .energy import energy_pos, energy_vel
 from .epa import Polytope, polytope_capacity, polytope_scratch
 from .geom_distance import pair_distance
 from .loop_limit import CUT_SENSOR, limit_reached, probe as loop_probe
-from .math import param_row, inside_geom, mul_mat_t, normalize3, quat_mul, transform_motion
+from .math import inside_geom, mul_mat_t, normalize3, param_row, quat_mul, transform_motion
 from .ray import GROUP_ALL, ray_scene, ray_tables
 
 ND = ti.types.ndarray()

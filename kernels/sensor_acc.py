@@ -46,7 +46,8 @@ from .consts import (CNSTR_LIMIT_JOINT, CNSTR_LIMIT_TENDON, CONE_PYRAMIDAL, GEOM
                      SENS_FRAMEANGACC, SENS_FRAMELINACC, SENS_JOINTACTFRC, SENS_JOINTLIMITFRC,
                      SENS_PLUGIN, SENS_TACTILE, SENS_TENDONACTFRC, SENS_TENDONLIMITFRC,
                      SENS_TORQUE, SENS_TOUCH, SENS_USER, STAGE_ACC, TRN_TENDON)
-from .math import param_row, inside_geom, mul_mat_t, normalize3, quat2mat, rot_vec_quat, transform_motion
+from .math import (inside_geom, mul_mat_t, normalize3, param_row, quat2mat, rot_vec_quat,
+                   transform_motion)
 from .loop_limit import CUT_SENSOR, limit_reached, probe as loop_probe
 from .ray import ray_primitive
 from .rne_post import contact_force_local, rne_post_constraint

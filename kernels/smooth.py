@@ -14,8 +14,9 @@ from .bind import launch
 from .config import per_options, serial_loops
 from .consts import (CAMLIGHT_TARGETBODY, CAMLIGHT_TARGETBODYCOM, CAMLIGHT_TRACK,
                      CAMLIGHT_TRACKCOM, JNT_BALL, JNT_FREE, JNT_HINGE, JNT_SLIDE)
-from .math import (axis_angle2quat, param_row, cross_force, cross_motion, dof_com, inert_com,
-                   mul_inert_vec, quat2mat, quat_mul, quat_normalize, rot_vec_quat)
+from .math import (axis_angle2quat, cross_force, cross_motion, dof_com, inert_com,
+                   mul_inert_vec, param_row, quat2mat, quat_mul, quat_normalize,
+                   rot_vec_quat)
 from .tendon import tendon_jdot_qvel
 
 ND = ti.types.ndarray()

@@ -14,8 +14,8 @@ import taichi as ti
 from .consts import (JNT_BALL, JNT_FREE, SAMEFRAME_BODY, SAMEFRAME_BODYROT, SAMEFRAME_INERTIA,
                      SAMEFRAME_INERTIAROT)
 from .jac import _jac_point
-from .math import (param_row, cross_motion, quat2mat, quat_integrate, quat_mul, quat_normalize, sub_quat,
-                   transform_motion)
+from .math import (cross_motion, param_row, quat2mat, quat_integrate, quat_mul,
+                   quat_normalize, sub_quat, transform_motion)
 
 ND = ti.types.ndarray()
 

@@ -8,7 +8,7 @@ import taichi as ti
 from .bind import launch
 from .consts import (JNT_BALL, JNT_FREE, MINVAL, PI, WRAP_CYLINDER, WRAP_JOINT, WRAP_NONE,
                      WRAP_PULLEY, WRAP_SPHERE)
-from .math import param_row, cross_motion
+from .math import cross_motion, param_row
 
 ND = ti.types.ndarray()
 

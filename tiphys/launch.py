@@ -210,12 +210,11 @@ def _own_rows(ctx, node):
     array = bound.value.id
     for stmt in test.body:
         for inner in ast.walk(stmt):
-            if isinstance(inner, ast.Break) or (isinstance(inner, ast.Name) and
-                                                inner.id in (array, a, b) and
-                                                not isinstance(inner.ctx, ast.Load)):
+            if isinstance(inner, ast.Break):
                 return None
-            if isinstance(inner, ast.Name) and inner.id == array:
-                return None
+            if isinstance(inner, ast.Name) and (inner.id == array or (
+                    inner.id in (a, b) and not isinstance(inner.ctx, ast.Load))):
+                return None  # the count read or passed on, or an index reassigned
     limit = ast.Call(func=ast.Name(id="min", ctx=ast.Load()),
                      args=[call.args[1], bound], keywords=[])
     inner = ast.For(target=ast.Name(id=b, ctx=ast.Store()),
@@ -237,8 +236,9 @@ def _own_rows(ctx, node):
 def _split_ndrange(ctx, node):
     """``for a, b, ... in ti.ndrange(A, B, ...)`` as ``for a in range(A): for b, ... in
     ti.ndrange(B, ...)`` (an outermost loop then runs parallel over a only, the rest of
-    each iteration serial; the iterations and their order within each a are the same),
-    or None for any other loop."""
+    each iteration serial; the iterations and their order within each a are the same;
+    in a serial twin, the same order without dividing a flat counter), or None for any
+    other loop."""
     if ASTTransformer.get_decorator(ctx, node.iter) != "ndrange" or node.orelse:
         return None
     call = node.iter
