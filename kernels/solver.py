@@ -93,7 +93,7 @@ ND = ti.types.ndarray()
 # compile time
 QCQP_ITERATIONS = 20
 # PGS sweeps a world of at most this many rows on its AR matrix (as mj_solPGS); a world
-# with more goes matrix-free (kept in memory per world: PGS_DENSE^2 numbers)
+# with more, and a sparse-Jacobian model, go matrix-free (PGS_DENSE^2 numbers per world)
 PGS_DENSE = 64
 
 # row kinds, the solver's view of a row (by position, as MuJoCo: ne equality rows,
@@ -2568,7 +2568,9 @@ def _scratch(m, d):
     newton = m.opt.solver == SOL_NEWTON
     dense_newton = newton and not d.is_sparse
     nv, njmax, nstat, nunit = max(1, m.nv), max(1, d.njmax), _nstat(m), _nunit(m)
-    ndense = min(njmax, PGS_DENSE) if dual else 0
+    # (sparse-Jacobian models, many dofs, keep matrix-free rows: AR's dense rows of J
+    # M^-1/2 would cost n^2 nv where the sparse rows cost their non-zeros)
+    ndense = min(njmax, PGS_DENSE) if dual and not d.is_sparse else 0
     key = (nv, njmax, nstat, dual, newton, nunit, d.is_sparse, ndense)
     scratch = d.scratch.solver
     if scratch is None or scratch["key"] != key:
