@@ -163,74 +163,55 @@ def _serializable(ctx, node) -> bool:
 def _build_for_serial_aware(ctx, node):
     building = SERIAL["building"]
     if building:
-        # both twins: a world's own rows; an ndrange loop as a loop over its first index
-        # around the rest (the same iterations in the same order; a serial twin's flat
-        # ndrange would divide its counter to find the indices at every iteration)
-        rows = _own_rows(ctx, node)
-        if rows is not None:
-            node = rows
-        else:
-            split = _split_ndrange(ctx, node)
-            if split is not None:
-                node = split
+        # both twins: an ndrange loop as a loop over its first index around the rest
+        # (the same iterations in the same order; a serial twin's flat ndrange would
+        # divide its counter to find the indices at every iteration), and a (world,
+        # row) loop over the world's own rows
+        split = _split_ndrange(ctx, node)
+        if split is not None:
+            node = _own_rows(split)
     if building == "serial" and _serializable(ctx, node):
         misc._parallelize(1)  # what ti.loop_config(serialize=True) does
     return _build_for(ctx, node)
 
 
-def _own_rows(ctx, node):
-    """``for a, b in ti.ndrange(A, B): if b < X[a]: body`` (the if alone in the loop,
-    without else; X not named in its body) as ``for a in range(A): for b in range(min(B,
+def _own_rows(loop):
+    """A split (world, row) loop (_split_ndrange) ``for a in range(A): for b in
+    ti.ndrange(B): if b < X[a]: body`` (one bound A; the if alone in the loop, without
+    else; X not named in its body) as ``for a in range(A): for b in range(min(B,
     X[a])): body``: in a twin, where each world's iterations run in one thread in
     order, a world visits its own rows (nefc of them, say) instead of all B slots; the
-    same iterations in the same order. None for any other loop."""
-    if ASTTransformer.get_decorator(ctx, node.iter) != "ndrange" or node.orelse:
-        return None
-    call = node.iter
-    if call.keywords or len(call.args) != 2 or any(
-            isinstance(a, (ast.Starred, ast.Tuple)) for a in call.args):
-        return None
-    target = node.target
-    if not (isinstance(target, ast.Tuple) and len(target.elts) == 2 and
-            all(isinstance(t, ast.Name) for t in target.elts)):
-        return None
-    a, b = (t.id for t in target.elts)
-    if len(node.body) != 1 or not isinstance(node.body[0], ast.If):
-        return None
-    test = node.body[0]
+    same iterations in the same order. Any other split loop as it is."""
+    inner = loop.body[0]
+    if len(loop.iter.args) != 1 or not isinstance(inner.target, ast.Name) or \
+            len(inner.body) != 1 or not isinstance(inner.body[0], ast.If):
+        return loop
+    a, b = loop.target.id, inner.target.id
+    test = inner.body[0]
     cmp = test.test
     if test.orelse or not (isinstance(cmp, ast.Compare) and len(cmp.ops) == 1 and
                            isinstance(cmp.ops[0], ast.Lt) and
                            isinstance(cmp.left, ast.Name) and cmp.left.id == b):
-        return None
+        return loop
     bound = cmp.comparators[0]
     if not (isinstance(bound, ast.Subscript) and isinstance(bound.value, ast.Name) and
             isinstance(bound.slice, ast.Name) and bound.slice.id == a):
-        return None
+        return loop
     array = bound.value.id
     for stmt in test.body:
-        for inner in ast.walk(stmt):
-            if isinstance(inner, ast.Break):
-                return None
-            if isinstance(inner, ast.Name) and (inner.id == array or (
-                    inner.id in (a, b) and not isinstance(inner.ctx, ast.Load))):
-                return None  # the count read or passed on, or an index reassigned
+        for name in ast.walk(stmt):
+            if isinstance(name, ast.Name) and (name.id == array or (
+                    name.id in (a, b) and not isinstance(name.ctx, ast.Load))):
+                return loop  # the count read or passed on, or an index reassigned
     limit = ast.Call(func=ast.Name(id="min", ctx=ast.Load()),
-                     args=[call.args[1], bound], keywords=[])
-    inner = ast.For(target=ast.Name(id=b, ctx=ast.Store()),
-                    iter=ast.Call(func=ast.Name(id="range", ctx=ast.Load()), args=[limit],
-                                  keywords=[]),
-                    body=test.body, orelse=[])
-    outer = ast.For(target=ast.Name(id=a, ctx=ast.Store()),
-                    iter=ast.Call(func=ast.Name(id="range", ctx=ast.Load()),
-                                  args=[call.args[0]], keywords=[]),
-                    body=[inner], orelse=[])
-    for made in (inner, inner.iter, inner.iter.func, inner.target, limit, limit.func,
-                 outer, outer.iter, outer.iter.func, outer.target):
-        ast.copy_location(made, node)
-        if hasattr(made, "end_lineno"):
-            made.end_lineno, made.end_col_offset = node.end_lineno, node.end_col_offset
-    return ast.fix_missing_locations(outer)
+                     args=[inner.iter.args[0], bound], keywords=[])
+    rows = ast.For(target=inner.target,
+                   iter=ast.Call(func=ast.Name(id="range", ctx=ast.Load()), args=[limit],
+                                 keywords=[]),
+                   body=test.body, orelse=[])
+    loop.body = [rows]
+    _locate(loop, rows, rows.iter, rows.iter.func, limit, limit.func)
+    return loop
 
 
 def _split_ndrange(ctx, node):
@@ -266,11 +247,18 @@ def _split_ndrange(ctx, node):
                     iter=ast.Call(func=ast.Name(id="range", ctx=ast.Load()), args=bounds,
                                   keywords=[]),
                     body=[inner], orelse=[])
-    for made in (inner, inner.iter, outer, outer.iter, outer.iter.func, inner_target):
-        ast.copy_location(made, node)
-        if hasattr(made, "end_lineno"):
-            made.end_lineno, made.end_col_offset = node.end_lineno, node.end_col_offset
-    return ast.fix_missing_locations(outer)
+    return _locate(node, outer, outer.iter, outer.iter.func, inner, inner.iter,
+                   inner_target)
+
+
+def _locate(node, *made):
+    """The nodes a rewrite of loop ``node`` made, given its source location (Taichi's
+    error messages point there); returns the first."""
+    for new in made:
+        ast.copy_location(new, node)
+        if hasattr(new, "end_lineno"):
+            new.end_lineno, new.end_col_offset = node.end_lineno, node.end_col_offset
+    return ast.fix_missing_locations(made[0])
 
 
 _NONE = kernel_impl.AutodiffMode.NONE
