@@ -486,8 +486,8 @@ def _actuation(
         # a CPU twin: each world's controls checked once (not once per actuator)
         for worldid in range(nworld):
             bad = _first_bad_ctrl(worldid, nu, ctrl, clampctrl, actuator_ctrllimited,
-                                  actuator_ctrlrange, warning_number, warning_lastinfo,
-                                  part != ACT_FORCE)
+                                  actuator_ctrlrange)
+            _count_bad_ctrl(worldid, bad, warning_number, warning_lastinfo, part)
             for actid in range(nu):
                 _actuator(worldid, actid, bad, actuator_dyntype, actuator_gaintype,
                           actuator_biastype, actuator_actadr, actuator_actnum,
@@ -500,15 +500,10 @@ def _actuation(
                           act_dot, actuator_force, part, sleep, sleep_asleep)
     else:
         for worldid, actid in ti.ndrange(nworld, nu):
-            bad = -1
+            bad = _first_bad_ctrl(worldid, nu, ctrl, clampctrl, actuator_ctrllimited,
+                                  actuator_ctrlrange)
             if actid == 0:  # (the world's warning counted once)
-                bad = _first_bad_ctrl(worldid, nu, ctrl, clampctrl, actuator_ctrllimited,
-                                      actuator_ctrlrange, warning_number,
-                                      warning_lastinfo, part != ACT_FORCE)
-            else:
-                bad = _first_bad_ctrl(worldid, nu, ctrl, clampctrl, actuator_ctrllimited,
-                                      actuator_ctrlrange, warning_number,
-                                      warning_lastinfo, False)
+                _count_bad_ctrl(worldid, bad, warning_number, warning_lastinfo, part)
             _actuator(worldid, actid, bad, actuator_dyntype, actuator_gaintype,
                       actuator_biastype, actuator_actadr, actuator_actnum,
                       actuator_group, actuator_ctrllimited, actuator_actlimited,
@@ -522,22 +517,26 @@ def _actuation(
 
 @ti.func
 def _first_bad_ctrl(worldid, nu, ctrl: ti.template(), clampctrl,
-                    actuator_ctrllimited: ti.template(), actuator_ctrlrange: ti.template(),
-                    warning_number: ti.template(), warning_lastinfo: ti.template(),
-                    count: ti.template()):
-    """The first actuator whose clamped control is bad, or -1; ``count``: counts
-    mjWARN_BADCTRL when there is one (any bad control zeroes all of the world's
-    controls, not ctrl itself)."""
+                    actuator_ctrllimited: ti.template(), actuator_ctrlrange: ti.template()):
+    """The first actuator whose clamped control is bad, or -1 (any bad control zeroes
+    all of the world's controls, not ctrl itself)."""
     bad = -1
     for k in range(nu):
         if bad < 0 and is_bad(_clamped_ctrl(worldid, k, ctrl, clampctrl,
                                             actuator_ctrllimited, actuator_ctrlrange)):
             bad = k
-    if ti.static(count):
+    return bad
+
+
+@ti.func
+def _count_bad_ctrl(worldid, bad, warning_number: ti.template(),
+                    warning_lastinfo: ti.template(), part: ti.template()):
+    """mjWARN_BADCTRL for a world with a bad control (the first's index), counted where
+    the activation derivatives are made (not by the ACT_FORCE pass)."""
+    if ti.static(part != ACT_FORCE):
         if bad >= 0:
             warning_number[worldid][WARN_BADCTRL] += 1
             warning_lastinfo[worldid][WARN_BADCTRL] = bad
-    return bad
 
 
 @ti.func
