@@ -715,9 +715,10 @@ def _prepare(
                 dense = n <= ndense
                 _solve_m_rows(w, 0, n, nv, dense, minvjt, qLD, qLDiagInv, dof_Madr,
                               dof_parentid, dof_simplenum)
-                for i in range(n):
-                    se[w, E_ARINV, i] = 1.0 / (_ar_entry(w, i, i, nv, dense, J, minvjt) +
-                                               efc_R[w, i])
+                if not dense:  # (an AR world's: _fill_ar, from AR's diagonal)
+                    for i in range(n):
+                        se[w, E_ARINV, i] = 1.0 / (_ar_entry(w, i, i, nv, False, J,
+                                                             minvjt) + efc_R[w, i])
     else:
         for w, i in ti.ndrange(nworld, njmax):
             if i == 0:
@@ -751,8 +752,8 @@ def _prepare_row(w, i, dof_parentid: ti.template(), dof_Madr: ti.template(),
                  qacc_smooth: ti.template(), qacc_warmstart: ti.template(),
                  efc_b: ti.template(), se: ti.template(), si: ti.template(),
                  minvjt: ti.template(), warmstart, dual, dense):
-    """efc_b, the row's solver scalars, and (dual) its row of M^-1 J' (``dense``: of
-    J M^-1/2, see _pgs) and 1 / AR_ii."""
+    """efc_b, the row's solver scalars, and (dual) its row of M^-1 J' and 1 / AR_ii
+    (``dense``: its row of J M^-1/2, and 1 / AR_ii from _fill_ar, see _pgs)."""
     b = 0.0
     jw = 0.0
     if ti.static(len(J) > 1):
@@ -776,8 +777,9 @@ def _prepare_row(w, i, dof_parentid: ti.template(), dof_Madr: ti.template(),
         jrow_dense(w, i, nv, J, minvjt)
         _solve_m_rows(w, i, 1, nv, dense, minvjt, qLD, qLDiagInv, dof_Madr, dof_parentid,
                       dof_simplenum)
-        se[w, E_ARINV, i] = 1.0 / (_ar_entry(w, i, i, nv, dense, J, minvjt) +
-                                   efc_R[w, i])
+        if not dense:
+            se[w, E_ARINV, i] = 1.0 / (_ar_entry(w, i, i, nv, False, J, minvjt) +
+                                       efc_R[w, i])
 
 
 # ---------------------------------------------------------------------------------------
@@ -2390,13 +2392,15 @@ def _ar_entry(w, i, j, nv, dense, J: ti.template(), minvjt: ti.template()):
 def _fill_ar(w, n, nv, J: ti.template(), minvjt: ti.template(), se: ti.template(),
              ar: ti.template()):
     """ar[w] = AR = J M^-1 J' + diag(R) on the world's n rows (mj_projectConstraint's
-    efc_AR; its lower triangle computed, mirrored: exactly symmetric)."""
+    efc_AR; its lower triangle computed, mirrored: exactly symmetric), and 1 / AR_ii in
+    se[E_ARINV] (mj_solPGS's ARdiaginv)."""
     for i in range(n):
         for j in range(i + 1):
             s = _ar_entry(w, i, j, nv, True, J, minvjt)
             ar[w, i, j] = s
             ar[w, j, i] = s
         ar[w, i, i] += se[w, E_R, i]
+        se[w, E_ARINV, i] = 1.0 / ar[w, i, i]
 
 
 @ti.kernel
