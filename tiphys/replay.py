@@ -38,8 +38,9 @@ on every launch before it calls the kernel's compiled tasks, most of a one-world
 Where the C helper ``tiphys/_native_replay.c`` finds those tasks and the contexts'
 RuntimeContexts (Taichi 1.7.4's layouts, checked), a ready recording is turned once
 into runs of (task, context) pairs that C calls in order, the array fills among them
-as C twins of the runtime's fill (32-bit words set to the value's bits). It is the same compiled code on the same contexts, so results are
-bit for bit those of the launches it replaces. Where the helper is missing, finds
+as C twins of the runtime's fill (32-bit words set to the value's bits). It is the
+same compiled code on the same contexts, so results are bit for bit those of the
+launches it replaces. Where the helper is missing, finds
 anything unexpected, or Taichi runs in debug mode (which checks for errors after each
 launch), the recording replays through ``launch_kernel`` as before.
 ``TIPHYS_NATIVE_REPLAY=0`` turns native replays off.
