@@ -219,16 +219,16 @@ class CollisionPlan(SimpleNamespace):
         shared = (self.static_lists, self.static_counts)
         sp = _sap_state(self, d) if self.sap else None
         if sp is not None:
-            lists = (sp.lists, sp.counts, _narrow_lanes(sp.cap, nw), self.static_lists)
+            lists = (sp.lists, sp.counts, _narrow_lanes(sp.cap, d), self.static_lists)
         else:
-            lists = (*shared, _narrow_lanes(self.static_cap, nw), self.static_lists)
+            lists = (*shared, _narrow_lanes(self.static_cap, d), self.static_lists)
         cap = min(self.total_maxcon, EMIT_FACTOR * max(1, d.nconmax))
         emit = kc.emit_buffers(d, cap)
         cand = (self.cand_geom, self.cand_pair, self.cand_code)
         flt = _filter_state(self, d) if self.user_filter else None
         if flt is not None:
             shared = (flt.lists, flt.counts)
-            lists = (*shared, _narrow_lanes(self.static_cap, nw), self.static_lists)
+            lists = (*shared, _narrow_lanes(self.static_cap, d), self.static_lists)
         first = SimpleNamespace(lists=lists, mask=ones, sap=sp, dyn=None, emit=emit,
                                 cand=cand, order=None, filter=flt)
         redo = None
@@ -250,7 +250,7 @@ class CollisionPlan(SimpleNamespace):
         ecap = EMIT_FACTOR * max(1, d.nconmax)
         emit = kc.emit_buffers(d, ecap)
         order = (st.ncand, st.ccount, st.coff, _lanes(max(ecap, st.cap), nw))
-        lanes = _narrow_lanes(st.cap, nw)
+        lanes = _narrow_lanes(st.cap, d)
         first = SimpleNamespace(lists=(st.lists, st.counts, lanes, st.lists),
                                 mask=ones, sap=None, dyn=st, emit=emit, cand=cand,
                                 order=order, filter=None)
@@ -280,13 +280,13 @@ def _lanes(cap, nworld):
     return int(max(1, min(cap, -(-target // nworld))))
 
 
-def _narrow_lanes(cap, nworld):
-    """The narrowphase's threads per world: _lanes, except 1 where the launches run
-    serial loops (a few worlds on the CPU: kernels/config.serial_loops), where lanes
-    only split one thread's work and each would hold its own EPA scratch slot (~19 KB
-    in f64; LANE_THREADS of them for one world)."""
+def _narrow_lanes(cap, d):
+    """The narrowphase's threads per world of Data ``d``: _lanes, except 1 where the
+    launches run serial loops (a small load on the CPU: kernels/config.serial_loops),
+    where lanes only split one thread's work and each would hold its own EPA scratch
+    slot (~19 KB in f64; LANE_THREADS of them for one world)."""
     from .config import serial_loops
-    return 1 if serial_loops(nworld) else _lanes(cap, nworld)
+    return 1 if serial_loops(d.serial_load) else _lanes(cap, d.nworld)
 
 
 def _int_array(values, shape):

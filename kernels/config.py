@@ -6,6 +6,7 @@ readers (``tiphys.backend.precision`` is ``precision`` below), so there is one r
 and kernels/ never imports tiphys. Reading precision, arch or float_dtype before any
 ``init`` runs the default init that tiphys.backend registers (cpu, f64).
 """
+import math
 from typing import Callable, Optional
 
 import taichi as ti
@@ -92,11 +93,38 @@ def options_of(m):
 SERIAL = {"cpu": False, "worlds": 0, "building": False}
 
 
-def serial_loops(nworld: int) -> bool:
-    """Whether launches for Data of ``nworld`` worlds run with serial loops: then a
-    per-world serial algorithm costs no parallelism (kernels pick it, e.g. the tree
-    passes of smooth.py)."""
-    return SERIAL["cpu"] and nworld <= SERIAL["worlds"]
+def serial_loops(load: int) -> bool:
+    """Whether launches for a Data of serial load ``load`` (serial_load: its worlds
+    weighted by their model's work) run with serial loops: then a per-world serial
+    algorithm costs no parallelism (kernels pick it, e.g. the tree passes of
+    smooth.py)."""
+    return SERIAL["cpu"] and load <= SERIAL["worlds"]
+
+
+# serial_load's model cost of the gym humanoid (nv 23, one tree, 18 geoms): the unit
+# of SERIAL["worlds"]
+LOAD_UNIT = 23 + 0.1 * 23 * 23 + 18
+
+
+def serial_load(nworld: int, sizes: dict) -> int:
+    """A Data's worlds weighted by their model's work per launch, in gym humanoid
+    worlds: what SERIAL["worlds"] (tiphys.init's ``serial_worlds``) is compared with.
+    Serial loops win while the work they leave to one thread costs less than the
+    thread-pool wake-ups parallel loops pay (one per launch); a world's work per
+    launch grows with its dofs, their trees' mass-matrix and solver blocks and its
+    geoms: cost = nv + 0.1 nv^2 / ntree + ngeom. Fitted on 2 threads (2026-11-28, f64,
+    ms per step at 64 worlds, serial / parallel over worlds): gym humanoid 4.5 / 8.8,
+    ant 2.2 / 6.1, inverted pendulum 0.21 / 4.2, pusher 0.31 / 1.2, three humanoids
+    (81 dofs, 3 trees) 10.6 / 7.0, box100 (100 free boxes) 32.6 / 18.6; the
+    break-even worlds are about 150 / (cost / LOAD_UNIT). One world: 1 (world twins
+    would run it on one thread; Taichi's own parallel loops were slower than serial
+    ones on the large one-world scenes of benchmarks/bench_large.py)."""
+    if int(nworld) <= 1:
+        return 1
+    nv, ngeom = int(sizes.get("nv", 0)), int(sizes.get("ngeom", 0))
+    ntree = max(1, int(sizes.get("ntree", 1)))
+    cost = nv + 0.1 * nv * nv / ntree + ngeom
+    return max(1, math.ceil(int(nworld) * cost / LOAD_UNIT))
 
 
 def building_twin() -> bool:
@@ -107,7 +135,7 @@ def building_twin() -> bool:
     return bool(SERIAL["building"])
 
 
-WORLDS_TAG = "_tiphys_nworld"  # attribute of an ndarray: the worlds of the Data it serves
+WORLDS_TAG = "_tiphys_nworld"  # attribute of an ndarray: the serial load of its Data
 # class attribute of Model and Data: the names kernels/bind.py binds parameters to (the
 # fields of tiphys/types.py's tables, and the model's sizes)
 BOUND_NAMES_ATTR = "BOUND_NAMES"
@@ -130,8 +158,9 @@ def opaque() -> None:
         rec.ok = False
 
 
-def tag_worlds(array, nworld: int):
-    """Mark an array of a Data of ``nworld`` worlds (tiphys/launch.py runs kernels given
-    such an array with serial loops when there are few worlds); returns the array."""
-    setattr(array, WORLDS_TAG, int(nworld))
+def tag_worlds(array, load: int):
+    """Mark an array of a Data of serial load ``load`` (serial_load; tiphys/launch.py
+    runs kernels given such an array with serial loops when the load is small);
+    returns the array."""
+    setattr(array, WORLDS_TAG, int(load))
     return array

@@ -78,18 +78,18 @@ PLANS = {
 
 
 class Scratch:
-    """One Data's scratch (see SCRATCH); ``tag`` marks a new array as belonging to the
-    Data's ``nworld`` worlds, as the Data fields are (serial loops for few worlds)."""
+    """One Data's scratch (see SCRATCH); ``tag`` marks a new array with the Data's serial
+    load (config.serial_load), as the Data fields are (serial loops for a small load)."""
 
-    __slots__ = tuple(SCRATCH) + ("nworld",)
+    __slots__ = tuple(SCRATCH) + ("load",)
 
-    def __init__(self, nworld: int):
-        self.nworld = int(nworld)
+    def __init__(self, load: int):
+        self.load = int(load)
         for name in SCRATCH:
             setattr(self, name, None)
 
     def tag(self, array):
-        return tag_worlds(array, self.nworld)
+        return tag_worlds(array, self.load)
 
 
 class Plans:

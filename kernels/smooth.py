@@ -30,7 +30,7 @@ def _tree_pass(d) -> bool:
     """One thread per world walking the tree in body order (from SERIAL_TREE_MIN_WORLDS
     worlds on, and whenever the launch's loops are serial anyway), instead of one
     thread per body walking its own chain (the same operations, the same results)."""
-    return d.nworld >= SERIAL_TREE_MIN_WORLDS or serial_loops(d.nworld)
+    return d.nworld >= SERIAL_TREE_MIN_WORLDS or serial_loops(d.serial_load)
 
 
 @ti.func

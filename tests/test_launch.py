@@ -252,6 +252,31 @@ def test_few_worlds_run_the_serial_twin_and_many_the_world_twin(monkeypatch):
     assert len(world_twin.compiled_kernels) == 1 and len(primal.compiled_kernels) == 1
 
 
+def test_the_model_work_picks_serial_or_world_twins(monkeypatch):
+    """The same number of worlds runs serial twins for a light model and world twins
+    for a heavy one: a Data's serial load is its worlds weighted by the model's work
+    (kernels/config.serial_load), compared with serial_worlds; one world is always
+    serial. On the CPU Taichi's pass that gives each thread one block of at least 512
+    iterations is off, so that a world twin over fewer worlds uses every thread."""
+    if not launch.SERIAL["cpu"]:
+        pytest.skip("serial twins exist on the CPU backends only")
+    assert ti.lang.impl.current_cfg().make_cpu_multithreading_loop is False
+    monkeypatch.setitem(launch.SERIAL, "worlds", launch.default_serial_worlds(2))
+    light = tiphys.load_model_from_string(
+        '<mujoco><worldbody><body><joint type="hinge"/><geom size=".1"/></body>'
+        '</worldbody></mujoco>')
+    boxes = "".join(f'<body pos="{i} 0 1"><freejoint/><geom type="box" size=".1 .1 .1"/>'
+                    f'</body>' for i in range(30))
+    heavy = tiphys.load_model_from_string(
+        f'<mujoco><worldbody><geom type="plane" size="9 9 .1"/>{boxes}</worldbody></mujoco>')
+    for m, nworld, kind in ((light, 64, "serial"), (heavy, 64, "worlds"), (heavy, 1, "serial"),
+                            (light, 10_000, "worlds")):
+        d = tiphys.make_data(m, nworld)
+        assert launch._variant([m.body_mass, d.qpos]) == kind, (m.nv, nworld)
+        tiphys.step(m, d)
+        assert np.isfinite(d.qpos.to_numpy()).all()
+
+
 @ti.kernel
 def _ndrange_loops(a: ti.types.ndarray(), b: ti.types.ndarray(), c: ti.types.ndarray(),
                    order: ti.types.ndarray(), n: ti.i32):

@@ -2,6 +2,7 @@
 new attribute on a Model or a Data, the stages' work arrays live in ``d.scratch`` and
 their host plans in ``m.plans``, and forget_plans drops every plan."""
 import copy
+import math
 
 import numpy as np
 import pytest
@@ -73,11 +74,16 @@ def test_forget_plans_and_copies_keep_their_own(model):
 
 
 def test_scratch_arrays_serve_the_data_worlds(model):
-    """Scratch arrays carry their Data's world count, as the Data fields do (the
-    launch code picks serial loops by it)."""
-    from tiphys.kernels.config import WORLDS_TAG
-    d = tiphys.make_data(model, 3)
+    """Scratch arrays carry their Data's serial load, as the Data fields do (the
+    launch code picks serial loops by it): the worlds weighted by the model's work."""
+    from tiphys.kernels.config import WORLDS_TAG, serial_load
+    d = tiphys.make_data(model, 300)
+    sizes = model.arrays.sizes
+    cost = sizes["nv"] + 0.1 * sizes["nv"] ** 2 / max(1, sizes["ntree"]) + sizes["ngeom"]
+    want = math.ceil(300 * cost / (23 + 0.1 * 23 * 23 + 18))
+    assert d.serial_load == serial_load(300, sizes) == want
     tiphys.step(model, d)
     for array in d.scratch.rk4:
-        assert getattr(array, WORLDS_TAG) == 3
-    assert getattr(d.qpos, WORLDS_TAG) == 3
+        assert getattr(array, WORLDS_TAG) == want
+    assert getattr(d.qpos, WORLDS_TAG) == want
+    assert tiphys.make_data(model, 1).serial_load == 1  # one world: serial loops

@@ -205,6 +205,9 @@ def _describe(arch: str, precision: str, options: dict) -> str:
     return f"arch={arch!r}, precision={precision!r}{extra}"
 
 
+CPU_BLOCK = 16
+
+
 def taichi_options(arch: str, given: dict) -> dict:
     """The keyword arguments ``init`` passes to ``ti.init`` on ``arch``: ``given`` with
     tiphys's defaults filled in where absent (offline cache on, Taichi quiet, seed 0,
@@ -220,6 +223,12 @@ def taichi_options(arch: str, given: dict) -> dict:
         out.setdefault("fast_math", False)
     if arch == "cpu":
         out.setdefault("cpu_max_num_threads", os.cpu_count() or 1)
+        # Taichi 1.7.4's make_cpu_multithreaded_range_for pass cuts every parallel loop
+        # into one static block per thread of at least 512 iterations, so that a loop
+        # over up to 512 worlds ran on one thread. Without it the thread pool hands out
+        # blocks of default_cpu_block_dim iterations to whichever thread is free.
+        out.setdefault("make_cpu_multithreading_loop", False)
+        out.setdefault("default_cpu_block_dim", int(os.environ.get("TIPHYS_CPU_BLOCK", CPU_BLOCK)))
     return out
 
 
@@ -239,12 +248,18 @@ def init(arch: str = "cpu", precision: str = "f64", *, reinit: bool = False,
     On CUDA (and "gpu") fast math is off unless ``fast_math=True`` is given
     (EXACT_MATH_ARCHS).
     ``serial_worlds`` (or the environment's TIPHYS_SERIAL_WORLDS): on a CPU backend,
-    calls on at most this many worlds run kernels whose loops are serial, which skips
-    Taichi's thread-pool wake-up (~45 µs per loop); default
-    ``launch.default_serial_worlds(cpu_max_num_threads)`` (256 on 2 threads), 0 never.
-    Calls on more worlds run kernels whose ``ti.ndrange`` loops are parallel over
+    calls on a Data whose serial load is at most this run kernels whose loops are
+    serial, which skips Taichi's thread-pool wake-up (~45 µs per loop). The load
+    (``d.serial_load``, kernels/config.serial_load) is the Data's worlds weighted by
+    its model's work, counted in gym humanoid worlds: 140 on 2 threads is 140
+    humanoids, ~40 worlds of three humanoids, ~270 ants. Default
+    ``launch.default_serial_worlds(cpu_max_num_threads)`` (140 on 2 threads), 0 never.
+    Calls on a larger load run kernels whose ``ti.ndrange`` loops are parallel over
     worlds only (world twins, tiphys/launch.py; ``TIPHYS_WORLD_TWINS=0``: Taichi's
-    parallel loops over every index).
+    parallel loops over every index). On the CPU Taichi's pass that cuts each
+    parallel loop into one block of at least 512 iterations per thread is off
+    (``make_cpu_multithreading_loop``): its threads take ``default_cpu_block_dim``
+    (CPU_BLOCK) iterations at a time.
     """
     if arch not in _ARCHS:
         raise ValueError(f"arch must be one of {sorted(_ARCHS)}, not {arch!r}")

@@ -18,6 +18,7 @@ import taichi as ti
 
 from .kernels import fd as _k
 from .kernels.actuation import actuation
+from .kernels.config import serial_load
 from .kernels.consts import INT_RK4
 from .model import Data, Model
 
@@ -93,13 +94,16 @@ def _columns_per_batch(d: Data, ncol: int, max_worlds: Optional[int]) -> int:
     return int(max(1, min(ncol, max_worlds // d.nworld)))
 
 
-def _expanded(m: Model, d: Data, nexp: int) -> Data:
-    """The expanded Data of nexp worlds, kept on d for the next call."""
+def _expanded(m: Model, d: Data, nexp: int, load: int) -> Data:
+    """The expanded Data of nexp worlds, kept on d for the next call; ``load``: the
+    serial load of every column's worlds (each batch runs the kernels the whole
+    expansion would: the same bits whatever max_worlds)."""
     cache = d.scratch.fd_data
-    if cache is not None and cache[0] is m and cache[1].nworld == nexp:
+    if cache is not None and cache[0] is m and cache[1].nworld == nexp and \
+            cache[1].serial_load == load:
         return cache[1]
     de = Data(m, nexp, d.nconmax, d.njmax, param_worlds=d._param_worlds, njnnz=d.njnnz,
-              nhnnz=d.nhnnz or None, nbroadmax=d.nbroadmax or None)
+              nhnnz=d.nhnnz or None, nbroadmax=d.nbroadmax or None, load=load)
     from .kernels.check import _reset_state
     de._reset_state = _reset_state(m, d)  # a bad world resets to d's reset state
     de._reset_keyframe, de._reset_version = d._reset_keyframe, d._reset_version
@@ -124,7 +128,7 @@ def _run_columns(m, d, kinds, index, sign, eps, centered, max_worlds, evaluate, 
     col_kind = _int_array(list(kinds) + [_k.NOMINAL] * pad)
     col_index = _int_array(list(index) + [0] * pad)
     col_sign = _int_array(list(sign) + [0] * pad)
-    de = _expanded(m, d, per * d.nworld)
+    de = _expanded(m, d, per * d.nworld, serial_load(ncol * d.nworld, m.arrays.sizes))
     for b in range(nbatch):
         c0 = b * per
         _expand(d, de)

@@ -84,15 +84,17 @@ _build_for = None  # Taichi's ASTTransformer.build_For, wrapped by install()
 
 
 def default_serial_worlds(threads: int) -> int:
-    """World count up to which the serial twins beat the world twins: those save
-    (1 - 1/threads) of the work and cost a thread-pool wake-up per loop. Measured with
-    native replays (2026-11-28, gym humanoid, 2 threads, ms per step, serial / world
-    twins / Taichi's parallel loops): 64 worlds 9.0 / 15.2 / 19.7, 256 worlds 37.0 /
-    38.9 / 49.1, 1024 worlds 172 / 99.8 / 139. The break-even is near 128 worlds'
-    work per saved fraction (256 on 2 threads); one thread: always serial."""
+    """Serial load (gym humanoid worlds, kernels/config.serial_load) up to which the
+    serial twins beat the world twins: those save (1 - 1/threads) of the work and
+    cost a thread-pool wake-up per loop. Measured with native replays and Taichi's
+    512-iteration blocks off (2026-11-28, gym humanoid, 2 threads, ms per step,
+    serial / world twins): 64 worlds 4.5 / 8.8, 128 worlds 9.3 / 10.0, 192 worlds
+    14.1 / 12.7, 256 worlds 18.8 / 14.9, 1024 worlds 102 / 56. The break-even is near
+    70 worlds' work per saved fraction (140 on 2 threads); one thread: always
+    serial."""
     if threads <= 1:
         return 1 << 30
-    return int(128 * threads / (threads - 1))
+    return int(70 * threads / (threads - 1))
 
 
 def configure(cpu: bool, serial_worlds: int) -> None:
@@ -110,9 +112,9 @@ def _variant(args):
     if not SERIAL["cpu"]:
         return None
     for value in args:
-        nworld = getattr(value, WORLDS_TAG, None)
-        if nworld is not None:
-            if serial_loops(nworld):
+        load = getattr(value, WORLDS_TAG, None)
+        if load is not None:
+            if serial_loops(load):
                 return "serial"
             return "worlds" if WORLD_TWINS["on"] else None
     return None

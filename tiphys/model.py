@@ -11,7 +11,7 @@ import numpy as np
 import taichi as ti
 
 from . import backend
-from .kernels.config import BOUND_NAMES_ATTR, tag_worlds
+from .kernels.config import BOUND_NAMES_ATTR, serial_load, tag_worlds
 from .kernels.consts import JAC_AUTO, JAC_SPARSE
 from .kernels.sleep import AWAKE as SLEEP_AWAKE
 from .kernels.scratch import Plans, Scratch
@@ -31,7 +31,8 @@ _OBJ_ALIASES = {"jnt": "joint", "cam": "camera", "tex": "texture", "mat": "mater
                 "eq": "equality", "keyframe": "key", "xbody": "body"}
 
 
-def _make_array(shape: str, dtype: str, sizes: dict, nworld: int = 1, nbatch: int = 1):
+def _make_array(shape: str, dtype: str, sizes: dict, nworld: int = 1, nbatch: int = 1,
+                load: Optional[int] = None):
     """A Taichi ndarray for a table entry; zero-size dimensions are padded to 1.
 
     ndarrays, not fields: kernels take them as arguments, so one compiled kernel
@@ -47,8 +48,8 @@ def _make_array(shape: str, dtype: str, sizes: dict, nworld: int = 1, nbatch: in
         arr = ti.Vector.ndarray(elem[0], tdtype, shape=array_shape)
     else:
         arr = ti.Matrix.ndarray(elem[0], elem[1], tdtype, shape=array_shape)
-    if "nworld" in dims:  # kernels given it run serial loops for few worlds
-        tag_worlds(arr, nworld)
+    if "nworld" in dims:  # kernels given it run serial loops for a small load
+        tag_worlds(arr, serial_load(nworld, sizes) if load is None else load)
     return arr
 
 
@@ -413,7 +414,7 @@ class Data:
     def __init__(self, m: Model, nworld: int, nconmax: Optional[int] = None,
                  njmax: Optional[int] = None, param_worlds: Optional[int] = None,
                  njnnz: Optional[int] = None, nhnnz: Optional[int] = None,
-                 nbroadmax: Optional[int] = None):
+                 nbroadmax: Optional[int] = None, load: Optional[int] = None):
         check_model(m, "make_data")
         from .kernels.flex import check_flex, flex_jacobian_nnz
         check_flex(m, "make_data")
@@ -482,9 +483,14 @@ class Data:
                 f"{njmax * row_bytes / 2**30:.1f} GiB of dense efc_J for {self.nworld} "
                 f"worlds (nv={m.nv}); lower njmax or nworld")
         self.njmax = njmax
+        # the worlds weighted by the model's work (serial loops up to serial_worlds), or
+        # ``load`` (tiphys.derivative: a batch of columns runs the kernels its whole
+        # expansion would, so that results do not depend on the batch size)
+        self.serial_load = serial_load(self.nworld, sizes) if load is None else int(load)
         with backend.quiet_allocations():
             for name, shape, dtype, _ in DATA_FIELDS + DATA_EXTRA_FIELDS:
-                setattr(self, name, _make_array(shape, dtype, sizes, nworld=self.nworld))
+                setattr(self, name, _make_array(shape, dtype, sizes, nworld=self.nworld,
+                                                load=self.serial_load))
         self._sizes = sizes
         self._tiphys_model_key = m._tiphys_key
         self._tiphys_model_repr = repr(m)
@@ -493,7 +499,7 @@ class Data:
         # model's set_param count it was made at (made again when that changed)
         self._reset_state, self._reset_keyframe, self._reset_version = None, None, 0
         self._plugin_reset = None  # plugin_state after the reset hooks (autoreset)
-        self.scratch = Scratch(self.nworld)  # stages' work arrays (kernels/scratch.py)
+        self.scratch = Scratch(self.serial_load)  # stages' work arrays (kernels/scratch.py)
         # whether an energy stage wrote d.energy since the last one that zeroes it, and
         # whether the last forward had constraint rows (tiphys/forward.py: clearing
         # what the options no longer compute)
@@ -656,7 +662,8 @@ def _reset_plugins(m: Model, d: Data, world: Optional[int]) -> None:
         return
     from .kernels.check import copy_row
     if d._plugin_reset is None:
-        d._plugin_reset = _make_array("nworld npluginstate", "f", d._sizes, nworld=d.nworld)
+        d._plugin_reset = _make_array("nworld npluginstate", "f", d._sizes, nworld=d.nworld,
+                                       load=d.serial_load)
         world = None
     if world is None:
         d._plugin_reset.copy_from(d.plugin_state)
@@ -681,7 +688,7 @@ def _reset_world(m: Model, d: Data, keyframe, world: int, state: dict) -> None:
                  DATA_FIELDS + DATA_EXTRA_FIELDS}
         one = {}
         for name, value in state.items():  # every value has one row per world
-            arr = _make_array(*table[name], d._sizes, nworld=1)
+            arr = _make_array(*table[name], d._sizes, nworld=1, load=d.serial_load)
             _set_padded(arr, np.asarray(value)[row:row + 1])
             one[name] = arr
         cache[key] = one
@@ -719,7 +726,7 @@ def reset_state_arrays(m: Model, d: Data, keyframe=None) -> dict:
     for name in RESET_FIELDS:
         shape, dtype = shapes[name]
         n = len(state[name])
-        arr = _make_array(shape, dtype, d._sizes, nworld=n)
+        arr = _make_array(shape, dtype, d._sizes, nworld=n, load=d.serial_load)
         _set_padded(arr, np.asarray(state[name], dtype=np.float64).reshape(
             numpy_shape(shape, d._sizes, n)))
         out[name] = arr

@@ -150,7 +150,7 @@ class Plugin:
                                 (np.float64 if fdtype == ti.f64 else np.float32))
                 full[tuple(slice(0, n) for n in value.shape)] = value
                 arr.from_numpy(full)
-                made[key] = tag_worlds(arr, d.nworld)
+                made[key] = tag_worlds(arr, d.serial_load)
             arrays = cache[id(self)] = (self, made)
         return arrays[1]
 

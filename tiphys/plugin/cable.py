@@ -180,7 +180,7 @@ class Cable(Plugin):
             from ..backend import float_dtype
             from ..kernels.config import tag_worlds
             buf = ti.Vector.ndarray(3, float_dtype(), (d.nworld, max(1, self.ncable)))
-            arr = cache[key] = (self, tag_worlds(buf, d.nworld))
+            arr = cache[key] = (self, tag_worlds(buf, d.serial_load))
         return arr[1]
 
     def passive(self, m, d) -> None:
