@@ -681,26 +681,65 @@ def _actuation_limits(
             force = _clip(force, rng[0], rng[1])
         actuator_force[worldid, actid] = force
     # qfrc_actuator = moment' force, plus actuator gravcomp, clamped per joint
-    for worldid, jntid in ti.ndrange(nworld, njnt):
-        jtype = jnt_type[jntid]
-        ndof = 1
-        if jtype == JNT_FREE:
-            ndof = 6
-        elif jtype == JNT_BALL:
-            ndof = 3
-        dadr = jnt_dofadr[jntid]
-        for k in range(ndof):
-            dofid = dadr + k
-            frc = 0.0
+    if ti.static(building_twin()):
+        # a twin runs each world in one thread: the sums of moment' force are kept in
+        # qfrc_actuator and the moments read row by row (a dof's column of the dense
+        # moments is nv apart); each dof's sum takes the actuators in the same order
+        for worldid in range(nworld):
+            for jntid in range(njnt):
+                dadr = jnt_dofadr[jntid]
+                for k in range(_jnt_ndof(jnt_type[jntid])):
+                    qfrc_actuator[worldid, dadr + k] = 0.0
             for actid in range(nu):
-                frc += actuator_moment_dense[worldid, actid, dofid] * \
-                    actuator_force[worldid, actid]
-            if has_gravcomp != 0 and jnt_actgravcomp[jntid] != 0:
-                frc += qfrc_gravcomp[worldid, dofid]
-            if jnt_actfrclimited[jntid] != 0:
-                rng = jnt_actfrcrange[param_row(worldid, jnt_actfrcrange), jntid]
-                frc = _clip(frc, rng[0], rng[1])
-            qfrc_actuator[worldid, dofid] = frc
+                force = actuator_force[worldid, actid]
+                for jntid in range(njnt):
+                    dadr = jnt_dofadr[jntid]
+                    for k in range(_jnt_ndof(jnt_type[jntid])):
+                        qfrc_actuator[worldid, dadr + k] += \
+                            actuator_moment_dense[worldid, actid, dadr + k] * force
+            for jntid in range(njnt):
+                dadr = jnt_dofadr[jntid]
+                for k in range(_jnt_ndof(jnt_type[jntid])):
+                    _limit_qfrc(worldid, jntid, dadr + k, qfrc_actuator[worldid, dadr + k],
+                                has_gravcomp, jnt_actgravcomp, qfrc_gravcomp,
+                                jnt_actfrclimited, jnt_actfrcrange, qfrc_actuator)
+    else:
+        for worldid, jntid in ti.ndrange(nworld, njnt):
+            dadr = jnt_dofadr[jntid]
+            for k in range(_jnt_ndof(jnt_type[jntid])):
+                dofid = dadr + k
+                frc = 0.0
+                for actid in range(nu):
+                    frc += actuator_moment_dense[worldid, actid, dofid] * \
+                        actuator_force[worldid, actid]
+                _limit_qfrc(worldid, jntid, dofid, frc, has_gravcomp, jnt_actgravcomp,
+                            qfrc_gravcomp, jnt_actfrclimited, jnt_actfrcrange,
+                            qfrc_actuator)
+
+
+@ti.func
+def _jnt_ndof(jtype):
+    ndof = 1
+    if jtype == JNT_FREE:
+        ndof = 6
+    elif jtype == JNT_BALL:
+        ndof = 3
+    return ndof
+
+
+@ti.func
+def _limit_qfrc(worldid, jntid, dofid, frc, has_gravcomp, jnt_actgravcomp: ti.template(),
+                qfrc_gravcomp: ti.template(), jnt_actfrclimited: ti.template(),
+                jnt_actfrcrange: ti.template(), qfrc_actuator: ti.template()):
+    """A dof's moment' force plus its actuator gravcomp, clamped to its joint's
+    actuator force range, into qfrc_actuator."""
+    f = frc
+    if has_gravcomp != 0 and jnt_actgravcomp[jntid] != 0:
+        f += qfrc_gravcomp[worldid, dofid]
+    if jnt_actfrclimited[jntid] != 0:
+        rng = jnt_actfrcrange[param_row(worldid, jnt_actfrcrange), jntid]
+        f = _clip(f, rng[0], rng[1])
+    qfrc_actuator[worldid, dofid] = f
 
 
 @ti.kernel
