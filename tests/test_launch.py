@@ -327,6 +327,85 @@ def test_world_twins_run_each_ndrange_loop_over_worlds():
     assert np.array_equal(outs[1][2][:, :n], np.tile(np.arange(n), (nworld, 1)))
 
 
+def test_world_loops_merged_in_world_twins(monkeypatch):
+    """A world twin of a PER_WORLD_KERNELS kernel runs each run of consecutive loops
+    over the same worlds as one parallel loop, each world's loops in order inside it
+    (split ndrange loops with their own rows, and plain range loops); a statement
+    between loops or another bound starts a new run."""
+    import ast
+    from taichi.lang.ast.ast_transformer import ASTTransformer
+
+    def decorator(ctx, node):
+        return "ndrange" if ast.unparse(node).startswith("ti.ndrange(") else ""
+    monkeypatch.setattr(ASTTransformer, "get_decorator", staticmethod(decorator))
+    src = ("for w, i in ti.ndrange(nw, nv):\n    a[w, i] = 1\n"
+           "for worldid, r in ti.ndrange(nw, njmax):\n    if r < nefc[worldid]:\n"
+           "        b[worldid, r] = a[worldid, 0]\n"
+           "for k in range(nw):\n    c[k] = b[k, 0]\n"
+           "x = 1\n"
+           "for w, i in ti.ndrange(nw, nv):\n    a[w, i] += x\n"
+           "for w in range(other):\n    d[w] = 0\n"
+           "for w, i in ti.ndrange(nw, nv):\n    a[w, i] += 2\n")
+    body = launch._merge_world_loops(None, ast.parse(src).body)
+    want = ("for _tiphys_world in range(nw):\n"
+            "    for i in ti.ndrange(nv):\n        a[_tiphys_world, i] = 1\n"
+            "    for r in range(min(njmax, nefc[_tiphys_world])):\n"
+            "        b[_tiphys_world, r] = a[_tiphys_world, 0]\n"
+            "    c[_tiphys_world] = b[_tiphys_world, 0]\n"
+            "x = 1\n"
+            "for w, i in ti.ndrange(nw, nv):\n    a[w, i] += x\n"
+            "for w in range(other):\n    d[w] = 0\n"
+            "for w, i in ti.ndrange(nw, nv):\n    a[w, i] += 2")
+    assert ast.unparse(ast.Module(body=body, type_ignores=[])) == want
+
+
+@ti.kernel
+def _per_world_loops(a: ti.types.ndarray(), b: ti.types.ndarray(), t: ti.types.ndarray()):
+    for w, i in ti.ndrange(a.shape[0], a.shape[1]):
+        a[w, i] = w * 10.0 + i
+    for w, i in ti.ndrange(a.shape[0], a.shape[1]):
+        b[w, i] = a[w, a.shape[1] - 1 - i] * 2.0
+    for w in range(a.shape[0]):
+        s = 0.0
+        for i in range(a.shape[1]):
+            s += b[w, i]
+        t[w] = s
+
+
+def test_merged_world_loops_compute_what_the_kernel_computes(monkeypatch):
+    """The merged world twin of a per-world kernel gives the kernel's results."""
+    if not launch.SERIAL["cpu"]:
+        pytest.skip("world twins exist on the CPU backends only")
+    monkeypatch.setattr(launch, "PER_WORLD_KERNELS",
+                        launch.PER_WORLD_KERNELS | {"_per_world_loops"})
+    merged = []
+    merge = launch._merge_world_loops
+
+    def counting(ctx, body):
+        out = merge(ctx, body)
+        merged.append((len(body), len(out)))
+        return out
+    monkeypatch.setattr(launch, "_merge_world_loops", counting)
+    outs = []
+    for kind in (None, "worlds"):
+        a, b, t = ti.ndarray(float, (100, 9)), ti.ndarray(float, (100, 9)), ti.ndarray(float, 100)
+        kernel = _per_world_loops._primal if kind is None else launch._twin(
+            _per_world_loops._primal, kind)
+        building = launch.SERIAL["building"]
+        launch.SERIAL["building"] = kind or False
+        try:
+            kernel(a, b, t)
+        finally:
+            launch.SERIAL["building"] = building
+        outs.append((a.to_numpy(), b.to_numpy(), t.to_numpy()))
+    w, i = np.meshgrid(np.arange(100), np.arange(9), indexing="ij")
+    assert np.array_equal(outs[0][0], w * 10.0 + i)
+    assert np.array_equal(outs[0][2], (outs[0][1]).sum(1))
+    for x, y in zip(*outs):
+        assert np.array_equal(x, y)
+    assert merged == [(3, 1)]  # the world twin's three loops, built as one
+
+
 def test_twin_row_loops(monkeypatch):
     """The (world, row) loops a twin builds, as source: a loop whose only statement
     tests the row against a per-world count visits that many rows per world; other

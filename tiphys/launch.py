@@ -44,6 +44,7 @@ end, so prepared launches and Taichi's own path are counted alike.
 from __future__ import annotations
 
 import ast
+import copy
 import operator
 import os
 import sys
@@ -77,6 +78,7 @@ REPLAY = {"on": False, "allowed": os.environ.get("TIPHYS_REPLAY_LAUNCHES", "1") 
 
 _taichi_call = kernel_impl.Kernel.__call__
 _build_for = None  # Taichi's ASTTransformer.build_For, wrapped by install()
+_build_funcdef = None  # Taichi's ASTTransformer.build_FunctionDef, wrapped by install()
 
 # serial twins: used on a CPU backend for launches on at most SERIAL["worlds"] worlds
 # (configure(), from tiphys.init); "building" is true while a twin's loops are built;
@@ -175,6 +177,99 @@ def _build_for_serial_aware(ctx, node):
     if building == "serial" and _serializable(ctx, node):
         misc._parallelize(1)  # what ti.loop_config(serialize=True) does
     return _build_for(ctx, node)
+
+
+# kernels whose top-level loops over worlds are merged into one in world twins
+# (_merge_world_loops): every loop of each reads and writes, for a world, only that
+# world's rows of the arrays the kernel's loops write (and the model), so that running
+# a world's loops one after the other, worlds in parallel, computes what the loops run
+# one after the other over all worlds compute, bit for bit. Checked by reading each.
+MERGE_WORLD_LOOPS = {"on": os.environ.get("TIPHYS_MERGE_WORLD_LOOPS", "1") != "0"}
+PER_WORLD_KERNELS = frozenset({
+    "_rk4_stage", "_kinematics", "_com_pos", "_actuation_limits", "_crb", "_rne",
+    "_fwd_acceleration", "_velocity", "_passive", "_camlight",
+})
+
+
+def _world_loop(ctx, node):
+    """(bound's dump, bound, the loop's statements inside one world's iteration, the
+    world index's name) for a top-level loop over worlds, on a copy of it: ``for w,
+    ... in ti.ndrange(A, ...)`` (split as _split_ndrange, with _own_rows) or ``for w
+    in range(A)``; None for any other statement."""
+    if not isinstance(node, ast.For) or node.orelse:
+        return None
+    node = copy.deepcopy(node)  # (the kernel's cached tree is built again elsewhere)
+    split = _split_ndrange(ctx, node)
+    if split is not None:
+        split = _own_rows(split)
+        if len(split.iter.args) != 1:
+            return None
+        bound = split.iter.args[0]
+        return ast.dump(bound), bound, split.body, split.target.id
+    if ASTTransformer.get_decorator(ctx, node.iter) == "" and isinstance(node.iter, ast.Call) \
+            and isinstance(node.iter.func, ast.Name) and node.iter.func.id == "range" and \
+            len(node.iter.args) == 1 and not node.iter.keywords and \
+            isinstance(node.target, ast.Name) and not any(
+                isinstance(inner, (ast.Break, ast.Continue)) for stmt in node.body
+                for inner in ast.walk(stmt)):
+        bound = node.iter.args[0]
+        return ast.dump(bound), bound, node.body, node.target.id
+    return None
+
+
+class _Rename(ast.NodeTransformer):
+    def __init__(self, old: str, new: str):
+        self.old, self.new = old, new
+
+    def visit_Name(self, node):
+        if node.id == self.old:
+            return ast.copy_location(ast.Name(id=self.new, ctx=node.ctx), node)
+        return node
+
+
+def _merge_world_loops(ctx, body):
+    """A world twin's kernel body (PER_WORLD_KERNELS) with each run of consecutive
+    top-level loops over the same worlds as one loop over them, the runs' loops one
+    after the other inside it: one parallel loop (one thread-pool wake-up, one wait
+    for every thread) instead of one per loop. Anything else as it is."""
+    out, run = [], []
+    target = "_tiphys_world"
+
+    def flush():
+        if len(run) == 1:
+            out.append(run[0][0])
+        elif run:
+            inner = []
+            for _, (_, _, stmts, name) in run:
+                inner.extend(_Rename(name, target).visit(stmt) for stmt in stmts)
+            first = run[0][0]
+            loop = ast.For(target=ast.Name(id=target, ctx=ast.Store()),
+                           iter=ast.Call(func=ast.Name(id="range", ctx=ast.Load()),
+                                         args=[run[0][1][1]], keywords=[]),
+                           body=inner, orelse=[])
+            out.append(_locate(first, loop, loop.target, loop.iter, loop.iter.func))
+        run.clear()
+
+    for node in body:
+        found = _world_loop(ctx, node)
+        if found is None or (run and run[0][1][0] != found[0]):
+            flush()
+        if found is None:
+            out.append(node)
+        else:
+            run.append((node, found))
+    flush()
+    return out
+
+
+def _build_funcdef_merging(ctx, node):
+    """Taichi's build_FunctionDef, with a world twin of a PER_WORLD_KERNELS kernel's
+    loops over worlds merged (_merge_world_loops) on a copy of its tree."""
+    if SERIAL["building"] == "worlds" and MERGE_WORLD_LOOPS["on"] and ctx.is_kernel and \
+            getattr(getattr(ctx.func, "func", None), "__name__", None) in PER_WORLD_KERNELS:
+        node = copy.copy(node)
+        node.body = _merge_world_loops(ctx, node.body)
+    return _build_funcdef(ctx, node)
 
 
 def _own_rows(loop):
@@ -561,12 +656,15 @@ def install() -> None:
     """Route Taichi kernel calls through the prepared launches (and serial twins),
     drop them whenever Taichi resets its runtime (ti.reset, ti.init), and let twins
     build their loops serial (once)."""
-    global _build_for
+    global _build_for, _build_funcdef
     if kernel_impl.Kernel.__call__ is not _call:
         kernel_impl.Kernel.__call__ = _call
     if _build_for is None:
         _build_for = ASTTransformer.build_For
         ASTTransformer.build_For = staticmethod(_build_for_serial_aware)
+    if _build_funcdef is None:
+        _build_funcdef = ASTTransformer.build_FunctionDef
+        ASTTransformer.build_FunctionDef = staticmethod(_build_funcdef_merging)
     if impl.reset is not _reset:
         impl.reset = _reset
     if Ndarray.fill is not _fill:
