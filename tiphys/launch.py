@@ -187,7 +187,8 @@ def _build_for_serial_aware(ctx, node):
 MERGE_WORLD_LOOPS = {"on": os.environ.get("TIPHYS_MERGE_WORLD_LOOPS", "1") != "0"}
 PER_WORLD_KERNELS = frozenset({
     "_rk4_stage", "_kinematics", "_com_pos", "_actuation_limits", "_crb", "_rne",
-    "_fwd_acceleration", "_velocity", "_passive", "_camlight",
+    "_fwd_acceleration", "_velocity", "_passive", "_camlight", "_finish", "_cfrc_ext",
+    "_cacc_cfrc_int",
 })
 
 
