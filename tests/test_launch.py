@@ -351,7 +351,7 @@ def test_world_loops_merged_in_world_twins(monkeypatch):
             "    for i in ti.ndrange(nv):\n        a[_tiphys_world, i] = 1\n"
             "    for r in range(min(njmax, nefc[_tiphys_world])):\n"
             "        b[_tiphys_world, r] = a[_tiphys_world, 0]\n"
-            "    c[_tiphys_world] = b[_tiphys_world, 0]\n"
+            "    if ti.static(True):\n        c[_tiphys_world] = b[_tiphys_world, 0]\n"
             "x = 1\n"
             "for w, i in ti.ndrange(nw, nv):\n    a[w, i] += x\n"
             "for w in range(other):\n    d[w] = 0\n"

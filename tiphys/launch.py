@@ -218,6 +218,13 @@ def _world_loop(ctx, node):
     return None
 
 
+def _static_true():
+    """``ti.static(True)``: a static if around statements gives them a variable scope."""
+    return ast.Call(func=ast.Attribute(value=ast.Name(id="ti", ctx=ast.Load()), attr="static",
+                                       ctx=ast.Load()),
+                    args=[ast.Constant(value=True)], keywords=[])
+
+
 class _Rename(ast.NodeTransformer):
     def __init__(self, old: str, new: str):
         self.old, self.new = old, new
@@ -242,7 +249,11 @@ def _merge_world_loops(ctx, body):
         elif run:
             inner = []
             for _, (_, _, stmts, name) in run:
-                inner.extend(_Rename(name, target).visit(stmt) for stmt in stmts)
+                stmts = [_Rename(name, target).visit(stmt) for stmt in stmts]
+                if len(stmts) == 1 and isinstance(stmts[0], ast.For):
+                    inner.extend(stmts)  # (a split loop's inner loop: its own scope)
+                else:  # a range loop's body, in a scope of its own as it had
+                    inner.append(ast.If(test=_static_true(), body=stmts, orelse=[]))
             first = run[0][0]
             loop = ast.For(target=ast.Name(id=target, ctx=ast.Store()),
                            iter=ast.Call(func=ast.Name(id="range", ctx=ast.Load()),
