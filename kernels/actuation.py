@@ -14,7 +14,7 @@ from .consts import (BIAS_AFFINE, BIAS_MUSCLE, BIAS_USER, CONE_ELLIPTIC, DYN_FIL
                      GAIN_FIXED, GAIN_MUSCLE, GAIN_USER, JNT_BALL, JNT_FREE, JNT_HINGE, JNT_SLIDE,
                      MINVAL, PI, TRN_BODY, TRN_JOINT, TRN_JOINTINPARENT, TRN_SITE, TRN_SLIDERCRANK,
                      TRN_TENDON, WARN_BADCTRL)
-from .math import param_row, quat_mul, quat_normalize, rot_vec_quat, sub_quat
+from .math import jnt_ndof, param_row, quat_mul, quat_normalize, rot_vec_quat, sub_quat
 from .tendon import add_jac_dot
 
 ND = ti.types.ndarray()
@@ -647,7 +647,8 @@ def _actuation_limits(
     actuator_trntype: ND, actuator_trnid: ND, actuator_forcelimited: ND,
     actuator_forcerange: ND, tendon_actfrclimited: ND, tendon_actfrcrange: ND,
     jnt_type: ND, jnt_dofadr: ND, jnt_actfrclimited: ND, jnt_actfrcrange: ND,
-    jnt_actgravcomp: ND, nu: ti.i32, ntendon: ti.i32, njnt: ti.i32, has_gravcomp: ti.i32,
+    jnt_actgravcomp: ND, nv: ti.i32, nu: ti.i32, ntendon: ti.i32, njnt: ti.i32,
+    has_gravcomp: ti.i32,
     # data in
     actuator_moment_dense: ND, qfrc_gravcomp: ND,
     # data out
@@ -686,27 +687,23 @@ def _actuation_limits(
         # qfrc_actuator and the moments read row by row (a dof's column of the dense
         # moments is nv apart); each dof's sum takes the actuators in the same order
         for worldid in range(nworld):
-            for jntid in range(njnt):
-                dadr = jnt_dofadr[jntid]
-                for k in range(_jnt_ndof(jnt_type[jntid])):
-                    qfrc_actuator[worldid, dadr + k] = 0.0
+            for dofid in range(nv):
+                qfrc_actuator[worldid, dofid] = 0.0
             for actid in range(nu):
                 force = actuator_force[worldid, actid]
-                for jntid in range(njnt):
-                    dadr = jnt_dofadr[jntid]
-                    for k in range(_jnt_ndof(jnt_type[jntid])):
-                        qfrc_actuator[worldid, dadr + k] += \
-                            actuator_moment_dense[worldid, actid, dadr + k] * force
+                for dofid in range(nv):
+                    qfrc_actuator[worldid, dofid] += \
+                        actuator_moment_dense[worldid, actid, dofid] * force
             for jntid in range(njnt):
                 dadr = jnt_dofadr[jntid]
-                for k in range(_jnt_ndof(jnt_type[jntid])):
+                for k in range(jnt_ndof(jnt_type[jntid])):
                     _limit_qfrc(worldid, jntid, dadr + k, qfrc_actuator[worldid, dadr + k],
                                 has_gravcomp, jnt_actgravcomp, qfrc_gravcomp,
                                 jnt_actfrclimited, jnt_actfrcrange, qfrc_actuator)
     else:
         for worldid, jntid in ti.ndrange(nworld, njnt):
             dadr = jnt_dofadr[jntid]
-            for k in range(_jnt_ndof(jnt_type[jntid])):
+            for k in range(jnt_ndof(jnt_type[jntid])):
                 dofid = dadr + k
                 frc = 0.0
                 for actid in range(nu):
@@ -715,16 +712,6 @@ def _actuation_limits(
                 _limit_qfrc(worldid, jntid, dofid, frc, has_gravcomp, jnt_actgravcomp,
                             qfrc_gravcomp, jnt_actfrclimited, jnt_actfrcrange,
                             qfrc_actuator)
-
-
-@ti.func
-def _jnt_ndof(jtype):
-    ndof = 1
-    if jtype == JNT_FREE:
-        ndof = 6
-    elif jtype == JNT_BALL:
-        ndof = 3
-    return ndof
 
 
 @ti.func

@@ -2,7 +2,7 @@
 import taichi as ti
 
 from .consts import (GEOM_BOX, GEOM_CAPSULE, GEOM_CYLINDER, GEOM_ELLIPSOID, GEOM_PLANE,
-                     GEOM_SPHERE, MINVAL, PI)
+                     GEOM_SPHERE, JNT_BALL, JNT_FREE, MINVAL, PI)
 
 
 @ti.func
@@ -17,6 +17,17 @@ def param_row(worldid, arr: ti.template()):
         if worldid >= n:
             row = worldid % n
     return row
+
+
+@ti.func
+def jnt_ndof(jtype):
+    """The dofs of a joint of type ``jtype``: 6 free, 3 ball, 1 hinge or slide."""
+    ndof = 1
+    if jtype == JNT_FREE:
+        ndof = 6
+    elif jtype == JNT_BALL:
+        ndof = 3
+    return ndof
 
 
 @ti.func

@@ -10,7 +10,7 @@ from .bind import launch
 from .consts import JNT_BALL, JNT_FREE
 from .flex_passive import flex_passive
 from .fluid import fluid
-from .math import param_row, quat_normalize, sub_quat
+from .math import jnt_ndof, param_row, quat_normalize, sub_quat
 
 ND = ti.types.ndarray()
 
@@ -37,12 +37,7 @@ def _passive(
         jtype = jnt_type[jntid]
         spring_ref = qpos_spring.shape[0]
         if has_spring == 0 or stiffness == 0.0:
-            ndof = 1
-            if jtype == JNT_FREE:
-                ndof = 6
-            elif jtype == JNT_BALL:
-                ndof = 3
-            for k in range(ndof):
+            for k in range(jnt_ndof(jtype)):
                 qfrc_spring[worldid, dadr + k] = 0.0
         else:
             if jtype == JNT_FREE:

@@ -290,14 +290,7 @@ def _solve_m_rows(w, r0, n, nv, half, x: ti.template(), qLD: ti.template(),
     for ii in range(nv):
         i = nv - 1 - ii
         if dof_simplenum[i] == 0:
-            adr = dof_Madr[i] + 1
-            j = dof_parentid[i]
-            while j >= 0:
-                lij = qLD[w, adr]
-                for r in range(r0, r0 + n):
-                    x[w, r, j] = x[w, r, j] - lij * x[w, r, i]
-                adr += 1
-                j = dof_parentid[j]
+            _chain_rows(w, i, r0, n, True, x, qLD, dof_Madr, dof_parentid)
     for i in range(nv):
         dinv = qLDiagInv[w, i]
         if half:
@@ -307,14 +300,26 @@ def _solve_m_rows(w, r0, n, nv, half, x: ti.template(), qLD: ti.template(),
     if not half:
         for i in range(nv):
             if dof_simplenum[i] == 0:
-                adr = dof_Madr[i] + 1
-                j = dof_parentid[i]
-                while j >= 0:
-                    lij = qLD[w, adr]
-                    for r in range(r0, r0 + n):
-                        x[w, r, i] -= lij * x[w, r, j]
-                    adr += 1
-                    j = dof_parentid[j]
+                _chain_rows(w, i, r0, n, False, x, qLD, dof_Madr, dof_parentid)
+
+
+@ti.func
+def _chain_rows(w, i, r0, n, up: ti.template(), x: ti.template(), qLD: ti.template(),
+                dof_Madr: ti.template(), dof_parentid: ti.template()):
+    """For each ancestor j of dof i (row i of L, M = L'DL) and rows r0 .. r0+n-1 of x:
+    x[r, j] -= L_ij x[r, i] (``up``: the solve with L') or x[r, i] -= L_ij x[r, j]
+    (the solve with L)."""
+    adr = dof_Madr[i] + 1
+    j = dof_parentid[i]
+    while j >= 0:
+        lij = qLD[w, adr]
+        for r in range(r0, r0 + n):
+            if ti.static(up):
+                x[w, r, j] = x[w, r, j] - lij * x[w, r, i]
+            else:
+                x[w, r, i] -= lij * x[w, r, j]
+        adr += 1
+        j = dof_parentid[j]
 
 
 @ti.func

@@ -52,6 +52,7 @@ import threading
 import time
 import weakref
 from contextlib import contextmanager
+from typing import NamedTuple
 
 from taichi.lang import impl, kernel_impl, misc
 from taichi.lang._ndarray import Ndarray
@@ -192,11 +193,17 @@ PER_WORLD_KERNELS = frozenset({
 })
 
 
+class _WorldLoop(NamedTuple):
+    key: str  # the bound's dump: loops of equal keys run over the same worlds
+    bound: ast.expr
+    body: list  # the statements one world's iteration runs
+    world: str  # the world index's name in them
+
+
 def _world_loop(ctx, node):
-    """(bound's dump, bound, the loop's statements inside one world's iteration, the
-    world index's name) for a top-level loop over worlds, on a copy of it: ``for w,
-    ... in ti.ndrange(A, ...)`` (split as _split_ndrange, with _own_rows) or ``for w
-    in range(A)``; None for any other statement."""
+    """A top-level loop over worlds as a _WorldLoop, on a copy of it: ``for w, ... in
+    ti.ndrange(A, ...)`` (split as _split_ndrange, with _own_rows) or ``for w in
+    range(A)``; None for any other statement."""
     if not isinstance(node, ast.For) or node.orelse:
         return None
     node = copy.deepcopy(node)  # (the kernel's cached tree is built again elsewhere)
@@ -206,7 +213,7 @@ def _world_loop(ctx, node):
         if len(split.iter.args) != 1:
             return None
         bound = split.iter.args[0]
-        return ast.dump(bound), bound, split.body, split.target.id
+        return _WorldLoop(ast.dump(bound), bound, split.body, split.target.id)
     if ASTTransformer.get_decorator(ctx, node.iter) == "" and isinstance(node.iter, ast.Call) \
             and isinstance(node.iter.func, ast.Name) and node.iter.func.id == "range" and \
             len(node.iter.args) == 1 and not node.iter.keywords and \
@@ -214,7 +221,7 @@ def _world_loop(ctx, node):
                 isinstance(inner, (ast.Break, ast.Continue)) for stmt in node.body
                 for inner in ast.walk(stmt)):
         bound = node.iter.args[0]
-        return ast.dump(bound), bound, node.body, node.target.id
+        return _WorldLoop(ast.dump(bound), bound, node.body, node.target.id)
     return None
 
 
@@ -240,36 +247,39 @@ def _merge_world_loops(ctx, body):
     top-level loops over the same worlds as one loop over them, the runs' loops one
     after the other inside it: one parallel loop (one thread-pool wake-up, one wait
     for every thread) instead of one per loop. Anything else as it is."""
-    out, run = [], []
+    out = []
+    nodes, loops = [], []  # the run so far: its statements and their _WorldLoops
     target = "_tiphys_world"
 
     def flush():
-        if len(run) == 1:
-            out.append(run[0][0])
-        elif run:
+        if len(loops) == 1:
+            out.append(nodes[0])
+        elif loops:
             inner = []
-            for _, (_, _, stmts, name) in run:
-                stmts = [_Rename(name, target).visit(stmt) for stmt in stmts]
+            for loop in loops:
+                stmts = [_Rename(loop.world, target).visit(stmt) for stmt in loop.body]
                 if len(stmts) == 1 and isinstance(stmts[0], ast.For):
                     inner.extend(stmts)  # (a split loop's inner loop: its own scope)
                 else:  # a range loop's body, in a scope of its own as it had
                     inner.append(ast.If(test=_static_true(), body=stmts, orelse=[]))
-            first = run[0][0]
-            loop = ast.For(target=ast.Name(id=target, ctx=ast.Store()),
-                           iter=ast.Call(func=ast.Name(id="range", ctx=ast.Load()),
-                                         args=[run[0][1][1]], keywords=[]),
-                           body=inner, orelse=[])
-            out.append(_locate(first, loop, loop.target, loop.iter, loop.iter.func))
-        run.clear()
+            merged = ast.For(target=ast.Name(id=target, ctx=ast.Store()),
+                             iter=ast.Call(func=ast.Name(id="range", ctx=ast.Load()),
+                                           args=[loops[0].bound], keywords=[]),
+                             body=inner, orelse=[])
+            out.append(_locate(nodes[0], merged, merged.target, merged.iter,
+                               merged.iter.func))
+        nodes.clear()
+        loops.clear()
 
     for node in body:
         found = _world_loop(ctx, node)
-        if found is None or (run and run[0][1][0] != found[0]):
+        if found is None or (loops and loops[0].key != found.key):
             flush()
         if found is None:
             out.append(node)
         else:
-            run.append((node, found))
+            nodes.append(node)
+            loops.append(found)
     flush()
     return out
 

@@ -33,7 +33,9 @@ _OBJ_ALIASES = {"jnt": "joint", "cam": "camera", "tex": "texture", "mat": "mater
 
 def _make_array(shape: str, dtype: str, sizes: dict, nworld: int = 1, nbatch: int = 1,
                 load: Optional[int] = None):
-    """A Taichi ndarray for a table entry; zero-size dimensions are padded to 1.
+    """A Taichi ndarray for a table entry; zero-size dimensions are padded to 1. An
+    entry with a world dimension is an array of a Data: ``load`` is that Data's serial
+    load (config.serial_load), which it is tagged with.
 
     ndarrays, not fields: kernels take them as arguments, so one compiled kernel
     serves every model (fields would recompile every kernel for every model).
@@ -49,7 +51,7 @@ def _make_array(shape: str, dtype: str, sizes: dict, nworld: int = 1, nbatch: in
     else:
         arr = ti.Matrix.ndarray(elem[0], elem[1], tdtype, shape=array_shape)
     if "nworld" in dims:  # kernels given it run serial loops for a small load
-        tag_worlds(arr, serial_load(nworld, sizes) if load is None else load)
+        tag_worlds(arr, load)
     return arr
 
 
